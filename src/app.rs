@@ -1,0 +1,142 @@
+//! Assembling and running the service: database, state, router, recovery, graceful shutdown.
+//!
+//! `main` and the tests both go through [`Application`], so what the tests exercise is exactly
+//! what `parley serve` runs.
+
+use std::{
+    fs,
+    io::Write,
+    os::unix::fs::OpenOptionsExt,
+    path::Path,
+    sync::Arc,
+    time::Duration,
+};
+
+use anyhow::Context;
+use rand::RngCore;
+use sha2::Digest;
+use tokio::net::TcpListener;
+
+use crate::{
+    config::Config,
+    db::{self, Database},
+    delivery::Engine,
+    http::{self, AppState, auth::JwtKeys},
+    negotiator::NegotiatorConfig,
+    scoring::{self, Calculator},
+};
+
+/// A built service, bound to its port, not yet serving.
+pub struct Application {
+    listener: TcpListener,
+    state: AppState,
+}
+
+/// The JWT secret: configured, or generated once into `data_dir/jwt_secret` and reused.
+pub fn jwt_secret(config: &Config) -> anyhow::Result<String> {
+    if let Some(secret) = &config.jwt_secret {
+        return Ok(secret.clone());
+    }
+    let path = config.data_dir.join("jwt_secret");
+    if let Ok(existing) = fs::read_to_string(&path) {
+        let existing = existing.trim().to_owned();
+        if existing.len() >= 16 {
+            return Ok(existing);
+        }
+    }
+    fs::create_dir_all(&config.data_dir).with_context(|| format!("creating {}", config.data_dir.display()))?;
+    let mut bytes = [0u8; 32];
+    rand::rng().fill_bytes(&mut bytes);
+    let secret: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    write_private(&path, &secret)?;
+    Ok(secret)
+}
+
+fn write_private(path: &Path, contents: &str) -> anyhow::Result<()> {
+    let mut f = fs::OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("writing {}", path.display()))?;
+    f.write_all(contents.as_bytes())?;
+    Ok(())
+}
+
+/// The hub's calculator: the built-in skill plus `PARLEY_SKILLS` files (a bad file stops start-up).
+pub fn hub_calculator(config: &Config) -> anyhow::Result<Calculator> {
+    let mut skills = vec![scoring::default_skill()];
+    skills.extend(scoring::load_skill_files(&config.skill_files)?);
+    Ok(Calculator::new(skills, None))
+}
+
+impl Application {
+    /// Builds the state on an open database and binds the listener.
+    pub async fn build(config: Config, pool: sqlx::PgPool) -> anyhow::Result<Application> {
+        let secret = jwt_secret(&config)?;
+        let calculator = hub_calculator(&config)?;
+        let listener =
+            TcpListener::bind(config.bind).await.with_context(|| format!("binding {}", config.bind))?;
+        let config = Arc::new(config);
+        let claim_key = sha2::Sha256::digest(format!("parley claim tokens:{secret}").as_bytes());
+        let engine = Engine::new(pool, config.clone(), NegotiatorConfig::default(), &claim_key);
+        let state = AppState { engine, jwt: Arc::new(JwtKeys::new(secret.as_bytes())), calculator: Arc::new(calculator) };
+        Ok(Application { listener, state })
+    }
+
+    /// The bound port.
+    pub fn port(&self) -> u16 {
+        self.listener.local_addr().map(|a| a.port()).unwrap_or(0)
+    }
+
+    /// The shared state (tests use it to reach the engine and the keys).
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// Resumes stranded negotiations, then serves until `shutdown` resolves.
+    pub async fn run_until_stopped(
+        self,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> anyhow::Result<()> {
+        let engine = self.state.engine.clone();
+        if let Some(url) = engine.config().database_url.clone() {
+            tokio::spawn(engine.wakeups().clone().listen(url));
+        }
+        tokio::spawn(async move {
+            if let Err(e) = engine.recover(Duration::ZERO).await {
+                tracing::error!(error = %e, "the recovery pass failed");
+            }
+        });
+        let router = http::router(self.state);
+        tracing::info!(address = %self.listener.local_addr()?, "listening");
+        axum::serve(self.listener, router).with_graceful_shutdown(shutdown).await?;
+        Ok(())
+    }
+}
+
+/// Opens the configured database (embedded when `DATABASE_URL` is unset).
+pub async fn open_database(config: &Config) -> anyhow::Result<Database> {
+    db::open(config.database_url.as_deref(), &config.data_dir, config.pool_size).await
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+    tracing::info!("shutting down");
+}

@@ -1,0 +1,158 @@
+//! The command line: `serve`, `migrate`, `token`, `assess`. Thin: parse, load config, call the library.
+
+use std::{path::PathBuf, process::ExitCode, time::Duration};
+
+use clap::{Parser, Subcommand};
+
+use crate::{
+    app::{self, Application},
+    config::Config,
+    http::auth::{CallerRole, JwtKeys},
+    scoring,
+};
+
+/// Parley: bilateral agent negotiation with polling turn delivery.
+#[derive(Debug, Parser)]
+#[command(name = "parley", version, about)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the HTTP API (and, later, the timer workers). Without DATABASE_URL, starts a private
+    /// PostgreSQL in PARLEY_DATA_DIR and stops it on exit.
+    Serve {
+        /// Serve the API only; run timer workers elsewhere (`parley worker`).
+        #[arg(long)]
+        no_workers: bool,
+    },
+    /// Create the database if missing and run the migrations, then exit.
+    Migrate,
+    /// Print a JWT signed with the configured secret.
+    Token {
+        /// The subject (user id, or the platform's name for a service token).
+        #[arg(long)]
+        sub: String,
+        /// `user`, `service` or `admin`.
+        #[arg(long, default_value = "user")]
+        role: String,
+        /// How long the token is valid (humantime, e.g. 1h, 30d).
+        #[arg(long, default_value = "1h")]
+        ttl: String,
+    },
+    /// Assess a task against a skills file offline; prints the `/agent/negotiation` JSON.
+    Assess {
+        /// Skill file (JSON or YAML; one skill or a list).
+        #[arg(long)]
+        skills: PathBuf,
+        /// Request file (the `/agent/negotiation` body).
+        #[arg(long)]
+        request: PathBuf,
+        /// Tasks in the agent's queue; unknown when omitted.
+        #[arg(long)]
+        queue_depth: Option<i64>,
+        /// The agent's price (turns pricing on, like Bindu's x402 amount).
+        #[arg(long)]
+        price: Option<String>,
+    },
+}
+
+/// Runs the parsed command; the exit code is 2 for bad input, 1 for failures.
+pub async fn run(cli: Cli) -> ExitCode {
+    match cli.command {
+        Command::Assess { skills, request, queue_depth, price } => assess(&skills, &request, queue_depth, price),
+        command => {
+            let config = match Config::from_env() {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("parley: configuration error: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            crate::telemetry::init(config.log_format);
+            match run_with_config(command, config).await {
+                Ok(code) => code,
+                Err(e) => {
+                    eprintln!("parley: {e:#}");
+                    ExitCode::from(1)
+                }
+            }
+        }
+    }
+}
+
+async fn run_with_config(command: Command, config: Config) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Serve { no_workers: _ } => {
+            let database = app::open_database(&config).await?;
+            let config = Config { database_url: Some(database.url.clone()), ..config };
+            let app = Application::build(config, database.pool.clone()).await?;
+            app.run_until_stopped(app::shutdown_signal()).await?;
+            database.pool.close().await;
+            drop(database);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Migrate => {
+            let database = app::open_database(&config).await?;
+            database.pool.close().await;
+            eprintln!("parley: migrations applied");
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Token { sub, role, ttl } => {
+            let Some(role) = CallerRole::parse(&role) else {
+                eprintln!("parley: --role must be user, service or admin");
+                return Ok(ExitCode::from(2));
+            };
+            let ttl: Duration = match humantime::parse_duration(&ttl) {
+                Ok(d) => d,
+                Err(e) => {
+                    eprintln!("parley: --ttl {ttl:?}: {e}");
+                    return Ok(ExitCode::from(2));
+                }
+            };
+            if sub.trim().is_empty() {
+                eprintln!("parley: --sub must not be empty");
+                return Ok(ExitCode::from(2));
+            }
+            let secret = app::jwt_secret(&config)?;
+            println!("{}", JwtKeys::new(secret.as_bytes()).mint(&sub, role, ttl)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Assess { .. } => unreachable!("handled without configuration"),
+    }
+}
+
+fn assess(skills: &std::path::Path, request: &std::path::Path, queue_depth: Option<i64>, price: Option<String>) -> ExitCode {
+    let skills = match scoring::load_skill_file(skills) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("parley: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let body = match std::fs::read(request) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("parley: reading {}: {e}", request.display());
+            return ExitCode::from(2);
+        }
+    };
+    let request = match scoring::parse_request(&body) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("parley: {}: {e}", request.display());
+            return ExitCode::from(2);
+        }
+    };
+    if queue_depth.is_some_and(|q| q < 0) {
+        eprintln!("parley: --queue-depth must not be negative");
+        return ExitCode::from(2);
+    }
+    let calculator = scoring::Calculator::new(skills, price);
+    println!("{}", scoring::assessment_json(&calculator.assess(&request, queue_depth, None)));
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,285 @@
+//! Configuration: every environment variable of DESIGN.md §12, parsed and validated once at start.
+//!
+//! A bad value stops start-up with a message naming the variable; nothing reads the environment
+//! after [`Config::from_env`], so tests build a [`Config`] directly with durations in seconds.
+
+use std::{net::SocketAddr, path::PathBuf, time::Duration};
+
+use thiserror::Error;
+
+/// A configuration value that could not be used.
+#[derive(Debug, Error)]
+#[error("{var}: {message}")]
+pub struct ConfigError {
+    /// The environment variable at fault.
+    pub var: &'static str,
+    /// What is wrong with it.
+    pub message: String,
+}
+
+/// Log output style.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    /// Human-readable, coloured when on a terminal.
+    Pretty,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Turn caps per pairing (0 = unlimited).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TurnCaps {
+    /// System negotiator on both sides.
+    pub system: u32,
+    /// One personal agent, one system negotiator.
+    pub mixed: u32,
+    /// Personal agents on both sides.
+    pub personal: u32,
+}
+
+impl Default for TurnCaps {
+    fn default() -> Self {
+        TurnCaps { system: 6, mixed: 8, personal: 0 }
+    }
+}
+
+/// The optional OpenAI-compatible embeddings provider for `/agent/negotiation`.
+#[derive(Debug, Clone)]
+pub struct EmbeddingsConfig {
+    /// Base URL; requests go to `{url}/embeddings`.
+    pub url: String,
+    /// Bearer token, if the provider needs one.
+    pub api_key: Option<String>,
+    /// Model name.
+    pub model: String,
+}
+
+/// Everything Parley needs to run.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `DATABASE_URL`; `None` starts the embedded PostgreSQL.
+    pub database_url: Option<String>,
+    /// `PARLEY_BIND`.
+    pub bind: SocketAddr,
+    /// `PARLEY_DATA_DIR`: embedded database and generated secret.
+    pub data_dir: PathBuf,
+    /// `PARLEY_JWT_SECRET`; `None` means "generate once into the data dir".
+    pub jwt_secret: Option<String>,
+    /// `PARLEY_CLAIM_TIMEOUT`.
+    pub claim_timeout: Duration,
+    /// `PARLEY_PARK_TIMEOUT`.
+    pub park_timeout: Duration,
+    /// `PARLEY_PVP_TIMEOUT`.
+    pub pvp_timeout: Duration,
+    /// `PARLEY_PENDING_TTL`.
+    pub pending_ttl: Duration,
+    /// `PARLEY_LONG_POLL_MAX`.
+    pub long_poll_max: Duration,
+    /// `PARLEY_MAX_TURNS_SYSTEM` / `_MIXED` / `_PERSONAL`.
+    pub turn_caps: TurnCaps,
+    /// `PARLEY_SKILLS`: extra skill files for `/agent/negotiation`.
+    pub skill_files: Vec<PathBuf>,
+    /// `PARLEY_EMBEDDINGS_URL` (+ `_API_KEY`, `_MODEL`).
+    pub embeddings: Option<EmbeddingsConfig>,
+    /// `PARLEY_LOG_FORMAT`.
+    pub log_format: LogFormat,
+    /// `PARLEY_DB_POOL_SIZE`: connections in the service's pool.
+    pub pool_size: u32,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            database_url: None,
+            bind: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            data_dir: PathBuf::from("./.parley"),
+            jwt_secret: None,
+            claim_timeout: Duration::from_secs(6 * 3600),
+            park_timeout: Duration::from_secs(24 * 3600),
+            pvp_timeout: Duration::from_secs(24 * 3600),
+            pending_ttl: Duration::from_secs(14 * 24 * 3600),
+            long_poll_max: Duration::from_secs(30),
+            turn_caps: TurnCaps::default(),
+            skill_files: Vec::new(),
+            embeddings: None,
+            log_format: LogFormat::Pretty,
+            pool_size: 16,
+        }
+    }
+}
+
+impl Config {
+    /// Reads the process environment.
+    pub fn from_env() -> Result<Config, ConfigError> {
+        Config::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Reads configuration through `get` (the environment, or a map in tests).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        let d = Config::default();
+        let var = |name: &'static str| get(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+        let duration = |name: &'static str, default: Duration| -> Result<Duration, ConfigError> {
+            match var(name) {
+                None => Ok(default),
+                Some(v) => {
+                    let parsed = humantime::parse_duration(&v).map_err(|e| ConfigError {
+                        var: name,
+                        message: format!("{v:?} is not a duration like 30s, 6h or 14d ({e})"),
+                    })?;
+                    if parsed.is_zero() {
+                        return Err(ConfigError { var: name, message: "must be longer than 0s".into() });
+                    }
+                    Ok(parsed)
+                }
+            }
+        };
+        let number = |name: &'static str, default: u32| -> Result<u32, ConfigError> {
+            match var(name) {
+                None => Ok(default),
+                Some(v) => v.parse::<u32>().map_err(|_| ConfigError {
+                    var: name,
+                    message: format!("{v:?} is not a non-negative whole number"),
+                }),
+            }
+        };
+
+        let bind = match var("PARLEY_BIND") {
+            None => d.bind,
+            Some(v) => v.parse().map_err(|_| ConfigError {
+                var: "PARLEY_BIND",
+                message: format!("{v:?} is not an address like 127.0.0.1:8080"),
+            })?,
+        };
+        let log_format = match var("PARLEY_LOG_FORMAT").as_deref() {
+            None | Some("pretty") => LogFormat::Pretty,
+            Some("json") => LogFormat::Json,
+            Some(other) => {
+                return Err(ConfigError {
+                    var: "PARLEY_LOG_FORMAT",
+                    message: format!("{other:?} is neither \"pretty\" nor \"json\""),
+                });
+            }
+        };
+        let database_url = var("DATABASE_URL");
+        if let Some(url) = &database_url {
+            if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+                return Err(ConfigError {
+                    var: "DATABASE_URL",
+                    message: "must be a postgres:// or postgresql:// URL".into(),
+                });
+            }
+        }
+        let jwt_secret = var("PARLEY_JWT_SECRET");
+        if let Some(s) = &jwt_secret {
+            if s.len() < 16 {
+                return Err(ConfigError { var: "PARLEY_JWT_SECRET", message: "must be at least 16 characters".into() });
+            }
+        }
+        let embeddings = match var("PARLEY_EMBEDDINGS_URL") {
+            None => None,
+            Some(url) => {
+                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                    return Err(ConfigError {
+                        var: "PARLEY_EMBEDDINGS_URL",
+                        message: "must be an http:// or https:// URL".into(),
+                    });
+                }
+                Some(EmbeddingsConfig {
+                    url: url.trim_end_matches('/').to_owned(),
+                    api_key: var("PARLEY_EMBEDDINGS_API_KEY"),
+                    model: var("PARLEY_EMBEDDINGS_MODEL").unwrap_or_else(|| "text-embedding-3-small".into()),
+                })
+            }
+        };
+        let pool_size = number("PARLEY_DB_POOL_SIZE", d.pool_size)?;
+        if pool_size < 2 {
+            return Err(ConfigError { var: "PARLEY_DB_POOL_SIZE", message: "must be at least 2".into() });
+        }
+
+        Ok(Config {
+            database_url,
+            bind,
+            data_dir: var("PARLEY_DATA_DIR").map(PathBuf::from).unwrap_or(d.data_dir),
+            jwt_secret,
+            claim_timeout: duration("PARLEY_CLAIM_TIMEOUT", d.claim_timeout)?,
+            park_timeout: duration("PARLEY_PARK_TIMEOUT", d.park_timeout)?,
+            pvp_timeout: duration("PARLEY_PVP_TIMEOUT", d.pvp_timeout)?,
+            pending_ttl: duration("PARLEY_PENDING_TTL", d.pending_ttl)?,
+            long_poll_max: duration("PARLEY_LONG_POLL_MAX", d.long_poll_max)?,
+            turn_caps: TurnCaps {
+                system: number("PARLEY_MAX_TURNS_SYSTEM", d.turn_caps.system)?,
+                mixed: number("PARLEY_MAX_TURNS_MIXED", d.turn_caps.mixed)?,
+                personal: number("PARLEY_MAX_TURNS_PERSONAL", d.turn_caps.personal)?,
+            },
+            skill_files: var("PARLEY_SKILLS")
+                .map(|v| v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(PathBuf::from).collect())
+                .unwrap_or_default(),
+            embeddings,
+            log_format,
+            pool_size,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    fn load(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let map: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Config::from_lookup(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults_match_the_design() {
+        let c = load(&[]).unwrap();
+        assert_eq!(c.bind.to_string(), "127.0.0.1:8080");
+        assert_eq!(c.claim_timeout, Duration::from_secs(21_600));
+        assert_eq!(c.park_timeout, Duration::from_secs(86_400));
+        assert_eq!(c.pvp_timeout, Duration::from_secs(86_400));
+        assert_eq!(c.pending_ttl, Duration::from_secs(14 * 86_400));
+        assert_eq!(c.long_poll_max, Duration::from_secs(30));
+        assert_eq!(c.turn_caps, TurnCaps { system: 6, mixed: 8, personal: 0 });
+        assert_eq!(c.log_format, LogFormat::Pretty);
+        assert!(c.database_url.is_none() && c.jwt_secret.is_none() && c.embeddings.is_none());
+    }
+
+    #[test]
+    fn humantime_durations_and_lists_are_parsed() {
+        let c = load(&[
+            ("PARLEY_CLAIM_TIMEOUT", "30s"),
+            ("PARLEY_PENDING_TTL", "2d"),
+            ("PARLEY_SKILLS", "a.yaml, b.json"),
+            ("PARLEY_MAX_TURNS_PERSONAL", "12"),
+            ("PARLEY_EMBEDDINGS_URL", "http://localhost:9/v1/"),
+        ])
+        .unwrap();
+        assert_eq!(c.claim_timeout, Duration::from_secs(30));
+        assert_eq!(c.pending_ttl, Duration::from_secs(172_800));
+        assert_eq!(c.skill_files, vec![PathBuf::from("a.yaml"), PathBuf::from("b.json")]);
+        assert_eq!(c.turn_caps.personal, 12);
+        let e = c.embeddings.unwrap();
+        assert_eq!((e.url.as_str(), e.model.as_str()), ("http://localhost:9/v1", "text-embedding-3-small"));
+    }
+
+    #[test]
+    fn a_bad_value_names_its_variable() {
+        for (var, value) in [
+            ("PARLEY_CLAIM_TIMEOUT", "soon"),
+            ("PARLEY_PARK_TIMEOUT", "0s"),
+            ("PARLEY_BIND", "localhost"),
+            ("PARLEY_MAX_TURNS_MIXED", "-1"),
+            ("PARLEY_LOG_FORMAT", "xml"),
+            ("DATABASE_URL", "mysql://x"),
+            ("PARLEY_JWT_SECRET", "short"),
+            ("PARLEY_EMBEDDINGS_URL", "ftp://x"),
+            ("PARLEY_DB_POOL_SIZE", "1"),
+        ] {
+            let err = load(&[(var, value)]).unwrap_err();
+            assert_eq!(err.var, var);
+            assert!(err.to_string().starts_with(var), "{err}");
+        }
+    }
+}

@@ -1,0 +1,100 @@
+//! The database: where it comes from (given URL or embedded server), creation, migration, the pool.
+
+pub mod embedded;
+
+use std::{str::FromStr, time::Duration};
+
+use anyhow::Context;
+use sqlx::{
+    Connection, PgConnection, PgPool,
+    postgres::{PgConnectOptions, PgPoolOptions},
+};
+
+pub use embedded::EmbeddedPostgres;
+
+/// The migrations in `migrations/`, embedded in the binary.
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+
+/// A connected, migrated database, and the embedded server behind it if there is one.
+pub struct Database {
+    /// The service's pool.
+    pub pool: PgPool,
+    /// The URL the pool connects to (handed to listeners that need their own connection).
+    pub url: String,
+    /// Kept alive for as long as the database is used; stopped on drop.
+    pub embedded: Option<EmbeddedPostgres>,
+}
+
+/// Connects to `database_url`, or starts the embedded server in `data_dir`; creates the database
+/// if it is missing and runs the migrations.
+pub async fn open(
+    database_url: Option<&str>,
+    data_dir: &std::path::Path,
+    pool_size: u32,
+) -> anyhow::Result<Database> {
+    let (url, embedded) = match database_url {
+        Some(url) => (url.to_owned(), None),
+        None => {
+            let dir = data_dir.to_owned();
+            let pg = tokio::task::spawn_blocking(move || EmbeddedPostgres::start(&dir)).await??;
+            (pg.url("parley"), Some(pg))
+        }
+    };
+    create_database_if_missing(&url).await?;
+    let pool = pool(&url, pool_size).await?;
+    MIGRATOR.run(&pool).await.context("running migrations")?;
+    Ok(Database { pool, url, embedded })
+}
+
+/// A pool on `url` with Parley's settings.
+pub async fn pool(url: &str, size: u32) -> anyhow::Result<PgPool> {
+    let options = PgConnectOptions::from_str(url).context("parsing the database URL")?;
+    PgPoolOptions::new()
+        .max_connections(size)
+        .min_connections(1)
+        .acquire_timeout(Duration::from_secs(10))
+        .connect_with(options)
+        .await
+        .with_context(|| format!("connecting to {}", redact(url)))
+}
+
+/// Creates the URL's database when it does not exist yet (connecting to `postgres` to do so).
+pub async fn create_database_if_missing(url: &str) -> anyhow::Result<()> {
+    let options = PgConnectOptions::from_str(url).context("parsing the database URL")?;
+    let name = options.get_database().unwrap_or("postgres").to_owned();
+    let admin = options.clone().database("postgres");
+    let mut conn = PgConnection::connect_with(&admin)
+        .await
+        .with_context(|| format!("connecting to {}", redact(url)))?;
+    let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)")
+        .bind(&name)
+        .fetch_one(&mut conn)
+        .await?;
+    if !exists {
+        // Identifiers cannot be bound as parameters; quote it.
+        let sql = format!("CREATE DATABASE \"{}\"", name.replace('"', "\"\""));
+        if let Err(e) = sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&mut conn).await {
+            // Another process may have created it at the same moment.
+            let raced = e.as_database_error().and_then(|d| d.code()).is_some_and(|c| c == "42P04");
+            if !raced {
+                return Err(e).context("creating the database");
+            }
+        }
+    }
+    conn.close().await.ok();
+    Ok(())
+}
+
+/// The URL without its password, for messages.
+pub fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let creds = &url[scheme + 3..at];
+            match creds.split_once(':') {
+                Some((user, _)) => format!("{}{}:***{}", &url[..scheme + 3], user, &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}

@@ -1,0 +1,207 @@
+//! The turn loop: one transaction per turn, until the negotiation ends or waits for an agent.
+
+use std::sync::Arc;
+
+use sqlx::PgPool;
+use tracing::Instrument;
+use uuid::Uuid;
+
+use super::{DeliveryError, finalize, wakeups::Wakeups};
+use crate::{
+    config::Config,
+    domain::{EndReason, SeedAssessment, SideKind, TaskEvent, TaskState, Turn, outcome::cap_reached},
+    negotiator::{self, NegotiatorConfig, Situation},
+    store::{messages, tasks},
+};
+
+/// The negotiation engine: shared by the HTTP handlers, the timers and the recovery pass.
+#[derive(Clone)]
+pub struct Engine {
+    pub(crate) pool: PgPool,
+    pub(crate) config: Arc<Config>,
+    pub(crate) negotiator: Arc<NegotiatorConfig>,
+    /// Secret that claim tokens are derived from.
+    pub(crate) claim_key: Arc<[u8]>,
+    /// Long-polls waiting in this process.
+    pub(crate) wakeups: Arc<Wakeups>,
+}
+
+/// What one step of the loop did.
+enum Step {
+    /// A system turn was taken; take the next one.
+    Continue,
+    /// The task waits for a personal agent, or has ended.
+    Stop,
+}
+
+impl Engine {
+    /// An engine over `pool`.
+    ///
+    /// `claim_key` is the secret claim tokens are derived from; keep it stable across restarts
+    /// (it is derived from the JWT secret) so that a retried pickup returns the same token.
+    pub fn new(pool: PgPool, config: Arc<Config>, negotiator: NegotiatorConfig, claim_key: &[u8]) -> Engine {
+        Engine {
+            pool,
+            config,
+            negotiator: Arc::new(negotiator),
+            claim_key: Arc::from(claim_key),
+            wakeups: Arc::new(Wakeups::default()),
+        }
+    }
+
+    /// The registry of waiting long-polls (its listener is started by the application).
+    pub fn wakeups(&self) -> &Arc<Wakeups> {
+        &self.wakeups
+    }
+
+    /// The pool the engine writes through.
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// The configuration the engine runs with.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Runs a negotiation forward: system turns are taken in process, one transaction each; a
+    /// personal side's turn is parked; it stops when the task is terminal or waiting.
+    pub async fn advance(&self, task_id: Uuid) -> Result<(), DeliveryError> {
+        while let Step::Continue = self.step(task_id).await? {}
+        Ok(())
+    }
+
+    async fn step(&self, task_id: Uuid) -> Result<Step, DeliveryError> {
+        let mut tx = self.pool.begin().await?;
+        let Some(mut task) = tasks::lock(&mut tx, task_id).await? else {
+            return Err(DeliveryError::NotFound);
+        };
+        if task.state == TaskState::Submitted {
+            let next = task.state.transition(TaskEvent::Start)?;
+            tasks::set_state(&mut tx, task.id, task.state, next, task.turn_count).await?;
+            task.state = next;
+        }
+        if task.state != TaskState::Working {
+            tx.commit().await?;
+            return Ok(Step::Stop);
+        }
+        let turn_number = task.turn_count;
+        let side = crate::domain::Side::for_turn(turn_number);
+        if task.kind(side) == SideKind::Personal {
+            let next = task.state.transition(TaskEvent::Park)?;
+            debug_assert_eq!(next, TaskState::WaitingForAgent);
+            tasks::park(&mut tx, task.id, task.user_id(side), turn_number).await?;
+            tasks::notify_parked(&mut tx, task.user_id(side)).await?;
+            tx.commit().await?;
+            self.wakeups.wake(task.user_id(side));
+            tracing::info!(negotiation.id = %task.id, turn.number = turn_number, turn.side = side.as_str(), "parked");
+            return Ok(Step::Stop);
+        }
+
+        let history: Vec<Turn> = messages::turns(&mut tx, task.id).await?.into_iter().map(|t| t.turn).collect();
+        let span = tracing::info_span!("turn", negotiation.id = %task.id, turn.number = turn_number,
+            turn.side = side.as_str(), turn.played_by = "system");
+        let turn = {
+            let _entered = span.enter();
+            self.system_turn(&task, side, &history)?
+        };
+        async {
+            messages::insert_turn(
+                &mut tx,
+                &messages::NewTurn {
+                    task_id: task.id,
+                    turn: &turn,
+                    user_id: task.user_id(side),
+                    played_by: SideKind::System,
+                    agent_id: None,
+                    claim_token_hash: None,
+                    request_hash: None,
+                },
+            )
+            .await?;
+            let mut all = history;
+            all.push(turn.clone());
+            let count = turn_number + 1;
+            if turn.action.is_terminal() {
+                finalize(&mut tx, &task, &all, None).await?;
+            } else if cap_reached(count, task.max_turns) {
+                finalize(&mut tx, &task, &all, Some(EndReason::TurnCap)).await?;
+            } else {
+                tasks::set_state(&mut tx, task.id, TaskState::Working, TaskState::Working, count).await?;
+            }
+            tx.commit().await?;
+            tracing::info!("{}", turn.action);
+            Ok::<_, DeliveryError>(())
+        }
+        .instrument(span.clone())
+        .await?;
+        Ok(Step::Continue)
+    }
+
+    /// The system negotiator's turn for `side`, from that side's full context.
+    pub(crate) fn system_turn(
+        &self,
+        task: &tasks::Task,
+        side: crate::domain::Side,
+        history: &[Turn],
+    ) -> Result<Turn, DeliveryError> {
+        let own = task.context(side)?;
+        let other = task.context(side.other())?;
+        let seed: SeedAssessment =
+            serde_json::from_value(task.seed_assessment.clone()).map_err(anyhow::Error::from)?;
+        let decision = negotiator::decide(
+            &self.negotiator,
+            &Situation {
+                own: &own,
+                other: &other,
+                own_side: side,
+                seed: &seed,
+                discovery_query: task.discovery_query.as_deref(),
+                index_context: task.index_context.as_ref(),
+                history,
+                max_turns: task.max_turns,
+            },
+        );
+        Ok(Turn {
+            turn_number: history.len() as u32,
+            side,
+            action: decision.action,
+            reasoning: decision.reasoning,
+            suggested_roles: decision.suggested_roles,
+            message: decision.message,
+        })
+    }
+
+    /// Cancels a negotiation (platform request): the task ends `canceled`, the outcome says why.
+    pub async fn cancel(&self, task_id: Uuid) -> Result<(), DeliveryError> {
+        let mut tx = self.pool.begin().await?;
+        let task = tasks::lock(&mut tx, task_id).await?.ok_or(DeliveryError::NotFound)?;
+        if task.state.is_terminal() {
+            return Err(DeliveryError::AlreadyCompleted);
+        }
+        let turns: Vec<Turn> = messages::turns(&mut tx, task.id).await?.into_iter().map(|t| t.turn).collect();
+        finalize(&mut tx, &task, &turns, Some(EndReason::Canceled)).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Resumes every task left `submitted`/`working` for longer than `grace` (a crash between
+    /// turns). Returns how many were resumed. Safe to run concurrently with live traffic: each
+    /// step re-reads the task under its lock.
+    pub async fn recover(&self, grace: std::time::Duration) -> Result<usize, DeliveryError> {
+        let cutoff = chrono::Utc::now() - chrono::Duration::from_std(grace).map_err(anyhow::Error::from)?;
+        let ids = {
+            let mut conn = self.pool.acquire().await?;
+            tasks::list_runnable(&mut conn, cutoff).await?
+        };
+        for id in &ids {
+            if let Err(e) = self.advance(*id).await {
+                tracing::error!(negotiation.id = %id, error = %e, "resuming a negotiation failed");
+            }
+        }
+        if !ids.is_empty() {
+            tracing::info!(count = ids.len(), "resumed negotiations left working");
+        }
+        Ok(ids.len())
+    }
+}

@@ -1,0 +1,39 @@
+//! The one way a negotiation ends.
+
+use sqlx::PgConnection;
+
+use super::DeliveryError;
+use crate::{
+    domain::{EndReason, Outcome, TaskEvent, Turn, derive_outcome},
+    store::{messages, opportunities, tasks::Task},
+};
+
+/// Ends a locked, non-terminal task: writes the `negotiation-outcome` artifact, completes the task
+/// (or cancels it, for [`EndReason::Canceled`]) and moves the opportunity (accept -> `pending`,
+/// reject -> `rejected`, anything else -> `stalled`). `turns` are all turns taken, the last
+/// included. Runs inside the caller's transaction; every ending (respond, timers, system turns,
+/// cancel) comes through here.
+pub async fn finalize(
+    conn: &mut PgConnection,
+    task: &Task,
+    turns: &[Turn],
+    reason: Option<EndReason>,
+) -> Result<Outcome, DeliveryError> {
+    let event = if reason == Some(EndReason::Canceled) { TaskEvent::Cancel } else { TaskEvent::Finish };
+    let next = task.state.transition(event)?;
+    let outcome = derive_outcome(turns, |side| task.user_id(side).to_owned(), reason);
+    messages::insert_outcome(conn, task.id, &outcome).await?;
+    crate::store::tasks::set_state(conn, task.id, task.state, next, outcome.turn_count).await?;
+    let opportunity = opportunities::lock(conn, task.opportunity_id)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("task {} has no opportunity", task.id))?;
+    opportunities::apply(conn, &opportunity, outcome.opportunity_event()).await??;
+    tracing::info!(
+        negotiation.id = %task.id,
+        outcome.has_opportunity = outcome.has_opportunity,
+        outcome.turns = outcome.turn_count,
+        outcome.reason = ?outcome.reason,
+        "negotiation ended"
+    );
+    Ok(outcome)
+}

@@ -1,0 +1,58 @@
+//! The engine: start a negotiation, take system turns, park personal turns, and finalize.
+//!
+//! Every state change is one transaction that holds the task's row lock (`store::tasks::lock`),
+//! so concurrent callers (an HTTP respond, a timer, the recovery pass) serialise on the task and
+//! each sees the state the previous one committed. There is exactly one way a negotiation ends:
+//! [`finalize`]. Turn delivery to personal agents (pickup, respond) lives in later modules and
+//! re-enters the same [`Engine::advance`] loop.
+
+mod claims;
+mod engine;
+mod finalize;
+mod respond;
+mod start;
+pub mod wakeups;
+
+pub use claims::{AgentIdentity, Claim, hash_secret};
+pub use engine::Engine;
+pub use finalize::finalize;
+pub use respond::{Responded, TurnAnswer};
+pub use start::{NewNegotiation, Started};
+pub use wakeups::TURNS_CHANNEL;
+
+use crate::domain::TransitionError;
+
+/// Why an engine operation did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum DeliveryError {
+    /// No such negotiation.
+    #[error("negotiation not found")]
+    NotFound,
+    /// The negotiation already ended.
+    #[error("the negotiation has already ended")]
+    AlreadyCompleted,
+    /// The agent holds no claim on this negotiation.
+    #[error("this agent holds no claim on the negotiation")]
+    NotClaimed,
+    /// Another agent holds the claim.
+    #[error("another agent holds the claim on this turn")]
+    ClaimedByOther,
+    /// The token is not the current claim's, or the claim expired.
+    #[error("the claim token is stale: the claim expired or the turn was claimed again")]
+    ClaimStale,
+    /// The action is not allowed at this turn.
+    #[error("{0}")]
+    ActionNotAllowed(String),
+    /// The state machine refused (a race lost or a bug).
+    #[error(transparent)]
+    Transition(#[from] TransitionError),
+    /// Anything else (database, corrupt rows).
+    #[error(transparent)]
+    Unexpected(#[from] anyhow::Error),
+}
+
+impl From<sqlx::Error> for DeliveryError {
+    fn from(e: sqlx::Error) -> Self {
+        DeliveryError::Unexpected(e.into())
+    }
+}

@@ -1,0 +1,151 @@
+//! The opportunity's lifecycle, as people see it.
+//!
+//! ```text
+//! negotiating -> pending (both agents accepted) -> accepted (every person accepted)
+//!             -> rejected                      -> rejected (a person declined)
+//!             -> stalled                       -> expired  (nobody decided in time)
+//! ```
+
+use serde::{Deserialize, Serialize};
+
+use super::TransitionError;
+
+/// Where an opportunity is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OpportunityStatus {
+    /// Agents are negotiating; visible from the start.
+    Negotiating,
+    /// Both agents accepted; awaiting the people.
+    Pending,
+    /// Every person accepted.
+    Accepted,
+    /// An agent or a person said no.
+    Rejected,
+    /// The negotiation ended without a decision (turn cap, deadline, cancel).
+    Stalled,
+    /// Pending for longer than the TTL.
+    Expired,
+}
+
+/// What can happen to an opportunity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OpportunityEvent {
+    /// The negotiation ended with an accept.
+    AgentsAccepted,
+    /// The negotiation ended with a reject.
+    AgentsRejected,
+    /// The negotiation ended undecided.
+    NegotiationStalled,
+    /// The last participant accepted.
+    EveryoneAccepted,
+    /// A participant declined.
+    SomeoneDeclined,
+    /// The pending TTL passed.
+    Expire,
+}
+
+impl OpportunityStatus {
+    /// Every status.
+    pub const ALL: [OpportunityStatus; 6] = [
+        OpportunityStatus::Negotiating,
+        OpportunityStatus::Pending,
+        OpportunityStatus::Accepted,
+        OpportunityStatus::Rejected,
+        OpportunityStatus::Stalled,
+        OpportunityStatus::Expired,
+    ];
+
+    /// The stored/wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OpportunityStatus::Negotiating => "negotiating",
+            OpportunityStatus::Pending => "pending",
+            OpportunityStatus::Accepted => "accepted",
+            OpportunityStatus::Rejected => "rejected",
+            OpportunityStatus::Stalled => "stalled",
+            OpportunityStatus::Expired => "expired",
+        }
+    }
+
+    /// Parses a stored name.
+    pub fn parse(s: &str) -> Option<OpportunityStatus> {
+        OpportunityStatus::ALL.into_iter().find(|t| t.as_str() == s)
+    }
+
+    /// The transition table. Anything not listed is an error.
+    pub fn transition(self, event: OpportunityEvent) -> Result<OpportunityStatus, TransitionError> {
+        use OpportunityEvent as E;
+        use OpportunityStatus as S;
+        match (self, event) {
+            (S::Negotiating, E::AgentsAccepted) => Ok(S::Pending),
+            (S::Negotiating, E::AgentsRejected) => Ok(S::Rejected),
+            (S::Negotiating, E::NegotiationStalled) => Ok(S::Stalled),
+            (S::Pending, E::EveryoneAccepted) => Ok(S::Accepted),
+            (S::Pending, E::SomeoneDeclined) => Ok(S::Rejected),
+            (S::Pending, E::Expire) => Ok(S::Expired),
+            (from, event) => Err(TransitionError { machine: "opportunity", from: from.as_str(), event: event.name() }),
+        }
+    }
+}
+
+impl OpportunityEvent {
+    /// Every event.
+    pub const ALL: [OpportunityEvent; 6] = [
+        OpportunityEvent::AgentsAccepted,
+        OpportunityEvent::AgentsRejected,
+        OpportunityEvent::NegotiationStalled,
+        OpportunityEvent::EveryoneAccepted,
+        OpportunityEvent::SomeoneDeclined,
+        OpportunityEvent::Expire,
+    ];
+
+    /// The event's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            OpportunityEvent::AgentsAccepted => "agents_accepted",
+            OpportunityEvent::AgentsRejected => "agents_rejected",
+            OpportunityEvent::NegotiationStalled => "negotiation_stalled",
+            OpportunityEvent::EveryoneAccepted => "everyone_accepted",
+            OpportunityEvent::SomeoneDeclined => "someone_declined",
+            OpportunityEvent::Expire => "expire",
+        }
+    }
+}
+
+impl std::fmt::Display for OpportunityStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{OpportunityEvent as E, OpportunityStatus as S};
+
+    #[test]
+    fn the_transition_table_is_exactly_this() {
+        let table = [
+            (S::Negotiating, E::AgentsAccepted, S::Pending),
+            (S::Negotiating, E::AgentsRejected, S::Rejected),
+            (S::Negotiating, E::NegotiationStalled, S::Stalled),
+            (S::Pending, E::EveryoneAccepted, S::Accepted),
+            (S::Pending, E::SomeoneDeclined, S::Rejected),
+            (S::Pending, E::Expire, S::Expired),
+        ];
+        for s in S::ALL {
+            for e in E::ALL {
+                let expected = table.iter().find(|(f, ev, _)| *f == s && *ev == e).map(|t| t.2);
+                assert_eq!(s.transition(e).ok(), expected, "{s} on {}", e.name());
+            }
+        }
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for s in S::ALL {
+            assert_eq!(S::parse(s.as_str()), Some(s));
+        }
+        assert_eq!(S::parse("open"), None);
+    }
+}

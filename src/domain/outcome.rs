@@ -1,0 +1,190 @@
+//! How a negotiation's result is derived from its turns: the outcome artifact, agreed roles and
+//! the turn cap that applies to a pairing (DESIGN.md §2).
+
+use serde::{Deserialize, Serialize};
+
+use super::{
+    opportunity::OpportunityEvent,
+    turn::{Action, Role, Side, SideKind, Turn},
+};
+use crate::config::TurnCaps;
+
+/// Why a negotiation ended without an accept or reject.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EndReason {
+    /// The turn cap was reached.
+    TurnCap,
+    /// The personal-vs-personal deadline passed.
+    Timeout,
+    /// The platform canceled it.
+    Canceled,
+}
+
+/// One user's role in an accepted match.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgreedRole {
+    /// The user.
+    pub user_id: String,
+    /// Their role.
+    pub role: Role,
+}
+
+/// The `negotiation-outcome` artifact, written once when the negotiation ends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Outcome {
+    /// True iff the last action was accept.
+    pub has_opportunity: bool,
+    /// Roles both sides ended on (only for an accept after at least two turns).
+    pub agreed_roles: Vec<AgreedRole>,
+    /// The last turn's reasoning, or why it ended without one.
+    pub reasoning: String,
+    /// Turns taken, the opening propose included.
+    pub turn_count: u32,
+    /// Set when no accept/reject ended it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<EndReason>,
+}
+
+impl Outcome {
+    /// What the outcome does to the opportunity.
+    pub fn opportunity_event(&self) -> OpportunityEvent {
+        match (self.has_opportunity, self.reason) {
+            (true, _) => OpportunityEvent::AgentsAccepted,
+            (false, None) => OpportunityEvent::AgentsRejected,
+            (false, Some(_)) => OpportunityEvent::NegotiationStalled,
+        }
+    }
+}
+
+/// Derives the outcome from the turns taken. `reason` is given when something other than the
+/// last turn ended it (cap, deadline, cancel); otherwise the last turn must be accept or reject.
+pub fn derive_outcome(
+    turns: &[Turn],
+    user_of: impl Fn(Side) -> String,
+    reason: Option<EndReason>,
+) -> Outcome {
+    let turn_count = turns.len() as u32;
+    let last = turns.last();
+    let has_opportunity = reason.is_none() && last.is_some_and(|t| t.action == Action::Accept);
+    let mut agreed_roles = Vec::new();
+    if has_opportunity && turns.len() >= 2 {
+        let accepter = &turns[turns.len() - 1];
+        let previous = &turns[turns.len() - 2];
+        agreed_roles.push(AgreedRole { user_id: user_of(accepter.side), role: accepter.suggested_roles.own_user });
+        agreed_roles.push(AgreedRole { user_id: user_of(previous.side), role: previous.suggested_roles.own_user });
+    }
+    let reasoning = match (reason, last) {
+        (Some(EndReason::TurnCap), _) => format!("No agreement within the cap of {turn_count} turns."),
+        (Some(EndReason::Timeout), _) => "The negotiation passed its deadline without agreement.".to_owned(),
+        (Some(EndReason::Canceled), _) => "The negotiation was canceled.".to_owned(),
+        (None, Some(t)) => t.reasoning.clone(),
+        (None, None) => String::new(),
+    };
+    Outcome { has_opportunity, agreed_roles, reasoning, turn_count, reason }
+}
+
+/// The turn cap for a pairing of side kinds (0 = unlimited).
+pub fn max_turns_for(source: SideKind, candidate: SideKind, caps: &TurnCaps) -> u32 {
+    match (source, candidate) {
+        (SideKind::System, SideKind::System) => caps.system,
+        (SideKind::Personal, SideKind::Personal) => caps.personal,
+        _ => caps.mixed,
+    }
+}
+
+/// Whether a non-terminal turn just taken exhausted the cap.
+pub fn cap_reached(turn_count: u32, max_turns: u32) -> bool {
+    max_turns > 0 && turn_count >= max_turns
+}
+
+/// Whether the turn about to be taken (0-based `turn_number`) is the last the cap allows.
+pub fn is_final_turn(turn_number: u32, max_turns: u32) -> bool {
+    max_turns > 0 && turn_number + 1 >= max_turns
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::turn::SuggestedRoles;
+
+    fn turn(n: u32, action: Action, own: Role, other: Role) -> Turn {
+        Turn {
+            turn_number: n,
+            side: Side::for_turn(n),
+            action,
+            reasoning: format!("turn {n}"),
+            suggested_roles: SuggestedRoles { own_user: own, other_user: other },
+            message: None,
+        }
+    }
+
+    fn users(side: Side) -> String {
+        match side {
+            Side::Source => "alice".into(),
+            Side::Candidate => "bob".into(),
+        }
+    }
+
+    #[test]
+    fn an_accept_takes_the_accepters_own_role_and_the_previous_speakers_own_role() {
+        let turns = [
+            turn(0, Action::Propose, Role::Patient, Role::Agent),
+            turn(1, Action::Counter, Role::Peer, Role::Peer),
+            turn(2, Action::Accept, Role::Patient, Role::Peer),
+        ];
+        let o = derive_outcome(&turns, users, None);
+        assert!(o.has_opportunity);
+        assert_eq!(o.turn_count, 3);
+        assert_eq!(o.reasoning, "turn 2");
+        assert_eq!(
+            o.agreed_roles,
+            vec![
+                AgreedRole { user_id: "alice".into(), role: Role::Patient },
+                AgreedRole { user_id: "bob".into(), role: Role::Peer },
+            ]
+        );
+        assert_eq!(o.opportunity_event(), OpportunityEvent::AgentsAccepted);
+    }
+
+    #[test]
+    fn a_reject_or_an_imposed_end_has_no_opportunity_and_no_roles() {
+        let rejected = [turn(0, Action::Propose, Role::Peer, Role::Peer), turn(1, Action::Reject, Role::Peer, Role::Peer)];
+        let o = derive_outcome(&rejected, users, None);
+        assert!(!o.has_opportunity && o.agreed_roles.is_empty() && o.reason.is_none());
+        assert_eq!(o.opportunity_event(), OpportunityEvent::AgentsRejected);
+
+        for reason in [EndReason::TurnCap, EndReason::Timeout, EndReason::Canceled] {
+            let o = derive_outcome(&rejected[..1], users, Some(reason));
+            assert!(!o.has_opportunity && o.agreed_roles.is_empty());
+            assert_eq!(o.reason, Some(reason));
+            assert_eq!(o.opportunity_event(), OpportunityEvent::NegotiationStalled);
+            assert!(!o.reasoning.is_empty());
+        }
+    }
+
+    #[test]
+    fn an_outcome_serialises_as_the_artifact_expects() {
+        let o = derive_outcome(&[turn(0, Action::Propose, Role::Peer, Role::Peer)], users, Some(EndReason::TurnCap));
+        let v = serde_json::to_value(&o).unwrap();
+        assert_eq!(v["hasOpportunity"], false);
+        assert_eq!(v["turnCount"], 1);
+        assert_eq!(v["reason"], "turn_cap");
+        assert_eq!(v["agreedRoles"], serde_json::json!([]));
+    }
+
+    #[test]
+    fn caps_follow_the_pairing_and_zero_is_unlimited() {
+        let caps = TurnCaps::default();
+        use SideKind::{Personal as P, System as S};
+        assert_eq!(max_turns_for(S, S, &caps), 6);
+        assert_eq!(max_turns_for(S, P, &caps), 8);
+        assert_eq!(max_turns_for(P, S, &caps), 8);
+        assert_eq!(max_turns_for(P, P, &caps), 0);
+        assert!(!cap_reached(1_000, 0));
+        assert!(!cap_reached(5, 6) && cap_reached(6, 6));
+        assert!(is_final_turn(5, 6) && !is_final_turn(4, 6) && !is_final_turn(99, 0));
+    }
+}

@@ -1,0 +1,90 @@
+//! Personal agents' credentials: an API key in `Authorization: Bearer <key>` or `x-api-key`.
+//!
+//! The key's agent must be the `{id}` of the path (403 otherwise); an unknown, revoked or
+//! expired key is a 401 at once (keys are looked up by hash on every request, never cached).
+
+use std::collections::HashMap;
+
+use axum::{
+    extract::{FromRequestParts, Path},
+    http::request::Parts,
+};
+use uuid::Uuid;
+
+use super::{
+    AppState,
+    auth::{Caller, CallerRole, bearer},
+    error::ApiError,
+};
+use crate::{
+    delivery::{AgentIdentity, hash_secret},
+    store::agents,
+};
+
+/// Every API key starts with this, which also tells keys and JWTs apart.
+pub const KEY_PREFIX: &str = "pk_";
+
+fn presented_key(parts: &Parts) -> Option<String> {
+    if let Some(v) = parts.headers.get("x-api-key").and_then(|v| v.to_str().ok()) {
+        return Some(v.trim().to_owned());
+    }
+    bearer(parts).filter(|t| t.starts_with(KEY_PREFIX)).map(str::to_owned)
+}
+
+async fn path_agent_id(parts: &mut Parts, state: &AppState) -> Result<Uuid, ApiError> {
+    let Path(params) = Path::<HashMap<String, String>>::from_request_parts(parts, state)
+        .await
+        .map_err(|_| ApiError::NotFound("agent"))?;
+    params.get("id").and_then(|id| Uuid::parse_str(id).ok()).ok_or(ApiError::NotFound("agent"))
+}
+
+async fn authenticate_key(state: &AppState, key: &str, path_agent: Uuid) -> Result<AgentIdentity, ApiError> {
+    let mut conn = state.pool().acquire().await?;
+    let owner = agents::authenticate(&mut conn, &hash_secret(key))
+        .await?
+        .ok_or_else(|| ApiError::Unauthorized("the API key is unknown, revoked or expired".into()))?;
+    if owner.agent_id != path_agent {
+        return Err(ApiError::Forbidden("this API key belongs to another agent".into()));
+    }
+    if owner.status != "active" {
+        return Err(ApiError::Forbidden("the agent is inactive".into()));
+    }
+    Ok(AgentIdentity { agent_id: owner.agent_id, owner_user_id: owner.owner_user_id })
+}
+
+/// A request authenticated by the API key of the agent in the path.
+#[derive(Debug, Clone)]
+pub struct AgentCaller(pub AgentIdentity);
+
+impl FromRequestParts<AppState> for AgentCaller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let key = presented_key(parts).ok_or_else(|| ApiError::Unauthorized("missing API key".into()))?;
+        let agent = path_agent_id(parts, state).await?;
+        authenticate_key(state, &key, agent).await.map(AgentCaller)
+    }
+}
+
+/// The agent in the path, by its own API key or by its owner's user JWT (for the read views).
+#[derive(Debug, Clone)]
+pub struct AgentOrOwner(pub AgentIdentity);
+
+impl FromRequestParts<AppState> for AgentOrOwner {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let agent = path_agent_id(parts, state).await?;
+        if let Some(key) = presented_key(parts) {
+            return authenticate_key(state, &key, agent).await.map(AgentOrOwner);
+        }
+        let caller = Caller::from_request_parts(parts, state).await?;
+        let mut conn = state.pool().acquire().await?;
+        let found = agents::get(&mut conn, agent).await?.ok_or(ApiError::NotFound("agent"))?;
+        let allowed = found.owner_user_id == caller.sub && caller.role == CallerRole::User;
+        if !allowed {
+            return Err(ApiError::NotFound("agent"));
+        }
+        Ok(AgentOrOwner(AgentIdentity { agent_id: found.agent_id, owner_user_id: found.owner_user_id }))
+    }
+}

@@ -1,0 +1,295 @@
+//! `/api/agents`: a person registers personal agents and manages their API keys.
+
+use axum::{
+    Json, Router,
+    extract::State,
+    http::StatusCode,
+    routing::{delete, get, post},
+};
+use base64::Engine as _;
+use chrono::{DateTime, Utc};
+use rand::RngCore;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use super::{
+    AppState,
+    agent_auth::KEY_PREFIX,
+    auth::UserCaller,
+    error::{ApiError, ApiResult},
+    extract::{ApiJson, Ids, OptionalJson},
+};
+use crate::{
+    delivery::hash_secret,
+    store::agents::{self, Agent, ApiKey},
+};
+
+/// The routes.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/agents", post(create_agent).get(list_agents))
+        .route("/api/agents/{id}", get(get_agent).patch(update_agent).delete(delete_agent))
+        .route("/api/agents/{id}/keys", post(create_key))
+        .route("/api/agents/{id}/keys/{key_id}", delete(revoke_key))
+}
+
+/// An agent as its owner sees it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentOut {
+    /// Its id.
+    pub id: Uuid,
+    /// Display name.
+    pub name: String,
+    /// `personal`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// `active` or `inactive`.
+    pub status: String,
+    /// `enabled` or `disabled`.
+    pub negotiation_mode: String,
+    /// Free text.
+    pub description: Option<String>,
+    /// The user it speaks for.
+    pub owner_user_id: String,
+    /// Its keys (never the keys themselves).
+    pub keys: Vec<KeyOut>,
+    /// Created.
+    pub created_at: DateTime<Utc>,
+    /// Last changed.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A key's public facts.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KeyOut {
+    /// Its id.
+    pub id: Uuid,
+    /// The key's first characters.
+    pub prefix: String,
+    /// Created.
+    pub created_at: DateTime<Utc>,
+    /// Expiry, if any.
+    pub expires_at: Option<DateTime<Utc>>,
+    /// Revocation time, if revoked.
+    pub revoked_at: Option<DateTime<Utc>>,
+}
+
+impl From<&ApiKey> for KeyOut {
+    fn from(k: &ApiKey) -> Self {
+        KeyOut { id: k.api_key_id, prefix: k.prefix.clone(), created_at: k.created_at, expires_at: k.expires_at, revoked_at: k.revoked_at }
+    }
+}
+
+fn agent_out(a: Agent, keys: &[ApiKey]) -> AgentOut {
+    AgentOut {
+        id: a.agent_id,
+        name: a.name,
+        kind: a.agent_type,
+        status: a.status,
+        negotiation_mode: a.negotiation_mode,
+        description: a.description,
+        owner_user_id: a.owner_user_id,
+        keys: keys.iter().map(KeyOut::from).collect(),
+        created_at: a.created_at,
+        updated_at: a.updated_at,
+    }
+}
+
+/// A new key: 192 random bits, URL-safe, with a recognisable prefix. Returns (key, shown prefix).
+fn new_key() -> (String, String) {
+    let mut bytes = [0u8; 24];
+    rand::rng().fill_bytes(&mut bytes);
+    let key = format!("{KEY_PREFIX}{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes));
+    let prefix = key[..KEY_PREFIX.len() + 8].to_owned();
+    (key, prefix)
+}
+
+async fn issue_key(conn: &mut sqlx::PgConnection, agent_id: Uuid, expires_at: Option<DateTime<Utc>>) -> ApiResult<Value> {
+    let (key, prefix) = new_key();
+    let stored = agents::insert_key(conn, agent_id, &prefix, &hash_secret(&key), expires_at).await?;
+    Ok(json!({ "id": stored.api_key_id, "key": key, "prefix": prefix, "expiresAt": stored.expires_at }))
+}
+
+/// Body of `POST /api/agents`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CreateAgentIn {
+    /// Display name (1-200 characters).
+    pub name: String,
+    /// Free text (at most 2 000 characters).
+    pub description: Option<String>,
+    /// `enabled` (default) or `disabled`.
+    pub negotiation_mode: Option<String>,
+}
+
+fn check_name(name: &str) -> ApiResult<()> {
+    let n = name.trim().chars().count();
+    if n == 0 || n > 200 {
+        return Err(ApiError::invalid("name must be 1 to 200 characters"));
+    }
+    Ok(())
+}
+
+fn check_description(d: Option<&str>) -> ApiResult<()> {
+    if d.is_some_and(|d| d.chars().count() > 2000) {
+        return Err(ApiError::invalid("description must be at most 2000 characters"));
+    }
+    Ok(())
+}
+
+fn check_mode(mode: Option<&str>) -> ApiResult<()> {
+    match mode {
+        None | Some("enabled" | "disabled") => Ok(()),
+        Some(_) => Err(ApiError::invalid("negotiationMode must be enabled or disabled")),
+    }
+}
+
+/// Registers a personal agent for the caller and returns its first API key, once.
+async fn create_agent(
+    State(state): State<AppState>,
+    UserCaller(caller): UserCaller,
+    ApiJson(body): ApiJson<CreateAgentIn>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    check_name(&body.name)?;
+    check_description(body.description.as_deref())?;
+    check_mode(body.negotiation_mode.as_deref())?;
+    let mut tx = state.pool().begin().await?;
+    let agent = agents::insert(
+        &mut tx,
+        Uuid::now_v7(),
+        &caller.sub,
+        body.name.trim(),
+        body.description.as_deref(),
+        body.negotiation_mode.as_deref().unwrap_or("enabled"),
+    )
+    .await?;
+    let key = issue_key(&mut tx, agent.agent_id, None).await?;
+    let keys = agents::keys(&mut tx, agent.agent_id).await?;
+    tx.commit().await?;
+    Ok((StatusCode::CREATED, Json(json!({ "agent": agent_out(agent, &keys), "apiKey": key }))))
+}
+
+/// The caller's agents.
+async fn list_agents(State(state): State<AppState>, UserCaller(caller): UserCaller) -> ApiResult<Json<Value>> {
+    let mut conn = state.pool().acquire().await?;
+    let mut out = Vec::new();
+    for agent in agents::list_for_owner(&mut conn, &caller.sub).await? {
+        let keys = agents::keys(&mut conn, agent.agent_id).await?;
+        out.push(agent_out(agent, &keys));
+    }
+    Ok(Json(json!({ "agents": out })))
+}
+
+/// The caller's agent `id`, or 404.
+async fn own_agent(conn: &mut sqlx::PgConnection, owner: &str, id: Uuid) -> ApiResult<Agent> {
+    agents::get(conn, id).await?.filter(|a| a.owner_user_id == owner).ok_or(ApiError::NotFound("agent"))
+}
+
+/// One agent.
+async fn get_agent(State(state): State<AppState>, UserCaller(caller): UserCaller, Ids(id): Ids<Uuid>) -> ApiResult<Json<AgentOut>> {
+    let mut conn = state.pool().acquire().await?;
+    let agent = own_agent(&mut conn, &caller.sub, id).await?;
+    let keys = agents::keys(&mut conn, id).await?;
+    Ok(Json(agent_out(agent, &keys)))
+}
+
+/// Body of `PATCH /api/agents/{id}`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UpdateAgentIn {
+    /// New name.
+    pub name: Option<String>,
+    /// `active` or `inactive`.
+    pub status: Option<String>,
+    /// `enabled` or `disabled`.
+    pub negotiation_mode: Option<String>,
+    /// New description.
+    pub description: Option<String>,
+}
+
+/// Changes name, status, negotiation mode or description.
+async fn update_agent(
+    State(state): State<AppState>,
+    UserCaller(caller): UserCaller,
+    Ids(id): Ids<Uuid>,
+    ApiJson(body): ApiJson<UpdateAgentIn>,
+) -> ApiResult<Json<AgentOut>> {
+    if let Some(name) = &body.name {
+        check_name(name)?;
+    }
+    check_description(body.description.as_deref())?;
+    check_mode(body.negotiation_mode.as_deref())?;
+    if !matches!(body.status.as_deref(), None | Some("active" | "inactive")) {
+        return Err(ApiError::invalid("status must be active or inactive"));
+    }
+    let mut tx = state.pool().begin().await?;
+    own_agent(&mut tx, &caller.sub, id).await?;
+    let agent = agents::update(
+        &mut tx,
+        id,
+        body.name.as_deref().map(str::trim),
+        body.status.as_deref(),
+        body.negotiation_mode.as_deref(),
+        body.description.as_deref(),
+    )
+    .await?
+    .ok_or(ApiError::NotFound("agent"))?;
+    let keys = agents::keys(&mut tx, id).await?;
+    tx.commit().await?;
+    Ok(Json(agent_out(agent, &keys)))
+}
+
+/// Deletes an agent and its keys; turns it holds are given back to be picked up again.
+async fn delete_agent(State(state): State<AppState>, UserCaller(caller): UserCaller, Ids(id): Ids<Uuid>) -> ApiResult<StatusCode> {
+    let mut tx = state.pool().begin().await?;
+    own_agent(&mut tx, &caller.sub, id).await?;
+    let released = crate::store::tasks::release_claims_of(&mut tx, id).await?;
+    agents::delete(&mut tx, id).await?;
+    if released > 0 {
+        crate::store::tasks::notify_parked(&mut tx, &caller.sub).await?;
+    }
+    tx.commit().await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Optional body of `POST /api/agents/{id}/keys`.
+#[derive(Debug, Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CreateKeyIn {
+    /// When the key stops working (RFC 3339); never when absent.
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+/// Issues another key for an agent; the key is shown once.
+async fn create_key(
+    State(state): State<AppState>,
+    UserCaller(caller): UserCaller,
+    Ids(id): Ids<Uuid>,
+    OptionalJson(body): OptionalJson<CreateKeyIn>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    if body.expires_at.is_some_and(|e| e <= Utc::now()) {
+        return Err(ApiError::invalid("expiresAt must be in the future"));
+    }
+    let mut tx = state.pool().begin().await?;
+    own_agent(&mut tx, &caller.sub, id).await?;
+    let key = issue_key(&mut tx, id, body.expires_at).await?;
+    tx.commit().await?;
+    Ok((StatusCode::CREATED, Json(key)))
+}
+
+/// Revokes a key; it answers 401 from now on.
+async fn revoke_key(
+    State(state): State<AppState>,
+    UserCaller(caller): UserCaller,
+    Ids((id, key_id)): Ids<(Uuid, Uuid)>,
+) -> ApiResult<StatusCode> {
+    let mut conn = state.pool().acquire().await?;
+    own_agent(&mut conn, &caller.sub, id).await?;
+    if !agents::revoke_key(&mut conn, id, key_id).await? {
+        return Err(ApiError::NotFound("key"));
+    }
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,157 @@
+//! Who is calling: users and the platform by JWT (HS256, `sub`, `role`, `exp`).
+//!
+//! The keys are built once from configuration and live in the application state. A missing,
+//! malformed, expired or wrongly signed token is a 401; a valid token of the wrong role is a 403.
+
+use axum::{extract::FromRequestParts, http::request::Parts};
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use serde::{Deserialize, Serialize};
+
+use super::{AppState, error::ApiError};
+
+/// What a token may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum CallerRole {
+    /// A person, seeing their own opportunities.
+    #[default]
+    User,
+    /// The matching platform's backend.
+    Service,
+    /// An operator; may do what the service may.
+    Admin,
+}
+
+impl CallerRole {
+    /// Parses a role name.
+    pub fn parse(s: &str) -> Option<CallerRole> {
+        match s {
+            "user" => Some(CallerRole::User),
+            "service" => Some(CallerRole::Service),
+            "admin" => Some(CallerRole::Admin),
+            _ => None,
+        }
+    }
+}
+
+/// The claims Parley reads.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Claims {
+    /// The user id (or the platform's service name).
+    pub sub: String,
+    /// Defaults to `user`.
+    #[serde(default)]
+    pub role: CallerRole,
+    /// Expiry, seconds since the epoch; required.
+    pub exp: u64,
+}
+
+/// HS256 keys from the configured secret.
+#[derive(Clone)]
+pub struct JwtKeys {
+    encoding: EncodingKey,
+    decoding: DecodingKey,
+}
+
+impl JwtKeys {
+    /// Keys for `secret`.
+    pub fn new(secret: &[u8]) -> JwtKeys {
+        JwtKeys { encoding: EncodingKey::from_secret(secret), decoding: DecodingKey::from_secret(secret) }
+    }
+
+    /// Signs a token for `sub` with `role`, valid for `ttl`.
+    pub fn mint(&self, sub: &str, role: CallerRole, ttl: std::time::Duration) -> anyhow::Result<String> {
+        let exp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_secs() + ttl.as_secs();
+        Ok(jsonwebtoken::encode(
+            &Header::new(Algorithm::HS256),
+            &Claims { sub: sub.to_owned(), role, exp },
+            &self.encoding,
+        )?)
+    }
+
+    /// Verifies a token: signature, algorithm, `exp` (no leeway).
+    pub fn verify(&self, token: &str) -> Result<Claims, ApiError> {
+        let mut v = Validation::new(Algorithm::HS256);
+        v.leeway = 0;
+        v.set_required_spec_claims(&["exp", "sub"]);
+        jsonwebtoken::decode::<Claims>(token, &self.decoding, &v).map(|d| d.claims).map_err(|e| {
+            use jsonwebtoken::errors::ErrorKind;
+            ApiError::Unauthorized(
+                match e.kind() {
+                    ErrorKind::ExpiredSignature => "the token has expired",
+                    ErrorKind::InvalidSignature => "the token's signature is not valid",
+                    _ => "the token is not a valid JWT",
+                }
+                .into(),
+            )
+        })
+    }
+}
+
+/// An authenticated user, platform or operator.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    /// The token's subject.
+    pub sub: String,
+    /// The token's role.
+    pub role: CallerRole,
+}
+
+impl Caller {
+    /// Whether the caller may see and do everything (service or admin).
+    pub fn is_service(&self) -> bool {
+        matches!(self.role, CallerRole::Service | CallerRole::Admin)
+    }
+}
+
+/// The bearer token of the request, if any.
+pub fn bearer(parts: &Parts) -> Option<&str> {
+    let value = parts.headers.get(axum::http::header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then_some(token.trim()).filter(|t| !t.is_empty())
+}
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let token = bearer(parts).ok_or_else(|| ApiError::Unauthorized("missing bearer token".into()))?;
+        let claims = state.jwt.verify(token)?;
+        if claims.sub.trim().is_empty() {
+            return Err(ApiError::Unauthorized("the token has an empty subject".into()));
+        }
+        Ok(Caller { sub: claims.sub, role: claims.role })
+    }
+}
+
+/// A caller with the `service` (or `admin`) role.
+#[derive(Debug, Clone)]
+pub struct ServiceCaller(pub Caller);
+
+impl FromRequestParts<AppState> for ServiceCaller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let caller = Caller::from_request_parts(parts, state).await?;
+        if !caller.is_service() {
+            return Err(ApiError::Forbidden("this route is for the platform's service token".into()));
+        }
+        Ok(ServiceCaller(caller))
+    }
+}
+
+/// A caller with the `user` role (a person).
+#[derive(Debug, Clone)]
+pub struct UserCaller(pub Caller);
+
+impl FromRequestParts<AppState> for UserCaller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let caller = Caller::from_request_parts(parts, state).await?;
+        if caller.role != CallerRole::User {
+            return Err(ApiError::Forbidden("this route is for a user's token".into()));
+        }
+        Ok(UserCaller(caller))
+    }
+}

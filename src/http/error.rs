@@ -1,0 +1,136 @@
+//! The one error type of the HTTP edge and its body `{"error": ..., "code": ...}` (DESIGN.md §4).
+//!
+//! Handlers return [`ApiError`]; internal failures are logged once here with their whole cause
+//! chain and answered with a generic 500 that carries no internal detail.
+
+use axum::{
+    Json,
+    http::StatusCode,
+    response::{IntoResponse, Response},
+};
+use serde::Serialize;
+
+use crate::delivery::DeliveryError;
+
+/// An error answer.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// 400: the request is malformed or not allowed now.
+    #[error("{message}")]
+    BadRequest {
+        /// `invalid_body` or `action_not_allowed`.
+        code: &'static str,
+        /// What is wrong, for a human.
+        message: String,
+    },
+    /// 401: no or bad credentials.
+    #[error("{0}")]
+    Unauthorized(String),
+    /// 403: valid credentials that may not do this.
+    #[error("{0}")]
+    Forbidden(String),
+    /// 404: unknown or not visible to the caller.
+    #[error("{0} not found")]
+    NotFound(&'static str),
+    /// 409: the state does not allow it.
+    #[error("{message}")]
+    Conflict {
+        /// `not_claimed`, `claimed_by_other`, `claim_stale`, `already_completed`, ...
+        code: &'static str,
+        /// What happened, for a human.
+        message: String,
+    },
+    /// 413: the body is larger than the limit.
+    #[error("request body is larger than {0} bytes")]
+    PayloadTooLarge(usize),
+    /// 503: a dependency is down.
+    #[error("{0}")]
+    Unavailable(String),
+    /// 500: a failure the caller cannot fix; details are logged, never sent.
+    #[error(transparent)]
+    Internal(#[from] anyhow::Error),
+}
+
+/// The error body every 4xx/5xx carries.
+#[derive(Debug, Serialize)]
+pub struct ErrorBody {
+    /// A human-readable message.
+    pub error: String,
+    /// A machine-readable code.
+    pub code: &'static str,
+}
+
+impl ApiError {
+    /// A 400 `invalid_body` with `message`.
+    pub fn invalid(message: impl Into<String>) -> ApiError {
+        ApiError::BadRequest { code: "invalid_body", message: message.into() }
+    }
+
+    /// The HTTP status.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::BadRequest { .. } => StatusCode::BAD_REQUEST,
+            ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::Conflict { .. } => StatusCode::CONFLICT,
+            ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The machine-readable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ApiError::BadRequest { code, .. } | ApiError::Conflict { code, .. } => code,
+            ApiError::Unauthorized(_) => "unauthorized",
+            ApiError::Forbidden(_) => "forbidden",
+            ApiError::NotFound(_) => "not_found",
+            ApiError::PayloadTooLarge(_) => "payload_too_large",
+            ApiError::Unavailable(_) => "unavailable",
+            ApiError::Internal(_) => "internal",
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        let message = match &self {
+            ApiError::Internal(e) => {
+                tracing::error!(error = format!("{e:#}"), "internal error");
+                "internal server error".to_owned()
+            }
+            other => other.to_string(),
+        };
+        (status, Json(ErrorBody { error: message, code: self.code() })).into_response()
+    }
+}
+
+impl From<DeliveryError> for ApiError {
+    fn from(e: DeliveryError) -> Self {
+        match e {
+            DeliveryError::NotFound => ApiError::NotFound("negotiation"),
+            DeliveryError::AlreadyCompleted => ApiError::Conflict {
+                code: "already_completed",
+                message: "the negotiation has already ended".into(),
+            },
+            DeliveryError::NotClaimed => ApiError::Conflict { code: "not_claimed", message: e.to_string() },
+            DeliveryError::ClaimedByOther => ApiError::Conflict { code: "claimed_by_other", message: e.to_string() },
+            DeliveryError::ClaimStale => ApiError::Conflict { code: "claim_stale", message: e.to_string() },
+            DeliveryError::ActionNotAllowed(message) => ApiError::BadRequest { code: "action_not_allowed", message },
+            DeliveryError::Transition(t) => ApiError::Conflict { code: "invalid_state", message: t.to_string() },
+            DeliveryError::Unexpected(e) => ApiError::Internal(e),
+        }
+    }
+}
+
+impl From<sqlx::Error> for ApiError {
+    fn from(e: sqlx::Error) -> Self {
+        ApiError::Internal(e.into())
+    }
+}
+
+/// Handler result.
+pub type ApiResult<T> = Result<T, ApiError>;

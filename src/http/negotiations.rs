@@ -1,0 +1,153 @@
+//! `POST /api/negotiations`, `GET|DELETE /api/negotiations/{id}`: the platform's view.
+
+use axum::{
+    Json, Router,
+    extract::State,
+    http::StatusCode,
+    routing::{get, post},
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use super::{
+    AppState,
+    auth::{Caller, ServiceCaller},
+    error::{ApiError, ApiResult},
+    extract::{ApiJson, Ids},
+    views::{NegotiationOut, OpportunityOut},
+};
+use crate::{
+    delivery::NewNegotiation,
+    domain::{SeedAssessment, UserContext},
+    store::{messages, opportunities, tasks},
+};
+
+/// The routes.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/negotiations", post(create_negotiation))
+        .route("/api/negotiations/{id}", get(get_negotiation).delete(cancel_negotiation))
+}
+
+/// Longest user id accepted.
+const MAX_ID_LEN: usize = 256;
+
+/// The body of `POST /api/negotiations`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CreateNegotiationIn {
+    /// The platform's opportunity id (a UUID); repeating it returns the existing negotiation.
+    pub opportunity_id: Option<String>,
+    /// The discovering user.
+    pub source_user: UserContext,
+    /// The other user.
+    pub candidate_user: UserContext,
+    /// Passed to both sides.
+    pub index_context: Option<Value>,
+    /// The evaluator's assessment.
+    pub seed_assessment: SeedAssessment,
+    /// What the source user searched for.
+    pub discovery_query: Option<String>,
+}
+
+impl CreateNegotiationIn {
+    /// Checks what serde cannot: ids, ranges, distinct users.
+    pub fn validate(self) -> Result<NewNegotiation, ApiError> {
+        let opportunity_id = match self.opportunity_id.as_deref() {
+            None => None,
+            Some(raw) => Some(
+                Uuid::parse_str(raw).map_err(|_| ApiError::invalid("opportunityId must be a UUID"))?,
+            ),
+        };
+        for (field, user) in [("sourceUser", &self.source_user), ("candidateUser", &self.candidate_user)] {
+            if user.id.trim().is_empty() {
+                return Err(ApiError::invalid(format!("{field}.id must not be empty")));
+            }
+            if user.id.len() > MAX_ID_LEN || user.id.chars().any(char::is_control) {
+                return Err(ApiError::invalid(format!(
+                    "{field}.id must be at most {MAX_ID_LEN} bytes without control characters"
+                )));
+            }
+            if user.intents.iter().any(|i| i.text.trim().is_empty()) {
+                return Err(ApiError::invalid(format!("{field}.intents[].text must not be empty")));
+            }
+        }
+        if self.source_user.id == self.candidate_user.id {
+            return Err(ApiError::invalid("sourceUser and candidateUser must be different users"));
+        }
+        let seed = &self.seed_assessment;
+        if !seed.score.is_finite() || !(0.0..=100.0).contains(&seed.score) {
+            return Err(ApiError::invalid("seedAssessment.score must be between 0 and 100"));
+        }
+        if seed.reasoning.trim().is_empty() {
+            return Err(ApiError::invalid("seedAssessment.reasoning must not be empty"));
+        }
+        if let Some(actors) = &seed.actors {
+            let known = |id: &str| id == self.source_user.id || id == self.candidate_user.id;
+            if actors.iter().any(|a| !known(&a.user_id)) {
+                return Err(ApiError::invalid("seedAssessment.actors[].userId must be one of the two users"));
+            }
+        }
+        Ok(NewNegotiation {
+            opportunity_id,
+            source: self.source_user,
+            candidate: self.candidate_user,
+            index_context: self.index_context,
+            seed: self.seed_assessment,
+            discovery_query: self.discovery_query.filter(|q| !q.trim().is_empty()),
+        })
+    }
+}
+
+/// Starts a negotiation: 201 with `{opportunity, negotiation}`, or 200 with the existing one
+/// when `opportunityId` was seen before.
+async fn create_negotiation(
+    State(state): State<AppState>,
+    _caller: ServiceCaller,
+    ApiJson(body): ApiJson<CreateNegotiationIn>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let input = body.validate()?;
+    let started = state.engine.start(&input).await?;
+    let (opportunity, negotiation) = load_pair(&state, started.negotiation_id).await?;
+    let status = if started.created { StatusCode::CREATED } else { StatusCode::OK };
+    Ok((status, Json(json!({ "opportunity": opportunity, "negotiation": negotiation }))))
+}
+
+/// Loads the opportunity and negotiation views of a task.
+async fn load_pair(state: &AppState, task_id: Uuid) -> ApiResult<(OpportunityOut, NegotiationOut)> {
+    let mut conn = state.pool().acquire().await?;
+    let task = tasks::get(&mut conn, task_id).await?.ok_or(ApiError::NotFound("negotiation"))?;
+    let opportunity =
+        opportunities::get(&mut conn, task.opportunity_id).await?.ok_or(ApiError::NotFound("opportunity"))?;
+    let turns = messages::turns(&mut conn, task.id).await?;
+    let outcome = messages::outcome(&mut conn, task.id).await?;
+    Ok((OpportunityOut::from(&opportunity), NegotiationOut::new(&task, &turns, outcome)))
+}
+
+/// The full negotiation, for the platform or a participant user.
+async fn get_negotiation(
+    State(state): State<AppState>,
+    caller: Caller,
+    Ids(id): Ids<Uuid>,
+) -> ApiResult<Json<NegotiationOut>> {
+    let mut conn = state.pool().acquire().await?;
+    let task = tasks::get(&mut conn, id).await?.ok_or(ApiError::NotFound("negotiation"))?;
+    if !caller.is_service() && task.side_of(&caller.sub).is_none() {
+        return Err(ApiError::NotFound("negotiation"));
+    }
+    let turns = messages::turns(&mut conn, task.id).await?;
+    let outcome = messages::outcome(&mut conn, task.id).await?;
+    Ok(Json(NegotiationOut::new(&task, &turns, outcome)))
+}
+
+/// Cancels a negotiation: the task ends `canceled` with outcome reason `canceled`.
+async fn cancel_negotiation(
+    State(state): State<AppState>,
+    _caller: ServiceCaller,
+    Ids(id): Ids<Uuid>,
+) -> ApiResult<Json<NegotiationOut>> {
+    state.engine.cancel(id).await?;
+    let (_, negotiation) = load_pair(&state, id).await?;
+    Ok(Json(negotiation))
+}

@@ -1,0 +1,163 @@
+//! The JSON shapes of negotiations and opportunities, shared by every route that shows them.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use uuid::Uuid;
+
+use crate::{
+    domain::{Action, OpportunityStatus, Outcome, Side, SideKind, SuggestedRoles, TaskState},
+    store::{messages::StoredTurn, opportunities::Opportunity, tasks::Task},
+};
+
+/// One side of a negotiation.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SideOut {
+    /// The user.
+    pub user_id: String,
+    /// `system` or `personal`.
+    #[serde(rename = "type")]
+    pub kind: SideKind,
+}
+
+/// Both sides.
+#[derive(Debug, Serialize)]
+pub struct SidesOut {
+    /// The discovering user's side.
+    pub source: SideOut,
+    /// The other user's side.
+    pub candidate: SideOut,
+}
+
+/// One turn.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnOut {
+    /// 0-based.
+    pub turn_number: u32,
+    /// Who spoke.
+    pub side: Side,
+    /// Their user.
+    pub user_id: String,
+    /// What they did.
+    pub action: Action,
+    /// Why.
+    pub reasoning: String,
+    /// Suggested roles, from the speaker's view.
+    pub suggested_roles: SuggestedRoles,
+    /// Free text, if any.
+    pub message: Option<String>,
+    /// When it was stored.
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<&StoredTurn> for TurnOut {
+    fn from(t: &StoredTurn) -> Self {
+        TurnOut {
+            turn_number: t.turn.turn_number,
+            side: t.turn.side,
+            user_id: t.user_id.clone(),
+            action: t.turn.action,
+            reasoning: t.turn.reasoning.clone(),
+            suggested_roles: t.turn.suggested_roles,
+            message: t.turn.message.clone(),
+            created_at: t.created_at,
+        }
+    }
+}
+
+/// A whole negotiation.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NegotiationOut {
+    /// The negotiation id (= the A2A task id).
+    pub id: Uuid,
+    /// The opportunity it decides.
+    pub opportunity_id: Uuid,
+    /// The A2A context id.
+    pub conversation_id: Uuid,
+    /// The task state.
+    pub status: TaskState,
+    /// Who plays each side.
+    pub sides: SidesOut,
+    /// Turn cap (0 = unlimited).
+    pub max_turns: u32,
+    /// Turns taken.
+    pub turn_count: u32,
+    /// While parked or claimed: whose agent the turn waits for.
+    pub awaiting_user_id: Option<String>,
+    /// The turns.
+    pub turns: Vec<TurnOut>,
+    /// Set once it ended.
+    pub outcome: Option<Outcome>,
+    /// Created.
+    pub created_at: DateTime<Utc>,
+    /// Last changed.
+    pub updated_at: DateTime<Utc>,
+    /// Ended.
+    pub completed_at: Option<DateTime<Utc>>,
+}
+
+impl NegotiationOut {
+    /// Builds the view from its parts.
+    pub fn new(task: &Task, turns: &[StoredTurn], outcome: Option<Outcome>) -> NegotiationOut {
+        NegotiationOut {
+            id: task.id,
+            opportunity_id: task.opportunity_id,
+            conversation_id: task.conversation_id,
+            status: task.state,
+            sides: SidesOut {
+                source: SideOut { user_id: task.source_user_id.clone(), kind: task.source_kind },
+                candidate: SideOut { user_id: task.candidate_user_id.clone(), kind: task.candidate_kind },
+            },
+            max_turns: task.max_turns,
+            turn_count: task.turn_count,
+            awaiting_user_id: task.awaiting_user_id.clone(),
+            turns: turns.iter().map(TurnOut::from).collect(),
+            outcome,
+            created_at: task.created_at,
+            updated_at: task.updated_at,
+            completed_at: task.completed_at,
+        }
+    }
+}
+
+/// An opportunity.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OpportunityOut {
+    /// Its id.
+    pub id: Uuid,
+    /// Its status.
+    pub status: OpportunityStatus,
+    /// The evaluator's seed score (0-100).
+    pub score: f64,
+    /// The discovering user.
+    pub source_user_id: String,
+    /// The other user.
+    pub candidate_user_id: String,
+    /// The negotiation deciding it.
+    pub negotiation_id: Option<Uuid>,
+    /// The evaluator's assessment.
+    pub seed_assessment: serde_json::Value,
+    /// Created.
+    pub created_at: DateTime<Utc>,
+    /// Status last changed.
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<&Opportunity> for OpportunityOut {
+    fn from(o: &Opportunity) -> Self {
+        OpportunityOut {
+            id: o.id,
+            status: o.status,
+            score: o.score,
+            source_user_id: o.source_user_id.clone(),
+            candidate_user_id: o.candidate_user_id.clone(),
+            negotiation_id: o.negotiation_id,
+            seed_assessment: o.seed_assessment.clone(),
+            created_at: o.created_at,
+            updated_at: o.updated_at,
+        }
+    }
+}

@@ -1,0 +1,17 @@
+//! Parley: bilateral agent negotiation with polling turn delivery.
+//!
+//! A matching platform hands Parley a proposed match between two people; two agents, one per
+//! person, argue it out turn by turn; the result decides whether the match becomes a visible
+//! opportunity. See `README.md` for running it and DESIGN-level docs in each module.
+
+pub mod app;
+pub mod cli;
+pub mod config;
+pub mod db;
+pub mod delivery;
+pub mod domain;
+pub mod http;
+pub mod negotiator;
+pub mod scoring;
+pub mod store;
+pub mod telemetry;

@@ -1,0 +1,8 @@
+//! The `parley` binary: everything lives in the library; this only parses arguments.
+
+use clap::Parser;
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    parley::cli::run(parley::cli::Cli::parse()).await
+}

@@ -1,0 +1,519 @@
+//! The capability calculator: DESIGN.md §8 steps 2-14 over a fixed skill set.
+//!
+//! Everything that depends only on the skills (keyword sets, lowercased anti-patterns and
+//! domains, the MIME and tool unions, the latency estimate) is computed once in
+//! [`Calculator::new`]; [`Calculator::assess`] then tokenizes the task once and walks the skills.
+//! The arithmetic mirrors Bindu's reference operation by operation (same order of float
+//! additions, same rounding points), so results agree to the last digit.
+
+use super::assessment::{Assessment, RejectionReason, SkillMatch, Subscores};
+use super::pyfloat::round4;
+use super::request::AssessmentRequest;
+use super::skill::Skill;
+use super::text::{lowercase, split_whitespace_py, task_text_lowered, tokenize};
+use serde_json::Number;
+use std::collections::HashSet;
+
+/// Latency assumed when no skill declares `performance.avg_processing_time_ms`.
+pub const DEFAULT_LATENCY_MS: u64 = 5000;
+/// Weight of the embedding cosine in the hybrid skill score.
+pub const EMBEDDING_WEIGHT: f64 = 0.7;
+/// Weight of the keyword Jaccard in the hybrid skill score.
+pub const KEYWORD_WEIGHT: f64 = 0.3;
+
+/// A tag or capability key with the words that can make it match.
+#[derive(Debug, Clone)]
+struct Label {
+    /// Original spelling, as reported.
+    text: String,
+    /// Its words (whitespace-split for tags, `_`-split for capabilities), lowercased, kept only
+    /// when they are keywords of the skill: a word matches iff it is also a task keyword.
+    words: Vec<String>,
+}
+
+/// A skill with everything the per-request loop needs precomputed.
+#[derive(Debug, Clone)]
+struct PreparedSkill {
+    id: String,
+    name: String,
+    keywords: HashSet<String>,
+    tags: Vec<Label>,
+    capabilities: Vec<Label>,
+    anti_patterns: Vec<String>,
+    specializations: Vec<(String, f64)>,
+}
+
+impl PreparedSkill {
+    fn new(skill: &Skill) -> Self {
+        let mut keywords: HashSet<String> = HashSet::new();
+        if let Some(a) = &skill.assessment {
+            keywords.extend(a.keywords.iter().map(|k| lowercase(k).into_owned()));
+        }
+        let mut add_tokens =
+            |text: &str| keywords.extend(tokenize(&lowercase(text)).map(str::to_owned));
+        for tag in &skill.tags {
+            add_tokens(tag);
+        }
+        add_tokens(skill.name_or_unknown());
+        for key in skill.capabilities_detail.keys() {
+            add_tokens(key);
+        }
+        let label = |text: &str, words: Vec<String>| Label {
+            text: text.to_owned(),
+            words: words.into_iter().filter(|w| keywords.contains(w)).collect(),
+        };
+        let tags = skill
+            .tags
+            .iter()
+            .map(|t| {
+                let lowered = lowercase(t);
+                label(
+                    t,
+                    split_whitespace_py(&lowered)
+                        .map(|w| lowercase(w).into_owned())
+                        .collect(),
+                )
+            })
+            .collect();
+        let capabilities = skill
+            .capabilities_detail
+            .keys()
+            .map(|k| label(k, lowercase(k).split('_').map(str::to_owned).collect()))
+            .collect();
+        let (anti_patterns, specializations) = match &skill.assessment {
+            Some(a) => (
+                a.anti_patterns
+                    .iter()
+                    .map(|p| lowercase(p).into_owned())
+                    .collect(),
+                a.specializations
+                    .iter()
+                    .filter_map(|s| {
+                        let domain = s.domain.as_deref().filter(|d| !d.is_empty())?;
+                        Some((
+                            lowercase(domain).into_owned(),
+                            s.confidence_boost.unwrap_or(0.0),
+                        ))
+                    })
+                    .collect(),
+            ),
+            None => (Vec::new(), Vec::new()),
+        };
+        PreparedSkill {
+            id: skill.id_or_unknown().to_owned(),
+            name: skill.name_or_unknown().to_owned(),
+            keywords,
+            tags,
+            capabilities,
+            anti_patterns,
+            specializations,
+        }
+    }
+}
+
+/// What the skill-match step produced.
+#[derive(Debug, Default)]
+struct SkillMatchOutcome {
+    best: f64,
+    matches: Vec<SkillMatch>,
+    tags: Vec<String>,
+    capabilities: Vec<String>,
+}
+
+/// The cost subscore, or the verdict that the price is over budget.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Cost {
+    Score(f64),
+    OverBudget,
+}
+
+/// Bindu's capability calculator over a fixed set of skills and an optional price.
+#[derive(Debug, Clone)]
+pub struct Calculator {
+    skills: Vec<PreparedSkill>,
+    input_modes: HashSet<String>,
+    output_modes: HashSet<String>,
+    tools: HashSet<String>,
+    latency_estimate: Number,
+    price: Option<String>,
+}
+
+/// Bindu's price parsing: keep ASCII digits and `.`; empty is 0; unparseable is `None`.
+pub fn parse_amount(text: &str) -> Option<f64> {
+    let cleaned: String = text
+        .chars()
+        .filter(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    if cleaned.is_empty() {
+        return Some(0.0);
+    }
+    cleaned.parse::<f64>().ok()
+}
+
+fn as_f64(n: &Number) -> f64 {
+    n.as_f64().unwrap_or(0.0)
+}
+
+fn push_unique(list: &mut Vec<String>, items: &[&str]) {
+    for item in items {
+        if !list.iter().any(|x| x == item) {
+            list.push((*item).to_owned());
+        }
+    }
+}
+
+impl Calculator {
+    /// Prepares a calculator for `skills` (in declaration order) and an optional x402 price
+    /// (`None`: the agent charges nothing and cost is always 1.0). Takes a `Vec`, a slice or an
+    /// array of skills.
+    pub fn new(skills: impl AsRef<[Skill]>, price: Option<String>) -> Self {
+        let skills = skills.as_ref();
+        let mut latency: Option<&Number> = None;
+        for s in skills {
+            if let Some(n) = s
+                .performance
+                .as_ref()
+                .and_then(|p| p.avg_processing_time_ms.as_ref())
+            {
+                // Python's max(): the first of equal maxima wins.
+                if latency.is_none_or(|best| as_f64(n) > as_f64(best)) {
+                    latency = Some(n);
+                }
+            }
+        }
+        Calculator {
+            skills: skills.iter().map(PreparedSkill::new).collect(),
+            input_modes: skills
+                .iter()
+                .flat_map(|s| s.input_modes.iter().cloned())
+                .collect(),
+            output_modes: skills
+                .iter()
+                .flat_map(|s| s.output_modes.iter().cloned())
+                .collect(),
+            tools: skills
+                .iter()
+                .flat_map(|s| s.allowed_tools.iter().cloned())
+                .collect(),
+            latency_estimate: latency
+                .cloned()
+                .unwrap_or_else(|| Number::from(DEFAULT_LATENCY_MS)),
+            price,
+        }
+    }
+
+    /// Number of skills.
+    pub fn skill_count(&self) -> usize {
+        self.skills.len()
+    }
+
+    /// Assesses a task. `queue_depth` is the agent's current backlog (`None`: unknown);
+    /// `cosines[i]` is the embedding cosine of skill `i` against this task (`None`: keyword-only).
+    pub fn assess(
+        &self,
+        req: &AssessmentRequest,
+        queue_depth: Option<i64>,
+        cosines: Option<&[f64]>,
+    ) -> Assessment {
+        let weights = req.weights.normalized();
+        if self.skills.is_empty() {
+            return Assessment::rejected(RejectionReason::NoSkillsAdvertised, 1.0);
+        }
+        if let Some(reason) = self.hard_gate(req) {
+            return Assessment::rejected(reason, 1.0);
+        }
+        let sm = self.skill_match(req, cosines);
+        let io = self.io_compatibility(req);
+        let load = match queue_depth {
+            None => 0.5,
+            Some(q) => round4(1.0 / (1.0 + q.max(0) as f64)),
+        };
+        let budget = req.max_cost_amount.as_deref().filter(|b| !b.is_empty());
+        let cost = match self.cost(budget) {
+            Cost::OverBudget => {
+                return Assessment::rejected(RejectionReason::CostExceedsBudget, 0.9);
+            }
+            Cost::Score(c) => c,
+        };
+        let latency = (!sm.matches.is_empty()).then(|| self.latency_estimate.clone());
+        let limit = req.latency_limit();
+        if let (Some(max), Some(est)) = (limit, latency.as_ref()) {
+            let est_f = as_f64(est);
+            if est_f != 0.0 && est_f > max * 2.0 {
+                let mut a = Assessment::rejected(RejectionReason::LatencyExceedsConstraint, 0.9);
+                a.latency_estimate_ms = latency;
+                return a;
+            }
+        }
+        let performance = match (latency.as_ref(), limit) {
+            (Some(est), Some(max)) if max > 0.0 => {
+                let p = 1.0 - as_f64(est) / max;
+                if p > 0.0 { p } else { 0.0 }
+            }
+            _ => 1.0,
+        };
+        let subscores = Subscores {
+            skill_match: sm.best,
+            io_compatibility: io,
+            load,
+            cost,
+            performance,
+        };
+        let mut score = 0.0;
+        score += weights.skill_match * subscores.skill_match;
+        score += weights.io_compatibility * subscores.io_compatibility;
+        score += weights.load * subscores.load;
+        score += weights.cost * subscores.cost;
+        score += weights.performance * subscores.performance;
+
+        let confidence = self.confidence(&sm.matches, req, queue_depth.is_some());
+        let accepted = score >= req.min_score && sm.best > 0.0;
+        Assessment {
+            accepted,
+            score: round4(score),
+            confidence: round4(confidence),
+            rejection_reason: (!accepted).then_some(RejectionReason::ScoreBelowThreshold),
+            skill_matches: sm.matches,
+            matched_tags: sm.tags,
+            matched_capabilities: sm.capabilities,
+            latency_estimate_ms: latency,
+            queue_depth,
+            subscores: Some(subscores),
+        }
+    }
+
+    /// Step 4: the four hard gates, first failure wins.
+    fn hard_gate(&self, req: &AssessmentRequest) -> Option<RejectionReason> {
+        if !req.input_mime_types.is_empty()
+            && !req
+                .input_mime_types
+                .iter()
+                .any(|m| self.input_modes.contains(m))
+        {
+            return Some(RejectionReason::InputMimeUnsupported);
+        }
+        if !req.output_mime_types.is_empty()
+            && !req
+                .output_mime_types
+                .iter()
+                .any(|m| self.output_modes.contains(m))
+        {
+            return Some(RejectionReason::OutputMimeUnsupported);
+        }
+        if !req.required_tools.iter().all(|t| self.tools.contains(t)) {
+            return Some(RejectionReason::RequiredToolMissing);
+        }
+        if req.forbidden_tools.iter().any(|t| self.tools.contains(t)) {
+            return Some(RejectionReason::ForbiddenToolPresent);
+        }
+        None
+    }
+
+    /// Steps 3, 5 and 6: per-skill keyword (or hybrid) scores, boosts, reasons and ordering.
+    fn skill_match(&self, req: &AssessmentRequest, cosines: Option<&[f64]>) -> SkillMatchOutcome {
+        let summary = req.task_summary.as_str();
+        let details = req.task_details.as_deref().filter(|d| !d.is_empty());
+        let lowered = task_text_lowered(summary, details);
+        let task: HashSet<&str> = tokenize(&lowered).collect();
+        if task.is_empty() && summary.is_empty() {
+            return SkillMatchOutcome {
+                best: 0.5,
+                ..SkillMatchOutcome::default()
+            };
+        }
+        let summary_lower = lowercase(summary);
+        let mut anti_text: Option<String> = None;
+        let mut out = SkillMatchOutcome::default();
+        let mut tag_hits: Vec<&str> = Vec::new();
+        let mut cap_hits: Vec<&str> = Vec::new();
+        for (i, skill) in self.skills.iter().enumerate() {
+            if !skill.anti_patterns.is_empty() && !summary.is_empty() {
+                let text = anti_text.get_or_insert_with(|| match details {
+                    Some(d) => format!("{summary_lower} {}", lowercase(d)),
+                    None => summary_lower.clone().into_owned(),
+                });
+                if skill
+                    .anti_patterns
+                    .iter()
+                    .any(|p| text.contains(p.as_str()))
+                {
+                    continue;
+                }
+            }
+            let common = if task.len() <= skill.keywords.len() {
+                task.iter().filter(|t| skill.keywords.contains(**t)).count()
+            } else {
+                skill
+                    .keywords
+                    .iter()
+                    .filter(|k| task.contains(k.as_str()))
+                    .count()
+            };
+            let union = task.len() + skill.keywords.len() - common;
+            let jaccard = if union == 0 {
+                0.0
+            } else {
+                common as f64 / union as f64
+            };
+            let cosine = cosines.and_then(|c| c.get(i)).copied().filter(|c| *c > 0.0);
+            let mut score = match cosine {
+                Some(c) => EMBEDDING_WEIGHT * c + KEYWORD_WEIGHT * jaccard,
+                None => jaccard,
+            };
+            for (domain, boost) in &skill.specializations {
+                if !summary.is_empty() && summary_lower.contains(domain.as_str()) {
+                    let boosted = score + boost;
+                    score = if boosted < 1.0 { boosted } else { 1.0 };
+                }
+            }
+            let mut reasons = Vec::new();
+            if let Some(c) = cosine {
+                reasons.push(format!("semantic similarity: {c:.2}"));
+            }
+            let hit = |l: &&Label| l.words.iter().any(|w| task.contains(w.as_str()));
+            tag_hits.clear();
+            tag_hits.extend(skill.tags.iter().filter(hit).map(|l| l.text.as_str()));
+            if !tag_hits.is_empty() {
+                reasons.push(format!("tags: {}", tag_hits.join(", ")));
+                push_unique(&mut out.tags, &tag_hits);
+            }
+            cap_hits.clear();
+            cap_hits.extend(
+                skill
+                    .capabilities
+                    .iter()
+                    .filter(hit)
+                    .map(|l| l.text.as_str()),
+            );
+            if !cap_hits.is_empty() {
+                reasons.push(format!("capabilities: {}", cap_hits.join(", ")));
+                push_unique(&mut out.capabilities, &cap_hits);
+            }
+            if score > 0.0 {
+                out.matches.push(SkillMatch {
+                    skill_id: skill.id.clone(),
+                    skill_name: skill.name.clone(),
+                    score: round4(score),
+                    reasons,
+                });
+            }
+        }
+        // Stable: equal scores keep declaration order.
+        out.matches.sort_by(|a, b| b.score.total_cmp(&a.score));
+        out.best = out.matches.first().map_or(0.0, |m| m.score);
+        out
+    }
+
+    /// Step 7.
+    fn io_compatibility(&self, req: &AssessmentRequest) -> f64 {
+        let wants_in = !req.input_mime_types.is_empty();
+        let wants_out = !req.output_mime_types.is_empty();
+        let in_ok = wants_in
+            && req
+                .input_mime_types
+                .iter()
+                .any(|m| self.input_modes.contains(m));
+        let out_ok = wants_out
+            && req
+                .output_mime_types
+                .iter()
+                .any(|m| self.output_modes.contains(m));
+        match (wants_in, wants_out) {
+            (false, false) => 1.0,
+            (true, true) if in_ok && out_ok => 1.0,
+            (true, true) if in_ok || out_ok => 0.5,
+            (true, true) => 0.0,
+            (true, false) => f64::from(u8::from(in_ok)),
+            (false, true) => f64::from(u8::from(out_ok)),
+        }
+    }
+
+    /// Step 9 (`budget` is already known non-empty when `Some`).
+    fn cost(&self, budget: Option<&str>) -> Cost {
+        let Some(price) = &self.price else {
+            return Cost::Score(1.0);
+        };
+        let Some(budget) = budget else {
+            return Cost::Score(0.5);
+        };
+        let (Some(agent), Some(max)) = (parse_amount(price), parse_amount(budget)) else {
+            return Cost::Score(0.5);
+        };
+        if max <= 0.0 {
+            return Cost::Score(0.5);
+        }
+        if agent <= max {
+            Cost::Score(round4(1.0 - (agent / max) * 0.5))
+        } else {
+            Cost::OverBudget
+        }
+    }
+
+    /// Step 13, before rounding.
+    fn confidence(
+        &self,
+        matches: &[SkillMatch],
+        req: &AssessmentRequest,
+        queue_known: bool,
+    ) -> f64 {
+        let mut c = 0.5;
+        match matches.first() {
+            Some(m) if m.score > 0.3 => c += 0.2,
+            Some(_) => c += 0.1,
+            None => {}
+        }
+        if !req.input_mime_types.is_empty() || !req.output_mime_types.is_empty() {
+            c += 0.1;
+        }
+        if req.latency_limit().is_some() {
+            c += 0.1;
+        }
+        if queue_known {
+            c += 0.1;
+        }
+        if c < 1.0 { c } else { 1.0 }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn calc() -> Calculator {
+        let s = Skill {
+            input_modes: vec!["text/plain".into()],
+            output_modes: vec!["application/json".into()],
+            ..Skill::default()
+        };
+        Calculator::new(&[s], None)
+    }
+
+    #[test]
+    fn io_compatibility_per_direction() {
+        let c = calc();
+        let io = |i: &[&str], o: &[&str]| {
+            let mut r = AssessmentRequest::new("x");
+            r.input_mime_types = i.iter().map(|s| (*s).to_owned()).collect();
+            r.output_mime_types = o.iter().map(|s| (*s).to_owned()).collect();
+            c.io_compatibility(&r)
+        };
+        assert_eq!(io(&[], &[]), 1.0);
+        assert_eq!(io(&["text/plain"], &["application/json"]), 1.0);
+        assert_eq!(io(&["text/plain"], &["image/png"]), 0.5);
+        assert_eq!(io(&["image/png"], &["application/json"]), 0.5);
+        assert_eq!(io(&["image/png"], &["image/png"]), 0.0);
+        assert_eq!(io(&["text/plain"], &[]), 1.0);
+        assert_eq!(io(&["image/png"], &[]), 0.0);
+        assert_eq!(io(&[], &["application/json"]), 1.0);
+        assert_eq!(io(&[], &["image/png"]), 0.0);
+    }
+
+    #[test]
+    fn cost_outcomes() {
+        let priced = Calculator::new(&[Skill::default()], Some("$2".into()));
+        assert_eq!(priced.cost(None), Cost::Score(0.5));
+        assert_eq!(priced.cost(Some("4")), Cost::Score(0.75));
+        assert_eq!(priced.cost(Some("1")), Cost::OverBudget);
+        assert_eq!(calc().cost(Some("1")), Cost::Score(1.0));
+    }
+}

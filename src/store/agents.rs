@@ -1,0 +1,219 @@
+//! Personal agents and their API keys, and which side kind a user's seat gets.
+//!
+//! Keys are random (192 bits), shown once, stored only as SHA-256; a key is found by its hash.
+
+use chrono::{DateTime, Utc};
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use crate::domain::SideKind;
+
+/// `personal` when the user owns an active, negotiation-enabled personal agent with at least one
+/// live (not revoked, not expired) API key; otherwise `system` (DESIGN.md §2).
+pub async fn side_kind_for(conn: &mut PgConnection, user_id: &str) -> sqlx::Result<SideKind> {
+    let personal = sqlx::query_scalar!(
+        r#"SELECT EXISTS (
+               SELECT 1 FROM agents a JOIN api_keys k ON k.agent_id = a.agent_id
+               WHERE a.owner_user_id = $1 AND a.agent_type = 'personal' AND a.status = 'active'
+                 AND a.negotiation_mode = 'enabled' AND k.revoked_at IS NULL
+                 AND (k.expires_at IS NULL OR k.expires_at > now())
+           ) AS "personal!""#,
+        user_id
+    )
+    .fetch_one(conn)
+    .await?;
+    Ok(if personal { SideKind::Personal } else { SideKind::System })
+}
+
+/// An agent row.
+#[derive(Debug, Clone)]
+pub struct Agent {
+    /// Its id.
+    pub agent_id: Uuid,
+    /// The user it speaks for.
+    pub owner_user_id: String,
+    /// Display name.
+    pub name: String,
+    /// Always `personal` for now.
+    pub agent_type: String,
+    /// `active` or `inactive`.
+    pub status: String,
+    /// `enabled` or `disabled`.
+    pub negotiation_mode: String,
+    /// Free text.
+    pub description: Option<String>,
+    /// Created.
+    pub created_at: DateTime<Utc>,
+    /// Last changed.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// An API key's public facts (never the key).
+#[derive(Debug, Clone)]
+pub struct ApiKey {
+    /// Its id.
+    pub api_key_id: Uuid,
+    /// The agent it authenticates.
+    pub agent_id: Uuid,
+    /// The first characters of the key.
+    pub prefix: String,
+    /// Created.
+    pub created_at: DateTime<Utc>,
+    /// When it stops working, if ever.
+    pub expires_at: Option<DateTime<Utc>>,
+    /// When it was revoked.
+    pub revoked_at: Option<DateTime<Utc>>,
+    /// Last successful use.
+    pub last_used_at: Option<DateTime<Utc>>,
+}
+
+/// Inserts an agent.
+pub async fn insert(
+    conn: &mut PgConnection,
+    id: Uuid,
+    owner: &str,
+    name: &str,
+    description: Option<&str>,
+    negotiation_mode: &str,
+) -> sqlx::Result<Agent> {
+    sqlx::query_as!(
+        Agent,
+        r#"INSERT INTO agents (agent_id, owner_user_id, name, description, negotiation_mode)
+           VALUES ($1, $2, $3, $4, $5)
+           RETURNING agent_id, owner_user_id, name, agent_type, status, negotiation_mode, description, created_at, updated_at"#,
+        id,
+        owner,
+        name,
+        description,
+        negotiation_mode
+    )
+    .fetch_one(conn)
+    .await
+}
+
+/// Loads an agent.
+pub async fn get(conn: &mut PgConnection, id: Uuid) -> sqlx::Result<Option<Agent>> {
+    sqlx::query_as!(
+        Agent,
+        r#"SELECT agent_id, owner_user_id, name, agent_type, status, negotiation_mode, description, created_at, updated_at
+           FROM agents WHERE agent_id = $1"#,
+        id
+    )
+    .fetch_optional(conn)
+    .await
+}
+
+/// A user's agents, oldest first.
+pub async fn list_for_owner(conn: &mut PgConnection, owner: &str) -> sqlx::Result<Vec<Agent>> {
+    sqlx::query_as!(
+        Agent,
+        r#"SELECT agent_id, owner_user_id, name, agent_type, status, negotiation_mode, description, created_at, updated_at
+           FROM agents WHERE owner_user_id = $1 ORDER BY agent_id"#,
+        owner
+    )
+    .fetch_all(conn)
+    .await
+}
+
+/// Changes the given fields of an agent.
+pub async fn update(
+    conn: &mut PgConnection,
+    id: Uuid,
+    name: Option<&str>,
+    status: Option<&str>,
+    negotiation_mode: Option<&str>,
+    description: Option<&str>,
+) -> sqlx::Result<Option<Agent>> {
+    sqlx::query_as!(
+        Agent,
+        r#"UPDATE agents SET name = COALESCE($2, name), status = COALESCE($3, status),
+                  negotiation_mode = COALESCE($4, negotiation_mode), description = COALESCE($5, description),
+                  updated_at = now()
+           WHERE agent_id = $1
+           RETURNING agent_id, owner_user_id, name, agent_type, status, negotiation_mode, description, created_at, updated_at"#,
+        id,
+        name,
+        status,
+        negotiation_mode,
+        description
+    )
+    .fetch_optional(conn)
+    .await
+}
+
+/// Deletes an agent and its keys. Claims it holds are released by the caller first.
+pub async fn delete(conn: &mut PgConnection, id: Uuid) -> sqlx::Result<bool> {
+    Ok(sqlx::query!("DELETE FROM agents WHERE agent_id = $1", id).execute(conn).await?.rows_affected() == 1)
+}
+
+/// Stores a key's hash.
+pub async fn insert_key(
+    conn: &mut PgConnection,
+    agent_id: Uuid,
+    prefix: &str,
+    hash: &[u8],
+    expires_at: Option<DateTime<Utc>>,
+) -> sqlx::Result<ApiKey> {
+    sqlx::query_as!(
+        ApiKey,
+        r#"INSERT INTO api_keys (api_key_id, agent_id, prefix, key_hash, expires_at) VALUES ($1, $2, $3, $4, $5)
+           RETURNING api_key_id, agent_id, prefix, created_at, expires_at, revoked_at, last_used_at"#,
+        Uuid::now_v7(),
+        agent_id,
+        prefix,
+        hash,
+        expires_at
+    )
+    .fetch_one(conn)
+    .await
+}
+
+/// An agent's keys, oldest first.
+pub async fn keys(conn: &mut PgConnection, agent_id: Uuid) -> sqlx::Result<Vec<ApiKey>> {
+    sqlx::query_as!(
+        ApiKey,
+        r#"SELECT api_key_id, agent_id, prefix, created_at, expires_at, revoked_at, last_used_at
+           FROM api_keys WHERE agent_id = $1 ORDER BY api_key_id"#,
+        agent_id
+    )
+    .fetch_all(conn)
+    .await
+}
+
+/// Revokes a key of an agent; `false` when there is no such key.
+pub async fn revoke_key(conn: &mut PgConnection, agent_id: Uuid, key_id: Uuid) -> sqlx::Result<bool> {
+    let r = sqlx::query!(
+        "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE api_key_id = $1 AND agent_id = $2",
+        key_id,
+        agent_id
+    )
+    .execute(conn)
+    .await?;
+    Ok(r.rows_affected() == 1)
+}
+
+/// The agent a live key belongs to, found by the key's hash.
+#[derive(Debug, Clone)]
+pub struct KeyOwner {
+    /// The agent.
+    pub agent_id: Uuid,
+    /// Its user.
+    pub owner_user_id: String,
+    /// `active` or `inactive`.
+    pub status: String,
+    /// The key used.
+    pub api_key_id: Uuid,
+}
+
+/// Looks a key up by hash; `None` for unknown, revoked or expired keys.
+pub async fn authenticate(conn: &mut PgConnection, hash: &[u8]) -> sqlx::Result<Option<KeyOwner>> {
+    sqlx::query_as!(
+        KeyOwner,
+        r#"SELECT a.agent_id, a.owner_user_id, a.status, k.api_key_id
+           FROM api_keys k JOIN agents a ON a.agent_id = k.agent_id
+           WHERE k.key_hash = $1 AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())"#,
+        hash
+    )
+    .fetch_optional(conn)
+    .await
+}

@@ -1,0 +1,233 @@
+//! Messages (one per turn) and artifacts (the outcome), the A2A record of a negotiation.
+
+use chrono::{DateTime, Utc};
+use serde_json::json;
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use super::{CorruptRow, parse_enum};
+use crate::domain::{Action, Outcome, Side, SideKind, SuggestedRoles, Turn};
+
+/// The name of the artifact every completed negotiation carries exactly once.
+pub const OUTCOME_ARTIFACT: &str = "negotiation-outcome";
+
+/// A stored turn with its A2A envelope.
+#[derive(Debug, Clone)]
+pub struct StoredTurn {
+    /// The message id.
+    pub message_id: Uuid,
+    /// The turn.
+    pub turn: Turn,
+    /// `agent:{userId}`.
+    pub sender_id: String,
+    /// The user the speaking agent represents.
+    pub user_id: String,
+    /// Who played it.
+    pub played_by: SideKind,
+    /// The message parts as stored.
+    pub parts: serde_json::Value,
+    /// When it was stored.
+    pub created_at: DateTime<Utc>,
+}
+
+/// A turn to store.
+pub struct NewTurn<'a> {
+    /// The task.
+    pub task_id: Uuid,
+    /// The turn itself.
+    pub turn: &'a Turn,
+    /// The user whose agent spoke.
+    pub user_id: &'a str,
+    /// Who played it.
+    pub played_by: SideKind,
+    /// The personal agent that answered, if any.
+    pub agent_id: Option<Uuid>,
+    /// The claim token hash it was answered under, if any.
+    pub claim_token_hash: Option<&'a [u8]>,
+    /// Hash of the respond body, for idempotent retries.
+    pub request_hash: Option<&'a [u8]>,
+}
+
+/// The A2A sender id of a user's agent.
+pub fn sender_id(user_id: &str) -> String {
+    format!("agent:{user_id}")
+}
+
+/// The message parts of a turn: one data part with action, assessment and message.
+pub fn turn_parts(turn: &Turn) -> serde_json::Value {
+    json!([{
+        "kind": "data",
+        "data": {
+            "action": turn.action,
+            "assessment": { "reasoning": turn.reasoning, "suggestedRoles": turn.suggested_roles },
+            "message": turn.message,
+        }
+    }])
+}
+
+/// Stores a turn. Fails with a unique violation (`messages_task_turn_key`) if that turn number
+/// is already stored: a turn is never stored twice.
+pub async fn insert_turn(conn: &mut PgConnection, t: &NewTurn<'_>) -> anyhow::Result<Uuid> {
+    let id = Uuid::now_v7();
+    sqlx::query!(
+        r#"INSERT INTO messages (message_id, task_id, turn_number, side, sender_id, action, parts, played_by,
+                                 agent_id, claim_token_hash, request_hash)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"#,
+        id,
+        t.task_id,
+        i32::try_from(t.turn.turn_number)?,
+        t.turn.side.as_str(),
+        sender_id(t.user_id),
+        t.turn.action.as_str(),
+        turn_parts(t.turn),
+        t.played_by.as_str(),
+        t.agent_id,
+        t.claim_token_hash,
+        t.request_hash,
+    )
+    .execute(conn)
+    .await?;
+    Ok(id)
+}
+
+struct Row {
+    message_id: Uuid,
+    turn_number: i32,
+    side: String,
+    sender_id: String,
+    action: String,
+    parts: serde_json::Value,
+    played_by: String,
+    created_at: DateTime<Utc>,
+}
+
+fn decode(r: Row) -> anyhow::Result<StoredTurn> {
+    let side = parse_enum("side", &r.side, |s| match s {
+        "source" => Some(Side::Source),
+        "candidate" => Some(Side::Candidate),
+        _ => None,
+    })?;
+    let action = parse_enum("action", &r.action, Action::parse)?;
+    let played_by = parse_enum("played_by", &r.played_by, |s| match s {
+        "system" => Some(SideKind::System),
+        "personal" => Some(SideKind::Personal),
+        _ => None,
+    })?;
+    let data = &r.parts[0]["data"];
+    let reasoning = data["assessment"]["reasoning"].as_str().unwrap_or_default().to_owned();
+    let suggested_roles: SuggestedRoles = serde_json::from_value(data["assessment"]["suggestedRoles"].clone())
+        .map_err(|_| CorruptRow { what: "message parts", value: r.parts.to_string() })?;
+    let message = data["message"].as_str().map(str::to_owned);
+    let user_id = r.sender_id.strip_prefix("agent:").unwrap_or(&r.sender_id).to_owned();
+    Ok(StoredTurn {
+        message_id: r.message_id,
+        turn: Turn {
+            turn_number: u32::try_from(r.turn_number)?,
+            side,
+            action,
+            reasoning,
+            suggested_roles,
+            message,
+        },
+        sender_id: r.sender_id,
+        user_id,
+        played_by,
+        parts: r.parts,
+        created_at: r.created_at,
+    })
+}
+
+/// All turns of a task, in order.
+pub async fn turns(conn: &mut PgConnection, task_id: Uuid) -> anyhow::Result<Vec<StoredTurn>> {
+    let rows = sqlx::query_as!(
+        Row,
+        r#"SELECT message_id, turn_number, side, sender_id, action, parts, played_by, created_at
+           FROM messages WHERE task_id = $1 ORDER BY turn_number"#,
+        task_id
+    )
+    .fetch_all(conn)
+    .await?;
+    rows.into_iter().map(decode).collect()
+}
+
+/// A stored artifact.
+#[derive(Debug, Clone)]
+pub struct Artifact {
+    /// Its id.
+    pub artifact_id: Uuid,
+    /// Its name.
+    pub name: String,
+    /// Its parts.
+    pub parts: serde_json::Value,
+    /// Its metadata.
+    pub metadata: serde_json::Value,
+}
+
+/// Stores the outcome artifact. The unique (task, name) constraint makes a second outcome fail.
+pub async fn insert_outcome(conn: &mut PgConnection, task_id: Uuid, outcome: &Outcome) -> anyhow::Result<()> {
+    let parts = json!([{ "kind": "data", "data": outcome }]);
+    sqlx::query!(
+        r#"INSERT INTO artifacts (artifact_id, task_id, name, parts, metadata) VALUES ($1, $2, $3, $4, $5)"#,
+        Uuid::now_v7(),
+        task_id,
+        OUTCOME_ARTIFACT,
+        parts,
+        json!({ "hasOpportunity": outcome.has_opportunity }),
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// The artifacts of a task.
+pub async fn artifacts(conn: &mut PgConnection, task_id: Uuid) -> anyhow::Result<Vec<Artifact>> {
+    Ok(sqlx::query_as!(
+        Artifact,
+        "SELECT artifact_id, name, parts, metadata FROM artifacts WHERE task_id = $1 ORDER BY created_at, artifact_id",
+        task_id
+    )
+    .fetch_all(conn)
+    .await?)
+}
+
+/// The outcome of a task, if it has ended with one.
+pub async fn outcome(conn: &mut PgConnection, task_id: Uuid) -> anyhow::Result<Option<Outcome>> {
+    let parts = sqlx::query_scalar!("SELECT parts FROM artifacts WHERE task_id = $1 AND name = $2", task_id, OUTCOME_ARTIFACT)
+        .fetch_optional(conn)
+        .await?;
+    match parts {
+        None => Ok(None),
+        Some(p) => Ok(Some(serde_json::from_value(p[0]["data"].clone())?)),
+    }
+}
+
+/// A turn stored under a claim: what a retried respond compares itself with.
+#[derive(Debug, Clone)]
+pub struct ClaimedTurn {
+    /// The message.
+    pub message_id: Uuid,
+    /// Its turn number.
+    pub turn_number: i32,
+    /// Hash of the respond body that stored it.
+    pub request_hash: Option<Vec<u8>>,
+    /// The 200 body that was answered, once known.
+    pub response: Option<serde_json::Value>,
+}
+
+/// The turn a task stored under the claim token with this hash, if any.
+pub async fn by_claim_token(conn: &mut PgConnection, task_id: Uuid, token_hash: &[u8]) -> sqlx::Result<Option<ClaimedTurn>> {
+    sqlx::query_as!(
+        ClaimedTurn,
+        "SELECT message_id, turn_number, request_hash, response FROM messages WHERE task_id = $1 AND claim_token_hash = $2",
+        task_id,
+        token_hash
+    )
+    .fetch_optional(conn)
+    .await
+}
+
+/// Records the answer given for a turn, so that a retry gets the same one.
+pub async fn set_response(conn: &mut PgConnection, message_id: Uuid, response: &serde_json::Value) -> sqlx::Result<()> {
+    sqlx::query!("UPDATE messages SET response = $2 WHERE message_id = $1", message_id, response).execute(conn).await?;
+    Ok(())
+}

@@ -1,0 +1,27 @@
+//! SQL, one module per aggregate. Every function takes a `&mut PgConnection` so callers compose
+//! them inside one transaction; none of them commits. Queries are checked at compile time against
+//! the schema (`.sqlx/` holds the offline data).
+
+pub mod agents;
+pub mod conversations;
+pub mod messages;
+pub mod opportunities;
+pub mod tasks;
+
+use thiserror::Error;
+
+/// A stored value that does not parse into its domain type: the database holds something the
+/// schema's CHECKs should have refused. Reported as an internal error.
+#[derive(Debug, Error)]
+#[error("corrupt {what} in the database: {value:?}")]
+pub struct CorruptRow {
+    /// Which column.
+    pub what: &'static str,
+    /// What it held.
+    pub value: String,
+}
+
+/// Parses a stored enum value with `parse`, or reports a [`CorruptRow`].
+pub(crate) fn parse_enum<T>(what: &'static str, value: &str, parse: impl Fn(&str) -> Option<T>) -> Result<T, CorruptRow> {
+    parse(value).ok_or_else(|| CorruptRow { what, value: value.to_owned() })
+}

@@ -1,0 +1,185 @@
+//! Opportunities: the match as people see it, with its status.
+
+use chrono::{DateTime, Utc};
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use super::{CorruptRow, parse_enum};
+use crate::domain::{OpportunityEvent, OpportunityStatus, TransitionError};
+
+/// An opportunity row.
+#[derive(Debug, Clone)]
+pub struct Opportunity {
+    /// Its id.
+    pub id: Uuid,
+    /// Where it is.
+    pub status: OpportunityStatus,
+    /// The evaluator's seed score (0-100).
+    pub score: f64,
+    /// The discovering user.
+    pub source_user_id: String,
+    /// The other user.
+    pub candidate_user_id: String,
+    /// The evaluator's assessment as given.
+    pub seed_assessment: serde_json::Value,
+    /// The negotiation (task) deciding it.
+    pub negotiation_id: Option<Uuid>,
+    /// When it was created.
+    pub created_at: DateTime<Utc>,
+    /// When its status last changed.
+    pub updated_at: DateTime<Utc>,
+}
+
+impl Opportunity {
+    /// Whether `user_id` is one of its two people.
+    pub fn has_participant(&self, user_id: &str) -> bool {
+        self.source_user_id == user_id || self.candidate_user_id == user_id
+    }
+}
+
+struct Row {
+    opportunity_id: Uuid,
+    status: String,
+    score: f64,
+    source_user_id: String,
+    candidate_user_id: String,
+    seed_assessment: serde_json::Value,
+    task_id: Option<Uuid>,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+}
+
+impl TryFrom<Row> for Opportunity {
+    type Error = CorruptRow;
+    fn try_from(r: Row) -> Result<Self, CorruptRow> {
+        Ok(Opportunity {
+            id: r.opportunity_id,
+            status: parse_enum("opportunity status", &r.status, OpportunityStatus::parse)?,
+            score: r.score,
+            source_user_id: r.source_user_id,
+            candidate_user_id: r.candidate_user_id,
+            seed_assessment: r.seed_assessment,
+            negotiation_id: r.task_id,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+        })
+    }
+}
+
+/// Fields of a new opportunity.
+pub struct NewOpportunity<'a> {
+    /// Its id.
+    pub id: Uuid,
+    /// Seed score.
+    pub score: f64,
+    /// Discovering user.
+    pub source_user_id: &'a str,
+    /// Other user.
+    pub candidate_user_id: &'a str,
+    /// Evaluator's assessment.
+    pub seed_assessment: &'a serde_json::Value,
+}
+
+/// Inserts a `negotiating` opportunity; `false` when one with this id already exists.
+pub async fn insert(conn: &mut PgConnection, o: &NewOpportunity<'_>) -> sqlx::Result<bool> {
+    let r = sqlx::query!(
+        r#"INSERT INTO opportunities (opportunity_id, status, score, source_user_id, candidate_user_id, seed_assessment)
+           VALUES ($1, 'negotiating', $2, $3, $4, $5)
+           ON CONFLICT (opportunity_id) DO NOTHING"#,
+        o.id,
+        o.score,
+        o.source_user_id,
+        o.candidate_user_id,
+        o.seed_assessment,
+    )
+    .execute(conn)
+    .await?;
+    Ok(r.rows_affected() == 1)
+}
+
+/// Loads one opportunity.
+pub async fn get(conn: &mut PgConnection, id: Uuid) -> anyhow::Result<Option<Opportunity>> {
+    let row = sqlx::query_as!(
+        Row,
+        r#"SELECT o.opportunity_id, o.status, o.score, o.source_user_id, o.candidate_user_id, o.seed_assessment,
+                  t.task_id AS "task_id?", o.created_at, o.updated_at
+           FROM opportunities o LEFT JOIN tasks t ON t.opportunity_id = o.opportunity_id
+           WHERE o.opportunity_id = $1"#,
+        id
+    )
+    .fetch_optional(conn)
+    .await?;
+    Ok(row.map(Opportunity::try_from).transpose()?)
+}
+
+/// Loads one opportunity and locks it for the rest of the transaction.
+pub async fn lock(conn: &mut PgConnection, id: Uuid) -> anyhow::Result<Option<Opportunity>> {
+    let row = sqlx::query_as!(
+        Row,
+        r#"SELECT o.opportunity_id, o.status, o.score, o.source_user_id, o.candidate_user_id, o.seed_assessment,
+                  (SELECT t.task_id FROM tasks t WHERE t.opportunity_id = o.opportunity_id) AS "task_id?",
+                  o.created_at, o.updated_at
+           FROM opportunities o WHERE o.opportunity_id = $1 FOR UPDATE"#,
+        id
+    )
+    .fetch_optional(conn)
+    .await?;
+    Ok(row.map(Opportunity::try_from).transpose()?)
+}
+
+/// A page of opportunities, newest first.
+#[derive(Debug, Default)]
+pub struct ListFilter<'a> {
+    /// Only those this user takes part in.
+    pub user_id: Option<&'a str>,
+    /// Only this status.
+    pub status: Option<OpportunityStatus>,
+    /// Only those older than this id (the previous page's last id).
+    pub before: Option<Uuid>,
+    /// Page size.
+    pub limit: i64,
+}
+
+/// Lists opportunities by the filter, newest first (ids are UUIDv7, so id order is time order).
+pub async fn list(conn: &mut PgConnection, f: &ListFilter<'_>) -> anyhow::Result<Vec<Opportunity>> {
+    let rows = sqlx::query_as!(
+        Row,
+        r#"SELECT o.opportunity_id, o.status, o.score, o.source_user_id, o.candidate_user_id, o.seed_assessment,
+                  t.task_id AS "task_id?", o.created_at, o.updated_at
+           FROM opportunities o LEFT JOIN tasks t ON t.opportunity_id = o.opportunity_id
+           WHERE ($1::text IS NULL OR o.source_user_id = $1 OR o.candidate_user_id = $1)
+             AND ($2::text IS NULL OR o.status = $2)
+             AND ($3::uuid IS NULL OR o.opportunity_id < $3)
+           ORDER BY o.opportunity_id DESC
+           LIMIT $4"#,
+        f.user_id,
+        f.status.map(|s| s.as_str()),
+        f.before,
+        f.limit,
+    )
+    .fetch_all(conn)
+    .await?;
+    Ok(rows.into_iter().map(Opportunity::try_from).collect::<Result<_, _>>()?)
+}
+
+/// Applies `event` to a locked opportunity through the transition table and stores the result.
+pub async fn apply(
+    conn: &mut PgConnection,
+    opportunity: &Opportunity,
+    event: OpportunityEvent,
+) -> anyhow::Result<Result<OpportunityStatus, TransitionError>> {
+    let next = match opportunity.status.transition(event) {
+        Ok(next) => next,
+        Err(e) => return Ok(Err(e)),
+    };
+    let updated = sqlx::query!(
+        "UPDATE opportunities SET status = $2, updated_at = now() WHERE opportunity_id = $1 AND status = $3",
+        opportunity.id,
+        next.as_str(),
+        opportunity.status.as_str(),
+    )
+    .execute(conn)
+    .await?;
+    anyhow::ensure!(updated.rows_affected() == 1, "opportunity {} changed under its lock", opportunity.id);
+    Ok(Ok(next))
+}

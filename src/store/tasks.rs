@@ -1,0 +1,421 @@
+//! Tasks: the negotiation itself, its state, its sides and its claim.
+
+use chrono::{DateTime, Utc};
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use super::{CorruptRow, parse_enum};
+use crate::domain::{Side, SideKind, TaskState, UserContext};
+
+/// A task row, decoded.
+#[derive(Debug, Clone)]
+pub struct Task {
+    /// The task id = the negotiation id.
+    pub id: Uuid,
+    /// The A2A context.
+    pub conversation_id: Uuid,
+    /// The opportunity it decides.
+    pub opportunity_id: Uuid,
+    /// Where it is.
+    pub state: TaskState,
+    /// The source user's id.
+    pub source_user_id: String,
+    /// The candidate user's id.
+    pub candidate_user_id: String,
+    /// Who plays the source side.
+    pub source_kind: SideKind,
+    /// Who plays the candidate side.
+    pub candidate_kind: SideKind,
+    /// The source user's full context.
+    pub source_context: serde_json::Value,
+    /// The candidate user's full context.
+    pub candidate_context: serde_json::Value,
+    /// The evaluator's assessment.
+    pub seed_assessment: serde_json::Value,
+    /// The platform's index context, if any.
+    pub index_context: Option<serde_json::Value>,
+    /// What the source user searched for.
+    pub discovery_query: Option<String>,
+    /// Turn cap (0 = unlimited).
+    pub max_turns: u32,
+    /// Turns taken.
+    pub turn_count: u32,
+    /// Parked/claimed: whose agent the turn waits for.
+    pub awaiting_user_id: Option<String>,
+    /// Parked/claimed: when this turn was first parked.
+    pub first_parked_at: Option<DateTime<Utc>>,
+    /// Claimed: the holder.
+    pub claim_agent_id: Option<Uuid>,
+    /// Claimed: SHA-256 of the claim token.
+    pub claim_token_hash: Option<Vec<u8>>,
+    /// Increases with every claim.
+    pub claim_generation: i64,
+    /// Claimed: when the claim lapses.
+    pub claim_expires_at: Option<DateTime<Utc>>,
+    /// Created.
+    pub created_at: DateTime<Utc>,
+    /// Last changed.
+    pub updated_at: DateTime<Utc>,
+    /// Ended.
+    pub completed_at: Option<DateTime<Utc>>,
+}
+
+impl Task {
+    /// The user of a side.
+    pub fn user_id(&self, side: Side) -> &str {
+        match side {
+            Side::Source => &self.source_user_id,
+            Side::Candidate => &self.candidate_user_id,
+        }
+    }
+
+    /// Who plays a side.
+    pub fn kind(&self, side: Side) -> SideKind {
+        match side {
+            Side::Source => self.source_kind,
+            Side::Candidate => self.candidate_kind,
+        }
+    }
+
+    /// A side's context document.
+    pub fn context(&self, side: Side) -> anyhow::Result<UserContext> {
+        let raw = match side {
+            Side::Source => &self.source_context,
+            Side::Candidate => &self.candidate_context,
+        };
+        Ok(serde_json::from_value(raw.clone())?)
+    }
+
+    /// The side a user sits on, if they take part.
+    pub fn side_of(&self, user_id: &str) -> Option<Side> {
+        if self.source_user_id == user_id {
+            Some(Side::Source)
+        } else if self.candidate_user_id == user_id {
+            Some(Side::Candidate)
+        } else {
+            None
+        }
+    }
+}
+
+pub(crate) struct Row {
+    task_id: Uuid,
+    conversation_id: Uuid,
+    opportunity_id: Uuid,
+    state: String,
+    source_user_id: String,
+    candidate_user_id: String,
+    source_kind: String,
+    candidate_kind: String,
+    source_context: serde_json::Value,
+    candidate_context: serde_json::Value,
+    seed_assessment: serde_json::Value,
+    index_context: Option<serde_json::Value>,
+    discovery_query: Option<String>,
+    max_turns: i32,
+    turn_count: i32,
+    awaiting_user_id: Option<String>,
+    first_parked_at: Option<DateTime<Utc>>,
+    claim_agent_id: Option<Uuid>,
+    claim_token_hash: Option<Vec<u8>>,
+    claim_generation: i64,
+    claim_expires_at: Option<DateTime<Utc>>,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+    completed_at: Option<DateTime<Utc>>,
+}
+
+fn side_kind(s: &str) -> Option<SideKind> {
+    match s {
+        "system" => Some(SideKind::System),
+        "personal" => Some(SideKind::Personal),
+        _ => None,
+    }
+}
+
+impl TryFrom<Row> for Task {
+    type Error = CorruptRow;
+    fn try_from(r: Row) -> Result<Self, CorruptRow> {
+        Ok(Task {
+            id: r.task_id,
+            conversation_id: r.conversation_id,
+            opportunity_id: r.opportunity_id,
+            state: parse_enum("task state", &r.state, TaskState::parse)?,
+            source_user_id: r.source_user_id,
+            candidate_user_id: r.candidate_user_id,
+            source_kind: parse_enum("side kind", &r.source_kind, side_kind)?,
+            candidate_kind: parse_enum("side kind", &r.candidate_kind, side_kind)?,
+            source_context: r.source_context,
+            candidate_context: r.candidate_context,
+            seed_assessment: r.seed_assessment,
+            index_context: r.index_context,
+            discovery_query: r.discovery_query,
+            max_turns: u32::try_from(r.max_turns).unwrap_or(0),
+            turn_count: u32::try_from(r.turn_count).unwrap_or(0),
+            awaiting_user_id: r.awaiting_user_id,
+            first_parked_at: r.first_parked_at,
+            claim_agent_id: r.claim_agent_id,
+            claim_token_hash: r.claim_token_hash,
+            claim_generation: r.claim_generation,
+            claim_expires_at: r.claim_expires_at,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+            completed_at: r.completed_at,
+        })
+    }
+}
+
+/// Fields of a new task.
+pub struct NewTask<'a> {
+    /// Task id.
+    pub id: Uuid,
+    /// Context id.
+    pub conversation_id: Uuid,
+    /// Opportunity id.
+    pub opportunity_id: Uuid,
+    /// Source user's context.
+    pub source: &'a UserContext,
+    /// Candidate user's context.
+    pub candidate: &'a UserContext,
+    /// Source side kind.
+    pub source_kind: SideKind,
+    /// Candidate side kind.
+    pub candidate_kind: SideKind,
+    /// Seed assessment.
+    pub seed_assessment: &'a serde_json::Value,
+    /// Index context.
+    pub index_context: Option<&'a serde_json::Value>,
+    /// Discovery query.
+    pub discovery_query: Option<&'a str>,
+    /// Turn cap.
+    pub max_turns: u32,
+}
+
+/// Inserts a `submitted` task.
+pub async fn insert(conn: &mut PgConnection, t: &NewTask<'_>) -> anyhow::Result<()> {
+    sqlx::query!(
+        r#"INSERT INTO tasks (task_id, conversation_id, opportunity_id, state, source_user_id, candidate_user_id,
+                              source_kind, candidate_kind, source_context, candidate_context, seed_assessment,
+                              index_context, discovery_query, max_turns)
+           VALUES ($1, $2, $3, 'submitted', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"#,
+        t.id,
+        t.conversation_id,
+        t.opportunity_id,
+        t.source.id,
+        t.candidate.id,
+        t.source_kind.as_str(),
+        t.candidate_kind.as_str(),
+        serde_json::to_value(t.source)?,
+        serde_json::to_value(t.candidate)?,
+        t.seed_assessment,
+        t.index_context,
+        t.discovery_query,
+        i32::try_from(t.max_turns)?,
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+macro_rules! select_task {
+    ($tail:literal, $($arg:expr),*) => {
+        sqlx::query_as!(
+            Row,
+            r#"SELECT task_id, conversation_id, opportunity_id, state, source_user_id, candidate_user_id,
+                      source_kind, candidate_kind, source_context, candidate_context, seed_assessment,
+                      index_context, discovery_query, max_turns, turn_count, awaiting_user_id, first_parked_at,
+                      claim_agent_id, claim_token_hash, claim_generation, claim_expires_at,
+                      created_at, updated_at, completed_at
+               FROM tasks "# + $tail,
+            $($arg),*
+        )
+    };
+}
+
+/// Loads a task.
+pub async fn get(conn: &mut PgConnection, id: Uuid) -> anyhow::Result<Option<Task>> {
+    let row = select_task!("WHERE task_id = $1", id).fetch_optional(conn).await?;
+    Ok(row.map(Task::try_from).transpose()?)
+}
+
+/// Loads a task and locks its row until the transaction ends: every state change of a task
+/// happens under this lock, so concurrent turns, claims and timers serialise on it.
+pub async fn lock(conn: &mut PgConnection, id: Uuid) -> anyhow::Result<Option<Task>> {
+    let row = select_task!("WHERE task_id = $1 FOR UPDATE", id).fetch_optional(conn).await?;
+    Ok(row.map(Task::try_from).transpose()?)
+}
+
+/// Loads the task that decides an opportunity.
+pub async fn for_opportunity(conn: &mut PgConnection, opportunity_id: Uuid) -> anyhow::Result<Option<Task>> {
+    let row = select_task!("WHERE opportunity_id = $1", opportunity_id).fetch_optional(conn).await?;
+    Ok(row.map(Task::try_from).transpose()?)
+}
+
+/// Moves a locked task to `to` (from `from`), clearing parking and claim fields unless the new
+/// state keeps them, and recording the turn count.
+pub async fn set_state(
+    conn: &mut PgConnection,
+    id: Uuid,
+    from: TaskState,
+    to: TaskState,
+    turn_count: u32,
+) -> anyhow::Result<()> {
+    let r = sqlx::query!(
+        r#"UPDATE tasks SET state = $3, turn_count = $4, updated_at = now(),
+                  awaiting_user_id = CASE WHEN $3 IN ('waiting_for_agent', 'claimed') THEN awaiting_user_id END,
+                  first_parked_at = CASE WHEN $3 IN ('waiting_for_agent', 'claimed') THEN first_parked_at END,
+                  claim_agent_id = NULL, claim_token_hash = NULL, claim_expires_at = NULL,
+                  completed_at = CASE WHEN $3 IN ('completed', 'canceled', 'failed') THEN now() END
+           WHERE task_id = $1 AND state = $2"#,
+        id,
+        from.as_str(),
+        to.as_str(),
+        i32::try_from(turn_count)?,
+    )
+    .execute(conn)
+    .await?;
+    anyhow::ensure!(r.rows_affected() == 1, "task {id} was not in state {from}");
+    Ok(())
+}
+
+/// Parks a locked `working` task for `user_id`'s personal agent.
+pub async fn park(conn: &mut PgConnection, id: Uuid, user_id: &str, turn_count: u32) -> anyhow::Result<DateTime<Utc>> {
+    let parked_at = sqlx::query_scalar!(
+        r#"UPDATE tasks SET state = 'waiting_for_agent', awaiting_user_id = $2, first_parked_at = now(),
+                  turn_count = $3, updated_at = now()
+           WHERE task_id = $1 AND state = 'working'
+           RETURNING first_parked_at AS "first_parked_at!""#,
+        id,
+        user_id,
+        i32::try_from(turn_count)?,
+    )
+    .fetch_one(conn)
+    .await?;
+    Ok(parked_at)
+}
+
+/// Number of tasks not yet in a terminal state (the hub's queue depth).
+pub async fn count_active(conn: &mut PgConnection) -> sqlx::Result<i64> {
+    sqlx::query_scalar!(
+        r#"SELECT count(*) AS "n!" FROM tasks WHERE state IN ('submitted', 'working', 'waiting_for_agent', 'claimed')"#
+    )
+    .fetch_one(conn)
+    .await
+}
+
+/// Tasks left in `submitted`/`working` (a crash between turns); the recovery pass resumes them.
+pub async fn list_runnable(conn: &mut PgConnection, older_than: DateTime<Utc>) -> sqlx::Result<Vec<Uuid>> {
+    sqlx::query_scalar!(
+        "SELECT task_id FROM tasks WHERE state IN ('submitted', 'working') AND updated_at < $1 ORDER BY task_id",
+        older_than
+    )
+    .fetch_all(conn)
+    .await
+}
+
+/// Wakes the long-polls of `user_id` in every Parley process once the transaction commits.
+pub async fn notify_parked(conn: &mut PgConnection, user_id: &str) -> sqlx::Result<()> {
+    sqlx::query!("SELECT pg_notify($1, $2)", crate::delivery::TURNS_CHANNEL, user_id).execute(conn).await?;
+    Ok(())
+}
+
+/// The live claim an agent holds, locked.
+pub async fn lock_live_claim_of(conn: &mut PgConnection, agent_id: Uuid) -> anyhow::Result<Option<Task>> {
+    let row = select_task!(
+        "WHERE state = 'claimed' AND claim_agent_id = $1 AND claim_expires_at > now()
+         ORDER BY first_parked_at, task_id LIMIT 1 FOR UPDATE",
+        agent_id
+    )
+    .fetch_optional(conn)
+    .await?;
+    Ok(row.map(Task::try_from).transpose()?)
+}
+
+/// The oldest turn parked for `user_id`, locked; turns another transaction is claiming right
+/// now are skipped, so concurrent pickups never get the same turn.
+pub async fn lock_next_parked_for(conn: &mut PgConnection, user_id: &str) -> anyhow::Result<Option<Task>> {
+    let row = select_task!(
+        "WHERE state = 'waiting_for_agent' AND awaiting_user_id = $1
+         ORDER BY first_parked_at, task_id LIMIT 1 FOR UPDATE SKIP LOCKED",
+        user_id
+    )
+    .fetch_optional(conn)
+    .await?;
+    Ok(row.map(Task::try_from).transpose()?)
+}
+
+/// Claims a locked parked task for an agent under generation `generation`.
+pub async fn claim(
+    conn: &mut PgConnection,
+    id: Uuid,
+    agent_id: Uuid,
+    generation: i64,
+    token_hash: &[u8],
+    expires_at: DateTime<Utc>,
+) -> anyhow::Result<()> {
+    let r = sqlx::query!(
+        r#"UPDATE tasks SET state = 'claimed', claim_agent_id = $2, claim_generation = $3, claim_token_hash = $4,
+                  claim_expires_at = $5, updated_at = now()
+           WHERE task_id = $1 AND state = 'waiting_for_agent'"#,
+        id,
+        agent_id,
+        generation,
+        token_hash,
+        expires_at
+    )
+    .execute(conn)
+    .await?;
+    anyhow::ensure!(r.rows_affected() == 1, "task {id} was not parked");
+    Ok(())
+}
+
+/// Moves a locked claim's expiry.
+pub async fn extend_claim(conn: &mut PgConnection, id: Uuid, expires_at: DateTime<Utc>) -> anyhow::Result<()> {
+    let r = sqlx::query!(
+        "UPDATE tasks SET claim_expires_at = $2, updated_at = now() WHERE task_id = $1 AND state = 'claimed'",
+        id,
+        expires_at
+    )
+    .execute(conn)
+    .await?;
+    anyhow::ensure!(r.rows_affected() == 1, "task {id} was not claimed");
+    Ok(())
+}
+
+/// The negotiations a user takes part in, newest first.
+pub async fn list_for_user(
+    conn: &mut PgConnection,
+    user_id: &str,
+    states: &[&str],
+    awaiting_only: bool,
+    before: Option<Uuid>,
+    limit: i64,
+) -> anyhow::Result<Vec<Task>> {
+    let states: Vec<String> = states.iter().map(|s| s.to_string()).collect();
+    let rows = select_task!(
+        "WHERE (source_user_id = $1 OR candidate_user_id = $1) AND state = ANY($2)
+           AND (NOT $3 OR awaiting_user_id = $1) AND ($4::uuid IS NULL OR task_id < $4)
+         ORDER BY task_id DESC LIMIT $5",
+        user_id,
+        &states,
+        awaiting_only,
+        before,
+        limit
+    )
+    .fetch_all(conn)
+    .await?;
+    Ok(rows.into_iter().map(Task::try_from).collect::<Result<_, _>>()?)
+}
+
+/// Gives back every turn an agent holds (`claimed -> waiting_for_agent`); returns how many.
+pub async fn release_claims_of(conn: &mut PgConnection, agent_id: Uuid) -> sqlx::Result<u64> {
+    let r = sqlx::query!(
+        r#"UPDATE tasks SET state = 'waiting_for_agent', claim_agent_id = NULL, claim_token_hash = NULL,
+                  claim_expires_at = NULL, updated_at = now()
+           WHERE state = 'claimed' AND claim_agent_id = $1"#,
+        agent_id
+    )
+    .execute(conn)
+    .await?;
+    Ok(r.rows_affected())
+}

@@ -1,0 +1,17 @@
+//! Logging: `tracing` to stderr, pretty or JSON (`PARLEY_LOG_FORMAT`), filtered by `RUST_LOG`.
+
+use tracing_subscriber::{EnvFilter, fmt, prelude::*};
+
+use crate::config::LogFormat;
+
+/// Installs the global subscriber. Safe to call more than once (later calls do nothing).
+pub fn init(format: LogFormat) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_http=warn"));
+    let registry = tracing_subscriber::registry().with(filter);
+    let _ = match format {
+        LogFormat::Pretty => registry.with(fmt::layer().with_writer(std::io::stderr)).try_init(),
+        LogFormat::Json => registry
+            .with(fmt::layer().json().with_current_span(true).with_span_list(false).with_writer(std::io::stderr))
+            .try_init(),
+    };
+}

@@ -1,0 +1,83 @@
+//! Realistic people and negotiation requests.
+
+use serde_json::{Value, json};
+
+/// A founder looking for a Rust engineer for a payments API.
+pub fn founder() -> Value {
+    json!({
+        "id": "user-maya",
+        "name": "Maya Chen",
+        "profile": {
+            "bio": "Founder of a fintech startup building payments infrastructure for small merchants",
+            "skills": ["product management", "fundraising", "fintech"],
+            "interests": ["payments", "startups", "rust"]
+        },
+        "intents": [{ "id": "i-1", "text": "Looking for a senior Rust backend engineer to build our payments API" }]
+    })
+}
+
+/// A Rust engineer looking for a payments startup.
+pub fn engineer() -> Value {
+    json!({
+        "id": "user-tomas",
+        "name": "Tomas Novak",
+        "profile": {
+            "bio": "Senior backend engineer: eight years of Rust and PostgreSQL, built payments APIs at scale",
+            "skills": ["rust", "postgresql", "backend engineering", "payments api", "distributed systems"],
+            "interests": ["fintech", "startups", "payments"]
+        },
+        "intents": [{ "text": "Looking for a fintech startup to join as a senior backend engineer working on payments" }]
+    })
+}
+
+/// A pastry chef looking for bakery investors.
+pub fn pastry_chef() -> Value {
+    json!({
+        "id": "user-lea",
+        "name": "Léa Martin",
+        "profile": {
+            "bio": "Pastry chef running a small artisan bakery in Lyon",
+            "skills": ["baking", "pastry", "sourdough"],
+            "interests": ["bread", "local food"]
+        },
+        "intents": [{ "text": "Seeking investors to open a second artisan bakery" }]
+    })
+}
+
+/// A kernel developer looking for embedded work.
+pub fn kernel_developer() -> Value {
+    json!({
+        "id": "user-raj",
+        "name": "Raj Patel",
+        "profile": {
+            "bio": "Linux kernel developer specialising in device drivers for embedded boards",
+            "skills": ["c", "linux kernel", "device drivers", "embedded"],
+            "interests": ["open source", "hardware"]
+        },
+        "intents": [{ "text": "Looking for embedded Linux kernel contract work on device drivers" }]
+    })
+}
+
+/// A `POST /api/negotiations` body between two users.
+pub fn request(source: Value, candidate: Value, score: f64) -> Value {
+    json!({
+        "sourceUser": source,
+        "candidateUser": candidate,
+        "seedAssessment": {
+            "score": score,
+            "reasoning": "Evaluator: the two profiles were matched on their stated intents"
+        },
+        "indexContext": { "index": "founders-and-engineers" },
+        "discoveryQuery": "who can help me build this"
+    })
+}
+
+/// The founder/engineer pair, which should end `pending`.
+pub fn good_match() -> Value {
+    request(founder(), engineer(), 88.0)
+}
+
+/// The chef/kernel pair, which should end `rejected`.
+pub fn mismatch() -> Value {
+    request(pastry_chef(), kernel_developer(), 35.0)
+}

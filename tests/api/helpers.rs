@@ -1,0 +1,260 @@
+//! The test harness: a real Parley on a real socket, on its own freshly migrated database.
+//!
+//! The database server is `DATABASE_URL`'s when set, otherwise Parley's embedded PostgreSQL in
+//! the target directory (started once, left running between runs for speed). Every test gets its
+//! own database, cloned from a migrated template, so tests never see each other's rows.
+
+use std::{
+    sync::atomic::{AtomicU32, Ordering},
+    time::Duration,
+};
+
+use parley::{
+    app::Application,
+    config::Config,
+    db::{self, EmbeddedPostgres},
+    http::{AppState, auth::CallerRole},
+};
+use reqwest::{Method, StatusCode};
+use serde_json::Value;
+use sqlx::{Connection, PgConnection, PgPool};
+use tokio::sync::OnceCell;
+
+/// The secret test tokens are signed with.
+pub const TEST_SECRET: &str = "test-secret-0123456789abcdef";
+
+struct Server {
+    /// URL of the server's `postgres` database.
+    admin_url: String,
+    template: String,
+    _embedded: Option<EmbeddedPostgres>,
+}
+
+static SERVER: OnceCell<Server> = OnceCell::const_new();
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+fn with_database(url: &str, name: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((b, q)) => (b, format!("?{q}")),
+        None => (url, String::new()),
+    };
+    let slash = base.rfind('/').filter(|i| *i > base.find("://").map(|s| s + 2).unwrap_or(0));
+    let host_part = match slash {
+        Some(i) => &base[..i],
+        None => base,
+    };
+    format!("{host_part}/{name}{query}")
+}
+
+async fn server() -> &'static Server {
+    SERVER
+        .get_or_init(|| async {
+            let (admin_url, embedded) = match std::env::var("DATABASE_URL").ok().filter(|u| !u.is_empty()) {
+                Some(url) => (with_database(&url, "postgres"), None),
+                None => {
+                    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("test-pg");
+                    let pg = tokio::task::spawn_blocking(move || EmbeddedPostgres::start_or_attach(&dir))
+                        .await
+                        .unwrap()
+                        .expect("starting the embedded PostgreSQL for tests");
+                    (pg.url("postgres"), Some(pg))
+                }
+            };
+            let template = prepare_template(&admin_url).await;
+            Server { admin_url, template, _embedded: embedded }
+        })
+        .await
+}
+
+/// Creates (once per schema version, across processes) a migrated template database, and drops
+/// databases that earlier, finished test processes left behind.
+async fn prepare_template(admin_url: &str) -> String {
+    let version: i64 = db::MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
+    let checksum: String =
+        db::MIGRATOR.iter().flat_map(|m| m.checksum.iter().take(2)).map(|b| format!("{b:02x}")).collect();
+    let template = format!("parley_tpl_{version}_{}", &checksum[..checksum.len().min(16)]);
+    let mut conn = PgConnection::connect(admin_url).await.expect("connecting to the test PostgreSQL");
+    sqlx::query("SELECT pg_advisory_lock(727274)").execute(&mut conn).await.unwrap();
+    let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)")
+        .bind(&template)
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    if !exists {
+        let building = format!("{template}_building");
+        sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {building} WITH (FORCE)")))
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {building}"))).execute(&mut conn).await.unwrap();
+        let pool = PgPool::connect(&with_database(admin_url, &building)).await.unwrap();
+        db::MIGRATOR.run(&pool).await.expect("migrating the template");
+        pool.close().await;
+        sqlx::query(sqlx::AssertSqlSafe(format!("ALTER DATABASE {building} RENAME TO {template}")))
+            .execute(&mut conn)
+            .await
+            .unwrap();
+    }
+    // Databases of test processes that are gone.
+    let leftovers: Vec<String> =
+        sqlx::query_scalar("SELECT datname FROM pg_database WHERE datname LIKE 'parley_t\\_%'")
+            .fetch_all(&mut conn)
+            .await
+            .unwrap();
+    for name in leftovers {
+        let pid = name.strip_prefix("parley_t_").and_then(|r| r.split('_').next()).unwrap_or("");
+        if !std::path::Path::new("/proc").join(pid).exists() {
+            let _ = sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")))
+                .execute(&mut conn)
+                .await;
+        }
+    }
+    sqlx::query("SELECT pg_advisory_unlock(727274)").execute(&mut conn).await.unwrap();
+    template
+}
+
+/// A fresh, migrated database; returns its URL.
+pub async fn fresh_database() -> String {
+    let server = server().await;
+    let name = format!("parley_t_{}_{}", std::process::id(), COUNTER.fetch_add(1, Ordering::SeqCst));
+    let mut conn = PgConnection::connect(&server.admin_url).await.unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name} TEMPLATE {}", server.template)))
+        .execute(&mut conn)
+        .await
+        .expect("creating a test database");
+    with_database(&server.admin_url, &name)
+}
+
+/// Configuration for tests: loopback on a free port, a fixed secret, short durations.
+pub fn test_config(database_url: &str) -> Config {
+    Config {
+        database_url: Some(database_url.to_owned()),
+        bind: "127.0.0.1:0".parse().unwrap(),
+        data_dir: std::env::temp_dir().join("parley-tests"),
+        jwt_secret: Some(TEST_SECRET.into()),
+        claim_timeout: Duration::from_secs(60),
+        park_timeout: Duration::from_secs(120),
+        pvp_timeout: Duration::from_secs(120),
+        pending_ttl: Duration::from_secs(600),
+        long_poll_max: Duration::from_secs(5),
+        pool_size: 10,
+        ..Config::default()
+    }
+}
+
+/// A running Parley and a client for it.
+pub struct TestApp {
+    /// `http://127.0.0.1:<port>`.
+    pub base: String,
+    /// The HTTP client.
+    pub client: reqwest::Client,
+    /// A pool on the test's database, for checking what was stored.
+    pub pool: PgPool,
+    /// The database URL.
+    pub database_url: String,
+    /// The service's state.
+    pub state: AppState,
+}
+
+/// An HTTP answer: status and JSON body (`Value::Null` when empty or not JSON).
+pub struct Answer {
+    pub status: StatusCode,
+    pub body: Value,
+    pub text: String,
+}
+
+impl TestApp {
+    /// A Parley on a fresh database with the test configuration.
+    pub async fn spawn() -> TestApp {
+        TestApp::spawn_with(|_| {}).await
+    }
+
+    /// Like [`TestApp::spawn`], with the configuration adjusted by `adjust`.
+    pub async fn spawn_with(adjust: impl FnOnce(&mut Config)) -> TestApp {
+        let database_url = fresh_database().await;
+        TestApp::spawn_on(&database_url, adjust).await
+    }
+
+    /// A Parley on an existing database (e.g. to simulate a restart).
+    pub async fn spawn_on(database_url: &str, adjust: impl FnOnce(&mut Config)) -> TestApp {
+        let mut config = test_config(database_url);
+        adjust(&mut config);
+        let pool = db::pool(database_url, config.pool_size).await.unwrap();
+        let app = Application::build(config, pool.clone()).await.expect("building the app");
+        let base = format!("http://127.0.0.1:{}", app.port());
+        let state = app.state().clone();
+        tokio::spawn(app.run_until_stopped(std::future::pending()));
+        TestApp { base, client: reqwest::Client::new(), pool, database_url: database_url.to_owned(), state }
+    }
+
+    /// A token for `sub` with `role`, valid for an hour.
+    pub fn token(&self, sub: &str, role: CallerRole) -> String {
+        self.state.jwt.mint(sub, role, Duration::from_secs(3600)).unwrap()
+    }
+
+    /// The platform's token.
+    pub fn service_token(&self) -> String {
+        self.token("platform", CallerRole::Service)
+    }
+
+    /// A user's token.
+    pub fn user_token(&self, sub: &str) -> String {
+        self.token(sub, CallerRole::User)
+    }
+
+    /// Sends a request with an optional bearer token and JSON body.
+    pub async fn call(&self, method: Method, path: &str, token: Option<&str>, body: Option<&Value>) -> Answer {
+        let mut req = self.client.request(method, format!("{}{path}", self.base));
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        if let Some(b) = body {
+            req = req.json(b);
+        }
+        Answer::from(req.send().await.expect("request failed")).await
+    }
+
+    /// Sends a raw body.
+    pub async fn call_raw(&self, method: Method, path: &str, token: Option<&str>, body: impl Into<reqwest::Body>) -> Answer {
+        let mut req = self.client.request(method, format!("{}{path}", self.base)).body(body);
+        req = req.header("content-type", "application/json");
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        Answer::from(req.send().await.expect("request failed")).await
+    }
+
+    /// `GET` with a token.
+    pub async fn get(&self, path: &str, token: &str) -> Answer {
+        self.call(Method::GET, path, Some(token), None).await
+    }
+
+    /// `POST` JSON with a token.
+    pub async fn post(&self, path: &str, token: &str, body: &Value) -> Answer {
+        self.call(Method::POST, path, Some(token), Some(body)).await
+    }
+
+    /// Number of rows in `table` (for proving that a refused request stored nothing).
+    pub async fn count(&self, table: &str) -> i64 {
+        sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT count(*) FROM {table}")))
+            .fetch_one(&self.pool)
+            .await
+            .unwrap()
+    }
+}
+
+impl Answer {
+    async fn from(resp: reqwest::Response) -> Answer {
+        let status = resp.status();
+        let text = resp.text().await.unwrap_or_default();
+        let body = serde_json::from_str(&text).unwrap_or(Value::Null);
+        Answer { status, body, text }
+    }
+
+    /// Asserts the status and the shared error body with `code`.
+    pub fn assert_error(&self, status: StatusCode, code: &str) {
+        assert_eq!(self.status, status, "body: {}", self.text);
+        assert_eq!(self.body["code"], code, "body: {}", self.text);
+        assert!(self.body["error"].as_str().is_some_and(|e| !e.is_empty()), "body: {}", self.text);
+    }
+}
