@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use base64::Engine as _;
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, SubsecRound, Utc};
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
@@ -56,7 +56,8 @@ impl Engine {
 
     fn claim_deadline(&self) -> Result<DateTime<Utc>, DeliveryError> {
         let timeout = chrono::Duration::from_std(self.config.claim_timeout).map_err(anyhow::Error::from)?;
-        Ok(Utc::now() + timeout)
+        // PostgreSQL keeps microseconds: round here so the deadline we report is the one stored.
+        Ok((Utc::now() + timeout).trunc_subsecs(6))
     }
 
     /// One pickup attempt: the agent's live claim, else the oldest turn parked for its user.

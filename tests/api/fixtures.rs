@@ -68,7 +68,7 @@ pub fn request(source: Value, candidate: Value, score: f64) -> Value {
             "reasoning": "Evaluator: the two profiles were matched on their stated intents"
         },
         "indexContext": { "index": "founders-and-engineers" },
-        "discoveryQuery": "who can help me build this"
+        "discoveryQuery": "senior rust backend engineer for payments"
     })
 }
 

@@ -243,6 +243,92 @@ impl TestApp {
     }
 }
 
+/// A registered personal agent and its key.
+#[derive(Clone)]
+pub struct TestAgent {
+    pub id: String,
+    pub key: String,
+    pub key_id: String,
+    pub user: String,
+}
+
+impl TestApp {
+    /// Registers a personal agent for `user` and returns it with its first key.
+    pub async fn register_agent(&self, user: &str) -> TestAgent {
+        let answer = self.post("/api/agents", &self.user_token(user), &serde_json::json!({ "name": format!("{user}'s agent") })).await;
+        assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.text);
+        TestAgent {
+            id: answer.body["agent"]["id"].as_str().unwrap().to_owned(),
+            key: answer.body["apiKey"]["key"].as_str().unwrap().to_owned(),
+            key_id: answer.body["apiKey"]["id"].as_str().unwrap().to_owned(),
+            user: user.to_owned(),
+        }
+    }
+
+    /// An agent call authenticated with `x-api-key`.
+    pub async fn agent_call(&self, agent: &TestAgent, method: Method, path: &str, body: Option<&Value>) -> Answer {
+        let mut req = self.client.request(method, format!("{}/api/agents/{}{path}", self.base, agent.id));
+        req = req.header("x-api-key", &agent.key);
+        if let Some(b) = body {
+            req = req.json(b);
+        }
+        Answer::from(req.send().await.expect("request failed")).await
+    }
+
+    /// `POST .../negotiations/pickup` (optionally long-polling).
+    pub async fn pickup(&self, agent: &TestAgent, wait: Option<u64>) -> Answer {
+        let path = match wait {
+            Some(w) => format!("/negotiations/pickup?wait={w}"),
+            None => "/negotiations/pickup".to_owned(),
+        };
+        self.agent_call(agent, Method::POST, &path, None).await
+    }
+
+    /// `POST .../negotiations/{id}/respond`.
+    pub async fn respond(&self, agent: &TestAgent, negotiation: &str, body: &Value) -> Answer {
+        self.agent_call(agent, Method::POST, &format!("/negotiations/{negotiation}/respond"), Some(body)).await
+    }
+
+    /// Starts a negotiation as the platform; returns the 201 body.
+    pub async fn start(&self, body: &Value) -> Value {
+        let answer = self.post("/api/negotiations", &self.service_token(), body).await;
+        assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.text);
+        answer.body
+    }
+
+    /// `(state, turn_count, messages)` of a negotiation, read from the database.
+    pub async fn snapshot(&self, negotiation: &str) -> (String, i32, i64) {
+        let id: uuid::Uuid = negotiation.parse().unwrap();
+        let (state, turns): (String, i32) = sqlx::query_as("SELECT state, turn_count FROM tasks WHERE task_id = $1")
+            .bind(id)
+            .fetch_one(&self.pool)
+            .await
+            .unwrap();
+        let messages: i64 = sqlx::query_scalar("SELECT count(*) FROM messages WHERE task_id = $1")
+            .bind(id)
+            .fetch_one(&self.pool)
+            .await
+            .unwrap();
+        (state, turns, messages)
+    }
+}
+
+/// A respond body.
+pub fn answer(action: &str, token: Option<&str>) -> Value {
+    let mut body = serde_json::json!({
+        "action": action,
+        "message": format!("my {action}"),
+        "assessment": {
+            "reasoning": format!("Because the profiles support a {action}"),
+            "suggestedRoles": { "ownUser": "agent", "otherUser": "patient" }
+        }
+    });
+    if let Some(t) = token {
+        body["claimToken"] = Value::String(t.to_owned());
+    }
+    body
+}
+
 impl Answer {
     async fn from(resp: reqwest::Response) -> Answer {
         let status = resp.status();

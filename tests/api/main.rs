@@ -1,6 +1,8 @@
 //! Integration tests: the real router over HTTP, against a real PostgreSQL, one database per test.
 
 mod a2a;
+mod agents;
+mod delivery;
 mod assessment;
 mod auth;
 mod fixtures;
