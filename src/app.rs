@@ -81,7 +81,12 @@ impl Application {
         let config = Arc::new(config);
         let claim_key = sha2::Sha256::digest(format!("parley claim tokens:{secret}").as_bytes());
         let engine = Engine::new(pool, config.clone(), NegotiatorConfig::default(), &claim_key);
-        let state = AppState { engine, jwt: Arc::new(JwtKeys::new(secret.as_bytes())), calculator: Arc::new(calculator) };
+        let state = AppState {
+            engine,
+            jwt: Arc::new(JwtKeys::new(secret.as_bytes())),
+            calculator: Arc::new(calculator),
+            events: Arc::new(crate::live::EventHub::default()),
+        };
         Ok(Application { listener, state })
     }
 
@@ -102,7 +107,7 @@ impl Application {
     ) -> anyhow::Result<()> {
         let engine = self.state.engine.clone();
         if let Some(url) = engine.config().database_url.clone() {
-            tokio::spawn(engine.wakeups().clone().listen(url));
+            tokio::spawn(crate::live::listen(url, engine.wakeups().clone(), self.state.events.clone()));
         }
         tokio::spawn(async move {
             if let Err(e) = engine.recover(Duration::ZERO).await {

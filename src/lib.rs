@@ -11,6 +11,7 @@ pub mod db;
 pub mod delivery;
 pub mod domain;
 pub mod http;
+pub mod live;
 pub mod negotiator;
 pub mod scoring;
 pub mod store;

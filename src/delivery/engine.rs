@@ -106,8 +106,9 @@ impl Engine {
             self.system_turn(&task, side, &history)?
         };
         async {
-            messages::insert_turn(
+            super::store_turn(
                 &mut tx,
+                &task,
                 &messages::NewTurn {
                     task_id: task.id,
                     turn: &turn,

@@ -5,7 +5,7 @@ use sqlx::PgConnection;
 use super::DeliveryError;
 use crate::{
     domain::{EndReason, Outcome, TaskEvent, Turn, derive_outcome},
-    store::{messages, opportunities, tasks::Task},
+    store::{events, messages, opportunities, tasks::Task},
 };
 
 /// Ends a locked, non-terminal task: writes the `negotiation-outcome` artifact, completes the task
@@ -27,6 +27,19 @@ pub async fn finalize(
     let opportunity = opportunities::lock(conn, task.opportunity_id)
         .await?
         .ok_or_else(|| anyhow::anyhow!("task {} has no opportunity", task.id))?;
+    events::record(
+        conn,
+        "negotiation.outcome",
+        &opportunity.audience(),
+        serde_json::json!({
+            "negotiationId": task.id,
+            "opportunityId": task.opportunity_id,
+            "hasOpportunity": outcome.has_opportunity,
+            "reason": outcome.reason,
+            "turnCount": outcome.turn_count,
+        }),
+    )
+    .await?;
     opportunities::apply(conn, &opportunity, outcome.opportunity_event()).await??;
     tracing::info!(
         negotiation.id = %task.id,

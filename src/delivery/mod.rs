@@ -56,3 +56,36 @@ impl From<sqlx::Error> for DeliveryError {
         DeliveryError::Unexpected(e.into())
     }
 }
+
+/// Stores a turn and its `negotiation.turn` event (action only, never scores) in the caller's
+/// transaction. Every turn, whoever plays it, is stored through here.
+pub(crate) async fn store_turn(
+    conn: &mut sqlx::PgConnection,
+    task: &crate::store::tasks::Task,
+    new: &crate::store::messages::NewTurn<'_>,
+) -> Result<uuid::Uuid, DeliveryError> {
+    let id = crate::store::messages::insert_turn(conn, new).await?;
+    crate::store::events::record(
+        conn,
+        "negotiation.turn",
+        &crate::store::events::Audience {
+            opportunity_id: task.opportunity_id,
+            source_user_id: &task.source_user_id,
+            candidate_user_id: &task.candidate_user_id,
+        },
+        serde_json::json!({
+            "negotiationId": task.id,
+            "opportunityId": task.opportunity_id,
+            "turnNumber": new.turn.turn_number,
+            "action": new.turn.action,
+        }),
+    )
+    .await?;
+    Ok(id)
+}
+
+/// Hook for a pending opportunity that the people decided (accepted or rejected), inside the
+/// deciding transaction: nothing is left to expire.
+pub async fn on_opportunity_decided(_conn: &mut sqlx::PgConnection, _opportunity_id: uuid::Uuid) -> Result<(), DeliveryError> {
+    Ok(())
+}

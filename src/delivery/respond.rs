@@ -88,8 +88,9 @@ impl Engine {
             suggested_roles: answer.suggested_roles,
             message: answer.message.clone(),
         };
-        let message_id = messages::insert_turn(
+        let message_id = super::store_turn(
             &mut tx,
+            &task,
             &messages::NewTurn {
                 task_id: task.id,
                 turn: &turn,

@@ -5,7 +5,7 @@ use uuid::Uuid;
 use super::{DeliveryError, Engine};
 use crate::{
     domain::{SeedAssessment, UserContext, max_turns_for},
-    store::{agents, conversations, opportunities, tasks},
+    store::{agents, conversations, events, opportunities, tasks},
 };
 
 /// A validated request to negotiate a match.
@@ -60,6 +60,13 @@ impl Engine {
             let task = tasks::for_opportunity(&mut conn, opportunity_id).await?.ok_or(DeliveryError::NotFound)?;
             return Ok(Started { opportunity_id, negotiation_id: task.id, created: false });
         }
+        events::record(
+            &mut tx,
+            "opportunity.status",
+            &events::Audience { opportunity_id, source_user_id: &n.source.id, candidate_user_id: &n.candidate.id },
+            serde_json::json!({ "opportunityId": opportunity_id, "status": "negotiating", "previousStatus": null }),
+        )
+        .await?;
         let source_kind = agents::side_kind_for(&mut tx, &n.source.id).await?;
         let candidate_kind = agents::side_kind_for(&mut tx, &n.candidate.id).await?;
         let conversation_id = Uuid::now_v7();

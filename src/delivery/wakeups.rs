@@ -2,18 +2,16 @@
 //! memory to the pickups waiting for that user.
 //!
 //! Parking sends `NOTIFY parley_turns, '<user id>'` inside its transaction, so PostgreSQL
-//! delivers it only once the park is committed, to every Parley process. Each process keeps one
-//! [`sqlx::postgres::PgListener`]; waiters hold no database connection, only a `Notify`. When the
-//! listener's connection drops it reconnects and wakes every waiter, since a notification may
-//! have been missed meanwhile; a woken waiter just tries to claim again.
+//! delivers it only once the park is committed, to every Parley process, whose single listener
+//! (`crate::live`) calls [`Wakeups::wake`]. Waiters hold no database connection, only a `Notify`.
+//! When the listener's connection drops it reconnects and wakes every waiter, since a
+//! notification may have been missed meanwhile; a woken waiter just tries to claim again.
 
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex, Weak},
-    time::Duration,
 };
 
-use sqlx::postgres::PgListener;
 use tokio::sync::Notify;
 
 /// The channel parks notify on.
@@ -60,37 +58,5 @@ impl Wakeups {
     pub fn waiting_users(&self) -> usize {
         let map = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
         map.values().filter(|w| w.strong_count() > 0).count()
-    }
-
-    /// Runs the listener until the process ends: connects, listens, fans out, reconnects.
-    pub async fn listen(self: Arc<Self>, database_url: String) {
-        loop {
-            match PgListener::connect(&database_url).await {
-                Ok(mut listener) => {
-                    if let Err(e) = listener.listen(TURNS_CHANNEL).await {
-                        tracing::warn!(error = %e, "LISTEN failed; retrying");
-                    } else {
-                        // Anything parked while we were not listening must be looked at.
-                        self.wake_all();
-                        loop {
-                            match listener.try_recv().await {
-                                Ok(Some(n)) => self.wake(n.payload()),
-                                Ok(None) => {
-                                    // The connection was lost and re-established.
-                                    self.wake_all();
-                                }
-                                Err(e) => {
-                                    tracing::warn!(error = %e, "the notification listener failed; reconnecting");
-                                    break;
-                                }
-                            }
-                        }
-                    }
-                }
-                Err(e) => tracing::warn!(error = %e, "connecting the notification listener failed; retrying"),
-            }
-            self.wake_all();
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        }
     }
 }

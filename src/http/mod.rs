@@ -8,10 +8,12 @@ pub mod agents;
 pub mod assessment;
 pub mod auth;
 pub mod error;
+pub mod events;
 pub mod extract;
 pub mod health;
 pub mod negotiations;
 pub mod opportunities;
+pub mod status_page;
 pub mod views;
 
 use std::sync::Arc;
@@ -30,6 +32,8 @@ pub struct AppState {
     pub jwt: Arc<auth::JwtKeys>,
     /// The hub's own capability calculator for `/agent/negotiation`.
     pub calculator: Arc<Calculator>,
+    /// Committed events, fanned out to this process's SSE streams.
+    pub events: Arc<crate::live::EventHub>,
 }
 
 impl AppState {
@@ -49,6 +53,8 @@ pub fn router(state: AppState) -> Router {
         .merge(agents::router())
         .merge(agent_turns::router())
         .merge(assessment::router())
+        .merge(events::router())
+        .merge(status_page::router())
         .fallback(|| async { error::ApiError::NotFound("route") })
         .layer(DefaultBodyLimit::max(extract::BODY_LIMIT))
         .layer(TraceLayer::new_for_http())

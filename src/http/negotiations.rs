@@ -15,7 +15,7 @@ use super::{
     auth::{Caller, ServiceCaller},
     error::{ApiError, ApiResult},
     extract::{ApiJson, Ids},
-    views::{NegotiationOut, OpportunityOut},
+    views::{NegotiationOut, OpportunityOut, opportunity_views},
 };
 use crate::{
     delivery::NewNegotiation,
@@ -122,7 +122,8 @@ async fn load_pair(state: &AppState, task_id: Uuid) -> ApiResult<(OpportunityOut
         opportunities::get(&mut conn, task.opportunity_id).await?.ok_or(ApiError::NotFound("opportunity"))?;
     let turns = messages::turns(&mut conn, task.id).await?;
     let outcome = messages::outcome(&mut conn, task.id).await?;
-    Ok((OpportunityOut::from(&opportunity), NegotiationOut::new(&task, &turns, outcome)))
+    let view = opportunity_views(&mut conn, std::slice::from_ref(&opportunity), None).await?.remove(0);
+    Ok((view, NegotiationOut::new(&task, &turns, outcome)))
 }
 
 /// The full negotiation, for the platform or a participant user.

@@ -1,24 +1,32 @@
 //! `GET /api/opportunities`, `GET /api/opportunities/{id}`: what people and the platform see.
 
-use axum::{Json, Router, extract::State, routing::get};
+use axum::{
+    Json, Router,
+    extract::State,
+    routing::{get, post},
+};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::{
     AppState,
-    auth::Caller,
+    auth::{Caller, UserCaller},
     error::{ApiError, ApiResult},
-    extract::{ApiQuery, Ids},
-    views::OpportunityOut,
+    extract::{ApiJson, ApiQuery, Ids},
+    views::{OpportunityOut, opportunity_views},
 };
-use crate::{domain::OpportunityStatus, store::opportunities};
+use crate::{
+    domain::{OpportunityEvent, OpportunityStatus},
+    store::{decisions, opportunities},
+};
 
 /// The routes.
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/opportunities", get(list_opportunities))
         .route("/api/opportunities/{id}", get(get_opportunity))
+        .route("/api/opportunities/{id}/decision", post(decide_opportunity))
 }
 
 /// Largest page.
@@ -76,7 +84,9 @@ async fn list_opportunities(
     )
     .await?;
     let has_more = page.len() as i64 > limit;
-    let items: Vec<OpportunityOut> = page.iter().take(limit as usize).map(OpportunityOut::from).collect();
+    let viewer = if caller.is_service() { None } else { Some(caller.sub.as_str()) };
+    let page: Vec<_> = page.into_iter().take(limit as usize).collect();
+    let items = opportunity_views(&mut conn, &page, viewer).await?;
     let next_cursor = if has_more { items.last().map(|o| o.id.to_string()) } else { None };
     Ok(Json(json!({ "opportunities": items, "nextCursor": next_cursor })))
 }
@@ -92,5 +102,61 @@ async fn get_opportunity(
     if !caller.is_service() && !o.has_participant(&caller.sub) {
         return Err(ApiError::NotFound("opportunity"));
     }
-    Ok(Json(OpportunityOut::from(&o)))
+    let viewer = if caller.is_service() { None } else { Some(caller.sub.as_str()) };
+    let mut views = opportunity_views(&mut conn, std::slice::from_ref(&o), viewer).await?;
+    Ok(Json(views.remove(0)))
+}
+
+/// Body of a decision.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DecisionIn {
+    /// `accept` or `decline`.
+    pub decision: String,
+}
+
+/// A participant's decision on a pending opportunity: the first decline rejects it; once every
+/// participant accepted it is accepted. Each person decides once.
+async fn decide_opportunity(
+    State(state): State<AppState>,
+    UserCaller(caller): UserCaller,
+    Ids(id): Ids<Uuid>,
+    ApiJson(body): ApiJson<DecisionIn>,
+) -> ApiResult<Json<OpportunityOut>> {
+    let decision = body.decision.as_str();
+    if !matches!(decision, "accept" | "decline") {
+        return Err(ApiError::invalid("decision must be accept or decline"));
+    }
+    let mut tx = state.pool().begin().await?;
+    let o = opportunities::lock(&mut tx, id).await?.ok_or(ApiError::NotFound("opportunity"))?;
+    if !o.has_participant(&caller.sub) {
+        return Err(ApiError::NotFound("opportunity"));
+    }
+    if o.status != OpportunityStatus::Pending {
+        return Err(ApiError::Conflict {
+            code: "not_pending",
+            message: format!("the opportunity is {}, not pending", o.status),
+        });
+    }
+    if !decisions::insert(&mut tx, o.id, &caller.sub, decision).await? {
+        return Err(ApiError::Conflict { code: "already_decided", message: "you have already decided".into() });
+    }
+    let made = decisions::for_opportunities(&mut tx, &[o.id]).await?.remove(&o.id).unwrap_or_default();
+    let everyone_accepted = [&o.source_user_id, &o.candidate_user_id]
+        .iter()
+        .all(|u| made.get(u.as_str()).map(String::as_str) == Some("accept"));
+    let event = match decision {
+        "decline" => Some(OpportunityEvent::SomeoneDeclined),
+        _ if everyone_accepted => Some(OpportunityEvent::EveryoneAccepted),
+        _ => None,
+    };
+    if let Some(event) = event {
+        opportunities::apply(&mut tx, &o, event).await?.map_err(|e| ApiError::Internal(e.into()))?;
+        crate::delivery::on_opportunity_decided(&mut tx, o.id).await?;
+    }
+    tx.commit().await?;
+    let o = opportunities::get(state.pool().acquire().await?.as_mut(), id).await?.ok_or(ApiError::NotFound("opportunity"))?;
+    let mut conn = state.pool().acquire().await?;
+    let mut views = opportunity_views(&mut conn, std::slice::from_ref(&o), Some(&caller.sub)).await?;
+    Ok(Json(views.remove(0)))
 }

@@ -5,7 +5,7 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use crate::{
-    domain::{Action, OpportunityStatus, Outcome, Side, SideKind, SuggestedRoles, TaskState},
+    domain::{Action, AgreedRole, OpportunityStatus, Outcome, Side, SideKind, SuggestedRoles, TaskState},
     store::{messages::StoredTurn, opportunities::Opportunity, tasks::Task},
 };
 
@@ -140,15 +140,61 @@ pub struct OpportunityOut {
     pub negotiation_id: Option<Uuid>,
     /// The evaluator's assessment.
     pub seed_assessment: serde_json::Value,
+    /// For a user: the other person.
+    pub counterpart_user_id: Option<String>,
+    /// The roles the agents agreed on (empty unless they accepted).
+    pub agreed_roles: Vec<AgreedRole>,
+    /// For a user: their own decision, once made.
+    pub my_decision: Option<String>,
+    /// For a user: the other person's decision, once made.
+    pub other_decision: Option<String>,
+    /// Every decision made so far, by user id.
+    pub decisions: std::collections::BTreeMap<String, String>,
     /// Created.
     pub created_at: DateTime<Utc>,
     /// Status last changed.
     pub updated_at: DateTime<Utc>,
 }
 
+/// Builds the views of `list` as `viewer` (a user id, or `None` for the service) sees them,
+/// with agreed roles and decisions, in two queries.
+pub async fn opportunity_views(
+    conn: &mut sqlx::PgConnection,
+    list: &[Opportunity],
+    viewer: Option<&str>,
+) -> anyhow::Result<Vec<OpportunityOut>> {
+    let ids: Vec<Uuid> = list.iter().map(|o| o.id).collect();
+    let task_ids: Vec<Uuid> = list.iter().filter_map(|o| o.negotiation_id).collect();
+    let decisions = crate::store::decisions::for_opportunities(conn, &ids).await?;
+    let outcomes = crate::store::messages::outcomes_for(conn, &task_ids).await?;
+    Ok(list
+        .iter()
+        .map(|o| {
+            let mut out = OpportunityOut::from(o);
+            let made = decisions.get(&o.id).cloned().unwrap_or_default();
+            if let Some(user) = viewer {
+                let other = if o.source_user_id == user { &o.candidate_user_id } else { &o.source_user_id };
+                out.counterpart_user_id = Some(other.clone());
+                out.my_decision = made.get(user).cloned();
+                out.other_decision = made.get(other).cloned();
+            }
+            out.decisions = made.into_iter().collect();
+            if let Some(outcome) = o.negotiation_id.and_then(|t| outcomes.get(&t)) {
+                out.agreed_roles = outcome.agreed_roles.clone();
+            }
+            out
+        })
+        .collect())
+}
+
 impl From<&Opportunity> for OpportunityOut {
     fn from(o: &Opportunity) -> Self {
         OpportunityOut {
+            counterpart_user_id: None,
+            agreed_roles: Vec::new(),
+            my_decision: None,
+            other_decision: None,
+            decisions: Default::default(),
             id: o.id,
             status: o.status,
             score: o.score,

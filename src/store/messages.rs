@@ -231,3 +231,19 @@ pub async fn set_response(conn: &mut PgConnection, message_id: Uuid, response: &
     sqlx::query!("UPDATE messages SET response = $2 WHERE message_id = $1", message_id, response).execute(conn).await?;
     Ok(())
 }
+
+/// The outcomes of these tasks, where they have one.
+pub async fn outcomes_for(conn: &mut PgConnection, task_ids: &[Uuid]) -> anyhow::Result<std::collections::HashMap<Uuid, Outcome>> {
+    let rows = sqlx::query!(
+        "SELECT task_id, parts FROM artifacts WHERE task_id = ANY($1) AND name = $2",
+        task_ids,
+        OUTCOME_ARTIFACT
+    )
+    .fetch_all(conn)
+    .await?;
+    let mut out = std::collections::HashMap::new();
+    for r in rows {
+        out.insert(r.task_id, serde_json::from_value(r.parts[0]["data"].clone())?);
+    }
+    Ok(out)
+}

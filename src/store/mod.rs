@@ -4,6 +4,8 @@
 
 pub mod agents;
 pub mod conversations;
+pub mod decisions;
+pub mod events;
 pub mod messages;
 pub mod opportunities;
 pub mod tasks;

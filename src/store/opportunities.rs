@@ -31,6 +31,15 @@ pub struct Opportunity {
 }
 
 impl Opportunity {
+    /// Who may see events about it.
+    pub fn audience(&self) -> super::events::Audience<'_> {
+        super::events::Audience {
+            opportunity_id: self.id,
+            source_user_id: &self.source_user_id,
+            candidate_user_id: &self.candidate_user_id,
+        }
+    }
+
     /// Whether `user_id` is one of its two people.
     pub fn has_participant(&self, user_id: &str) -> bool {
         self.source_user_id == user_id || self.candidate_user_id == user_id
@@ -178,8 +187,15 @@ pub async fn apply(
         next.as_str(),
         opportunity.status.as_str(),
     )
-    .execute(conn)
+    .execute(&mut *conn)
     .await?;
     anyhow::ensure!(updated.rows_affected() == 1, "opportunity {} changed under its lock", opportunity.id);
+    super::events::record(
+        conn,
+        "opportunity.status",
+        &opportunity.audience(),
+        serde_json::json!({ "opportunityId": opportunity.id, "status": next, "previousStatus": opportunity.status }),
+    )
+    .await?;
     Ok(Ok(next))
 }

@@ -249,7 +249,6 @@ pub struct TestAgent {
     pub id: String,
     pub key: String,
     pub key_id: String,
-    pub user: String,
 }
 
 impl TestApp {
@@ -261,7 +260,6 @@ impl TestApp {
             id: answer.body["agent"]["id"].as_str().unwrap().to_owned(),
             key: answer.body["apiKey"]["key"].as_str().unwrap().to_owned(),
             key_id: answer.body["apiKey"]["id"].as_str().unwrap().to_owned(),
-            user: user.to_owned(),
         }
     }
 
@@ -342,5 +340,65 @@ impl Answer {
         assert_eq!(self.status, status, "body: {}", self.text);
         assert_eq!(self.body["code"], code, "body: {}", self.text);
         assert!(self.body["error"].as_str().is_some_and(|e| !e.is_empty()), "body: {}", self.text);
+    }
+}
+
+/// One server-sent event.
+#[derive(Debug, Clone)]
+pub struct SseEvent {
+    pub id: Option<String>,
+    pub event: String,
+    pub data: Value,
+}
+
+/// Reads an SSE stream.
+pub struct SseReader {
+    stream: std::pin::Pin<Box<dyn futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>,
+    buffer: String,
+    pub content_type: String,
+}
+
+impl SseReader {
+    /// Opens `GET /api/events` with `token`, resuming after `last_id` when given.
+    pub async fn open(base: &str, token: &str, last_id: Option<&str>) -> SseReader {
+        let mut req = reqwest::Client::new().get(format!("{base}/api/events")).bearer_auth(token);
+        if let Some(id) = last_id {
+            req = req.header("Last-Event-ID", id);
+        }
+        let resp = req.send().await.unwrap();
+        assert_eq!(resp.status(), StatusCode::OK);
+        let content_type = resp.headers().get("content-type").map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default();
+        SseReader { stream: Box::pin(resp.bytes_stream()), buffer: String::new(), content_type }
+    }
+
+    /// The next event (comments skipped), or `None` if none arrives within `wait`.
+    pub async fn next(&mut self, wait: Duration) -> Option<SseEvent> {
+        use futures::StreamExt;
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let block: String = self.buffer.drain(..end + 2).collect();
+                let mut ev = SseEvent { id: None, event: "message".into(), data: Value::Null };
+                let mut data = String::new();
+                for line in block.lines() {
+                    if let Some(v) = line.strip_prefix("id:") {
+                        ev.id = Some(v.trim().to_owned());
+                    } else if let Some(v) = line.strip_prefix("event:") {
+                        ev.event = v.trim().to_owned();
+                    } else if let Some(v) = line.strip_prefix("data:") {
+                        data.push_str(v.trim_start());
+                    }
+                }
+                if data.is_empty() && ev.id.is_none() {
+                    continue; // a comment (heartbeat)
+                }
+                ev.data = serde_json::from_str(&data).unwrap_or(Value::String(data));
+                return Some(ev);
+            }
+            match tokio::time::timeout_at(deadline, self.stream.next()).await {
+                Ok(Some(Ok(chunk))) => self.buffer.push_str(&String::from_utf8_lossy(&chunk)),
+                _ => return None,
+            }
+        }
     }
 }

@@ -8,3 +8,4 @@ mod auth;
 mod fixtures;
 mod helpers;
 mod negotiations;
+mod ui;

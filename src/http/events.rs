@@ -1,0 +1,94 @@
+//! `GET /api/events`: Server-Sent Events for the web UI.
+//!
+//! A user sees events of their own opportunities; the service sees all. Events come from the
+//! process's [`crate::live::EventHub`] (every Parley process hears every committed event through
+//! PostgreSQL NOTIFY). `Last-Event-ID` replays what the client missed from the event log, up to
+//! [`RESUME_WINDOW`] back and at most [`RESUME_LIMIT`] events. A client that falls more than
+//! `EventHub::CAPACITY` events behind gets a final `reconnect` event and is dropped. A `: ping`
+//! comment every 15 s keeps proxies from closing the stream.
+
+use std::{convert::Infallible, sync::Arc, time::Duration};
+
+use axum::{
+    Router,
+    extract::State,
+    http::HeaderMap,
+    response::sse::{Event as SseEvent, KeepAlive, Sse},
+    routing::get,
+};
+use futures::{Stream, StreamExt, stream};
+use tokio::sync::broadcast::{Receiver, error::RecvError};
+
+use super::{AppState, auth::Caller, error::ApiResult};
+use crate::store::events::{self, Event};
+
+/// How far back `Last-Event-ID` can resume.
+pub const RESUME_WINDOW: Duration = Duration::from_secs(24 * 3600);
+/// At most this many events are replayed on resume.
+pub const RESUME_LIMIT: i64 = 1000;
+/// Interval of the keep-alive comment.
+pub const HEARTBEAT: Duration = Duration::from_secs(15);
+
+/// The route.
+pub fn router() -> Router<AppState> {
+    Router::new().route("/api/events", get(stream_events))
+}
+
+fn to_sse(e: &Event) -> SseEvent {
+    SseEvent::default().id(e.id.to_string()).event(e.kind.clone()).data(e.data.to_string())
+}
+
+struct Live {
+    rx: Receiver<Arc<Event>>,
+    user: Option<String>,
+    after: i64,
+    done: bool,
+}
+
+/// The caller's event stream.
+async fn stream_events(
+    State(state): State<AppState>,
+    caller: Caller,
+    headers: HeaderMap,
+) -> ApiResult<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>> {
+    let user = if caller.is_service() { None } else { Some(caller.sub.clone()) };
+    // Subscribe before reading the log, so nothing falls between the two.
+    let rx = state.events.subscribe();
+    let last_id = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<i64>().ok());
+    let replay = match last_id {
+        None => Vec::new(),
+        Some(after) => {
+            let since = chrono::Utc::now() - chrono::Duration::from_std(RESUME_WINDOW).unwrap_or_default();
+            let mut conn = state.pool().acquire().await?;
+            events::after(&mut conn, after, user.as_deref(), since, RESUME_LIMIT).await?
+        }
+    };
+    let after = replay.last().map(|e| e.id).or(last_id).unwrap_or(0);
+    let replayed = stream::iter(replay.into_iter().map(|e| Ok(to_sse(&e))));
+    let live = stream::unfold(Live { rx, user, after, done: false }, |mut s| async move {
+        if s.done {
+            return None;
+        }
+        loop {
+            match s.rx.recv().await {
+                Ok(e) => {
+                    let visible = s.user.as_deref().is_none_or(|u| e.visible_to(u));
+                    if visible && e.id > s.after {
+                        s.after = e.id;
+                        return Some((Ok(to_sse(&e)), s));
+                    }
+                }
+                Err(RecvError::Lagged(missed)) => {
+                    tracing::info!(missed, "dropping a slow event stream");
+                    s.done = true;
+                    let bye = SseEvent::default()
+                        .event("reconnect")
+                        .data(serde_json::json!({ "reason": "the client fell behind; reconnect with Last-Event-ID" }).to_string());
+                    return Some((Ok(bye), s));
+                }
+                Err(RecvError::Closed) => return None,
+            }
+        }
+    });
+    Ok(Sse::new(replayed.chain(live)).keep_alive(KeepAlive::new().interval(HEARTBEAT).text("ping")))
+}

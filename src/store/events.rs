@@ -1,0 +1,106 @@
+//! The event log behind `GET /api/events`: written in the transaction of the change it
+//! describes, and announced to every Parley process by NOTIFY once that transaction commits.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+/// The NOTIFY channel events are announced on.
+pub const EVENTS_CHANNEL: &str = "parley_events";
+
+/// An event as streamed.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Event {
+    /// Increasing id (the SSE `id:`).
+    pub id: i64,
+    /// `opportunity.status`, `negotiation.turn` or `negotiation.outcome`.
+    pub kind: String,
+    /// The first person who may see it.
+    pub source_user_id: String,
+    /// The second person who may see it.
+    pub candidate_user_id: String,
+    /// The event's body.
+    pub data: Value,
+}
+
+impl Event {
+    /// Whether `user_id` takes part (the service sees everything).
+    pub fn visible_to(&self, user_id: &str) -> bool {
+        self.source_user_id == user_id || self.candidate_user_id == user_id
+    }
+}
+
+/// Whom an event concerns.
+pub struct Audience<'a> {
+    /// The opportunity.
+    pub opportunity_id: Uuid,
+    /// One person.
+    pub source_user_id: &'a str,
+    /// The other.
+    pub candidate_user_id: &'a str,
+}
+
+/// Records an event and announces it (the announcement is delivered at commit).
+pub async fn record(conn: &mut PgConnection, kind: &str, to: &Audience<'_>, data: Value) -> sqlx::Result<i64> {
+    let id = sqlx::query_scalar!(
+        r#"INSERT INTO events (kind, opportunity_id, source_user_id, candidate_user_id, data)
+           VALUES ($1, $2, $3, $4, $5) RETURNING event_id"#,
+        kind,
+        to.opportunity_id,
+        to.source_user_id,
+        to.candidate_user_id,
+        data
+    )
+    .fetch_one(&mut *conn)
+    .await?;
+    let event = Event {
+        id,
+        kind: kind.to_owned(),
+        source_user_id: to.source_user_id.to_owned(),
+        candidate_user_id: to.candidate_user_id.to_owned(),
+        data,
+    };
+    let payload = serde_json::to_string(&event).unwrap_or_default();
+    sqlx::query!("SELECT pg_notify($1, $2)", EVENTS_CHANNEL, payload).execute(conn).await?;
+    Ok(id)
+}
+
+/// Events after `after` (exclusive) that `user_id` may see (all when `None`), oldest first,
+/// at most `limit`, no older than `since`.
+pub async fn after(
+    conn: &mut PgConnection,
+    after: i64,
+    user_id: Option<&str>,
+    since: DateTime<Utc>,
+    limit: i64,
+) -> sqlx::Result<Vec<Event>> {
+    let rows = sqlx::query!(
+        r#"SELECT event_id, kind, source_user_id, candidate_user_id, data FROM events
+           WHERE event_id > $1 AND created_at >= $2
+             AND ($3::text IS NULL OR source_user_id = $3 OR candidate_user_id = $3)
+           ORDER BY event_id LIMIT $4"#,
+        after,
+        since,
+        user_id,
+        limit
+    )
+    .fetch_all(conn)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| Event {
+            id: r.event_id,
+            kind: r.kind,
+            source_user_id: r.source_user_id,
+            candidate_user_id: r.candidate_user_id,
+            data: r.data,
+        })
+        .collect())
+}
+
+/// Deletes events older than `before`.
+pub async fn prune(conn: &mut PgConnection, before: DateTime<Utc>) -> sqlx::Result<u64> {
+    Ok(sqlx::query!("DELETE FROM events WHERE created_at < $1", before).execute(conn).await?.rows_affected())
+}
