@@ -30,6 +30,7 @@ use crate::{
 pub struct Application {
     listener: TcpListener,
     state: AppState,
+    stop: tokio::sync::watch::Sender<bool>,
 }
 
 /// The JWT secret: configured, or generated once into `data_dir/jwt_secret` and reused.
@@ -72,22 +73,29 @@ pub fn hub_calculator(config: &Config) -> anyhow::Result<Calculator> {
 }
 
 impl Application {
+    /// The engine alone, for processes that run timers but serve no HTTP.
+    pub fn build_engine(config: Config, pool: sqlx::PgPool) -> anyhow::Result<Engine> {
+        let secret = jwt_secret(&config)?;
+        let claim_key = sha2::Sha256::digest(format!("parley claim tokens:{secret}").as_bytes());
+        Ok(Engine::new(pool, Arc::new(config), NegotiatorConfig::default(), &claim_key))
+    }
+
     /// Builds the state on an open database and binds the listener.
     pub async fn build(config: Config, pool: sqlx::PgPool) -> anyhow::Result<Application> {
         let secret = jwt_secret(&config)?;
         let calculator = hub_calculator(&config)?;
         let listener =
             TcpListener::bind(config.bind).await.with_context(|| format!("binding {}", config.bind))?;
-        let config = Arc::new(config);
-        let claim_key = sha2::Sha256::digest(format!("parley claim tokens:{secret}").as_bytes());
-        let engine = Engine::new(pool, config.clone(), NegotiatorConfig::default(), &claim_key);
+        let engine = Self::build_engine(config, pool)?;
+        let (stop, stopping) = tokio::sync::watch::channel(false);
         let state = AppState {
             engine,
             jwt: Arc::new(JwtKeys::new(secret.as_bytes())),
             calculator: Arc::new(calculator),
             events: Arc::new(crate::live::EventHub::default()),
+            stopping,
         };
-        Ok(Application { listener, state })
+        Ok(Application { listener, state, stop })
     }
 
     /// The bound port.
@@ -100,12 +108,25 @@ impl Application {
         &self.state
     }
 
-    /// Resumes stranded negotiations, then serves until `shutdown` resolves.
+    /// Resumes stranded negotiations, runs the timer workers (unless configured off), and
+    /// serves until `shutdown` resolves.
     pub async fn run_until_stopped(
         self,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
+        let stop = self.stop;
+        tokio::spawn(async move {
+            shutdown.await;
+            let _ = stop.send(true);
+        });
+        let state = self.state.clone();
+        let stopped = move || state.stopped();
         let engine = self.state.engine.clone();
+        let workers = if engine.config().workers {
+            Some(tokio::spawn(run_workers(engine.clone(), stopped())))
+        } else {
+            None
+        };
         if let Some(url) = engine.config().database_url.clone() {
             tokio::spawn(crate::live::listen(url, engine.wakeups().clone(), self.state.events.clone()));
         }
@@ -116,9 +137,24 @@ impl Application {
         });
         let router = http::router(self.state);
         tracing::info!(address = %self.listener.local_addr()?, "listening");
-        axum::serve(self.listener, router).with_graceful_shutdown(shutdown).await?;
+        axum::serve(self.listener, router).with_graceful_shutdown(stopped()).await?;
+        if let Some(w) = workers {
+            w.await??;
+        }
         Ok(())
     }
+}
+
+/// Runs the timer workers on the engine's pool until `shutdown` resolves.
+pub async fn run_workers(engine: Engine, shutdown: impl std::future::Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+    let cfg = parley_jobs::WorkerConfig {
+        poll_interval: engine.config().timer_poll,
+        housekeeping_every: engine.config().housekeeping_every,
+        ..parley_jobs::WorkerConfig::default()
+    };
+    let pool = engine.pool().clone();
+    parley_jobs::run_workers(pool, engine, cfg, shutdown).await?;
+    Ok(())
 }
 
 /// Opens the configured database (embedded when `DATABASE_URL` is unset).

@@ -23,13 +23,15 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the HTTP API (and, later, the timer workers). Without DATABASE_URL, starts a private
+    /// Run the HTTP API and the timer workers. Without DATABASE_URL, starts a private
     /// PostgreSQL in PARLEY_DATA_DIR and stops it on exit.
     Serve {
         /// Serve the API only; run timer workers elsewhere (`parley worker`).
         #[arg(long)]
         no_workers: bool,
     },
+    /// Run the timer workers only (no HTTP); any number may share one database.
+    Worker,
     /// Create the database if missing and run the migrations, then exit.
     Migrate,
     /// Print a JWT signed with the configured secret.
@@ -87,11 +89,21 @@ pub async fn run(cli: Cli) -> ExitCode {
 
 async fn run_with_config(command: Command, config: Config) -> anyhow::Result<ExitCode> {
     match command {
-        Command::Serve { no_workers: _ } => {
+        Command::Serve { no_workers } => {
             let database = app::open_database(&config).await?;
-            let config = Config { database_url: Some(database.url.clone()), ..config };
+            let config = Config { database_url: Some(database.url.clone()), workers: !no_workers, ..config };
             let app = Application::build(config, database.pool.clone()).await?;
             app.run_until_stopped(app::shutdown_signal()).await?;
+            database.pool.close().await;
+            drop(database);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Worker => {
+            let database = app::open_database(&config).await?;
+            let config = Config { database_url: Some(database.url.clone()), ..config };
+            let app = Application::build_engine(config, database.pool.clone())?;
+            app.recover(Duration::ZERO).await?;
+            app::run_workers(app, app::shutdown_signal()).await?;
             database.pool.close().await;
             drop(database);
             Ok(ExitCode::SUCCESS)

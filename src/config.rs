@@ -85,6 +85,13 @@ pub struct Config {
     pub log_format: LogFormat,
     /// `PARLEY_DB_POOL_SIZE`: connections in the service's pool.
     pub pool_size: u32,
+    /// `PARLEY_TIMER_POLL`: how often timer workers look for due timers (the most a due timer
+    /// waits; delayed jobs are not woken by NOTIFY).
+    pub timer_poll: Duration,
+    /// `PARLEY_HOUSEKEEPING_EVERY`: period of the recovery and pruning job.
+    pub housekeeping_every: Duration,
+    /// Whether this process runs the timer workers (`serve --no-workers` turns them off).
+    pub workers: bool,
 }
 
 impl Default for Config {
@@ -104,6 +111,9 @@ impl Default for Config {
             embeddings: None,
             log_format: LogFormat::Pretty,
             pool_size: 16,
+            timer_poll: Duration::from_secs(1),
+            housekeeping_every: Duration::from_secs(300),
+            workers: true,
         }
     }
 }
@@ -217,6 +227,9 @@ impl Config {
             embeddings,
             log_format,
             pool_size,
+            timer_poll: duration("PARLEY_TIMER_POLL", d.timer_poll)?,
+            housekeeping_every: duration("PARLEY_HOUSEKEEPING_EVERY", d.housekeeping_every)?,
+            workers: true,
         })
     }
 }

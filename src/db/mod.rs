@@ -42,8 +42,16 @@ pub async fn open(
     };
     create_database_if_missing(&url).await?;
     let pool = pool(&url, pool_size).await?;
-    MIGRATOR.run(&pool).await.context("running migrations")?;
+    migrate(&pool).await?;
     Ok(Database { pool, url, embedded })
+}
+
+/// Runs Parley's migrations and sets up the timer queue's tables (apalis keeps its own
+/// migration history in `apalis._sqlx_migrations`, so the two never conflict).
+pub async fn migrate(pool: &PgPool) -> anyhow::Result<()> {
+    MIGRATOR.run(pool).await.context("running migrations")?;
+    parley_jobs::setup(pool).await.context("setting up the timer queue")?;
+    Ok(())
 }
 
 /// A pool on `url` with Parley's settings.

@@ -78,6 +78,7 @@ impl Engine {
         let token = self.claim_token(task.id, generation);
         let expires_at = self.claim_deadline()?;
         tasks::claim(&mut tx, task.id, agent.agent_id, generation, &hash_secret(&token), expires_at).await?;
+        self.arm_claim_timer(&mut tx, task.id, generation, expires_at).await?;
         tx.commit().await?;
         tracing::info!(negotiation.id = %task.id, agent.id = %agent.agent_id, claim.generation = generation, "claimed");
         task.state = next;
@@ -139,6 +140,7 @@ impl Engine {
         Self::check_holder(&task, agent, token)?;
         let expires_at = self.claim_deadline()?;
         tasks::extend_claim(&mut tx, task.id, expires_at).await?;
+        self.arm_claim_timer(&mut tx, task.id, task.claim_generation, expires_at).await?;
         tx.commit().await?;
         task.claim_expires_at = Some(expires_at);
         let token = self.claim_token(task.id, task.claim_generation);
@@ -153,6 +155,9 @@ impl Engine {
         let next = task.state.transition(TaskEvent::Unclaim)?;
         tasks::set_state(&mut tx, task.id, task.state, next, task.turn_count).await?;
         let user = task.awaiting_user_id.clone().unwrap_or_default();
+        self.disarm_turn_timers(&mut tx, task.id).await?;
+        let first_parked_at = task.first_parked_at.unwrap_or_else(Utc::now);
+        self.arm_park_timer(&mut tx, &task, task.turn_count, task.claim_generation, first_parked_at).await?;
         tasks::notify_parked(&mut tx, &user).await?;
         tx.commit().await?;
         self.wakeups.wake(&user);
@@ -175,5 +180,25 @@ impl Engine {
             return Err(DeliveryError::NotFound);
         }
         Ok(task)
+    }
+}
+
+impl Engine {
+    /// Gives back every live claim an agent holds (before the agent is deleted).
+    pub async fn release_all(&self, agent: &AgentIdentity) -> Result<usize, DeliveryError> {
+        let ids = {
+            let mut conn = self.pool.acquire().await?;
+            tasks::claimed_by(&mut conn, agent.agent_id).await?
+        };
+        let mut released = 0;
+        for id in ids {
+            match self.release(agent, id, None).await {
+                Ok(_) => released += 1,
+                // Lapsed or answered meanwhile: its own timer or respond took care of it.
+                Err(DeliveryError::ClaimStale | DeliveryError::NotClaimed | DeliveryError::AlreadyCompleted) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(released)
     }
 }

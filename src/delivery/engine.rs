@@ -90,7 +90,8 @@ impl Engine {
         if task.kind(side) == SideKind::Personal {
             let next = task.state.transition(TaskEvent::Park)?;
             debug_assert_eq!(next, TaskState::WaitingForAgent);
-            tasks::park(&mut tx, task.id, task.user_id(side), turn_number).await?;
+            let parked_at = tasks::park(&mut tx, task.id, task.user_id(side), turn_number).await?;
+            self.arm_park_timer(&mut tx, &task, turn_number, task.claim_generation, parked_at).await?;
             tasks::notify_parked(&mut tx, task.user_id(side)).await?;
             tx.commit().await?;
             self.wakeups.wake(task.user_id(side));
@@ -124,9 +125,9 @@ impl Engine {
             all.push(turn.clone());
             let count = turn_number + 1;
             if turn.action.is_terminal() {
-                finalize(&mut tx, &task, &all, None).await?;
+                finalize(self, &mut tx, &task, &all, None).await?;
             } else if cap_reached(count, task.max_turns) {
-                finalize(&mut tx, &task, &all, Some(EndReason::TurnCap)).await?;
+                finalize(self, &mut tx, &task, &all, Some(EndReason::TurnCap)).await?;
             } else {
                 tasks::set_state(&mut tx, task.id, TaskState::Working, TaskState::Working, count).await?;
             }
@@ -181,7 +182,7 @@ impl Engine {
             return Err(DeliveryError::AlreadyCompleted);
         }
         let turns: Vec<Turn> = messages::turns(&mut tx, task.id).await?.into_iter().map(|t| t.turn).collect();
-        finalize(&mut tx, &task, &turns, Some(EndReason::Canceled)).await?;
+        finalize(self, &mut tx, &task, &turns, Some(EndReason::Canceled)).await?;
         tx.commit().await?;
         Ok(())
     }

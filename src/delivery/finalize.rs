@@ -2,7 +2,7 @@
 
 use sqlx::PgConnection;
 
-use super::DeliveryError;
+use super::{DeliveryError, Engine};
 use crate::{
     domain::{EndReason, Outcome, TaskEvent, Turn, derive_outcome},
     store::{events, messages, opportunities, tasks::Task},
@@ -12,8 +12,9 @@ use crate::{
 /// (or cancels it, for [`EndReason::Canceled`]) and moves the opportunity (accept -> `pending`,
 /// reject -> `rejected`, anything else -> `stalled`). `turns` are all turns taken, the last
 /// included. Runs inside the caller's transaction; every ending (respond, timers, system turns,
-/// cancel) comes through here.
+/// cancel) comes through here, and so do the timers an ending cancels or arms.
 pub async fn finalize(
+    engine: &Engine,
     conn: &mut PgConnection,
     task: &Task,
     turns: &[Turn],
@@ -40,7 +41,8 @@ pub async fn finalize(
         }),
     )
     .await?;
-    opportunities::apply(conn, &opportunity, outcome.opportunity_event()).await??;
+    let status = opportunities::apply(conn, &opportunity, outcome.opportunity_event()).await??;
+    engine.on_finished(conn, task, status).await?;
     tracing::info!(
         negotiation.id = %task.id,
         outcome.has_opportunity = outcome.has_opportunity,

@@ -11,6 +11,7 @@ mod engine;
 mod finalize;
 mod respond;
 mod start;
+mod timers;
 pub mod wakeups;
 
 pub use claims::{AgentIdentity, Claim, hash_secret};
@@ -86,6 +87,7 @@ pub(crate) async fn store_turn(
 
 /// Hook for a pending opportunity that the people decided (accepted or rejected), inside the
 /// deciding transaction: nothing is left to expire.
-pub async fn on_opportunity_decided(_conn: &mut sqlx::PgConnection, _opportunity_id: uuid::Uuid) -> Result<(), DeliveryError> {
+pub async fn on_opportunity_decided(conn: &mut sqlx::PgConnection, opportunity_id: uuid::Uuid) -> Result<(), DeliveryError> {
+    parley_jobs::cancel_pending_expiry(conn, opportunity_id).await.map_err(|e| DeliveryError::Unexpected(e.into()))?;
     Ok(())
 }

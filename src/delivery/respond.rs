@@ -102,6 +102,7 @@ impl Engine {
             },
         )
         .await?;
+        self.disarm_turn_timers(&mut tx, task.id).await?;
         let working = task.state.transition(TaskEvent::Respond)?;
         let count = turn_number + 1;
         tasks::set_state(&mut tx, task.id, task.state, working, count).await?;
@@ -113,10 +114,10 @@ impl Engine {
             turns.push(turn.clone());
         }
         let ended = if turn.action.is_terminal() {
-            finalize(&mut tx, &task, &turns, None).await?;
+            finalize(self, &mut tx, &task, &turns, None).await?;
             true
         } else if cap_reached(count, task.max_turns) {
-            finalize(&mut tx, &task, &turns, Some(EndReason::TurnCap)).await?;
+            finalize(self, &mut tx, &task, &turns, Some(EndReason::TurnCap)).await?;
             true
         } else {
             false

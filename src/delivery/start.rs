@@ -4,7 +4,7 @@ use uuid::Uuid;
 
 use super::{DeliveryError, Engine};
 use crate::{
-    domain::{SeedAssessment, UserContext, max_turns_for},
+    domain::{SeedAssessment, SideKind, UserContext, max_turns_for},
     store::{agents, conversations, events, opportunities, tasks},
 };
 
@@ -89,6 +89,9 @@ impl Engine {
             },
         )
         .await?;
+        if source_kind == SideKind::Personal && candidate_kind == SideKind::Personal {
+            self.arm_deadline(&mut tx, task_id, chrono::Utc::now()).await?;
+        }
         tx.commit().await?;
         tracing::info!(negotiation.id = %task_id, opportunity.id = %opportunity_id,
             source.kind = source_kind.as_str(), candidate.kind = candidate_kind.as_str(), "negotiation started");

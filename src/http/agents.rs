@@ -244,14 +244,13 @@ async fn update_agent(
 
 /// Deletes an agent and its keys; turns it holds are given back to be picked up again.
 async fn delete_agent(State(state): State<AppState>, UserCaller(caller): UserCaller, Ids(id): Ids<Uuid>) -> ApiResult<StatusCode> {
-    let mut tx = state.pool().begin().await?;
-    own_agent(&mut tx, &caller.sub, id).await?;
-    let released = crate::store::tasks::release_claims_of(&mut tx, id).await?;
-    agents::delete(&mut tx, id).await?;
-    if released > 0 {
-        crate::store::tasks::notify_parked(&mut tx, &caller.sub).await?;
-    }
-    tx.commit().await?;
+    let mut conn = state.pool().acquire().await?;
+    let agent = own_agent(&mut conn, &caller.sub, id).await?;
+    drop(conn);
+    let identity = crate::delivery::AgentIdentity { agent_id: agent.agent_id, owner_user_id: agent.owner_user_id };
+    state.engine.release_all(&identity).await?;
+    let mut conn = state.pool().acquire().await?;
+    agents::delete(&mut conn, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -90,5 +90,6 @@ async fn stream_events(
             }
         }
     });
-    Ok(Sse::new(replayed.chain(live)).keep_alive(KeepAlive::new().interval(HEARTBEAT).text("ping")))
+    let stream = replayed.chain(live).take_until(state.stopped());
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(HEARTBEAT).text("ping")))
 }

@@ -34,6 +34,19 @@ pub struct AppState {
     pub calculator: Arc<Calculator>,
     /// Committed events, fanned out to this process's SSE streams.
     pub events: Arc<crate::live::EventHub>,
+    /// Turns true when the process starts shutting down: open event streams end then, so that
+    /// a graceful shutdown is not held up by clients that never disconnect.
+    pub stopping: tokio::sync::watch::Receiver<bool>,
+}
+
+impl AppState {
+    /// Resolves once shutdown has begun.
+    pub fn stopped(&self) -> impl std::future::Future<Output = ()> + Send + use<> {
+        let mut rx = self.stopping.clone();
+        async move {
+            let _ = rx.wait_for(|s| *s).await;
+        }
+    }
 }
 
 impl AppState {

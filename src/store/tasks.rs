@@ -407,15 +407,9 @@ pub async fn list_for_user(
     Ok(rows.into_iter().map(Task::try_from).collect::<Result<_, _>>()?)
 }
 
-/// Gives back every turn an agent holds (`claimed -> waiting_for_agent`); returns how many.
-pub async fn release_claims_of(conn: &mut PgConnection, agent_id: Uuid) -> sqlx::Result<u64> {
-    let r = sqlx::query!(
-        r#"UPDATE tasks SET state = 'waiting_for_agent', claim_agent_id = NULL, claim_token_hash = NULL,
-                  claim_expires_at = NULL, updated_at = now()
-           WHERE state = 'claimed' AND claim_agent_id = $1"#,
-        agent_id
-    )
-    .execute(conn)
-    .await?;
-    Ok(r.rows_affected())
+/// The tasks an agent holds a claim on.
+pub async fn claimed_by(conn: &mut PgConnection, agent_id: Uuid) -> sqlx::Result<Vec<Uuid>> {
+    sqlx::query_scalar!("SELECT task_id FROM tasks WHERE state = 'claimed' AND claim_agent_id = $1", agent_id)
+        .fetch_all(conn)
+        .await
 }

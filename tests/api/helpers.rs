@@ -72,7 +72,7 @@ async fn prepare_template(admin_url: &str) -> String {
     let version: i64 = db::MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
     let checksum: String =
         db::MIGRATOR.iter().flat_map(|m| m.checksum.iter().take(2)).map(|b| format!("{b:02x}")).collect();
-    let template = format!("parley_tpl_{version}_{}", &checksum[..checksum.len().min(16)]);
+    let template = format!("parley_tpl_{version}_{}_j1", &checksum[..checksum.len().min(16)]);
     let mut conn = PgConnection::connect(admin_url).await.expect("connecting to the test PostgreSQL");
     sqlx::query("SELECT pg_advisory_lock(727274)").execute(&mut conn).await.unwrap();
     let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)")
@@ -88,7 +88,7 @@ async fn prepare_template(admin_url: &str) -> String {
             .unwrap();
         sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {building}"))).execute(&mut conn).await.unwrap();
         let pool = PgPool::connect(&with_database(admin_url, &building)).await.unwrap();
-        db::MIGRATOR.run(&pool).await.expect("migrating the template");
+        db::migrate(&pool).await.expect("migrating the template");
         pool.close().await;
         sqlx::query(sqlx::AssertSqlSafe(format!("ALTER DATABASE {building} RENAME TO {template}")))
             .execute(&mut conn)
@@ -138,6 +138,7 @@ pub fn test_config(database_url: &str) -> Config {
         pending_ttl: Duration::from_secs(600),
         long_poll_max: Duration::from_secs(5),
         pool_size: 10,
+        timer_poll: Duration::from_millis(200),
         ..Config::default()
     }
 }
@@ -177,6 +178,9 @@ impl TestApp {
 
     /// A Parley on an existing database (e.g. to simulate a restart).
     pub async fn spawn_on(database_url: &str, adjust: impl FnOnce(&mut Config)) -> TestApp {
+        if std::env::var_os("TEST_LOG").is_some() {
+            parley::telemetry::init(parley::config::LogFormat::Pretty);
+        }
         let mut config = test_config(database_url);
         adjust(&mut config);
         let pool = db::pool(database_url, config.pool_size).await.unwrap();
@@ -292,6 +296,21 @@ impl TestApp {
         let answer = self.post("/api/negotiations", &self.service_token(), body).await;
         assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.text);
         answer.body
+    }
+
+    /// Polls `GET /api/negotiations/{id}` until `done` holds for it (at most `limit`).
+    pub async fn wait_for(&self, negotiation: &str, limit: Duration, done: impl Fn(&Value) -> bool) -> Value {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let view = self.get(&format!("/api/negotiations/{negotiation}"), &self.service_token()).await.body;
+            if done(&view) {
+                return view;
+            }
+            if tokio::time::Instant::now() > deadline {
+                panic!("timed out waiting; last view: {view:#}");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     /// `(state, turn_count, messages)` of a negotiation, read from the database.

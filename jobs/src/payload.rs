@@ -1,0 +1,179 @@
+//! Timer payloads, their queue names and their idempotency keys.
+//!
+//! This module owns the wire shape of every durable timer. Payloads carry ids only (the service
+//! re-reads everything else from its own tables when the timer fires), so they stay small and
+//! survive schema changes. They are serialized as camelCase JSON into `apalis.jobs.job`.
+//!
+//! Compatibility rules, because rows written by an older build may be read by a newer one (and
+//! the other way round during a rolling deploy):
+//! - unknown fields are ignored (no `deny_unknown_fields`);
+//! - any field added later must carry `#[serde(default)]`;
+//! - a field is never renamed or removed while rows that carry it may still be pending.
+//!
+//! Each kind has its own explicit queue (`apalis.jobs.job_type`) and one idempotency key per
+//! subject (`park:{task_id}`, `claim:{task_id}`, `deadline:{task_id}`, `expiry:{opportunity_id}`),
+//! so there is at most one pending timer of a kind per task or opportunity.
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// Explicit apalis queue names (`apalis.jobs.job_type`), one per timer kind.
+///
+/// They are part of the stored data: renaming one strands the rows already queued under the
+/// old name.
+pub mod queues {
+    /// Queue of [`ParkTimeout`](super::ParkTimeout) timers.
+    pub const PARK_TIMEOUT: &str = "parley.park_timeout";
+    /// Queue of [`ClaimTimeout`](super::ClaimTimeout) timers.
+    pub const CLAIM_TIMEOUT: &str = "parley.claim_timeout";
+    /// Queue of [`NegotiationDeadline`](super::NegotiationDeadline) timers.
+    pub const NEGOTIATION_DEADLINE: &str = "parley.negotiation_deadline";
+    /// Queue of [`PendingExpiry`](super::PendingExpiry) timers.
+    pub const PENDING_EXPIRY: &str = "parley.pending_expiry";
+    /// Queue of the periodic [`Housekeeping`](super::Housekeeping) job.
+    pub const HOUSEKEEPING: &str = "parley.housekeeping";
+
+    /// Every queue this crate owns, in a fixed order.
+    pub const ALL: [&str; 5] = [
+        PARK_TIMEOUT,
+        CLAIM_TIMEOUT,
+        NEGOTIATION_DEADLINE,
+        PENDING_EXPIRY,
+        HOUSEKEEPING,
+    ];
+}
+
+/// A parked turn ran out of time (mixed negotiations): the system negotiator takes the turn.
+///
+/// Acts only if the task is still `waiting_for_agent` at `turn_number` with `generation`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ParkTimeout {
+    /// The negotiation's task.
+    pub task_id: Uuid,
+    /// The 0-based turn that was parked.
+    pub turn_number: u32,
+    /// The task's claim generation when the timer was armed.
+    pub generation: i64,
+}
+
+/// A claim expired without a respond: the turn goes back to `waiting_for_agent`.
+///
+/// Acts only if the task is still `claimed` with `generation`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClaimTimeout {
+    /// The negotiation's task.
+    pub task_id: Uuid,
+    /// The claim generation this timer guards.
+    pub generation: i64,
+}
+
+/// A personal-vs-personal negotiation reached its overall deadline: it ends `stalled`/`timeout`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NegotiationDeadline {
+    /// The negotiation's task.
+    pub task_id: Uuid,
+}
+
+/// A `pending` opportunity nobody decided on reached its TTL: it becomes `expired`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingExpiry {
+    /// The opportunity to expire.
+    pub opportunity_id: Uuid,
+}
+
+/// The periodic maintenance job: the service resumes stale `working` tasks, this crate prunes
+/// finished apalis rows older than a day. It re-arms itself; there is one chain per database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+pub struct Housekeeping {}
+
+/// The task-scoped timer kinds, for [`cancel_timers_for_task`](crate::cancel_timers_for_task).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TimerKind {
+    /// [`ParkTimeout`].
+    Park,
+    /// [`ClaimTimeout`].
+    Claim,
+    /// [`NegotiationDeadline`].
+    Deadline,
+}
+
+impl TimerKind {
+    /// Every task-scoped kind (cancel them all when a negotiation ends).
+    pub const ALL: [TimerKind; 3] = [TimerKind::Park, TimerKind::Claim, TimerKind::Deadline];
+
+    /// The queue this kind lives in.
+    pub fn queue(self) -> &'static str {
+        match self {
+            TimerKind::Park => queues::PARK_TIMEOUT,
+            TimerKind::Claim => queues::CLAIM_TIMEOUT,
+            TimerKind::Deadline => queues::NEGOTIATION_DEADLINE,
+        }
+    }
+
+    /// The idempotency key of this kind's timer for `task_id`.
+    pub fn key(self, task_id: Uuid) -> String {
+        match self {
+            TimerKind::Park => format!("park:{task_id}"),
+            TimerKind::Claim => format!("claim:{task_id}"),
+            TimerKind::Deadline => format!("deadline:{task_id}"),
+        }
+    }
+}
+
+/// The idempotency key of the pending-expiry timer of `opportunity_id`.
+pub fn pending_expiry_key(opportunity_id: Uuid) -> String {
+    format!("expiry:{opportunity_id}")
+}
+
+/// The idempotency key of the single housekeeping chain.
+pub(crate) const HOUSEKEEPING_KEY: &str = "housekeeping";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payloads_are_camel_case_and_tolerate_unknown_fields() {
+        let id = Uuid::now_v7();
+        let t = ParkTimeout {
+            task_id: id,
+            turn_number: 3,
+            generation: 7,
+        };
+        let json = serde_json::to_value(t).expect("encode");
+        assert_eq!(json["taskId"], id.to_string());
+        assert_eq!(json["turnNumber"], 3);
+        assert_eq!(json["generation"], 7);
+
+        let with_extra = serde_json::json!({
+            "taskId": id, "turnNumber": 3, "generation": 7, "addedLater": true
+        });
+        let back: ParkTimeout = serde_json::from_value(with_extra).expect("decode");
+        assert_eq!(back, t);
+
+        let h: Housekeeping = serde_json::from_str(r#"{"anything": 1}"#).expect("decode");
+        assert_eq!(h, Housekeeping {});
+        assert_eq!(
+            serde_json::to_string(&Housekeeping {}).expect("encode"),
+            "{}"
+        );
+    }
+
+    #[test]
+    fn keys_and_queues_are_distinct_per_kind() {
+        let id = Uuid::now_v7();
+        let keys: Vec<String> = TimerKind::ALL.iter().map(|k| k.key(id)).collect();
+        assert_eq!(keys[0], format!("park:{id}"));
+        assert_eq!(keys[1], format!("claim:{id}"));
+        assert_eq!(keys[2], format!("deadline:{id}"));
+        assert_eq!(pending_expiry_key(id), format!("expiry:{id}"));
+        let mut qs = queues::ALL.to_vec();
+        qs.sort_unstable();
+        qs.dedup();
+        assert_eq!(qs.len(), queues::ALL.len());
+    }
+}

@@ -1,0 +1,899 @@
+//! End-to-end tests of the durable timers: real PostgreSQL, real apalis workers, second-scale
+//! durations. Each test creates its own database (through the server's `postgres` database, or
+//! `PARLEY_JOBS_TEST_DATABASE_URL` / `DATABASE_URL` when set) and drops it at the end.
+
+use std::{
+    str::FromStr,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use chrono::{DateTime, Utc};
+use parley_jobs::{
+    ClaimTimeout, HandlerError, NegotiationDeadline, ParkTimeout, PendingExpiry, TimerHandler,
+    TimerKind, WorkerConfig, cancel_pending_expiry, cancel_timers_for_task, queues, run_workers,
+    schedule_claim_timeout, schedule_deadline, schedule_park_timeout, schedule_pending_expiry,
+    setup,
+};
+use sqlx::{
+    AssertSqlSafe, Connection, Executor, PgConnection, PgPool,
+    postgres::{PgConnectOptions, PgPoolOptions},
+};
+use tokio::{sync::oneshot, task::JoinHandle};
+use uuid::Uuid;
+
+// ---------------------------------------------------------------------------------------------
+// Harness
+// ---------------------------------------------------------------------------------------------
+
+fn admin_options() -> PgConnectOptions {
+    let url = std::env::var("PARLEY_JOBS_TEST_DATABASE_URL")
+        .or_else(|_| std::env::var("DATABASE_URL"))
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
+    PgConnectOptions::from_str(&url).expect("a valid test database URL")
+}
+
+/// A throw-away database; dropped (with FORCE) by [`TestDb::drop_db`] or, failing that, on drop.
+struct TestDb {
+    name: String,
+    options: PgConnectOptions,
+    pool: PgPool,
+    dropped: bool,
+}
+
+impl TestDb {
+    /// A fresh database with apalis set up.
+    async fn new() -> Self {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_test_writer()
+            .try_init();
+        let db = Self::empty().await;
+        setup(&db.pool).await.expect("apalis setup");
+        db
+    }
+
+    /// A fresh database without any schema.
+    async fn empty() -> Self {
+        let name = format!("parley_jobs_test_{}", Uuid::now_v7().simple());
+        let mut admin = PgConnection::connect_with(&admin_options())
+            .await
+            .expect("connect to the admin database (is PostgreSQL running?)");
+        admin
+            .execute(AssertSqlSafe(format!("CREATE DATABASE {name}")))
+            .await
+            .expect("create test database");
+        let options = admin_options().database(&name);
+        let pool = Self::pool_for(&options).await;
+        TestDb {
+            name,
+            options,
+            pool,
+            dropped: false,
+        }
+    }
+
+    async fn pool_for(options: &PgConnectOptions) -> PgPool {
+        PgPoolOptions::new()
+            .max_connections(12)
+            .connect_with(options.clone())
+            .await
+            .expect("connect to test database")
+    }
+
+    async fn drop_db(mut self) {
+        self.pool.close().await;
+        drop_database(&self.name).await;
+        self.dropped = true;
+    }
+}
+
+async fn drop_database(name: &str) {
+    if let Ok(mut admin) = PgConnection::connect_with(&admin_options()).await {
+        let _ = admin
+            .execute(AssertSqlSafe(format!(
+                "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+            )))
+            .await;
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        if self.dropped {
+            return;
+        }
+        let name = self.name.clone();
+        let _ = std::thread::spawn(move || {
+            if let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                rt.block_on(drop_database(&name));
+            }
+        })
+        .join();
+    }
+}
+
+/// What a handler saw.
+#[derive(Debug, Clone, PartialEq)]
+enum Fired {
+    Park(ParkTimeout),
+    Claim(ClaimTimeout),
+    Deadline(NegotiationDeadline),
+    Expiry(PendingExpiry),
+    Housekeeping,
+}
+
+/// Every handler call with the time it happened.
+type FiredLog = Vec<(Fired, DateTime<Utc>)>;
+
+/// A [`TimerHandler`] that records every call, and can be told to fail a park timer N times.
+#[derive(Clone, Default)]
+struct Recorder {
+    fired: Arc<Mutex<FiredLog>>,
+    fail_park_times: Arc<Mutex<u32>>,
+}
+
+impl Recorder {
+    fn record(&self, f: Fired) {
+        self.fired.lock().expect("lock").push((f, Utc::now()));
+    }
+
+    fn all(&self) -> FiredLog {
+        self.fired.lock().expect("lock").clone()
+    }
+
+    fn count(&self, pred: impl Fn(&Fired) -> bool) -> usize {
+        self.all().iter().filter(|(f, _)| pred(f)).count()
+    }
+
+    fn times_of(&self, want: &Fired) -> Vec<DateTime<Utc>> {
+        self.all()
+            .into_iter()
+            .filter(|(f, _)| f == want)
+            .map(|(_, at)| at)
+            .collect()
+    }
+
+    fn timers(&self) -> Vec<Fired> {
+        self.all()
+            .into_iter()
+            .map(|(f, _)| f)
+            .filter(|f| *f != Fired::Housekeeping)
+            .collect()
+    }
+}
+
+impl TimerHandler for Recorder {
+    async fn park_timeout(&self, t: ParkTimeout) -> Result<(), HandlerError> {
+        self.record(Fired::Park(t));
+        let mut left = self.fail_park_times.lock().expect("lock");
+        if *left > 0 {
+            *left -= 1;
+            return Err(HandlerError::msg("injected failure"));
+        }
+        Ok(())
+    }
+    async fn claim_timeout(&self, t: ClaimTimeout) -> Result<(), HandlerError> {
+        self.record(Fired::Claim(t));
+        Ok(())
+    }
+    async fn negotiation_deadline(&self, t: NegotiationDeadline) -> Result<(), HandlerError> {
+        self.record(Fired::Deadline(t));
+        Ok(())
+    }
+    async fn pending_expiry(&self, t: PendingExpiry) -> Result<(), HandlerError> {
+        self.record(Fired::Expiry(t));
+        Ok(())
+    }
+    async fn housekeeping(&self) -> Result<(), HandlerError> {
+        self.record(Fired::Housekeeping);
+        Ok(())
+    }
+}
+
+fn cfg(housekeeping_every: Duration) -> WorkerConfig {
+    WorkerConfig {
+        poll_interval: Duration::from_millis(200),
+        housekeeping_every,
+        concurrency: 4,
+    }
+}
+
+/// Running workers plus the way to stop them.
+struct Workers {
+    stop: oneshot::Sender<()>,
+    handle: JoinHandle<Result<(), parley_jobs::JobsError>>,
+}
+
+impl Workers {
+    fn start(pool: &PgPool, rec: &Recorder, config: WorkerConfig) -> Self {
+        let (stop, rx) = oneshot::channel::<()>();
+        let handle = tokio::spawn(run_workers(pool.clone(), rec.clone(), config, async move {
+            let _ = rx.await;
+        }));
+        Workers { stop, handle }
+    }
+
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        let res = tokio::time::timeout(Duration::from_secs(15), self.handle)
+            .await
+            .expect("workers stop in time")
+            .expect("runner task not panicked");
+        res.expect("runner ended cleanly");
+    }
+}
+
+fn in_secs(s: f64) -> DateTime<Utc> {
+    Utc::now() + chrono::Duration::milliseconds((s * 1000.0) as i64)
+}
+
+async fn wait_for(what: &str, timeout: Duration, cond: impl Fn() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < timeout, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn park(task_id: Uuid, generation: i64) -> ParkTimeout {
+    ParkTimeout {
+        task_id,
+        turn_number: 3,
+        generation,
+    }
+}
+
+async fn wait_for_rows(pool: &PgPool, sql: &'static str, want: i64, timeout: Duration) {
+    let start = Instant::now();
+    loop {
+        let n = count_rows(pool, sql).await;
+        if n == want {
+            return;
+        }
+        assert!(
+            start.elapsed() < timeout,
+            "timed out waiting for {want} rows of `{sql}` (have {n})"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn count_rows(pool: &PgPool, sql: &'static str) -> i64 {
+    sqlx::query_scalar::<_, i64>(sql)
+        .fetch_one(pool)
+        .await
+        .expect("count query")
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tests
+// ---------------------------------------------------------------------------------------------
+
+/// Every kind scheduled in a committed transaction (before any worker ran) fires exactly once,
+/// not before its `run_at`, with its payload.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn committed_timers_fire_once_with_their_payload() {
+    let db = TestDb::new().await;
+    let rec = Recorder::default();
+    let (task, opp) = (Uuid::now_v7(), Uuid::now_v7());
+    let run_at = in_secs(1.0);
+    let p = park(task, 7);
+    let c = ClaimTimeout {
+        task_id: task,
+        generation: 8,
+    };
+    let d = NegotiationDeadline { task_id: task };
+    let e = PendingExpiry {
+        opportunity_id: opp,
+    };
+    let mut tx = db.pool.begin().await.expect("begin");
+    schedule_park_timeout(&mut tx, &p, run_at)
+        .await
+        .expect("park");
+    schedule_claim_timeout(&mut tx, &c, run_at)
+        .await
+        .expect("claim");
+    schedule_deadline(&mut tx, &d, run_at)
+        .await
+        .expect("deadline");
+    schedule_pending_expiry(&mut tx, &e, run_at)
+        .await
+        .expect("expiry");
+    tx.commit().await.expect("commit");
+
+    let workers = Workers::start(&db.pool, &rec, cfg(Duration::from_secs(60)));
+    wait_for("all four timers", Duration::from_secs(6), || {
+        rec.timers().len() >= 4
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+
+    let mut fired = rec.timers();
+    fired.sort_by_key(|f| format!("{f:?}"));
+    let mut want = vec![
+        Fired::Park(p),
+        Fired::Claim(c),
+        Fired::Deadline(d),
+        Fired::Expiry(e),
+    ];
+    want.sort_by_key(|f| format!("{f:?}"));
+    assert_eq!(
+        fired, want,
+        "each timer fires exactly once with its payload"
+    );
+    for (f, at) in rec.all() {
+        if f != Fired::Housekeeping {
+            assert!(
+                at >= run_at,
+                "{f:?} fired at {at}, before its run_at {run_at}"
+            );
+        }
+    }
+    let done = count_rows(
+        &db.pool,
+        "SELECT count(*) FROM apalis.jobs WHERE status = 'Done' AND job_type <> 'parley.housekeeping'",
+    )
+    .await;
+    assert_eq!(done, 4);
+    workers.stop().await;
+    db.drop_db().await;
+}
+
+/// A rolled-back schedule leaves no job; an uncommitted one is invisible to workers even when
+/// due, and fires once its transaction commits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_committed_schedules_fire() {
+    let db = TestDb::new().await;
+    let rec = Recorder::default();
+    let workers = Workers::start(&db.pool, &rec, cfg(Duration::from_secs(60)));
+    let (rolled_back, held, sentinel) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
+
+    let mut tx = db.pool.begin().await.expect("begin");
+    schedule_park_timeout(&mut tx, &park(rolled_back, 1), in_secs(0.0))
+        .await
+        .expect("schedule");
+    tx.rollback().await.expect("rollback");
+    let rows = count_rows(
+        &db.pool,
+        "SELECT count(*) FROM apalis.jobs WHERE job_type = 'parley.park_timeout'",
+    )
+    .await;
+    assert_eq!(rows, 0, "a rolled-back schedule leaves no job");
+
+    // Due at once, but its transaction stays open for a while.
+    let mut held_tx = db.pool.begin().await.expect("begin");
+    schedule_park_timeout(&mut held_tx, &park(held, 1), in_secs(0.0))
+        .await
+        .expect("schedule");
+    let mut tx = db.pool.begin().await.expect("begin");
+    schedule_park_timeout(&mut tx, &park(sentinel, 1), in_secs(0.0))
+        .await
+        .expect("schedule");
+    tx.commit().await.expect("commit");
+    wait_for("the sentinel", Duration::from_secs(5), || {
+        rec.count(|f| *f == Fired::Park(park(sentinel, 1))) == 1
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert_eq!(rec.timers(), vec![Fired::Park(park(sentinel, 1))]);
+
+    held_tx.commit().await.expect("commit");
+    wait_for(
+        "the held timer after commit",
+        Duration::from_secs(5),
+        || rec.count(|f| *f == Fired::Park(park(held, 1))) == 1,
+    )
+    .await;
+    assert_eq!(rec.count(|f| *f == Fired::Park(park(rolled_back, 1))), 0);
+    workers.stop().await;
+    db.drop_db().await;
+}
+
+/// Cancelled timers never fire; cancel reports what it deleted and is a no-op the second time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelled_timers_never_fire() {
+    let db = TestDb::new().await;
+    let rec = Recorder::default();
+    let (task, opp, sentinel) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
+    let run_at = in_secs(1.0);
+    let mut tx = db.pool.begin().await.expect("begin");
+    schedule_park_timeout(&mut tx, &park(task, 1), run_at)
+        .await
+        .expect("park");
+    let claim = ClaimTimeout {
+        task_id: task,
+        generation: 1,
+    };
+    schedule_claim_timeout(&mut tx, &claim, run_at)
+        .await
+        .expect("claim");
+    let deadline = NegotiationDeadline { task_id: task };
+    schedule_deadline(&mut tx, &deadline, run_at)
+        .await
+        .expect("deadline");
+    let expiry = PendingExpiry {
+        opportunity_id: opp,
+    };
+    schedule_pending_expiry(&mut tx, &expiry, run_at)
+        .await
+        .expect("expiry");
+    schedule_park_timeout(&mut tx, &park(sentinel, 1), run_at)
+        .await
+        .expect("sentinel");
+    tx.commit().await.expect("commit");
+
+    let mut tx = db.pool.begin().await.expect("begin");
+    let n = cancel_timers_for_task(&mut tx, task, &TimerKind::ALL)
+        .await
+        .expect("cancel");
+    assert_eq!(n, 3);
+    assert_eq!(
+        cancel_pending_expiry(&mut tx, opp).await.expect("cancel"),
+        1
+    );
+    tx.commit().await.expect("commit");
+    let mut tx = db.pool.begin().await.expect("begin");
+    let again = cancel_timers_for_task(&mut tx, task, &TimerKind::ALL)
+        .await
+        .expect("cancel");
+    assert_eq!(again, 0, "nothing left to cancel");
+    tx.commit().await.expect("commit");
+
+    // A cancel that rolls back leaves the timer armed.
+    let kept = Uuid::now_v7();
+    let mut tx = db.pool.begin().await.expect("begin");
+    schedule_park_timeout(&mut tx, &park(kept, 1), run_at)
+        .await
+        .expect("kept");
+    tx.commit().await.expect("commit");
+    let mut tx = db.pool.begin().await.expect("begin");
+    let n = cancel_timers_for_task(&mut tx, kept, &[TimerKind::Park])
+        .await
+        .expect("cancel");
+    assert_eq!(n, 1);
+    tx.rollback().await.expect("rollback");
+
+    let workers = Workers::start(&db.pool, &rec, cfg(Duration::from_secs(60)));
+    wait_for(
+        "the sentinel and the kept timer",
+        Duration::from_secs(6),
+        || rec.timers().len() >= 2,
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let mut fired = rec.timers();
+    fired.sort_by_key(|f| format!("{f:?}"));
+    let mut want = vec![Fired::Park(park(sentinel, 1)), Fired::Park(park(kept, 1))];
+    want.sort_by_key(|f| format!("{f:?}"));
+    assert_eq!(fired, want);
+    workers.stop().await;
+    db.drop_db().await;
+}
+
+/// Re-arming a key (cancel + schedule, or schedule alone) fires only the newest timer, and a key
+/// whose timer already fired can be armed again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rearming_fires_only_the_new_timer() {
+    let db = TestDb::new().await;
+    let rec = Recorder::default();
+    let task = Uuid::now_v7();
+
+    let mut tx = db.pool.begin().await.expect("begin");
+    schedule_park_timeout(&mut tx, &park(task, 1), in_secs(1.0))
+        .await
+        .expect("gen 1");
+    tx.commit().await.expect("commit");
+    let mut tx = db.pool.begin().await.expect("begin");
+    let n = cancel_timers_for_task(&mut tx, task, &[TimerKind::Park])
+        .await
+        .expect("cancel");
+    assert_eq!(n, 1);
+    schedule_park_timeout(&mut tx, &park(task, 2), in_secs(1.0))
+        .await
+        .expect("gen 2");
+    tx.commit().await.expect("commit");
+    let mut tx = db.pool.begin().await.expect("begin");
+    schedule_park_timeout(&mut tx, &park(task, 3), in_secs(1.0))
+        .await
+        .expect("gen 3");
+    tx.commit().await.expect("commit");
+    let pending = count_rows(
+        &db.pool,
+        "SELECT count(*) FROM apalis.jobs WHERE job_type = 'parley.park_timeout' AND status = 'Pending'",
+    )
+    .await;
+    assert_eq!(pending, 1, "one pending timer per key");
+
+    let workers = Workers::start(&db.pool, &rec, cfg(Duration::from_secs(60)));
+    wait_for("generation 3", Duration::from_secs(6), || {
+        !rec.timers().is_empty()
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(rec.timers(), vec![Fired::Park(park(task, 3))]);
+
+    // The fired row still holds history; arming the same key again must work and fire.
+    let mut tx = db.pool.begin().await.expect("begin");
+    schedule_park_timeout(&mut tx, &park(task, 4), in_secs(0.0))
+        .await
+        .expect("gen 4");
+    tx.commit().await.expect("commit");
+    wait_for("generation 4", Duration::from_secs(5), || {
+        rec.timers().len() >= 2
+    })
+    .await;
+    assert_eq!(
+        rec.timers(),
+        vec![Fired::Park(park(task, 3)), Fired::Park(park(task, 4))]
+    );
+    workers.stop().await;
+    db.drop_db().await;
+}
+
+/// Rows whose payload cannot be decoded fail alone, are not retried, and valid timers in the same
+/// and other queues still fire (also ones scheduled after the bad rows were seen).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn undecodable_payloads_do_not_stop_other_timers() {
+    let db = TestDb::new().await;
+    let rec = Recorder::default();
+    let insert_raw = |queue: &'static str, bytes: Vec<u8>| {
+        let pool = db.pool.clone();
+        async move {
+            sqlx::query(
+                "INSERT INTO apalis.jobs (job, id, job_type, status, attempts, max_attempts, run_at, priority) \
+                 VALUES ($1, $2, $3, 'Pending', 0, 20, now() - interval '1 second', 10)",
+            )
+            .bind(bytes)
+            .bind(ulid::Ulid::generate().to_string())
+            .bind(queue)
+            .execute(&pool)
+            .await
+            .expect("insert garbage row");
+        }
+    };
+    // Not JSON at all, JSON of the wrong shape, and an empty payload; high priority so they are
+    // fetched first, in the same batch as the valid timer.
+    insert_raw(queues::PARK_TIMEOUT, vec![0xff, 0x00, 0x13]).await;
+    insert_raw(queues::PARK_TIMEOUT, br#"{"taskId": 5}"#.to_vec()).await;
+    insert_raw(queues::CLAIM_TIMEOUT, Vec::new()).await;
+
+    let task = Uuid::now_v7();
+    let mut tx = db.pool.begin().await.expect("begin");
+    schedule_park_timeout(&mut tx, &park(task, 1), in_secs(0.0))
+        .await
+        .expect("park");
+    let claim = ClaimTimeout {
+        task_id: task,
+        generation: 1,
+    };
+    schedule_claim_timeout(&mut tx, &claim, in_secs(0.0))
+        .await
+        .expect("claim");
+    tx.commit().await.expect("commit");
+
+    let workers = Workers::start(&db.pool, &rec, cfg(Duration::from_secs(60)));
+    wait_for("the valid timers", Duration::from_secs(5), || {
+        rec.timers().len() >= 2
+    })
+    .await;
+    wait_for_rows(
+        &db.pool,
+        "SELECT count(*) FROM apalis.jobs WHERE status = 'Failed' AND attempts >= max_attempts",
+        3,
+        Duration::from_secs(5),
+    )
+    .await;
+
+    // The workers are still alive and serving both queues.
+    let later = Uuid::now_v7();
+    let mut tx = db.pool.begin().await.expect("begin");
+    schedule_park_timeout(&mut tx, &park(later, 1), in_secs(0.0))
+        .await
+        .expect("park");
+    tx.commit().await.expect("commit");
+    wait_for(
+        "a timer scheduled after the bad rows",
+        Duration::from_secs(5),
+        || rec.count(|f| *f == Fired::Park(park(later, 1))) == 1,
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let attempts: Vec<i32> =
+        sqlx::query_scalar("SELECT attempts FROM apalis.jobs WHERE status = 'Failed' ORDER BY id")
+            .fetch_all(&db.pool)
+            .await
+            .expect("attempts");
+    assert_eq!(
+        attempts,
+        vec![1, 1, 1],
+        "bad rows are tried once, never retried"
+    );
+    assert_eq!(rec.timers().len(), 3);
+    workers.stop().await;
+    db.drop_db().await;
+}
+
+/// A timer survives its worker runtime being dropped without any shutdown, and fires once
+/// workers run again on the same database; one scheduled while no worker ran fires too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timers_survive_a_dropped_worker_runtime() {
+    let db = TestDb::new().await;
+    let task = Uuid::now_v7();
+    let mut tx = db.pool.begin().await.expect("begin");
+    schedule_park_timeout(&mut tx, &park(task, 1), in_secs(2.0))
+        .await
+        .expect("park");
+    tx.commit().await.expect("commit");
+
+    // First "process": its own runtime and pool, killed abruptly before the timer is due.
+    let first = Recorder::default();
+    {
+        let options = db.options.clone();
+        let first = first.clone();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .expect("runtime");
+            rt.block_on(async {
+                let pool = TestDb::pool_for(&options).await;
+                tokio::spawn(run_workers(
+                    pool,
+                    first,
+                    cfg(Duration::from_secs(60)),
+                    std::future::pending::<()>(),
+                ));
+                tokio::time::sleep(Duration::from_millis(700)).await;
+            });
+            rt.shutdown_background();
+        })
+        .join()
+        .expect("first process");
+    }
+    assert!(
+        first.timers().is_empty(),
+        "not due while the first process ran"
+    );
+
+    // While no worker runs, another timer is armed.
+    let other = Uuid::now_v7();
+    let mut tx = db.pool.begin().await.expect("begin");
+    schedule_park_timeout(&mut tx, &park(other, 1), in_secs(0.0))
+        .await
+        .expect("park");
+    tx.commit().await.expect("commit");
+    tokio::time::sleep(Duration::from_millis(1800)).await;
+
+    let rec = Recorder::default();
+    let workers = Workers::start(&db.pool, &rec, cfg(Duration::from_secs(60)));
+    wait_for(
+        "both timers after the restart",
+        Duration::from_secs(5),
+        || rec.timers().len() >= 2,
+    )
+    .await;
+    let mut fired = rec.timers();
+    fired.sort_by_key(|f| format!("{f:?}"));
+    let mut want = vec![Fired::Park(park(task, 1)), Fired::Park(park(other, 1))];
+    want.sort_by_key(|f| format!("{f:?}"));
+    assert_eq!(fired, want);
+    workers.stop().await;
+    db.drop_db().await;
+}
+
+/// Housekeeping runs periodically as one chain even with two runners on the database, and
+/// prunes finished rows older than a day (only those).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn housekeeping_runs_periodically_as_one_chain() {
+    let db = TestDb::new().await;
+    for (age, status) in [
+        ("2 days", "Done"),
+        ("1 minute", "Done"),
+        ("2 days", "Pending"),
+    ] {
+        sqlx::query(
+            "INSERT INTO apalis.jobs (job, id, job_type, status, attempts, max_attempts, run_at, done_at, priority) \
+             VALUES ('{}'::bytea, $1, 'parley.claim_timeout', $2, 1, 20, now() + interval '1 day', \
+                     CASE WHEN $2 = 'Done' THEN now() - $3::interval END, 0)",
+        )
+        .bind(ulid::Ulid::generate().to_string())
+        .bind(status)
+        .bind(age)
+        .execute(&db.pool)
+        .await
+        .expect("insert old row");
+    }
+
+    let (a, b) = (Recorder::default(), Recorder::default());
+    let every = Duration::from_secs(1);
+    let wa = Workers::start(&db.pool, &a, cfg(every));
+    let wb = Workers::start(&db.pool, &b, cfg(every));
+    let started = Instant::now();
+    let runs = || a.count(|f| *f == Fired::Housekeeping) + b.count(|f| *f == Fired::Housekeeping);
+    wait_for("three housekeeping runs", Duration::from_secs(8), || {
+        runs() >= 3
+    })
+    .await;
+    let elapsed = started.elapsed();
+    // One chain: exactly one next run armed, and at most that one plus the run in progress.
+    let armed = count_rows(
+        &db.pool,
+        "SELECT count(*) FROM apalis.jobs WHERE job_type = 'parley.housekeeping' \
+         AND idempotency_key = 'housekeeping' AND status = 'Pending'",
+    )
+    .await;
+    assert_eq!(armed, 1, "one housekeeping chain");
+    let live = count_rows(
+        &db.pool,
+        "SELECT count(*) FROM apalis.jobs WHERE job_type = 'parley.housekeeping' \
+         AND status IN ('Pending', 'Queued', 'Running')",
+    )
+    .await;
+    assert!(live <= 2, "{live} live housekeeping jobs");
+    // Runs are spaced by the period (whole-second run_at), not back to back.
+    let mut times: Vec<_> = a
+        .times_of(&Fired::Housekeeping)
+        .into_iter()
+        .chain(b.times_of(&Fired::Housekeeping))
+        .collect();
+    times.sort();
+    for pair in times.windows(2) {
+        assert!(
+            pair[1] - pair[0] >= chrono::Duration::milliseconds(500),
+            "housekeeping runs too close together: {times:?}"
+        );
+    }
+    assert!(
+        elapsed >= Duration::from_millis(1500),
+        "three runs took {elapsed:?}"
+    );
+
+    let claims: Vec<String> = sqlx::query_scalar(
+        "SELECT status || coalesce(':' || (now() - done_at < interval '1 hour')::text, '') \
+         FROM apalis.jobs WHERE job_type = 'parley.claim_timeout' ORDER BY status",
+    )
+    .fetch_all(&db.pool)
+    .await
+    .expect("claims");
+    assert_eq!(claims, vec!["Done:true".to_owned(), "Pending".to_owned()]);
+    wa.stop().await;
+    wb.stop().await;
+    db.drop_db().await;
+}
+
+/// A handler error is retried after a backoff, and the timer then completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failing_handler_is_retried_with_backoff() {
+    let db = TestDb::new().await;
+    let rec = Recorder::default();
+    *rec.fail_park_times.lock().expect("lock") = 1;
+    let task = Uuid::now_v7();
+    let mut tx = db.pool.begin().await.expect("begin");
+    schedule_park_timeout(&mut tx, &park(task, 1), in_secs(0.0))
+        .await
+        .expect("park");
+    tx.commit().await.expect("commit");
+
+    let workers = Workers::start(&db.pool, &rec, cfg(Duration::from_secs(60)));
+    wait_for("the retry", Duration::from_secs(6), || {
+        rec.timers().len() >= 2
+    })
+    .await;
+    let times = rec.times_of(&Fired::Park(park(task, 1)));
+    assert_eq!(times.len(), 2);
+    assert!(
+        times[1] - times[0] >= chrono::Duration::milliseconds(900),
+        "{times:?}"
+    );
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let status: String =
+        sqlx::query_scalar("SELECT status FROM apalis.jobs WHERE job_type = 'parley.park_timeout'")
+            .fetch_one(&db.pool)
+            .await
+            .expect("status");
+    assert_eq!(status, "Done");
+    assert_eq!(rec.timers().len(), 2);
+    workers.stop().await;
+    db.drop_db().await;
+}
+
+/// apalis's migrator and an application's own sqlx migrator share one database in either order,
+/// without `set_ignore_missing`: their histories live in different tables.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apalis_setup_coexists_with_the_service_migrator() {
+    let db = TestDb::empty().await;
+    let dir = std::env::temp_dir().join(format!("parley_jobs_migrations_{}", Uuid::now_v7()));
+    std::fs::create_dir_all(&dir).expect("migrations dir");
+    std::fs::write(
+        dir.join("20260101000001_service.sql"),
+        "CREATE TABLE service_table (id BIGINT PRIMARY KEY);",
+    )
+    .expect("migration file");
+    let service = sqlx::migrate::Migrator::new(dir.as_path())
+        .await
+        .expect("migrator");
+
+    service.run(&db.pool).await.expect("service first");
+    setup(&db.pool).await.expect("apalis second");
+    service.run(&db.pool).await.expect("service again");
+    setup(&db.pool).await.expect("apalis again");
+
+    let service_versions =
+        count_rows(&db.pool, "SELECT count(*) FROM public._sqlx_migrations").await;
+    assert_eq!(
+        service_versions, 1,
+        "the service's history holds only its own migrations"
+    );
+    let apalis_versions =
+        count_rows(&db.pool, "SELECT count(*) FROM apalis._sqlx_migrations").await;
+    assert!(apalis_versions > 10, "apalis keeps its own history");
+
+    // And the other order, on a second fresh database.
+    let db2 = TestDb::empty().await;
+    setup(&db2.pool).await.expect("apalis first");
+    service.run(&db2.pool).await.expect("service second");
+    setup(&db2.pool).await.expect("apalis again");
+    let _ = std::fs::remove_dir_all(&dir);
+    db.drop_db().await;
+    db2.drop_db().await;
+}
+
+/// Killing every database connection of the workers does not stop the timers: workers that fail
+/// are rebuilt by the monitor (under new names) and timers armed afterwards still fire.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timers_fire_after_the_database_drops_the_workers_connections() {
+    let db = TestDb::new().await;
+    let rec = Recorder::default();
+    let workers = Workers::start(&db.pool, &rec, cfg(Duration::from_secs(60)));
+    tokio::time::sleep(Duration::from_millis(600)).await;
+
+    let mut killer = PgConnection::connect_with(&db.options)
+        .await
+        .expect("connect");
+    for _ in 0..3 {
+        sqlx::query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+             WHERE datname = current_database() AND pid <> pg_backend_pid()",
+        )
+        .execute(&mut killer)
+        .await
+        .expect("terminate");
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+
+    let task = Uuid::now_v7();
+    let mut tx = db.pool.begin().await.expect("begin");
+    schedule_park_timeout(&mut tx, &park(task, 1), in_secs(0.0))
+        .await
+        .expect("park");
+    tx.commit().await.expect("commit");
+    wait_for(
+        "the timer after the connections were killed",
+        Duration::from_secs(10),
+        || rec.count(|f| *f == Fired::Park(park(task, 1))) == 1,
+    )
+    .await;
+    // Workers that died on the lost connection were rebuilt under new names (`...#1`).
+    let start = Instant::now();
+    while count_rows(
+        &db.pool,
+        "SELECT count(*) FROM apalis.workers WHERE id NOT LIKE '%#0'",
+    )
+    .await
+        == 0
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(8),
+            "no worker was rebuilt"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    drop(killer);
+    workers.stop().await;
+    db.drop_db().await;
+}

@@ -1,0 +1,229 @@
+//! Durable timers: arming them in the transactions that need them, and what each does when it
+//! comes due (DESIGN.md §5, §6).
+//!
+//! Arming and cancelling always happen inside the state change's own transaction
+//! (`parley_jobs` writes apalis rows on the caller's connection), so a timer exists iff the
+//! change that needs it committed. Each handler is one transaction that locks the task and acts
+//! only if the state and claim generation are still the ones the timer was armed for; a
+//! duplicate, retried or stale delivery changes nothing.
+
+use chrono::{DateTime, Utc};
+use parley_jobs::{
+    ClaimTimeout, HandlerError, NegotiationDeadline, ParkTimeout, PendingExpiry, TimerHandler, TimerKind,
+};
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use super::{DeliveryError, Engine, finalize, store_turn};
+use crate::{
+    domain::{
+        EndReason, OpportunityEvent, OpportunityStatus, Side, SideKind, TaskEvent, TaskState, Turn,
+        outcome::cap_reached,
+    },
+    store::{messages, opportunities, tasks, tasks::Task},
+};
+
+fn jobs(e: parley_jobs::JobsError) -> DeliveryError {
+    DeliveryError::Unexpected(e.into())
+}
+
+fn after(start: DateTime<Utc>, d: std::time::Duration) -> DateTime<Utc> {
+    start + chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX)
+}
+
+impl Engine {
+    /// Whether a parked turn of this task falls back to the system negotiator (mixed only;
+    /// personal vs personal has a deadline instead).
+    fn falls_back(task: &Task) -> bool {
+        task.source_kind != task.candidate_kind
+    }
+
+    /// Arms the park timer of a parked task: at `first_parked_at + PARK_TIMEOUT`, but never in
+    /// the past. No-op for personal-vs-personal negotiations.
+    pub(crate) async fn arm_park_timer(
+        &self,
+        conn: &mut PgConnection,
+        task: &Task,
+        turn_number: u32,
+        generation: i64,
+        first_parked_at: DateTime<Utc>,
+    ) -> Result<(), DeliveryError> {
+        if !Self::falls_back(task) {
+            return Ok(());
+        }
+        let run_at = after(first_parked_at, self.config.park_timeout).max(Utc::now());
+        parley_jobs::schedule_park_timeout(conn, &ParkTimeout { task_id: task.id, turn_number, generation }, run_at)
+            .await
+            .map_err(jobs)
+    }
+
+    /// Replaces the park timer with the claim timer of a fresh claim.
+    pub(crate) async fn arm_claim_timer(
+        &self,
+        conn: &mut PgConnection,
+        task_id: Uuid,
+        generation: i64,
+        expires_at: DateTime<Utc>,
+    ) -> Result<(), DeliveryError> {
+        parley_jobs::cancel_timers_for_task(conn, task_id, &[TimerKind::Park]).await.map_err(jobs)?;
+        parley_jobs::schedule_claim_timeout(conn, &ClaimTimeout { task_id, generation }, expires_at).await.map_err(jobs)
+    }
+
+    /// Cancels the turn timers (park, claim) of a task whose turn was just answered.
+    pub(crate) async fn disarm_turn_timers(&self, conn: &mut PgConnection, task_id: Uuid) -> Result<(), DeliveryError> {
+        parley_jobs::cancel_timers_for_task(conn, task_id, &[TimerKind::Park, TimerKind::Claim]).await.map_err(jobs)?;
+        Ok(())
+    }
+
+    /// Arms the personal-vs-personal deadline at start.
+    pub(crate) async fn arm_deadline(&self, conn: &mut PgConnection, task_id: Uuid, started: DateTime<Utc>) -> Result<(), DeliveryError> {
+        parley_jobs::schedule_deadline(conn, &NegotiationDeadline { task_id }, after(started, self.config.pvp_timeout))
+            .await
+            .map_err(jobs)
+    }
+
+    /// Timers of an ended negotiation: cancel the task's, and arm the pending expiry when the
+    /// opportunity became `pending`.
+    pub(crate) async fn on_finished(
+        &self,
+        conn: &mut PgConnection,
+        task: &Task,
+        opportunity_status: OpportunityStatus,
+    ) -> Result<(), DeliveryError> {
+        parley_jobs::cancel_timers_for_task(conn, task.id, &TimerKind::ALL).await.map_err(jobs)?;
+        if opportunity_status == OpportunityStatus::Pending {
+            let run_at = after(Utc::now(), self.config.pending_ttl);
+            parley_jobs::schedule_pending_expiry(conn, &PendingExpiry { opportunity_id: task.opportunity_id }, run_at)
+                .await
+                .map_err(jobs)?;
+        }
+        Ok(())
+    }
+
+    /// Claim expiry: `claimed -> waiting_for_agent` when the claim of `generation` really lapsed;
+    /// the park timer is re-armed at `max(now, first_parked_at + PARK_TIMEOUT)`.
+    pub async fn expire_claim(&self, t: ClaimTimeout) -> Result<bool, DeliveryError> {
+        let mut tx = self.pool.begin().await?;
+        let Some(task) = tasks::lock(&mut tx, t.task_id).await? else { return Ok(false) };
+        let lapsed = task.claim_expires_at.is_some_and(|e| e <= Utc::now());
+        if task.state != TaskState::Claimed || task.claim_generation != t.generation || !lapsed {
+            return Ok(false);
+        }
+        let next = task.state.transition(TaskEvent::Unclaim)?;
+        tasks::set_state(&mut tx, task.id, task.state, next, task.turn_count).await?;
+        let user = task.awaiting_user_id.clone().unwrap_or_default();
+        let first_parked_at = task.first_parked_at.unwrap_or_else(Utc::now);
+        self.arm_park_timer(&mut tx, &task, task.turn_count, task.claim_generation, first_parked_at).await?;
+        tasks::notify_parked(&mut tx, &user).await?;
+        tx.commit().await?;
+        self.wakeups.wake(&user);
+        tracing::info!(negotiation.id = %task.id, claim.generation = t.generation, "claim expired; turn parked again");
+        Ok(true)
+    }
+
+    /// Park timeout: the system negotiator takes the parked turn for the waiting side, with that
+    /// side's full context, and the negotiation goes on as usual.
+    pub async fn fall_back(&self, t: ParkTimeout) -> Result<bool, DeliveryError> {
+        let mut tx = self.pool.begin().await?;
+        let Some(mut task) = tasks::lock(&mut tx, t.task_id).await? else { return Ok(false) };
+        let due = task.first_parked_at.is_some_and(|p| after(p, self.config.park_timeout) <= Utc::now());
+        if task.state != TaskState::WaitingForAgent
+            || task.turn_count != t.turn_number
+            || task.claim_generation != t.generation
+            || !Self::falls_back(&task)
+            || !due
+        {
+            return Ok(false);
+        }
+        let working = task.state.transition(TaskEvent::FallBack)?;
+        tasks::set_state(&mut tx, task.id, task.state, working, task.turn_count).await?;
+        task.state = working;
+        let side = Side::for_turn(task.turn_count);
+        let history: Vec<Turn> = messages::turns(&mut tx, task.id).await?.into_iter().map(|t| t.turn).collect();
+        let turn = self.system_turn(&task, side, &history)?;
+        store_turn(
+            &mut tx,
+            &task,
+            &messages::NewTurn {
+                task_id: task.id,
+                turn: &turn,
+                user_id: task.user_id(side),
+                played_by: SideKind::System,
+                agent_id: None,
+                claim_token_hash: None,
+                request_hash: None,
+            },
+        )
+        .await?;
+        let count = task.turn_count + 1;
+        let mut all = history;
+        all.push(turn.clone());
+        if turn.action.is_terminal() {
+            finalize(self, &mut tx, &task, &all, None).await?;
+        } else if cap_reached(count, task.max_turns) {
+            finalize(self, &mut tx, &task, &all, Some(EndReason::TurnCap)).await?;
+        } else {
+            tasks::set_state(&mut tx, task.id, TaskState::Working, TaskState::Working, count).await?;
+        }
+        tx.commit().await?;
+        tracing::info!(negotiation.id = %task.id, turn.number = turn.turn_number, turn.side = side.as_str(),
+            turn.played_by = "system_fallback", "{}", turn.action);
+        self.advance(task.id).await?;
+        Ok(true)
+    }
+
+    /// Personal-vs-personal deadline: an unfinished negotiation ends `stalled`/`timeout`.
+    pub async fn deadline(&self, t: NegotiationDeadline) -> Result<bool, DeliveryError> {
+        let mut tx = self.pool.begin().await?;
+        let Some(task) = tasks::lock(&mut tx, t.task_id).await? else { return Ok(false) };
+        if task.state.is_terminal() {
+            return Ok(false);
+        }
+        let turns: Vec<Turn> = messages::turns(&mut tx, task.id).await?.into_iter().map(|t| t.turn).collect();
+        finalize(self, &mut tx, &task, &turns, Some(EndReason::Timeout)).await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// Pending expiry: `pending -> expired` when nobody decided in time.
+    pub async fn expire_pending(&self, t: PendingExpiry) -> Result<bool, DeliveryError> {
+        let mut tx = self.pool.begin().await?;
+        let Some(o) = opportunities::lock(&mut tx, t.opportunity_id).await? else { return Ok(false) };
+        if o.status != OpportunityStatus::Pending {
+            return Ok(false);
+        }
+        opportunities::apply(&mut tx, &o, OpportunityEvent::Expire).await??;
+        tx.commit().await?;
+        Ok(true)
+    }
+}
+
+fn handled(r: Result<bool, DeliveryError>) -> Result<(), HandlerError> {
+    r.map(|_| ()).map_err(|e| HandlerError::new(anyhow::Error::from(e)))
+}
+
+impl TimerHandler for Engine {
+    async fn park_timeout(&self, t: ParkTimeout) -> Result<(), HandlerError> {
+        handled(self.fall_back(t).await)
+    }
+
+    async fn claim_timeout(&self, t: ClaimTimeout) -> Result<(), HandlerError> {
+        handled(self.expire_claim(t).await)
+    }
+
+    async fn negotiation_deadline(&self, t: NegotiationDeadline) -> Result<(), HandlerError> {
+        handled(self.deadline(t).await)
+    }
+
+    async fn pending_expiry(&self, t: PendingExpiry) -> Result<(), HandlerError> {
+        handled(self.expire_pending(t).await)
+    }
+
+    async fn housekeeping(&self) -> Result<(), HandlerError> {
+        self.recover(std::time::Duration::from_secs(30)).await.map_err(|e| HandlerError::new(anyhow::Error::from(e)))?;
+        let mut conn = self.pool.acquire().await?;
+        let cutoff = Utc::now() - chrono::Duration::days(1);
+        crate::store::events::prune(&mut conn, cutoff).await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,232 @@
+//! Durable timers through the real apalis workers: claim expiry, park fallback, the
+//! personal-vs-personal deadline, pending expiry, races, and timers surviving a killed process.
+
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::{
+    fixtures,
+    helpers::{TestApp, answer},
+};
+
+const WAIT: Duration = Duration::from_secs(15);
+
+#[tokio::test]
+async fn an_expired_claim_returns_the_turn_and_its_token_goes_stale() {
+    let app = TestApp::spawn_with(|c| c.claim_timeout = Duration::from_secs(1)).await;
+    let agent = app.register_agent("user-tomas").await;
+    let id = app.start(&fixtures::good_match()).await["negotiation"]["id"].as_str().unwrap().to_owned();
+    let first = app.pickup(&agent, None).await.body["claimToken"].as_str().unwrap().to_owned();
+
+    app.wait_for(&id, WAIT, |v| v["status"] == "waiting_for_agent").await;
+    let second = app.pickup(&agent, None).await;
+    assert_eq!(second.status, StatusCode::OK);
+    let second = second.body["claimToken"].as_str().unwrap().to_owned();
+    assert_ne!(first, second, "a new claim gets a new token");
+    app.respond(&agent, &id, &answer("accept", Some(&first))).await.assert_error(StatusCode::CONFLICT, "claim_stale");
+    let generation: i64 = sqlx::query_scalar("SELECT claim_generation FROM tasks").fetch_one(&app.pool).await.unwrap();
+    assert_eq!(generation, 2);
+}
+
+#[tokio::test]
+async fn a_parked_turn_falls_back_to_the_system_negotiator_and_the_next_one_is_parked_again() {
+    let app = TestApp::spawn_with(|c| c.park_timeout = Duration::from_secs(1)).await;
+    app.register_agent("user-tomas").await;
+    // A partial fit, so the system negotiator keeps the negotiation going after the fallback.
+    let mut body = fixtures::good_match();
+    body["candidateUser"]["profile"]["skills"] = json!(["go", "kubernetes"]);
+    let id = app.start(&body).await["negotiation"]["id"].as_str().unwrap().to_owned();
+
+    let view = app.wait_for(&id, WAIT, |v| v["turns"].as_array().unwrap().len() >= 2).await;
+    let fallback = &view["turns"][1];
+    assert_eq!(fallback["userId"], "user-tomas");
+    assert!(!fallback["reasoning"].as_str().unwrap().is_empty(), "the fallback argues from Tomas's context");
+    let played_by: String = sqlx::query_scalar("SELECT played_by FROM messages WHERE turn_number = 1")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(played_by, "system");
+    // The negotiation went on: it ended, or Tomas's next turn is parked for his agent again.
+    let view = app
+        .wait_for(&id, WAIT, |v| {
+            v["status"] == "completed" || (v["status"] == "waiting_for_agent" && v["turns"].as_array().unwrap().len() == 3)
+        })
+        .await;
+    if view["status"] == "waiting_for_agent" {
+        assert_eq!(view["awaitingUserId"], "user-tomas");
+        assert_eq!(view["turnCount"], 3);
+    } else {
+        assert!(view["outcome"].is_object());
+    }
+}
+
+#[tokio::test]
+async fn personal_agents_that_vanish_end_stalled_at_the_deadline() {
+    let app = TestApp::spawn_with(|c| c.pvp_timeout = Duration::from_secs(2)).await;
+    app.register_agent("user-maya").await;
+    app.register_agent("user-tomas").await;
+    let id = app.start(&fixtures::good_match()).await["negotiation"]["id"].as_str().unwrap().to_owned();
+    let view = app.wait_for(&id, WAIT, |v| v["status"] == "completed").await;
+    assert_eq!(view["outcome"]["reason"], "timeout");
+    assert_eq!(view["outcome"]["hasOpportunity"], false);
+    let status: String = sqlx::query_scalar("SELECT status FROM opportunities").fetch_one(&app.pool).await.unwrap();
+    assert_eq!(status, "stalled");
+}
+
+#[tokio::test]
+async fn a_pending_opportunity_nobody_decides_on_expires_and_a_decided_one_does_not() {
+    let app = TestApp::spawn_with(|c| c.pending_ttl = Duration::from_secs(1)).await;
+    let undecided = app.start(&fixtures::good_match()).await["opportunity"]["id"].as_str().unwrap().to_owned();
+    let mut other = fixtures::good_match();
+    other["sourceUser"]["id"] = json!("user-ana");
+    let decided = app.start(&other).await["opportunity"]["id"].as_str().unwrap().to_owned();
+    let path = format!("/api/opportunities/{decided}/decision");
+    app.post(&path, &app.user_token("user-ana"), &json!({ "decision": "decline" })).await;
+
+    let service = app.service_token();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let o = app.get(&format!("/api/opportunities/{undecided}"), &service).await;
+        if o.body["status"] == "expired" {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never expired: {}", o.text);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let o = app.get(&format!("/api/opportunities/{decided}"), &service).await;
+    assert_eq!(o.body["status"], "rejected");
+}
+
+#[tokio::test]
+async fn respond_claim_expiry_and_fallback_racing_on_one_turn_leave_exactly_one_winner() {
+    let app = TestApp::spawn_with(|c| {
+        c.claim_timeout = Duration::from_secs(1);
+        c.park_timeout = Duration::from_secs(1);
+    })
+    .await;
+    let agent = app.register_agent("user-tomas").await;
+    const ROUNDS: usize = 8;
+    let mut ids = Vec::new();
+    for i in 0..ROUNDS {
+        let mut body = fixtures::good_match();
+        body["sourceUser"]["id"] = json!(format!("user-src-{i}"));
+        ids.push(app.start(&body).await["negotiation"]["id"].as_str().unwrap().to_owned());
+    }
+    // Claim each, then answer right around the moment the claim expires and the park timeout
+    // is due, with different delays per round.
+    for (i, id) in ids.iter().enumerate() {
+        let picked = app.pickup(&agent, None).await;
+        if picked.status != StatusCode::OK {
+            continue; // already taken over by a fallback
+        }
+        let token = picked.body["claimToken"].as_str().unwrap().to_owned();
+        let delay = Duration::from_millis(700 + 100 * i as u64);
+        let app_ref = &app;
+        let agent_ref = &agent;
+        let id = id.clone();
+        tokio::time::sleep(delay).await;
+        let r = app_ref.respond(agent_ref, &picked.body["negotiationId"].as_str().unwrap().to_owned(), &answer("reject", Some(&token))).await;
+        assert!(
+            r.status == StatusCode::OK || r.status == StatusCode::CONFLICT,
+            "{id}: unexpected {} {}",
+            r.status,
+            r.text
+        );
+    }
+    // Let every timer run out, then check the invariants in SQL.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let duplicates: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM (SELECT task_id, turn_number FROM messages GROUP BY 1, 2 HAVING count(*) > 1) d",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(duplicates, 0, "no turn stored twice");
+    let turn_one: Vec<(i64,)> = sqlx::query_as("SELECT count(*) FROM messages WHERE turn_number = 1 GROUP BY task_id")
+        .fetch_all(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(turn_one.len(), ROUNDS, "every negotiation got its turn 1 from exactly one of the racers");
+    let gaps: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM tasks t WHERE t.turn_count <> (SELECT count(*) FROM messages m WHERE m.task_id = t.task_id)",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(gaps, 0, "no lost turn");
+    let outcomes: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM tasks t WHERE t.state = 'completed' AND (SELECT count(*) FROM artifacts a WHERE a.task_id = t.task_id) <> 1",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(outcomes, 0, "every completed negotiation has exactly one outcome");
+    let stuck: i64 = sqlx::query_scalar("SELECT count(*) FROM tasks WHERE state IN ('working', 'submitted')")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(stuck, 0);
+}
+
+#[tokio::test]
+async fn a_timer_armed_before_the_process_was_killed_fires_after_a_restart() {
+    let database_url = crate::helpers::fresh_database().await;
+    let data_dir = std::env::temp_dir().join(format!("parley-kill-{}", uuid::Uuid::now_v7()));
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let env = |cmd: &mut std::process::Command| {
+        cmd.env("DATABASE_URL", &database_url)
+            .env("PARLEY_BIND", format!("127.0.0.1:{port}"))
+            .env("PARLEY_DATA_DIR", &data_dir)
+            .env("PARLEY_JWT_SECRET", crate::helpers::TEST_SECRET)
+            .env("PARLEY_PVP_TIMEOUT", "3s")
+            .env("PARLEY_TIMER_POLL", "200ms")
+            .env("RUST_LOG", "warn")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+    };
+    let mut serve = std::process::Command::new(env!("CARGO_BIN_EXE_parley"));
+    serve.arg("serve");
+    env(&mut serve);
+    let mut child = serve.spawn().unwrap();
+
+    let app = TestApp::spawn_on(&database_url, |c| c.workers = false).await;
+    let base = format!("http://127.0.0.1:{port}");
+    for _ in 0..100 {
+        if reqwest::get(format!("{base}/readyz")).await.is_ok_and(|r| r.status().is_success()) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Two personal agents: the negotiation waits for them, with a 3 s deadline armed.
+    app.register_agent("user-maya").await;
+    app.register_agent("user-tomas").await;
+    let client = reqwest::Client::new();
+    let started: Value = client
+        .post(format!("{base}/api/negotiations"))
+        .bearer_auth(app.service_token())
+        .json(&fixtures::good_match())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = started["negotiation"]["id"].as_str().unwrap().to_owned();
+    // SIGKILL: no shutdown, no chance to run anything.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(app.snapshot(&id).await.0, "waiting_for_agent", "nothing ran the timer while no worker lived");
+
+    // A new process with workers picks the overdue timer up.
+    let mut worker = std::process::Command::new(env!("CARGO_BIN_EXE_parley"));
+    worker.arg("worker");
+    env(&mut worker);
+    let mut worker = worker.spawn().unwrap();
+    let view = app.wait_for(&id, WAIT, |v| v["status"] == "completed").await;
+    worker.kill().unwrap();
+    worker.wait().unwrap();
+    assert_eq!(view["outcome"]["reason"], "timeout");
+}

@@ -1,0 +1,414 @@
+// End-to-end test of the status page (`GET /`) in headless Chromium against a real `parley serve`.
+//
+// Environment:
+//   PARLEY_BIN       the built `parley` binary (default: <repo>/target/debug/parley)
+//   DATABASE_URL     optional; without it the server starts its embedded PostgreSQL
+//   TEST_OUTPUT_DIR  where the screenshot and the server log go (default: tests/browser/output/)
+//   CHROMIUM_PATH    the browser (default: /usr/bin/chromium)
+//
+// Run: cd tests/browser && npm ci && PARLEY_BIN=../../target/debug/parley npm test
+
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { execFile, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { createWriteStream, existsSync } from "node:fs";
+import { chmod, mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
+import { connect, createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { chromium } from "playwright-core";
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const REPO = resolve(HERE, "..", "..");
+const PARLEY_BIN = resolve(process.env.PARLEY_BIN || join(REPO, "target", "debug", "parley"));
+const OUTPUT_DIR = resolve(process.env.TEST_OUTPUT_DIR || join(HERE, "output"));
+const CHROMIUM = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
+const WAIT_MS = 15_000; // any single wait for the page or the server
+const STARTUP_MS = 90_000; // first start may initialise the embedded PostgreSQL
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+const NEGOTIATION = {
+  sourceUser: {
+    id: "user-maya",
+    name: "Maya Chen",
+    profile: {
+      bio: "Founder of a fintech startup building payments infrastructure for small merchants",
+      skills: ["product management", "fundraising", "fintech"],
+      interests: ["payments", "startups", "rust"],
+    },
+    intents: [{ text: "Looking for a senior Rust backend engineer to build our payments API" }],
+  },
+  candidateUser: {
+    id: "user-tomas",
+    name: "Tomas Novak",
+    profile: {
+      bio: "Senior backend engineer: eight years of Rust and PostgreSQL, built payments APIs at scale",
+      skills: ["rust", "postgresql", "backend engineering", "payments api", "distributed systems"],
+      interests: ["fintech", "startups", "payments"],
+    },
+    intents: [{ text: "Looking for a fintech startup to join as a senior backend engineer working on payments" }],
+  },
+  seedAssessment: { score: 88, reasoning: "Both want a Rust payments collaboration" },
+  discoveryQuery: "senior rust backend engineer for payments",
+};
+
+// ---- the server ------------------------------------------------------------
+
+function freePort() {
+  return new Promise((ok, fail) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on("error", fail);
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address();
+      srv.close(() => ok(port));
+    });
+  });
+}
+
+class Server {
+  constructor() {
+    this.child = null;
+    this.exited = null;
+    this.logPath = join(OUTPUT_DIR, "server.log");
+  }
+
+  async start() {
+    assert.ok(existsSync(PARLEY_BIN), `PARLEY_BIN does not exist: ${PARLEY_BIN} (build with \`cargo build\` or set PARLEY_BIN)`);
+    this.dataDir = await mkdtemp(join(tmpdir(), "parley-browser-"));
+    await chmod(this.dataDir, 0o755); // the embedded PostgreSQL may run as another user
+    this.port = await freePort();
+    this.base = `http://127.0.0.1:${this.port}`;
+    this.env = {
+      ...process.env,
+      PARLEY_BIND: `127.0.0.1:${this.port}`,
+      PARLEY_JWT_SECRET: randomBytes(24).toString("base64url"), // 32 characters
+      PARLEY_DATA_DIR: this.dataDir,
+      PARLEY_LOG_FORMAT: "json",
+    };
+    const log = createWriteStream(this.logPath);
+    this.child = spawn(PARLEY_BIN, ["serve"], { env: this.env, stdio: ["ignore", "pipe", "pipe"] });
+    this.child.stdout.pipe(log);
+    this.child.stderr.pipe(log);
+    this.exited = new Promise((r) => this.child.once("exit", (code, signal) => r({ code, signal })));
+    this.exitInfo = null;
+    this.exited.then((info) => { this.exitInfo = info; });
+
+    const deadline = Date.now() + STARTUP_MS;
+    for (;;) {
+      if (this.exitInfo) throw new Error(`parley serve exited early (${JSON.stringify(this.exitInfo)}):\n${await this.logTail()}`);
+      try {
+        const res = await fetch(`${this.base}/readyz`, { signal: AbortSignal.timeout(2000) });
+        if (res.status === 200) return;
+      } catch { /* not listening yet */ }
+      if (Date.now() > deadline) throw new Error(`GET /readyz was not 200 within ${STARTUP_MS / 1000}s:\n${await this.logTail()}`);
+      await sleep(200);
+    }
+  }
+
+  async token(sub, role) {
+    const { stdout } = await promisify(execFile)(PARLEY_BIN, ["token", "--sub", sub, "--role", role], { env: this.env, timeout: WAIT_MS });
+    const token = stdout.trim();
+    assert.match(token, /^[\w-]+\.[\w-]+\.[\w-]+$/, `parley token printed no JWT: ${JSON.stringify(stdout)}`);
+    return token;
+  }
+
+  async api(token, method, path, body) {
+    const res = await fetch(`${this.base}${path}`, {
+      method,
+      headers: { Authorization: `Bearer ${token}`, ...(body ? { "Content-Type": "application/json" } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+      signal: AbortSignal.timeout(WAIT_MS),
+    });
+    const text = await res.text();
+    let json = null;
+    try { json = JSON.parse(text); } catch { /* not JSON */ }
+    return { status: res.status, json, text };
+  }
+
+  async logTail(lines = 30) {
+    const text = await readFile(this.logPath, "utf8").catch(() => "");
+    return text.split("\n").slice(-lines).join("\n");
+  }
+
+  /**
+   * SIGTERM and wait; after 15 s SIGKILL, stop the embedded PostgreSQL it leaves behind, and
+   * report the failure to stop. Always removes the data directory. Safe to call twice.
+   */
+  async stop() {
+    let error = null;
+    if (this.child && !this.exitInfo) {
+      this.child.kill("SIGTERM");
+      const stopped = await Promise.race([this.exited, sleep(WAIT_MS).then(() => null)]);
+      if (!stopped) {
+        this.child.kill("SIGKILL");
+        await this.exited;
+        await this.stopOrphanPostgres();
+        error = new Error(`parley serve did not exit within ${WAIT_MS / 1000}s of SIGTERM:\n${await this.logTail(10)}`);
+      }
+    }
+    if (this.dataDir) await rm(this.dataDir, { recursive: true, force: true }).catch(() => {});
+    if (error) throw error;
+  }
+
+  /** After a SIGKILL the embedded PostgreSQL is still running: fast-stop it by its pid file. */
+  async stopOrphanPostgres() {
+    const pidFile = await readFile(join(this.dataDir, "pg", "postmaster.pid"), "utf8").catch(() => null);
+    const pid = Number(pidFile?.split("\n")[0]);
+    if (!pid) return;
+    try { process.kill(pid, "SIGINT"); } catch { return; }
+    for (let i = 0; i < 100; i++) {
+      try { process.kill(pid, 0); } catch { return; }
+      await sleep(100);
+    }
+  }
+}
+
+/** A TCP proxy in front of the server for the browser, so the test can drop its connections. */
+class CuttableProxy {
+  constructor(targetPort) {
+    this.targetPort = targetPort;
+    this.sockets = new Set();
+    this.down = false;
+  }
+
+  async start() {
+    this.server = createServer((client) => {
+      if (this.down) return client.destroy();
+      const upstream = connect(this.targetPort, "127.0.0.1");
+      for (const [a, b] of [[client, upstream], [upstream, client]]) {
+        this.sockets.add(a);
+        a.pipe(b);
+        a.on("error", () => b.destroy());
+        a.on("close", () => { this.sockets.delete(a); b.destroy(); });
+      }
+    });
+    await new Promise((ok) => this.server.listen(0, "127.0.0.1", ok));
+    this.base = `http://127.0.0.1:${this.server.address().port}`;
+  }
+
+  /** Drops every open connection and refuses new ones until `restore`. */
+  cut() {
+    this.down = true;
+    for (const s of this.sockets) s.destroy();
+  }
+
+  restore() { this.down = false; }
+
+  async close() {
+    this.cut();
+    await new Promise((ok) => this.server?.close(ok) ?? ok());
+  }
+}
+
+// ---- page helpers ----------------------------------------------------------
+
+/** Waits until `read()` returns `expected`; fails naming `what` and the last value seen. */
+async function eventually(what, read, expected) {
+  const deadline = Date.now() + WAIT_MS;
+  let last;
+  for (;;) {
+    try { last = await read(); } catch (e) { last = `<${e.message.split("\n")[0]}>`; }
+    if (last === expected) return;
+    if (Date.now() > deadline) {
+      throw new Error(`${what}: expected ${JSON.stringify(expected)} within ${WAIT_MS / 1000}s, last saw ${JSON.stringify(last)}`);
+    }
+    await sleep(100);
+  }
+}
+
+/** The element's trimmed text, or "<absent>" while there is no such element. */
+const text = async (locator) => ((await locator.count()) ? (await locator.textContent({ timeout: 1000 }))?.trim() : "<absent>");
+
+// ---- the test --------------------------------------------------------------
+
+describe("status page", { timeout: 240_000 }, () => {
+  const server = new Server();
+  let proxy;
+  let context, page, userDataDir, mayaToken, serviceToken, tomasToken, opportunityId;
+  const requests = [];
+  const listRequests = () => requests.filter((r) => r.url.startsWith(`${proxy.base}/api/opportunities?`)).length;
+  let listsLoaded = 0;
+  const pageErrors = [];
+  let failed = false;
+
+  // Each step depends on the previous one: after the first failure the rest are skipped.
+  const step = (name, fn) => test(name, async (t) => {
+    if (failed) return t.skip("an earlier step failed");
+    try { await fn(); } catch (e) {
+      failed = true;
+      if (page) await page.screenshot({ path: join(OUTPUT_DIR, "failure.png"), fullPage: true }).catch(() => {});
+      e.message += `\n--- server log (tail) ---\n${await server.logTail(15)}`;
+      throw e;
+    }
+  });
+
+  before(async () => {
+    await mkdir(OUTPUT_DIR, { recursive: true });
+    const stopOnExit = () => server.child?.kill("SIGKILL");
+    process.once("exit", stopOnExit);
+    await server.start();
+    proxy = new CuttableProxy(server.port);
+    await proxy.start();
+    [mayaToken, tomasToken, serviceToken] = await Promise.all([
+      server.token("user-maya", "user"),
+      server.token("user-tomas", "user"),
+      server.token("platform", "service"),
+    ]);
+    userDataDir = await mkdtemp(join(tmpdir(), "parley-chromium-"));
+    context = await chromium.launchPersistentContext(userDataDir, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run", "--disable-quic"],
+      viewport: { width: 1100, height: 900 },
+      timeout: WAIT_MS * 2,
+    });
+    context.setDefaultTimeout(WAIT_MS);
+    page = context.pages()[0] || await context.newPage();
+    page.on("request", (r) => requests.push({ url: r.url(), method: r.method(), headers: r.headers() }));
+    page.on("pageerror", (e) => pageErrors.push(`pageerror: ${e.message}`));
+    page.on("console", (m) => {
+      // Dropped connections (the reconnect step cuts them on purpose) are logged as net::ERR_*.
+      if (m.type() === "error" && !/^Failed to load resource: net::ERR_/.test(m.text())) pageErrors.push(`console: ${m.text()}`);
+    });
+  });
+
+  after(async () => {
+    await context?.close().catch(() => {});
+    await proxy?.close().catch(() => {});
+    if (userDataDir) await rm(userDataDir, { recursive: true, force: true }).catch(() => {});
+    await server.stop();
+  });
+
+  step("the page loads, self-contained, with the sign-in form", async () => {
+    const res = await page.goto(`${proxy.base}/`);
+    assert.equal(res.status(), 200);
+    assert.match(res.headers()["content-type"] || "", /text\/html/);
+    assert.equal(await page.title(), "Parley: your opportunities");
+    assert.equal(await page.locator('label[for="token"]').count(), 1, "the token field has a real label");
+    await page.locator("#connect").waitFor({ state: "visible" });
+    const foreign = requests.filter((r) => !r.url.startsWith(proxy.base) && !r.url.startsWith("data:"));
+    assert.deepEqual(foreign, [], "the page fetches nothing from elsewhere");
+    // A marker that a reload would wipe out: later steps prove the page was never reloaded.
+    await page.evaluate(() => { window.__notReloaded = true; });
+  });
+
+  step("keyboard: Tab reaches the token field, Enter connects", async () => {
+    await page.keyboard.press("Tab");
+    assert.equal(await page.evaluate(() => document.activeElement?.id), "token", "the first Tab stop is the token field");
+    await page.keyboard.insertText(mayaToken); // as a paste would
+    await page.keyboard.press("Enter");
+    await eventually("signed-in user", () => text(page.locator("#whoami")), "user-maya");
+    await eventually("connection indicator", () => page.locator("#connection").getAttribute("data-state"), "live");
+    assert.equal(await page.evaluate(() => sessionStorage.getItem("parley.token")), mayaToken, "the token is kept in sessionStorage");
+    assert.equal(await page.evaluate(() => localStorage.getItem("parley.token")), null, "not remembered unless asked");
+    await eventually("initial list loaded", () => page.locator("#board").getAttribute("aria-busy"), "false");
+    listsLoaded = listRequests();
+    assert.ok(listsLoaded >= 1, "the page read the list once connected");
+  });
+
+  step("a new negotiation shows up live as pending", async () => {
+    const res = await server.api(serviceToken, "POST", "/api/negotiations", NEGOTIATION);
+    assert.equal(res.status, 201, `POST /api/negotiations: ${res.text}`);
+    opportunityId = res.json.opportunity.id;
+    assert.ok(opportunityId, "the answer names the opportunity");
+
+    const card = page.locator(`[data-opportunity-id="${opportunityId}"]`);
+    await eventually("status of the new card", () => text(card.locator('[data-testid="status"]')), "pending");
+    assert.equal(await page.evaluate(() => window.__notReloaded), true, "the page was not reloaded");
+    assert.equal(listRequests(), listsLoaded, "the list was not re-read: the card came from /api/events");
+    assert.ok(requests.some((r) => r.url === `${proxy.base}/api/opportunities/${opportunityId}`), "the card was fetched after an event");
+    assert.equal(await card.locator("xpath=ancestor::section").getAttribute("data-testid"), "section-pending");
+    assert.equal(await text(card.locator('[data-testid="counterpart"]')), "user-tomas");
+    assert.equal(await text(card.locator('[data-testid="score"]')), "88 / 100");
+    assert.equal(await text(card.locator('[data-testid="my-decision"]')), "not decided yet");
+    assert.equal(await text(card.locator('[data-testid="other-decision"]')), "not decided yet");
+    assert.equal(await card.locator('[data-testid="accept"]').isEnabled(), true);
+  });
+
+  step("the Turns view lists the negotiation's turns and outcome", async () => {
+    const card = page.locator(`[data-opportunity-id="${opportunityId}"]`);
+    await card.locator("summary").click();
+    await card.locator('[data-testid="outcome"]').waitFor();
+    const turns = card.locator('[data-testid="turn"]');
+    assert.ok((await turns.count()) >= 2, "at least a propose and an accept");
+    assert.match(await text(turns.first()), /Turn 0 · source \(user-maya \(you\)\) · propose/);
+    assert.match(await text(turns.last()), /· accept/);
+    assert.match(await text(card.locator('[data-testid="outcome"]')), /both agents accepted/);
+  });
+
+  step("Accept records my decision; the opportunity stays pending", async () => {
+    const card = page.locator(`[data-opportunity-id="${opportunityId}"]`);
+    await card.locator('[data-testid="accept"]').click();
+    await eventually("my decision", () => text(card.locator('[data-testid="my-decision"]')), "accepted");
+    assert.equal(await text(card.locator('[data-testid="status"]')), "pending");
+    assert.equal(await text(card.locator('[data-testid="other-decision"]')), "not decided yet");
+    assert.equal(await card.locator('[data-testid="accept"]').isDisabled(), true, "Accept is disabled once decided");
+    assert.equal(await card.locator('[data-testid="decline"]').isDisabled(), true, "Decline is disabled once decided");
+    const seen = await server.api(mayaToken, "GET", `/api/opportunities/${opportunityId}`);
+    assert.equal(seen.json?.status, "pending", `the server agrees: ${seen.text}`);
+    assert.equal(seen.json?.myDecision, "accept");
+  });
+
+  step("the other person's accept turns it accepted live", async () => {
+    const res = await server.api(tomasToken, "POST", `/api/opportunities/${opportunityId}/decision`, { decision: "accept" });
+    assert.equal(res.status, 200, `tomas's decision: ${res.text}`);
+    const card = page.locator(`[data-opportunity-id="${opportunityId}"]`);
+    await eventually("status after both accepted", () => text(card.locator('[data-testid="status"]')), "accepted");
+    assert.equal(await page.evaluate(() => window.__notReloaded), true, "the page was not reloaded");
+    assert.equal(await card.locator("xpath=ancestor::section").getAttribute("data-testid"), "section-accepted");
+    assert.equal(await text(card.locator('[data-testid="other-decision"]')), "accepted");
+    assert.equal(await card.locator('[data-testid="accept"]').count(), 0, "no buttons once it is no longer pending");
+    await eventually("announcement", () => text(page.locator("#announcer")), "Opportunity with user-tomas is now accepted.");
+    await page.screenshot({ path: join(OUTPUT_DIR, "status_page.png"), fullPage: true });
+  });
+
+  step("after the connection drops the page reconnects with Last-Event-ID; Decline works from the keyboard", async () => {
+    const streams = () => requests.filter((r) => r.url === `${proxy.base}/api/events`);
+    const before = streams().length;
+    proxy.cut();
+    await eventually("indicator while offline", () => page.locator("#connection").getAttribute("data-state"), "offline");
+    // Created while the page is cut off: it must still show up once the page is back.
+    const res = await server.api(serviceToken, "POST", "/api/negotiations", NEGOTIATION);
+    assert.equal(res.status, 201, `second POST /api/negotiations: ${res.text}`);
+    proxy.restore();
+    await eventually("indicator after reconnecting", () => page.locator("#connection").getAttribute("data-state"), "live");
+    assert.ok(streams().length > before, "the stream was opened again");
+    assert.match(streams().at(-1).headers["last-event-id"] || "", /\S/, "the reconnect sends Last-Event-ID");
+
+    const id = res.json.opportunity.id;
+    const card = page.locator(`[data-opportunity-id="${id}"]`);
+    await eventually("status of the second card", () => text(card.locator('[data-testid="status"]')), "pending");
+    await card.locator('[data-testid="decline"]').focus();
+    await page.keyboard.press("Enter");
+    await eventually("status after I declined", () => text(card.locator('[data-testid="status"]')), "rejected");
+    assert.equal(await text(card.locator('[data-testid="my-decision"]')), "declined");
+    assert.equal(await card.locator("xpath=ancestor::section").getAttribute("data-testid"), "section-rejected");
+    assert.equal(await page.evaluate(() => document.activeElement?.closest("[data-opportunity-id]")?.dataset.opportunityId),
+      id, "focus stays on the card after it moved");
+    assert.equal(await page.evaluate(() => window.__notReloaded), true, "the page was not reloaded");
+  });
+
+  step("tokens travel only in the Authorization header; no page errors", async () => {
+    const ours = requests.filter((r) => r.url.startsWith(`${proxy.base}/api/`));
+    assert.ok(ours.some((r) => r.url === `${proxy.base}/api/events`), "the page read /api/events");
+    for (const r of ours) {
+      assert.equal(r.headers.authorization, `Bearer ${mayaToken}`, `${r.method} ${r.url} carries the token header`);
+    }
+    for (const r of requests) assert.ok(!r.url.includes(mayaToken.split(".")[2]), `no token in a URL: ${r.url}`);
+    assert.deepEqual(pageErrors, []);
+  });
+
+  step("sign out forgets the token", async () => {
+    await page.locator("#signout").click();
+    await page.locator("#token").waitFor({ state: "visible" });
+    assert.equal(await page.evaluate(() => document.activeElement?.id), "token");
+    assert.equal(await page.evaluate(() => sessionStorage.getItem("parley.token")), null);
+    assert.equal(await page.locator("#connection").getAttribute("data-state"), "offline");
+  });
+});
