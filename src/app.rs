@@ -65,11 +65,11 @@ fn write_private(path: &Path, contents: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The hub's calculator: the built-in skill plus `PARLEY_SKILLS` files (a bad file stops start-up).
-pub fn hub_calculator(config: &Config) -> anyhow::Result<Calculator> {
+/// The hub's skills: the built-in skill plus `PARLEY_SKILLS` files (a bad file stops start-up).
+pub fn hub_skills(config: &Config) -> anyhow::Result<Vec<scoring::Skill>> {
     let mut skills = vec![scoring::default_skill()];
     skills.extend(scoring::load_skill_files(&config.skill_files)?);
-    Ok(Calculator::new(skills, None))
+    Ok(skills)
 }
 
 impl Application {
@@ -83,7 +83,10 @@ impl Application {
     /// Builds the state on an open database and binds the listener.
     pub async fn build(config: Config, pool: sqlx::PgPool) -> anyhow::Result<Application> {
         let secret = jwt_secret(&config)?;
-        let calculator = hub_calculator(&config)?;
+        let skills = hub_skills(&config)?;
+        let embeddings =
+            config.embeddings.clone().map(|e| Arc::new(crate::embeddings::Embeddings::new(e, &skills)));
+        let calculator = Calculator::new(&skills, None);
         let listener =
             TcpListener::bind(config.bind).await.with_context(|| format!("binding {}", config.bind))?;
         let engine = Self::build_engine(config, pool)?;
@@ -92,6 +95,7 @@ impl Application {
             engine,
             jwt: Arc::new(JwtKeys::new(secret.as_bytes())),
             calculator: Arc::new(calculator),
+            embeddings,
             events: Arc::new(crate::live::EventHub::default()),
             stopping,
         };

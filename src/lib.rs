@@ -10,6 +10,7 @@ pub mod config;
 pub mod db;
 pub mod delivery;
 pub mod domain;
+pub mod embeddings;
 pub mod http;
 pub mod live;
 pub mod negotiator;

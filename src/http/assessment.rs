@@ -27,6 +27,10 @@ async fn assess_task(State(state): State<AppState>, req: Request) -> Result<Resp
         let mut conn = state.pool().acquire().await?;
         tasks::count_active(&mut conn).await?
     };
-    let assessment = state.calculator.assess(&request, Some(queue_depth), None);
+    let cosines = match &state.embeddings {
+        Some(e) => e.cosines(&request.task_summary, request.task_details.as_deref()).await,
+        None => None,
+    };
+    let assessment = state.calculator.assess(&request, Some(queue_depth), cosines.as_deref());
     Ok(([(header::CONTENT_TYPE, "application/json")], scoring::assessment_json(&assessment)).into_response())
 }

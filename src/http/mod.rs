@@ -32,6 +32,8 @@ pub struct AppState {
     pub jwt: Arc<auth::JwtKeys>,
     /// The hub's own capability calculator for `/agent/negotiation`.
     pub calculator: Arc<Calculator>,
+    /// The optional embeddings provider for the assessment.
+    pub embeddings: Option<Arc<crate::embeddings::Embeddings>>,
     /// Committed events, fanned out to this process's SSE streams.
     pub events: Arc<crate::live::EventHub>,
     /// Turns true when the process starts shutting down: open event streams end then, so that

@@ -124,3 +124,76 @@ fn tempdir() -> std::path::PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+/// A local OpenAI-compatible embeddings server: every input gets `[1, 0]`, or a 500 when
+/// `fail` is set. Returns its base URL and a counter of calls.
+async fn embeddings_server(fail: bool) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use axum::{Json, Router, http::StatusCode as S, routing::post};
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = calls.clone();
+    let app = Router::new().route(
+        "/v1/embeddings",
+        post(move |Json(body): Json<Value>| {
+            let counter = counter.clone();
+            async move {
+                counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                if fail {
+                    return Err(S::INTERNAL_SERVER_ERROR);
+                }
+                let n = body["input"].as_array().map(|a| a.len()).unwrap_or(1);
+                let data: Vec<Value> = (0..n).map(|i| json!({ "embedding": [1.0, 0.0], "index": i })).collect();
+                Ok(Json(json!({ "data": data, "model": body["model"] })))
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, calls)
+}
+
+fn with_provider(url: &str) -> impl FnOnce(&mut parley::config::Config) + '_ {
+    move |c| {
+        c.embeddings = Some(parley::config::EmbeddingsConfig {
+            url: url.to_owned(),
+            api_key: Some("test-key".into()),
+            model: "text-embedding-3-small".into(),
+        })
+    }
+}
+
+#[tokio::test]
+async fn an_embeddings_provider_adds_semantic_similarity_and_is_cached() {
+    let (url, calls) = embeddings_server(false).await;
+    let app = TestApp::spawn_with(with_provider(&url)).await;
+    let plain = TestApp::spawn().await;
+    let request = json!({ "task_summary": "Negotiate a match between two people" });
+
+    let with = app.call(Method::POST, PATH, None, Some(&request)).await;
+    let without = plain.call(Method::POST, PATH, None, Some(&request)).await;
+    assert_eq!(with.status, StatusCode::OK, "{}", with.text);
+    let reasons = with.body["skill_matches"][0]["reasons"].as_array().unwrap();
+    assert_eq!(reasons[0], "semantic similarity: 1.00");
+    // Hybrid: 0.7 * cosine (1.0) + 0.3 * the keyword score the plain run reports.
+    let jaccard = without.body["skill_matches"][0]["score"].as_f64().unwrap();
+    let hybrid = with.body["skill_matches"][0]["score"].as_f64().unwrap();
+    assert!((hybrid - (0.7 + 0.3 * jaccard)).abs() < 1e-4, "{hybrid} vs {jaccard}");
+
+    // Skill embeddings once, the task once: a repeat is served from the cache.
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 2);
+    app.call(Method::POST, PATH, None, Some(&request)).await;
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn a_failing_provider_falls_back_to_keywords_without_failing_the_request() {
+    let (url, calls) = embeddings_server(true).await;
+    let app = TestApp::spawn_with(with_provider(&url)).await;
+    let plain = TestApp::spawn().await;
+    let request = json!({ "task_summary": "Negotiate a match between two people", "min_score": 0.1 });
+    let with = app.call(Method::POST, PATH, None, Some(&request)).await;
+    let without = plain.call(Method::POST, PATH, None, Some(&request)).await;
+    assert_eq!(with.status, StatusCode::OK);
+    assert_eq!(with.text, without.text, "keyword-only, exactly as without a provider");
+    assert!(calls.load(std::sync::atomic::Ordering::SeqCst) >= 1);
+}
