@@ -2,6 +2,7 @@
 
 mod a2a;
 mod agents;
+mod authz;
 mod delivery;
 mod assessment;
 mod auth;
