@@ -98,6 +98,33 @@ impl EmbeddedPostgres {
         Ok(pg)
     }
 
+    /// Stops the server and starts it again on the same port (fault tests restart PostgreSQL
+    /// under a running service with this).
+    pub fn restart(&mut self) -> anyhow::Result<()> {
+        let was_owned = !self.stopped;
+        self.stopped = false;
+        self.stop()?;
+        let log = self.cluster_dir.join("server.log");
+        let mut cmd = Command::new(self.bin_dir.join("pg_ctl"));
+        cmd.arg("start")
+            .arg("-D")
+            .arg(&self.cluster_dir)
+            .arg("-l")
+            .arg(&log)
+            .arg("-w")
+            .arg("-o")
+            .arg(format!(
+                "-p {} -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c max_connections=300",
+                self.port
+            ))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        as_user(&mut cmd, self.run_as);
+        anyhow::ensure!(cmd.status()?.success(), "restarting the embedded PostgreSQL failed");
+        self.stopped = !was_owned;
+        self.wait_ready(Duration::from_secs(30))
+    }
+
     /// Connection URL for `database` on this server.
     pub fn url(&self, database: &str) -> String {
         format!("postgres://postgres@127.0.0.1:{}/{database}", self.port)

@@ -94,17 +94,42 @@ impl ApiError {
     }
 }
 
+/// Whether an internal error is the database being unreachable or restarting (a 503 the client
+/// may retry) rather than a bug (a 500).
+pub fn is_database_unavailable(e: &anyhow::Error) -> bool {
+    e.chain().any(|cause| match cause.downcast_ref::<sqlx::Error>() {
+        Some(
+            sqlx::Error::Io(_)
+            | sqlx::Error::Tls(_)
+            | sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::WorkerCrashed,
+        ) => true,
+        Some(sqlx::Error::Database(d)) => {
+            d.code().is_some_and(|c| c.starts_with("57P") || c.starts_with("08") || c == "53300")
+        }
+        _ => false,
+    })
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let status = self.status();
-        let message = match &self {
+        let this = match self {
+            ApiError::Internal(e) if is_database_unavailable(&e) => {
+                tracing::warn!(error = format!("{e:#}"), "the database is unavailable");
+                ApiError::Unavailable("the database is unavailable; retry shortly".into())
+            }
+            other => other,
+        };
+        let status = this.status();
+        let message = match &this {
             ApiError::Internal(e) => {
                 tracing::error!(error = format!("{e:#}"), "internal error");
                 "internal server error".to_owned()
             }
             other => other.to_string(),
         };
-        (status, Json(ErrorBody { error: message, code: self.code() })).into_response()
+        (status, Json(ErrorBody { error: message, code: this.code() })).into_response()
     }
 }
 

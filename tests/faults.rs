@@ -1,0 +1,477 @@
+//! The fault harness: many agents polling, answering late, releasing and vanishing over many
+//! turns, with the service killed (SIGKILL), PostgreSQL restarted and the service's database
+//! connections terminated under load. Afterwards every negotiation must have ended and every
+//! invariant must hold in SQL. Counts are reported the Jepsen way: lost, duplicated,
+//! unexpected, recovered.
+//!
+//! `cargo test --test faults` runs the short version (CI runs it). Set
+//! `PARLEY_FAULT_SCALE=full` for the long one (more negotiations, more agents, more kills).
+
+#[path = "api/fixtures.rs"]
+#[allow(dead_code)]
+mod fixtures;
+#[path = "api/helpers.rs"]
+#[allow(dead_code)]
+mod helpers;
+
+use std::{
+    collections::{HashMap, HashSet},
+    process::{Child, Command, Stdio},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, AtomicU64, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use helpers::TEST_SECRET;
+use parley::http::auth::{CallerRole, JwtKeys};
+use serde_json::{Value, json};
+
+/// How big a run is.
+#[derive(Clone, Copy, Debug)]
+struct Scale {
+    negotiations: usize,
+    agents: usize,
+    kills: usize,
+}
+
+fn scale() -> Scale {
+    match std::env::var("PARLEY_FAULT_SCALE").as_deref() {
+        Ok("full") => Scale { negotiations: 1500, agents: 32, kills: 8 },
+        _ => Scale { negotiations: 120, agents: 12, kills: 3 },
+    }
+}
+
+/// What the clients saw, for the Jepsen-style report.
+#[derive(Default)]
+struct Ledger {
+    /// (task, turn) -> action, for every respond answered 200.
+    acknowledged: Mutex<HashMap<(String, u64), String>>,
+    /// (task, claim token) -> agent, for every pickup answered 200.
+    claims: Mutex<HashMap<(String, String), String>>,
+    /// Same claim token handed to two different agents.
+    double_claims: AtomicU64,
+    /// 5xx answers or bodies that broke the contract.
+    unexpected: AtomicU64,
+    /// Requests that failed to connect or got 503 (the service or its database was down):
+    /// expected under faults, and retried.
+    refused: AtomicU64,
+}
+
+/// A tiny deterministic generator, so that a failing run can be replayed with its seed.
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// One agent's polling loop against `base` until `stop`; behaves badly on purpose.
+async fn agent_loop(base: Arc<Mutex<String>>, agent: (String, String), ledger: Arc<Ledger>, stop: Arc<AtomicBool>, seed: u64) {
+    let client = reqwest::Client::builder().timeout(Duration::from_secs(5)).build().unwrap();
+    let mut rng = Lcg(seed);
+    let (agent_id, key) = agent;
+    while !stop.load(Ordering::Relaxed) {
+        let url = base.lock().unwrap().clone();
+        let picked = client
+            .post(format!("{url}/api/agents/{agent_id}/negotiations/pickup?wait=1"))
+            .header("x-api-key", &key)
+            .send()
+            .await;
+        let picked = match picked {
+            Ok(r) => r,
+            Err(_) => {
+                ledger.refused.fetch_add(1, Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let status = picked.status();
+        if status.as_u16() == 204 {
+            continue;
+        }
+        if status.as_u16() == 503 {
+            ledger.refused.fetch_add(1, Ordering::Relaxed); // the database was down: retry
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        }
+        if status.is_server_error() {
+            ledger.unexpected.fetch_add(1, Ordering::Relaxed);
+            continue;
+        }
+        let Ok(body) = picked.json::<Value>().await else { continue };
+        let (Some(task), Some(token), Some(turn)) =
+            (body["negotiationId"].as_str(), body["claimToken"].as_str(), body["turn"]["number"].as_u64())
+        else {
+            ledger.unexpected.fetch_add(1, Ordering::Relaxed);
+            continue;
+        };
+        {
+            let mut claims = ledger.claims.lock().unwrap();
+            let key = (task.to_owned(), token.to_owned());
+            match claims.get(&key) {
+                Some(holder) if holder != &agent_id => {
+                    ledger.double_claims.fetch_add(1, Ordering::Relaxed);
+                }
+                _ => {
+                    claims.insert(key, agent_id.clone());
+                }
+            }
+        }
+        let behaviour = rng.below(100);
+        if behaviour < 12 {
+            continue; // vanish: the claim expires, the turn is picked up again or falls back
+        }
+        if behaviour < 20 {
+            let _ = client
+                .post(format!("{url}/api/agents/{agent_id}/negotiations/{task}/release"))
+                .header("x-api-key", &key)
+                .json(&json!({ "claimToken": token }))
+                .send()
+                .await;
+            continue;
+        }
+        if behaviour < 30 {
+            tokio::time::sleep(Duration::from_millis(900 + rng.below(600))).await; // around the claim timeout
+        }
+        let action = if turn == 0 {
+            "propose"
+        } else {
+            ["counter", "question", "accept", "reject", "counter"][rng.below(5) as usize]
+        };
+        let answer = json!({
+            "claimToken": token,
+            "action": action,
+            "message": "fault harness",
+            "assessment": { "reasoning": "fault harness turn", "suggestedRoles": { "ownUser": "peer", "otherUser": "peer" } }
+        });
+        let url = base.lock().unwrap().clone();
+        match client
+            .post(format!("{url}/api/agents/{agent_id}/negotiations/{task}/respond"))
+            .header("x-api-key", &key)
+            .json(&answer)
+            .send()
+            .await
+        {
+            Ok(r) if r.status().is_success() => {
+                ledger.acknowledged.lock().unwrap().insert((task.to_owned(), turn), action.to_owned());
+            }
+            Ok(r) if r.status().as_u16() == 503 => {
+                ledger.refused.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(r) if r.status().is_server_error() => {
+                ledger.unexpected.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(_) => {} // 409 stale/completed: the race was lost, correctly
+            Err(_) => {
+                ledger.refused.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// A `parley serve` child process on a fixed port.
+struct Service {
+    child: Child,
+}
+
+impl Service {
+    fn start(database_url: &str, port: u16, data_dir: &std::path::Path) -> Service {
+        let child = Command::new(env!("CARGO_BIN_EXE_parley"))
+            .arg("serve")
+            .env("DATABASE_URL", database_url)
+            .env("PARLEY_BIND", format!("127.0.0.1:{port}"))
+            .env("PARLEY_DATA_DIR", data_dir)
+            .env("PARLEY_JWT_SECRET", TEST_SECRET)
+            .env("PARLEY_CLAIM_TIMEOUT", "1s")
+            .env("PARLEY_PARK_TIMEOUT", "2s")
+            .env("PARLEY_PVP_TIMEOUT", "20s")
+            .env("PARLEY_TIMER_POLL", "200ms")
+            .env("PARLEY_HOUSEKEEPING_EVERY", "2s")
+            .env("PARLEY_DB_POOL_SIZE", "24")
+            .env("RUST_LOG", "error")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting parley serve");
+        Service { child }
+    }
+
+    fn kill9(mut self) {
+        let _ = self.child.kill(); // SIGKILL
+        let _ = self.child.wait();
+    }
+}
+
+async fn wait_ready(base: &str) {
+    for _ in 0..200 {
+        if reqwest::get(format!("{base}/readyz")).await.is_ok_and(|r| r.status().is_success()) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the service at {base} did not become ready");
+}
+
+/// Everything the invariants check, read from the database.
+#[derive(Debug, Default)]
+struct Report {
+    lost: u64,
+    duplicated: u64,
+    unexpected: u64,
+    recovered: u64,
+}
+
+async fn check(pool: &sqlx::PgPool, ledger: &Ledger, in_flight_at_faults: &HashSet<String>) -> Report {
+    let mut report = Report::default();
+    let q = |sql: &'static str| sqlx::query_scalar::<_, i64>(sql);
+    // Duplicated: a turn stored twice, a claim handed to two agents.
+    report.duplicated += q("SELECT count(*) FROM (SELECT 1 FROM messages GROUP BY task_id, turn_number HAVING count(*) > 1) d")
+        .fetch_one(pool)
+        .await
+        .unwrap() as u64;
+    report.duplicated += ledger.double_claims.load(Ordering::Relaxed);
+    report.duplicated += q("SELECT count(*) FROM (SELECT 1 FROM artifacts GROUP BY task_id, name HAVING count(*) > 1) d")
+        .fetch_one(pool)
+        .await
+        .unwrap() as u64;
+    // Lost: a negotiation that never ended; an acknowledged turn that is not stored as answered.
+    report.lost += q("SELECT count(*) FROM tasks WHERE state NOT IN ('completed', 'canceled', 'failed')")
+        .fetch_one(pool)
+        .await
+        .unwrap() as u64;
+    let stored: HashSet<(String, i64, String)> =
+        sqlx::query_as::<_, (uuid::Uuid, i32, String)>("SELECT task_id, turn_number, action FROM messages WHERE played_by = 'personal'")
+            .fetch_all(pool)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|(t, n, a)| (t.to_string(), i64::from(n), a))
+            .collect();
+    for ((task, turn), action) in ledger.acknowledged.lock().unwrap().iter() {
+        if !stored.contains(&(task.clone(), *turn as i64, action.clone())) {
+            report.lost += 1;
+        }
+    }
+    // Unexpected: 5xx answers and broken invariants.
+    report.unexpected += ledger.unexpected.load(Ordering::Relaxed);
+    report.unexpected += q("SELECT count(*) FROM tasks t WHERE t.turn_count <> (SELECT count(*) FROM messages m WHERE m.task_id = t.task_id)")
+        .fetch_one(pool)
+        .await
+        .unwrap() as u64;
+    report.unexpected += q("SELECT count(*) FROM tasks t WHERE t.state IN ('completed', 'canceled')
+                              AND (SELECT count(*) FROM artifacts a WHERE a.task_id = t.task_id AND a.name = 'negotiation-outcome') <> 1")
+        .fetch_one(pool)
+        .await
+        .unwrap() as u64;
+    report.unexpected += q("SELECT count(*) FROM tasks t JOIN opportunities o USING (opportunity_id)
+                              WHERE (t.state = 'completed') = (o.status = 'negotiating')")
+        .fetch_one(pool)
+        .await
+        .unwrap() as u64;
+    // Gaps in the turn sequence.
+    report.unexpected += q("SELECT count(*) FROM (SELECT task_id FROM messages GROUP BY task_id HAVING max(turn_number) + 1 <> count(*)) g")
+        .fetch_one(pool)
+        .await
+        .unwrap() as u64;
+    // Recovered: negotiations in flight at a fault that still ended.
+    let ended: HashSet<String> = sqlx::query_scalar::<_, uuid::Uuid>("SELECT task_id FROM tasks WHERE state IN ('completed', 'canceled')")
+        .fetch_all(pool)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|u| u.to_string())
+        .collect();
+    report.recovered = in_flight_at_faults.iter().filter(|t| ended.contains(*t)).count() as u64;
+    report
+}
+
+async fn in_flight(pool: &sqlx::PgPool) -> HashSet<String> {
+    sqlx::query_scalar::<_, uuid::Uuid>("SELECT task_id FROM tasks WHERE state NOT IN ('completed', 'canceled', 'failed')")
+        .fetch_all(pool)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|u| u.to_string())
+        .collect()
+}
+
+async fn wait_all_ended(pool: &sqlx::PgPool, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        let open: i64 = sqlx::query_scalar("SELECT count(*) FROM tasks WHERE state NOT IN ('completed', 'canceled', 'failed')")
+            .fetch_one(pool)
+            .await
+            .unwrap();
+        if open == 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kills_restarts_and_dropped_connections_lose_nothing() {
+    let scale = scale();
+    // A private PostgreSQL, so that restarting it disturbs nothing else.
+    let pg_dir = std::env::temp_dir().join(format!("parley-faults-{}", uuid::Uuid::now_v7()));
+    let mut pg = parley::db::EmbeddedPostgres::start(&pg_dir).expect("a private PostgreSQL for the fault run");
+    let database_url = pg.url("parley_faults");
+    parley::db::create_database_if_missing(&database_url).await.unwrap();
+    let pool = parley::db::pool(&database_url, 4).await.unwrap();
+    parley::db::migrate(&pool).await.unwrap();
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let base = format!("http://127.0.0.1:{port}");
+    let data_dir = pg_dir.join("service");
+    let mut service = Service::start(&database_url, port, &data_dir);
+    wait_ready(&base).await;
+
+    let jwt = JwtKeys::new(TEST_SECRET.as_bytes());
+    let service_token = jwt.mint("platform", CallerRole::Service, Duration::from_secs(3600)).unwrap();
+    let client = reqwest::Client::new();
+    // Agents: `agents` users, each with one personal agent; every negotiation is mixed.
+    let mut agents = Vec::new();
+    for i in 0..scale.agents {
+        let user = format!("agent-user-{i}");
+        let token = jwt.mint(&user, CallerRole::User, Duration::from_secs(3600)).unwrap();
+        let r: Value = client
+            .post(format!("{base}/api/agents"))
+            .bearer_auth(&token)
+            .json(&json!({ "name": "fault agent" }))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        agents.push((r["agent"]["id"].as_str().unwrap().to_owned(), r["apiKey"]["key"].as_str().unwrap().to_owned()));
+    }
+
+    let ledger = Arc::new(Ledger::default());
+    let stop = Arc::new(AtomicBool::new(false));
+    let shared_base = Arc::new(Mutex::new(base.clone()));
+    let mut pollers = Vec::new();
+    for (i, agent) in agents.iter().enumerate() {
+        pollers.push(tokio::spawn(agent_loop(shared_base.clone(), agent.clone(), ledger.clone(), stop.clone(), 7 + i as u64)));
+    }
+
+    // Negotiations arrive while faults happen.
+    let mut rng = Lcg(42);
+    let mut in_flight_at_faults = HashSet::new();
+    let per_phase = scale.negotiations / (scale.kills + 2);
+    let mut created = 0;
+    let mut create = |n: usize, rng: &mut Lcg| {
+        let mut bodies = Vec::new();
+        for _ in 0..n {
+            let i = created;
+            created += 1;
+            let mut body = fixtures::good_match();
+            body["sourceUser"]["id"] = json!(format!("source-{i}"));
+            body["candidateUser"]["id"] = json!(format!("agent-user-{}", rng.below(scale.agents as u64)));
+            if i % 3 == 0 {
+                body["candidateUser"]["profile"]["skills"] = json!(["go"]);
+            }
+            bodies.push(body);
+        }
+        bodies
+    };
+    let post_all = |bodies: Vec<Value>| {
+        let client = client.clone();
+        let token = service_token.clone();
+        let base = base.clone();
+        let ledger = ledger.clone();
+        async move {
+            for body in bodies {
+                // A create that fails while the service is down is retried with the same
+                // opportunity id: it is idempotent.
+                let opportunity = uuid::Uuid::now_v7();
+                let mut body = body;
+                body["opportunityId"] = json!(opportunity.to_string());
+                for _ in 0..50 {
+                    match client.post(format!("{base}/api/negotiations")).bearer_auth(&token).json(&body).send().await {
+                        Ok(r) if r.status().is_success() => break,
+                        Ok(r) if r.status().as_u16() == 503 => tokio::time::sleep(Duration::from_millis(100)).await,
+                        Ok(r) if r.status().is_server_error() => {
+                            ledger.unexpected.fetch_add(1, Ordering::Relaxed);
+                            break;
+                        }
+                        Ok(r) => panic!("create refused: {}", r.text().await.unwrap_or_default()),
+                        Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+                    }
+                }
+            }
+        }
+    };
+
+    post_all(create(per_phase, &mut rng)).await;
+    for round in 0..scale.kills {
+        let load = tokio::spawn(post_all(create(per_phase, &mut rng)));
+        tokio::time::sleep(Duration::from_millis(300 + rng.below(700))).await;
+        in_flight_at_faults.extend(in_flight(&pool).await);
+        match round % 3 {
+            // SIGKILL of the service under load, then a restart on the same database.
+            0 => {
+                service.kill9();
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                service = Service::start(&database_url, port, &data_dir);
+            }
+            // Every connection of the service terminated by the database.
+            1 => {
+                sqlx::query(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                     WHERE datname = current_database() AND pid <> pg_backend_pid()",
+                )
+                .execute(&pool)
+                .await
+                .unwrap();
+            }
+            // PostgreSQL itself restarted under the running service.
+            _ => {
+                pool.close().await;
+                tokio::task::block_in_place(|| pg.restart()).expect("restarting PostgreSQL");
+            }
+        }
+        let _ = load.await;
+        wait_ready(&base).await;
+    }
+    let pool = parley::db::pool(&database_url, 4).await.unwrap();
+    post_all(create(per_phase, &mut rng)).await;
+
+    // Let the agents and the timers finish everything.
+    wait_all_ended(&pool, Duration::from_secs(90)).await;
+    stop.store(true, Ordering::Relaxed);
+    for p in pollers {
+        let _ = p.await;
+    }
+    let report = check(&pool, &ledger, &in_flight_at_faults).await;
+    let total: i64 = sqlx::query_scalar("SELECT count(*) FROM tasks").fetch_one(&pool).await.unwrap();
+    let turns: i64 = sqlx::query_scalar("SELECT count(*) FROM messages").fetch_one(&pool).await.unwrap();
+    let acknowledged = ledger.acknowledged.lock().unwrap().len();
+    eprintln!(
+        "fault run {scale:?}: {total} negotiations, {turns} turns, {acknowledged} acknowledged responds, {} refused \
+         requests during faults | lost {} duplicated {} unexpected {} recovered {} (of {} in flight at faults)",
+        ledger.refused.load(Ordering::Relaxed),
+        report.lost,
+        report.duplicated,
+        report.unexpected,
+        report.recovered,
+        in_flight_at_faults.len(),
+    );
+    service.kill9();
+    pool.close().await;
+    drop(pg);
+    let _ = std::fs::remove_dir_all(&pg_dir);
+
+    assert_eq!(total as usize, created, "every create landed exactly once");
+    assert_eq!(report.lost, 0, "lost");
+    assert_eq!(report.duplicated, 0, "duplicated");
+    assert_eq!(report.unexpected, 0, "unexpected");
+    assert_eq!(report.recovered as usize, in_flight_at_faults.len(), "every negotiation in flight at a fault ended");
+}
