@@ -90,6 +90,8 @@ pub async fn run(cli: Cli) -> ExitCode {
 async fn run_with_config(command: Command, config: Config) -> anyhow::Result<ExitCode> {
     match command {
         Command::Serve { no_workers } => {
+            // A bad skill file stops the start before anything else happens.
+            app::hub_skills(&config)?;
             let database = app::open_database(&config).await?;
             let config = Config { database_url: Some(database.url.clone()), workers: !no_workers, ..config };
             let app = Application::build(config, database.pool.clone()).await?;

@@ -6,7 +6,7 @@ use crate::config::LogFormat;
 
 /// Installs the global subscriber. Safe to call more than once (later calls do nothing).
 pub fn init(format: LogFormat) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_http=warn"));
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_http=warn,apalis=warn,apalis_core=warn,apalis_postgres=warn"));
     let registry = tracing_subscriber::registry().with(filter);
     let _ = match format {
         LogFormat::Pretty => registry.with(fmt::layer().with_writer(std::io::stderr)).try_init(),

@@ -3,6 +3,7 @@
 mod a2a;
 mod agents;
 mod authz;
+mod cli;
 mod delivery;
 mod assessment;
 mod auth;
