@@ -99,45 +99,69 @@ impl Engine {
             return Ok(Step::Stop);
         }
 
-        let history: Vec<Turn> = messages::turns(&mut tx, task.id).await?.into_iter().map(|t| t.turn).collect();
         let span = tracing::info_span!("turn", negotiation.id = %task.id, turn.number = turn_number,
             turn.side = side.as_str(), turn.played_by = "system");
-        let turn = {
-            let _entered = span.enter();
-            self.system_turn(&task, side, &history)?
-        };
         async {
-            super::store_turn(
-                &mut tx,
-                &task,
-                &messages::NewTurn {
-                    task_id: task.id,
-                    turn: &turn,
-                    user_id: task.user_id(side),
-                    played_by: SideKind::System,
-                    agent_id: None,
-                    claim_token_hash: None,
-                    request_hash: None,
-                },
-            )
-            .await?;
-            let mut all = history;
-            all.push(turn.clone());
-            let count = turn_number + 1;
-            if turn.action.is_terminal() {
-                finalize(self, &mut tx, &task, &all, None).await?;
-            } else if cap_reached(count, task.max_turns) {
-                finalize(self, &mut tx, &task, &all, Some(EndReason::TurnCap)).await?;
-            } else {
-                tasks::set_state(&mut tx, task.id, TaskState::Working, TaskState::Working, count).await?;
-            }
+            let turn = self.take_system_turn(&mut tx, &task, side).await?;
             tx.commit().await?;
             tracing::info!("{}", turn.action);
             Ok::<_, DeliveryError>(())
         }
-        .instrument(span.clone())
+        .instrument(span)
         .await?;
         Ok(Step::Continue)
+    }
+
+    /// The system negotiator takes `side`'s turn on a locked `working` task, in the caller's
+    /// transaction: it decides from that side's full context, stores the turn and concludes it.
+    pub(crate) async fn take_system_turn(
+        &self,
+        conn: &mut sqlx::PgConnection,
+        task: &tasks::Task,
+        side: crate::domain::Side,
+    ) -> Result<Turn, DeliveryError> {
+        let mut turns: Vec<Turn> = messages::turns(conn, task.id).await?.into_iter().map(|t| t.turn).collect();
+        let turn = self.system_turn(task, side, &turns)?;
+        super::store_turn(
+            conn,
+            task,
+            &messages::NewTurn {
+                task_id: task.id,
+                turn: &turn,
+                user_id: task.user_id(side),
+                played_by: SideKind::System,
+                agent_id: None,
+                claim_token_hash: None,
+                request_hash: None,
+            },
+        )
+        .await?;
+        turns.push(turn.clone());
+        self.conclude_turn(conn, task, &turns).await?;
+        Ok(turn)
+    }
+
+    /// After a turn was stored on a locked `working` task (`turns`: all of them, the new one
+    /// last): ends the negotiation on accept or reject or when the cap is reached, otherwise
+    /// records the new turn count. Returns whether it ended. Every turn, whoever took it, is
+    /// concluded here.
+    pub(crate) async fn conclude_turn(
+        &self,
+        conn: &mut sqlx::PgConnection,
+        task: &tasks::Task,
+        turns: &[Turn],
+    ) -> Result<bool, DeliveryError> {
+        let count = turns.len() as u32;
+        let terminal = turns.last().is_some_and(|t| t.action.is_terminal());
+        if terminal {
+            finalize(self, conn, task, turns, None).await?;
+        } else if cap_reached(count, task.max_turns) {
+            finalize(self, conn, task, turns, Some(EndReason::TurnCap)).await?;
+        } else {
+            tasks::set_state(conn, task.id, TaskState::Working, TaskState::Working, count).await?;
+            return Ok(false);
+        }
+        Ok(true)
     }
 
     /// The system negotiator's turn for `side`, from that side's full context.

@@ -11,11 +11,10 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use super::{AgentIdentity, DeliveryError, Engine, claims::hash_secret, finalize};
+use super::{AgentIdentity, DeliveryError, Engine, claims::hash_secret};
 use crate::{
     domain::{
-        Action, EndReason, Side, SideKind, SuggestedRoles, TaskEvent, TaskState, Turn, action_allowed,
-        outcome::cap_reached,
+        Action, Side, SideKind, SuggestedRoles, TaskEvent, TaskState, Turn, action_allowed,
     },
     store::{messages, opportunities, tasks},
 };
@@ -109,19 +108,8 @@ impl Engine {
         task.state = working;
         task.turn_count = count;
 
-        let mut turns: Vec<Turn> = messages::turns(&mut tx, task.id).await?.into_iter().map(|t| t.turn).collect();
-        if turns.last().map(|t| t.turn_number) != Some(turn_number) {
-            turns.push(turn.clone());
-        }
-        let ended = if turn.action.is_terminal() {
-            finalize(self, &mut tx, &task, &turns, None).await?;
-            true
-        } else if cap_reached(count, task.max_turns) {
-            finalize(self, &mut tx, &task, &turns, Some(EndReason::TurnCap)).await?;
-            true
-        } else {
-            false
-        };
+        let turns: Vec<Turn> = messages::turns(&mut tx, task.id).await?.into_iter().map(|t| t.turn).collect();
+        let ended = self.conclude_turn(&mut tx, &task, &turns).await?;
         tx.commit().await?;
         tracing::info!(turn.number = turn_number, turn.side = side.as_str(), turn.played_by = "personal", "{}", turn.action);
 

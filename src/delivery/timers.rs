@@ -14,11 +14,10 @@ use parley_jobs::{
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use super::{DeliveryError, Engine, finalize, store_turn};
+use super::{DeliveryError, Engine, finalize};
 use crate::{
     domain::{
-        EndReason, OpportunityEvent, OpportunityStatus, Side, SideKind, TaskEvent, TaskState, Turn,
-        outcome::cap_reached,
+        EndReason, OpportunityEvent, OpportunityStatus, Side, TaskEvent, TaskState, Turn,
     },
     store::{messages, opportunities, tasks, tasks::Task},
 };
@@ -139,32 +138,7 @@ impl Engine {
         tasks::set_state(&mut tx, task.id, task.state, working, task.turn_count).await?;
         task.state = working;
         let side = Side::for_turn(task.turn_count);
-        let history: Vec<Turn> = messages::turns(&mut tx, task.id).await?.into_iter().map(|t| t.turn).collect();
-        let turn = self.system_turn(&task, side, &history)?;
-        store_turn(
-            &mut tx,
-            &task,
-            &messages::NewTurn {
-                task_id: task.id,
-                turn: &turn,
-                user_id: task.user_id(side),
-                played_by: SideKind::System,
-                agent_id: None,
-                claim_token_hash: None,
-                request_hash: None,
-            },
-        )
-        .await?;
-        let count = task.turn_count + 1;
-        let mut all = history;
-        all.push(turn.clone());
-        if turn.action.is_terminal() {
-            finalize(self, &mut tx, &task, &all, None).await?;
-        } else if cap_reached(count, task.max_turns) {
-            finalize(self, &mut tx, &task, &all, Some(EndReason::TurnCap)).await?;
-        } else {
-            tasks::set_state(&mut tx, task.id, TaskState::Working, TaskState::Working, count).await?;
-        }
+        let turn = self.take_system_turn(&mut tx, &task, side).await?;
         tx.commit().await?;
         tracing::info!(negotiation.id = %task.id, turn.number = turn.turn_number, turn.side = side.as_str(),
             turn.played_by = "system_fallback", "{}", turn.action);
