@@ -13,6 +13,7 @@ pub mod domain;
 pub mod http;
 pub mod live;
 pub mod negotiator;
+pub mod openapi;
 pub mod scoring;
 pub mod store;
 pub mod telemetry;

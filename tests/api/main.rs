@@ -8,4 +8,5 @@ mod auth;
 mod fixtures;
 mod helpers;
 mod negotiations;
+mod openapi;
 mod ui;
