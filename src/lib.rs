@@ -12,6 +12,7 @@ pub mod delivery;
 pub mod domain;
 pub mod http;
 pub mod live;
+pub mod mcp;
 pub mod negotiator;
 pub mod openapi;
 pub mod scoring;

@@ -7,6 +7,7 @@ mod assessment;
 mod auth;
 mod fixtures;
 mod helpers;
+mod mcp;
 mod negotiations;
 mod openapi;
 mod ui;
