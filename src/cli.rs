@@ -61,12 +61,18 @@ pub enum Command {
         #[arg(long)]
         price: Option<String>,
     },
+    /// Print the OpenAPI 3.1 description of the HTTP API (what `api-spec/openapi.json` holds).
+    Openapi,
 }
 
 /// Runs the parsed command; the exit code is 2 for bad input, 1 for failures.
 pub async fn run(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Assess { skills, request, queue_depth, price } => assess(&skills, &request, queue_depth, price),
+        Command::Openapi => {
+            print!("{}", crate::openapi::spec_text());
+            ExitCode::SUCCESS
+        }
         command => {
             let config = match Config::from_env() {
                 Ok(c) => c,
@@ -136,7 +142,7 @@ async fn run_with_config(command: Command, config: Config) -> anyhow::Result<Exi
             println!("{}", JwtKeys::new(secret.as_bytes()).mint(&sub, role, ttl)?);
             Ok(ExitCode::SUCCESS)
         }
-        Command::Assess { .. } => unreachable!("handled without configuration"),
+        Command::Assess { .. } | Command::Openapi => unreachable!("handled without configuration"),
     }
 }
 

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::TransitionError;
 
 /// Where an opportunity is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum OpportunityStatus {
     /// Agents are negotiating; visible from the start.

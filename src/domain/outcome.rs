@@ -10,7 +10,7 @@ use super::{
 use crate::config::TurnCaps;
 
 /// Why a negotiation ended without an accept or reject.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EndReason {
     /// The turn cap was reached.
@@ -22,7 +22,7 @@ pub enum EndReason {
 }
 
 /// One user's role in an accepted match.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AgreedRole {
     /// The user.
@@ -32,7 +32,7 @@ pub struct AgreedRole {
 }
 
 /// The `negotiation-outcome` artifact, written once when the negotiation ends.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Outcome {
     /// True iff the last action was accept.

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::TransitionError;
 
 /// Where a negotiation task is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskState {
     /// Created, no turn taken yet.

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 /// The five things a turn can do (DESIGN.md §2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Action {
     /// Opening move; turn 0 only, and turn 0 must be a propose.
@@ -55,7 +55,7 @@ impl std::fmt::Display for Action {
 }
 
 /// The role a user would play in the match.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     /// Provides what the other needs (helper, mentor, provider).
@@ -95,7 +95,7 @@ impl Role {
 }
 
 /// The roles a turn suggests, from the speaker's point of view.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SuggestedRoles {
     /// The speaker's own user.
@@ -105,7 +105,7 @@ pub struct SuggestedRoles {
 }
 
 /// Which seat of the negotiation a turn belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Side {
     /// The user whose discovery produced the match; speaks first (even turns).
@@ -138,7 +138,7 @@ impl Side {
 }
 
 /// Who plays a side.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SideKind {
     /// Parley's in-process system negotiator.

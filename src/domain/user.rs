@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 /// One user as the platform hands it over in `POST /api/negotiations`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct UserContext {
     /// The platform's user id (opaque string).
@@ -23,7 +23,7 @@ pub struct UserContext {
 }
 
 /// A user's profile; unknown fields are kept.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Profile {
     /// Free-text description.
@@ -41,7 +41,7 @@ pub struct Profile {
 }
 
 /// Something the user wants.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Intent {
     /// The platform's id for the intent, if any.
@@ -52,7 +52,7 @@ pub struct Intent {
 }
 
 /// One actor of the evaluator's seed assessment.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SeedActor {
     /// The user.
@@ -62,7 +62,7 @@ pub struct SeedActor {
 }
 
 /// The matching platform's evaluation that proposed this match.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SeedAssessment {
     /// 0-100; stays the opportunity's score whatever the negotiation says.

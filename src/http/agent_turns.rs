@@ -10,7 +10,8 @@ use axum::{
     response::{IntoResponse, Response},
     routing::{get, post},
 };
-use serde::Deserialize;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -19,7 +20,7 @@ use super::{
     agent_auth::{AgentCaller, AgentOrOwner},
     error::{ApiError, ApiResult},
     extract::{ApiJson, ApiQuery, Ids, OptionalJson},
-    views::{NegotiationOut, TurnOut},
+    views::NegotiationOut,
 };
 use crate::{
     delivery::{AgentIdentity, Claim, TurnAnswer},
@@ -42,11 +43,133 @@ pub fn router() -> Router<AppState> {
 pub const MAX_TEXT: usize = 10_000;
 
 /// Query of pickup.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct PickupQuery {
     /// Seconds to wait for a turn (1 to PARLEY_LONG_POLL_MAX; larger values are capped).
+    #[param(value_type = Option<u32>, minimum = 1)]
     pub wait: Option<String>,
+}
+
+
+/// The pickup answer (DESIGN.md §5): the claimed turn with everything needed to answer it.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = Pickup, example = json!({
+    "negotiationId": "0193b0a4-7000-7000-8000-000000000001",
+    "taskId": "0193b0a4-7000-7000-8000-000000000001",
+    "claimToken": "ct_Zm9vYmFyYmF6cXV4",
+    "opportunity": {"id": "0193b0a4-7000-7000-8000-000000000002", "status": "negotiating",
+        "reasoning": "Both want a Rust payments collaboration", "actors": []},
+    "turn": {"number": 1, "deadline": "2026-01-01T18:00:00Z", "counterpartyAction": "propose",
+        "isFinalTurn": false, "maxTurns": 8,
+        "history": [{"turnNumber": 0, "side": "source", "action": "propose",
+            "reasoning": "Maya needs a senior Rust engineer for payments; Tomas has eight years of Rust and payments APIs.",
+            "suggestedRoles": {"ownUser": "patient", "otherUser": "agent"}, "message": null}]},
+    "context": {
+        "ownUser": {"id": "user-tomas", "name": "Tomas Novak",
+            "profile": {"bio": "Senior backend engineer, eight years of Rust", "skills": ["rust", "postgresql", "payments api"]},
+            "intents": [{"text": "Looking for a fintech startup to join as a senior backend engineer working on payments"}]},
+        "otherUser": {"id": "user-maya", "name": "Maya Chen",
+            "profile": {"bio": "Founder of a fintech startup", "skills": ["fundraising"], "interests": ["payments", "rust"]}},
+        "indexContext": null,
+        "seedAssessment": {"score": 88, "reasoning": "Both want a Rust payments collaboration"},
+        "isDiscoverer": false,
+        "discoveryQuery": "senior rust backend engineer for payments"}
+}))]
+#[allow(dead_code)]
+pub struct PickupDoc {
+    /// The negotiation to respond on (= the task id).
+    negotiation_id: Uuid,
+    /// The A2A task id (the same id).
+    task_id: Uuid,
+    /// Proof of the claim; send it back with respond, extend and release.
+    claim_token: String,
+    /// The opportunity being negotiated.
+    opportunity: PickupOpportunityDoc,
+    /// The turn to take.
+    turn: PickupTurnDoc,
+    /// Everything the agent argues from.
+    context: PickupContextDoc,
+}
+
+/// The opportunity of a pickup.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[schema(as = PickupOpportunity)]
+#[allow(dead_code)]
+pub struct PickupOpportunityDoc {
+    id: Uuid,
+    status: crate::domain::OpportunityStatus,
+    /// The evaluator's reasoning.
+    reasoning: String,
+    /// The evaluator's roles per user (may be empty).
+    actors: Vec<crate::domain::SeedActor>,
+}
+
+/// The turn of a pickup.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = PickupTurn)]
+#[allow(dead_code)]
+pub struct PickupTurnDoc {
+    /// 0-based: the number of turns already taken. Turn 0 must be `propose`.
+    number: u32,
+    /// When the claim lapses (ISO 8601); `extend` pushes it.
+    deadline: DateTime<Utc>,
+    /// The other side's last action, `none` before any turn.
+    #[schema(pattern = "^(none|propose|counter|accept|reject|question)$")]
+    counterparty_action: String,
+    /// The cap ends the negotiation after this turn: anything but accept/reject stalls it.
+    is_final_turn: bool,
+    /// 0 = unlimited.
+    max_turns: u32,
+    /// The turns so far.
+    history: Vec<HistoryTurnDoc>,
+}
+
+/// A past turn as a pickup shows it.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = HistoryTurn)]
+#[allow(dead_code)]
+pub struct HistoryTurnDoc {
+    turn_number: u32,
+    side: Side,
+    action: Action,
+    reasoning: String,
+    suggested_roles: SuggestedRoles,
+    message: Option<String>,
+}
+
+/// What the agent argues from.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = PickupContext)]
+#[allow(dead_code)]
+pub struct PickupContextDoc {
+    /// The agent's own user, in full.
+    own_user: UserContext,
+    /// The other user: who they are and what they offer (not their intents).
+    other_user: OtherUserDoc,
+    /// The platform's index context, verbatim.
+    index_context: Option<Value>,
+    /// The evaluator's assessment.
+    seed_assessment: SeedAssessment,
+    /// Whether the agent's user is the discovering (source) user.
+    is_discoverer: bool,
+    /// What the source user searched for.
+    discovery_query: Option<String>,
+}
+
+/// The other user as an agent sees them.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[schema(as = OtherUser)]
+#[allow(dead_code)]
+pub struct OtherUserDoc {
+    id: String,
+    name: Option<String>,
+    profile: Option<crate::domain::Profile>,
 }
 
 /// Parses `wait`: a whole number of seconds > 0, capped at the configured maximum.
@@ -63,7 +186,17 @@ pub fn parse_wait(raw: Option<&str>, max: Duration) -> ApiResult<Option<Duration
 
 /// Takes the agent's turn: its live claim if it has one, else the oldest turn parked for its
 /// user; 204 when there is none (after waiting up to `wait` seconds).
-async fn pickup_turn(
+#[utoipa::path(post, path = "/api/agents/{id}/negotiations/pickup", tag = "turns", operation_id = "pickupTurn",
+    security(("agentKeyBearer" = []), ("agentKey" = [])),
+    params(("id" = Uuid, Path, description = "The agent id (the key's own agent)"), PickupQuery),
+    responses(
+        (status = 200, description = "A claimed turn (the same claim again while it lives)", body = PickupDoc),
+        (status = 204, description = "No turn is parked for the agent's user (after waiting up to `wait` seconds)"),
+        (status = 400, description = "Invalid `wait` (`invalid_body`)"),
+        (status = 403, description = "The key belongs to another agent, or the agent is inactive"),
+        (status = 404, description = "The path's agent id is not an id"),
+    ))]
+pub async fn pickup_turn(
     State(state): State<AppState>,
     AgentCaller(agent): AgentCaller,
     ApiQuery(q): ApiQuery<PickupQuery>,
@@ -135,24 +268,37 @@ pub async fn pickup_body(state: &AppState, claim: &Claim) -> ApiResult<Value> {
 }
 
 /// The `assessment` of a respond body.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AssessmentIn {
     /// Why (required, 1 to 10 000 characters).
+    #[schema(min_length = 1, max_length = 10000)]
     pub reasoning: String,
     /// Roles from the responding user's view.
     pub suggested_roles: SuggestedRoles,
 }
 
 /// Body of respond.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(example = json!({
+    "claimToken": "ct_Zm9vYmFyYmF6cXV4",
+    "action": "counter",
+    "message": "Tomas has built payments APIs in Rust for eight years; what stage is the company at, and is the role hands-on?",
+    "assessment": {
+        "reasoning": "Strong skills fit; the intent match depends on the company's stage, which Maya's profile does not say.",
+        "suggestedRoles": {"ownUser": "agent", "otherUser": "patient"}
+    }
+}))]
 pub struct RespondIn {
     /// The token from pickup; optional for clients of Index Network's API.
+    #[schema(min_length = 1, max_length = 200)]
     pub claim_token: Option<String>,
     /// `propose` (turn 0 only), `counter`, `accept`, `reject` or `question`.
+    #[schema(pattern = "^(propose|counter|accept|reject|question)$")]
     pub action: String,
     /// Free text for the other side (at most 10 000 characters).
+    #[schema(max_length = 10000)]
     pub message: Option<String>,
     /// The agent's assessment.
     pub assessment: AssessmentIn,
@@ -187,8 +333,62 @@ impl RespondIn {
     }
 }
 
+/// The respond answer (DESIGN.md §5).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = Responded, example = json!({
+    "success": true,
+    "negotiationId": "0193b0a4-7000-7000-8000-000000000001",
+    "turnNumber": 1,
+    "status": "completed",
+    "opportunity": {"id": "0193b0a4-7000-7000-8000-000000000002", "status": "pending"},
+    "outcome": {"hasOpportunity": true,
+        "agreedRoles": [{"userId": "user-tomas", "role": "agent"}, {"userId": "user-maya", "role": "patient"}],
+        "reasoning": "Strong skills and intent fit", "turnCount": 2}
+}))]
+#[allow(dead_code)]
+pub struct RespondedDoc {
+    /// Always true.
+    success: bool,
+    /// The negotiation.
+    negotiation_id: Uuid,
+    /// The turn just stored (0-based).
+    turn_number: u32,
+    /// The task's state once the call is done: `waiting_for_agent` when a personal turn was
+    /// parked next, `completed` when it ended.
+    status: TaskState,
+    /// The opportunity's id and status.
+    opportunity: OpportunityRefDoc,
+    /// Set once the negotiation ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    outcome: Option<crate::domain::Outcome>,
+}
+
+/// An opportunity's id and status.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[schema(as = OpportunityRef)]
+#[allow(dead_code)]
+pub struct OpportunityRefDoc {
+    id: Uuid,
+    status: crate::domain::OpportunityStatus,
+}
+
 /// Answers the turn the agent holds.
-async fn respond_to_turn(
+#[utoipa::path(post, path = "/api/agents/{id}/negotiations/{negotiationId}/respond", tag = "turns", operation_id = "respondToTurn",
+    security(("agentKeyBearer" = []), ("agentKey" = [])),
+    params(
+        ("id" = Uuid, Path, description = "The agent id (the key's own agent)"),
+        ("negotiationId" = Uuid, Path, description = "The negotiation id from pickup"),
+    ),
+    request_body = RespondIn,
+    responses(
+        (status = 200, description = "The turn is stored (or this exact respond was already applied)", body = RespondedDoc),
+        (status = 400, description = "Invalid body (`invalid_body`) or action not allowed at this turn (`action_not_allowed`)"),
+        (status = 403, description = "The key belongs to another agent, or the agent is inactive"),
+        (status = 404, description = "Unknown negotiation, or not the agent's user's"),
+        (status = 409, description = "`not_claimed`, `claimed_by_other`, `claim_stale` or `already_completed`"),
+    ))]
+pub async fn respond_to_turn(
     State(state): State<AppState>,
     AgentCaller(agent): AgentCaller,
     Ids((_, negotiation_id)): Ids<(Uuid, Uuid)>,
@@ -199,42 +399,99 @@ async fn respond_to_turn(
 }
 
 /// Body of extend and release.
-#[derive(Debug, Deserialize, Default)]
+#[derive(Debug, Deserialize, Default, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ClaimIn {
     /// The token from pickup; optional like respond's.
     pub claim_token: Option<String>,
 }
 
+/// The answer of extend.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ExtendedOut {
+    /// Always true.
+    pub success: bool,
+    /// The negotiation.
+    pub negotiation_id: Uuid,
+    /// The claim token (unchanged).
+    pub claim_token: String,
+    /// The claim's new deadline.
+    pub deadline: DateTime<Utc>,
+}
+
+/// The answer of release.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReleasedOut {
+    /// Always true.
+    pub success: bool,
+    /// The negotiation.
+    pub negotiation_id: Uuid,
+    /// The task's state (`waiting_for_agent`).
+    pub status: TaskState,
+}
+
 /// Pushes the claim's deadline to now + the claim timeout.
-async fn extend_claim(
+#[utoipa::path(post, path = "/api/agents/{id}/negotiations/{negotiationId}/extend", tag = "turns", operation_id = "extendClaim",
+    security(("agentKeyBearer" = []), ("agentKey" = [])),
+    params(
+        ("id" = Uuid, Path, description = "The agent id (the key's own agent)"),
+        ("negotiationId" = Uuid, Path, description = "The negotiation id from pickup"),
+    ),
+    request_body(content = Option<ClaimIn>, description = "Optional; `{\"claimToken\": ...}`"),
+    responses(
+        (status = 200, description = "The claim's deadline was pushed", body = ExtendedOut),
+        (status = 400, description = "Invalid body (`invalid_body`)"),
+        (status = 403, description = "The key belongs to another agent, or the agent is inactive"),
+        (status = 404, description = "Unknown negotiation, or not the agent's user's"),
+        (status = 409, description = "`not_claimed`, `claimed_by_other`, `claim_stale` or `already_completed`"),
+    ))]
+pub async fn extend_claim(
     State(state): State<AppState>,
     AgentCaller(agent): AgentCaller,
     Ids((_, negotiation_id)): Ids<(Uuid, Uuid)>,
     OptionalJson(body): OptionalJson<ClaimIn>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<ExtendedOut>> {
     let claim = state.engine.extend(&agent, negotiation_id, body.claim_token.as_deref()).await?;
-    Ok(Json(json!({ "success": true, "negotiationId": negotiation_id, "claimToken": claim.token, "deadline": claim.expires_at })))
+    Ok(Json(ExtendedOut { success: true, negotiation_id, claim_token: claim.token, deadline: claim.expires_at }))
 }
 
 /// Gives the turn back to be picked up again.
-async fn release_claim(
+#[utoipa::path(post, path = "/api/agents/{id}/negotiations/{negotiationId}/release", tag = "turns", operation_id = "releaseClaim",
+    security(("agentKeyBearer" = []), ("agentKey" = [])),
+    params(
+        ("id" = Uuid, Path, description = "The agent id (the key's own agent)"),
+        ("negotiationId" = Uuid, Path, description = "The negotiation id from pickup"),
+    ),
+    request_body(content = Option<ClaimIn>, description = "Optional; `{\"claimToken\": ...}`"),
+    responses(
+        (status = 200, description = "The turn is parked again", body = ReleasedOut),
+        (status = 400, description = "Invalid body (`invalid_body`)"),
+        (status = 403, description = "The key belongs to another agent, or the agent is inactive"),
+        (status = 404, description = "Unknown negotiation, or not the agent's user's"),
+        (status = 409, description = "`not_claimed`, `claimed_by_other`, `claim_stale` or `already_completed`"),
+    ))]
+pub async fn release_claim(
     State(state): State<AppState>,
     AgentCaller(agent): AgentCaller,
     Ids((_, negotiation_id)): Ids<(Uuid, Uuid)>,
     OptionalJson(body): OptionalJson<ClaimIn>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<ReleasedOut>> {
     let task = state.engine.release(&agent, negotiation_id, body.claim_token.as_deref()).await?;
-    Ok(Json(json!({ "success": true, "negotiationId": negotiation_id, "status": task.state })))
+    Ok(Json(ReleasedOut { success: true, negotiation_id, status: task.state }))
 }
 
 /// Query of the agent's listing.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Default, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct AgentListQuery {
     /// `waiting_for_agent`, `active`, `completed` or `all` (default).
+    #[param(pattern = "^(waiting_for_agent|active|completed|all)$")]
     pub status: Option<String>,
     /// Page size (default 50, at most 200).
+    #[param(minimum = 1, maximum = 200)]
     pub limit: Option<i64>,
     /// The previous page's `nextCursor`.
     pub cursor: Option<String>,
@@ -245,12 +502,62 @@ fn is_users_turn(task: &tasks::Task, agent: &AgentIdentity) -> bool {
         && task.awaiting_user_id.as_deref() == Some(agent.owner_user_id.as_str())
 }
 
+/// One negotiation in the agent's listing.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentNegotiationItem {
+    /// The negotiation.
+    pub negotiation_id: Uuid,
+    /// The opportunity it decides.
+    pub opportunity_id: Uuid,
+    /// The task state.
+    pub status: TaskState,
+    /// A turn of the agent's user is parked or claimed.
+    pub is_users_turn: bool,
+    /// The last turn's action; null before any turn.
+    pub latest_action: Option<Action>,
+    /// Turns taken.
+    pub turn_count: u32,
+    /// 0 = unlimited.
+    pub max_turns: u32,
+    /// The agent's user's seat.
+    pub own_side: Option<Side>,
+    /// The other user.
+    pub counterpart_user_id: Option<String>,
+    /// Last changed.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A page of the agent's negotiations.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentNegotiationPage {
+    /// Newest first.
+    pub negotiations: Vec<AgentNegotiationItem>,
+    /// Pass as `cursor` for the next page; null on the last page.
+    pub next_cursor: Option<String>,
+}
+
 /// The negotiations of the agent's user, newest first.
-async fn list_agent_negotiations(
+#[utoipa::path(get, path = "/api/agents/{id}/negotiations", tag = "turns", operation_id = "listAgentNegotiations",
+    security(("agentKeyBearer" = []), ("agentKey" = []), ("bearerJwt" = [])),
+    params(("id" = Uuid, Path, description = "The agent id"), AgentListQuery),
+    responses(
+        (status = 200, description = "A page, newest first", body = AgentNegotiationPage),
+        (status = 400, description = "Invalid query (`invalid_body`)"),
+        (status = 403, description = "The key belongs to another agent, or the agent is inactive"),
+        (status = 404, description = "Unknown agent, or not the caller's"),
+    ))]
+pub async fn list_agent_negotiations(
     State(state): State<AppState>,
     AgentOrOwner(agent): AgentOrOwner,
     ApiQuery(q): ApiQuery<AgentListQuery>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<AgentNegotiationPage>> {
+    agent_negotiations(&state, &agent, &q).await.map(Json)
+}
+
+/// The agent's listing (shared by HTTP and MCP).
+pub async fn agent_negotiations(state: &AppState, agent: &AgentIdentity, q: &AgentListQuery) -> ApiResult<AgentNegotiationPage> {
     const ACTIVE: [&str; 4] = ["submitted", "working", "waiting_for_agent", "claimed"];
     const DONE: [&str; 3] = ["completed", "canceled", "failed"];
     let (states, awaiting_only): (Vec<&str>, bool) = match q.status.as_deref().unwrap_or("all") {
@@ -275,29 +582,60 @@ async fn list_agent_negotiations(
     for task in page.iter().take(limit as usize) {
         let turns = messages::turns(&mut conn, task.id).await?;
         let own_side = task.side_of(&agent.owner_user_id);
-        items.push(json!({
-            "negotiationId": task.id,
-            "opportunityId": task.opportunity_id,
-            "status": task.state,
-            "isUsersTurn": is_users_turn(task, &agent),
-            "latestAction": turns.last().map(|t| t.turn.action),
-            "turnCount": task.turn_count,
-            "maxTurns": task.max_turns,
-            "ownSide": own_side,
-            "counterpartUserId": own_side.map(|s| task.user_id(s.other()).to_owned()),
-            "updatedAt": task.updated_at,
-        }));
+        items.push(AgentNegotiationItem {
+            negotiation_id: task.id,
+            opportunity_id: task.opportunity_id,
+            status: task.state,
+            is_users_turn: is_users_turn(task, agent),
+            latest_action: turns.last().map(|t| t.turn.action),
+            turn_count: task.turn_count,
+            max_turns: task.max_turns,
+            own_side,
+            counterpart_user_id: own_side.map(|s| task.user_id(s.other()).to_owned()),
+            updated_at: task.updated_at,
+        });
     }
     let next_cursor = if has_more { page.get(limit as usize - 1).map(|t| t.id.to_string()) } else { None };
-    Ok(Json(json!({ "negotiations": items, "nextCursor": next_cursor })))
+    Ok(AgentNegotiationPage { negotiations: items, next_cursor })
+}
+
+/// A negotiation from an agent's side.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentNegotiationOut {
+    /// The whole negotiation.
+    #[serde(flatten)]
+    pub negotiation: NegotiationOut,
+    /// The agent's user's seat.
+    pub own_side: Side,
+    /// A turn of the agent's user is parked or claimed.
+    pub is_users_turn: bool,
+    /// The last turn's action; null before any turn.
+    pub latest_action: Option<Action>,
 }
 
 /// One negotiation from the agent's side: history with `isUsersTurn` and `latestAction`.
-async fn get_agent_negotiation(
+#[utoipa::path(get, path = "/api/agents/{id}/negotiations/{negotiationId}", tag = "turns", operation_id = "getAgentNegotiation",
+    security(("agentKeyBearer" = []), ("agentKey" = []), ("bearerJwt" = [])),
+    params(
+        ("id" = Uuid, Path, description = "The agent id"),
+        ("negotiationId" = Uuid, Path, description = "The negotiation id"),
+    ),
+    responses(
+        (status = 200, description = "The negotiation from the agent's side", body = AgentNegotiationOut),
+        (status = 403, description = "The key belongs to another agent, or the agent is inactive"),
+        (status = 404, description = "Unknown agent or negotiation, or not the caller's"),
+    ))]
+pub async fn get_agent_negotiation(
     State(state): State<AppState>,
     AgentOrOwner(agent): AgentOrOwner,
     Ids((_, negotiation_id)): Ids<(Uuid, Uuid)>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<AgentNegotiationOut>> {
+    agent_negotiation(&state, &agent, negotiation_id).await.map(Json)
+}
+
+/// One negotiation from the agent's side (shared by HTTP and MCP).
+pub async fn agent_negotiation(state: &AppState, agent: &AgentIdentity, negotiation_id: Uuid) -> ApiResult<AgentNegotiationOut> {
     let mut conn = state.pool().acquire().await?;
     let task = tasks::get(&mut conn, negotiation_id).await?.ok_or(ApiError::NotFound("negotiation"))?;
     let Some(own_side) = task.side_of(&agent.owner_user_id) else {
@@ -305,10 +643,10 @@ async fn get_agent_negotiation(
     };
     let turns = messages::turns(&mut conn, task.id).await?;
     let outcome = messages::outcome(&mut conn, task.id).await?;
-    let mut body = serde_json::to_value(NegotiationOut::new(&task, &turns, outcome)).map_err(anyhow::Error::from)?;
-    body["ownSide"] = json!(own_side);
-    body["isUsersTurn"] = json!(is_users_turn(&task, &agent));
-    body["latestAction"] = json!(turns.last().map(|t| t.turn.action));
-    let _: Option<TurnOut> = None;
-    Ok(Json(body))
+    Ok(AgentNegotiationOut {
+        negotiation: NegotiationOut::new(&task, &turns, outcome),
+        own_side,
+        is_users_turn: is_users_turn(&task, agent),
+        latest_action: turns.last().map(|t| t.turn.action),
+    })
 }

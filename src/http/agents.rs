@@ -10,7 +10,7 @@ use base64::Engine as _;
 use chrono::{DateTime, Utc};
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+
 use uuid::Uuid;
 
 use super::{
@@ -35,7 +35,7 @@ pub fn router() -> Router<AppState> {
 }
 
 /// An agent as its owner sees it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentOut {
     /// Its id.
@@ -62,7 +62,7 @@ pub struct AgentOut {
 }
 
 /// A key's public facts.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct KeyOut {
     /// Its id.
@@ -107,21 +107,55 @@ fn new_key() -> (String, String) {
     (key, prefix)
 }
 
-async fn issue_key(conn: &mut sqlx::PgConnection, agent_id: Uuid, expires_at: Option<DateTime<Utc>>) -> ApiResult<Value> {
+/// A new API key: the only time the key itself is shown.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NewKeyOut {
+    /// The key's id (for revoking it).
+    pub id: Uuid,
+    /// The key; send it as `x-api-key: <key>` or `Authorization: Bearer <key>`.
+    #[schema(example = "pk_3q2-7wEXAMPLEonlyEXAMPLEonlyEXAMPLE")]
+    pub key: String,
+    /// The key's first characters, shown in listings.
+    pub prefix: String,
+    /// When it stops working; null for never.
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+async fn issue_key(conn: &mut sqlx::PgConnection, agent_id: Uuid, expires_at: Option<DateTime<Utc>>) -> ApiResult<NewKeyOut> {
     let (key, prefix) = new_key();
     let stored = agents::insert_key(conn, agent_id, &prefix, &hash_secret(&key), expires_at).await?;
-    Ok(json!({ "id": stored.api_key_id, "key": key, "prefix": prefix, "expiresAt": stored.expires_at }))
+    Ok(NewKeyOut { id: stored.api_key_id, key, prefix, expires_at: stored.expires_at })
+}
+
+/// The answer of `POST /api/agents`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CreatedAgentOut {
+    /// The agent.
+    pub agent: AgentOut,
+    /// Its first key, shown once.
+    pub api_key: NewKeyOut,
+}
+
+/// The caller's agents.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct AgentListOut {
+    /// Oldest first.
+    pub agents: Vec<AgentOut>,
 }
 
 /// Body of `POST /api/agents`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreateAgentIn {
     /// Display name (1-200 characters).
+    #[schema(min_length = 1, max_length = 200)]
     pub name: String,
     /// Free text (at most 2 000 characters).
     pub description: Option<String>,
     /// `enabled` (default) or `disabled`.
+    #[schema(pattern = "^(enabled|disabled)$")]
     pub negotiation_mode: Option<String>,
 }
 
@@ -148,11 +182,19 @@ fn check_mode(mode: Option<&str>) -> ApiResult<()> {
 }
 
 /// Registers a personal agent for the caller and returns its first API key, once.
-async fn create_agent(
+#[utoipa::path(post, path = "/api/agents", tag = "agents", operation_id = "createAgent",
+    security(("bearerJwt" = [])),
+    request_body(content = CreateAgentIn, example = json!({"name": "Tomas on my laptop"})),
+    responses(
+        (status = 201, description = "Registered; the key is shown this once", body = CreatedAgentOut),
+        (status = 400, description = "Invalid body (`invalid_body`)"),
+        (status = 403, description = "Not a user token"),
+    ))]
+pub async fn create_agent(
     State(state): State<AppState>,
     UserCaller(caller): UserCaller,
     ApiJson(body): ApiJson<CreateAgentIn>,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> ApiResult<(StatusCode, Json<CreatedAgentOut>)> {
     check_name(&body.name)?;
     check_description(body.description.as_deref())?;
     check_mode(body.negotiation_mode.as_deref())?;
@@ -169,18 +211,24 @@ async fn create_agent(
     let key = issue_key(&mut tx, agent.agent_id, None).await?;
     let keys = agents::keys(&mut tx, agent.agent_id).await?;
     tx.commit().await?;
-    Ok((StatusCode::CREATED, Json(json!({ "agent": agent_out(agent, &keys), "apiKey": key }))))
+    Ok((StatusCode::CREATED, Json(CreatedAgentOut { agent: agent_out(agent, &keys), api_key: key })))
 }
 
 /// The caller's agents.
-async fn list_agents(State(state): State<AppState>, UserCaller(caller): UserCaller) -> ApiResult<Json<Value>> {
+#[utoipa::path(get, path = "/api/agents", tag = "agents", operation_id = "listAgents",
+    security(("bearerJwt" = [])),
+    responses(
+        (status = 200, description = "The caller's agents", body = AgentListOut),
+        (status = 403, description = "Not a user token"),
+    ))]
+pub async fn list_agents(State(state): State<AppState>, UserCaller(caller): UserCaller) -> ApiResult<Json<AgentListOut>> {
     let mut conn = state.pool().acquire().await?;
     let mut out = Vec::new();
     for agent in agents::list_for_owner(&mut conn, &caller.sub).await? {
         let keys = agents::keys(&mut conn, agent.agent_id).await?;
         out.push(agent_out(agent, &keys));
     }
-    Ok(Json(json!({ "agents": out })))
+    Ok(Json(AgentListOut { agents: out }))
 }
 
 /// The caller's agent `id`, or 404.
@@ -189,7 +237,15 @@ async fn own_agent(conn: &mut sqlx::PgConnection, owner: &str, id: Uuid) -> ApiR
 }
 
 /// One agent.
-async fn get_agent(State(state): State<AppState>, UserCaller(caller): UserCaller, Ids(id): Ids<Uuid>) -> ApiResult<Json<AgentOut>> {
+#[utoipa::path(get, path = "/api/agents/{id}", tag = "agents", operation_id = "getAgent",
+    security(("bearerJwt" = [])),
+    params(("id" = Uuid, Path, description = "The agent id")),
+    responses(
+        (status = 200, description = "The agent", body = AgentOut),
+        (status = 403, description = "Not a user token"),
+        (status = 404, description = "Unknown, or not the caller's"),
+    ))]
+pub async fn get_agent(State(state): State<AppState>, UserCaller(caller): UserCaller, Ids(id): Ids<Uuid>) -> ApiResult<Json<AgentOut>> {
     let mut conn = state.pool().acquire().await?;
     let agent = own_agent(&mut conn, &caller.sub, id).await?;
     let keys = agents::keys(&mut conn, id).await?;
@@ -197,21 +253,33 @@ async fn get_agent(State(state): State<AppState>, UserCaller(caller): UserCaller
 }
 
 /// Body of `PATCH /api/agents/{id}`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UpdateAgentIn {
     /// New name.
     pub name: Option<String>,
     /// `active` or `inactive`.
+    #[schema(pattern = "^(active|inactive)$")]
     pub status: Option<String>,
     /// `enabled` or `disabled`.
+    #[schema(pattern = "^(enabled|disabled)$")]
     pub negotiation_mode: Option<String>,
     /// New description.
     pub description: Option<String>,
 }
 
 /// Changes name, status, negotiation mode or description.
-async fn update_agent(
+#[utoipa::path(patch, path = "/api/agents/{id}", tag = "agents", operation_id = "updateAgent",
+    security(("bearerJwt" = [])),
+    params(("id" = Uuid, Path, description = "The agent id")),
+    request_body(content = UpdateAgentIn, example = json!({"negotiationMode": "disabled"})),
+    responses(
+        (status = 200, description = "The agent as it now is", body = AgentOut),
+        (status = 400, description = "Invalid body (`invalid_body`)"),
+        (status = 403, description = "Not a user token"),
+        (status = 404, description = "Unknown, or not the caller's"),
+    ))]
+pub async fn update_agent(
     State(state): State<AppState>,
     UserCaller(caller): UserCaller,
     Ids(id): Ids<Uuid>,
@@ -243,7 +311,15 @@ async fn update_agent(
 }
 
 /// Deletes an agent and its keys; turns it holds are given back to be picked up again.
-async fn delete_agent(State(state): State<AppState>, UserCaller(caller): UserCaller, Ids(id): Ids<Uuid>) -> ApiResult<StatusCode> {
+#[utoipa::path(delete, path = "/api/agents/{id}", tag = "agents", operation_id = "deleteAgent",
+    security(("bearerJwt" = [])),
+    params(("id" = Uuid, Path, description = "The agent id")),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 403, description = "Not a user token"),
+        (status = 404, description = "Unknown, or not the caller's"),
+    ))]
+pub async fn delete_agent(State(state): State<AppState>, UserCaller(caller): UserCaller, Ids(id): Ids<Uuid>) -> ApiResult<StatusCode> {
     let mut conn = state.pool().acquire().await?;
     let agent = own_agent(&mut conn, &caller.sub, id).await?;
     drop(conn);
@@ -255,7 +331,7 @@ async fn delete_agent(State(state): State<AppState>, UserCaller(caller): UserCal
 }
 
 /// Optional body of `POST /api/agents/{id}/keys`.
-#[derive(Debug, Deserialize, Default)]
+#[derive(Debug, Deserialize, Default, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreateKeyIn {
     /// When the key stops working (RFC 3339); never when absent.
@@ -263,12 +339,22 @@ pub struct CreateKeyIn {
 }
 
 /// Issues another key for an agent; the key is shown once.
-async fn create_key(
+#[utoipa::path(post, path = "/api/agents/{id}/keys", tag = "agents", operation_id = "createAgentKey",
+    security(("bearerJwt" = [])),
+    params(("id" = Uuid, Path, description = "The agent id")),
+    request_body(content = Option<CreateKeyIn>, description = "Optional; an empty body issues a key that never expires"),
+    responses(
+        (status = 201, description = "The new key, shown this once", body = NewKeyOut),
+        (status = 400, description = "Invalid body (`invalid_body`)"),
+        (status = 403, description = "Not a user token"),
+        (status = 404, description = "Unknown, or not the caller's"),
+    ))]
+pub async fn create_key(
     State(state): State<AppState>,
     UserCaller(caller): UserCaller,
     Ids(id): Ids<Uuid>,
     OptionalJson(body): OptionalJson<CreateKeyIn>,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> ApiResult<(StatusCode, Json<NewKeyOut>)> {
     if body.expires_at.is_some_and(|e| e <= Utc::now()) {
         return Err(ApiError::invalid("expiresAt must be in the future"));
     }
@@ -280,7 +366,18 @@ async fn create_key(
 }
 
 /// Revokes a key; it answers 401 from now on.
-async fn revoke_key(
+#[utoipa::path(delete, path = "/api/agents/{id}/keys/{keyId}", tag = "agents", operation_id = "revokeAgentKey",
+    security(("bearerJwt" = [])),
+    params(
+        ("id" = Uuid, Path, description = "The agent id"),
+        ("keyId" = Uuid, Path, description = "The key id"),
+    ),
+    responses(
+        (status = 204, description = "Revoked"),
+        (status = 403, description = "Not a user token"),
+        (status = 404, description = "Unknown agent or key, or not the caller's"),
+    ))]
+pub async fn revoke_key(
     State(state): State<AppState>,
     UserCaller(caller): UserCaller,
     Ids((id, key_id)): Ids<(Uuid, Uuid)>,

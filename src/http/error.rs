@@ -52,11 +52,16 @@ pub enum ApiError {
 }
 
 /// The error body every 4xx/5xx carries.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[schema(example = json!({"error": "the API key is unknown, revoked or expired", "code": "unauthorized"}))]
 pub struct ErrorBody {
     /// A human-readable message.
     pub error: String,
-    /// A machine-readable code.
+    /// A machine-readable code: `invalid_body`, `action_not_allowed`, `unauthorized`, `forbidden`,
+    /// `not_found`, `not_claimed`, `claimed_by_other`, `claim_stale`, `already_completed`,
+    /// `invalid_state`, `not_pending`, `already_decided`, `payload_too_large`, `unavailable`,
+    /// `internal`.
+    #[schema(value_type = String)]
     pub code: &'static str,
 }
 

@@ -46,7 +46,15 @@ struct Live {
 }
 
 /// The caller's event stream.
-async fn stream_events(
+#[utoipa::path(get, path = "/api/events", tag = "events", operation_id = "streamEvents",
+    security(("bearerJwt" = [])),
+    params(("Last-Event-ID" = Option<i64>, Header, description = "Resume after this event id (up to 24 hours back, at most 1 000 events)")),
+    responses(
+        (status = 200, description = "A Server-Sent Events stream: `opportunity.status`, `negotiation.turn`, \
+`negotiation.outcome` (and a final `reconnect` for a client that fell behind); a `: ping` comment every 15 s",
+            content_type = "text/event-stream", body = String),
+    ))]
+pub async fn stream_events(
     State(state): State<AppState>,
     caller: Caller,
     headers: HeaderMap,

@@ -1,7 +1,7 @@
 //! Liveness and readiness.
 
 use axum::{Json, Router, extract::State, routing::get};
-use serde_json::{Value, json};
+use serde::Serialize;
 
 use super::{AppState, error::ApiError};
 
@@ -10,16 +10,31 @@ pub fn router() -> Router<AppState> {
     Router::new().route("/healthz", get(healthz)).route("/readyz", get(readyz))
 }
 
+/// The body of both probes.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct HealthOut {
+    /// `ok` (liveness) or `ready` (readiness).
+    #[schema(example = "ok", value_type = String)]
+    pub status: &'static str,
+}
+
 /// The process is up.
-async fn healthz() -> Json<Value> {
-    Json(json!({ "status": "ok" }))
+#[utoipa::path(get, path = "/healthz", tag = "health", operation_id = "healthz",
+    responses((status = 200, description = "The process is up", body = HealthOut)))]
+pub async fn healthz() -> Json<HealthOut> {
+    Json(HealthOut { status: "ok" })
 }
 
 /// The database answers.
-async fn readyz(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+#[utoipa::path(get, path = "/readyz", tag = "health", operation_id = "readyz",
+    responses(
+        (status = 200, description = "The database answers", body = HealthOut),
+        (status = 503, description = "The database is unreachable"),
+    ))]
+pub async fn readyz(State(state): State<AppState>) -> Result<Json<HealthOut>, ApiError> {
     sqlx::query_scalar::<_, i32>("SELECT 1")
         .fetch_one(state.pool())
         .await
         .map_err(|_| ApiError::Unavailable("the database is unreachable".into()))?;
-    Ok(Json(json!({ "status": "ready" })))
+    Ok(Json(HealthOut { status: "ready" }))
 }

@@ -70,6 +70,8 @@ pub fn router(state: AppState) -> Router {
         .merge(assessment::router())
         .merge(events::router())
         .merge(status_page::router())
+        .merge(crate::openapi::router())
+        .merge(crate::mcp::router(state.clone()))
         .fallback(|| async { error::ApiError::NotFound("route") })
         .layer(DefaultBodyLimit::max(extract::BODY_LIMIT))
         .layer(TraceLayer::new_for_http())

@@ -6,8 +6,8 @@ use axum::{
     http::StatusCode,
     routing::{get, post},
 };
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use uuid::Uuid;
 
 use super::{
@@ -34,16 +34,28 @@ pub fn router() -> Router<AppState> {
 const MAX_ID_LEN: usize = 256;
 
 /// The body of `POST /api/negotiations`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schema(example = json!({
+    "opportunityId": "0193b0a4-6f1e-7c4a-9b1e-2a3c4d5e6f70",
+    "sourceUser": {"id": "user-maya", "name": "Maya Chen",
+        "profile": {"bio": "Founder of a fintech startup", "skills": ["fundraising"], "interests": ["payments", "rust"]},
+        "intents": [{"text": "Looking for a senior Rust backend engineer to build our payments API"}]},
+    "candidateUser": {"id": "user-tomas", "name": "Tomas Novak",
+        "profile": {"bio": "Senior backend engineer, eight years of Rust", "skills": ["rust", "postgresql", "payments api"]},
+        "intents": [{"text": "Looking for a fintech startup to join as a senior backend engineer working on payments"}]},
+    "seedAssessment": {"score": 88, "reasoning": "Both want a Rust payments collaboration"},
+    "discoveryQuery": "senior rust backend engineer for payments"
+}))]
 pub struct CreateNegotiationIn {
     /// The platform's opportunity id (a UUID); repeating it returns the existing negotiation.
+    #[schema(format = Uuid)]
     pub opportunity_id: Option<String>,
     /// The discovering user.
     pub source_user: UserContext,
     /// The other user.
     pub candidate_user: UserContext,
-    /// Passed to both sides.
+    /// Passed to both sides, verbatim.
     pub index_context: Option<Value>,
     /// The evaluator's assessment.
     pub seed_assessment: SeedAssessment,
@@ -100,18 +112,37 @@ impl CreateNegotiationIn {
     }
 }
 
+/// The answer of a create: the opportunity and the negotiation as they stand once the call is
+/// done (with two system negotiators, already ended).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct CreatedOut {
+    /// The opportunity the negotiation decides.
+    pub opportunity: OpportunityOut,
+    /// The negotiation.
+    pub negotiation: NegotiationOut,
+}
+
 /// Starts a negotiation: 201 with `{opportunity, negotiation}`, or 200 with the existing one
 /// when `opportunityId` was seen before.
-async fn create_negotiation(
+#[utoipa::path(post, path = "/api/negotiations", tag = "negotiations", operation_id = "createNegotiation",
+    security(("bearerJwt" = [])),
+    request_body = CreateNegotiationIn,
+    responses(
+        (status = 201, description = "Created and run as far as it goes in process", body = CreatedOut),
+        (status = 200, description = "This `opportunityId` was seen before: the existing negotiation", body = CreatedOut),
+        (status = 400, description = "Invalid body (`invalid_body`)"),
+        (status = 403, description = "Not a service token"),
+    ))]
+pub async fn create_negotiation(
     State(state): State<AppState>,
     _caller: ServiceCaller,
     ApiJson(body): ApiJson<CreateNegotiationIn>,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> ApiResult<(StatusCode, Json<CreatedOut>)> {
     let input = body.validate()?;
     let started = state.engine.start(&input).await?;
     let (opportunity, negotiation) = load_pair(&state, started.negotiation_id).await?;
     let status = if started.created { StatusCode::CREATED } else { StatusCode::OK };
-    Ok((status, Json(json!({ "opportunity": opportunity, "negotiation": negotiation }))))
+    Ok((status, Json(CreatedOut { opportunity, negotiation })))
 }
 
 /// Loads the opportunity and negotiation views of a task.
@@ -127,7 +158,14 @@ async fn load_pair(state: &AppState, task_id: Uuid) -> ApiResult<(OpportunityOut
 }
 
 /// The full negotiation, for the platform or a participant user.
-async fn get_negotiation(
+#[utoipa::path(get, path = "/api/negotiations/{id}", tag = "negotiations", operation_id = "getNegotiation",
+    security(("bearerJwt" = [])),
+    params(("id" = Uuid, Path, description = "The negotiation (= A2A task) id")),
+    responses(
+        (status = 200, description = "The negotiation", body = NegotiationOut),
+        (status = 404, description = "Unknown, or not visible to the caller"),
+    ))]
+pub async fn get_negotiation(
     State(state): State<AppState>,
     caller: Caller,
     Ids(id): Ids<Uuid>,
@@ -143,7 +181,16 @@ async fn get_negotiation(
 }
 
 /// Cancels a negotiation: the task ends `canceled` with outcome reason `canceled`.
-async fn cancel_negotiation(
+#[utoipa::path(delete, path = "/api/negotiations/{id}", tag = "negotiations", operation_id = "cancelNegotiation",
+    security(("bearerJwt" = [])),
+    params(("id" = Uuid, Path, description = "The negotiation id")),
+    responses(
+        (status = 200, description = "Canceled; the negotiation as it ended", body = NegotiationOut),
+        (status = 403, description = "Not a service token"),
+        (status = 404, description = "Unknown negotiation"),
+        (status = 409, description = "It has already ended (`already_completed`)"),
+    ))]
+pub async fn cancel_negotiation(
     State(state): State<AppState>,
     _caller: ServiceCaller,
     Ids(id): Ids<Uuid>,

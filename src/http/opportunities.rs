@@ -5,8 +5,7 @@ use axum::{
     extract::State,
     routing::{get, post},
 };
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::{
@@ -33,26 +32,47 @@ pub fn router() -> Router<AppState> {
 const MAX_LIMIT: i64 = 200;
 
 /// Query of the listing.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct ListQuery {
-    /// Only this status.
+    /// Only this status (`all`, the default, for every status).
+    #[param(pattern = "^(negotiating|pending|accepted|rejected|stalled|expired|all)$")]
     pub status: Option<String>,
     /// Service only: only this user's.
     pub user_id: Option<String>,
     /// Page size (default 50, at most 200).
+    #[param(minimum = 1, maximum = 200)]
     pub limit: Option<i64>,
     /// The previous page's `nextCursor`.
     pub cursor: Option<String>,
 }
 
+/// A page of opportunities.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OpportunityPage {
+    /// Newest first.
+    pub opportunities: Vec<OpportunityOut>,
+    /// Pass as `cursor` for the next page; null on the last page.
+    pub next_cursor: Option<String>,
+}
+
 /// Lists opportunities, newest first: a user sees their own; the service sees all (filterable
 /// by `userId`). Answers `{opportunities, nextCursor}`.
-async fn list_opportunities(
+#[utoipa::path(get, path = "/api/opportunities", tag = "opportunities", operation_id = "listOpportunities",
+    security(("bearerJwt" = [])),
+    params(ListQuery),
+    responses(
+        (status = 200, description = "A page, newest first", body = OpportunityPage),
+        (status = 400, description = "Invalid query (`invalid_body`)"),
+        (status = 403, description = "A user asked for another user's opportunities"),
+    ))]
+pub async fn list_opportunities(
     State(state): State<AppState>,
     caller: Caller,
     ApiQuery(q): ApiQuery<ListQuery>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<OpportunityPage>> {
     let status = match q.status.as_deref() {
         None | Some("all") => None,
         Some(s) => Some(OpportunityStatus::parse(s).ok_or_else(|| {
@@ -88,11 +108,18 @@ async fn list_opportunities(
     let page: Vec<_> = page.into_iter().take(limit as usize).collect();
     let items = opportunity_views(&mut conn, &page, viewer).await?;
     let next_cursor = if has_more { items.last().map(|o| o.id.to_string()) } else { None };
-    Ok(Json(json!({ "opportunities": items, "nextCursor": next_cursor })))
+    Ok(Json(OpportunityPage { opportunities: items, next_cursor }))
 }
 
 /// One opportunity, for the service or one of its two people.
-async fn get_opportunity(
+#[utoipa::path(get, path = "/api/opportunities/{id}", tag = "opportunities", operation_id = "getOpportunity",
+    security(("bearerJwt" = [])),
+    params(("id" = Uuid, Path, description = "The opportunity id")),
+    responses(
+        (status = 200, description = "The opportunity", body = OpportunityOut),
+        (status = 404, description = "Unknown, or not visible to the caller"),
+    ))]
+pub async fn get_opportunity(
     State(state): State<AppState>,
     caller: Caller,
     Ids(id): Ids<Uuid>,
@@ -108,16 +135,29 @@ async fn get_opportunity(
 }
 
 /// Body of a decision.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"decision": "accept"}))]
 pub struct DecisionIn {
     /// `accept` or `decline`.
+    #[schema(pattern = "^(accept|decline)$")]
     pub decision: String,
 }
 
 /// A participant's decision on a pending opportunity: the first decline rejects it; once every
 /// participant accepted it is accepted. Each person decides once.
-async fn decide_opportunity(
+#[utoipa::path(post, path = "/api/opportunities/{id}/decision", tag = "opportunities", operation_id = "decideOpportunity",
+    security(("bearerJwt" = [])),
+    params(("id" = Uuid, Path, description = "The opportunity id")),
+    request_body = DecisionIn,
+    responses(
+        (status = 200, description = "The decision is recorded; the opportunity as it now is", body = OpportunityOut),
+        (status = 400, description = "Invalid body (`invalid_body`)"),
+        (status = 403, description = "Not a user token"),
+        (status = 404, description = "Unknown, or not one of the caller's"),
+        (status = 409, description = "Not pending (`not_pending`) or already decided (`already_decided`)"),
+    ))]
+pub async fn decide_opportunity(
     State(state): State<AppState>,
     UserCaller(caller): UserCaller,
     Ids(id): Ids<Uuid>,

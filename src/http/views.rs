@@ -10,7 +10,7 @@ use crate::{
 };
 
 /// One side of a negotiation.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SideOut {
     /// The user.
@@ -21,7 +21,7 @@ pub struct SideOut {
 }
 
 /// Both sides.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct SidesOut {
     /// The discovering user's side.
     pub source: SideOut,
@@ -30,7 +30,7 @@ pub struct SidesOut {
 }
 
 /// One turn.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TurnOut {
     /// 0-based.
@@ -67,7 +67,7 @@ impl From<&StoredTurn> for TurnOut {
 }
 
 /// A whole negotiation.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NegotiationOut {
     /// The negotiation id (= the A2A task id).
@@ -123,7 +123,7 @@ impl NegotiationOut {
 }
 
 /// An opportunity.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OpportunityOut {
     /// Its id.
@@ -139,12 +139,13 @@ pub struct OpportunityOut {
     /// The negotiation deciding it.
     pub negotiation_id: Option<Uuid>,
     /// The evaluator's assessment.
+    #[schema(value_type = crate::domain::SeedAssessment)]
     pub seed_assessment: serde_json::Value,
     /// For a user: the other person.
     pub counterpart_user_id: Option<String>,
     /// The roles the agents agreed on (empty unless they accepted).
     pub agreed_roles: Vec<AgreedRole>,
-    /// For a user: their own decision, once made.
+    /// For a user: their own decision (`accept` or `decline`), once made.
     pub my_decision: Option<String>,
     /// For a user: the other person's decision, once made.
     pub other_decision: Option<String>,

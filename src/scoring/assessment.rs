@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::Number;
 
 /// Why an assessment was not accepted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RejectionReason {
     /// The calculator has no skills at all.
@@ -47,7 +47,7 @@ impl RejectionReason {
 }
 
 /// How well one skill matched the task.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct SkillMatch {
     /// The skill's id (`"unknown"` when it has none).
     pub skill_id: String,
@@ -60,7 +60,7 @@ pub struct SkillMatch {
 }
 
 /// The five subscores, in wire order.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Subscores {
     /// Best rounded skill match score (0 when none).
     pub skill_match: f64,
@@ -75,7 +75,7 @@ pub struct Subscores {
 }
 
 /// The outcome of one assessment.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Assessment {
     /// Whether the agent takes the task.
     pub accepted: bool,
@@ -97,6 +97,7 @@ pub struct Assessment {
     pub matched_capabilities: Vec<String>,
     /// Estimated latency, as declared by the slowest skill (or 5000).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<f64>)]
     pub latency_estimate_ms: Option<Number>,
     /// Queue depth the load subscore used.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -9,6 +9,8 @@ mod assessment;
 mod auth;
 mod fixtures;
 mod helpers;
+mod mcp;
 mod negotiations;
+mod openapi;
 mod timers;
 mod ui;

@@ -1,0 +1,334 @@
+//! `POST /mcp`: the Model Context Protocol over streamable HTTP for personal-agent runtimes
+//! (DESIGN.md §11).
+//!
+//! The API key identifies the agent (`Authorization: Bearer pk_...` or `x-api-key`); there is no
+//! agent id in the path. A middleware checks the key on every request before the MCP service sees
+//! it (401 without a key or with an unknown, revoked or expired one; 403 for an inactive agent)
+//! and hands the agent to the tools through the request's extensions. The tools call the same
+//! functions as the HTTP routes: the engine's pickup and respond, the HTTP pickup body, the respond
+//! body's validation and the agent's negotiation views.
+//!
+//! The server is stateless (no MCP sessions) and answers plain JSON, so any number of Parley
+//! processes can serve it and each request stands alone. Host-header checks are off: every
+//! request must carry a valid API key anyway, so DNS rebinding gains an attacker nothing.
+
+use std::sync::Arc;
+
+use axum::{
+    Router,
+    extract::{Request, State},
+    http::{HeaderMap, request::Parts},
+    middleware::{self, Next},
+    response::{IntoResponse, Response},
+};
+use rmcp::{
+    ErrorData, ServerHandler,
+    handler::server::{common::Extension, wrapper::Parameters},
+    model::{CallToolResult, Implementation, ServerCapabilities, ServerConfig},
+    schemars, tool, tool_handler, tool_router,
+    transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+    },
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use crate::{
+    delivery::{AgentIdentity, hash_secret},
+    domain::{Action, Role},
+    http::{
+        AppState,
+        agent_auth::KEY_PREFIX,
+        agent_turns::{AgentListQuery, RespondIn, agent_negotiation, agent_negotiations, pickup_body},
+        error::ApiError,
+        extract::BODY_LIMIT,
+    },
+    store::agents,
+};
+
+/// Where the endpoint is mounted.
+pub const PATH: &str = "/mcp";
+
+/// The turn-mode contract every runtime gets in `initialize` (DESIGN.md §11).
+pub const INSTRUCTIONS: &str = "\
+You are a personal negotiation agent playing one user's seat in Parley, a bilateral negotiation \
+service. You act in turn mode: there is no human in this loop.
+
+Contract:
+- Produce no user-facing output. Everything you have to say goes into the tool arguments \
+(`reasoning` for why, `message` for the other side).
+- Never ask your user clarifying questions and never wait for them. Decide from the pickup's \
+context (ownUser, otherUser, seedAssessment, indexContext, discoveryQuery) and the turn history.
+- When unsure, take the most conservative action: `counter` with specific objections (what is \
+missing or weak, what would change your mind), or `reject` with the reasons. Accept only when \
+the match genuinely serves your user's intents.
+
+Loop: call `pickup_negotiation`; when it returns a turn, decide and call \
+`respond_to_negotiation` with its `negotiationId` and `claimToken`. Turn 0 (`turn.number` 0) must \
+be `propose`, and only turn 0 may be. Later turns: `counter`, `question` (both need a `message`), \
+`accept` or `reject`. When `turn.isFinalTurn` is true, anything but accept or reject ends the \
+negotiation stalled. `reasoning` is required (at most 10 000 characters, like `message`); \
+`suggestedRoles.ownUser` and `.otherUser` are each `agent`, `patient` or `peer`. When \
+`pickup_negotiation` reports no turn, nothing is waiting: try again later.";
+
+/// The `/mcp` route, behind the API-key check.
+pub fn router(state: AppState) -> Router<AppState> {
+    let for_tools = state.clone();
+    let config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_json_response(true)
+        .with_sse_keep_alive(None)
+        .with_max_request_body_bytes(BODY_LIMIT)
+        .disable_allowed_hosts();
+    let service = StreamableHttpService::new(
+        move || Ok(ParleyMcp::new(for_tools.clone())),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    Router::new().route_service(PATH, service).layer(middleware::from_fn_with_state(state, require_agent_key))
+}
+
+fn presented_key(headers: &HeaderMap) -> Option<String> {
+    if let Some(v) = headers.get("x-api-key").and_then(|v| v.to_str().ok()) {
+        return Some(v.trim().to_owned()).filter(|k| !k.is_empty());
+    }
+    let value = headers.get(axum::http::header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && token.starts_with(KEY_PREFIX)).then(|| token.to_owned())
+}
+
+/// Looks the key up on every request; the agent travels to the tools in the extensions.
+async fn require_agent_key(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+    let Some(key) = presented_key(req.headers()) else {
+        return ApiError::Unauthorized("missing API key (x-api-key or Authorization: Bearer pk_...)".into()).into_response();
+    };
+    let found = match state.pool().acquire().await {
+        Ok(mut conn) => agents::authenticate(&mut conn, &hash_secret(&key)).await,
+        Err(e) => Err(e),
+    };
+    let owner = match found {
+        Ok(Some(owner)) => owner,
+        Ok(None) => return ApiError::Unauthorized("the API key is unknown, revoked or expired".into()).into_response(),
+        Err(e) => return ApiError::from(e).into_response(),
+    };
+    if owner.status != "active" {
+        return ApiError::Forbidden("the agent is inactive".into()).into_response();
+    }
+    req.extensions_mut().insert(AgentIdentity { agent_id: owner.agent_id, owner_user_id: owner.owner_user_id });
+    next.run(req).await
+}
+
+/// Arguments of `list_negotiations`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ListArgs {
+    /// `waiting_for_agent` (the user's turns), `active`, `completed` or `all` (the default).
+    pub status: Option<String>,
+}
+
+/// Arguments of `get_negotiation`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GetArgs {
+    /// The negotiation id (from `list_negotiations` or `pickup_negotiation`).
+    pub negotiation_id: String,
+}
+
+/// Roles from the responding user's point of view.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RolesArg {
+    /// Your own user's role: `agent` (provides), `patient` (receives) or `peer`.
+    pub own_user: String,
+    /// The other user's role: `agent`, `patient` or `peer`.
+    pub other_user: String,
+}
+
+/// Arguments of `respond_to_negotiation`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RespondArgs {
+    /// The `negotiationId` from `pickup_negotiation`.
+    pub negotiation_id: String,
+    /// `propose` (turn 0 only), `counter`, `question`, `accept` or `reject`.
+    pub action: String,
+    /// Why you chose this action (required, at most 10 000 characters).
+    pub reasoning: String,
+    /// The roles you suggest.
+    pub suggested_roles: RolesArg,
+    /// Text for the other side (required for `counter` and `question`; at most 10 000 characters).
+    pub message: Option<String>,
+    /// The `claimToken` from `pickup_negotiation`; strongly recommended (a stale claim is refused).
+    pub claim_token: Option<String>,
+}
+
+/// A tool's failure as a tool error: `{error, code}` like the HTTP API's, for the model to read.
+fn tool_error(code: &str, message: impl Into<String>) -> CallToolResult {
+    CallToolResult::structured_error(json!({ "error": message.into(), "code": code }))
+}
+
+fn api_error(e: ApiError) -> CallToolResult {
+    if let ApiError::Internal(inner) = &e {
+        tracing::error!(error = format!("{inner:#}"), "internal error in an MCP tool");
+        return tool_error("internal", "internal server error");
+    }
+    tool_error(e.code(), e.to_string())
+}
+
+fn structured(value: impl serde::Serialize) -> CallToolResult {
+    match serde_json::to_value(value) {
+        Ok(v) => CallToolResult::structured(v),
+        Err(e) => api_error(ApiError::Internal(e.into())),
+    }
+}
+
+fn agent_of(parts: &Parts) -> Result<AgentIdentity, ErrorData> {
+    parts
+        .extensions
+        .get::<AgentIdentity>()
+        .cloned()
+        .ok_or_else(|| ErrorData::internal_error("the request was not authenticated", None))
+}
+
+fn parse_id(raw: &str) -> Result<Uuid, ApiError> {
+    Uuid::parse_str(raw.trim())
+        .map_err(|_| ApiError::invalid(format!("negotiationId {raw:?} is not a negotiation id (a UUID)")))
+}
+
+/// The MCP server: one per request (stateless), over the shared application state.
+#[derive(Clone)]
+pub struct ParleyMcp {
+    state: AppState,
+}
+
+impl ParleyMcp {
+    /// A server over `state`.
+    pub fn new(state: AppState) -> ParleyMcp {
+        ParleyMcp { state }
+    }
+}
+
+#[tool_router]
+impl ParleyMcp {
+    /// The agent's user's negotiations, newest first.
+    #[tool(description = "List your user's negotiations, newest first, each with isUsersTurn, latestAction, \
+turnCount and status. status: waiting_for_agent (turns waiting for you), active, completed or all (default).")]
+    async fn list_negotiations(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(args): Parameters<ListArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let agent = agent_of(&parts)?;
+        let query = AgentListQuery { status: args.status, ..AgentListQuery::default() };
+        Ok(match agent_negotiations(&self.state, &agent, &query).await {
+            Ok(page) => structured(page),
+            Err(e) => api_error(e),
+        })
+    }
+
+    /// One negotiation from the agent's side.
+    #[tool(description = "Show one negotiation from your user's side: both sides, every turn so far, \
+the outcome once it ended, ownSide, isUsersTurn and latestAction.")]
+    async fn get_negotiation(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(args): Parameters<GetArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let agent = agent_of(&parts)?;
+        let id = match parse_id(&args.negotiation_id) {
+            Ok(id) => id,
+            Err(e) => return Ok(api_error(e)),
+        };
+        Ok(match agent_negotiation(&self.state, &agent, id).await {
+            Ok(view) => structured(view),
+            Err(e) => api_error(e),
+        })
+    }
+
+    /// Claims the next parked turn of the agent's user.
+    #[tool(description = "Claim the next turn waiting for your user (or the one you already hold). Returns \
+{pickedUp: true, negotiationId, claimToken, opportunity, turn: {number, deadline, counterpartyAction, \
+isFinalTurn, maxTurns, history}, context: {ownUser, otherUser, indexContext, seedAssessment, isDiscoverer, \
+discoveryQuery}}, or {pickedUp: false} when nothing is waiting. Answer it with respond_to_negotiation.")]
+    async fn pickup_negotiation(&self, Extension(parts): Extension<Parts>) -> Result<CallToolResult, ErrorData> {
+        let agent = agent_of(&parts)?;
+        let claim = match self.state.engine.pickup(&agent, None).await {
+            Ok(claim) => claim,
+            Err(e) => return Ok(api_error(e.into())),
+        };
+        let Some(claim) = claim else {
+            return Ok(structured(json!({ "pickedUp": false, "message": "no turn is waiting for your user" })));
+        };
+        Ok(match pickup_body(&self.state, &claim).await {
+            Ok(mut body) => {
+                if let Value::Object(map) = &mut body {
+                    map.insert("pickedUp".into(), Value::Bool(true));
+                }
+                structured(body)
+            }
+            Err(e) => api_error(e),
+        })
+    }
+
+    /// Answers the turn the agent holds.
+    #[tool(description = "Answer the turn you picked up. action: propose (turn 0 only, and turn 0 must be \
+propose), counter, question, accept or reject; message is required for counter and question. Returns \
+{success, negotiationId, turnNumber, status, opportunity, outcome?}: status waiting_for_agent means the \
+negotiation goes on, completed that it ended.")]
+    async fn respond_to_negotiation(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(args): Parameters<RespondArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let agent = agent_of(&parts)?;
+        Ok(match self.respond(&agent, args).await {
+            Ok(responded) => structured(responded),
+            Err(e) => api_error(e),
+        })
+    }
+}
+
+impl ParleyMcp {
+    async fn respond(&self, agent: &AgentIdentity, args: RespondArgs) -> Result<Value, ApiError> {
+        let id = parse_id(&args.negotiation_id)?;
+        for (field, value) in [("ownUser", &args.suggested_roles.own_user), ("otherUser", &args.suggested_roles.other_user)] {
+            if Role::parse(value).is_none() {
+                return Err(ApiError::invalid(format!(
+                    "suggestedRoles.{field} must be agent, patient or peer, not {value:?}"
+                )));
+            }
+        }
+        let needs_message = matches!(Action::parse(&args.action), Some(Action::Counter | Action::Question));
+        if needs_message && args.message.as_deref().is_none_or(|m| m.trim().is_empty()) {
+            return Err(ApiError::invalid(format!(
+                "message is required for {}: say what is missing or what you ask",
+                args.action
+            )));
+        }
+        // The HTTP respond body, parsed and validated exactly as the HTTP route does.
+        let body = json!({
+            "claimToken": args.claim_token,
+            "action": args.action,
+            "message": args.message,
+            "assessment": {
+                "reasoning": args.reasoning,
+                "suggestedRoles": { "ownUser": args.suggested_roles.own_user, "otherUser": args.suggested_roles.other_user },
+            },
+        });
+        let respond: RespondIn =
+            serde_json::from_value(body).map_err(|e| ApiError::invalid(format!("invalid arguments: {e}")))?;
+        let answer = respond.validate()?;
+        Ok(self.state.engine.respond(agent, id, &answer).await?)
+    }
+}
+
+#[tool_handler]
+impl ServerHandler for ParleyMcp {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("parley", env!("CARGO_PKG_VERSION")))
+            .with_instructions(INSTRUCTIONS)
+    }
+}

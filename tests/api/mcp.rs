@@ -1,0 +1,195 @@
+//! `POST /mcp`: a personal agent's runtime over the Model Context Protocol (JSON-RPC over
+//! streamable HTTP), authenticated with the agent's API key.
+
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+use crate::{fixtures, helpers::TestApp};
+
+const PROTOCOL: &str = "2025-06-18";
+
+/// How the request carries the key.
+enum Key<'a> {
+    None,
+    Header(&'a str),
+    Bearer(&'a str),
+}
+
+/// One JSON-RPC exchange; returns the HTTP status and the JSON-RPC answer (Null when none).
+async fn rpc(app: &TestApp, key: Key<'_>, body: Value) -> (StatusCode, Value) {
+    let mut req = app
+        .client
+        .post(format!("{}/mcp", app.base))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", PROTOCOL)
+        .json(&body);
+    req = match key {
+        Key::None => req,
+        Key::Header(k) => req.header("x-api-key", k),
+        Key::Bearer(k) => req.bearer_auth(k),
+    };
+    let response = req.send().await.expect("request failed");
+    let status = response.status();
+    let text = response.text().await.unwrap();
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+async fn initialize(app: &TestApp, key: &str) -> Value {
+    let (status, answer) = rpc(
+        app,
+        Key::Header(key),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "parley-test", "version": "1.0"}}}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let (status, _) = rpc(app, Key::Header(key), json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+    assert!(status.is_success(), "initialized notification: {status}");
+    answer["result"].clone()
+}
+
+/// `tools/call`; returns the result (`structuredContent`, `isError`, ...).
+async fn call_tool(app: &TestApp, key: &str, name: &str, arguments: Value) -> Value {
+    let (status, answer) = rpc(
+        app,
+        Key::Bearer(key),
+        json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": name, "arguments": arguments}}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert!(answer.get("error").is_none(), "{name}: {answer}");
+    answer["result"].clone()
+}
+
+#[tokio::test]
+async fn an_agent_runtime_picks_up_and_answers_its_turn_over_mcp() {
+    let app = TestApp::spawn().await;
+    let agent = app.register_agent("user-tomas").await;
+    let started = app.start(&fixtures::good_match()).await;
+    let id = started["negotiation"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(started["negotiation"]["status"], "waiting_for_agent");
+
+    let init = initialize(&app, &agent.key).await;
+    assert!(init["capabilities"]["tools"].is_object(), "{init}");
+    assert_eq!(init["serverInfo"]["name"], "parley");
+    let instructions = init["instructions"].as_str().unwrap();
+    assert!(instructions.contains("no user-facing output") || instructions.contains("Produce no user-facing output"));
+    assert!(instructions.contains("clarifying questions"));
+    assert!(instructions.contains("most conservative action"));
+
+    let (status, listed) = rpc(&app, Key::Header(&agent.key), json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).await;
+    assert_eq!(status, StatusCode::OK);
+    let mut names: Vec<&str> = listed["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    names.sort();
+    assert_eq!(names, ["get_negotiation", "list_negotiations", "pickup_negotiation", "respond_to_negotiation"]);
+    let respond_tool = listed["result"]["tools"].as_array().unwrap().iter().find(|t| t["name"] == "respond_to_negotiation").unwrap();
+    let required = respond_tool["inputSchema"]["required"].as_array().unwrap();
+    for field in ["negotiationId", "action", "reasoning", "suggestedRoles"] {
+        assert!(required.contains(&json!(field)), "{field} should be required: {respond_tool}");
+    }
+
+    let waiting = call_tool(&app, &agent.key, "list_negotiations", json!({"status": "waiting_for_agent"})).await;
+    assert_eq!(waiting["structuredContent"]["negotiations"][0]["negotiationId"], id.as_str());
+    assert_eq!(waiting["structuredContent"]["negotiations"][0]["isUsersTurn"], true);
+
+    let picked = call_tool(&app, &agent.key, "pickup_negotiation", json!({})).await;
+    let turn = &picked["structuredContent"];
+    assert_eq!(picked["isError"], false, "{picked}");
+    assert_eq!(turn["pickedUp"], true);
+    assert_eq!(turn["negotiationId"], id.as_str());
+    assert_eq!(turn["turn"]["number"], 1);
+    assert_eq!(turn["context"]["ownUser"]["id"], "user-tomas");
+    let token = turn["claimToken"].as_str().unwrap().to_owned();
+
+    // A counter without a message is a tool error, and changes nothing.
+    let refused = call_tool(
+        &app,
+        &agent.key,
+        "respond_to_negotiation",
+        json!({"negotiationId": id, "claimToken": token, "action": "counter", "reasoning": "Need the stage",
+            "suggestedRoles": {"ownUser": "agent", "otherUser": "patient"}}),
+    )
+    .await;
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert!(refused["structuredContent"]["error"].as_str().unwrap().contains("message is required"));
+    assert_eq!(app.snapshot(&id).await.0, "claimed");
+
+    // Propose is not allowed after turn 0: the engine's own refusal, as a tool error.
+    let refused = call_tool(
+        &app,
+        &agent.key,
+        "respond_to_negotiation",
+        json!({"negotiationId": id, "claimToken": token, "action": "propose", "reasoning": "Again",
+            "suggestedRoles": {"ownUser": "agent", "otherUser": "patient"}}),
+    )
+    .await;
+    assert_eq!(refused["isError"], true);
+    assert_eq!(refused["structuredContent"]["code"], "action_not_allowed");
+
+    let answered = call_tool(
+        &app,
+        &agent.key,
+        "respond_to_negotiation",
+        json!({"negotiationId": id, "claimToken": token, "action": "accept",
+            "reasoning": "Eight years of Rust and payments APIs: exactly what Maya is looking for",
+            "suggestedRoles": {"ownUser": "agent", "otherUser": "patient"}}),
+    )
+    .await;
+    assert_eq!(answered["isError"], false, "{answered}");
+    let done = &answered["structuredContent"];
+    assert_eq!(done["success"], true);
+    assert_eq!(done["turnNumber"], 1);
+    assert_eq!(done["status"], "completed");
+    assert_eq!(done["opportunity"]["status"], "pending");
+    assert_eq!(done["outcome"]["hasOpportunity"], true);
+
+    // The negotiation advanced: HTTP and MCP agree.
+    let shown = call_tool(&app, &agent.key, "get_negotiation", json!({"negotiationId": id})).await;
+    assert_eq!(shown["structuredContent"]["status"], "completed");
+    assert_eq!(shown["structuredContent"]["turns"].as_array().unwrap().len(), 2);
+    assert_eq!(shown["structuredContent"]["latestAction"], "accept");
+    let via_http = app.get(&format!("/api/negotiations/{id}"), &app.service_token()).await;
+    assert_eq!(via_http.body["turns"][1]["action"], "accept");
+
+    let nothing = call_tool(&app, &agent.key, "pickup_negotiation", json!({})).await;
+    assert_eq!(nothing["structuredContent"]["pickedUp"], false);
+
+    let bad_id = call_tool(&app, &agent.key, "get_negotiation", json!({"negotiationId": "not-an-id"})).await;
+    assert_eq!(bad_id["isError"], true);
+    let unknown = call_tool(&app, &agent.key, "get_negotiation", json!({"negotiationId": uuid::Uuid::now_v7()})).await;
+    assert_eq!(unknown["isError"], true);
+    assert_eq!(unknown["structuredContent"]["code"], "not_found");
+    let bad_status = call_tool(&app, &agent.key, "list_negotiations", json!({"status": "sleeping"})).await;
+    assert_eq!(bad_status["isError"], true);
+}
+
+#[tokio::test]
+async fn mcp_refuses_missing_bad_and_revoked_keys() {
+    let app = TestApp::spawn().await;
+    let agent = app.register_agent("user-tomas").await;
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+
+    let (status, _) = rpc(&app, Key::None, list.clone()).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, _) = rpc(&app, Key::Header("pk_not-a-real-key"), list.clone()).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, _) = rpc(&app, Key::Bearer("pk_not-a-real-key"), list.clone()).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    // A user's JWT is not an agent key.
+    let (status, _) = rpc(&app, Key::Bearer(&app.user_token("user-tomas")), list.clone()).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+
+    let (status, _) = rpc(&app, Key::Header(&agent.key), list.clone()).await;
+    assert_eq!(status, StatusCode::OK);
+
+    let revoke = app
+        .call(Method::DELETE, &format!("/api/agents/{}/keys/{}", agent.id, agent.key_id), Some(&app.user_token("user-tomas")), None)
+        .await;
+    assert_eq!(revoke.status, StatusCode::NO_CONTENT);
+    let (status, body) = rpc(&app, Key::Header(&agent.key), list.clone()).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(body["code"], "unauthorized");
+    let (status, _) = rpc(&app, Key::Bearer(&agent.key), list).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+}

@@ -1,0 +1,365 @@
+//! The OpenAPI document: committed and generated are the same, it is served, and it is true:
+//! every operation is called against a running server, and every answer's status must be one the
+//! operation declares and its body must validate against the declared schema.
+
+use std::collections::BTreeSet;
+
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+use crate::{fixtures, helpers::TestApp};
+
+const REGENERATE: &str = "cargo run -q -- openapi > api-spec/openapi.json";
+
+#[test]
+fn the_committed_spec_is_the_generated_one() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/api-spec/openapi.json");
+    let committed = std::fs::read_to_string(path).unwrap_or_default();
+    let generated = parley::openapi::spec_text();
+    assert!(
+        committed == generated,
+        "api-spec/openapi.json differs from the OpenAPI the code generates; regenerate it with `{REGENERATE}` and commit it"
+    );
+}
+
+#[test]
+fn the_spec_is_openapi_3_1_with_both_kinds_of_credentials() {
+    let spec = parley::openapi::spec();
+    assert_eq!(spec["openapi"], "3.1.0");
+    let schemes = &spec["components"]["securitySchemes"];
+    assert_eq!(schemes["bearerJwt"]["scheme"], "bearer");
+    assert_eq!(schemes["agentKeyBearer"]["scheme"], "bearer");
+    assert_eq!(schemes["agentKey"]["type"], "apiKey");
+    assert_eq!(schemes["agentKey"]["in"], "header");
+    assert_eq!(schemes["agentKey"]["name"], "x-api-key");
+    let pickup = &spec["paths"]["/api/agents/{id}/negotiations/pickup"]["post"];
+    assert_eq!(pickup["security"], json!([{ "agentKeyBearer": [] }, { "agentKey": [] }]));
+    assert!(pickup["responses"]["200"]["content"]["application/json"]["schema"].is_object());
+    assert!(spec["components"]["schemas"]["Pickup"]["example"]["claimToken"].is_string());
+    assert!(spec["components"]["schemas"]["RespondIn"]["example"]["action"].is_string());
+    // Every error status of every operation carries the shared error body.
+    for (path, item) in spec["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            for (status, response) in op["responses"].as_object().unwrap() {
+                if status.as_str() >= "400" {
+                    assert_eq!(
+                        response["content"]["application/json"]["schema"]["$ref"],
+                        "#/components/schemas/ErrorBody",
+                        "{method} {path} {status}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_spec_is_served() {
+    let app = TestApp::spawn().await;
+    let answer = app.call(Method::GET, "/api-spec/openapi.json", None, None).await;
+    assert_eq!(answer.status, StatusCode::OK);
+    assert_eq!(answer.body, parley::openapi::spec());
+}
+
+/// How a request authenticates.
+#[derive(Clone)]
+enum Auth {
+    None,
+    Jwt(String),
+    Key(String),
+}
+
+/// One request and the operation it exercises.
+struct Call {
+    method: Method,
+    template: &'static str,
+    path: String,
+    auth: Auth,
+    body: Option<String>,
+}
+
+fn call(method: Method, template: &'static str, path: impl Into<String>, auth: &Auth, body: Option<Value>) -> Call {
+    Call { method, template, path: path.into(), auth: auth.clone(), body: body.map(|b| b.to_string()) }
+}
+
+/// Walks the spec and checks answers against it.
+struct Checker {
+    spec: Value,
+    seen: BTreeSet<(String, String)>,
+    statuses: BTreeSet<(String, String, u16)>,
+    validators: std::collections::HashMap<String, jsonschema::Validator>,
+}
+
+/// A validator for `schema`, whose `$ref`s point into the spec's components.
+fn validator(spec: &Value, schema: &Value) -> jsonschema::Validator {
+    let document = json!({ "components": { "schemas": spec["components"]["schemas"] }, "allOf": [schema] });
+    jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft202012)
+        .should_validate_formats(true)
+        .build(&document)
+        .unwrap_or_else(|e| panic!("the schema {schema} does not compile: {e}"))
+}
+
+fn errors_of(validator: &jsonschema::Validator, body: &Value) -> Vec<String> {
+    validator.iter_errors(body).map(|e| format!("{} at {}", e, e.instance_path())).collect()
+}
+
+/// What is wrong with `body` under `schema`.
+fn schema_errors(spec: &Value, schema: &Value, body: &Value) -> Vec<String> {
+    errors_of(&validator(spec, schema), body)
+}
+
+#[test]
+fn the_checker_rejects_bodies_that_do_not_match() {
+    let spec = parley::openapi::spec();
+    let error = &json!({"$ref": "#/components/schemas/ErrorBody"});
+    assert!(schema_errors(&spec, error, &json!({"error": "x", "code": "y"})).is_empty());
+    assert!(!schema_errors(&spec, error, &json!({"error": "x"})).is_empty());
+    let turn = &json!({"$ref": "#/components/schemas/TurnOut"});
+    let good = json!({"turnNumber": 0, "side": "source", "userId": "u", "action": "propose", "reasoning": "r",
+        "suggestedRoles": {"ownUser": "peer", "otherUser": "peer"}, "message": null, "createdAt": "2026-01-01T00:00:00Z"});
+    assert!(schema_errors(&spec, turn, &good).is_empty(), "{:?}", schema_errors(&spec, turn, &good));
+    for (field, bad) in [("action", json!("haggle")), ("createdAt", json!("yesterday")), ("turnNumber", json!(-1))] {
+        let mut wrong = good.clone();
+        wrong[field] = bad;
+        assert!(!schema_errors(&spec, turn, &wrong).is_empty(), "{field} should be refused");
+    }
+}
+
+fn pointer_escape(s: &str) -> String {
+    s.replace('~', "~0").replace('/', "~1")
+}
+
+impl Checker {
+    fn new() -> Checker {
+        Checker {
+            spec: parley::openapi::spec(),
+            seen: BTreeSet::new(),
+            statuses: BTreeSet::new(),
+            validators: Default::default(),
+        }
+    }
+
+    fn operations(&self) -> BTreeSet<(String, String)> {
+        let mut ops = BTreeSet::new();
+        for (path, item) in self.spec["paths"].as_object().unwrap() {
+            for method in item.as_object().unwrap().keys() {
+                ops.insert((method.to_uppercase(), path.clone()));
+            }
+        }
+        ops
+    }
+
+    async fn run(&mut self, app: &TestApp, c: Call) -> (StatusCode, Value) {
+        let mut req = app.client.request(c.method.clone(), format!("{}{}", app.base, c.path));
+        match &c.auth {
+            Auth::None => {}
+            Auth::Jwt(t) => req = req.bearer_auth(t),
+            Auth::Key(k) => req = req.header("x-api-key", k),
+        }
+        if let Some(b) = &c.body {
+            req = req.header("content-type", "application/json").body(b.clone());
+        }
+        let response = req.send().await.expect("request failed");
+        let status = response.status();
+        let content_type =
+            response.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+        let method = c.method.as_str().to_lowercase();
+        let op_pointer = format!("/paths/{}/{method}", pointer_escape(c.template));
+        let op = self.spec.pointer(&op_pointer).unwrap_or_else(|| panic!("{} {} is not in the spec", c.method, c.template));
+        let declared = &op["responses"][status.as_str()];
+        assert!(
+            declared.is_object(),
+            "{} {} answered {status}, which the spec does not declare for {} {}",
+            c.method,
+            c.path,
+            c.method,
+            c.template
+        );
+        self.seen.insert((c.method.to_string(), c.template.to_owned()));
+        self.statuses.insert((c.method.to_string(), c.template.to_owned(), status.as_u16()));
+        // A stream never ends: its status and media type are all there is to check.
+        if content_type.starts_with("text/event-stream") {
+            assert!(declared["content"]["text/event-stream"].is_object(), "{} {}: undeclared stream", c.method, c.path);
+            return (status, Value::Null);
+        }
+        let text = response.text().await.unwrap();
+        let Some(content) = declared["content"].as_object() else {
+            assert!(text.is_empty(), "{} {} answered {status} with a body the spec does not declare: {text}", c.method, c.path);
+            return (status, Value::Null);
+        };
+        let media = content_type.split(';').next().unwrap_or("").trim().to_owned();
+        assert!(content.contains_key(&media), "{} {} answered {status} as {media}, declared {:?}", c.method, c.path, content.keys());
+        if media != "application/json" {
+            return (status, Value::Null);
+        }
+        let body: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} {}: not JSON ({e}): {text}", c.method, c.path));
+        let schema = &content["application/json"]["schema"];
+        let spec = &self.spec;
+        let validator = self.validators.entry(schema.to_string()).or_insert_with(|| validator(spec, schema));
+        let errors = errors_of(validator, &body);
+        assert!(
+            errors.is_empty(),
+            "{} {} answered {status} with a body that does not match its schema:\n{}\nbody: {body:#}",
+            c.method,
+            c.path,
+            errors.join("\n")
+        );
+        (status, body)
+    }
+
+    /// Runs `c`, asserting its status too.
+    async fn expect(&mut self, app: &TestApp, c: Call, want: StatusCode) -> Value {
+        let what = format!("{} {}", c.method, c.path);
+        let (status, body) = self.run(app, c).await;
+        assert_eq!(status, want, "{what}: {body}");
+        body
+    }
+}
+
+#[tokio::test]
+async fn every_operation_answers_as_its_spec_declares() {
+    use StatusCode as S;
+    let app = TestApp::spawn().await;
+    let mut ch = Checker::new();
+    let none = Auth::None;
+    let service = Auth::Jwt(app.service_token());
+    let maya = Auth::Jwt(app.user_token("user-maya"));
+    let tomas = Auth::Jwt(app.user_token("user-tomas"));
+    let nobody = uuid::Uuid::now_v7().to_string();
+
+    // Probes, the page and this document.
+    ch.expect(&app, call(Method::GET, "/healthz", "/healthz", &none, None), S::OK).await;
+    ch.expect(&app, call(Method::GET, "/readyz", "/readyz", &none, None), S::OK).await;
+    ch.expect(&app, call(Method::GET, "/", "/", &none, None), S::OK).await;
+    ch.expect(&app, call(Method::GET, "/api-spec/openapi.json", "/api-spec/openapi.json", &none, None), S::OK).await;
+
+    // Tomas registers a personal agent and manages its keys.
+    let created = ch
+        .expect(&app, call(Method::POST, "/api/agents", "/api/agents", &tomas, Some(json!({"name": "Tomas's agent"}))), S::CREATED)
+        .await;
+    let agent = created["agent"]["id"].as_str().unwrap().to_owned();
+    let key = Auth::Key(created["apiKey"]["key"].as_str().unwrap().to_owned());
+    let a = format!("/api/agents/{agent}");
+    ch.expect(&app, call(Method::GET, "/api/agents", "/api/agents", &tomas, None), S::OK).await;
+    ch.expect(&app, call(Method::GET, "/api/agents/{id}", &a, &tomas, None), S::OK).await;
+    ch.expect(&app, call(Method::PATCH, "/api/agents/{id}", &a, &tomas, Some(json!({"description": "On my laptop"}))), S::OK)
+        .await;
+    let second = ch.expect(&app, call(Method::POST, "/api/agents/{id}/keys", format!("{a}/keys"), &tomas, None), S::CREATED).await;
+    let second_id = second["id"].as_str().unwrap();
+    ch.expect(
+        &app,
+        call(Method::DELETE, "/api/agents/{id}/keys/{keyId}", format!("{a}/keys/{second_id}"), &tomas, None),
+        S::NO_CONTENT,
+    )
+    .await;
+
+    // The platform starts a negotiation; Tomas's turn is parked for his agent.
+    let started = ch
+        .expect(&app, call(Method::POST, "/api/negotiations", "/api/negotiations", &service, Some(fixtures::good_match())), S::CREATED)
+        .await;
+    let n = started["negotiation"]["id"].as_str().unwrap().to_owned();
+    let o = started["opportunity"]["id"].as_str().unwrap().to_owned();
+    let ctx = started["negotiation"]["conversationId"].as_str().unwrap().to_owned();
+    ch.expect(&app, call(Method::GET, "/api/negotiations/{id}", format!("/api/negotiations/{n}"), &service, None), S::OK).await;
+    ch.expect(&app, call(Method::GET, "/api/tasks/{id}", format!("/api/tasks/{n}"), &maya, None), S::OK).await;
+    ch.expect(&app, call(Method::GET, "/api/conversations/{id}", format!("/api/conversations/{ctx}"), &maya, None), S::OK).await;
+    ch.expect(&app, call(Method::GET, "/api/opportunities", "/api/opportunities?limit=10", &maya, None), S::OK).await;
+    ch.expect(&app, call(Method::GET, "/api/opportunities/{id}", format!("/api/opportunities/{o}"), &maya, None), S::OK).await;
+    ch.expect(&app, call(Method::GET, "/api/events", "/api/events", &maya, None), S::OK).await;
+
+    // The agent's side: list, read, pickup, extend, release, pickup again, respond.
+    let an = "/api/agents/{id}/negotiations/{negotiationId}";
+    ch.expect(&app, call(Method::GET, "/api/agents/{id}/negotiations", format!("{a}/negotiations?status=all"), &key, None), S::OK)
+        .await;
+    ch.expect(&app, call(Method::GET, an, format!("{a}/negotiations/{n}"), &key, None), S::OK).await;
+    ch.expect(&app, call(Method::GET, an, format!("{a}/negotiations/{n}"), &tomas, None), S::OK).await;
+    let pickup = "/api/agents/{id}/negotiations/pickup";
+    let picked = ch.expect(&app, call(Method::POST, pickup, format!("{a}/negotiations/pickup"), &key, None), S::OK).await;
+    let token = picked["claimToken"].as_str().unwrap().to_owned();
+    let claim = json!({ "claimToken": token });
+    ch.expect(&app, call(Method::POST, "/api/agents/{id}/negotiations/{negotiationId}/extend", format!("{a}/negotiations/{n}/extend"), &key, Some(claim.clone())), S::OK).await;
+    ch.expect(&app, call(Method::POST, "/api/agents/{id}/negotiations/{negotiationId}/release", format!("{a}/negotiations/{n}/release"), &key, Some(claim.clone())), S::OK).await;
+    ch.expect(
+        &app,
+        call(Method::POST, "/api/agents/{id}/negotiations/{negotiationId}/extend", format!("{a}/negotiations/{n}/extend"), &key, Some(claim)),
+        S::CONFLICT,
+    )
+    .await;
+    let picked = ch.expect(&app, call(Method::POST, pickup, format!("{a}/negotiations/pickup?wait=1"), &key, None), S::OK).await;
+    let respond = "/api/agents/{id}/negotiations/{negotiationId}/respond";
+    let mut answer = crate::helpers::answer("accept", picked["claimToken"].as_str());
+    ch.expect(&app, call(Method::POST, respond, format!("{a}/negotiations/{n}/respond"), &key, Some(answer.clone())), S::OK).await;
+    answer["action"] = json!("counter");
+    ch.expect(&app, call(Method::POST, respond, format!("{a}/negotiations/{n}/respond"), &key, Some(answer)), S::CONFLICT).await;
+    ch.expect(&app, call(Method::POST, pickup, format!("{a}/negotiations/pickup"), &key, None), S::NO_CONTENT).await;
+
+    // The people decide; the platform cancels another negotiation.
+    let decision = "/api/opportunities/{id}/decision";
+    ch.expect(&app, call(Method::POST, decision, format!("/api/opportunities/{o}/decision"), &maya, Some(json!({"decision": "accept"}))), S::OK).await;
+    ch.expect(&app, call(Method::POST, decision, format!("/api/opportunities/{o}/decision"), &maya, Some(json!({"decision": "accept"}))), S::CONFLICT).await;
+    let other = fixtures::request(fixtures::pastry_chef(), fixtures::engineer(), 60.0);
+    let started = ch.expect(&app, call(Method::POST, "/api/negotiations", "/api/negotiations", &service, Some(other)), S::CREATED).await;
+    let n2 = started["negotiation"]["id"].as_str().unwrap().to_owned();
+    let cancel = "/api/negotiations/{id}";
+    ch.expect(&app, call(Method::DELETE, cancel, format!("/api/negotiations/{n2}"), &service, None), S::OK).await;
+    ch.expect(&app, call(Method::DELETE, cancel, format!("/api/negotiations/{n2}"), &service, None), S::CONFLICT).await;
+
+    // The hub's self-assessment.
+    let assess = "/agent/negotiation";
+    ch.expect(&app, call(Method::POST, assess, assess, &none, Some(json!({"task_summary": "Negotiate a match for a Rust engineer"}))), S::OK).await;
+    ch.expect(&app, call(Method::POST, assess, assess, &none, Some(json!({"task_details": "no summary"}))), S::BAD_REQUEST).await;
+
+    // Bad requests, for every operation: no credentials, a body that is not JSON, unknown ids,
+    // the wrong kind of credentials.
+    let ops = ch.operations();
+    for (method, template) in &ops {
+        let op = ch.spec["paths"][template][method.to_lowercase()].clone();
+        let template: &'static str = Box::leak(template.clone().into_boxed_str());
+        let method: Method = method.parse().unwrap();
+        let secured = op["security"].as_array().is_some_and(|s| s.iter().any(|r| r.as_object().is_some_and(|r| !r.is_empty())));
+        let path_for = |id: &str, second: &str| {
+            template.replacen("{id}", id, 1).replace("{negotiationId}", second).replace("{keyId}", second)
+        };
+        let real = path_for(&agent, &n);
+        let auth = if template.starts_with("/api/agents/{id}/negotiations") {
+            key.clone()
+        } else if template.starts_with("/api/agents") || template.ends_with("/decision") {
+            tomas.clone()
+        } else {
+            service.clone()
+        };
+        if secured {
+            ch.expect(&app, call(method.clone(), template, real.clone(), &none, None), S::UNAUTHORIZED).await;
+            ch.expect(&app, call(method.clone(), template, real.clone(), &Auth::Jwt("not-a-token".into()), None), S::UNAUTHORIZED).await;
+        }
+        if op.get("requestBody").is_some() {
+            let c = Call { method: method.clone(), template, path: real.clone(), auth: auth.clone(), body: Some("{\"oops\": [".into()) };
+            ch.expect(&app, c, S::BAD_REQUEST).await;
+        }
+        if template.contains('{') {
+            let unknown = path_for(&nobody, &nobody);
+            let (status, _) = ch.run(&app, call(method.clone(), template, unknown, &auth, None)).await;
+            assert!(status.is_client_error(), "{method} {template} with unknown ids: {status}");
+        }
+        if secured && template != "/api/events" {
+            // Another user's (or the wrong kind of) credentials.
+            let (status, _) = ch.run(&app, call(method.clone(), template, real, &maya, None)).await;
+            assert!(status.is_client_error() || status.is_success(), "{method} {template} as another user: {status}");
+        }
+    }
+    let key_auth = Auth::Key("pk_not-a-real-key".into());
+    ch.expect(&app, call(Method::POST, pickup, format!("{a}/negotiations/pickup"), &key_auth, None), S::UNAUTHORIZED).await;
+    ch.expect(&app, call(Method::POST, pickup, format!("{a}/negotiations/pickup?wait=soon"), &key, None), S::BAD_REQUEST).await;
+    ch.expect(&app, call(Method::GET, "/api/opportunities", "/api/opportunities?limit=0", &maya, None), S::BAD_REQUEST).await;
+    ch.expect(&app, call(Method::DELETE, "/api/agents/{id}", &a, &tomas, None), S::NO_CONTENT).await;
+
+    let missed: Vec<_> = ops.difference(&ch.seen).collect();
+    assert!(missed.is_empty(), "operations never called: {missed:?}");
+    // Every operation was also refused at least once.
+    for (method, template) in &ops {
+        let refused = ch.statuses.iter().any(|(m, t, s)| m == method && t == template && *s >= 400);
+        let public = ["/healthz", "/readyz", "/", "/api-spec/openapi.json"].contains(&template.as_str());
+        assert!(refused || public, "{method} {template} was never given a bad request");
+    }
+}
