@@ -12,5 +12,6 @@ mod helpers;
 mod mcp;
 mod negotiations;
 mod openapi;
+mod schema;
 mod timers;
 mod ui;
