@@ -171,20 +171,18 @@ impl Config {
             }
         };
         let database_url = var("DATABASE_URL");
-        if let Some(url) = &database_url {
-            if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+        if let Some(url) = &database_url
+            && !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
                 return Err(ConfigError {
                     var: "DATABASE_URL",
                     message: "must be a postgres:// or postgresql:// URL".into(),
                 });
             }
-        }
         let jwt_secret = var("PARLEY_JWT_SECRET");
-        if let Some(s) = &jwt_secret {
-            if s.len() < 16 {
+        if let Some(s) = &jwt_secret
+            && s.len() < 16 {
                 return Err(ConfigError { var: "PARLEY_JWT_SECRET", message: "must be at least 16 characters".into() });
             }
-        }
         let embeddings = match var("PARLEY_EMBEDDINGS_URL") {
             None => None,
             Some(url) => {

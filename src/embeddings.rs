@@ -52,11 +52,10 @@ pub fn skill_text(skill: &Skill) -> String {
     if !skill.tags.is_empty() {
         parts.push(skill.tags.join(", "));
     }
-    if let Some(a) = &skill.assessment {
-        if !a.keywords.is_empty() {
+    if let Some(a) = &skill.assessment
+        && !a.keywords.is_empty() {
             parts.push(a.keywords.join(", "));
         }
-    }
     if !skill.capabilities_detail.is_empty() {
         parts.push(skill.capabilities_detail.keys().cloned().collect::<Vec<_>>().join(", "));
     }

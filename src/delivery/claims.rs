@@ -122,11 +122,10 @@ impl Engine {
         if task.claim_agent_id != Some(agent.agent_id) {
             return Err(if token.is_some() { DeliveryError::ClaimStale } else { DeliveryError::ClaimedByOther });
         }
-        if let Some(token) = token {
-            if task.claim_token_hash.as_deref() != Some(hash_secret(token).as_slice()) {
+        if let Some(token) = token
+            && task.claim_token_hash.as_deref() != Some(hash_secret(token).as_slice()) {
                 return Err(DeliveryError::ClaimStale);
             }
-        }
         if task.claim_expires_at.is_none_or(|e| e <= Utc::now()) {
             return Err(DeliveryError::ClaimStale);
         }

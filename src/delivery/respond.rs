@@ -53,8 +53,8 @@ impl Engine {
         let mut tx = self.pool.begin().await?;
         let mut task = self.lock_visible(&mut tx, agent, task_id).await?;
 
-        if let Some(token) = answer.claim_token.as_deref() {
-            if let Some(previous) = messages::by_claim_token(&mut tx, task.id, &hash_secret(token)).await? {
+        if let Some(token) = answer.claim_token.as_deref()
+            && let Some(previous) = messages::by_claim_token(&mut tx, task.id, &hash_secret(token)).await? {
                 tx.commit().await?;
                 if previous.request_hash.as_deref() != Some(request_hash.as_slice()) {
                     return Err(DeliveryError::ClaimStale);
@@ -64,7 +64,6 @@ impl Engine {
                     None => self.answer_for(task_id, u32::try_from(previous.turn_number).unwrap_or(0)).await,
                 };
             }
-        }
         Self::check_holder(&task, agent, answer.claim_token.as_deref())?;
 
         let turn_number = task.turn_count;

@@ -125,7 +125,7 @@ impl Side {
 
     /// The side that speaks turn `n` (0-based): the source opens, then they alternate.
     pub fn for_turn(n: u32) -> Side {
-        if n % 2 == 0 { Side::Source } else { Side::Candidate }
+        if n.is_multiple_of(2) { Side::Source } else { Side::Candidate }
     }
 
     /// The opposite seat.

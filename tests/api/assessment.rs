@@ -116,7 +116,6 @@ async fn parley_assess_prints_exactly_what_the_endpoint_answers() {
         .unwrap();
     assert_eq!(cli.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&cli.stderr).contains("'task_summary' is required"));
-    let _: Value = Value::Null;
 }
 
 fn tempdir() -> std::path::PathBuf {

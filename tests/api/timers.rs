@@ -127,7 +127,7 @@ async fn respond_claim_expiry_and_fallback_racing_on_one_turn_leave_exactly_one_
         let agent_ref = &agent;
         let id = id.clone();
         tokio::time::sleep(delay).await;
-        let r = app_ref.respond(agent_ref, &picked.body["negotiationId"].as_str().unwrap().to_owned(), &answer("reject", Some(&token))).await;
+        let r = app_ref.respond(agent_ref, picked.body["negotiationId"].as_str().unwrap(), &answer("reject", Some(&token))).await;
         assert!(
             r.status == StatusCode::OK || r.status == StatusCode::CONFLICT,
             "{id}: unexpected {} {}",
