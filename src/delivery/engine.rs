@@ -88,14 +88,9 @@ impl Engine {
         let turn_number = task.turn_count;
         let side = crate::domain::Side::for_turn(turn_number);
         if task.kind(side) == SideKind::Personal {
-            let next = task.state.transition(TaskEvent::Park)?;
-            debug_assert_eq!(next, TaskState::WaitingForAgent);
-            let parked_at = tasks::park(&mut tx, task.id, task.user_id(side), turn_number).await?;
-            self.arm_park_timer(&mut tx, &task, turn_number, task.claim_generation, parked_at).await?;
-            tasks::notify_parked(&mut tx, task.user_id(side)).await?;
+            self.park_in(&mut tx, &task, turn_number).await?;
             tx.commit().await?;
-            self.wakeups.wake(task.user_id(side));
-            tracing::info!(negotiation.id = %task.id, turn.number = turn_number, turn.side = side.as_str(), "parked");
+            self.parked(&task, turn_number);
             return Ok(Step::Stop);
         }
 
@@ -106,6 +101,7 @@ impl Engine {
             let _entered = span.enter();
             self.system_turn(&task, side, &history)?
         };
+        let mut parked = false;
         async {
             super::store_turn(
                 &mut tx,
@@ -128,6 +124,13 @@ impl Engine {
                 finalize(self, &mut tx, &task, &all, None).await?;
             } else if cap_reached(count, task.max_turns) {
                 finalize(self, &mut tx, &task, &all, Some(EndReason::TurnCap)).await?;
+            } else if task.kind(side.other()) == SideKind::Personal {
+                // The next turn is a personal agent's: park it in this same transaction (one
+                // commit per turn handed over instead of two; the state goes straight from
+                // `working` at this turn to `waiting_for_agent` at the next).
+                task.turn_count = count;
+                self.park_in(&mut tx, &task, count).await?;
+                parked = true;
             } else {
                 tasks::set_state(&mut tx, task.id, TaskState::Working, TaskState::Working, count).await?;
             }
@@ -137,7 +140,33 @@ impl Engine {
         }
         .instrument(span.clone())
         .await?;
+        if parked {
+            self.parked(&task, task.turn_count);
+            return Ok(Step::Stop);
+        }
         Ok(Step::Continue)
+    }
+
+    /// Parks turn `turn_number` of a locked `working` task for the personal agent of the side
+    /// whose turn it is, inside the caller's transaction: `waiting_for_agent`, the park timer,
+    /// and the notification that wakes long-polls once the transaction commits. Call
+    /// [`Engine::parked`] after the commit.
+    async fn park_in(&self, tx: &mut sqlx::PgConnection, task: &tasks::Task, turn_number: u32) -> Result<(), DeliveryError> {
+        let side = crate::domain::Side::for_turn(turn_number);
+        let next = task.state.transition(TaskEvent::Park)?;
+        debug_assert_eq!(next, TaskState::WaitingForAgent);
+        let parked_at = tasks::park(tx, task.id, task.user_id(side), turn_number).await?;
+        self.arm_park_timer(tx, task, turn_number, task.claim_generation, parked_at).await?;
+        tasks::notify_parked(tx, task.user_id(side)).await?;
+        Ok(())
+    }
+
+    /// After a park committed: wakes this process's long-polls of that user at once (the
+    /// NOTIFY reaches the other processes).
+    fn parked(&self, task: &tasks::Task, turn_number: u32) {
+        let side = crate::domain::Side::for_turn(turn_number);
+        self.wakeups.wake(task.user_id(side));
+        tracing::info!(negotiation.id = %task.id, turn.number = turn_number, turn.side = side.as_str(), "parked");
     }
 
     /// The system negotiator's turn for `side`, from that side's full context.
