@@ -508,6 +508,7 @@ async fn turn_cycles(bench: &Arc<Bench>, plan: &Plan, agents: usize, r: &mut Res
 
     let clients: Vec<AgentClient> = registered.iter().map(|(id, key)| AgentClient::new(bench, id, key)).collect();
     let xacts_before = xact_count(&bench.pool).await?;
+    let cpu_before = (process_cpu_secs("self"), backend_cpu_secs(&bench.pool).await?);
     let all_cycles = Arc::new(AtomicU64::new(0));
     let start = Instant::now();
     let measure_from = start + WARMUP;
@@ -563,6 +564,12 @@ async fn turn_cycles(bench: &Arc<Bench>, plan: &Plan, agents: usize, r: &mut Res
     let secs = window_end.saturating_duration_since(measure_from).as_secs_f64().max(1e-3);
     // Committed transactions in Parley's database per cycle, warm-up included (read-only ones
     // too: each BEGIN..COMMIT and each autocommit statement counts one).
+    let cycles_all = all_cycles.load(Ordering::Relaxed).max(1) as f64;
+    let own_cpu = process_cpu_secs("self") - cpu_before.0;
+    let backends_after = backend_cpu_secs(&bench.pool).await?;
+    let pg_cpu: f64 = backends_after.iter().map(|(pid, after)| after - cpu_before.1.get(pid).copied().unwrap_or(0.0)).sum();
+    r.insert("cpu_ms_per_cycle_parley_process", json!(round(own_cpu * 1e3 / cycles_all, 2)));
+    r.insert("cpu_ms_per_cycle_postgres_backends", json!(round(pg_cpu * 1e3 / cycles_all, 2)));
     let xacts = xact_count(&bench.pool).await? - xacts_before;
     r.insert("db_transactions_per_cycle", json!(round(xacts as f64 / all_cycles.load(Ordering::Relaxed).max(1) as f64, 2)));
     pickups.sort_by(f64::total_cmp);
@@ -577,6 +584,25 @@ async fn turn_cycles(bench: &Arc<Bench>, plan: &Plan, agents: usize, r: &mut Res
     r.insert("respond_p50_ms", json!(round(percentile(&responds, 50.0), 2)));
     r.insert("respond_p99_ms", json!(round(percentile(&responds, 99.0), 2)));
     Ok(())
+}
+
+/// User + system CPU seconds of a process (`self` or a pid), from `/proc/<pid>/stat`.
+fn process_cpu_secs(pid: &str) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the parenthesised command name; utime and stime are the 14th and 15th.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// CPU seconds so far of every PostgreSQL backend connected to the current database (same
+/// machine only; 0 when /proc does not show them).
+async fn backend_cpu_secs(pool: &PgPool) -> anyhow::Result<std::collections::HashMap<i32, f64>> {
+    let pids: Vec<i32> = sqlx::query_scalar("SELECT pid FROM pg_stat_activity WHERE datname = current_database()")
+        .fetch_all(pool)
+        .await?;
+    Ok(pids.into_iter().map(|p| (p, process_cpu_secs(&p.to_string()))).collect())
 }
 
 /// Transactions committed so far in the current database (after flushing this backend's stats).
@@ -616,14 +642,32 @@ fn pgbench(server: &Server, plan: &Plan, clients: usize, r: &mut Results, json_o
 }
 
 /// Wake latency: a long-poll waits; a park commits (a negotiation is created whose turn 1 is
-/// the waiting agent's); the long-poll answers. Measured from the park transaction's
-/// `first_parked_at` (PostgreSQL's `now()`, the start of the park transaction, so an upper bound
-/// on "park committed") to the moment the pickup's 200 has been read by the client.
+/// the waiting agent's); the long-poll answers. The headline is measured from the arrival of the
+/// park's NOTIFY at an independent listener in this process (delivered only after the commit)
+/// to the moment the pickup's 200 has been read by the client. Also reported: from the park
+/// transaction's `first_parked_at` (PostgreSQL's `now()`, the start of the park transaction, so
+/// an upper bound that includes the park's own statements and commit).
 async fn wake_latency(bench: &Arc<Bench>, plan: &Plan, r: &mut Results, json_out: bool) -> anyhow::Result<()> {
     let user = "bench-wake-user";
     let (id, key) = bench.register_agent(user).await?;
     let agent = AgentClient::new(bench, &id, &key);
     note(json_out, format!("wake latency: {} wakes", plan.wakes));
+    // An independent LISTEN on the channel parks notify: PostgreSQL delivers the notification
+    // only after the park committed, so its arrival here is the earliest moment anyone can
+    // observe the commit.
+    let mut listener =
+        sqlx::postgres::PgListener::connect(bench.state.engine.config().database_url.as_deref().unwrap_or_default()).await?;
+    listener.listen(parley::delivery::TURNS_CHANNEL).await?;
+    let (notified_tx, mut notified_rx) = tokio::sync::mpsc::unbounded_channel::<SystemTime>();
+    let listening = tokio::spawn(async move {
+        while let Ok(n) = listener.recv().await {
+            let at = SystemTime::now();
+            if n.payload() == "bench-wake-user" && notified_tx.send(at).is_err() {
+                break;
+            }
+        }
+    });
+    let mut from_notify = Vec::with_capacity(plan.wakes);
     let mut from_park = Vec::with_capacity(plan.wakes);
     let mut from_create_return = Vec::with_capacity(plan.wakes);
     let mut missed = 0usize;
@@ -653,6 +697,11 @@ async fn wake_latency(bench: &Arc<Bench>, plan: &Plan, r: &mut Results, json_out
         let created = bench.create(&body).await?;
         let create_returned = SystemTime::now();
         let (turn, answered) = waiter.await?;
+        let notified = tokio::time::timeout(Duration::from_secs(5), notified_rx.recv()).await?.context("the listener stopped")?;
+        from_notify.push(match answered.duration_since(notified) {
+            Ok(d) => d.as_secs_f64() * 1e3,
+            Err(e) => -e.duration().as_secs_f64() * 1e3,
+        });
         let Some(turn) = turn? else {
             missed += 1;
             continue;
@@ -674,13 +723,17 @@ async fn wake_latency(bench: &Arc<Bench>, plan: &Plan, r: &mut Results, json_out
         // End it, so the next long-poll finds nothing and has to wait.
         agent.respond(&turn, "reject").await?;
     }
+    listening.abort();
+    from_notify.sort_by(f64::total_cmp);
     from_park.sort_by(f64::total_cmp);
     from_create_return.sort_by(f64::total_cmp);
-    r.insert("wake_latency_samples", json!(from_park.len()));
+    r.insert("wake_latency_samples", json!(from_notify.len()));
     r.insert("wake_latency_missed", json!(missed));
-    r.insert("wake_latency_p50_ms", json!(round(percentile(&from_park, 50.0), 3)));
-    r.insert("wake_latency_p99_ms", json!(round(percentile(&from_park, 99.0), 3)));
-    r.insert("wake_latency_max_ms", json!(round(from_park.last().copied().unwrap_or(f64::NAN), 3)));
+    r.insert("wake_latency_p50_ms", json!(round(percentile(&from_notify, 50.0), 3)));
+    r.insert("wake_latency_p99_ms", json!(round(percentile(&from_notify, 99.0), 3)));
+    r.insert("wake_latency_max_ms", json!(round(from_notify.last().copied().unwrap_or(f64::NAN), 3)));
+    r.insert("wake_from_park_tx_start_p50_ms", json!(round(percentile(&from_park, 50.0), 3)));
+    r.insert("wake_from_park_tx_start_p99_ms", json!(round(percentile(&from_park, 99.0), 3)));
     r.insert("wake_after_create_returned_p50_ms", json!(round(percentile(&from_create_return, 50.0), 3)));
     r.insert("wake_after_create_returned_p99_ms", json!(round(percentile(&from_create_return, 99.0), 3)));
     Ok(())
@@ -883,6 +936,7 @@ fn print_table(r: &Results) {
         ("  pickup p50 / p99 ms", format!("{} / {}", g("pickup_p50_ms"), g("pickup_p99_ms")), String::new()),
         ("  respond p50 / p99 ms", format!("{} / {}", g("respond_p50_ms"), g("respond_p99_ms")), String::new()),
         ("wake latency p50 / p99 ms", format!("{} / {}", g("wake_latency_p50_ms"), g("wake_latency_p99_ms")), format!("{} wakes, target p99 < 10", g("wake_latency_samples"))),
+        ("  from park tx start p50 / p99 ms", format!("{} / {}", g("wake_from_park_tx_start_p50_ms"), g("wake_from_park_tx_start_p99_ms")), "upper bound".into()),
         ("system-vs-system negotiations /s", g("svs_negotiations_per_s").to_string(), format!("{} turns each", g("svs_turns_per_negotiation"))),
         ("assessments /s in process", g("assess_per_s_inprocess").to_string(), format!("{} skills, one thread", g("assess_skills"))),
         ("assessments /s over HTTP", g("assess_per_s_http").to_string(), format!("{HTTP_CONCURRENCY} concurrent")),
