@@ -26,6 +26,17 @@ pub struct Engine {
     pub(crate) wakeups: Arc<Wakeups>,
 }
 
+/// How a turn was concluded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Concluded {
+    /// The negotiation ended (accept, reject, cap).
+    Ended,
+    /// The next turn, this number, was parked for a personal agent.
+    Parked(u32),
+    /// The next turn is the system negotiator's.
+    Continues,
+}
+
 /// What one step of the loop did.
 enum Step {
     /// A system turn was taken; take the next one.
@@ -88,28 +99,26 @@ impl Engine {
         let turn_number = task.turn_count;
         let side = crate::domain::Side::for_turn(turn_number);
         if task.kind(side) == SideKind::Personal {
-            let next = task.state.transition(TaskEvent::Park)?;
-            debug_assert_eq!(next, TaskState::WaitingForAgent);
-            let parked_at = tasks::park(&mut tx, task.id, task.user_id(side), turn_number).await?;
-            self.arm_park_timer(&mut tx, &task, turn_number, task.claim_generation, parked_at).await?;
-            tasks::notify_parked(&mut tx, task.user_id(side)).await?;
+            self.park_in(&mut tx, &task, turn_number).await?;
             tx.commit().await?;
-            self.wakeups.wake(task.user_id(side));
-            tracing::info!(negotiation.id = %task.id, turn.number = turn_number, turn.side = side.as_str(), "parked");
+            self.parked(&task, turn_number);
             return Ok(Step::Stop);
         }
 
         let span = tracing::info_span!("turn", negotiation.id = %task.id, turn.number = turn_number,
             turn.side = side.as_str(), turn.played_by = "system");
-        async {
-            let turn = self.take_system_turn(&mut tx, &task, side).await?;
+        let concluded = async {
+            let (turn, concluded) = self.take_system_turn(&mut tx, &task, side).await?;
             tx.commit().await?;
             tracing::info!("{}", turn.action);
-            Ok::<_, DeliveryError>(())
+            Ok::<_, DeliveryError>(concluded)
         }
         .instrument(span)
         .await?;
-        Ok(Step::Continue)
+        Ok(match self.after_commit(&task, concluded) {
+            Concluded::Continues => Step::Continue,
+            Concluded::Ended | Concluded::Parked(_) => Step::Stop,
+        })
     }
 
     /// The system negotiator takes `side`'s turn on a locked `working` task, in the caller's
@@ -119,7 +128,7 @@ impl Engine {
         conn: &mut sqlx::PgConnection,
         task: &tasks::Task,
         side: crate::domain::Side,
-    ) -> Result<Turn, DeliveryError> {
+    ) -> Result<(Turn, Concluded), DeliveryError> {
         let mut turns: Vec<Turn> = messages::turns(conn, task.id).await?.into_iter().map(|t| t.turn).collect();
         let turn = self.system_turn(task, side, &turns)?;
         super::store_turn(
@@ -137,31 +146,67 @@ impl Engine {
         )
         .await?;
         turns.push(turn.clone());
-        self.conclude_turn(conn, task, &turns).await?;
-        Ok(turn)
+        let concluded = self.conclude_turn(conn, task, &turns).await?;
+        Ok((turn, concluded))
     }
 
     /// After a turn was stored on a locked `working` task (`turns`: all of them, the new one
-    /// last): ends the negotiation on accept or reject or when the cap is reached, otherwise
-    /// records the new turn count. Returns whether it ended. Every turn, whoever took it, is
-    /// concluded here.
+    /// last): ends the negotiation on accept or reject or when the cap is reached; when the
+    /// next turn is a personal agent's, parks it in this same transaction (one commit per
+    /// handed-over turn instead of two); otherwise records the new turn count. Every turn,
+    /// whoever took it, is concluded here; call [`Engine::after_commit`] once committed.
     pub(crate) async fn conclude_turn(
         &self,
         conn: &mut sqlx::PgConnection,
         task: &tasks::Task,
         turns: &[Turn],
-    ) -> Result<bool, DeliveryError> {
+    ) -> Result<Concluded, DeliveryError> {
         let count = turns.len() as u32;
         let terminal = turns.last().is_some_and(|t| t.action.is_terminal());
         if terminal {
             finalize(self, conn, task, turns, None).await?;
+            Ok(Concluded::Ended)
         } else if cap_reached(count, task.max_turns) {
             finalize(self, conn, task, turns, Some(EndReason::TurnCap)).await?;
+            Ok(Concluded::Ended)
+        } else if task.kind(crate::domain::Side::for_turn(count)) == SideKind::Personal {
+            self.park_in(conn, task, count).await?;
+            Ok(Concluded::Parked(count))
         } else {
             tasks::set_state(conn, task.id, TaskState::Working, TaskState::Working, count).await?;
-            return Ok(false);
+            Ok(Concluded::Continues)
         }
-        Ok(true)
+    }
+
+    /// What to do once a concluded turn's transaction committed: wake the long-polls of a
+    /// parked turn. Returns `concluded` for the caller to decide whether to go on.
+    pub(crate) fn after_commit(&self, task: &tasks::Task, concluded: Concluded) -> Concluded {
+        if let Concluded::Parked(turn_number) = concluded {
+            self.parked(task, turn_number);
+        }
+        concluded
+    }
+
+    /// Parks turn `turn_number` of a locked `working` task for the personal agent of the side
+    /// whose turn it is, inside the caller's transaction: `waiting_for_agent`, the park timer,
+    /// and the notification that wakes long-polls once the transaction commits. Call
+    /// [`Engine::parked`] after the commit.
+    async fn park_in(&self, tx: &mut sqlx::PgConnection, task: &tasks::Task, turn_number: u32) -> Result<(), DeliveryError> {
+        let side = crate::domain::Side::for_turn(turn_number);
+        let next = task.state.transition(TaskEvent::Park)?;
+        debug_assert_eq!(next, TaskState::WaitingForAgent);
+        let parked_at = tasks::park(tx, task.id, task.user_id(side), turn_number).await?;
+        self.arm_park_timer(tx, task, turn_number, task.claim_generation, parked_at).await?;
+        tasks::notify_parked(tx, task.user_id(side)).await?;
+        Ok(())
+    }
+
+    /// After a park committed: wakes this process's long-polls of that user at once (the
+    /// NOTIFY reaches the other processes).
+    fn parked(&self, task: &tasks::Task, turn_number: u32) {
+        let side = crate::domain::Side::for_turn(turn_number);
+        self.wakeups.wake(task.user_id(side));
+        tracing::info!(negotiation.id = %task.id, turn.number = turn_number, turn.side = side.as_str(), "parked");
     }
 
     /// The system negotiator's turn for `side`, from that side's full context.

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use super::{AgentIdentity, DeliveryError, Engine, claims::hash_secret};
+use super::{AgentIdentity, DeliveryError, Engine, claims::hash_secret, engine::Concluded};
 use crate::{
     domain::{
         Action, Side, SideKind, SuggestedRoles, TaskEvent, TaskState, Turn, action_allowed,
@@ -108,11 +108,11 @@ impl Engine {
         task.turn_count = count;
 
         let turns: Vec<Turn> = messages::turns(&mut tx, task.id).await?.into_iter().map(|t| t.turn).collect();
-        let ended = self.conclude_turn(&mut tx, &task, &turns).await?;
+        let concluded = self.conclude_turn(&mut tx, &task, &turns).await?;
         tx.commit().await?;
         tracing::info!(turn.number = turn_number, turn.side = side.as_str(), turn.played_by = "personal", "{}", turn.action);
 
-        if !ended {
+        if self.after_commit(&task, concluded) == Concluded::Continues {
             self.advance(task.id).await?;
         }
         let response = self.answer_for(task.id, turn_number).await?;

@@ -14,7 +14,7 @@ use parley_jobs::{
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use super::{DeliveryError, Engine, finalize};
+use super::{DeliveryError, Engine, engine::Concluded, finalize};
 use crate::{
     domain::{
         EndReason, OpportunityEvent, OpportunityStatus, Side, TaskEvent, TaskState, Turn,
@@ -138,11 +138,13 @@ impl Engine {
         tasks::set_state(&mut tx, task.id, task.state, working, task.turn_count).await?;
         task.state = working;
         let side = Side::for_turn(task.turn_count);
-        let turn = self.take_system_turn(&mut tx, &task, side).await?;
+        let (turn, concluded) = self.take_system_turn(&mut tx, &task, side).await?;
         tx.commit().await?;
         tracing::info!(negotiation.id = %task.id, turn.number = turn.turn_number, turn.side = side.as_str(),
             turn.played_by = "system_fallback", "{}", turn.action);
-        self.advance(task.id).await?;
+        if self.after_commit(&task, concluded) == Concluded::Continues {
+            self.advance(task.id).await?;
+        }
         Ok(true)
     }
 

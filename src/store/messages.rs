@@ -227,8 +227,17 @@ pub async fn by_claim_token(conn: &mut PgConnection, task_id: Uuid, token_hash: 
 }
 
 /// Records the answer given for a turn, so that a retry gets the same one.
+///
+/// Committed without waiting for the WAL flush (`synchronous_commit = off` for this one
+/// transaction): the answer is a cache, and a respond retried after a database crash that lost
+/// it recomputes it from the task (as it does after a crash just before this write). This saves
+/// one flush wait per respond. Call it outside any transaction.
 pub async fn set_response(conn: &mut PgConnection, message_id: Uuid, response: &serde_json::Value) -> sqlx::Result<()> {
-    sqlx::query!("UPDATE messages SET response = $2 WHERE message_id = $1", message_id, response).execute(conn).await?;
+    use sqlx::Connection;
+    let mut tx = conn.begin().await?;
+    sqlx::query("SET LOCAL synchronous_commit = off").execute(&mut *tx).await?;
+    sqlx::query!("UPDATE messages SET response = $2 WHERE message_id = $1", message_id, response).execute(&mut *tx).await?;
+    tx.commit().await?;
     Ok(())
 }
 

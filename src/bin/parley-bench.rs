@@ -1,0 +1,1026 @@
+//! `parley-bench`: measures a real Parley, started in this process, against baselines measured
+//! in the same run on the same machine (DESIGN.md §13). See BENCHMARKS.md for what each figure
+//! means and for the numbers of a full run.
+//!
+//! ```text
+//! DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres parley-bench [--quick] [--json]
+//! ```
+//!
+//! It creates (and drops at the end) its own scratch databases `parley_bench_<pid>` and
+//! `parley_bench_<pid>_pgbench` on that server; without `DATABASE_URL` it starts the embedded
+//! PostgreSQL in a temporary directory. Everything runs over loopback; every loop is bounded in
+//! count and in time.
+
+use std::{
+    collections::BTreeMap,
+    path::PathBuf,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, AtomicU64, Ordering},
+    },
+    time::{Duration, Instant, SystemTime},
+};
+
+use anyhow::{Context, bail};
+use clap::Parser;
+use parley::{
+    app::Application,
+    config::Config,
+    db::{self, EmbeddedPostgres},
+    http::{AppState, auth::CallerRole},
+    scoring,
+};
+use reqwest::{StatusCode, Url};
+use serde_json::{Value, json};
+use sqlx::{Connection, PgConnection, PgPool};
+use tokio::task::JoinSet;
+
+/// Command line.
+#[derive(Debug, Parser)]
+#[command(name = "parley-bench", about = "Benchmarks a Parley started in process (DESIGN.md §13)")]
+struct Args {
+    /// Short run (under a minute on 2 cores): fewer turns, wakes and seconds per phase.
+    #[arg(long)]
+    quick: bool,
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Connections in Parley's pool (PARLEY_DB_POOL_SIZE).
+    #[arg(long, default_value_t = 16)]
+    pool_size: u32,
+    /// Concurrent agents (and pgbench clients) of the turn-cycle phase.
+    #[arg(long, default_value_t = 32)]
+    agents: usize,
+    /// Run only these phases (comma-separated: cycles,pgbench,wake,svs,assess,longpoll).
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
+}
+
+/// Sizes of one run.
+struct Plan {
+    negotiations_per_agent: usize,
+    cycle_secs: u64,
+    pgbench_secs: u64,
+    pgbench_scale: u32,
+    wakes: usize,
+    svs_secs: u64,
+    assess_inprocess_secs: u64,
+    http_secs: u64,
+    longpolls: usize,
+}
+
+impl Plan {
+    fn new(quick: bool) -> Plan {
+        if quick {
+            Plan {
+                negotiations_per_agent: 12,
+                cycle_secs: 5,
+                pgbench_secs: 5,
+                pgbench_scale: 10,
+                wakes: 300,
+                svs_secs: 3,
+                assess_inprocess_secs: 1,
+                http_secs: 3,
+                longpolls: 1000,
+            }
+        } else {
+            Plan {
+                negotiations_per_agent: 150,
+                cycle_secs: 30,
+                pgbench_secs: 30,
+                pgbench_scale: 10,
+                wakes: 2000,
+                svs_secs: 15,
+                assess_inprocess_secs: 5,
+                http_secs: 10,
+                longpolls: 1000,
+            }
+        }
+    }
+}
+
+const WARMUP: Duration = Duration::from_secs(1);
+const HTTP_CONCURRENCY: usize = 32;
+const JWT_SECRET: &str = "parley-bench-secret-0123456789";
+
+/// Everything measured, in JSON field order.
+type Results = BTreeMap<&'static str, Value>;
+
+fn with_database(url: &str, name: &str) -> anyhow::Result<String> {
+    let mut u = Url::parse(url).context("DATABASE_URL is not a URL")?;
+    u.set_path(&format!("/{name}"));
+    Ok(u.to_string())
+}
+
+fn rss_mb() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map(|kb| kb / 1024.0)
+        .unwrap_or(0.0)
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+fn round(x: f64, dp: i32) -> f64 {
+    let m = 10f64.powi(dp);
+    (x * m).round() / m
+}
+
+fn note(json: bool, msg: impl AsRef<str>) {
+    // Progress goes to stderr so that `--json` output stays one object on stdout.
+    let _ = json;
+    eprintln!("parley-bench: {}", msg.as_ref());
+}
+
+/// The database server, its scratch databases, and the embedded server if we started one.
+struct Server {
+    admin_url: String,
+    app_db: String,
+    pgbench_db: String,
+    _embedded: Option<EmbeddedPostgres>,
+}
+
+impl Server {
+    async fn open() -> anyhow::Result<Server> {
+        let (admin_url, embedded) = match std::env::var("DATABASE_URL").ok().filter(|u| !u.is_empty()) {
+            Some(url) => (with_database(&url, "postgres")?, None),
+            None => {
+                let dir = std::env::temp_dir().join(format!("parley-bench-{}", std::process::id()));
+                let pg = tokio::task::spawn_blocking(move || EmbeddedPostgres::start(&dir)).await??;
+                (pg.url("postgres"), Some(pg))
+            }
+        };
+        let pid = std::process::id();
+        let server = Server {
+            app_db: format!("parley_bench_{pid}"),
+            pgbench_db: format!("parley_bench_{pid}_pgbench"),
+            admin_url,
+            _embedded: embedded,
+        };
+        let mut conn = PgConnection::connect(&server.admin_url).await.context("connecting to PostgreSQL")?;
+        for name in [&server.app_db, &server.pgbench_db] {
+            sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")))
+                .execute(&mut conn)
+                .await?;
+            sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"))).execute(&mut conn).await?;
+        }
+        Ok(server)
+    }
+
+    fn url(&self, db: &str) -> anyhow::Result<String> {
+        with_database(&self.admin_url, db)
+    }
+
+    async fn drop_databases(&self) {
+        if let Ok(mut conn) = PgConnection::connect(&self.admin_url).await {
+            for name in [&self.app_db, &self.pgbench_db] {
+                let _ = sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")))
+                    .execute(&mut conn)
+                    .await;
+            }
+        }
+    }
+
+    /// `pgbench` with the server's host, port and user, on the pgbench scratch database.
+    fn pgbench(&self, args: &[String]) -> anyhow::Result<String> {
+        let url = Url::parse(&self.admin_url)?;
+        let mut cmd = std::process::Command::new(pgbench_path());
+        cmd.args(args)
+            .arg(&self.pgbench_db)
+            .env("PGHOST", url.host_str().unwrap_or("127.0.0.1"))
+            .env("PGPORT", url.port().unwrap_or(5432).to_string())
+            .env("PGUSER", if url.username().is_empty() { "postgres" } else { url.username() });
+        if let Some(p) = url.password() {
+            cmd.env("PGPASSWORD", p);
+        }
+        let out = cmd.output().context("running pgbench (install postgresql-contrib or put pgbench on PATH)")?;
+        if !out.status.success() {
+            bail!("pgbench {:?} failed: {}", args, String::from_utf8_lossy(&out.stderr));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+}
+
+fn pgbench_path() -> PathBuf {
+    if let Ok(paths) = std::env::var("PATH") {
+        for dir in std::env::split_paths(&paths) {
+            if dir.join("pgbench").is_file() {
+                return dir.join("pgbench");
+            }
+        }
+    }
+    for v in ["17", "16", "15", "14"] {
+        let p = PathBuf::from(format!("/usr/lib/postgresql/{v}/bin/pgbench"));
+        if p.is_file() {
+            return p;
+        }
+    }
+    PathBuf::from("pgbench")
+}
+
+/// A running Parley and an HTTP client for it.
+struct Bench {
+    base: String,
+    client: reqwest::Client,
+    state: AppState,
+    pool: PgPool,
+    service: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    server_task: tokio::task::JoinHandle<anyhow::Result<()>>,
+    _skills_dir: PathBuf,
+}
+
+/// Nine skills that, with the built-in one, make the 10-skill agent of the assessment figures.
+fn extra_skills() -> Value {
+    let topics = [
+        ("pdf", ["pdf", "tables", "extraction", "invoice"]),
+        ("translate", ["translation", "french", "german", "localization"]),
+        ("summarize", ["summary", "report", "digest", "notes"]),
+        ("code-review", ["rust", "review", "security", "lint"]),
+        ("sql", ["postgresql", "sql", "query", "index"]),
+        ("images", ["image", "caption", "ocr", "vision"]),
+        ("calendar", ["meeting", "schedule", "calendar", "invite"]),
+        ("finance", ["payments", "ledger", "reconciliation", "fintech"]),
+        ("support", ["ticket", "support", "triage", "customer"]),
+    ];
+    Value::Array(
+        topics
+            .iter()
+            .map(|(id, tags)| {
+                json!({
+                    "id": format!("{id}-v1"),
+                    "name": format!("{id} skill"),
+                    "description": format!("Handles {id} work"),
+                    "tags": tags,
+                    "input_modes": ["text/plain", "application/json"],
+                    "output_modes": ["application/json"],
+                    "capabilities_detail": { format!("{id}_processing"): {"supported": true} },
+                    "allowed_tools": [format!("{id}_tool")],
+                    "performance": {"avg_processing_time_ms": 1500},
+                    "assessment": {
+                        "keywords": tags,
+                        "specializations": [{"domain": tags[0], "confidence_boost": 0.1}],
+                        "anti_patterns": ["malware"]
+                    }
+                })
+            })
+            .collect(),
+    )
+}
+
+fn assess_request() -> Value {
+    json!({
+        "task_summary": "Extract the tables from these PDF invoices and reconcile the payments ledger",
+        "task_details": "Monthly invoices from three suppliers; the output feeds our fintech reconciliation report",
+        "input_mime_types": ["application/pdf", "text/plain"],
+        "output_mime_types": ["application/json"],
+        "max_latency_ms": 5000,
+        "min_score": 0.1
+    })
+}
+
+impl Bench {
+    async fn start(url: &str, pool_size: u32) -> anyhow::Result<Bench> {
+        let pool = db::pool(url, pool_size).await?;
+        db::migrate(&pool).await?;
+        let skills_dir = std::env::temp_dir().join(format!("parley-bench-skills-{}", std::process::id()));
+        std::fs::create_dir_all(&skills_dir)?;
+        let skill_file = skills_dir.join("skills.json");
+        std::fs::write(&skill_file, serde_json::to_vec_pretty(&extra_skills())?)?;
+        let config = Config {
+            database_url: Some(url.to_owned()),
+            bind: "127.0.0.1:0".parse()?,
+            data_dir: skills_dir.clone(),
+            jwt_secret: Some(JWT_SECRET.into()),
+            pool_size,
+            skill_files: vec![skill_file],
+            ..Config::default()
+        };
+        let app = Application::build(config, pool.clone()).await?;
+        let base = format!("http://127.0.0.1:{}", app.port());
+        let state = app.state().clone();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server_task = tokio::spawn(app.run_until_stopped(async move {
+            let _ = stopped.await;
+        }));
+        let client = reqwest::Client::builder().pool_max_idle_per_host(2048).build()?;
+        let service = state.jwt.mint("parley-bench", CallerRole::Service, Duration::from_secs(6 * 3600))?;
+        let bench = Bench { base, client, state, pool, service, stop: Some(stop), server_task, _skills_dir: skills_dir };
+        // Wait until the notification listener is up: long-polls depend on it.
+        for _ in 0..200 {
+            if bench.client.get(format!("{}/readyz", bench.base)).send().await.is_ok_and(|r| r.status().is_success()) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        Ok(bench)
+    }
+
+    async fn shutdown(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(15), &mut self.server_task).await;
+        self.pool.close().await;
+        let _ = std::fs::remove_dir_all(&self._skills_dir);
+    }
+
+    /// Registers a personal agent for `user`; returns (agent id, API key).
+    async fn register_agent(&self, user: &str) -> anyhow::Result<(String, String)> {
+        let token = self.state.jwt.mint(user, CallerRole::User, Duration::from_secs(6 * 3600))?;
+        let r = self
+            .client
+            .post(format!("{}/api/agents", self.base))
+            .bearer_auth(token)
+            .json(&json!({"name": format!("bench agent of {user}")}))
+            .send()
+            .await?;
+        if r.status() != StatusCode::CREATED {
+            bail!("registering an agent: {} {}", r.status(), r.text().await.unwrap_or_default());
+        }
+        let body: Value = r.json().await?;
+        let id = body["agent"]["id"].as_str().context("agent.id")?.to_owned();
+        let key = body["apiKey"]["key"].as_str().context("apiKey.key")?.to_owned();
+        Ok((id, key))
+    }
+
+    /// Starts a negotiation; returns the response body.
+    async fn create(&self, body: &Value) -> anyhow::Result<Value> {
+        let r = self
+            .client
+            .post(format!("{}/api/negotiations", self.base))
+            .bearer_auth(&self.service)
+            .json(body)
+            .send()
+            .await?;
+        if r.status() != StatusCode::CREATED {
+            bail!("creating a negotiation: {} {}", r.status(), r.text().await.unwrap_or_default());
+        }
+        Ok(r.json().await?)
+    }
+}
+
+/// An agent's API, as a personal agent runtime would call it.
+#[derive(Clone)]
+struct AgentClient {
+    client: reqwest::Client,
+    base: String,
+    key: String,
+}
+
+impl AgentClient {
+    fn new(bench: &Bench, id: &str, key: &str) -> AgentClient {
+        AgentClient {
+            client: bench.client.clone(),
+            base: format!("{}/api/agents/{id}/negotiations", bench.base),
+            key: key.to_owned(),
+        }
+    }
+
+    async fn pickup(&self, wait: Option<u64>) -> anyhow::Result<Option<Value>> {
+        let url = match wait {
+            Some(w) => format!("{}/pickup?wait={w}", self.base),
+            None => format!("{}/pickup", self.base),
+        };
+        let r = self.client.post(url).header("x-api-key", &self.key).send().await?;
+        match r.status() {
+            StatusCode::NO_CONTENT => Ok(None),
+            StatusCode::OK => Ok(Some(r.json().await?)),
+            s => bail!("pickup: {s} {}", r.text().await.unwrap_or_default()),
+        }
+    }
+
+    async fn respond(&self, turn: &Value, action: &str) -> anyhow::Result<Value> {
+        let id = turn["negotiationId"].as_str().context("negotiationId")?;
+        let body = json!({
+            "claimToken": turn["claimToken"],
+            "action": action,
+            "message": "Thanks; before we go further, tell me more about how you would work together.",
+            "assessment": {
+                "reasoning": "Holding out for a clearer picture before agreeing.",
+                "suggestedRoles": {"ownUser": "peer", "otherUser": "peer"}
+            }
+        });
+        let r = self.client.post(format!("{}/{id}/respond", self.base)).header("x-api-key", &self.key).json(&body).send().await?;
+        if r.status() != StatusCode::OK {
+            bail!("respond: {} {}", r.status(), r.text().await.unwrap_or_default());
+        }
+        Ok(r.json().await?)
+    }
+}
+
+/// The source side (played by the system negotiator): a partial match, so that it counters
+/// rather than accepting or rejecting at once, and the turn parks again for the agent.
+fn source_user(n: usize) -> Value {
+    json!({
+        "id": format!("bench-source-{n}"),
+        "name": "Source founder",
+        "profile": {
+            "bio": "Founder of a fintech startup building payments infrastructure",
+            "skills": ["product management", "fundraising"],
+            "interests": ["payments", "startups"]
+        },
+        "intents": [{"text": "Looking for a senior rust engineer with payments, kubernetes, compliance and security experience"}]
+    })
+}
+
+fn candidate_user(id: &str) -> Value {
+    json!({
+        "id": id,
+        "name": "Candidate engineer",
+        "profile": {
+            "bio": "Backend engineer working with rust on payments systems",
+            "skills": ["rust", "payments"],
+            "interests": ["startups"]
+        },
+        "intents": [{"text": "Looking for a startup to join as an engineer"}]
+    })
+}
+
+fn negotiation_body(source: Value, candidate: Value) -> Value {
+    json!({
+        "sourceUser": source,
+        "candidateUser": candidate,
+        "seedAssessment": {"score": 50, "reasoning": "Evaluator: partially overlapping intents"},
+        "discoveryQuery": "senior rust engineer"
+    })
+}
+
+/// Runs `f(i)` for i in 0..n with at most `concurrency` at once.
+async fn for_each_concurrent<F, Fut, T>(n: usize, concurrency: usize, f: F) -> anyhow::Result<Vec<T>>
+where
+    F: Fn(usize) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = anyhow::Result<T>> + Send + 'static,
+    T: Send + 'static,
+{
+    use futures::StreamExt;
+    let f = Arc::new(f);
+    let results: Vec<anyhow::Result<T>> =
+        futures::stream::iter(0..n).map(|i| (f.clone())(i)).buffer_unordered(concurrency).collect().await;
+    results.into_iter().collect()
+}
+
+/// Turn cycles: each of `agents` agents loops pickup + respond(counter) over HTTP.
+async fn turn_cycles(bench: &Arc<Bench>, plan: &Plan, agents: usize, r: &mut Results, json_out: bool) -> anyhow::Result<()> {
+    note(json_out, format!("turn cycles: registering {agents} agents"));
+    let b = bench.clone();
+    let registered = for_each_concurrent(agents, 8, move |i| {
+        let b = b.clone();
+        async move { b.register_agent(&format!("bench-agent-user-{i}")).await }
+    })
+    .await?;
+    let total = agents * plan.negotiations_per_agent;
+    note(json_out, format!("turn cycles: creating {total} mixed negotiations (each parks its turn 1)"));
+    let started = Instant::now();
+    let b = bench.clone();
+    for_each_concurrent(total, 16, move |i| {
+        let b = b.clone();
+        async move {
+            let body = negotiation_body(source_user(i), candidate_user(&format!("bench-agent-user-{}", i % agents)));
+            let created = b.create(&body).await?;
+            anyhow::ensure!(
+                created["negotiation"]["status"] == "waiting_for_agent",
+                "a benchmark negotiation did not park: {}",
+                created["negotiation"]
+            );
+            Ok(())
+        }
+    })
+    .await?;
+    let create_secs = started.elapsed().as_secs_f64();
+    r.insert("mixed_creates_per_s", json!(round(total as f64 / create_secs, 1)));
+
+    let clients: Vec<AgentClient> = registered.iter().map(|(id, key)| AgentClient::new(bench, id, key)).collect();
+    let xacts_before = xact_count(&bench.pool).await?;
+    let cpu_before = (process_cpu_secs("self"), backend_cpu_secs(&bench.pool).await?);
+    let all_cycles = Arc::new(AtomicU64::new(0));
+    let start = Instant::now();
+    let measure_from = start + WARMUP;
+    let deadline = measure_from + Duration::from_secs(plan.cycle_secs);
+    let out_of_work = Arc::new(AtomicBool::new(false));
+    let mut set = JoinSet::new();
+    for agent in clients {
+        let out_of_work = out_of_work.clone();
+        let all_cycles = all_cycles.clone();
+        set.spawn(async move {
+            let mut counted = 0u64;
+            let mut ended = 0u64;
+            let mut pickups = Vec::new();
+            let mut responds = Vec::new();
+            let mut last = Instant::now();
+            while Instant::now() < deadline && !out_of_work.load(Ordering::Relaxed) {
+                let t0 = Instant::now();
+                let Some(turn) = agent.pickup(None).await? else {
+                    out_of_work.store(true, Ordering::Relaxed);
+                    break;
+                };
+                let t1 = Instant::now();
+                let answer = agent.respond(&turn, "counter").await?;
+                let t2 = Instant::now();
+                all_cycles.fetch_add(1, Ordering::Relaxed);
+                last = t2;
+                if t2 >= measure_from && t2 <= deadline {
+                    counted += 1;
+                    if answer["status"] == "completed" {
+                        ended += 1;
+                    }
+                    pickups.push((t1 - t0).as_secs_f64() * 1e3);
+                    responds.push((t2 - t1).as_secs_f64() * 1e3);
+                }
+            }
+            anyhow::Ok((counted, ended, pickups, responds, last))
+        });
+    }
+    let (mut cycles, mut ended, mut pickups, mut responds) = (0u64, 0u64, Vec::new(), Vec::new());
+    let mut window_end = deadline;
+    while let Some(res) = set.join_next().await {
+        let (c, e, p, rs, _last) = res??;
+        cycles += c;
+        ended += e;
+        pickups.extend(p);
+        responds.extend(rs);
+    }
+    if out_of_work.load(Ordering::Relaxed) {
+        // Some agent ran dry before the deadline: only count up to now, and say so.
+        window_end = Instant::now().min(deadline);
+        note(json_out, "turn cycles: an agent ran out of parked turns before the deadline");
+    }
+    let secs = window_end.saturating_duration_since(measure_from).as_secs_f64().max(1e-3);
+    // Committed transactions in Parley's database per cycle, warm-up included (read-only ones
+    // too: each BEGIN..COMMIT and each autocommit statement counts one).
+    let cycles_all = all_cycles.load(Ordering::Relaxed).max(1) as f64;
+    let own_cpu = process_cpu_secs("self") - cpu_before.0;
+    let backends_after = backend_cpu_secs(&bench.pool).await?;
+    let pg_cpu: f64 = backends_after.iter().map(|(pid, after)| after - cpu_before.1.get(pid).copied().unwrap_or(0.0)).sum();
+    r.insert("cpu_ms_per_cycle_parley_process", json!(round(own_cpu * 1e3 / cycles_all, 2)));
+    r.insert("cpu_ms_per_cycle_postgres_backends", json!(round(pg_cpu * 1e3 / cycles_all, 2)));
+    let xacts = xact_count(&bench.pool).await? - xacts_before;
+    r.insert("db_transactions_per_cycle", json!(round(xacts as f64 / all_cycles.load(Ordering::Relaxed).max(1) as f64, 2)));
+    pickups.sort_by(f64::total_cmp);
+    responds.sort_by(f64::total_cmp);
+    r.insert("turn_cycles_per_s", json!(round(cycles as f64 / secs, 1)));
+    r.insert("turn_cycles_measured", json!(cycles));
+    r.insert("turn_cycles_ending_negotiation", json!(ended));
+    r.insert("turn_cycle_window_s", json!(round(secs, 2)));
+    r.insert("turn_cycle_agents", json!(agents));
+    r.insert("pickup_p50_ms", json!(round(percentile(&pickups, 50.0), 2)));
+    r.insert("pickup_p99_ms", json!(round(percentile(&pickups, 99.0), 2)));
+    r.insert("respond_p50_ms", json!(round(percentile(&responds, 50.0), 2)));
+    r.insert("respond_p99_ms", json!(round(percentile(&responds, 99.0), 2)));
+    Ok(())
+}
+
+/// User + system CPU seconds of a process (`self` or a pid), from `/proc/<pid>/stat`.
+fn process_cpu_secs(pid: &str) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the parenthesised command name; utime and stime are the 14th and 15th.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// CPU seconds so far of every PostgreSQL backend connected to the current database (same
+/// machine only; 0 when /proc does not show them).
+async fn backend_cpu_secs(pool: &PgPool) -> anyhow::Result<std::collections::HashMap<i32, f64>> {
+    let pids: Vec<i32> = sqlx::query_scalar("SELECT pid FROM pg_stat_activity WHERE datname = current_database()")
+        .fetch_all(pool)
+        .await?;
+    Ok(pids.into_iter().map(|p| (p, process_cpu_secs(&p.to_string()))).collect())
+}
+
+/// Transactions committed so far in the current database (after flushing this backend's stats).
+async fn xact_count(pool: &PgPool) -> anyhow::Result<i64> {
+    // PostgreSQL 15 backends report their counters within about a second of going idle.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let n: i64 = sqlx::query_scalar("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")
+        .fetch_one(pool)
+        .await?;
+    Ok(n)
+}
+
+/// `pgbench -N` at the same client count, on its own scratch database of the same server.
+fn pgbench(server: &Server, plan: &Plan, clients: usize, r: &mut Results, json_out: bool) -> anyhow::Result<()> {
+    note(json_out, format!("pgbench: initializing scale {}", plan.pgbench_scale));
+    server.pgbench(&["-i".into(), "-q".into(), "-s".into(), plan.pgbench_scale.to_string()])?;
+    note(json_out, format!("pgbench: -N -c {clients} -j 2 -T {}", plan.pgbench_secs));
+    let out = server.pgbench(&[
+        "-N".into(),
+        "-n".into(),
+        "-c".into(),
+        clients.to_string(),
+        "-j".into(),
+        "2".into(),
+        "-T".into(),
+        plan.pgbench_secs.to_string(),
+    ])?;
+    let tps = out
+        .lines()
+        .find(|l| l.starts_with("tps = "))
+        .and_then(|l| l.trim_start_matches("tps = ").split_whitespace().next())
+        .and_then(|v| v.parse::<f64>().ok())
+        .with_context(|| format!("no tps in pgbench's output:\n{out}"))?;
+    r.insert("pgbench_tps", json!(round(tps, 1)));
+    r.insert("pgbench_clients", json!(clients));
+    Ok(())
+}
+
+/// Wake latency: a long-poll waits; a park commits (a negotiation is created whose turn 1 is
+/// the waiting agent's); the long-poll answers. The headline is measured from the arrival of the
+/// park's NOTIFY at an independent listener in this process (delivered only after the commit)
+/// to the moment the pickup's 200 has been read by the client. Also reported: from the park
+/// transaction's `first_parked_at` (PostgreSQL's `now()`, the start of the park transaction, so
+/// an upper bound that includes the park's own statements and commit).
+async fn wake_latency(bench: &Arc<Bench>, plan: &Plan, r: &mut Results, json_out: bool) -> anyhow::Result<()> {
+    let user = "bench-wake-user";
+    let (id, key) = bench.register_agent(user).await?;
+    let agent = AgentClient::new(bench, &id, &key);
+    note(json_out, format!("wake latency: {} wakes", plan.wakes));
+    // An independent LISTEN on the channel parks notify: PostgreSQL delivers the notification
+    // only after the park committed, so its arrival here is the earliest moment anyone can
+    // observe the commit.
+    let mut listener =
+        sqlx::postgres::PgListener::connect(bench.state.engine.config().database_url.as_deref().unwrap_or_default()).await?;
+    listener.listen(parley::delivery::TURNS_CHANNEL).await?;
+    let (notified_tx, mut notified_rx) = tokio::sync::mpsc::unbounded_channel::<SystemTime>();
+    let listening = tokio::spawn(async move {
+        while let Ok(n) = listener.recv().await {
+            let at = SystemTime::now();
+            if n.payload() == "bench-wake-user" && notified_tx.send(at).is_err() {
+                break;
+            }
+        }
+    });
+    let mut from_notify = Vec::with_capacity(plan.wakes);
+    let mut from_park = Vec::with_capacity(plan.wakes);
+    let mut from_create_return = Vec::with_capacity(plan.wakes);
+    let mut missed = 0usize;
+    let phase_deadline = Instant::now() + Duration::from_secs(if plan.wakes > 500 { 240 } else { 60 });
+    for i in 0..plan.wakes {
+        if Instant::now() > phase_deadline {
+            break;
+        }
+        let waiter = {
+            let agent = agent.clone();
+            tokio::spawn(async move {
+                let turn = agent.pickup(Some(10)).await;
+                (turn, SystemTime::now())
+            })
+        };
+        // The long-poll is registered once its user has a live waiter.
+        let t = Instant::now();
+        while bench.state.engine.wakeups().waiting_users() == 0 {
+            if t.elapsed() > Duration::from_secs(5) {
+                bail!("the long-poll never started waiting");
+            }
+            tokio::time::sleep(Duration::from_micros(200)).await;
+        }
+        // Let it reach its wait after the (empty) claim attempt.
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        let body = negotiation_body(source_user(1_000_000 + i), candidate_user(user));
+        let created = bench.create(&body).await?;
+        let create_returned = SystemTime::now();
+        let (turn, answered) = waiter.await?;
+        let notified = tokio::time::timeout(Duration::from_secs(5), notified_rx.recv()).await?.context("the listener stopped")?;
+        from_notify.push(match answered.duration_since(notified) {
+            Ok(d) => d.as_secs_f64() * 1e3,
+            Err(e) => -e.duration().as_secs_f64() * 1e3,
+        });
+        let Some(turn) = turn? else {
+            missed += 1;
+            continue;
+        };
+        let task_id = uuid::Uuid::parse_str(turn["negotiationId"].as_str().context("negotiationId")?)?;
+        anyhow::ensure!(
+            created["negotiation"]["id"] == turn["negotiationId"],
+            "the woken pickup got another negotiation"
+        );
+        let parked_at: chrono::DateTime<chrono::Utc> =
+            sqlx::query_scalar("SELECT first_parked_at FROM tasks WHERE task_id = $1")
+                .bind(task_id)
+                .fetch_one(&bench.pool)
+                .await?;
+        let answered_at: chrono::DateTime<chrono::Utc> = answered.into();
+        from_park.push((answered_at - parked_at).num_microseconds().unwrap_or(0) as f64 / 1e3);
+        let since_return = answered.duration_since(create_returned).map(|d| d.as_secs_f64() * 1e3).unwrap_or_else(|e| -e.duration().as_secs_f64() * 1e3);
+        from_create_return.push(since_return);
+        // End it, so the next long-poll finds nothing and has to wait.
+        agent.respond(&turn, "reject").await?;
+    }
+    listening.abort();
+    from_notify.sort_by(f64::total_cmp);
+    from_park.sort_by(f64::total_cmp);
+    from_create_return.sort_by(f64::total_cmp);
+    r.insert("wake_latency_samples", json!(from_notify.len()));
+    r.insert("wake_latency_missed", json!(missed));
+    r.insert("wake_latency_p50_ms", json!(round(percentile(&from_notify, 50.0), 3)));
+    r.insert("wake_latency_p99_ms", json!(round(percentile(&from_notify, 99.0), 3)));
+    r.insert("wake_latency_max_ms", json!(round(from_notify.last().copied().unwrap_or(f64::NAN), 3)));
+    r.insert("wake_from_park_tx_start_p50_ms", json!(round(percentile(&from_park, 50.0), 3)));
+    r.insert("wake_from_park_tx_start_p99_ms", json!(round(percentile(&from_park, 99.0), 3)));
+    r.insert("wake_after_create_returned_p50_ms", json!(round(percentile(&from_create_return, 50.0), 3)));
+    r.insert("wake_after_create_returned_p99_ms", json!(round(percentile(&from_create_return, 99.0), 3)));
+    Ok(())
+}
+
+/// System-vs-system negotiations, created concurrently; each is resolved inside its create call.
+async fn svs(bench: &Arc<Bench>, plan: &Plan, r: &mut Results, json_out: bool) -> anyhow::Result<()> {
+    note(json_out, format!("system vs system: {} s at {HTTP_CONCURRENCY} concurrent creates", plan.svs_secs));
+    let counter = Arc::new(AtomicU64::new(0));
+    let start = Instant::now();
+    let measure_from = start + WARMUP;
+    let deadline = measure_from + Duration::from_secs(plan.svs_secs);
+    let mut set = JoinSet::new();
+    for w in 0..HTTP_CONCURRENCY {
+        let bench = bench.clone();
+        let counter = counter.clone();
+        set.spawn(async move {
+            let mut i = 0usize;
+            let mut turns = 0u64;
+            while Instant::now() < deadline {
+                let body = negotiation_body(source_user(2_000_000 + w * 100_000 + i), {
+                    let mut c = candidate_user(&format!("bench-svs-candidate-{w}-{i}"));
+                    c["profile"]["skills"] = json!(["rust", "payments", "kubernetes", "security"]);
+                    c
+                });
+                i += 1;
+                let created = bench.create(&body).await?;
+                anyhow::ensure!(created["negotiation"]["status"] == "completed", "a system-vs-system negotiation did not end");
+                if Instant::now() >= measure_from && Instant::now() <= deadline {
+                    counter.fetch_add(1, Ordering::Relaxed);
+                    turns += created["negotiation"]["turnCount"].as_u64().unwrap_or(0);
+                }
+            }
+            anyhow::Ok(turns)
+        });
+    }
+    let mut turns = 0;
+    while let Some(res) = set.join_next().await {
+        turns += res??;
+    }
+    let n = counter.load(Ordering::Relaxed);
+    r.insert("svs_negotiations_per_s", json!(round(n as f64 / plan.svs_secs as f64, 1)));
+    r.insert("svs_turns_per_negotiation", json!(round(turns as f64 / n.max(1) as f64, 2)));
+    Ok(())
+}
+
+/// POSTs `body` to `url` in `HTTP_CONCURRENCY` loops for `secs`; returns requests per second.
+async fn http_rate(client: &reqwest::Client, url: String, body: Vec<u8>, secs: u64) -> anyhow::Result<f64> {
+    let counter = Arc::new(AtomicU64::new(0));
+    let measure_from = Instant::now() + WARMUP;
+    let deadline = measure_from + Duration::from_secs(secs);
+    let mut set = JoinSet::new();
+    for _ in 0..HTTP_CONCURRENCY {
+        let (client, url, body, counter) = (client.clone(), url.clone(), body.clone(), counter.clone());
+        set.spawn(async move {
+            while Instant::now() < deadline {
+                let r = client.post(&url).header("content-type", "application/json").body(body.clone()).send().await?;
+                anyhow::ensure!(r.status() == StatusCode::OK, "POST {url}: {}", r.status());
+                let _ = r.bytes().await?;
+                let now = Instant::now();
+                if now >= measure_from && now <= deadline {
+                    counter.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            anyhow::Ok(())
+        });
+    }
+    while let Some(res) = set.join_next().await {
+        res??;
+    }
+    Ok(counter.load(Ordering::Relaxed) as f64 / secs as f64)
+}
+
+/// Assessments in process and over HTTP, and the empty-handler HTTP baseline.
+async fn assess(bench: &Arc<Bench>, plan: &Plan, r: &mut Results, json_out: bool) -> anyhow::Result<()> {
+    let skills = parley::app::hub_skills(&bench.state.engine.config().clone())?;
+    let calculator = scoring::Calculator::new(&skills, None);
+    r.insert("assess_skills", json!(calculator.skill_count()));
+    let body = serde_json::to_vec(&assess_request())?;
+    let request = scoring::parse_request(&body).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let first = calculator.assess(&request, Some(3), None);
+    anyhow::ensure!(first.accepted, "the benchmark assessment should be accepted");
+
+    note(json_out, "assessments in process (one thread)");
+    let secs = plan.assess_inprocess_secs as f64;
+    let (mut n, start) = (0u64, Instant::now());
+    while start.elapsed().as_secs_f64() < secs {
+        for _ in 0..256 {
+            std::hint::black_box(calculator.assess(std::hint::black_box(&request), Some(3), None));
+        }
+        n += 256;
+    }
+    r.insert("assess_per_s_inprocess", json!(round(n as f64 / start.elapsed().as_secs_f64(), 0)));
+    let (mut n, start) = (0u64, Instant::now());
+    while start.elapsed().as_secs_f64() < secs {
+        for _ in 0..64 {
+            let req = scoring::parse_request(std::hint::black_box(&body)).map_err(|e| anyhow::anyhow!("{e}"))?;
+            std::hint::black_box(scoring::assessment_json(&calculator.assess(&req, Some(3), None)));
+        }
+        n += 64;
+    }
+    r.insert("assess_with_parse_and_json_per_s_inprocess", json!(round(n as f64 / start.elapsed().as_secs_f64(), 0)));
+
+    // The baseline: the same router stack (body limit, trace layer) and the same `axum::serve`,
+    // with one route answering a fixed body, in the same process and runtime.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let port = listener.local_addr()?.port();
+    let fixed = scoring::assessment_json(&first);
+    let router = axum::Router::new()
+        .route(
+            "/empty",
+            axum::routing::post(move || {
+                let fixed = fixed.clone();
+                async move { ([(axum::http::header::CONTENT_TYPE, "application/json")], fixed) }
+            }),
+        )
+        .layer(axum::extract::DefaultBodyLimit::max(parley::http::extract::BODY_LIMIT))
+        .layer(tower_http::trace::TraceLayer::new_for_http());
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let baseline = tokio::spawn(async move {
+        axum::serve(listener, router)
+            .with_graceful_shutdown(async move {
+                let _ = stop_rx.await;
+            })
+            .await
+    });
+    note(json_out, format!("empty-handler HTTP baseline: {} s", plan.http_secs));
+    let base = http_rate(&bench.client, format!("http://127.0.0.1:{port}/empty"), body.clone(), plan.http_secs).await?;
+    let _ = stop_tx.send(());
+    let _ = baseline.await;
+    note(json_out, format!("assessments over HTTP: {} s", plan.http_secs));
+    let http = http_rate(&bench.client, format!("{}/agent/negotiation", bench.base), body, plan.http_secs).await?;
+    r.insert("http_baseline_per_s", json!(round(base, 1)));
+    r.insert("assess_per_s_http", json!(round(http, 1)));
+    r.insert("assess_http_ratio", json!(round(http / base, 3)));
+    Ok(())
+}
+
+/// 1 000 concurrent long-polls: RSS and database connections while they wait.
+async fn longpolls(bench: &Arc<Bench>, plan: &Plan, r: &mut Results, json_out: bool) -> anyhow::Result<()> {
+    let users = 50usize;
+    note(json_out, format!("long-polls: {} concurrent, over {users} agents", plan.longpolls));
+    let b = bench.clone();
+    let agents = for_each_concurrent(users, 8, move |i| {
+        let b = b.clone();
+        async move { b.register_agent(&format!("bench-longpoll-user-{i}")).await }
+    })
+    .await?;
+    let clients: Vec<AgentClient> = agents.iter().map(|(id, key)| AgentClient::new(bench, id, key)).collect();
+    let mut monitor = PgConnection::connect(&bench.state.engine.config().database_url.clone().unwrap_or_default()).await?;
+    let rss_before = rss_mb();
+    let wait_secs = 8u64;
+    let mut set = JoinSet::new();
+    for i in 0..plan.longpolls {
+        let agent = clients[i % users].clone();
+        set.spawn(async move { agent.pickup(Some(wait_secs)).await });
+    }
+    let (mut rss_peak, mut db_peak, mut in_use_peak) = (0f64, 0i64, 0u32);
+    let t = Instant::now();
+    let mut ready_at = None;
+    while t.elapsed() < Duration::from_secs(wait_secs - 2) {
+        rss_peak = rss_peak.max(rss_mb());
+        let n: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()",
+        )
+        .fetch_one(&mut monitor)
+        .await?;
+        db_peak = db_peak.max(n);
+        let pool = &bench.pool;
+        in_use_peak = in_use_peak.max(pool.size().saturating_sub(pool.num_idle() as u32));
+        if ready_at.is_none() && bench.state.engine.wakeups().waiting_users() == users {
+            ready_at = Some(t.elapsed());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let pool_size_now = bench.pool.size();
+    let mut answered_empty = 0;
+    while let Some(res) = set.join_next().await {
+        if res??.is_none() {
+            answered_empty += 1;
+        }
+    }
+    anyhow::ensure!(answered_empty == plan.longpolls, "a long-poll got a turn although none was parked");
+    r.insert("longpoll_waiters", json!(plan.longpolls));
+    r.insert("longpoll_rss_mb", json!(round(rss_peak, 1)));
+    r.insert("longpoll_rss_before_mb", json!(round(rss_before, 1)));
+    r.insert("longpoll_db_connections", json!(db_peak));
+    r.insert("longpoll_pool_in_use_peak", json!(in_use_peak));
+    r.insert("longpoll_pool_open", json!(pool_size_now));
+    r.insert("longpoll_all_waiting_after_ms", json!(ready_at.map(|d| d.as_millis() as u64)));
+    Ok(())
+}
+
+fn print_table(r: &Results) {
+    let g = |k: &str| r.get(k).cloned().unwrap_or(Value::Null);
+    let rows: Vec<(&str, String, String)> = vec![
+        ("turn cycles (pickup+respond) /s", g("turn_cycles_per_s").to_string(), format!("{} agents", g("turn_cycle_agents"))),
+        ("pgbench -N TPS (same clients)", g("pgbench_tps").to_string(), format!("-c {} -j 2", g("pgbench_clients"))),
+        ("  ratio (target >= 0.5)", g("turn_cycle_ratio").to_string(), String::new()),
+        ("  pickup p50 / p99 ms", format!("{} / {}", g("pickup_p50_ms"), g("pickup_p99_ms")), String::new()),
+        ("  respond p50 / p99 ms", format!("{} / {}", g("respond_p50_ms"), g("respond_p99_ms")), String::new()),
+        ("wake latency p50 / p99 ms", format!("{} / {}", g("wake_latency_p50_ms"), g("wake_latency_p99_ms")), format!("{} wakes, target p99 < 10", g("wake_latency_samples"))),
+        ("  from park tx start p50 / p99 ms", format!("{} / {}", g("wake_from_park_tx_start_p50_ms"), g("wake_from_park_tx_start_p99_ms")), "upper bound".into()),
+        ("system-vs-system negotiations /s", g("svs_negotiations_per_s").to_string(), format!("{} turns each", g("svs_turns_per_negotiation"))),
+        ("assessments /s in process", g("assess_per_s_inprocess").to_string(), format!("{} skills, one thread", g("assess_skills"))),
+        ("assessments /s over HTTP", g("assess_per_s_http").to_string(), format!("{HTTP_CONCURRENCY} concurrent")),
+        ("empty handler /s over HTTP", g("http_baseline_per_s").to_string(), format!("ratio {}", g("assess_http_ratio"))),
+        ("long-polls waiting", g("longpoll_waiters").to_string(), String::new()),
+        ("  process RSS MB (peak)", g("longpoll_rss_mb").to_string(), format!("before {}", g("longpoll_rss_before_mb"))),
+        ("  DB connections (pg_stat_activity)", g("longpoll_db_connections").to_string(), format!("pool size {}", g("pool_size"))),
+    ];
+    println!("parley-bench ({}; load before: {}, after: {})", g("mode").as_str().unwrap_or(""), g("load_before").as_str().unwrap_or(""), g("load_after").as_str().unwrap_or(""));
+    for (name, value, note) in rows {
+        if value == "null" || value == "null / null" {
+            continue;
+        }
+        println!("{name:<38} {value:>14}   {note}");
+    }
+}
+
+async fn run(args: Args) -> anyhow::Result<Results> {
+    let plan = Plan::new(args.quick);
+    let phase = |name: &str| args.only.is_empty() || args.only.iter().any(|o| o == name);
+    let mut r = Results::new();
+    r.insert("mode", json!(if args.quick { "quick" } else { "full" }));
+    r.insert("load_before", json!(load_average()));
+    r.insert("cores", json!(std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0)));
+    r.insert("pool_size", json!(args.pool_size));
+    let began = Instant::now();
+    let server = Server::open().await?;
+    let outcome = async {
+        let bench = Arc::new(Bench::start(&server.url(&server.app_db)?, args.pool_size).await?);
+        let result = async {
+            if phase("cycles") {
+                turn_cycles(&bench, &plan, args.agents, &mut r, args.json).await?;
+            }
+            if phase("pgbench") {
+                pgbench(&server, &plan, args.agents, &mut r, args.json)?;
+            }
+            if let (Some(c), Some(p)) = (r.get("turn_cycles_per_s").and_then(Value::as_f64), r.get("pgbench_tps").and_then(Value::as_f64)) {
+                r.insert("turn_cycle_ratio", json!(round(c / p, 3)));
+            }
+            if phase("wake") {
+                wake_latency(&bench, &plan, &mut r, args.json).await?;
+            }
+            if phase("svs") {
+                svs(&bench, &plan, &mut r, args.json).await?;
+            }
+            if phase("assess") {
+                assess(&bench, &plan, &mut r, args.json).await?;
+            }
+            if phase("longpoll") {
+                longpolls(&bench, &plan, &mut r, args.json).await?;
+            }
+            anyhow::Ok(())
+        }
+        .await;
+        match Arc::try_unwrap(bench) {
+            Ok(b) => b.shutdown().await,
+            Err(_) => note(args.json, "the service is still referenced; not waiting for its shutdown"),
+        }
+        result
+    }
+    .await;
+    server.drop_databases().await;
+    outcome?;
+    r.insert("load_after", json!(load_average()));
+    r.insert("elapsed_s", json!(round(began.elapsed().as_secs_f64(), 1)));
+    Ok(r)
+}
+
+fn main() -> std::process::ExitCode {
+    let args = Args::parse();
+    let json_out = args.json;
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a tokio runtime");
+    match runtime.block_on(run(args)) {
+        Ok(r) => {
+            if json_out {
+                println!("{}", serde_json::to_string(&r).unwrap_or_default());
+            } else {
+                print_table(&r);
+            }
+            std::process::ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("parley-bench: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
