@@ -324,7 +324,7 @@ async fn kills_restarts_and_dropped_connections_lose_nothing() {
     let mut pg = parley::db::EmbeddedPostgres::start(&pg_dir).expect("a private PostgreSQL for the fault run");
     let database_url = pg.url("parley_faults");
     parley::db::create_database_if_missing(&database_url).await.unwrap();
-    let pool = parley::db::pool(&database_url, 4).await.unwrap();
+    let mut pool = parley::db::pool(&database_url, 4).await.unwrap();
     parley::db::migrate(&pool).await.unwrap();
 
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
@@ -436,12 +436,12 @@ async fn kills_restarts_and_dropped_connections_lose_nothing() {
             _ => {
                 pool.close().await;
                 tokio::task::block_in_place(|| pg.restart()).expect("restarting PostgreSQL");
+                pool = parley::db::pool(&database_url, 4).await.unwrap();
             }
         }
         let _ = load.await;
         wait_ready(&base).await;
     }
-    let pool = parley::db::pool(&database_url, 4).await.unwrap();
     post_all(create(per_phase, &mut rng)).await;
 
     // Let the agents and the timers finish everything.
