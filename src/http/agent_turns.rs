@@ -19,7 +19,7 @@ use super::{
     AppState,
     agent_auth::{AgentCaller, AgentOrOwner},
     error::{ApiError, ApiResult},
-    extract::{ApiJson, ApiQuery, Ids, OptionalJson},
+    extract::{ApiJson, ApiQuery, Ids, OptionalJson, Page},
     views::NegotiationOut,
 };
 use crate::{
@@ -567,14 +567,7 @@ pub async fn agent_negotiations(state: &AppState, agent: &AgentIdentity, q: &Age
         "all" => (ACTIVE.iter().chain(DONE.iter()).copied().collect(), false),
         _ => return Err(ApiError::invalid("status must be one of waiting_for_agent, active, completed, all")),
     };
-    let limit = q.limit.unwrap_or(50);
-    if !(1..=200).contains(&limit) {
-        return Err(ApiError::invalid("limit must be between 1 and 200"));
-    }
-    let before = match q.cursor.as_deref() {
-        None => None,
-        Some(c) => Some(Uuid::parse_str(c).map_err(|_| ApiError::invalid("cursor is not valid"))?),
-    };
+    let Page { limit, before } = Page::parse(q.limit, q.cursor.as_deref())?;
     let mut conn = state.pool().acquire().await?;
     let page = tasks::list_for_user(&mut conn, &agent.owner_user_id, &states, awaiting_only, before, limit + 1).await?;
     let has_more = page.len() as i64 > limit;

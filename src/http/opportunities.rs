@@ -12,7 +12,7 @@ use super::{
     AppState,
     auth::{Caller, UserCaller},
     error::{ApiError, ApiResult},
-    extract::{ApiJson, ApiQuery, Ids},
+    extract::{ApiJson, ApiQuery, Ids, Page},
     views::{OpportunityOut, opportunity_views},
 };
 use crate::{
@@ -27,9 +27,6 @@ pub fn router() -> Router<AppState> {
         .route("/api/opportunities/{id}", get(get_opportunity))
         .route("/api/opportunities/{id}/decision", post(decide_opportunity))
 }
-
-/// Largest page.
-const MAX_LIMIT: i64 = 200;
 
 /// Query of the listing.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -81,14 +78,7 @@ pub async fn list_opportunities(
             )
         })?),
     };
-    let limit = q.limit.unwrap_or(50);
-    if !(1..=MAX_LIMIT).contains(&limit) {
-        return Err(ApiError::invalid(format!("limit must be between 1 and {MAX_LIMIT}")));
-    }
-    let before = match q.cursor.as_deref() {
-        None => None,
-        Some(c) => Some(Uuid::parse_str(c).map_err(|_| ApiError::invalid("cursor is not valid"))?),
-    };
+    let Page { limit, before } = Page::parse(q.limit, q.cursor.as_deref())?;
     let user_id = if caller.is_service() {
         q.user_id.as_deref()
     } else {
