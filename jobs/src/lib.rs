@@ -47,7 +47,7 @@ pub use payload::{
     pending_expiry_key, queues,
 };
 pub use schedule::{
-    cancel_pending_expiry, cancel_timers_for_task, schedule_claim_timeout, schedule_deadline,
+    MAX_ATTEMPTS, cancel_pending_expiry, cancel_timers_for_task, new_timer_id, schedule_claim_timeout, schedule_deadline,
     schedule_park_timeout, schedule_pending_expiry,
 };
 pub use worker::{HandlerError, TimerHandler, WorkerConfig, run_workers, setup};

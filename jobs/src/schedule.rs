@@ -4,11 +4,12 @@
 //! caller's `&mut PgConnection` (pass `&mut *tx`), so a timer exists iff the state change that
 //! needs it commits: a rolled-back transaction leaves no job, a committed one leaves exactly one.
 //!
-//! How a timer is stored: one apalis-postgres row, inserted with
-//! [`apalis_postgres::queries::push_tasks`] on the caller's connection, with a fresh ULID id, an
-//! explicit queue (`job_type`), `run_at` rounded *up* to the next whole second (apalis stores
-//! whole seconds, and a timer must never fire early), and the idempotency key of its subject
-//! (`park:{task_id}`, ...; see [`crate::payload`]).
+//! How a timer is stored and cancelled is written once, in SQL (`jobs/sql/timers.sql`, installed
+//! by [`crate::setup`]): these functions call `parley_jobs.arm_*` and `parley_jobs.disarm`, and
+//! the service's own SQL functions call the same ones inside their statements. One apalis row per
+//! timer, with a fresh ULID id, an explicit queue (`job_type`), `run_at` rounded *up* to the next
+//! whole second (apalis stores whole seconds, and a timer must never fire early), and the
+//! idempotency key of its subject (`park:{task_id}`, ...; see [`crate::payload`]).
 //!
 //! How cancel works: apalis-postgres 1.0 has an `idempotency_key` column with a UNIQUE index on
 //! `(job_type, idempotency_key)` covering *all* rows, finished ones included. So disarming a key
@@ -30,11 +31,9 @@
 //! it (re-arming = schedule again; an explicit cancel-then-schedule in one transaction works too).
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use apalis::prelude::{TaskBuilder, TaskId};
 use ulid::Ulid;
 
 use crate::JobsError;
@@ -44,8 +43,13 @@ use crate::payload::{
 };
 
 /// How many times a timer whose handler keeps failing is retried (with backoff) before it is
-/// left `Failed`.
+/// left `Failed`. `jobs/sql/timers.sql` writes the same number.
 pub const MAX_ATTEMPTS: usize = 20;
+
+/// A fresh job id (a ULID), for SQL that arms a timer itself.
+pub fn new_timer_id() -> String {
+    Ulid::generate().to_string()
+}
 
 /// Arms the park timer of `t.task_id` (replacing any pending one) to fire at `run_at`.
 pub async fn schedule_park_timeout(
@@ -53,8 +57,15 @@ pub async fn schedule_park_timeout(
     t: &ParkTimeout,
     run_at: DateTime<Utc>,
 ) -> Result<(), JobsError> {
-    let key = TimerKind::Park.key(t.task_id);
-    arm(conn, queues::PARK_TIMEOUT, &key, t, run_at).await
+    sqlx::query("SELECT parley_jobs.arm_park_timeout($1, $2, $3, $4, $5)")
+        .bind(t.task_id)
+        .bind(i32::try_from(t.turn_number).unwrap_or(i32::MAX))
+        .bind(t.generation)
+        .bind(run_at)
+        .bind(new_timer_id())
+        .execute(conn)
+        .await?;
+    Ok(())
 }
 
 /// Arms the claim timer of `t.task_id` (replacing any pending one) to fire at `run_at`.
@@ -63,8 +74,14 @@ pub async fn schedule_claim_timeout(
     t: &ClaimTimeout,
     run_at: DateTime<Utc>,
 ) -> Result<(), JobsError> {
-    let key = TimerKind::Claim.key(t.task_id);
-    arm(conn, queues::CLAIM_TIMEOUT, &key, t, run_at).await
+    sqlx::query("SELECT parley_jobs.arm_claim_timeout($1, $2, $3, $4)")
+        .bind(t.task_id)
+        .bind(t.generation)
+        .bind(run_at)
+        .bind(new_timer_id())
+        .execute(conn)
+        .await?;
+    Ok(())
 }
 
 /// Arms the personal-vs-personal deadline of `t.task_id` (replacing any pending one).
@@ -73,8 +90,13 @@ pub async fn schedule_deadline(
     t: &NegotiationDeadline,
     run_at: DateTime<Utc>,
 ) -> Result<(), JobsError> {
-    let key = TimerKind::Deadline.key(t.task_id);
-    arm(conn, queues::NEGOTIATION_DEADLINE, &key, t, run_at).await
+    sqlx::query("SELECT parley_jobs.arm_deadline($1, $2, $3)")
+        .bind(t.task_id)
+        .bind(run_at)
+        .bind(new_timer_id())
+        .execute(conn)
+        .await?;
+    Ok(())
 }
 
 /// Arms the expiry of the pending opportunity `t.opportunity_id` (replacing any pending one).
@@ -83,8 +105,13 @@ pub async fn schedule_pending_expiry(
     t: &PendingExpiry,
     run_at: DateTime<Utc>,
 ) -> Result<(), JobsError> {
-    let key = pending_expiry_key(t.opportunity_id);
-    arm(conn, queues::PENDING_EXPIRY, &key, t, run_at).await
+    sqlx::query("SELECT parley_jobs.arm_pending_expiry($1, $2, $3)")
+        .bind(t.opportunity_id)
+        .bind(run_at)
+        .bind(new_timer_id())
+        .execute(conn)
+        .await?;
+    Ok(())
 }
 
 /// Cancels the still-pending timers of the given kinds for `task_id`; returns how many pending
@@ -114,26 +141,6 @@ pub async fn cancel_pending_expiry(
     .await
 }
 
-/// Disarms `key` in `queue`, then inserts one new job carrying `payload` due at `run_at`.
-pub(crate) async fn arm<P: Serialize>(
-    conn: &mut PgConnection,
-    queue: &str,
-    key: &str,
-    payload: &P,
-    run_at: DateTime<Utc>,
-) -> Result<(), JobsError> {
-    let args = serde_json::to_vec(payload)?;
-    disarm(conn, queue, key).await?;
-    let task = TaskBuilder::new(args)
-        .task_id(TaskId::from_ulid(Ulid::generate()))
-        .run_at_timestamp(whole_seconds_not_before(run_at))
-        .idempotency_key(key)
-        .max_attempts(MAX_ATTEMPTS)
-        .build();
-    apalis_postgres::queries::push_tasks(conn, queue, vec![task]).await?;
-    Ok(())
-}
-
 /// Deletes the still-pending job(s) holding `key` in `queue` and detaches the key from every
 /// other row; returns the number of pending jobs deleted. See the module docs for the order.
 pub(crate) async fn disarm(
@@ -141,45 +148,30 @@ pub(crate) async fn disarm(
     queue: &str,
     key: &str,
 ) -> Result<u64, JobsError> {
-    let deleted = sqlx::query(
-        "DELETE FROM apalis.jobs \
-         WHERE job_type = $1 AND idempotency_key = $2 \
-           AND (status = 'Pending' OR (status = 'Failed' AND attempts < max_attempts))",
-    )
-    .bind(queue)
-    .bind(key)
-    .execute(&mut *conn)
-    .await?
-    .rows_affected();
-    sqlx::query(
-        "UPDATE apalis.jobs SET idempotency_key = NULL \
-         WHERE job_type = $1 AND idempotency_key = $2",
-    )
-    .bind(queue)
-    .bind(key)
-    .execute(&mut *conn)
-    .await?;
-    Ok(deleted)
+    let deleted: i64 = sqlx::query_scalar("SELECT parley_jobs.disarm($1, $2)")
+        .bind(queue)
+        .bind(key)
+        .fetch_one(conn)
+        .await?;
+    Ok(u64::try_from(deleted).unwrap_or(0))
 }
 
-/// `at` as Unix seconds, rounded up so the stored whole-second `run_at` is never earlier.
-fn whole_seconds_not_before(at: DateTime<Utc>) -> u64 {
-    let secs = at.timestamp() + i64::from(at.timestamp_subsec_nanos() > 0);
-    u64::try_from(secs).unwrap_or(0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use chrono::TimeZone;
-
-    #[test]
-    fn run_at_rounds_up_to_whole_seconds() {
-        let exact = Utc.timestamp_opt(1_700_000_000, 0).single().expect("valid");
-        assert_eq!(whole_seconds_not_before(exact), 1_700_000_000);
-        let later = Utc.timestamp_opt(1_700_000_000, 1).single().expect("valid");
-        assert_eq!(whole_seconds_not_before(later), 1_700_000_001);
-        let before_epoch = Utc.timestamp_opt(-5, 0).single().expect("valid");
-        assert_eq!(whole_seconds_not_before(before_epoch), 0);
-    }
+/// Disarms `key` in `queue`, then inserts one new job carrying `payload` due at `run_at`.
+pub(crate) async fn arm<P: serde::Serialize>(
+    conn: &mut PgConnection,
+    queue: &str,
+    key: &str,
+    payload: &P,
+    run_at: DateTime<Utc>,
+) -> Result<(), JobsError> {
+    sqlx::query("SELECT parley_jobs.arm($1, $2, $3, $4, $5, $6)")
+        .bind(queue)
+        .bind(key)
+        .bind(new_timer_id())
+        .bind(serde_json::to_string(payload)?)
+        .bind(run_at)
+        .bind(i32::try_from(MAX_ATTEMPTS).unwrap_or(i32::MAX))
+        .execute(conn)
+        .await?;
+    Ok(())
 }

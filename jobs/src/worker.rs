@@ -164,10 +164,21 @@ impl Default for WorkerConfig {
 /// neither needs `set_ignore_missing`. Safe to call on every start and from several processes
 /// (sqlx serializes migrators with an advisory lock). A database created by apalis-postgres < 1.0
 /// needs apalis's one-time manual upgrade first; that case is reported as an error.
+///
+/// Then it installs this crate's SQL functions (`jobs/sql/timers.sql`: schema `parley_jobs`),
+/// the one implementation of arming and disarming a timer, with `CREATE OR REPLACE` under an
+/// advisory lock so that processes starting together do not collide.
 pub async fn setup(pool: &PgPool) -> Result<(), JobsError> {
     PostgresStorage::setup(pool).await?;
+    let mut tx = pool.begin().await?;
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtext('parley_jobs.setup'))").execute(&mut *tx).await?;
+    sqlx::raw_sql(TIMERS_SQL).execute(&mut *tx).await?;
+    tx.commit().await?;
     Ok(())
 }
+
+/// The SQL functions that arm and disarm timers.
+const TIMERS_SQL: &str = include_str!("../sql/timers.sql");
 
 /// Runs one worker per queue until `shutdown` completes, then stops fetching, gives in-flight
 /// handlers up to [`SHUTDOWN_GRACE`], and returns. Workers that fail are restarted by the

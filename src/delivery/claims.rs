@@ -1,9 +1,13 @@
 //! Claims on parked turns: pickup (with long polling), extend and release (DESIGN.md §5).
 //!
-//! A claim token is derived, not stored: `HMAC-SHA256(claim key, task id ‖ generation)`. The
-//! generation grows with every claim, so every claim gets a fresh unpredictable token, while a
-//! retried pickup (whose response was lost) can hand back the very same token. Only the token's
-//! SHA-256 is stored, for fencing and for finding a retried respond's turn.
+//! A claim token is derived, not stored: `ct_` + base64url(generation ‖ HMAC-SHA256(claim key,
+//! task id ‖ generation)). The generation grows with every claim, so every claim gets a fresh
+//! unpredictable token, a retried pickup (whose response was lost) gets the very same token
+//! back, and the service can tell from the token alone which claim it was made for. The
+//! database fences by generation: a respond, extend or release acts only if the task's claim is
+//! still of the token's generation, and a turn answered under a claim records its generation.
+//!
+//! Pickup is one statement (`store::turn_delivery::pickup`), authentication included.
 
 use std::time::Duration;
 
@@ -15,8 +19,11 @@ use uuid::Uuid;
 
 use super::{DeliveryError, Engine};
 use crate::{
-    domain::{TaskEvent, TaskState},
-    store::tasks::{self, Task},
+    domain::{OpportunityStatus, TaskEvent, TaskState, Turn},
+    store::{
+        tasks::{self, Task},
+        turn_delivery::{self, KeyCheck},
+    },
 };
 
 /// The agent making a call, as its API key identified it.
@@ -28,7 +35,23 @@ pub struct AgentIdentity {
     pub owner_user_id: String,
 }
 
-/// A claimed turn.
+/// What an agent presents on a turn call: its API key, and the agent it must be.
+#[derive(Debug, Clone)]
+pub struct AgentKey {
+    /// SHA-256 of the API key.
+    pub key_hash: Vec<u8>,
+    /// The agent of the path; `None` for whichever agent the key is of (MCP).
+    pub agent_id: Option<Uuid>,
+}
+
+impl AgentKey {
+    /// The key as presented, for the agent of the path (if any).
+    pub fn new(key: &str, agent_id: Option<Uuid>) -> AgentKey {
+        AgentKey { key_hash: hash_secret(key), agent_id }
+    }
+}
+
+/// A claimed turn, with what its pickup answer shows.
 #[derive(Debug, Clone)]
 pub struct Claim {
     /// The task as claimed.
@@ -37,7 +60,47 @@ pub struct Claim {
     pub token: String,
     /// When the claim lapses.
     pub expires_at: DateTime<Utc>,
+    /// The turns so far.
+    pub history: Vec<Turn>,
+    /// The opportunity's status.
+    pub opportunity_status: OpportunityStatus,
 }
+
+/// What a call's claim token proves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClaimProof {
+    /// No token was sent (clients of Index Network's API): the holder alone is checked.
+    Absent,
+    /// A token this service made for this task, for the claim of this generation.
+    Generation(i64),
+    /// Something else: never the current claim.
+    Forged,
+}
+
+impl ClaimProof {
+    /// The generation, when the token is genuine.
+    pub fn generation(self) -> Option<i64> {
+        match self {
+            ClaimProof::Generation(g) => Some(g),
+            ClaimProof::Absent | ClaimProof::Forged => None,
+        }
+    }
+}
+
+impl KeyCheck {
+    /// The agent the key speaks for, or why it may not.
+    pub(crate) fn identity(self) -> Result<AgentIdentity, DeliveryError> {
+        match self {
+            KeyCheck::Ok { agent_id, owner_user_id } => Ok(AgentIdentity { agent_id, owner_user_id }),
+            KeyCheck::UnknownKey => Err(DeliveryError::Unauthorized),
+            KeyCheck::OtherAgent => Err(DeliveryError::Forbidden("this API key belongs to another agent")),
+            KeyCheck::Inactive => Err(DeliveryError::Forbidden("the agent is inactive")),
+        }
+    }
+}
+
+/// Bytes of a claim token after `ct_`: the generation, then the HMAC tag.
+const TOKEN_BYTES: usize = 8 + 32;
 
 /// SHA-256 of a secret (API key or claim token): what the database stores.
 pub fn hash_secret(secret: &str) -> Vec<u8> {
@@ -45,13 +108,35 @@ pub fn hash_secret(secret: &str) -> Vec<u8> {
 }
 
 impl Engine {
-    /// The claim token of `task` at `generation`.
-    pub(crate) fn claim_token(&self, task_id: Uuid, generation: i64) -> String {
+    fn claim_mac(&self, task_id: Uuid, generation: i64) -> Hmac<Sha256> {
         let mut mac = Hmac::<Sha256>::new_from_slice(&self.claim_key).expect("HMAC takes keys of any length");
         mac.update(task_id.as_bytes());
         mac.update(&generation.to_be_bytes());
-        let tag = mac.finalize().into_bytes();
-        format!("ct_{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(tag))
+        mac
+    }
+
+    /// The claim token of `task` at `generation`.
+    pub(crate) fn claim_token(&self, task_id: Uuid, generation: i64) -> String {
+        let mut raw = Vec::with_capacity(TOKEN_BYTES);
+        raw.extend_from_slice(&generation.to_be_bytes());
+        raw.extend_from_slice(&self.claim_mac(task_id, generation).finalize().into_bytes());
+        format!("ct_{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw))
+    }
+
+    /// What a presented claim token proves for `task_id` (the tag is compared in constant time).
+    pub(crate) fn claim_proof(&self, task_id: Uuid, token: Option<&str>) -> ClaimProof {
+        let Some(token) = token else { return ClaimProof::Absent };
+        let raw = token
+            .strip_prefix("ct_")
+            .and_then(|t| base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(t).ok())
+            .filter(|raw| raw.len() == TOKEN_BYTES);
+        let Some(raw) = raw else { return ClaimProof::Forged };
+        let (generation, tag) = raw.split_at(8);
+        let generation = i64::from_be_bytes(generation.try_into().expect("8 bytes"));
+        match self.claim_mac(task_id, generation).verify_slice(tag) {
+            Ok(()) => ClaimProof::Generation(generation),
+            Err(_) => ClaimProof::Forged,
+        }
     }
 
     fn claim_deadline(&self) -> Result<DateTime<Utc>, DeliveryError> {
@@ -60,49 +145,42 @@ impl Engine {
         Ok((Utc::now() + timeout).trunc_subsecs(6))
     }
 
-    /// One pickup attempt: the agent's live claim, else the oldest turn parked for its user.
-    pub async fn try_pickup(&self, agent: &AgentIdentity) -> Result<Option<Claim>, DeliveryError> {
-        let mut tx = self.pool.begin().await?;
-        if let Some(task) = tasks::lock_live_claim_of(&mut tx, agent.agent_id).await? {
-            tx.commit().await?;
-            let token = self.claim_token(task.id, task.claim_generation);
-            let expires_at = task.claim_expires_at.unwrap_or_else(Utc::now);
-            return Ok(Some(Claim { task, token, expires_at }));
-        }
-        let Some(mut task) = tasks::lock_next_parked_for(&mut tx, &agent.owner_user_id).await? else {
-            tx.commit().await?;
-            return Ok(None);
+    /// One pickup attempt, in one statement: authenticates the key, then returns the agent's
+    /// live claim, else claims the oldest turn parked for its user. Also returns the agent.
+    pub async fn try_pickup(&self, key: &AgentKey) -> Result<(AgentIdentity, Option<Claim>), DeliveryError> {
+        let claim = (TaskState::WaitingForAgent, TaskState::WaitingForAgent.transition(TaskEvent::Claim)?);
+        let found = {
+            let mut conn = self.pool.acquire().await?;
+            turn_delivery::pickup(&mut conn, &key.key_hash, key.agent_id, claim, self.config.claim_timeout).await?
         };
-        let next = task.state.transition(TaskEvent::Claim)?;
-        let generation = task.claim_generation + 1;
-        let token = self.claim_token(task.id, generation);
-        let expires_at = self.claim_deadline()?;
-        tasks::claim(&mut tx, task.id, agent.agent_id, generation, &hash_secret(&token), expires_at).await?;
-        self.arm_claim_timer(&mut tx, task.id, generation, expires_at).await?;
-        tx.commit().await?;
-        tracing::info!(negotiation.id = %task.id, agent.id = %agent.agent_id, claim.generation = generation, "claimed");
-        task.state = next;
-        task.claim_generation = generation;
-        task.claim_agent_id = Some(agent.agent_id);
-        task.claim_expires_at = Some(expires_at);
-        Ok(Some(Claim { task, token, expires_at }))
+        let agent = found.key.identity()?;
+        let Some(picked) = found.picked_up else { return Ok((agent, None)) };
+        let task = picked.task;
+        if picked.claimed_now {
+            tracing::info!(negotiation.id = %task.id, agent.id = %agent.agent_id, claim.generation = task.claim_generation, "claimed");
+        }
+        let token = self.claim_token(task.id, task.claim_generation);
+        let expires_at = task.claim_expires_at.unwrap_or_else(Utc::now);
+        let claim = Claim { task, token, expires_at, history: picked.history, opportunity_status: picked.opportunity_status };
+        Ok((agent, Some(claim)))
     }
 
     /// Pickup with an optional long poll: waits up to `wait` for a turn to be parked for the
     /// agent's user. Waiting holds no database connection; a wake-up that loses the race to
     /// another agent keeps waiting for the rest of its time.
-    pub async fn pickup(&self, agent: &AgentIdentity, wait: Option<Duration>) -> Result<Option<Claim>, DeliveryError> {
-        let Some(wait) = wait.filter(|w| !w.is_zero()) else {
-            return self.try_pickup(agent).await;
+    pub async fn pickup(&self, key: &AgentKey, wait: Option<Duration>) -> Result<Option<Claim>, DeliveryError> {
+        let (agent, claim) = self.try_pickup(key).await?;
+        let Some(wait) = wait.filter(|w| !w.is_zero()).filter(|_| claim.is_none()) else {
+            return Ok(claim);
         };
         let deadline = tokio::time::Instant::now() + wait;
         let notify = self.wakeups.subscribe(&agent.owner_user_id);
         loop {
             let notified = notify.notified();
             tokio::pin!(notified);
-            // Registered before looking, so a park committed in between still wakes us.
+            // Registered before looking (again), so a park committed in between still wakes us.
             notified.as_mut().enable();
-            if let Some(claim) = self.try_pickup(agent).await? {
+            if let (_, Some(claim)) = self.try_pickup(key).await? {
                 return Ok(Some(claim));
             }
             if tokio::time::timeout_at(deadline, notified).await.is_err() {
@@ -111,21 +189,22 @@ impl Engine {
         }
     }
 
-    /// Checks that `agent` holds a live claim on a locked task under `token` (when given).
-    pub(crate) fn check_holder(task: &Task, agent: &AgentIdentity, token: Option<&str>) -> Result<(), DeliveryError> {
+    /// Checks that `agent` holds a live claim on `task` that `proof` (when a token was sent)
+    /// is for.
+    pub(crate) fn check_holder(task: &Task, agent: &AgentIdentity, proof: ClaimProof) -> Result<(), DeliveryError> {
+        let token_sent = proof != ClaimProof::Absent;
         if task.state.is_terminal() {
             return Err(DeliveryError::AlreadyCompleted);
         }
         if task.state != TaskState::Claimed {
-            return Err(if token.is_some() { DeliveryError::ClaimStale } else { DeliveryError::NotClaimed });
+            return Err(if token_sent { DeliveryError::ClaimStale } else { DeliveryError::NotClaimed });
         }
         if task.claim_agent_id != Some(agent.agent_id) {
-            return Err(if token.is_some() { DeliveryError::ClaimStale } else { DeliveryError::ClaimedByOther });
+            return Err(if token_sent { DeliveryError::ClaimStale } else { DeliveryError::ClaimedByOther });
         }
-        if let Some(token) = token
-            && task.claim_token_hash.as_deref() != Some(hash_secret(token).as_slice()) {
-                return Err(DeliveryError::ClaimStale);
-            }
+        if token_sent && proof.generation() != Some(task.claim_generation) {
+            return Err(DeliveryError::ClaimStale);
+        }
         if task.claim_expires_at.is_none_or(|e| e <= Utc::now()) {
             return Err(DeliveryError::ClaimStale);
         }
@@ -133,28 +212,28 @@ impl Engine {
     }
 
     /// Pushes the holder's claim expiry to now + claim timeout.
-    pub async fn extend(&self, agent: &AgentIdentity, task_id: Uuid, token: Option<&str>) -> Result<Claim, DeliveryError> {
+    /// Returns the task as extended; its token is unchanged.
+    pub async fn extend(&self, agent: &AgentIdentity, task_id: Uuid, token: Option<&str>) -> Result<Task, DeliveryError> {
         let mut tx = self.pool.begin().await?;
         let mut task = self.lock_visible(&mut tx, agent, task_id).await?;
-        Self::check_holder(&task, agent, token)?;
+        Self::check_holder(&task, agent, self.claim_proof(task_id, token))?;
         let expires_at = self.claim_deadline()?;
         tasks::extend_claim(&mut tx, task.id, expires_at).await?;
         self.arm_claim_timer(&mut tx, task.id, task.claim_generation, expires_at).await?;
         tx.commit().await?;
         task.claim_expires_at = Some(expires_at);
-        let token = self.claim_token(task.id, task.claim_generation);
-        Ok(Claim { task, token, expires_at })
+        Ok(task)
     }
 
     /// Gives the turn back: `claimed -> waiting_for_agent`, keeping when it was first parked.
     pub async fn release(&self, agent: &AgentIdentity, task_id: Uuid, token: Option<&str>) -> Result<Task, DeliveryError> {
         let mut tx = self.pool.begin().await?;
         let mut task = self.lock_visible(&mut tx, agent, task_id).await?;
-        Self::check_holder(&task, agent, token)?;
+        Self::check_holder(&task, agent, self.claim_proof(task_id, token))?;
         let next = task.state.transition(TaskEvent::Unclaim)?;
         tasks::set_state(&mut tx, task.id, task.state, next, task.turn_count).await?;
         let user = task.awaiting_user_id.clone().unwrap_or_default();
-        self.disarm_turn_timers(&mut tx, task.id).await?;
+        self.disarm_claim_timer(&mut tx, task.id).await?;
         let first_parked_at = task.first_parked_at.unwrap_or_else(Utc::now);
         self.arm_park_timer(&mut tx, &task, task.turn_count, task.claim_generation, first_parked_at).await?;
         tasks::notify_parked(&mut tx, &user).await?;
@@ -162,7 +241,6 @@ impl Engine {
         self.wakeups.wake(&user);
         task.state = next;
         task.claim_agent_id = None;
-        task.claim_token_hash = None;
         task.claim_expires_at = None;
         Ok(task)
     }

@@ -9,7 +9,7 @@ use uuid::Uuid;
 use super::{DeliveryError, finalize, wakeups::Wakeups};
 use crate::{
     config::Config,
-    domain::{EndReason, SeedAssessment, SideKind, TaskEvent, TaskState, Turn, outcome::cap_reached},
+    domain::{EndReason, SeedAssessment, Side, SideKind, TaskEvent, TaskState, Turn, outcome::cap_reached},
     negotiator::{self, NegotiatorConfig, Situation},
     store::{messages, tasks},
 };
@@ -35,6 +35,34 @@ pub(crate) enum Concluded {
     Parked(u32),
     /// The next turn is the system negotiator's.
     Continues,
+}
+
+/// What comes after `turns` in a `working` task: the one rule every path follows (the turn
+/// loop, respond's plan, the fallback).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Next {
+    /// The negotiation ends: after an accept or a reject (`None`), or at the cap.
+    Finish(Option<EndReason>),
+    /// The side's personal agent speaks next: park the turn.
+    Park(Side),
+    /// The system negotiator speaks next for this side.
+    System(Side),
+}
+
+/// The rule of [`Next`].
+pub(crate) fn next_step(task: &tasks::Task, turns: &[Turn]) -> Next {
+    let count = turns.len() as u32;
+    if turns.last().is_some_and(|t| t.action.is_terminal()) {
+        Next::Finish(None)
+    } else if cap_reached(count, task.max_turns) {
+        Next::Finish(Some(EndReason::TurnCap))
+    } else {
+        let side = Side::for_turn(count);
+        match task.kind(side) {
+            SideKind::Personal => Next::Park(side),
+            SideKind::System => Next::System(side),
+        }
+    }
 }
 
 /// What one step of the loop did.
@@ -96,19 +124,29 @@ impl Engine {
             tx.commit().await?;
             return Ok(Step::Stop);
         }
-        let turn_number = task.turn_count;
-        let side = crate::domain::Side::for_turn(turn_number);
-        if task.kind(side) == SideKind::Personal {
-            self.park_in(&mut tx, &task, turn_number).await?;
-            tx.commit().await?;
-            self.parked(&task, turn_number);
-            return Ok(Step::Stop);
-        }
+        let turns: Vec<Turn> = messages::turns(&mut tx, task.id).await?.into_iter().map(|t| t.turn).collect();
+        let side = match next_step(&task, &turns) {
+            // Turns stored but not yet concluded (a respond that ended the negotiation).
+            Next::Finish(reason) => {
+                finalize(self, &mut tx, &task, &turns, reason).await?;
+                tx.commit().await?;
+                return Ok(Step::Stop);
+            }
+            Next::Park(_) => {
+                let turn_number = turns.len() as u32;
+                self.park_in(&mut tx, &task, turn_number).await?;
+                tx.commit().await?;
+                self.parked(&task, turn_number);
+                return Ok(Step::Stop);
+            }
+            Next::System(side) => side,
+        };
 
+        let turn_number = turns.len() as u32;
         let span = tracing::info_span!("turn", negotiation.id = %task.id, turn.number = turn_number,
             turn.side = side.as_str(), turn.played_by = "system");
         let concluded = async {
-            let (turn, concluded) = self.take_system_turn(&mut tx, &task, side).await?;
+            let (turn, concluded) = self.take_system_turn(&mut tx, &task, side, turns).await?;
             tx.commit().await?;
             tracing::info!("{}", turn.action);
             Ok::<_, DeliveryError>(concluded)
@@ -123,26 +161,19 @@ impl Engine {
 
     /// The system negotiator takes `side`'s turn on a locked `working` task, in the caller's
     /// transaction: it decides from that side's full context, stores the turn and concludes it.
+    /// `turns` are the turns taken so far.
     pub(crate) async fn take_system_turn(
         &self,
         conn: &mut sqlx::PgConnection,
         task: &tasks::Task,
-        side: crate::domain::Side,
+        side: Side,
+        mut turns: Vec<Turn>,
     ) -> Result<(Turn, Concluded), DeliveryError> {
-        let mut turns: Vec<Turn> = messages::turns(conn, task.id).await?.into_iter().map(|t| t.turn).collect();
         let turn = self.system_turn(task, side, &turns)?;
-        super::store_turn(
+        messages::store_turn(
             conn,
             task,
-            &messages::NewTurn {
-                task_id: task.id,
-                turn: &turn,
-                user_id: task.user_id(side),
-                played_by: SideKind::System,
-                agent_id: None,
-                claim_token_hash: None,
-                request_hash: None,
-            },
+            &messages::NewTurn { task_id: task.id, turn: &turn, user_id: task.user_id(side), played_by: SideKind::System },
         )
         .await?;
         turns.push(turn.clone());
@@ -162,19 +193,19 @@ impl Engine {
         turns: &[Turn],
     ) -> Result<Concluded, DeliveryError> {
         let count = turns.len() as u32;
-        let terminal = turns.last().is_some_and(|t| t.action.is_terminal());
-        if terminal {
-            finalize(self, conn, task, turns, None).await?;
-            Ok(Concluded::Ended)
-        } else if cap_reached(count, task.max_turns) {
-            finalize(self, conn, task, turns, Some(EndReason::TurnCap)).await?;
-            Ok(Concluded::Ended)
-        } else if task.kind(crate::domain::Side::for_turn(count)) == SideKind::Personal {
-            self.park_in(conn, task, count).await?;
-            Ok(Concluded::Parked(count))
-        } else {
-            tasks::set_state(conn, task.id, TaskState::Working, TaskState::Working, count).await?;
-            Ok(Concluded::Continues)
+        match next_step(task, turns) {
+            Next::Finish(reason) => {
+                finalize(self, conn, task, turns, reason).await?;
+                Ok(Concluded::Ended)
+            }
+            Next::Park(_) => {
+                self.park_in(conn, task, count).await?;
+                Ok(Concluded::Parked(count))
+            }
+            Next::System(_) => {
+                tasks::set_state(conn, task.id, TaskState::Working, TaskState::Working, count).await?;
+                Ok(Concluded::Continues)
+            }
         }
     }
 
@@ -192,19 +223,16 @@ impl Engine {
     /// and the notification that wakes long-polls once the transaction commits. Call
     /// [`Engine::parked`] after the commit.
     async fn park_in(&self, tx: &mut sqlx::PgConnection, task: &tasks::Task, turn_number: u32) -> Result<(), DeliveryError> {
-        let side = crate::domain::Side::for_turn(turn_number);
-        let next = task.state.transition(TaskEvent::Park)?;
-        debug_assert_eq!(next, TaskState::WaitingForAgent);
-        let parked_at = tasks::park(tx, task.id, task.user_id(side), turn_number).await?;
-        self.arm_park_timer(tx, task, turn_number, task.claim_generation, parked_at).await?;
-        tasks::notify_parked(tx, task.user_id(side)).await?;
+        let side = Side::for_turn(turn_number);
+        let park_timeout = Self::falls_back(task).then_some(self.config.park_timeout);
+        tasks::park(tx, task.id, task.user_id(side), turn_number, park_timeout).await?;
         Ok(())
     }
 
     /// After a park committed: wakes this process's long-polls of that user at once (the
     /// NOTIFY reaches the other processes).
-    fn parked(&self, task: &tasks::Task, turn_number: u32) {
-        let side = crate::domain::Side::for_turn(turn_number);
+    pub(crate) fn parked(&self, task: &tasks::Task, turn_number: u32) {
+        let side = Side::for_turn(turn_number);
         self.wakeups.wake(task.user_id(side));
         tracing::info!(negotiation.id = %task.id, turn.number = turn_number, turn.side = side.as_str(), "parked");
     }
@@ -213,7 +241,7 @@ impl Engine {
     pub(crate) fn system_turn(
         &self,
         task: &tasks::Task,
-        side: crate::domain::Side,
+        side: Side,
         history: &[Turn],
     ) -> Result<Turn, DeliveryError> {
         let own = task.context(side)?;

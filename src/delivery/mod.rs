@@ -14,7 +14,7 @@ mod start;
 mod timers;
 pub mod wakeups;
 
-pub use claims::{AgentIdentity, Claim, hash_secret};
+pub use claims::{AgentIdentity, AgentKey, Claim, hash_secret};
 pub use engine::Engine;
 pub use finalize::finalize;
 pub use respond::{Responded, TurnAnswer};
@@ -26,6 +26,12 @@ use crate::domain::TransitionError;
 /// Why an engine operation did not happen.
 #[derive(Debug, thiserror::Error)]
 pub enum DeliveryError {
+    /// The API key is unknown, revoked or expired.
+    #[error("the API key is unknown, revoked or expired")]
+    Unauthorized,
+    /// The API key is valid but may not do this (another agent's path, an inactive agent).
+    #[error("{0}")]
+    Forbidden(&'static str),
     /// No such negotiation.
     #[error("negotiation not found")]
     NotFound,
@@ -56,33 +62,6 @@ impl From<sqlx::Error> for DeliveryError {
     fn from(e: sqlx::Error) -> Self {
         DeliveryError::Unexpected(e.into())
     }
-}
-
-/// Stores a turn and its `negotiation.turn` event (action only, never scores) in the caller's
-/// transaction. Every turn, whoever plays it, is stored through here.
-pub(crate) async fn store_turn(
-    conn: &mut sqlx::PgConnection,
-    task: &crate::store::tasks::Task,
-    new: &crate::store::messages::NewTurn<'_>,
-) -> Result<uuid::Uuid, DeliveryError> {
-    let id = crate::store::messages::insert_turn(conn, new).await?;
-    crate::store::events::record(
-        conn,
-        "negotiation.turn",
-        &crate::store::events::Audience {
-            opportunity_id: task.opportunity_id,
-            source_user_id: &task.source_user_id,
-            candidate_user_id: &task.candidate_user_id,
-        },
-        serde_json::json!({
-            "negotiationId": task.id,
-            "opportunityId": task.opportunity_id,
-            "turnNumber": new.turn.turn_number,
-            "action": new.turn.action,
-        }),
-    )
-    .await?;
-    Ok(id)
 }
 
 /// Hook for a pending opportunity that the people decided (accepted or rejected), inside the

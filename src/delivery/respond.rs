@@ -1,22 +1,34 @@
 //! A personal agent's answer to the turn it holds (DESIGN.md §5 "Respond").
 //!
-//! One transaction checks the claim (holder, token, expiry), validates the action for this
-//! turn, stores the turn, and either finalizes (accept, reject, cap) or moves the task back to
-//! `working`; after the commit the engine's ordinary loop continues (system turns in process, or
-//! the next personal turn parked). A retry with the same claim token and body gets the same
-//! answer and changes nothing.
+//! Two statements. The first reads a snapshot: the key's agent, the task, its turns, and any
+//! turn already stored under the presented claim (a retry gets the answer it got before). From
+//! it the engine plans the whole call in memory: the agent's turn, the system negotiator's reply
+//! when that side is the system's, and what follows by the one rule of [`next_step`]: park the
+//! next personal turn, or end. The second statement (`parley_respond`) applies the plan in one
+//! transaction, but only if the claim is still the one the snapshot saw (same holder,
+//! generation and turn count, unexpired); otherwise nothing changes and the call reads again,
+//! which then tells why it may not go on. The plan is sound because everything it reads is
+//! fixed for a given claim: contexts never change and turns are only appended.
+//!
+//! A plan that ends the negotiation stores its turns and leaves the task `working`; the engine's
+//! loop then concludes it through the one [`finalize`](super::finalize).
 
 use serde::Serialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use super::{AgentIdentity, DeliveryError, Engine, claims::hash_secret, engine::Concluded};
+use super::{
+    AgentKey, DeliveryError, Engine,
+    engine::{Next, next_step},
+};
 use crate::{
-    domain::{
-        Action, Side, SideKind, SuggestedRoles, TaskEvent, TaskState, Turn, action_allowed,
+    domain::{Action, Side, SideKind, SuggestedRoles, TaskEvent, TaskState, Turn, action_allowed},
+    store::{
+        messages, opportunities,
+        tasks::{self, Task},
+        turn_delivery::{self, ApplyRespond, TurnRow},
     },
-    store::{messages, opportunities, tasks},
 };
 
 /// What the agent answered.
@@ -45,80 +57,147 @@ impl TurnAnswer {
     }
 }
 
+/// The agent's turn and what follows it, worked out from a snapshot.
+struct Plan {
+    /// The new turns: the agent's first, then the system's replies.
+    turns: Vec<(Turn, SideKind)>,
+    /// The side whose personal agent speaks next (parked by the same statement); `None` when the
+    /// negotiation ends.
+    park: Option<Side>,
+}
+
+/// How often a respond that lost a race re-reads before giving up (each loss means the claim
+/// changed, so the next read almost always says why the call may not go on).
+const ATTEMPTS: usize = 3;
+
 impl Engine {
     /// Applies the holder's answer; see the module docs.
-    #[tracing::instrument(name = "turn", skip_all, fields(negotiation.id = %task_id, agent.id = %agent.agent_id))]
-    pub async fn respond(&self, agent: &AgentIdentity, task_id: Uuid, answer: &TurnAnswer) -> Result<Responded, DeliveryError> {
+    #[tracing::instrument(name = "turn", skip_all, fields(negotiation.id = %task_id))]
+    pub async fn respond(&self, key: &AgentKey, task_id: Uuid, answer: &TurnAnswer) -> Result<Responded, DeliveryError> {
         let request_hash = answer.request_hash();
-        let mut tx = self.pool.begin().await?;
-        let mut task = self.lock_visible(&mut tx, agent, task_id).await?;
-
-        if let Some(token) = answer.claim_token.as_deref()
-            && let Some(previous) = messages::by_claim_token(&mut tx, task.id, &hash_secret(token)).await? {
-                tx.commit().await?;
+        let proof = self.claim_proof(task_id, answer.claim_token.as_deref());
+        for _ in 0..ATTEMPTS {
+            let mut conn = self.pool.acquire().await?;
+            let snapshot =
+                turn_delivery::respond_snapshot(&mut conn, &key.key_hash, key.agent_id, task_id, proof.generation()).await?;
+            let agent = snapshot.key.identity()?;
+            let task = snapshot.task.ok_or(DeliveryError::NotFound)?;
+            if let Some(previous) = snapshot.replay {
+                drop(conn);
                 if previous.request_hash.as_deref() != Some(request_hash.as_slice()) {
                     return Err(DeliveryError::ClaimStale);
                 }
                 return match previous.response {
                     Some(response) => Ok(response),
-                    None => self.answer_for(task_id, u32::try_from(previous.turn_number).unwrap_or(0)).await,
+                    None => self.answer_for(task_id, previous.turn_number).await,
                 };
             }
-        Self::check_holder(&task, agent, answer.claim_token.as_deref())?;
-
-        let turn_number = task.turn_count;
-        let side = Side::for_turn(turn_number);
-        if task.side_of(&agent.owner_user_id) != Some(side) {
-            return Err(DeliveryError::NotClaimed);
-        }
-        if !action_allowed(answer.action, turn_number, SideKind::Personal) {
-            return Err(DeliveryError::ActionNotAllowed(if turn_number == 0 {
-                "turn 0 must be a propose".to_owned()
-            } else {
-                format!("{} is not allowed at turn {turn_number}; propose is only for turn 0", answer.action)
-            }));
-        }
-        let turn = Turn {
-            turn_number,
-            side,
-            action: answer.action,
-            reasoning: answer.reasoning.clone(),
-            suggested_roles: answer.suggested_roles,
-            message: answer.message.clone(),
-        };
-        let message_id = super::store_turn(
-            &mut tx,
-            &task,
-            &messages::NewTurn {
-                task_id: task.id,
-                turn: &turn,
-                user_id: &agent.owner_user_id,
-                played_by: SideKind::Personal,
-                agent_id: Some(agent.agent_id),
-                claim_token_hash: task.claim_token_hash.as_deref(),
-                request_hash: Some(&request_hash),
-            },
-        )
-        .await?;
-        self.disarm_turn_timers(&mut tx, task.id).await?;
-        let working = task.state.transition(TaskEvent::Respond)?;
-        let count = turn_number + 1;
-        tasks::set_state(&mut tx, task.id, task.state, working, count).await?;
-        task.state = working;
-        task.turn_count = count;
-
-        let turns: Vec<Turn> = messages::turns(&mut tx, task.id).await?.into_iter().map(|t| t.turn).collect();
-        let concluded = self.conclude_turn(&mut tx, &task, &turns).await?;
-        tx.commit().await?;
-        tracing::info!(turn.number = turn_number, turn.side = side.as_str(), turn.played_by = "personal", "{}", turn.action);
-
-        if self.after_commit(&task, concluded) == Concluded::Continues {
+            Self::check_holder(&task, &agent, proof)?;
+            let turn_number = task.turn_count;
+            let side = Side::for_turn(turn_number);
+            if task.side_of(&agent.owner_user_id) != Some(side) {
+                return Err(DeliveryError::NotClaimed);
+            }
+            if !action_allowed(answer.action, turn_number, SideKind::Personal) {
+                return Err(DeliveryError::ActionNotAllowed(if turn_number == 0 {
+                    "turn 0 must be a propose".to_owned()
+                } else {
+                    format!("{} is not allowed at turn {turn_number}; propose is only for turn 0", answer.action)
+                }));
+            }
+            let turn = Turn {
+                turn_number,
+                side,
+                action: answer.action,
+                reasoning: answer.reasoning.clone(),
+                suggested_roles: answer.suggested_roles,
+                message: answer.message.clone(),
+            };
+            let plan = self.plan(&task, snapshot.history, turn)?;
+            let rows: Vec<TurnRow<'_>> = plan
+                .turns
+                .iter()
+                .map(|(t, played_by)| TurnRow {
+                    message_id: Uuid::now_v7(),
+                    turn_number: t.turn_number,
+                    side: t.side.as_str(),
+                    user_id: task.user_id(t.side),
+                    action: t.action.as_str(),
+                    parts: messages::turn_parts(t),
+                    played_by: played_by.as_str(),
+                })
+                .collect();
+            let agent_message = rows[0].message_id;
+            // A parked next turn is known now, so its answer is stored with the turn.
+            let response = plan.park.map(|_| {
+                json!({
+                    "success": true,
+                    "negotiationId": task.id,
+                    "turnNumber": turn_number,
+                    "status": TaskState::WaitingForAgent,
+                    "opportunity": { "id": task.opportunity_id, "status": snapshot.opportunity_status },
+                })
+            });
+            let applied = turn_delivery::apply_respond(
+                &mut conn,
+                &ApplyRespond {
+                    task_id: task.id,
+                    agent_id: agent.agent_id,
+                    generation: task.claim_generation,
+                    turn_count: turn_number,
+                    transition: (TaskState::Claimed, TaskState::Claimed.transition(TaskEvent::Respond)?),
+                    turns: rows,
+                    request_hash: &request_hash,
+                    response: response.as_ref(),
+                    park: match plan.park {
+                        Some(next) => Some((
+                            task.user_id(next),
+                            (TaskState::Working, TaskState::Working.transition(TaskEvent::Park)?),
+                            Self::falls_back(&task).then_some(self.config.park_timeout),
+                        )),
+                        None => None,
+                    },
+                },
+            )
+            .await?;
+            drop(conn);
+            if !applied {
+                continue;
+            }
+            for (t, played_by) in &plan.turns {
+                tracing::info!(agent.id = %agent.agent_id, turn.number = t.turn_number, turn.side = t.side.as_str(),
+                    turn.played_by = played_by.as_str(), "{}", t.action);
+            }
+            if plan.park.is_some() {
+                self.parked(&task, turn_number + plan.turns.len() as u32);
+                return Ok(response.unwrap_or_default());
+            }
+            // The plan ends the negotiation: the loop concludes it through `finalize`.
             self.advance(task.id).await?;
+            let response = self.answer_for(task.id, turn_number).await?;
+            let mut conn = self.pool.acquire().await?;
+            messages::set_response(&mut conn, agent_message, &response).await?;
+            return Ok(response);
         }
-        let response = self.answer_for(task.id, turn_number).await?;
-        let mut conn = self.pool.acquire().await?;
-        messages::set_response(&mut conn, message_id, &response).await?;
-        Ok(response)
+        Err(DeliveryError::ClaimStale)
+    }
+
+    /// The agent's `turn` and what follows it by [`next_step`]: system replies in process until a
+    /// personal side speaks next (park) or the negotiation ends.
+    fn plan(&self, task: &Task, mut history: Vec<Turn>, turn: Turn) -> Result<Plan, DeliveryError> {
+        history.push(turn.clone());
+        let mut turns = vec![(turn, SideKind::Personal)];
+        loop {
+            match next_step(task, &history) {
+                Next::Finish(_) => return Ok(Plan { turns, park: None }),
+                Next::Park(side) => return Ok(Plan { turns, park: Some(side) }),
+                Next::System(side) => {
+                    let reply = self.system_turn(task, side, &history)?;
+                    history.push(reply.clone());
+                    turns.push((reply, SideKind::System));
+                }
+            }
+        }
     }
 
     /// The respond body for turn `turn_number` of a task, from its current state.

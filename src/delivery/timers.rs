@@ -33,7 +33,7 @@ fn after(start: DateTime<Utc>, d: std::time::Duration) -> DateTime<Utc> {
 impl Engine {
     /// Whether a parked turn of this task falls back to the system negotiator (mixed only;
     /// personal vs personal has a deadline instead).
-    fn falls_back(task: &Task) -> bool {
+    pub(crate) fn falls_back(task: &Task) -> bool {
         task.source_kind != task.candidate_kind
     }
 
@@ -68,9 +68,9 @@ impl Engine {
         parley_jobs::schedule_claim_timeout(conn, &ClaimTimeout { task_id, generation }, expires_at).await.map_err(jobs)
     }
 
-    /// Cancels the turn timers (park, claim) of a task whose turn was just answered.
-    pub(crate) async fn disarm_turn_timers(&self, conn: &mut PgConnection, task_id: Uuid) -> Result<(), DeliveryError> {
-        parley_jobs::cancel_timers_for_task(conn, task_id, &[TimerKind::Park, TimerKind::Claim]).await.map_err(jobs)?;
+    /// Cancels the claim timer of a task whose claim was given back.
+    pub(crate) async fn disarm_claim_timer(&self, conn: &mut PgConnection, task_id: Uuid) -> Result<(), DeliveryError> {
+        parley_jobs::cancel_timers_for_task(conn, task_id, &[TimerKind::Claim]).await.map_err(jobs)?;
         Ok(())
     }
 
@@ -138,7 +138,8 @@ impl Engine {
         tasks::set_state(&mut tx, task.id, task.state, working, task.turn_count).await?;
         task.state = working;
         let side = Side::for_turn(task.turn_count);
-        let (turn, concluded) = self.take_system_turn(&mut tx, &task, side).await?;
+        let turns: Vec<Turn> = messages::turns(&mut tx, task.id).await?.into_iter().map(|t| t.turn).collect();
+        let (turn, concluded) = self.take_system_turn(&mut tx, &task, side, turns).await?;
         tx.commit().await?;
         tracing::info!(negotiation.id = %task.id, turn.number = turn.turn_number, turn.side = side.as_str(),
             turn.played_by = "system_fallback", "{}", turn.action);

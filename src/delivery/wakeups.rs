@@ -14,7 +14,7 @@ use std::{
 
 use tokio::sync::Notify;
 
-/// The channel parks notify on.
+/// The channel parks notify on (`parley_park` in the migrations uses this name too).
 pub const TURNS_CHANNEL: &str = "parley_turns";
 
 /// In-process registry of waiting pickups, per user.

@@ -17,7 +17,7 @@ use uuid::Uuid;
 
 use super::{
     AppState,
-    agent_auth::{AgentCaller, AgentOrOwner},
+    agent_auth::{AgentCaller, AgentOrOwner, PresentedAgentKey},
     error::{ApiError, ApiResult},
     extract::{ApiJson, ApiQuery, Ids, OptionalJson, Page},
     views::NegotiationOut,
@@ -25,7 +25,7 @@ use super::{
 use crate::{
     delivery::{AgentIdentity, Claim, TurnAnswer},
     domain::{Action, SeedAssessment, Side, SuggestedRoles, TaskState, UserContext, outcome::is_final_turn},
-    store::{messages, opportunities, tasks},
+    store::{messages, tasks},
 };
 
 /// The routes.
@@ -198,13 +198,16 @@ pub fn parse_wait(raw: Option<&str>, max: Duration) -> ApiResult<Option<Duration
     ))]
 pub async fn pickup_turn(
     State(state): State<AppState>,
-    AgentCaller(agent): AgentCaller,
-    ApiQuery(q): ApiQuery<PickupQuery>,
+    key: PresentedAgentKey,
+    query: Result<ApiQuery<PickupQuery>, ApiError>,
 ) -> ApiResult<Response> {
-    let wait = parse_wait(q.wait.as_deref(), state.engine.config().long_poll_max)?;
-    match state.engine.pickup(&agent, wait).await? {
+    let wait = match query.and_then(|ApiQuery(q)| parse_wait(q.wait.as_deref(), state.engine.config().long_poll_max)) {
+        Ok(wait) => wait,
+        Err(e) => return Err(key.refuse(&state, e).await),
+    };
+    match state.engine.pickup(&key.0, wait).await? {
         None => Ok(StatusCode::NO_CONTENT.into_response()),
-        Some(claim) => Ok(Json(pickup_body(&state, &claim).await?).into_response()),
+        Some(claim) => Ok(Json(pickup_body(&claim)?).into_response()),
     }
 }
 
@@ -213,40 +216,23 @@ fn project_other(other: &UserContext) -> Value {
     json!({ "id": other.id, "name": other.name, "profile": other.profile })
 }
 
-/// The §5 pickup body.
-pub async fn pickup_body(state: &AppState, claim: &Claim) -> ApiResult<Value> {
+/// The §5 pickup body, from what the pickup statement returned.
+pub fn pickup_body(claim: &Claim) -> ApiResult<Value> {
     let task = &claim.task;
-    let mut conn = state.pool().acquire().await?;
-    let turns = messages::turns(&mut conn, task.id).await?;
-    let opportunity = opportunities::get(&mut conn, task.opportunity_id).await?.ok_or(ApiError::NotFound("opportunity"))?;
-    drop(conn);
     let own_side = Side::for_turn(task.turn_count);
     let own = task.context(own_side)?;
     let other = task.context(own_side.other())?;
     let seed: SeedAssessment = serde_json::from_value(task.seed_assessment.clone()).map_err(anyhow::Error::from)?;
-    let history: Vec<Value> = turns
-        .iter()
-        .map(|t| {
-            json!({
-                "turnNumber": t.turn.turn_number,
-                "side": t.turn.side,
-                "action": t.turn.action,
-                "reasoning": t.turn.reasoning,
-                "suggestedRoles": t.turn.suggested_roles,
-                "message": t.turn.message,
-            })
-        })
-        .collect();
-    let counterparty_action = turns.last().map(|t| t.turn.action.as_str()).unwrap_or("none");
+    let counterparty_action = claim.history.last().map(|t| t.action.as_str()).unwrap_or("none");
     Ok(json!({
         "negotiationId": task.id,
         "taskId": task.id,
         "claimToken": claim.token,
         "opportunity": {
-            "id": opportunity.id,
-            "status": opportunity.status,
+            "id": task.opportunity_id,
+            "status": claim.opportunity_status,
             "reasoning": seed.reasoning,
-            "actors": seed.actors.clone().unwrap_or_default(),
+            "actors": seed.actors.unwrap_or_default(),
         },
         "turn": {
             "number": task.turn_count,
@@ -254,7 +240,7 @@ pub async fn pickup_body(state: &AppState, claim: &Claim) -> ApiResult<Value> {
             "counterpartyAction": counterparty_action,
             "isFinalTurn": is_final_turn(task.turn_count, task.max_turns),
             "maxTurns": task.max_turns,
-            "history": history,
+            "history": claim.history,
         },
         "context": {
             "ownUser": own,
@@ -390,12 +376,16 @@ pub struct OpportunityRefDoc {
     ))]
 pub async fn respond_to_turn(
     State(state): State<AppState>,
-    AgentCaller(agent): AgentCaller,
-    Ids((_, negotiation_id)): Ids<(Uuid, Uuid)>,
-    ApiJson(body): ApiJson<RespondIn>,
+    key: PresentedAgentKey,
+    ids: Result<Ids<(Uuid, Uuid)>, ApiError>,
+    body: Result<ApiJson<RespondIn>, ApiError>,
 ) -> ApiResult<Json<Value>> {
-    let answer = body.validate()?;
-    Ok(Json(state.engine.respond(&agent, negotiation_id, &answer).await?))
+    let checked = ids.and_then(|Ids((_, id))| body.and_then(|ApiJson(b)| b.validate()).map(|answer| (id, answer)));
+    let (negotiation_id, answer) = match checked {
+        Ok(checked) => checked,
+        Err(e) => return Err(key.refuse(&state, e).await),
+    };
+    Ok(Json(state.engine.respond(&key.0, negotiation_id, &answer).await?))
 }
 
 /// Body of extend and release.
@@ -453,8 +443,13 @@ pub async fn extend_claim(
     Ids((_, negotiation_id)): Ids<(Uuid, Uuid)>,
     OptionalJson(body): OptionalJson<ClaimIn>,
 ) -> ApiResult<Json<ExtendedOut>> {
-    let claim = state.engine.extend(&agent, negotiation_id, body.claim_token.as_deref()).await?;
-    Ok(Json(ExtendedOut { success: true, negotiation_id, claim_token: claim.token, deadline: claim.expires_at }))
+    let task = state.engine.extend(&agent, negotiation_id, body.claim_token.as_deref()).await?;
+    Ok(Json(ExtendedOut {
+        success: true,
+        negotiation_id,
+        claim_token: state.engine.claim_token(task.id, task.claim_generation),
+        deadline: task.claim_expires_at.unwrap_or_else(Utc::now),
+    }))
 }
 
 /// Gives the turn back to be picked up again.

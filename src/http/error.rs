@@ -141,6 +141,8 @@ impl IntoResponse for ApiError {
 impl From<DeliveryError> for ApiError {
     fn from(e: DeliveryError) -> Self {
         match e {
+            DeliveryError::Unauthorized => ApiError::Unauthorized(e.to_string()),
+            DeliveryError::Forbidden(message) => ApiError::Forbidden(message.into()),
             DeliveryError::NotFound => ApiError::NotFound("negotiation"),
             DeliveryError::AlreadyCompleted => ApiError::Conflict {
                 code: "already_completed",

@@ -35,7 +35,7 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use crate::{
-    delivery::{AgentIdentity, hash_secret},
+    delivery::{AgentIdentity, AgentKey, hash_secret},
     domain::{Action, Role},
     http::{
         AppState,
@@ -116,6 +116,7 @@ async fn require_agent_key(State(state): State<AppState>, mut req: Request, next
     if owner.status != "active" {
         return ApiError::Forbidden("the agent is inactive".into()).into_response();
     }
+    req.extensions_mut().insert(AgentKey::new(&key, Some(owner.agent_id)));
     req.extensions_mut().insert(AgentIdentity { agent_id: owner.agent_id, owner_user_id: owner.owner_user_id });
     next.run(req).await
 }
@@ -182,6 +183,14 @@ fn structured(value: impl serde::Serialize) -> CallToolResult {
         Ok(v) => CallToolResult::structured(v),
         Err(e) => api_error(ApiError::Internal(e.into())),
     }
+}
+
+fn key_of(parts: &Parts) -> Result<AgentKey, ErrorData> {
+    parts
+        .extensions
+        .get::<AgentKey>()
+        .cloned()
+        .ok_or_else(|| ErrorData::internal_error("the request was not authenticated", None))
 }
 
 fn agent_of(parts: &Parts) -> Result<AgentIdentity, ErrorData> {
@@ -253,15 +262,15 @@ the outcome once it ended, ownSide, isUsersTurn and latestAction.")]
 isFinalTurn, maxTurns, history}, context: {ownUser, otherUser, indexContext, seedAssessment, isDiscoverer, \
 discoveryQuery}}, or {pickedUp: false} when nothing is waiting. Answer it with respond_to_negotiation.")]
     async fn pickup_negotiation(&self, Extension(parts): Extension<Parts>) -> Result<CallToolResult, ErrorData> {
-        let agent = agent_of(&parts)?;
-        let claim = match self.state.engine.pickup(&agent, None).await {
+        let key = key_of(&parts)?;
+        let claim = match self.state.engine.pickup(&key, None).await {
             Ok(claim) => claim,
             Err(e) => return Ok(api_error(e.into())),
         };
         let Some(claim) = claim else {
             return Ok(structured(json!({ "pickedUp": false, "message": "no turn is waiting for your user" })));
         };
-        Ok(match pickup_body(&self.state, &claim).await {
+        Ok(match pickup_body(&claim) {
             Ok(mut body) => {
                 if let Value::Object(map) = &mut body {
                     map.insert("pickedUp".into(), Value::Bool(true));
@@ -282,8 +291,8 @@ negotiation goes on, completed that it ended.")]
         Extension(parts): Extension<Parts>,
         Parameters(args): Parameters<RespondArgs>,
     ) -> Result<CallToolResult, ErrorData> {
-        let agent = agent_of(&parts)?;
-        Ok(match self.respond(&agent, args).await {
+        let key = key_of(&parts)?;
+        Ok(match self.respond(&key, args).await {
             Ok(responded) => structured(responded),
             Err(e) => api_error(e),
         })
@@ -291,7 +300,7 @@ negotiation goes on, completed that it ended.")]
 }
 
 impl ParleyMcp {
-    async fn respond(&self, agent: &AgentIdentity, args: RespondArgs) -> Result<Value, ApiError> {
+    async fn respond(&self, key: &AgentKey, args: RespondArgs) -> Result<Value, ApiError> {
         let id = parse_id(&args.negotiation_id)?;
         for (field, value) in [("ownUser", &args.suggested_roles.own_user), ("otherUser", &args.suggested_roles.other_user)] {
             if Role::parse(value).is_none() {
@@ -320,7 +329,7 @@ impl ParleyMcp {
         let respond: RespondIn =
             serde_json::from_value(body).map_err(|e| ApiError::invalid(format!("invalid arguments: {e}")))?;
         let answer = respond.validate()?;
-        Ok(self.state.engine.respond(agent, id, &answer).await?)
+        Ok(self.state.engine.respond(key, id, &answer).await?)
     }
 }
 

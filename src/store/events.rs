@@ -7,7 +7,8 @@ use serde_json::Value;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-/// The NOTIFY channel events are announced on.
+/// The NOTIFY channel events are announced on (`parley_record_event` in the migrations uses
+/// this name too).
 pub const EVENTS_CHANNEL: &str = "parley_events";
 
 /// An event as streamed.
@@ -42,29 +43,17 @@ pub struct Audience<'a> {
     pub candidate_user_id: &'a str,
 }
 
-/// Records an event and announces it (the announcement is delivered at commit).
+/// Records an event and announces it (the announcement is delivered at commit), through
+/// `parley_record_event`, which every event goes through.
 pub async fn record(conn: &mut PgConnection, kind: &str, to: &Audience<'_>, data: Value) -> sqlx::Result<i64> {
-    let id = sqlx::query_scalar!(
-        r#"INSERT INTO events (kind, opportunity_id, source_user_id, candidate_user_id, data)
-           VALUES ($1, $2, $3, $4, $5) RETURNING event_id"#,
-        kind,
-        to.opportunity_id,
-        to.source_user_id,
-        to.candidate_user_id,
-        data
-    )
-    .fetch_one(&mut *conn)
-    .await?;
-    let event = Event {
-        id,
-        kind: kind.to_owned(),
-        source_user_id: to.source_user_id.to_owned(),
-        candidate_user_id: to.candidate_user_id.to_owned(),
-        data,
-    };
-    let payload = serde_json::to_string(&event).unwrap_or_default();
-    sqlx::query!("SELECT pg_notify($1, $2)", EVENTS_CHANNEL, payload).execute(conn).await?;
-    Ok(id)
+    sqlx::query_scalar("SELECT parley_record_event($1, $2, $3, $4, $5)")
+        .bind(kind)
+        .bind(to.opportunity_id)
+        .bind(to.source_user_id)
+        .bind(to.candidate_user_id)
+        .bind(data)
+        .fetch_one(conn)
+        .await
 }
 
 /// Events after `after` (exclusive) that `user_id` may see (all when `None`), oldest first,

@@ -40,12 +40,6 @@ pub struct NewTurn<'a> {
     pub user_id: &'a str,
     /// Who played it.
     pub played_by: SideKind,
-    /// The personal agent that answered, if any.
-    pub agent_id: Option<Uuid>,
-    /// The claim token hash it was answered under, if any.
-    pub claim_token_hash: Option<&'a [u8]>,
-    /// Hash of the respond body, for idempotent retries.
-    pub request_hash: Option<&'a [u8]>,
 }
 
 /// The A2A sender id of a user's agent.
@@ -65,26 +59,25 @@ pub fn turn_parts(turn: &Turn) -> serde_json::Value {
     }])
 }
 
-/// Stores a turn. Fails with a unique violation (`messages_task_turn_key`) if that turn number
-/// is already stored: a turn is never stored twice.
-pub async fn insert_turn(conn: &mut PgConnection, t: &NewTurn<'_>) -> anyhow::Result<Uuid> {
+/// Stores a turn and its `negotiation.turn` event (the action only, never scores) through
+/// `parley_store_turn`, the one place a turn is written. Fails with a unique violation
+/// (`messages_task_turn_key`) if that turn number is already stored: a turn is never stored twice.
+pub async fn store_turn(conn: &mut PgConnection, task: &super::tasks::Task, t: &NewTurn<'_>) -> anyhow::Result<Uuid> {
     let id = Uuid::now_v7();
-    sqlx::query!(
-        r#"INSERT INTO messages (message_id, task_id, turn_number, side, sender_id, action, parts, played_by,
-                                 agent_id, claim_token_hash, request_hash)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"#,
-        id,
-        t.task_id,
-        i32::try_from(t.turn.turn_number)?,
-        t.turn.side.as_str(),
-        sender_id(t.user_id),
-        t.turn.action.as_str(),
-        turn_parts(t.turn),
-        t.played_by.as_str(),
-        t.agent_id,
-        t.claim_token_hash,
-        t.request_hash,
+    sqlx::query(
+        "SELECT parley_store_turn($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL, NULL, NULL, NULL)",
     )
+    .bind(t.task_id)
+    .bind(task.opportunity_id)
+    .bind(&task.source_user_id)
+    .bind(&task.candidate_user_id)
+    .bind(id)
+    .bind(i32::try_from(t.turn.turn_number)?)
+    .bind(t.turn.side.as_str())
+    .bind(t.user_id)
+    .bind(t.turn.action.as_str())
+    .bind(turn_parts(t.turn))
+    .bind(t.played_by.as_str())
     .execute(conn)
     .await?;
     Ok(id)
@@ -199,31 +192,6 @@ pub async fn outcome(conn: &mut PgConnection, task_id: Uuid) -> anyhow::Result<O
         None => Ok(None),
         Some(p) => Ok(Some(serde_json::from_value(p[0]["data"].clone())?)),
     }
-}
-
-/// A turn stored under a claim: what a retried respond compares itself with.
-#[derive(Debug, Clone)]
-pub struct ClaimedTurn {
-    /// The message.
-    pub message_id: Uuid,
-    /// Its turn number.
-    pub turn_number: i32,
-    /// Hash of the respond body that stored it.
-    pub request_hash: Option<Vec<u8>>,
-    /// The 200 body that was answered, once known.
-    pub response: Option<serde_json::Value>,
-}
-
-/// The turn a task stored under the claim token with this hash, if any.
-pub async fn by_claim_token(conn: &mut PgConnection, task_id: Uuid, token_hash: &[u8]) -> sqlx::Result<Option<ClaimedTurn>> {
-    sqlx::query_as!(
-        ClaimedTurn,
-        "SELECT message_id, turn_number, request_hash, response FROM messages WHERE task_id = $1 AND claim_token_hash = $2",
-        task_id,
-        token_hash
-    )
-    .fetch_optional(conn)
-    .await
 }
 
 /// Records the answer given for a turn, so that a retry gets the same one.

@@ -9,6 +9,7 @@ pub mod events;
 pub mod messages;
 pub mod opportunities;
 pub mod tasks;
+pub mod turn_delivery;
 
 use thiserror::Error;
 

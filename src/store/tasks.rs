@@ -46,8 +46,6 @@ pub struct Task {
     pub first_parked_at: Option<DateTime<Utc>>,
     /// Claimed: the holder.
     pub claim_agent_id: Option<Uuid>,
-    /// Claimed: SHA-256 of the claim token.
-    pub claim_token_hash: Option<Vec<u8>>,
     /// Increases with every claim.
     pub claim_generation: i64,
     /// Claimed: when the claim lapses.
@@ -98,6 +96,7 @@ impl Task {
     }
 }
 
+#[derive(sqlx::FromRow)]
 pub(crate) struct Row {
     task_id: Uuid,
     conversation_id: Uuid,
@@ -117,7 +116,6 @@ pub(crate) struct Row {
     awaiting_user_id: Option<String>,
     first_parked_at: Option<DateTime<Utc>>,
     claim_agent_id: Option<Uuid>,
-    claim_token_hash: Option<Vec<u8>>,
     claim_generation: i64,
     claim_expires_at: Option<DateTime<Utc>>,
     created_at: DateTime<Utc>,
@@ -155,7 +153,6 @@ impl TryFrom<Row> for Task {
             awaiting_user_id: r.awaiting_user_id,
             first_parked_at: r.first_parked_at,
             claim_agent_id: r.claim_agent_id,
-            claim_token_hash: r.claim_token_hash,
             claim_generation: r.claim_generation,
             claim_expires_at: r.claim_expires_at,
             created_at: r.created_at,
@@ -224,7 +221,7 @@ macro_rules! select_task {
             r#"SELECT task_id, conversation_id, opportunity_id, state, source_user_id, candidate_user_id,
                       source_kind, candidate_kind, source_context, candidate_context, seed_assessment,
                       index_context, discovery_query, max_turns, turn_count, awaiting_user_id, first_parked_at,
-                      claim_agent_id, claim_token_hash, claim_generation, claim_expires_at,
+                      claim_agent_id, claim_generation, claim_expires_at,
                       created_at, updated_at, completed_at
                FROM tasks "# + $tail,
             $($arg),*
@@ -264,7 +261,7 @@ pub async fn set_state(
         r#"UPDATE tasks SET state = $3, turn_count = $4, updated_at = now(),
                   awaiting_user_id = CASE WHEN $3 IN ('waiting_for_agent', 'claimed') THEN awaiting_user_id END,
                   first_parked_at = CASE WHEN $3 IN ('waiting_for_agent', 'claimed') THEN first_parked_at END,
-                  claim_agent_id = NULL, claim_token_hash = NULL, claim_expires_at = NULL,
+                  claim_agent_id = NULL, claim_expires_at = NULL,
                   completed_at = CASE WHEN $3 IN ('completed', 'canceled', 'failed') THEN now() END
            WHERE task_id = $1 AND state = $2"#,
         id,
@@ -278,29 +275,34 @@ pub async fn set_state(
     Ok(())
 }
 
-/// Parks a locked `working` task for `user_id`'s personal agent.
-pub async fn park(conn: &mut PgConnection, id: Uuid, user_id: &str, turn_count: u32) -> anyhow::Result<DateTime<Utc>> {
-    let parked_at = sqlx::query_scalar!(
-        r#"UPDATE tasks SET state = 'waiting_for_agent', awaiting_user_id = $2, first_parked_at = now(),
-                  turn_count = $3, updated_at = now()
-           WHERE task_id = $1 AND state = 'working'
-           RETURNING first_parked_at AS "first_parked_at!""#,
-        id,
-        user_id,
-        i32::try_from(turn_count)?,
-    )
-    .fetch_one(conn)
-    .await?;
+/// Parks a locked `working` task for `user_id`'s personal agent at turn `turn_count`
+/// (`parley_park`): the state, the park timer when `park_timeout` is given (mixed negotiations),
+/// and the wake-up of that user's long-polls at commit. Returns when the turn was first parked.
+pub async fn park(
+    conn: &mut PgConnection,
+    id: Uuid,
+    user_id: &str,
+    turn_count: u32,
+    park_timeout: Option<std::time::Duration>,
+) -> anyhow::Result<DateTime<Utc>> {
+    let parked_at = sqlx::query_scalar("SELECT parley_park($1, $2, $3, $4, $5, $6, $7)")
+        .bind(id)
+        .bind(TaskState::Working.as_str())
+        .bind(TaskState::Working.transition(crate::domain::TaskEvent::Park)?.as_str())
+        .bind(user_id)
+        .bind(i32::try_from(turn_count)?)
+        .bind(park_timeout.map(super::turn_delivery::interval).transpose()?)
+        .bind(parley_jobs::new_timer_id())
+        .fetch_one(conn)
+        .await?;
     Ok(parked_at)
 }
 
 /// Number of tasks not yet in a terminal state (the hub's queue depth).
+/// Kept exact by triggers in `task_counts` (16 rows summed), so reading it does not grow with
+/// the number of active tasks.
 pub async fn count_active(conn: &mut PgConnection) -> sqlx::Result<i64> {
-    sqlx::query_scalar!(
-        r#"SELECT count(*) AS "n!" FROM tasks WHERE state IN ('submitted', 'working', 'waiting_for_agent', 'claimed')"#
-    )
-    .fetch_one(conn)
-    .await
+    sqlx::query_scalar("SELECT coalesce(sum(active), 0)::bigint FROM task_counts").fetch_one(conn).await
 }
 
 /// Tasks left in `submitted`/`working` (a crash between turns); the recovery pass resumes them.
@@ -316,56 +318,6 @@ pub async fn list_runnable(conn: &mut PgConnection, older_than: DateTime<Utc>) -
 /// Wakes the long-polls of `user_id` in every Parley process once the transaction commits.
 pub async fn notify_parked(conn: &mut PgConnection, user_id: &str) -> sqlx::Result<()> {
     sqlx::query!("SELECT pg_notify($1, $2)", crate::delivery::TURNS_CHANNEL, user_id).execute(conn).await?;
-    Ok(())
-}
-
-/// The live claim an agent holds, locked.
-pub async fn lock_live_claim_of(conn: &mut PgConnection, agent_id: Uuid) -> anyhow::Result<Option<Task>> {
-    let row = select_task!(
-        "WHERE state = 'claimed' AND claim_agent_id = $1 AND claim_expires_at > now()
-         ORDER BY first_parked_at, task_id LIMIT 1 FOR UPDATE",
-        agent_id
-    )
-    .fetch_optional(conn)
-    .await?;
-    Ok(row.map(Task::try_from).transpose()?)
-}
-
-/// The oldest turn parked for `user_id`, locked; turns another transaction is claiming right
-/// now are skipped, so concurrent pickups never get the same turn.
-pub async fn lock_next_parked_for(conn: &mut PgConnection, user_id: &str) -> anyhow::Result<Option<Task>> {
-    let row = select_task!(
-        "WHERE state = 'waiting_for_agent' AND awaiting_user_id = $1
-         ORDER BY first_parked_at, task_id LIMIT 1 FOR UPDATE SKIP LOCKED",
-        user_id
-    )
-    .fetch_optional(conn)
-    .await?;
-    Ok(row.map(Task::try_from).transpose()?)
-}
-
-/// Claims a locked parked task for an agent under generation `generation`.
-pub async fn claim(
-    conn: &mut PgConnection,
-    id: Uuid,
-    agent_id: Uuid,
-    generation: i64,
-    token_hash: &[u8],
-    expires_at: DateTime<Utc>,
-) -> anyhow::Result<()> {
-    let r = sqlx::query!(
-        r#"UPDATE tasks SET state = 'claimed', claim_agent_id = $2, claim_generation = $3, claim_token_hash = $4,
-                  claim_expires_at = $5, updated_at = now()
-           WHERE task_id = $1 AND state = 'waiting_for_agent'"#,
-        id,
-        agent_id,
-        generation,
-        token_hash,
-        expires_at
-    )
-    .execute(conn)
-    .await?;
-    anyhow::ensure!(r.rows_affected() == 1, "task {id} was not parked");
     Ok(())
 }
 

@@ -1,0 +1,23 @@
+DROP FUNCTION IF EXISTS parley_respond(uuid, uuid, bigint, integer, text, text, jsonb, bytea, jsonb, text, text, text, interval, text);
+DROP FUNCTION IF EXISTS parley_pickup(bytea, uuid, text, text, interval, text);
+DROP FUNCTION IF EXISTS parley_history(uuid);
+DROP FUNCTION IF EXISTS parley_agent_of_key(bytea, uuid);
+DROP FUNCTION IF EXISTS parley_park(uuid, text, text, text, integer, interval, text);
+DROP FUNCTION IF EXISTS parley_store_turn(uuid, uuid, text, text, uuid, integer, text, text, text, jsonb, text, uuid, bigint, bytea, jsonb);
+DROP FUNCTION IF EXISTS parley_record_event(text, uuid, text, text, jsonb);
+DROP TRIGGER IF EXISTS tasks_count_insert ON tasks;
+DROP TRIGGER IF EXISTS tasks_count_update ON tasks;
+DROP TRIGGER IF EXISTS tasks_count_delete ON tasks;
+DROP FUNCTION IF EXISTS parley_count_active_tasks();
+DROP FUNCTION IF EXISTS parley_task_is_active(text);
+DROP TABLE IF EXISTS task_counts;
+
+-- Claims made under generation fencing have no token hash; the old scheme starts afresh.
+ALTER TABLE messages DROP COLUMN claim_generation;
+ALTER TABLE messages ADD COLUMN claim_token_hash BYTEA;
+CREATE INDEX messages_claim_token_idx ON messages (claim_token_hash) WHERE claim_token_hash IS NOT NULL;
+ALTER TABLE tasks DROP CONSTRAINT tasks_claim_complete;
+UPDATE tasks SET state = 'waiting_for_agent', claim_agent_id = NULL, claim_expires_at = NULL WHERE state = 'claimed';
+ALTER TABLE tasks ADD COLUMN claim_token_hash BYTEA;
+ALTER TABLE tasks ADD CONSTRAINT tasks_claim_complete CHECK (
+    (state = 'claimed') = (claim_token_hash IS NOT NULL AND claim_expires_at IS NOT NULL));
