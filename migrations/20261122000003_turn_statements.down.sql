@@ -1,15 +1,15 @@
-DROP FUNCTION IF EXISTS parley_respond(uuid, uuid, bigint, integer, text, text, jsonb, bytea, jsonb, text, text, text, interval, text);
-DROP FUNCTION IF EXISTS parley_pickup(bytea, uuid, text, text, interval, text);
+DROP FUNCTION IF EXISTS parley_respond(bytea, uuid, uuid, bigint, integer, jsonb, text, interval, text);
+DROP FUNCTION IF EXISTS parley_pickup(bytea, uuid, interval, text);
 DROP FUNCTION IF EXISTS parley_history(uuid);
 DROP FUNCTION IF EXISTS parley_agent_of_key(bytea, uuid);
-DROP FUNCTION IF EXISTS parley_park(uuid, text, text, text, integer, interval, text);
-DROP FUNCTION IF EXISTS parley_store_turn(uuid, uuid, text, text, uuid, integer, text, text, text, jsonb, text, uuid, bigint, bytea, jsonb);
-DROP FUNCTION IF EXISTS parley_record_event(text, uuid, text, text, jsonb);
+DROP FUNCTION IF EXISTS parley_park(uuid, text, integer, interval, text);
+DROP FUNCTION IF EXISTS parley_store_turns(uuid, uuid, text, text, jsonb);
+DROP TRIGGER IF EXISTS events_announce ON events;
+DROP FUNCTION IF EXISTS parley_announce_events();
 DROP TRIGGER IF EXISTS tasks_count_insert ON tasks;
 DROP TRIGGER IF EXISTS tasks_count_update ON tasks;
 DROP TRIGGER IF EXISTS tasks_count_delete ON tasks;
 DROP FUNCTION IF EXISTS parley_count_active_tasks();
-DROP FUNCTION IF EXISTS parley_task_is_active(text);
 DROP TABLE IF EXISTS task_counts;
 
 -- Claims made under generation fencing have no token hash; the old scheme starts afresh.

@@ -292,6 +292,12 @@ async fn check(pool: &sqlx::PgPool, ledger: &Ledger, in_flight_at_faults: &HashS
     report
 }
 
+/// The harness's own connections: unlike the service's pool, this one tests each connection
+/// before use, because the faults it causes kill its own connections too.
+async fn checker_pool(url: &str) -> sqlx::PgPool {
+    sqlx::postgres::PgPoolOptions::new().max_connections(4).test_before_acquire(true).connect(url).await.unwrap()
+}
+
 async fn in_flight(pool: &sqlx::PgPool) -> HashSet<String> {
     sqlx::query_scalar::<_, uuid::Uuid>("SELECT task_id FROM tasks WHERE state NOT IN ('completed', 'canceled', 'failed')")
         .fetch_all(pool)
@@ -324,7 +330,7 @@ async fn kills_restarts_and_dropped_connections_lose_nothing() {
     let mut pg = parley::db::EmbeddedPostgres::start(&pg_dir).expect("a private PostgreSQL for the fault run");
     let database_url = pg.url("parley_faults");
     parley::db::create_database_if_missing(&database_url).await.unwrap();
-    let mut pool = parley::db::pool(&database_url, 4).await.unwrap();
+    let mut pool = checker_pool(&database_url).await;
     parley::db::migrate(&pool).await.unwrap();
 
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
@@ -436,7 +442,7 @@ async fn kills_restarts_and_dropped_connections_lose_nothing() {
             _ => {
                 pool.close().await;
                 tokio::task::block_in_place(|| pg.restart()).expect("restarting PostgreSQL");
-                pool = parley::db::pool(&database_url, 4).await.unwrap();
+                pool = checker_pool(&database_url).await;
             }
         }
         let _ = load.await;

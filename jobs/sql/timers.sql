@@ -44,40 +44,92 @@ BEGIN
 END
 $$;
 
+-- Re-arms in place: the pending timer of (p_from_queue, p_from_key) becomes a timer of
+-- (p_queue, p_key) with a new payload and run_at, so that handing a turn from one timer to the
+-- next (park -> claim at pickup, claim -> park at respond) is one UPDATE rather than a DELETE
+-- and an INSERT. The new key is disarmed first, as by `arm`; with no pending row to move, the
+-- timer is armed afresh. The moved row keeps its id (a ULID) and its place in apalis's queue
+-- order is by run_at, as always.
+CREATE OR REPLACE FUNCTION parley_jobs.rearm(
+    p_from_queue text, p_from_key text,
+    p_queue text, p_key text, p_id text, p_payload text, p_run_at timestamptz, p_max_attempts integer
+) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM parley_jobs.disarm(p_queue, p_key);
+    UPDATE apalis.jobs
+       SET job_type = p_queue, idempotency_key = p_key, job = convert_to(p_payload, 'UTF8'),
+           run_at = to_timestamp(ceil(extract(epoch FROM p_run_at))), attempts = 0,
+           max_attempts = p_max_attempts
+     WHERE job_type = p_from_queue AND idempotency_key = p_from_key AND status = 'Pending';
+    IF NOT FOUND THEN
+        PERFORM parley_jobs.arm(p_queue, p_key, p_id, p_payload, p_run_at, p_max_attempts);
+    END IF;
+END
+$$;
+
 -- The task-scoped kinds: queue names, keys and payloads as `payload.rs` defines them.
+-- (All of these are PL/pgSQL, never LANGUAGE sql: PostgreSQL caches a PL/pgSQL function's plans
+-- for the session, but parses and plans a SQL-language function's body again on every call.)
 
 CREATE OR REPLACE FUNCTION parley_jobs.arm_park_timeout(
     p_task uuid, p_turn integer, p_generation bigint, p_run_at timestamptz, p_id text
 ) RETURNS void
-LANGUAGE sql AS $$
-    SELECT parley_jobs.arm('parley.park_timeout', 'park:' || p_task, p_id,
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM parley_jobs.arm('parley.park_timeout', 'park:' || p_task, p_id,
         json_build_object('taskId', p_task, 'turnNumber', p_turn, 'generation', p_generation)::text, p_run_at, 20);
+END
 $$;
 
 CREATE OR REPLACE FUNCTION parley_jobs.arm_claim_timeout(
     p_task uuid, p_generation bigint, p_run_at timestamptz, p_id text
 ) RETURNS void
-LANGUAGE sql AS $$
-    SELECT parley_jobs.arm('parley.claim_timeout', 'claim:' || p_task, p_id,
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM parley_jobs.arm('parley.claim_timeout', 'claim:' || p_task, p_id,
         json_build_object('taskId', p_task, 'generation', p_generation)::text, p_run_at, 20);
+END
 $$;
 
 CREATE OR REPLACE FUNCTION parley_jobs.arm_deadline(p_task uuid, p_run_at timestamptz, p_id text) RETURNS void
-LANGUAGE sql AS $$
-    SELECT parley_jobs.arm('parley.negotiation_deadline', 'deadline:' || p_task, p_id,
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM parley_jobs.arm('parley.negotiation_deadline', 'deadline:' || p_task, p_id,
         json_build_object('taskId', p_task)::text, p_run_at, 20);
+END
 $$;
 
 CREATE OR REPLACE FUNCTION parley_jobs.arm_pending_expiry(p_opportunity uuid, p_run_at timestamptz, p_id text) RETURNS void
-LANGUAGE sql AS $$
-    SELECT parley_jobs.arm('parley.pending_expiry', 'expiry:' || p_opportunity, p_id,
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM parley_jobs.arm('parley.pending_expiry', 'expiry:' || p_opportunity, p_id,
         json_build_object('opportunityId', p_opportunity)::text, p_run_at, 20);
+END
 $$;
-
--- Disarms the park timer of a task.
-CREATE OR REPLACE FUNCTION parley_jobs.disarm_park_timeout(p_task uuid) RETURNS bigint
-LANGUAGE sql AS $$ SELECT parley_jobs.disarm('parley.park_timeout', 'park:' || p_task) $$;
 
 -- Disarms the claim timer of a task.
 CREATE OR REPLACE FUNCTION parley_jobs.disarm_claim_timeout(p_task uuid) RETURNS bigint
-LANGUAGE sql AS $$ SELECT parley_jobs.disarm('parley.claim_timeout', 'claim:' || p_task) $$;
+LANGUAGE plpgsql AS $$ BEGIN RETURN parley_jobs.disarm('parley.claim_timeout', 'claim:' || p_task); END $$;
+
+-- Pickup's hand-over: the park timer of a task becomes its claim timer.
+CREATE OR REPLACE FUNCTION parley_jobs.park_to_claim_timeout(
+    p_task uuid, p_generation bigint, p_run_at timestamptz, p_id text
+) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM parley_jobs.rearm('parley.park_timeout', 'park:' || p_task, 'parley.claim_timeout', 'claim:' || p_task, p_id,
+        json_build_object('taskId', p_task, 'generation', p_generation)::text, p_run_at, 20);
+END
+$$;
+
+-- Respond's hand-over: the claim timer of a task becomes the park timer of its next turn.
+CREATE OR REPLACE FUNCTION parley_jobs.claim_to_park_timeout(
+    p_task uuid, p_turn integer, p_generation bigint, p_run_at timestamptz, p_id text
+) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM parley_jobs.rearm('parley.claim_timeout', 'claim:' || p_task, 'parley.park_timeout', 'park:' || p_task, p_id,
+        json_build_object('taskId', p_task, 'turnNumber', p_turn, 'generation', p_generation)::text, p_run_at, 20);
+END
+$$;

@@ -50,7 +50,7 @@ pub use schedule::{
     MAX_ATTEMPTS, cancel_pending_expiry, cancel_timers_for_task, new_timer_id, schedule_claim_timeout, schedule_deadline,
     schedule_park_timeout, schedule_pending_expiry,
 };
-pub use worker::{HandlerError, TimerHandler, WorkerConfig, run_workers, setup};
+pub use worker::{HandlerError, TIMERS_SQL, TimerHandler, WorkerConfig, run_workers, setup};
 
 /// Errors of this crate's scheduling, setup and runner functions.
 #[derive(Debug, thiserror::Error)]

@@ -177,8 +177,8 @@ pub async fn setup(pool: &PgPool) -> Result<(), JobsError> {
     Ok(())
 }
 
-/// The SQL functions that arm and disarm timers.
-const TIMERS_SQL: &str = include_str!("../sql/timers.sql");
+/// The SQL functions that arm and disarm timers, as [`setup`] installs them.
+pub const TIMERS_SQL: &str = include_str!("../sql/timers.sql");
 
 /// Runs one worker per queue until `shutdown` completes, then stops fetching, gives in-flight
 /// handlers up to [`SHUTDOWN_GRACE`], and returns. Workers that fail are restarted by the

@@ -73,7 +73,7 @@ impl Plan {
     fn new(quick: bool) -> Plan {
         if quick {
             Plan {
-                negotiations_per_agent: 12,
+                negotiations_per_agent: 40,
                 cycle_secs: 5,
                 pgbench_secs: 5,
                 pgbench_scale: 10,

@@ -58,6 +58,10 @@ pub async fn migrate(pool: &PgPool) -> anyhow::Result<()> {
 pub async fn pool(url: &str, size: u32) -> anyhow::Result<PgPool> {
     let options = PgConnectOptions::from_str(url).context("parsing the database URL")?;
     PgPoolOptions::new()
+        // No round trip to test a connection before every use: a connection that died (a
+        // restarted or terminating server) fails its statement, the request answers 503
+        // `unavailable` for the client to retry, and the pool drops that connection.
+        .test_before_acquire(false)
         .max_connections(size)
         .min_connections(1)
         .acquire_timeout(Duration::from_secs(10))

@@ -148,10 +148,9 @@ impl Engine {
     /// One pickup attempt, in one statement: authenticates the key, then returns the agent's
     /// live claim, else claims the oldest turn parked for its user. Also returns the agent.
     pub async fn try_pickup(&self, key: &AgentKey) -> Result<(AgentIdentity, Option<Claim>), DeliveryError> {
-        let claim = (TaskState::WaitingForAgent, TaskState::WaitingForAgent.transition(TaskEvent::Claim)?);
         let found = {
             let mut conn = self.pool.acquire().await?;
-            turn_delivery::pickup(&mut conn, &key.key_hash, key.agent_id, claim, self.config.claim_timeout).await?
+            turn_delivery::pickup(&mut conn, &key.key_hash, key.agent_id, self.config.claim_timeout).await?
         };
         let agent = found.key.identity()?;
         let Some(picked) = found.picked_up else { return Ok((agent, None)) };
@@ -162,6 +161,7 @@ impl Engine {
         let token = self.claim_token(task.id, task.claim_generation);
         let expires_at = task.claim_expires_at.unwrap_or_else(Utc::now);
         let claim = Claim { task, token, expires_at, history: picked.history, opportunity_status: picked.opportunity_status };
+        self.recent_claims.remember(&claim);
         Ok((agent, Some(claim)))
     }
 

@@ -24,6 +24,8 @@ pub struct Engine {
     pub(crate) claim_key: Arc<[u8]>,
     /// Long-polls waiting in this process.
     pub(crate) wakeups: Arc<Wakeups>,
+    /// Claims handed out lately, for the responds that follow them.
+    pub(crate) recent_claims: Arc<super::recent_claims::RecentClaims>,
 }
 
 /// How a turn was concluded.
@@ -85,6 +87,7 @@ impl Engine {
             negotiator: Arc::new(negotiator),
             claim_key: Arc::from(claim_key),
             wakeups: Arc::new(Wakeups::default()),
+            recent_claims: Arc::default(),
         }
     }
 
@@ -170,12 +173,7 @@ impl Engine {
         mut turns: Vec<Turn>,
     ) -> Result<(Turn, Concluded), DeliveryError> {
         let turn = self.system_turn(task, side, &turns)?;
-        messages::store_turn(
-            conn,
-            task,
-            &messages::NewTurn { task_id: task.id, turn: &turn, user_id: task.user_id(side), played_by: SideKind::System },
-        )
-        .await?;
+        messages::store_turns(conn, task, &[messages::TurnRow::new(&turn, task.user_id(side), SideKind::System)]).await?;
         turns.push(turn.clone());
         let concluded = self.conclude_turn(conn, task, &turns).await?;
         Ok((turn, concluded))

@@ -9,6 +9,7 @@
 mod claims;
 mod engine;
 mod finalize;
+mod recent_claims;
 mod respond;
 mod start;
 mod timers;

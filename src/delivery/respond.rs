@@ -1,6 +1,6 @@
 //! A personal agent's answer to the turn it holds (DESIGN.md §5 "Respond").
 //!
-//! Two statements. The first reads a snapshot: the key's agent, the task, its turns, and any
+//! At most two statements. The first reads a snapshot: the key's agent, the task, its turns, and any
 //! turn already stored under the presented claim (a retry gets the answer it got before). From
 //! it the engine plans the whole call in memory: the agent's turn, the system negotiator's reply
 //! when that side is the system's, and what follows by the one rule of [`next_step`]: park the
@@ -9,6 +9,10 @@
 //! generation and turn count, unexpired); otherwise nothing changes and the call reads again,
 //! which then tells why it may not go on. The plan is sound because everything it reads is
 //! fixed for a given claim: contexts never change and turns are only appended.
+//!
+//! When this process handed out the claim, the snapshot is the one its pickup read
+//! ([`RecentClaims`](super::recent_claims)) and the call is the second statement alone; any
+//! refusal or lost race on that path is decided again from a fresh read.
 //!
 //! A plan that ends the negotiation stores its turns and leaves the task `working`; the engine's
 //! loop then concludes it through the one [`finalize`](super::finalize).
@@ -20,14 +24,16 @@ use uuid::Uuid;
 
 use super::{
     AgentKey, DeliveryError, Engine,
+    claims::ClaimProof,
     engine::{Next, next_step},
 };
 use crate::{
-    domain::{Action, Side, SideKind, SuggestedRoles, TaskEvent, TaskState, Turn, action_allowed},
+    domain::{Action, Side, SideKind, SuggestedRoles, TaskState, Turn, action_allowed},
     store::{
         messages, opportunities,
         tasks::{self, Task},
-        turn_delivery::{self, ApplyRespond, TurnRow},
+        messages::TurnRow,
+        turn_delivery::{self, ApplyRespond, RespondSnapshot},
     },
 };
 
@@ -57,6 +63,14 @@ impl TurnAnswer {
     }
 }
 
+/// A respond call, as presented.
+struct Request<'a> {
+    key: &'a AgentKey,
+    answer: &'a TurnAnswer,
+    request_hash: Vec<u8>,
+    proof: ClaimProof,
+}
+
 /// The agent's turn and what follows it, worked out from a snapshot.
 struct Plan {
     /// The new turns: the agent's first, then the system's replies.
@@ -64,6 +78,11 @@ struct Plan {
     /// The side whose personal agent speaks next (parked by the same statement); `None` when the
     /// negotiation ends.
     park: Option<Side>,
+}
+
+/// Lower-case hex, as `parley_store_turns` decodes it.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// How often a respond that lost a race re-reads before giving up (each loss means the claim
@@ -74,112 +93,121 @@ impl Engine {
     /// Applies the holder's answer; see the module docs.
     #[tracing::instrument(name = "turn", skip_all, fields(negotiation.id = %task_id))]
     pub async fn respond(&self, key: &AgentKey, task_id: Uuid, answer: &TurnAnswer) -> Result<Responded, DeliveryError> {
-        let request_hash = answer.request_hash();
-        let proof = self.claim_proof(task_id, answer.claim_token.as_deref());
+        let request = Request { key, answer, request_hash: answer.request_hash(), proof: self.claim_proof(task_id, answer.claim_token.as_deref()) };
+        // The claim as this process's pickup saw it: only ever a shortcut to success. Any
+        // refusal or lost race is decided again from a fresh read.
+        if let Some(generation) = request.proof.generation()
+            && let Some(snapshot) = self.recent_claims.take(task_id, generation, key.agent_id)
+            && let Ok(Some(response)) = self.attempt(&request, snapshot).await
+        {
+            return Ok(response);
+        }
         for _ in 0..ATTEMPTS {
-            let mut conn = self.pool.acquire().await?;
-            let snapshot =
-                turn_delivery::respond_snapshot(&mut conn, &key.key_hash, key.agent_id, task_id, proof.generation()).await?;
-            let agent = snapshot.key.identity()?;
-            let task = snapshot.task.ok_or(DeliveryError::NotFound)?;
-            if let Some(previous) = snapshot.replay {
-                drop(conn);
-                if previous.request_hash.as_deref() != Some(request_hash.as_slice()) {
+            let snapshot = {
+                let mut conn = self.pool.acquire().await?;
+                turn_delivery::respond_snapshot(&mut conn, &key.key_hash, key.agent_id, task_id, request.proof.generation())
+                    .await?
+            };
+            if let Some(previous) = &snapshot.replay {
+                snapshot.key.clone().identity()?;
+                if snapshot.task.is_none() {
+                    return Err(DeliveryError::NotFound);
+                }
+                if previous.request_hash.as_deref() != Some(request.request_hash.as_slice()) {
                     return Err(DeliveryError::ClaimStale);
                 }
-                return match previous.response {
-                    Some(response) => Ok(response),
+                return match &previous.response {
+                    Some(response) => Ok(response.clone()),
                     None => self.answer_for(task_id, previous.turn_number).await,
                 };
             }
-            Self::check_holder(&task, &agent, proof)?;
-            let turn_number = task.turn_count;
-            let side = Side::for_turn(turn_number);
-            if task.side_of(&agent.owner_user_id) != Some(side) {
-                return Err(DeliveryError::NotClaimed);
+            if let Some(response) = self.attempt(&request, snapshot).await? {
+                return Ok(response);
             }
-            if !action_allowed(answer.action, turn_number, SideKind::Personal) {
-                return Err(DeliveryError::ActionNotAllowed(if turn_number == 0 {
-                    "turn 0 must be a propose".to_owned()
-                } else {
-                    format!("{} is not allowed at turn {turn_number}; propose is only for turn 0", answer.action)
-                }));
-            }
-            let turn = Turn {
-                turn_number,
-                side,
-                action: answer.action,
-                reasoning: answer.reasoning.clone(),
-                suggested_roles: answer.suggested_roles,
-                message: answer.message.clone(),
-            };
-            let plan = self.plan(&task, snapshot.history, turn)?;
-            let rows: Vec<TurnRow<'_>> = plan
-                .turns
-                .iter()
-                .map(|(t, played_by)| TurnRow {
-                    message_id: Uuid::now_v7(),
-                    turn_number: t.turn_number,
-                    side: t.side.as_str(),
-                    user_id: task.user_id(t.side),
-                    action: t.action.as_str(),
-                    parts: messages::turn_parts(t),
-                    played_by: played_by.as_str(),
-                })
-                .collect();
-            let agent_message = rows[0].message_id;
-            // A parked next turn is known now, so its answer is stored with the turn.
-            let response = plan.park.map(|_| {
-                json!({
-                    "success": true,
-                    "negotiationId": task.id,
-                    "turnNumber": turn_number,
-                    "status": TaskState::WaitingForAgent,
-                    "opportunity": { "id": task.opportunity_id, "status": snapshot.opportunity_status },
-                })
-            });
-            let applied = turn_delivery::apply_respond(
+        }
+        Err(DeliveryError::ClaimStale)
+    }
+
+    /// One try at applying `request` on `snapshot`: the answer, or `None` when the claim
+    /// changed after the snapshot was taken (nothing was written).
+    async fn attempt(&self, request: &Request<'_>, snapshot: RespondSnapshot) -> Result<Option<Responded>, DeliveryError> {
+        let agent = snapshot.key.identity()?;
+        let task = snapshot.task.ok_or(DeliveryError::NotFound)?;
+        let answer = request.answer;
+        Self::check_holder(&task, &agent, request.proof)?;
+        let turn_number = task.turn_count;
+        let side = Side::for_turn(turn_number);
+        if task.side_of(&agent.owner_user_id) != Some(side) {
+            return Err(DeliveryError::NotClaimed);
+        }
+        if !action_allowed(answer.action, turn_number, SideKind::Personal) {
+            return Err(DeliveryError::ActionNotAllowed(if turn_number == 0 {
+                "turn 0 must be a propose".to_owned()
+            } else {
+                format!("{} is not allowed at turn {turn_number}; propose is only for turn 0", answer.action)
+            }));
+        }
+        let turn = Turn {
+            turn_number,
+            side,
+            action: answer.action,
+            reasoning: answer.reasoning.clone(),
+            suggested_roles: answer.suggested_roles,
+            message: answer.message.clone(),
+        };
+        let plan = self.plan(&task, snapshot.history, turn)?;
+        // A parked next turn is known now, so its answer is stored with the agent's turn.
+        let response = plan.park.map(|_| {
+            json!({
+                "success": true,
+                "negotiationId": task.id,
+                "turnNumber": turn_number,
+                "status": TaskState::WaitingForAgent,
+                "opportunity": { "id": task.opportunity_id, "status": snapshot.opportunity_status },
+            })
+        });
+        let mut rows: Vec<TurnRow<'_>> =
+            plan.turns.iter().map(|(t, played_by)| TurnRow::new(t, task.user_id(t.side), *played_by)).collect();
+        rows[0].agent_id = Some(agent.agent_id);
+        rows[0].claim_generation = Some(task.claim_generation);
+        rows[0].request_hash = Some(hex(&request.request_hash));
+        rows[0].response = response.clone();
+        let agent_message = rows[0].message_id;
+        let applied = {
+            let mut conn = self.pool.acquire().await?;
+            turn_delivery::apply_respond(
                 &mut conn,
                 &ApplyRespond {
+                    key_hash: &request.key.key_hash,
                     task_id: task.id,
                     agent_id: agent.agent_id,
                     generation: task.claim_generation,
                     turn_count: turn_number,
-                    transition: (TaskState::Claimed, TaskState::Claimed.transition(TaskEvent::Respond)?),
                     turns: rows,
-                    request_hash: &request_hash,
-                    response: response.as_ref(),
-                    park: match plan.park {
-                        Some(next) => Some((
-                            task.user_id(next),
-                            (TaskState::Working, TaskState::Working.transition(TaskEvent::Park)?),
-                            Self::falls_back(&task).then_some(self.config.park_timeout),
-                        )),
-                        None => None,
-                    },
+                    park: plan
+                        .park
+                        .map(|next| (task.user_id(next), Self::falls_back(&task).then_some(self.config.park_timeout))),
                 },
             )
-            .await?;
-            drop(conn);
-            if !applied {
-                continue;
-            }
-            for (t, played_by) in &plan.turns {
-                tracing::info!(agent.id = %agent.agent_id, turn.number = t.turn_number, turn.side = t.side.as_str(),
-                    turn.played_by = played_by.as_str(), "{}", t.action);
-            }
-            if plan.park.is_some() {
-                self.parked(&task, turn_number + plan.turns.len() as u32);
-                return Ok(response.unwrap_or_default());
-            }
-            // The plan ends the negotiation: the loop concludes it through `finalize`.
-            self.advance(task.id).await?;
-            let response = self.answer_for(task.id, turn_number).await?;
-            let mut conn = self.pool.acquire().await?;
-            messages::set_response(&mut conn, agent_message, &response).await?;
+            .await?
+        };
+        if !applied {
+            return Ok(None);
+        }
+        for (t, played_by) in &plan.turns {
+            tracing::info!(agent.id = %agent.agent_id, turn.number = t.turn_number, turn.side = t.side.as_str(),
+                turn.played_by = played_by.as_str(), "{}", t.action);
+        }
+        if plan.park.is_some() {
+            self.parked(&task, turn_number + plan.turns.len() as u32);
             return Ok(response);
         }
-        Err(DeliveryError::ClaimStale)
+        // The plan ends the negotiation: the loop concludes it through `finalize`.
+        self.advance(task.id).await?;
+        let response = self.answer_for(task.id, turn_number).await?;
+        let mut conn = self.pool.acquire().await?;
+        messages::set_response(&mut conn, agent_message, &response).await?;
+        Ok(Some(response))
     }
 
     /// The agent's `turn` and what follows it by [`next_step`]: system replies in process until a

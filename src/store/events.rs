@@ -7,8 +7,8 @@ use serde_json::Value;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-/// The NOTIFY channel events are announced on (`parley_record_event` in the migrations uses
-/// this name too).
+/// The NOTIFY channel events are announced on (by the `events_announce` trigger of the
+/// migrations).
 pub const EVENTS_CHANNEL: &str = "parley_events";
 
 /// An event as streamed.
@@ -43,17 +43,20 @@ pub struct Audience<'a> {
     pub candidate_user_id: &'a str,
 }
 
-/// Records an event and announces it (the announcement is delivered at commit), through
-/// `parley_record_event`, which every event goes through.
+/// Records an event. It announces itself: the `events_announce` trigger NOTIFYs every inserted
+/// event, delivered when the transaction commits.
 pub async fn record(conn: &mut PgConnection, kind: &str, to: &Audience<'_>, data: Value) -> sqlx::Result<i64> {
-    sqlx::query_scalar("SELECT parley_record_event($1, $2, $3, $4, $5)")
-        .bind(kind)
-        .bind(to.opportunity_id)
-        .bind(to.source_user_id)
-        .bind(to.candidate_user_id)
-        .bind(data)
-        .fetch_one(conn)
-        .await
+    sqlx::query_scalar!(
+        r#"INSERT INTO events (kind, opportunity_id, source_user_id, candidate_user_id, data)
+           VALUES ($1, $2, $3, $4, $5) RETURNING event_id"#,
+        kind,
+        to.opportunity_id,
+        to.source_user_id,
+        to.candidate_user_id,
+        data
+    )
+    .fetch_one(conn)
+    .await
 }
 
 /// Events after `after` (exclusive) that `user_id` may see (all when `None`), oldest first,

@@ -30,18 +30,6 @@ pub struct StoredTurn {
     pub created_at: DateTime<Utc>,
 }
 
-/// A turn to store.
-pub struct NewTurn<'a> {
-    /// The task.
-    pub task_id: Uuid,
-    /// The turn itself.
-    pub turn: &'a Turn,
-    /// The user whose agent spoke.
-    pub user_id: &'a str,
-    /// Who played it.
-    pub played_by: SideKind,
-}
-
 /// The A2A sender id of a user's agent.
 pub fn sender_id(user_id: &str) -> String {
     format!("agent:{user_id}")
@@ -59,28 +47,70 @@ pub fn turn_parts(turn: &Turn) -> serde_json::Value {
     }])
 }
 
-/// Stores a turn and its `negotiation.turn` event (the action only, never scores) through
-/// `parley_store_turn`, the one place a turn is written. Fails with a unique violation
-/// (`messages_task_turn_key`) if that turn number is already stored: a turn is never stored twice.
-pub async fn store_turn(conn: &mut PgConnection, task: &super::tasks::Task, t: &NewTurn<'_>) -> anyhow::Result<Uuid> {
-    let id = Uuid::now_v7();
-    sqlx::query(
-        "SELECT parley_store_turn($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL, NULL, NULL, NULL)",
-    )
-    .bind(t.task_id)
-    .bind(task.opportunity_id)
-    .bind(&task.source_user_id)
-    .bind(&task.candidate_user_id)
-    .bind(id)
-    .bind(i32::try_from(t.turn.turn_number)?)
-    .bind(t.turn.side.as_str())
-    .bind(t.user_id)
-    .bind(t.turn.action.as_str())
-    .bind(turn_parts(t.turn))
-    .bind(t.played_by.as_str())
-    .execute(conn)
-    .await?;
-    Ok(id)
+/// A turn as `parley_store_turns` stores it (one element of its JSON array).
+#[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnRow<'a> {
+    /// The new message's id.
+    pub message_id: Uuid,
+    /// Its turn number.
+    pub turn_number: u32,
+    /// `source` or `candidate`.
+    pub side: &'static str,
+    /// The user whose agent spoke.
+    pub user_id: &'a str,
+    /// The action.
+    pub action: &'static str,
+    /// The message parts.
+    pub parts: serde_json::Value,
+    /// `personal` or `system`.
+    pub played_by: &'static str,
+    /// The personal agent that answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<Uuid>,
+    /// The generation of the claim it was answered under.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub claim_generation: Option<i64>,
+    /// Hash of the respond body, hex (for idempotent retries).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_hash: Option<String>,
+    /// The answer given, when known as the turn is stored.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response: Option<serde_json::Value>,
+}
+
+impl<'a> TurnRow<'a> {
+    /// A turn played by `played_by` for `user_id`, with a fresh message id.
+    pub fn new(turn: &Turn, user_id: &'a str, played_by: SideKind) -> TurnRow<'a> {
+        TurnRow {
+            message_id: Uuid::now_v7(),
+            turn_number: turn.turn_number,
+            side: turn.side.as_str(),
+            user_id,
+            action: turn.action.as_str(),
+            parts: turn_parts(turn),
+            played_by: played_by.as_str(),
+            agent_id: None,
+            claim_generation: None,
+            request_hash: None,
+            response: None,
+        }
+    }
+}
+
+/// Stores turns (in order) and their `negotiation.turn` events (the action only, never scores)
+/// through `parley_store_turns`, the one place turns are written. Fails with a unique violation
+/// (`messages_task_turn_key`) if a turn number is already stored: a turn is never stored twice.
+pub async fn store_turns(conn: &mut PgConnection, task: &super::tasks::Task, turns: &[TurnRow<'_>]) -> anyhow::Result<()> {
+    sqlx::query("SELECT parley_store_turns($1, $2, $3, $4, $5)")
+        .bind(task.id)
+        .bind(task.opportunity_id)
+        .bind(&task.source_user_id)
+        .bind(&task.candidate_user_id)
+        .bind(sqlx::types::Json(turns))
+        .execute(conn)
+        .await?;
+    Ok(())
 }
 
 struct Row {

@@ -285,10 +285,8 @@ pub async fn park(
     turn_count: u32,
     park_timeout: Option<std::time::Duration>,
 ) -> anyhow::Result<DateTime<Utc>> {
-    let parked_at = sqlx::query_scalar("SELECT parley_park($1, $2, $3, $4, $5, $6, $7)")
+    let parked_at = sqlx::query_scalar("SELECT parley_park($1, $2, $3, $4, $5)")
         .bind(id)
-        .bind(TaskState::Working.as_str())
-        .bind(TaskState::Working.transition(crate::domain::TaskEvent::Park)?.as_str())
         .bind(user_id)
         .bind(i32::try_from(turn_count)?)
         .bind(park_timeout.map(super::turn_delivery::interval).transpose()?)

@@ -3,14 +3,25 @@
 //! authentication by API-key hash, so an agent's turn costs no extra round trip for it.
 //!
 //! The SQL lives in `migrations/20261122000003_turn_statements.up.sql`; this module binds it and
-//! decodes what it returns. The states it writes are passed in by the engine, which takes them
-//! from the transition tables.
+//! decodes what it returns. The transitions it makes are the task table's `Claim`, `Respond` and
+//! `Park`, written as literals there (so the planner can use the partial indexes on `state`);
+//! [`TRANSITIONS`] names them and a test pins them against the Rust table.
 
 use sqlx::{FromRow, PgConnection, Row as _, postgres::PgRow};
 use uuid::Uuid;
 
-use super::tasks::{Row as TaskRow, Task};
-use crate::domain::{OpportunityStatus, TaskState, Turn};
+use super::{
+    messages::TurnRow,
+    tasks::{Row as TaskRow, Task},
+};
+use crate::domain::{OpportunityStatus, TaskEvent, TaskState, Turn};
+
+/// The transitions the SQL of this module makes, as (from, event, to).
+pub const TRANSITIONS: [(TaskState, TaskEvent, TaskState); 3] = [
+    (TaskState::WaitingForAgent, TaskEvent::Claim, TaskState::Claimed),
+    (TaskState::Claimed, TaskEvent::Respond, TaskState::Working),
+    (TaskState::Working, TaskEvent::Park, TaskState::WaitingForAgent),
+];
 
 /// What the API key says about the caller.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,21 +113,18 @@ impl<'r> FromRow<'r, PgRow> for Pickup {
 }
 
 /// Pickup in one statement (DESIGN.md §5): authenticates the key, then returns the agent's live
-/// claim, or claims the oldest turn parked for its user (`from` -> `to`) until now +
+/// claim, or claims the oldest turn parked for its user until now +
 /// `claim_timeout`, swapping the park timer for the claim timer. Autocommit: call it on a
 /// pooled connection, outside any transaction.
 pub async fn pickup(
     conn: &mut PgConnection,
     key_hash: &[u8],
     agent_id: Option<Uuid>,
-    (from, to): (TaskState, TaskState),
     claim_timeout: std::time::Duration,
 ) -> anyhow::Result<Pickup> {
-    Ok(sqlx::query_as::<_, Pickup>("SELECT * FROM parley_pickup($1, $2, $3, $4, $5, $6)")
+    Ok(sqlx::query_as::<_, Pickup>("SELECT * FROM parley_pickup($1, $2, $3, $4)")
         .bind(key_hash)
         .bind(agent_id)
-        .bind(from.as_str())
-        .bind(to.as_str())
         .bind(interval(claim_timeout)?)
         .bind(parley_jobs::new_timer_id())
         .fetch_one(conn)
@@ -204,28 +212,10 @@ pub async fn respond_snapshot(
     .await?)
 }
 
-/// A turn to store, as `parley_respond` takes it.
-#[derive(Debug, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TurnRow<'a> {
-    /// The new message's id.
-    pub message_id: Uuid,
-    /// Its turn number.
-    pub turn_number: u32,
-    /// `source` or `candidate`.
-    pub side: &'static str,
-    /// The user whose agent spoke.
-    pub user_id: &'a str,
-    /// The action.
-    pub action: &'static str,
-    /// The message parts.
-    pub parts: serde_json::Value,
-    /// `personal` or `system`.
-    pub played_by: &'static str,
-}
-
 /// The respond to apply, planned from a [`RespondSnapshot`].
 pub struct ApplyRespond<'a> {
+    /// SHA-256 of the API key presented: it must be a live key of `agent_id`.
+    pub key_hash: &'a [u8],
     /// The task.
     pub task_id: Uuid,
     /// The claim holder.
@@ -234,39 +224,29 @@ pub struct ApplyRespond<'a> {
     pub generation: i64,
     /// Turns taken when the snapshot was read.
     pub turn_count: u32,
-    /// `claimed` -> `working`, from the table.
-    pub transition: (TaskState, TaskState),
-    /// The agent's turn, then any system turns after it.
+    /// The agent's turn (with its agent, claim generation, request hash and, when known, its
+    /// answer), then any system turns after it.
     pub turns: Vec<TurnRow<'a>>,
-    /// Hash of the respond body.
-    pub request_hash: &'a [u8],
-    /// The answer, stored for retries (when already known).
-    pub response: Option<&'a serde_json::Value>,
-    /// Park the next turn for this user (`working` -> `waiting_for_agent`, from the table), with
-    /// the park timer when a timeout is given; `None` leaves the task `working`.
-    pub park: Option<(&'a str, (TaskState, TaskState), Option<std::time::Duration>)>,
+    /// Park the next turn for this user, with the park timer when a timeout is given; `None`
+    /// leaves the task `working`.
+    pub park: Option<(&'a str, Option<std::time::Duration>)>,
 }
 
 /// Applies a planned respond in one statement; `false` when the claim is no longer the one
 /// planned from (nothing changed). Autocommit: call it outside any transaction.
 pub async fn apply_respond(conn: &mut PgConnection, a: &ApplyRespond<'_>) -> anyhow::Result<bool> {
-    let (park_user, park_from, park_to, park_timeout) = match &a.park {
-        Some((user, (from, to), timeout)) => (Some(*user), Some(from.as_str()), Some(to.as_str()), *timeout),
-        None => (None, None, None, None),
+    let (park_user, park_timeout) = match a.park {
+        Some((user, timeout)) => (Some(user), timeout),
+        None => (None, None),
     };
-    Ok(sqlx::query_scalar("SELECT parley_respond($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)")
+    Ok(sqlx::query_scalar("SELECT parley_respond($1, $2, $3, $4, $5, $6, $7, $8, $9)")
+        .bind(a.key_hash)
         .bind(a.task_id)
         .bind(a.agent_id)
         .bind(a.generation)
         .bind(i32::try_from(a.turn_count)?)
-        .bind(a.transition.0.as_str())
-        .bind(a.transition.1.as_str())
         .bind(sqlx::types::Json(&a.turns))
-        .bind(a.request_hash)
-        .bind(a.response)
         .bind(park_user)
-        .bind(park_from)
-        .bind(park_to)
         .bind(park_timeout.map(interval).transpose()?)
         .bind(parley_jobs::new_timer_id())
         .fetch_one(conn)
@@ -276,4 +256,16 @@ pub async fn apply_respond(conn: &mut PgConnection, a: &ApplyRespond<'_>) -> any
 /// A duration as a PostgreSQL interval.
 pub(crate) fn interval(d: std::time::Duration) -> anyhow::Result<sqlx::postgres::types::PgInterval> {
     sqlx::postgres::types::PgInterval::try_from(d).map_err(|e| anyhow::anyhow!("interval {d:?}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sql_transitions_are_the_tables() {
+        for (from, event, to) in TRANSITIONS {
+            assert_eq!(from.transition(event).ok(), Some(to), "{from:?} + {event:?}");
+        }
+    }
 }

@@ -177,7 +177,16 @@ async fn refused_responds_leave_the_negotiation_as_it_was() {
         (json!({ "action": "accept", "message": "m".repeat(10_001), "assessment": { "reasoning": "ok", "suggestedRoles": { "ownUser": "peer", "otherUser": "peer" } } }), StatusCode::BAD_REQUEST, "invalid_body"),
         (json!([1]), StatusCode::BAD_REQUEST, "invalid_body"),
     ];
-    // Someone else's negotiation id, and a malformed one.
+    // The token carries its claim's generation under the service's HMAC: the genuine tag with
+    // another generation is no claim at all.
+    {
+        use base64::Engine as _;
+        let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let mut raw = b64.decode(token.strip_prefix("ct_").unwrap()).unwrap();
+        assert_eq!(raw.len(), 40, "generation (8 bytes) + HMAC-SHA256 tag");
+        raw[7] ^= 0x02;
+        cases.push((answer("accept", Some(&format!("ct_{}", b64.encode(raw)))), StatusCode::CONFLICT, "claim_stale"));
+    }
     for (body, status, code) in cases.drain(..) {
         app.respond(&agent, &id, &body).await.assert_error(status, code);
         assert_eq!(app.snapshot(&id).await, before, "after {body}");
@@ -194,6 +203,9 @@ async fn refused_responds_leave_the_negotiation_as_it_was() {
         .await
         .unwrap();
     assert_eq!(raw.status(), StatusCode::BAD_REQUEST);
+    // A token is bound to its negotiation: this one does not answer another negotiation's turn.
+    let other = app.start(&fixtures::good_match()).await["negotiation"]["id"].as_str().unwrap().to_owned();
+    app.respond(&agent, &other, &answer("accept", Some(&token))).await.assert_error(StatusCode::CONFLICT, "claim_stale");
     // Another user's agent cannot touch it.
     let eve = app.register_agent("user-eve").await;
     app.respond(&eve, &id, &answer("accept", None)).await.assert_error(StatusCode::NOT_FOUND, "not_found");

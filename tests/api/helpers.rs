@@ -69,10 +69,16 @@ async fn server() -> &'static Server {
 /// Creates (once per schema version, across processes) a migrated template database, and drops
 /// databases that earlier, finished test processes left behind.
 async fn prepare_template(admin_url: &str) -> String {
+    use sha2::Digest as _;
     let version: i64 = db::MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
-    let checksum: String =
-        db::MIGRATOR.iter().flat_map(|m| m.checksum.iter().take(2)).map(|b| format!("{b:02x}")).collect();
-    let template = format!("parley_tpl_{version}_{}_j1", &checksum[..checksum.len().min(16)]);
+    // Every migration and the timer crate's SQL: any change to the schema makes a new template.
+    let mut schema = sha2::Sha256::new();
+    for m in db::MIGRATOR.iter() {
+        schema.update(&m.checksum);
+    }
+    schema.update(parley_jobs::TIMERS_SQL.as_bytes());
+    let checksum: String = schema.finalize().iter().take(8).map(|b| format!("{b:02x}")).collect();
+    let template = format!("parley_tpl_{version}_{checksum}");
     let mut conn = PgConnection::connect(admin_url).await.expect("connecting to the test PostgreSQL");
     sqlx::query("SELECT pg_advisory_lock(727274)").execute(&mut conn).await.unwrap();
     let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)")
