@@ -3,6 +3,7 @@ DROP FUNCTION IF EXISTS parley_pickup(bytea, uuid, interval, text);
 DROP FUNCTION IF EXISTS parley_history(uuid);
 DROP FUNCTION IF EXISTS parley_agent_of_key(bytea, uuid);
 DROP FUNCTION IF EXISTS parley_park(uuid, text, integer, interval, text);
+DROP FUNCTION IF EXISTS parley_parked(uuid, text, integer, bigint, timestamptz, interval, text);
 DROP FUNCTION IF EXISTS parley_store_turns(uuid, uuid, text, text, jsonb);
 DROP TRIGGER IF EXISTS events_announce ON events;
 DROP FUNCTION IF EXISTS parley_announce_events();
@@ -21,3 +22,5 @@ UPDATE tasks SET state = 'waiting_for_agent', claim_agent_id = NULL, claim_expir
 ALTER TABLE tasks ADD COLUMN claim_token_hash BYTEA;
 ALTER TABLE tasks ADD CONSTRAINT tasks_claim_complete CHECK (
     (state = 'claimed') = (claim_token_hash IS NOT NULL AND claim_expires_at IS NOT NULL));
+DROP INDEX IF EXISTS tasks_runnable_idx;
+CREATE INDEX tasks_active_idx ON tasks (state) WHERE state IN ('submitted', 'working', 'waiting_for_agent', 'claimed');

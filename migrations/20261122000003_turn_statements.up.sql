@@ -27,6 +27,12 @@ DROP INDEX messages_claim_token_idx;
 ALTER TABLE messages DROP COLUMN claim_token_hash;
 ALTER TABLE messages ADD COLUMN claim_generation BIGINT;
 
+-- Recovery reads only the tasks left `submitted` or `working`. The narrower index takes an
+-- entry only from those row versions, instead of from every version of every active task (each
+-- claim, respond and park writes a new version of the task row).
+DROP INDEX tasks_active_idx;
+CREATE INDEX tasks_runnable_idx ON tasks (updated_at) WHERE state IN ('submitted', 'working');
+
 -- The hub's queue depth (tasks not yet terminal), kept exact by triggers in the transactions
 -- that change it, in 16 rows so that concurrent starts and ends rarely wait on one another.
 -- Reading it is a sum over 16 rows instead of a count over every active task.
@@ -110,10 +116,24 @@ BEGIN
 END
 $$;
 
--- Parks a locked `working` task for `p_user`'s personal agent at turn `p_turn`: state, the park
--- timer (when `p_park_timeout` is given: mixed negotiations only; a claim timer still pending,
--- as after a respond, becomes it) and the wake-up of that user's long-polls at commit. Returns
--- when the turn was first parked.
+-- What follows the parking of turn `p_turn` for `p_user` (the task row already says so): the
+-- park timer when `p_park_timeout` is given (mixed negotiations only; a claim timer still
+-- pending, as after a respond, becomes it), and the wake-up of that user's long-polls at commit.
+CREATE FUNCTION parley_parked(
+    p_task uuid, p_user text, p_turn integer, p_generation bigint, p_parked_at timestamptz,
+    p_park_timeout interval, p_timer_id text
+) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF p_park_timeout IS NOT NULL THEN
+        PERFORM parley_jobs.claim_to_park_timeout(p_task, p_turn, p_generation, p_parked_at + p_park_timeout, p_timer_id);
+    END IF;
+    PERFORM pg_notify('parley_turns', p_user);
+END
+$$;
+
+-- Parks a locked `working` task for `p_user`'s personal agent at turn `p_turn`, with what
+-- follows (`parley_parked`). Returns when the turn was first parked.
 CREATE FUNCTION parley_park(
     p_task uuid, p_user text, p_turn integer, p_park_timeout interval, p_timer_id text
 ) RETURNS timestamptz
@@ -129,10 +149,7 @@ BEGIN
     IF NOT FOUND THEN
         RAISE EXCEPTION 'task % is not working', p_task;
     END IF;
-    IF p_park_timeout IS NOT NULL THEN
-        PERFORM parley_jobs.claim_to_park_timeout(p_task, p_turn, generation, parked_at + p_park_timeout, p_timer_id);
-    END IF;
-    PERFORM pg_notify('parley_turns', p_user);
+    PERFORM parley_parked(p_task, p_user, p_turn, generation, parked_at, p_park_timeout, p_timer_id);
     RETURN parked_at;
 END
 $$;
@@ -253,14 +270,18 @@ CREATE FUNCTION parley_respond(
 LANGUAGE plpgsql AS $$
 DECLARE
     v record;
+    turns integer := p_turn_count + jsonb_array_length(p_turns);
 BEGIN
-    UPDATE tasks SET state = 'working', turn_count = p_turn_count + jsonb_array_length(p_turns),
-                     awaiting_user_id = NULL, first_parked_at = NULL,
+    -- One new version of the task row: claimed -> working, or on through working to
+    -- waiting_for_agent when the next turn is parked (the task table's Respond, then Park).
+    UPDATE tasks SET state = CASE WHEN p_park_user IS NULL THEN 'working' ELSE 'waiting_for_agent' END,
+                     turn_count = turns, awaiting_user_id = p_park_user,
+                     first_parked_at = CASE WHEN p_park_user IS NULL THEN NULL ELSE now() END,
                      claim_agent_id = NULL, claim_expires_at = NULL, updated_at = now()
      WHERE task_id = p_task AND state = 'claimed' AND claim_agent_id = p_agent AND claim_generation = p_generation
        AND claim_expires_at > now() AND turn_count = p_turn_count
        AND EXISTS (SELECT 1 FROM parley_agent_of_key(p_key_hash, p_agent) k WHERE k.auth = 'ok')
-    RETURNING opportunity_id, source_user_id, candidate_user_id INTO v;
+    RETURNING opportunity_id, source_user_id, candidate_user_id, first_parked_at INTO v;
     IF NOT FOUND THEN
         RETURN false;
     END IF;
@@ -269,7 +290,7 @@ BEGIN
         PERFORM parley_jobs.disarm_claim_timeout(p_task);
     END IF;
     IF p_park_user IS NOT NULL THEN
-        PERFORM parley_park(p_task, p_park_user, p_turn_count + jsonb_array_length(p_turns), p_park_timeout, p_timer_id);
+        PERFORM parley_parked(p_task, p_park_user, turns, p_generation, v.first_parked_at, p_park_timeout, p_timer_id);
     END IF;
     RETURN true;
 END
