@@ -126,7 +126,7 @@ CREATE FUNCTION parley_parked(
 LANGUAGE plpgsql AS $$
 BEGIN
     IF p_park_timeout IS NOT NULL THEN
-        PERFORM parley_jobs.claim_to_park_timeout(p_task, p_turn, p_generation, p_parked_at + p_park_timeout, p_timer_id);
+        PERFORM parley_jobs.arm_park_timeout(p_task, p_turn, p_generation, p_parked_at + p_park_timeout, p_timer_id);
     END IF;
     PERFORM pg_notify('parley_turns', p_user);
 END
@@ -238,7 +238,7 @@ BEGIN
             RETURN NEXT;
             RETURN;
         END IF;
-        PERFORM parley_jobs.park_to_claim_timeout(v_task, v_generation, v_expires, p_timer_id);
+        PERFORM parley_jobs.arm_claim_timeout(v_task, v_generation, v_expires, p_timer_id);
     END IF;
 
     RETURN QUERY

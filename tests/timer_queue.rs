@@ -286,11 +286,12 @@ async fn count_rows(pool: &PgPool, sql: &'static str) -> i64 {
 async fn committed_timers_fire_once_with_their_payload() {
     let db = TestDb::new().await;
     let rec = Recorder::default();
-    let (task, opp) = (Uuid::now_v7(), Uuid::now_v7());
+    let (task, claimed_task, opp) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
     let run_at = in_secs(1.0);
     let p = park(task, 7);
+    // Another task's: a task waits on one turn timer at a time (see the hand-over test).
     let c = ClaimTimeout {
-        task_id: task,
+        task_id: claimed_task,
         generation: 8,
     };
     let d = NegotiationDeadline { task_id: task };
@@ -405,14 +406,14 @@ async fn only_committed_schedules_fire() {
 async fn cancelled_timers_never_fire() {
     let db = TestDb::new().await;
     let rec = Recorder::default();
-    let (task, opp, sentinel) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
+    let (task, claimed_task, opp, sentinel) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
     let run_at = in_secs(1.0);
     let mut tx = db.pool.begin().await.expect("begin");
     schedule_park_timeout(&mut tx, &park(task, 1), run_at)
         .await
         .expect("park");
     let claim = ClaimTimeout {
-        task_id: task,
+        task_id: claimed_task,
         generation: 1,
     };
     schedule_claim_timeout(&mut tx, &claim, run_at)
@@ -437,7 +438,11 @@ async fn cancelled_timers_never_fire() {
     let n = cancel_timers_for_task(&mut tx, task, &TimerKind::ALL)
         .await
         .expect("cancel");
-    assert_eq!(n, 3);
+    assert_eq!(n, 2, "the park timer and the deadline");
+    let n = cancel_timers_for_task(&mut tx, claimed_task, &TimerKind::ALL)
+        .await
+        .expect("cancel");
+    assert_eq!(n, 1, "the claim timer");
     assert_eq!(
         cancel_pending_expiry(&mut tx, opp).await.expect("cancel"),
         1
@@ -446,7 +451,10 @@ async fn cancelled_timers_never_fire() {
     let mut tx = db.pool.begin().await.expect("begin");
     let again = cancel_timers_for_task(&mut tx, task, &TimerKind::ALL)
         .await
-        .expect("cancel");
+        .expect("cancel")
+        + cancel_timers_for_task(&mut tx, claimed_task, &TimerKind::ALL)
+            .await
+            .expect("cancel");
     assert_eq!(again, 0, "nothing left to cancel");
     tx.commit().await.expect("commit");
 
@@ -573,8 +581,9 @@ async fn undecodable_payloads_do_not_stop_other_timers() {
     schedule_park_timeout(&mut tx, &park(task, 1), in_secs(0.0))
         .await
         .expect("park");
+    // Another task's: a task's own claim timer would take its park timer's place.
     let claim = ClaimTimeout {
-        task_id: task,
+        task_id: Uuid::now_v7(),
         generation: 1,
     };
     schedule_claim_timeout(&mut tx, &claim, in_secs(0.0))
@@ -888,6 +897,58 @@ async fn failed_workers_are_rebuilt_by_the_monitor() {
         rec.count(|f| *f == Fired::Park(park(task, 1))) == 1
     })
     .await;
+    workers.stop().await;
+    db.drop_db().await;
+}
+
+/// A task waits on one turn timer at a time: arming its claim timer moves the pending park
+/// timer into it (pickup), and arming its park timer moves the pending claim timer (respond),
+/// each with the payload and time it was armed with. Only the last one armed fires.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_waits_on_one_turn_timer_handed_over_in_place() {
+    let db = TestDb::new().await;
+    let rec = Recorder::default();
+    let task = Uuid::now_v7();
+    let rows = |pool: PgPool| async move {
+        sqlx::query_as::<_, (String, String, String)>(
+            "SELECT id, job_type, idempotency_key FROM apalis.jobs WHERE idempotency_key LIKE '%' || $1 AND status = 'Pending'",
+        )
+        .bind(task.to_string())
+        .fetch_all(&pool)
+        .await
+        .expect("timer rows")
+    };
+
+    let mut tx = db.pool.begin().await.expect("begin");
+    schedule_park_timeout(&mut tx, &park(task, 1), in_secs(30.0)).await.expect("park");
+    tx.commit().await.expect("commit");
+    let parked = rows(db.pool.clone()).await;
+    assert_eq!(parked.len(), 1);
+    assert_eq!(parked[0].1, queues::PARK_TIMEOUT);
+
+    // Pickup: the park timer becomes the claim timer, the same row.
+    let claim = ClaimTimeout { task_id: task, generation: 2 };
+    let mut tx = db.pool.begin().await.expect("begin");
+    schedule_claim_timeout(&mut tx, &claim, in_secs(30.0)).await.expect("claim");
+    tx.commit().await.expect("commit");
+    let claimed = rows(db.pool.clone()).await;
+    assert_eq!(claimed.len(), 1, "{claimed:?}");
+    assert_eq!((claimed[0].0.as_str(), claimed[0].1.as_str()), (parked[0].0.as_str(), queues::CLAIM_TIMEOUT));
+    assert_eq!(claimed[0].2, format!("claim:{task}"));
+
+    // Respond: the claim timer becomes the next turn's park timer, due now.
+    let next = park(task, 3);
+    let mut tx = db.pool.begin().await.expect("begin");
+    schedule_park_timeout(&mut tx, &next, in_secs(0.0)).await.expect("park again");
+    tx.commit().await.expect("commit");
+    let parked_again = rows(db.pool.clone()).await;
+    assert_eq!(parked_again.len(), 1, "{parked_again:?}");
+    assert_eq!(parked_again[0].1, queues::PARK_TIMEOUT);
+
+    let workers = Workers::start(&db.pool, &rec, cfg(Duration::from_secs(60)));
+    wait_for("the park timer", Duration::from_secs(5), || !rec.timers().is_empty()).await;
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert_eq!(rec.timers(), vec![Fired::Park(next)], "only the last timer armed fires, with its payload");
     workers.stop().await;
     db.drop_db().await;
 }

@@ -72,12 +72,16 @@ $$;
 -- (All of these are PL/pgSQL, never LANGUAGE sql: PostgreSQL caches a PL/pgSQL function's plans
 -- for the session, but parses and plans a SQL-language function's body again on every call.)
 
+-- A task waits on at most one turn timer: it is parked (park timer) or claimed (claim timer).
+-- So arming one of the two moves a pending timer of the other kind into it (`rearm`): the park
+-- timer becomes the claim timer at pickup, and the claim timer the next park timer at respond.
+
 CREATE OR REPLACE FUNCTION parley_jobs.arm_park_timeout(
     p_task uuid, p_turn integer, p_generation bigint, p_run_at timestamptz, p_id text
 ) RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM parley_jobs.arm('parley.park_timeout', 'park:' || p_task, p_id,
+    PERFORM parley_jobs.rearm('parley.claim_timeout', 'claim:' || p_task, 'parley.park_timeout', 'park:' || p_task, p_id,
         json_build_object('taskId', p_task, 'turnNumber', p_turn, 'generation', p_generation)::text, p_run_at, 20);
 END
 $$;
@@ -87,7 +91,7 @@ CREATE OR REPLACE FUNCTION parley_jobs.arm_claim_timeout(
 ) RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM parley_jobs.arm('parley.claim_timeout', 'claim:' || p_task, p_id,
+    PERFORM parley_jobs.rearm('parley.park_timeout', 'park:' || p_task, 'parley.claim_timeout', 'claim:' || p_task, p_id,
         json_build_object('taskId', p_task, 'generation', p_generation)::text, p_run_at, 20);
 END
 $$;
@@ -112,24 +116,3 @@ $$;
 CREATE OR REPLACE FUNCTION parley_jobs.disarm_claim_timeout(p_task uuid) RETURNS bigint
 LANGUAGE plpgsql AS $$ BEGIN RETURN parley_jobs.disarm('parley.claim_timeout', 'claim:' || p_task); END $$;
 
--- Pickup's hand-over: the park timer of a task becomes its claim timer.
-CREATE OR REPLACE FUNCTION parley_jobs.park_to_claim_timeout(
-    p_task uuid, p_generation bigint, p_run_at timestamptz, p_id text
-) RETURNS void
-LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM parley_jobs.rearm('parley.park_timeout', 'park:' || p_task, 'parley.claim_timeout', 'claim:' || p_task, p_id,
-        json_build_object('taskId', p_task, 'generation', p_generation)::text, p_run_at, 20);
-END
-$$;
-
--- Respond's hand-over: the claim timer of a task becomes the park timer of its next turn.
-CREATE OR REPLACE FUNCTION parley_jobs.claim_to_park_timeout(
-    p_task uuid, p_turn integer, p_generation bigint, p_run_at timestamptz, p_id text
-) RETURNS void
-LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM parley_jobs.rearm('parley.claim_timeout', 'claim:' || p_task, 'parley.park_timeout', 'park:' || p_task, p_id,
-        json_build_object('taskId', p_task, 'turnNumber', p_turn, 'generation', p_generation)::text, p_run_at, 20);
-END
-$$;

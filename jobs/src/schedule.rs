@@ -29,6 +29,10 @@
 //!
 //! Scheduling always disarms the key first, so scheduling a kind that is already armed replaces
 //! it (re-arming = schedule again; an explicit cancel-then-schedule in one transaction works too).
+//!
+//! A task waits on at most one turn timer, since it is either parked or claimed: arming its park
+//! timer moves a pending claim timer of the task into it, and arming its claim timer moves a
+//! pending park timer, with one UPDATE of the row instead of a DELETE and an INSERT.
 
 use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
