@@ -56,7 +56,8 @@ impl Engine {
             .map_err(jobs)
     }
 
-    /// Replaces the park timer with the claim timer of a fresh claim.
+    /// (Re-)arms the claim timer; a pending park timer of the task becomes it (`parley_jobs`
+    /// keeps one turn timer per task).
     pub(crate) async fn arm_claim_timer(
         &self,
         conn: &mut PgConnection,
@@ -64,7 +65,6 @@ impl Engine {
         generation: i64,
         expires_at: DateTime<Utc>,
     ) -> Result<(), DeliveryError> {
-        parley_jobs::cancel_timers_for_task(conn, task_id, &[TimerKind::Park]).await.map_err(jobs)?;
         parley_jobs::schedule_claim_timeout(conn, &ClaimTimeout { task_id, generation }, expires_at).await.map_err(jobs)
     }
 
