@@ -32,6 +32,7 @@ specification rather than here.",
     ),
     paths(
         health::healthz,
+        health::api_health,
         health::readyz,
         status_page::status_page,
         negotiations::create_negotiation,

@@ -49,6 +49,46 @@ pub struct Intent {
     pub id: Option<String>,
     /// The intent in the user's words.
     pub text: String,
+    /// A short form for display; derived from `text` when not given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// How sure the platform is of this intent (0 to 1), when it knows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<f64>,
+}
+
+impl Intent {
+    /// Longest derived title, in characters (an ellipsis marks a cut).
+    pub const TITLE_CHARS: usize = 60;
+
+    /// The title as given, or the text's first sentence cut to [`Self::TITLE_CHARS`] at a word
+    /// boundary.
+    pub fn display_title(&self) -> String {
+        if let Some(title) = self.title.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
+            return title.to_owned();
+        }
+        let text = self.text.trim();
+        let sentence =
+            text.split_terminator(['.', '!', '?', '\n']).map(str::trim).find(|s| !s.is_empty()).unwrap_or(text);
+        if sentence.chars().count() <= Self::TITLE_CHARS {
+            return sentence.to_owned();
+        }
+        let mut title = String::new();
+        for word in sentence.split_whitespace() {
+            if title.chars().count() + word.chars().count() + 1 > Self::TITLE_CHARS - 1 {
+                break;
+            }
+            if !title.is_empty() {
+                title.push(' ');
+            }
+            title.push_str(word);
+        }
+        if title.is_empty() {
+            title = sentence.chars().take(Self::TITLE_CHARS - 1).collect();
+        }
+        title.push('…');
+        title
+    }
 }
 
 /// One actor of the evaluator's seed assessment.
@@ -75,4 +115,26 @@ pub struct SeedAssessment {
     /// Roles per user, when the evaluator decided them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub actors: Option<Vec<SeedActor>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Intent;
+
+    fn intent(text: &str) -> Intent {
+        Intent { text: text.into(), ..Intent::default() }
+    }
+
+    #[test]
+    fn a_title_is_given_or_the_first_sentence_cut_at_a_word() {
+        assert_eq!(intent("Find a co-founder. Must know Rust.").display_title(), "Find a co-founder");
+        let long = "Looking for a senior Rust backend engineer to build our payments API and mentor the team";
+        let title = intent(long).display_title();
+        assert_eq!(title, "Looking for a senior Rust backend engineer to build our…");
+        assert!(title.chars().count() <= Intent::TITLE_CHARS);
+        let given = Intent { title: Some("Rust hire".into()), ..intent(long) };
+        assert_eq!(given.display_title(), "Rust hire");
+        let one_word = "x".repeat(100);
+        assert_eq!(intent(&one_word).display_title().chars().count(), Intent::TITLE_CHARS);
+    }
 }

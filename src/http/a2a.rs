@@ -1,4 +1,5 @@
 //! The A2A views of a negotiation: the task with its messages and artifacts, and the context.
+//! A participant reads the other side's turns without their `reasoning` (see [`Viewer`]).
 
 use axum::{Json, Router, extract::State, routing::get};
 use serde_json::{Value, json};
@@ -9,6 +10,7 @@ use super::{
     auth::Caller,
     error::{ApiError, ApiResult},
     extract::Ids,
+    views::Viewer,
 };
 use crate::{
     domain::{Side, SideKind, TaskState},
@@ -76,7 +78,8 @@ pub struct MessageDoc {
     /// Always `agent`.
     #[schema(pattern = "^agent$")]
     role: String,
-    /// `[{kind: "data", data: {action, assessment: {reasoning, suggestedRoles}, message}}]`.
+    /// `[{kind: "data", data: {action, assessment: {reasoning, suggestedRoles}, message}}]`;
+    /// `assessment.reasoning` only on the reader's own side's turns (the service sees all).
     parts: Vec<serde_json::Value>,
     /// Who spoke (`agent:{userId}`) and the 0-based turn number.
     metadata: MessageMetadataDoc,
@@ -175,21 +178,23 @@ pub struct ParticipantDoc {
 pub async fn get_task(State(state): State<AppState>, caller: Caller, Ids(id): Ids<Uuid>) -> ApiResult<Json<Value>> {
     let mut conn = state.pool().acquire().await?;
     let task = tasks::get(&mut conn, id).await?.ok_or(ApiError::NotFound("task"))?;
-    if !caller.is_service() && task.side_of(&caller.sub).is_none() {
-        return Err(ApiError::NotFound("task"));
-    }
+    let viewer = Viewer::of_caller(&caller, &task).ok_or(ApiError::NotFound("task"))?;
     let turns = messages::turns(&mut conn, task.id).await?;
     let artifacts = messages::artifacts(&mut conn, task.id).await?;
     let history: Vec<Value> = turns
         .iter()
         .map(|t| {
+            let mut parts = t.parts.clone();
+            if !viewer.sees_reasoning_of(t.turn.side) {
+                without_reasoning(&mut parts);
+            }
             json!({
                 "messageId": t.message_id,
                 "contextId": task.conversation_id,
                 "taskId": task.id,
                 "kind": "message",
                 "role": "agent",
-                "parts": t.parts,
+                "parts": parts,
                 "metadata": { "senderId": t.sender_id, "turnNumber": t.turn.turn_number },
             })
         })
@@ -215,6 +220,15 @@ pub async fn get_task(State(state): State<AppState>, caller: Caller, Ids(id): Id
             "turnCount": task.turn_count,
         },
     })))
+}
+
+/// Removes `assessment.reasoning` from a turn message's data parts: the other side never reads it.
+fn without_reasoning(parts: &mut Value) {
+    for part in parts.as_array_mut().into_iter().flatten() {
+        if let Some(assessment) = part.pointer_mut("/data/assessment").and_then(Value::as_object_mut) {
+            assessment.remove("reasoning");
+        }
+    }
 }
 
 /// The A2A context with its participants and tasks.

@@ -20,11 +20,11 @@ use super::{
     agent_auth::{AgentCaller, AgentOrOwner, PresentedAgentKey},
     error::{ApiError, ApiResult},
     extract::{ApiJson, ApiQuery, Ids, OptionalJson, Page},
-    views::NegotiationOut,
+    views::{NegotiationOut, Viewer},
 };
 use crate::{
     delivery::{AgentIdentity, Claim, TurnAnswer},
-    domain::{Action, SeedAssessment, Side, SuggestedRoles, TaskState, UserContext, outcome::is_final_turn},
+    domain::{Action, SeedAssessment, Side, SuggestedRoles, TaskState, Turn, UserContext, outcome::is_final_turn},
     store::{messages, tasks},
 };
 
@@ -64,16 +64,21 @@ pub struct PickupQuery {
         "reasoning": "Both want a Rust payments collaboration", "actors": []},
     "turn": {"number": 1, "deadline": "2026-01-01T18:00:00Z", "counterpartyAction": "propose",
         "isFinalTurn": false, "maxTurns": 8,
-        "history": [{"turnNumber": 0, "side": "source", "action": "propose",
-            "reasoning": "Maya needs a senior Rust engineer for payments; Tomas has eight years of Rust and payments APIs.",
-            "suggestedRoles": {"ownUser": "patient", "otherUser": "agent"}, "message": null}]},
+        "history": [{"turnNumber": 0, "side": "source", "agent": "source", "action": "propose",
+            "suggestedRoles": {"ownUser": "patient", "otherUser": "agent"},
+            "message": "Maya is building a payments API in Rust and needs a senior engineer."}]},
     "context": {
         "ownUser": {"id": "user-tomas", "name": "Tomas Novak",
-            "profile": {"bio": "Senior backend engineer, eight years of Rust", "skills": ["rust", "postgresql", "payments api"]},
-            "intents": [{"text": "Looking for a fintech startup to join as a senior backend engineer working on payments"}]},
+            "profile": {"bio": "Senior backend engineer, eight years of Rust", "skills": ["rust", "postgresql", "payments api"],
+                "name": "Tomas Novak"},
+            "intents": [{"id": "intent-1", "text": "Looking for a fintech startup to join as a senior backend engineer working on payments",
+                "title": "Looking for a fintech startup to join as a senior backend…",
+                "description": "Looking for a fintech startup to join as a senior backend engineer working on payments"}]},
         "otherUser": {"id": "user-maya", "name": "Maya Chen",
-            "profile": {"bio": "Founder of a fintech startup", "skills": ["fundraising"], "interests": ["payments", "rust"]}},
-        "indexContext": null,
+            "profile": {"bio": "Founder of a fintech startup", "skills": ["fundraising"], "interests": ["payments", "rust"],
+                "name": "Maya Chen"},
+            "intents": []},
+        "indexContext": {},
         "seedAssessment": {"score": 88, "reasoning": "Both want a Rust payments collaboration"},
         "isDiscoverer": false,
         "discoveryQuery": "senior rust backend engineer for payments"}
@@ -136,8 +141,11 @@ pub struct PickupTurnDoc {
 pub struct HistoryTurnDoc {
     turn_number: u32,
     side: Side,
+    /// The same as `side` (the name Index Network's clients read).
+    agent: Side,
     action: Action,
-    reasoning: String,
+    /// Only on the agent's own side's turns: the other side's reasoning is private to it.
+    reasoning: Option<String>,
     suggested_roles: SuggestedRoles,
     message: Option<String>,
 }
@@ -149,11 +157,11 @@ pub struct HistoryTurnDoc {
 #[allow(dead_code)]
 pub struct PickupContextDoc {
     /// The agent's own user, in full.
-    own_user: UserContext,
-    /// The other user: who they are and what they offer (not their intents).
-    other_user: OtherUserDoc,
-    /// The platform's index context, verbatim.
-    index_context: Option<Value>,
+    own_user: AgentUserDoc,
+    /// The other user: who they are and what they offer; `intents` is always empty (private).
+    other_user: AgentUserDoc,
+    /// The platform's index context, verbatim; `{}` when none was given.
+    index_context: serde_json::Map<String, Value>,
     /// The evaluator's assessment.
     seed_assessment: SeedAssessment,
     /// Whether the agent's user is the discovering (source) user.
@@ -162,14 +170,35 @@ pub struct PickupContextDoc {
     discovery_query: Option<String>,
 }
 
-/// The other user as an agent sees them.
+/// A user as an agent sees them (the shape Index Network's clients read).
 #[derive(Debug, Serialize, utoipa::ToSchema)]
-#[schema(as = OtherUser)]
+#[schema(as = AgentUser)]
 #[allow(dead_code)]
-pub struct OtherUserDoc {
+pub struct AgentUserDoc {
     id: String,
-    name: Option<String>,
-    profile: Option<crate::domain::Profile>,
+    /// The display name the platform gave, else the user id.
+    name: String,
+    /// The platform's profile, always an object, with `name` added when it has none.
+    profile: serde_json::Map<String, Value>,
+    /// The own user's intents; always empty for the other user.
+    intents: Vec<AgentIntentDoc>,
+}
+
+/// An intent as an agent sees it.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[schema(as = AgentIntent)]
+#[allow(dead_code)]
+pub struct AgentIntentDoc {
+    /// The platform's id, else `intent-N` (1-based position).
+    id: String,
+    /// The intent in the user's words.
+    text: String,
+    /// A short form: the platform's title, else the text's first sentence, cut at 60 characters.
+    title: String,
+    /// The same as `text`.
+    description: String,
+    /// 0 to 1, when the platform gave one.
+    confidence: Option<f64>,
 }
 
 /// Parses `wait`: a whole number of seconds > 0, capped at the configured maximum.
@@ -211,12 +240,65 @@ pub async fn pickup_turn(
     }
 }
 
-/// The other user as the agent sees them: who they are and what they offer, not their intents.
-fn project_other(other: &UserContext) -> Value {
-    json!({ "id": other.id, "name": other.name, "profile": other.profile })
+/// A user as a personal agent is shown them, in the shape Index Network's clients read:
+/// `name` beside `profile` and again as `profile.name` (the given name, else the user id),
+/// `profile` always an object, and `intents` always a list of `{id, text, title, description,
+/// confidence?}`. The other user's intents stay private: `with_intents` is false for them and
+/// the list is empty.
+fn agent_view_of_user(user: &UserContext, with_intents: bool) -> Value {
+    let name = user.name.clone().filter(|n| !n.trim().is_empty()).unwrap_or_else(|| user.id.clone());
+    let mut profile = match user.profile.as_ref().map(serde_json::to_value) {
+        Some(Ok(Value::Object(map))) => map,
+        _ => serde_json::Map::new(),
+    };
+    profile.entry("name").or_insert_with(|| Value::String(name.clone()));
+    let intents: Vec<Value> = if with_intents {
+        user.intents
+            .iter()
+            .enumerate()
+            .map(|(i, intent)| {
+                let mut item = json!({
+                    "id": intent.id.clone().unwrap_or_else(|| format!("intent-{}", i + 1)),
+                    "text": intent.text,
+                    "title": intent.display_title(),
+                    "description": intent.text,
+                });
+                if let Some(confidence) = intent.confidence {
+                    item["confidence"] = json!(confidence);
+                }
+                item
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    json!({ "id": user.id, "name": name, "profile": profile, "intents": intents })
 }
 
-/// The §5 pickup body, from what the pickup statement returned.
+/// The turns so far as the agent of `own_side` sees them: `agent` beside `side` (Index Network's
+/// name for it), and `reasoning` only on the agent's own side's turns.
+fn history_for(history: &[Turn], own_side: Side) -> Vec<Value> {
+    let viewer = Viewer::Side(own_side);
+    history
+        .iter()
+        .map(|t| {
+            let mut turn = json!({
+                "turnNumber": t.turn_number,
+                "side": t.side,
+                "agent": t.side,
+                "action": t.action,
+                "suggestedRoles": t.suggested_roles,
+                "message": t.message,
+            });
+            if viewer.sees_reasoning_of(t.side) {
+                turn["reasoning"] = json!(t.reasoning);
+            }
+            turn
+        })
+        .collect()
+}
+
+/// The pickup body, from what the pickup statement returned.
 pub fn pickup_body(claim: &Claim) -> ApiResult<Value> {
     let task = &claim.task;
     let own_side = Side::for_turn(task.turn_count);
@@ -224,6 +306,10 @@ pub fn pickup_body(claim: &Claim) -> ApiResult<Value> {
     let other = task.context(own_side.other())?;
     let seed: SeedAssessment = serde_json::from_value(task.seed_assessment.clone()).map_err(anyhow::Error::from)?;
     let counterparty_action = claim.history.last().map(|t| t.action.as_str()).unwrap_or("none");
+    let index_context = match &task.index_context {
+        Some(value) if !value.is_null() => value.clone(),
+        _ => json!({}),
+    };
     Ok(json!({
         "negotiationId": task.id,
         "taskId": task.id,
@@ -240,12 +326,12 @@ pub fn pickup_body(claim: &Claim) -> ApiResult<Value> {
             "counterpartyAction": counterparty_action,
             "isFinalTurn": is_final_turn(task.turn_count, task.max_turns),
             "maxTurns": task.max_turns,
-            "history": claim.history,
+            "history": history_for(&claim.history, own_side),
         },
         "context": {
-            "ownUser": own,
-            "otherUser": project_other(&other),
-            "indexContext": task.index_context,
+            "ownUser": agent_view_of_user(&own, true),
+            "otherUser": agent_view_of_user(&other, false),
+            "indexContext": index_context,
             "seedAssessment": task.seed_assessment,
             "isDiscoverer": own_side == Side::Source,
             "discoveryQuery": task.discovery_query,
@@ -632,7 +718,7 @@ pub async fn agent_negotiation(state: &AppState, agent: &AgentIdentity, negotiat
     let turns = messages::turns(&mut conn, task.id).await?;
     let outcome = messages::outcome(&mut conn, task.id).await?;
     Ok(AgentNegotiationOut {
-        negotiation: NegotiationOut::new(&task, &turns, outcome),
+        negotiation: NegotiationOut::new(&task, &turns, outcome, Viewer::Side(own_side)),
         own_side,
         is_users_turn: is_users_turn(&task, agent),
         latest_action: turns.last().map(|t| t.turn.action),

@@ -5,9 +5,10 @@ use serde::Serialize;
 
 use super::{AppState, error::ApiError};
 
-/// `GET /healthz`, `GET /readyz`.
+/// `GET /healthz` (also at `GET /api/health`, which Index Network's agent plugin checks when it
+/// starts), `GET /readyz`.
 pub fn router() -> Router<AppState> {
-    Router::new().route("/healthz", get(healthz)).route("/readyz", get(readyz))
+    Router::new().route("/healthz", get(healthz)).route("/api/health", get(api_health)).route("/readyz", get(readyz))
 }
 
 /// The body of both probes.
@@ -23,6 +24,13 @@ pub struct HealthOut {
     responses((status = 200, description = "The process is up", body = HealthOut)))]
 pub async fn healthz() -> Json<HealthOut> {
     Json(HealthOut { status: "ok" })
+}
+
+/// The process is up (the same answer as `/healthz`).
+#[utoipa::path(get, path = "/api/health", tag = "health", operation_id = "apiHealth",
+    responses((status = 200, description = "The process is up", body = HealthOut)))]
+pub async fn api_health() -> Json<HealthOut> {
+    healthz().await
 }
 
 /// The database answers.

@@ -15,7 +15,7 @@ use super::{
     auth::{Caller, ServiceCaller},
     error::{ApiError, ApiResult},
     extract::{ApiJson, Ids},
-    views::{NegotiationOut, OpportunityOut, opportunity_views},
+    views::{NegotiationOut, OpportunityOut, Viewer, opportunity_views},
 };
 use crate::{
     delivery::NewNegotiation,
@@ -83,6 +83,9 @@ impl CreateNegotiationIn {
             }
             if user.intents.iter().any(|i| i.text.trim().is_empty()) {
                 return Err(ApiError::invalid(format!("{field}.intents[].text must not be empty")));
+            }
+            if user.intents.iter().filter_map(|i| i.confidence).any(|c| !(0.0..=1.0).contains(&c)) {
+                return Err(ApiError::invalid(format!("{field}.intents[].confidence must be between 0 and 1")));
             }
         }
         if self.source_user.id == self.candidate_user.id {
@@ -154,7 +157,7 @@ async fn load_pair(state: &AppState, task_id: Uuid) -> ApiResult<(OpportunityOut
     let turns = messages::turns(&mut conn, task.id).await?;
     let outcome = messages::outcome(&mut conn, task.id).await?;
     let view = opportunity_views(&mut conn, std::slice::from_ref(&opportunity), None).await?.remove(0);
-    Ok((view, NegotiationOut::new(&task, &turns, outcome)))
+    Ok((view, NegotiationOut::new(&task, &turns, outcome, Viewer::Service)))
 }
 
 /// The full negotiation, for the platform or a participant user.
@@ -172,12 +175,10 @@ pub async fn get_negotiation(
 ) -> ApiResult<Json<NegotiationOut>> {
     let mut conn = state.pool().acquire().await?;
     let task = tasks::get(&mut conn, id).await?.ok_or(ApiError::NotFound("negotiation"))?;
-    if !caller.is_service() && task.side_of(&caller.sub).is_none() {
-        return Err(ApiError::NotFound("negotiation"));
-    }
+    let viewer = Viewer::of_caller(&caller, &task).ok_or(ApiError::NotFound("negotiation"))?;
     let turns = messages::turns(&mut conn, task.id).await?;
     let outcome = messages::outcome(&mut conn, task.id).await?;
-    Ok(Json(NegotiationOut::new(&task, &turns, outcome)))
+    Ok(Json(NegotiationOut::new(&task, &turns, outcome, viewer)))
 }
 
 /// Cancels a negotiation: the task ends `canceled` with outcome reason `canceled`.

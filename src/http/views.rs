@@ -1,4 +1,10 @@
 //! The JSON shapes of negotiations and opportunities, shared by every route that shows them.
+//!
+//! A turn's `reasoning` is private to its own side: it is written for (or, by the system
+//! negotiator, about) its own user, and may name that user's needs. [`Viewer`] decides what a
+//! reader sees: the service sees every turn's reasoning, a side (its user or its agent) sees its
+//! own turns' reasoning and only the `action`, `message` and `suggestedRoles` of the other side.
+//! The outcome's reasoning is shown to both.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -8,6 +14,30 @@ use crate::{
     domain::{Action, AgreedRole, OpportunityStatus, Outcome, Side, SideKind, SuggestedRoles, TaskState},
     store::{messages::StoredTurn, opportunities::Opportunity, tasks::Task},
 };
+
+/// Who reads a negotiation, which decides whose `reasoning` they see.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Viewer {
+    /// The platform (or an operator): every turn in full.
+    Service,
+    /// One side's user or agent: its own turns' reasoning, not the other side's.
+    Side(Side),
+}
+
+impl Viewer {
+    /// How `caller` reads `task`; `None` when the caller takes no part in it (show nothing).
+    pub fn of_caller(caller: &crate::http::auth::Caller, task: &Task) -> Option<Viewer> {
+        if caller.is_service() { Some(Viewer::Service) } else { task.side_of(&caller.sub).map(Viewer::Side) }
+    }
+
+    /// Whether this reader may see the reasoning of a turn spoken by `speaker`.
+    pub fn sees_reasoning_of(self, speaker: Side) -> bool {
+        match self {
+            Viewer::Service => true,
+            Viewer::Side(own) => own == speaker,
+        }
+    }
+}
 
 /// One side of a negotiation.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -41,8 +71,9 @@ pub struct TurnOut {
     pub user_id: String,
     /// What they did.
     pub action: Action,
-    /// Why.
-    pub reasoning: String,
+    /// Why: shown only to the speaker's own side (and the service), never to the other side.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
     /// Suggested roles, from the speaker's view.
     pub suggested_roles: SuggestedRoles,
     /// Free text, if any.
@@ -51,14 +82,15 @@ pub struct TurnOut {
     pub created_at: DateTime<Utc>,
 }
 
-impl From<&StoredTurn> for TurnOut {
-    fn from(t: &StoredTurn) -> Self {
+impl TurnOut {
+    /// The turn as `viewer` may see it.
+    pub fn new(t: &StoredTurn, viewer: Viewer) -> Self {
         TurnOut {
             turn_number: t.turn.turn_number,
             side: t.turn.side,
             user_id: t.user_id.clone(),
             action: t.turn.action,
-            reasoning: t.turn.reasoning.clone(),
+            reasoning: viewer.sees_reasoning_of(t.turn.side).then(|| t.turn.reasoning.clone()),
             suggested_roles: t.turn.suggested_roles,
             message: t.turn.message.clone(),
             created_at: t.created_at,
@@ -99,8 +131,8 @@ pub struct NegotiationOut {
 }
 
 impl NegotiationOut {
-    /// Builds the view from its parts.
-    pub fn new(task: &Task, turns: &[StoredTurn], outcome: Option<Outcome>) -> NegotiationOut {
+    /// Builds the view from its parts, as `viewer` may see it.
+    pub fn new(task: &Task, turns: &[StoredTurn], outcome: Option<Outcome>, viewer: Viewer) -> NegotiationOut {
         NegotiationOut {
             id: task.id,
             opportunity_id: task.opportunity_id,
@@ -113,7 +145,7 @@ impl NegotiationOut {
             max_turns: task.max_turns,
             turn_count: task.turn_count,
             awaiting_user_id: task.awaiting_user_id.clone(),
-            turns: turns.iter().map(TurnOut::from).collect(),
+            turns: turns.iter().map(|t| TurnOut::new(t, viewer)).collect(),
             outcome,
             created_at: task.created_at,
             updated_at: task.updated_at,

@@ -58,6 +58,10 @@ service. You act in turn mode: there is no human in this loop.
 Contract:
 - Produce no user-facing output. Everything you have to say goes into the tool arguments \
 (`reasoning` for why, `message` for the other side).
+- What is private: your `reasoning` is seen by your own user and the platform, never by the other \
+side; the other side's reasoning is never shown to you, only its action, message and suggested \
+roles. Your `message` is read by the other side. The other user's intents are private to them \
+(`otherUser.intents` is always empty).
 - Never ask your user clarifying questions and never wait for them. Decide from the pickup's \
 context (ownUser, otherUser, seedAssessment, indexContext, discoveryQuery) and the turn history.
 - When unsure, take the most conservative action: `counter` with specific objections (what is \
@@ -68,8 +72,9 @@ Loop: call `pickup_negotiation`; when it returns a turn, decide and call \
 `respond_to_negotiation` with its `negotiationId` and `claimToken`. Turn 0 (`turn.number` 0) must \
 be `propose`, and only turn 0 may be. Later turns: `counter`, `question` (both need a `message`), \
 `accept` or `reject`. When `turn.isFinalTurn` is true, anything but accept or reject ends the \
-negotiation stalled. `reasoning` is required (at most 10 000 characters, like `message`); \
-`suggestedRoles.ownUser` and `.otherUser` are each `agent`, `patient` or `peer`. When \
+negotiation stalled. Give your `reasoning` (at most 10 000 characters, like `message`); \
+`suggestedRoles.ownUser` and `.otherUser` are each `agent`, `patient` or `peer` (both `peer` when \
+omitted; a call without `reasoning` stores the message as the reasoning). When \
 `pickup_negotiation` reports no turn, nothing is waiting: try again later.";
 
 /// The `/mcp` route, behind the API-key check.
@@ -147,7 +152,9 @@ pub struct RolesArg {
     pub other_user: String,
 }
 
-/// Arguments of `respond_to_negotiation`.
+/// Arguments of `respond_to_negotiation`. Index Network's earlier tool took only
+/// `{negotiationId, action, message}`; those calls work unchanged: the reasoning is then taken
+/// from the message and both roles default to `peer`.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RespondArgs {
@@ -155,10 +162,12 @@ pub struct RespondArgs {
     pub negotiation_id: String,
     /// `propose` (turn 0 only), `counter`, `question`, `accept` or `reject`.
     pub action: String,
-    /// Why you chose this action (required, at most 10 000 characters).
-    pub reasoning: String,
-    /// The roles you suggest.
-    pub suggested_roles: RolesArg,
+    /// Why you chose this action (at most 10 000 characters); private to your side, the other
+    /// side never sees it. When omitted, the message is stored as the reasoning, and one of the
+    /// two is required.
+    pub reasoning: Option<String>,
+    /// The roles you suggest; when omitted, both are `peer`.
+    pub suggested_roles: Option<RolesArg>,
     /// Text for the other side (required for `counter` and `question`; at most 10 000 characters).
     pub message: Option<String>,
     /// The `claimToken` from `pickup_negotiation`; strongly recommended (a stale claim is refused).
@@ -260,7 +269,8 @@ the outcome once it ended, ownSide, isUsersTurn and latestAction.")]
     #[tool(description = "Claim the next turn waiting for your user (or the one you already hold). Returns \
 {pickedUp: true, negotiationId, claimToken, opportunity, turn: {number, deadline, counterpartyAction, \
 isFinalTurn, maxTurns, history}, context: {ownUser, otherUser, indexContext, seedAssessment, isDiscoverer, \
-discoveryQuery}}, or {pickedUp: false} when nothing is waiting. Answer it with respond_to_negotiation.")]
+discoveryQuery}}, or {pickedUp: false} when nothing is waiting. History shows the other side's action, \
+message and suggested roles, and reasoning only for your own side's turns. Answer it with respond_to_negotiation.")]
     async fn pickup_negotiation(&self, Extension(parts): Extension<Parts>) -> Result<CallToolResult, ErrorData> {
         let key = key_of(&parts)?;
         let claim = match self.state.engine.pickup(&key, None).await {
@@ -283,7 +293,8 @@ discoveryQuery}}, or {pickedUp: false} when nothing is waiting. Answer it with r
 
     /// Answers the turn the agent holds.
     #[tool(description = "Answer the turn you picked up. action: propose (turn 0 only, and turn 0 must be \
-propose), counter, question, accept or reject; message is required for counter and question. Returns \
+propose), counter, question, accept or reject; message is required for counter and question. reasoning \
+(private to your side) defaults to the message and suggestedRoles to peer/peer. Returns \
 {success, negotiationId, turnNumber, status, opportunity, outcome?}: status waiting_for_agent means the \
 negotiation goes on, completed that it ended.")]
     async fn respond_to_negotiation(
@@ -302,7 +313,13 @@ negotiation goes on, completed that it ended.")]
 impl ParleyMcp {
     async fn respond(&self, key: &AgentKey, args: RespondArgs) -> Result<Value, ApiError> {
         let id = parse_id(&args.negotiation_id)?;
-        for (field, value) in [("ownUser", &args.suggested_roles.own_user), ("otherUser", &args.suggested_roles.other_user)] {
+        let roles = args.suggested_roles.unwrap_or_else(|| RolesArg { own_user: "peer".into(), other_user: "peer".into() });
+        let reasoning = args
+            .reasoning
+            .filter(|r| !r.trim().is_empty())
+            .or_else(|| args.message.clone().filter(|m| !m.trim().is_empty()))
+            .ok_or_else(|| ApiError::invalid("reasoning is required (or a message, which is then taken as the reasoning)"))?;
+        for (field, value) in [("ownUser", &roles.own_user), ("otherUser", &roles.other_user)] {
             if Role::parse(value).is_none() {
                 return Err(ApiError::invalid(format!(
                     "suggestedRoles.{field} must be agent, patient or peer, not {value:?}"
@@ -322,8 +339,8 @@ impl ParleyMcp {
             "action": args.action,
             "message": args.message,
             "assessment": {
-                "reasoning": args.reasoning,
-                "suggestedRoles": { "ownUser": args.suggested_roles.own_user, "otherUser": args.suggested_roles.other_user },
+                "reasoning": reasoning,
+                "suggestedRoles": { "ownUser": roles.own_user, "otherUser": roles.other_user },
             },
         });
         let respond: RespondIn =

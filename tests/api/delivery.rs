@@ -38,12 +38,14 @@ async fn pickup_returns_the_parked_turn_with_its_full_context() {
     assert!(turn["deadline"].is_string());
     assert_eq!(turn["history"].as_array().unwrap().len(), 1);
     assert_eq!(turn["history"][0]["side"], "source");
-    assert!(!turn["history"][0]["reasoning"].as_str().unwrap().is_empty());
+    assert_eq!(turn["history"][0]["agent"], "source");
+    assert!(!turn["history"][0]["message"].as_str().unwrap().is_empty());
+    assert!(turn["history"][0].get("reasoning").is_none(), "the other side's reasoning stays private");
     let ctx = &b["context"];
     assert_eq!(ctx["ownUser"]["id"], "user-tomas");
     assert_eq!(ctx["ownUser"]["intents"][0]["text"], fixtures::engineer()["intents"][0]["text"]);
     assert_eq!(ctx["otherUser"]["id"], "user-maya");
-    assert!(ctx["otherUser"].get("intents").is_none(), "the other user's intents stay private");
+    assert_eq!(ctx["otherUser"]["intents"], json!([]), "the other user's intents stay private");
     assert_eq!(ctx["isDiscoverer"], false);
     assert_eq!(ctx["discoveryQuery"], "senior rust backend engineer for payments");
     assert_eq!(ctx["indexContext"]["index"], "founders-and-engineers");

@@ -35,7 +35,7 @@ async fn rpc(app: &TestApp, key: Key<'_>, body: Value) -> (StatusCode, Value) {
     (status, serde_json::from_str(&text).unwrap_or(Value::Null))
 }
 
-async fn initialize(app: &TestApp, key: &str) -> Value {
+pub(crate) async fn initialize(app: &TestApp, key: &str) -> Value {
     let (status, answer) = rpc(
         app,
         Key::Header(key),
@@ -50,7 +50,7 @@ async fn initialize(app: &TestApp, key: &str) -> Value {
 }
 
 /// `tools/call`; returns the result (`structuredContent`, `isError`, ...).
-async fn call_tool(app: &TestApp, key: &str, name: &str, arguments: Value) -> Value {
+pub(crate) async fn call_tool(app: &TestApp, key: &str, name: &str, arguments: Value) -> Value {
     let (status, answer) = rpc(
         app,
         Key::Bearer(key),
@@ -84,10 +84,11 @@ async fn an_agent_runtime_picks_up_and_answers_its_turn_over_mcp() {
     names.sort();
     assert_eq!(names, ["get_negotiation", "list_negotiations", "pickup_negotiation", "respond_to_negotiation"]);
     let respond_tool = listed["result"]["tools"].as_array().unwrap().iter().find(|t| t["name"] == "respond_to_negotiation").unwrap();
-    let required = respond_tool["inputSchema"]["required"].as_array().unwrap();
-    for field in ["negotiationId", "action", "reasoning", "suggestedRoles"] {
-        assert!(required.contains(&json!(field)), "{field} should be required: {respond_tool}");
-    }
+    // Index Network's era-B tool took {negotiationId, action, message}: only those two are required.
+    let mut required: Vec<&str> =
+        respond_tool["inputSchema"]["required"].as_array().unwrap().iter().map(|f| f.as_str().unwrap()).collect();
+    required.sort();
+    assert_eq!(required, ["action", "negotiationId"], "{respond_tool}");
 
     let waiting = call_tool(&app, &agent.key, "list_negotiations", json!({"status": "waiting_for_agent"})).await;
     assert_eq!(waiting["structuredContent"]["negotiations"][0]["negotiationId"], id.as_str());
@@ -192,4 +193,39 @@ async fn mcp_refuses_missing_bad_and_revoked_keys() {
     assert_eq!(body["code"], "unauthorized");
     let (status, _) = rpc(&app, Key::Bearer(&agent.key), list).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn era_b_respond_arguments_store_the_message_as_reasoning_and_peer_roles() {
+    let app = TestApp::spawn().await;
+    let agent = app.register_agent("user-tomas").await;
+    let started = app.start(&fixtures::good_match()).await;
+    let id = started["negotiation"]["id"].as_str().unwrap().to_owned();
+    initialize(&app, &agent.key).await;
+    call_tool(&app, &agent.key, "pickup_negotiation", json!({})).await;
+
+    // Neither reasoning nor message: refused, nothing changes.
+    let refused = call_tool(&app, &agent.key, "respond_to_negotiation", json!({"negotiationId": id, "action": "accept"})).await;
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert_eq!(refused["structuredContent"]["code"], "invalid_body");
+    assert_eq!(app.snapshot(&id).await, ("claimed".into(), 1, 1));
+
+    // Index Network's era-B call: no claim token, no reasoning, no roles.
+    let message = "Tomas has built payments APIs in Rust for eight years; this is the role he wants.";
+    let answered = call_tool(
+        &app,
+        &agent.key,
+        "respond_to_negotiation",
+        json!({"negotiationId": id, "action": "accept", "message": message}),
+    )
+    .await;
+    assert_eq!(answered["isError"], false, "{answered}");
+    assert_eq!(answered["structuredContent"]["status"], "completed");
+
+    let stored = app.get(&format!("/api/negotiations/{id}"), &app.service_token()).await;
+    let turn = &stored.body["turns"][1];
+    assert_eq!(turn["action"], "accept");
+    assert_eq!(turn["message"], message);
+    assert_eq!(turn["reasoning"], message, "the reasoning is taken from the message");
+    assert_eq!(turn["suggestedRoles"], json!({"ownUser": "peer", "otherUser": "peer"}));
 }
