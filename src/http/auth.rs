@@ -120,6 +120,10 @@ impl FromRequestParts<AppState> for Caller {
         if claims.sub.trim().is_empty() {
             return Err(ApiError::Unauthorized("the token has an empty subject".into()));
         }
+        // No user id can hold a NUL (PostgreSQL could not even compare it), so no such token is valid.
+        if super::input::has_nul(&claims.sub) {
+            return Err(ApiError::Unauthorized("the token's subject contains a NUL character".into()));
+        }
         Ok(Caller { sub: claims.sub, role: claims.role })
     }
 }

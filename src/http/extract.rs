@@ -1,5 +1,6 @@
 //! Extractors that turn every malformed input into our error body instead of axum's plain text:
-//! JSON bodies, query strings and path ids.
+//! JSON bodies, query strings and path ids. Bodies and query strings pass the NUL check of
+//! [`super::input`] here, so no route can forget it.
 
 use axum::{
     body::Bytes,
@@ -9,7 +10,7 @@ use axum::{
 use serde::de::DeserializeOwned;
 use uuid::Uuid;
 
-use super::error::ApiError;
+use super::{error::ApiError, input};
 
 /// The largest body any route accepts (DESIGN.md §4).
 pub const BODY_LIMIT: usize = 256 * 1024;
@@ -42,6 +43,7 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiError::invalid("the request body is empty; a JSON object is expected"));
     }
+    input::check_json_bytes(bytes)?;
     serde_json::from_slice(bytes).map_err(|e| {
         use serde_json::error::Category;
         match e.classify() {
@@ -58,6 +60,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for ApiQuery<T> {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        input::check_query(&parts.uri)?;
         Query::<T>::from_request_parts(parts, state)
             .await
             .map(|Query(q)| ApiQuery(q))

@@ -11,6 +11,7 @@ pub mod error;
 pub mod events;
 pub mod extract;
 pub mod health;
+pub mod input;
 pub mod negotiations;
 pub mod opportunities;
 pub mod status_page;

@@ -4,7 +4,9 @@
 //! The API key identifies the agent (`Authorization: Bearer pk_...` or `x-api-key`); there is no
 //! agent id in the path. A middleware checks the key on every request before the MCP service sees
 //! it (401 without a key or with an unknown, revoked or expired one; 403 for an inactive agent)
-//! and hands the agent to the tools through the request's extensions. The tools call the same
+//! and hands the agent to the tools through the request's extensions. The same middleware refuses
+//! a message with a NUL character in any string or key (PostgreSQL cannot store it): a tool call
+//! gets the tool error `invalid_body` naming the field, any other message a 400. The tools call the same
 //! functions as the HTTP routes: the engine's pickup and respond, the HTTP pickup body, the respond
 //! body's validation and the agent's negotiation views.
 //!
@@ -15,7 +17,8 @@
 use std::sync::Arc;
 
 use axum::{
-    Router,
+    Json, Router,
+    body::Body,
     extract::{Request, State},
     http::{HeaderMap, request::Parts},
     middleware::{self, Next},
@@ -42,7 +45,8 @@ use crate::{
         agent_auth::KEY_PREFIX,
         agent_turns::{AgentListQuery, RespondIn, agent_negotiation, agent_negotiations, pickup_body},
         error::ApiError,
-        extract::BODY_LIMIT,
+        extract::{BODY_LIMIT, body_bytes},
+        input,
     },
     store::agents,
 };
@@ -123,7 +127,28 @@ async fn require_agent_key(State(state): State<AppState>, mut req: Request, next
     }
     req.extensions_mut().insert(AgentKey::new(&key, Some(owner.agent_id)));
     req.extensions_mut().insert(AgentIdentity { agent_id: owner.agent_id, owner_user_id: owner.owner_user_id });
-    next.run(req).await
+    match check_message(req).await {
+        Ok(req) => next.run(req).await,
+        Err(refused) => refused,
+    }
+}
+
+/// Reads the message and hands it on unless a string or key in it holds a NUL character.
+async fn check_message(req: Request) -> Result<Request, Response> {
+    let (parts, body) = req.into_parts();
+    let bytes = body_bytes(Request::from_parts(parts.clone(), body), &()).await.map_err(IntoResponse::into_response)?;
+    if let Err(refused) = input::check_json_bytes(&bytes) {
+        let message: Value = serde_json::from_slice(&bytes).unwrap_or_default();
+        return Err(match (message.get("method").and_then(Value::as_str), message.get("id")) {
+            // A tool call is answered like any call with bad arguments: a tool error.
+            (Some("tools/call"), Some(id)) => {
+                let result = serde_json::to_value(api_error(refused)).unwrap_or_default();
+                Json(json!({ "jsonrpc": "2.0", "id": id, "result": result })).into_response()
+            }
+            _ => refused.into_response(),
+        });
+    }
+    Ok(Request::from_parts(parts, Body::from(bytes)))
 }
 
 /// Arguments of `list_negotiations`.

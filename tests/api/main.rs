@@ -12,6 +12,7 @@ mod helpers;
 mod index_compat;
 mod mcp;
 mod negotiations;
+mod nul;
 mod openapi;
 mod privacy;
 mod schema;
