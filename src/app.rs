@@ -89,11 +89,17 @@ impl Application {
         let calculator = Calculator::new(&skills, None);
         let listener =
             TcpListener::bind(config.bind).await.with_context(|| format!("binding {}", config.bind))?;
+        let jwt = JwtKeys::new(secret.as_bytes()).with_max_ttl(config.jwt_max_ttl);
+        let auth_failures = Arc::new(http::auth_limiter::AuthFailureLimiter::new(
+            config.auth_failure_burst,
+            config.auth_failure_refill,
+        ));
         let engine = Self::build_engine(config, pool)?;
         let (stop, stopping) = tokio::sync::watch::channel(false);
         let state = AppState {
             engine,
-            jwt: Arc::new(JwtKeys::new(secret.as_bytes())),
+            jwt: Arc::new(jwt),
+            auth_failures,
             calculator: Arc::new(calculator),
             embeddings,
             events: Arc::new(crate::live::EventHub::default()),
@@ -139,9 +145,13 @@ impl Application {
                 tracing::error!(error = %e, "the recovery pass failed");
             }
         });
+        let timeouts = http::serve::ConnectionTimeouts {
+            header: self.state.engine.config().http_header_timeout,
+            idle: self.state.engine.config().http_idle_timeout,
+        };
         let router = http::router(self.state);
         tracing::info!(address = %self.listener.local_addr()?, "listening");
-        axum::serve(self.listener, router).with_graceful_shutdown(stopped()).await?;
+        http::serve::serve(self.listener, router, timeouts, stopped()).await;
         if let Some(w) = workers {
             w.await??;
         }

@@ -42,7 +42,7 @@ pub enum Command {
         /// `user`, `service` or `admin`.
         #[arg(long, default_value = "user")]
         role: String,
-        /// How long the token is valid (humantime, e.g. 1h, 30d).
+        /// How long the token is valid (humantime, e.g. 1h, 30d); at most PARLEY_JWT_MAX_TTL.
         #[arg(long, default_value = "1h")]
         ttl: String,
     },
@@ -134,6 +134,15 @@ async fn run_with_config(command: Command, config: Config) -> anyhow::Result<Exi
                     return Ok(ExitCode::from(2));
                 }
             };
+            if ttl > config.jwt_max_ttl {
+                eprintln!(
+                    "parley: --ttl {} is longer than the longest token lifetime the service accepts \
+                     ({}, PARLEY_JWT_MAX_TTL)",
+                    humantime::format_duration(ttl),
+                    humantime::format_duration(config.jwt_max_ttl)
+                );
+                return Ok(ExitCode::from(2));
+            }
             if sub.trim().is_empty() {
                 eprintln!("parley: --sub must not be empty");
                 return Ok(ExitCode::from(2));

@@ -92,6 +92,19 @@ pub struct Config {
     pub housekeeping_every: Duration,
     /// Whether this process runs the timer workers (`serve --no-workers` turns them off).
     pub workers: bool,
+    /// `PARLEY_HTTP_HEADER_TIMEOUT`: a request's head must arrive whole within this.
+    pub http_header_timeout: Duration,
+    /// `PARLEY_HTTP_IDLE_TIMEOUT`: a connection on which nothing moves while no request is being
+    /// handled is closed after this.
+    pub http_idle_timeout: Duration,
+    /// `PARLEY_HTTP_BODY_TIMEOUT`: a request body must arrive whole within this (408 otherwise).
+    pub http_body_timeout: Duration,
+    /// `PARLEY_JWT_MAX_TTL`: a token whose `exp` lies further out than this from now is refused.
+    pub jwt_max_ttl: Duration,
+    /// `PARLEY_AUTH_FAILURE_BURST`: failed authentications a client address may make in a burst.
+    pub auth_failure_burst: u32,
+    /// `PARLEY_AUTH_FAILURE_REFILL`: one more failed authentication is allowed per this period.
+    pub auth_failure_refill: Duration,
 }
 
 impl Default for Config {
@@ -114,6 +127,12 @@ impl Default for Config {
             timer_poll: Duration::from_secs(1),
             housekeeping_every: Duration::from_secs(300),
             workers: true,
+            http_header_timeout: Duration::from_secs(10),
+            http_idle_timeout: Duration::from_secs(60),
+            http_body_timeout: Duration::from_secs(30),
+            jwt_max_ttl: Duration::from_secs(30 * 24 * 3600),
+            auth_failure_burst: 30,
+            auth_failure_refill: Duration::from_millis(250),
         }
     }
 }
@@ -204,6 +223,11 @@ impl Config {
             return Err(ConfigError { var: "PARLEY_DB_POOL_SIZE", message: "must be at least 2".into() });
         }
 
+        let auth_failure_burst = number("PARLEY_AUTH_FAILURE_BURST", d.auth_failure_burst)?;
+        if auth_failure_burst < 1 {
+            return Err(ConfigError { var: "PARLEY_AUTH_FAILURE_BURST", message: "must be at least 1".into() });
+        }
+
         Ok(Config {
             database_url,
             bind,
@@ -228,6 +252,12 @@ impl Config {
             timer_poll: duration("PARLEY_TIMER_POLL", d.timer_poll)?,
             housekeeping_every: duration("PARLEY_HOUSEKEEPING_EVERY", d.housekeeping_every)?,
             workers: true,
+            http_header_timeout: duration("PARLEY_HTTP_HEADER_TIMEOUT", d.http_header_timeout)?,
+            http_idle_timeout: duration("PARLEY_HTTP_IDLE_TIMEOUT", d.http_idle_timeout)?,
+            http_body_timeout: duration("PARLEY_HTTP_BODY_TIMEOUT", d.http_body_timeout)?,
+            jwt_max_ttl: duration("PARLEY_JWT_MAX_TTL", d.jwt_max_ttl)?,
+            auth_failure_burst,
+            auth_failure_refill: duration("PARLEY_AUTH_FAILURE_REFILL", d.auth_failure_refill)?,
         })
     }
 }
@@ -255,6 +285,12 @@ mod tests {
         assert_eq!(c.turn_caps, TurnCaps { system: 6, mixed: 8, personal: 0 });
         assert_eq!(c.log_format, LogFormat::Pretty);
         assert!(c.database_url.is_none() && c.jwt_secret.is_none() && c.embeddings.is_none());
+        assert_eq!(
+            (c.http_header_timeout, c.http_idle_timeout, c.http_body_timeout),
+            (Duration::from_secs(10), Duration::from_secs(60), Duration::from_secs(30))
+        );
+        assert_eq!(c.jwt_max_ttl, Duration::from_secs(30 * 86_400));
+        assert_eq!((c.auth_failure_burst, c.auth_failure_refill), (30, Duration::from_millis(250)));
     }
 
     #[test]
@@ -287,6 +323,12 @@ mod tests {
             ("PARLEY_JWT_SECRET", "short"),
             ("PARLEY_EMBEDDINGS_URL", "ftp://x"),
             ("PARLEY_DB_POOL_SIZE", "1"),
+            ("PARLEY_HTTP_HEADER_TIMEOUT", "0s"),
+            ("PARLEY_HTTP_IDLE_TIMEOUT", "later"),
+            ("PARLEY_HTTP_BODY_TIMEOUT", "-3s"),
+            ("PARLEY_JWT_MAX_TTL", "forever"),
+            ("PARLEY_AUTH_FAILURE_BURST", "0"),
+            ("PARLEY_AUTH_FAILURE_REFILL", "0s"),
         ] {
             let err = load(&[(var, value)]).unwrap_err();
             assert_eq!(err.var, var);

@@ -3,8 +3,8 @@
 //! `parley openapi` prints it, `GET /api-spec/openapi.json` serves it, and `api-spec/openapi.json`
 //! is that output, committed (a test fails when it drifts). Each handler declares its own success
 //! answers and the error statuses it can give; [`spec`] then fills in what every operation shares:
-//! the error body `{error, code}` on every 4xx/5xx, 401 on every authenticated operation and 413
-//! on every operation that takes a body.
+//! the error body `{error, code}` on every 4xx/5xx, 401 and 429 (the failed-authentication
+//! limiter) on every authenticated operation, and 408 and 413 on every operation that takes a body.
 
 use serde_json::{Value, json};
 use utoipa::{
@@ -23,7 +23,8 @@ pub const SPEC_PATH: &str = "/api-spec/openapi.json";
         title = "Parley",
         description = "Bilateral agent negotiation with polling turn delivery.\n\n\
 Errors are always `{\"error\": \"<message>\", \"code\": \"<machine code>\"}`. Bodies above 256 KiB are \
-refused with 413. Users and the platform authenticate with an HS256 JWT (`bearerJwt`); personal \
+refused with 413, bodies that do not arrive in time with 408. An address that keeps failing to \
+authenticate is answered 429 with `Retry-After` for a while. Users and the platform authenticate with an HS256 JWT (`bearerJwt`); personal \
 agents with their API key, either as `Authorization: Bearer pk_...` (`agentKeyBearer`) or as \
 `x-api-key: pk_...` (`agentKey`). Personal agents can also use the MCP endpoint `POST /mcp` \
 (Model Context Protocol over streamable HTTP, same API key), which is described by the MCP \
@@ -160,6 +161,24 @@ pub fn spec() -> Value {
             }
             if has_body && !responses.contains_key("413") {
                 responses.insert("413".into(), json!({ "description": "The body is larger than 256 KiB" }));
+            }
+            if has_body && !responses.contains_key("408") {
+                responses.insert(
+                    "408".into(),
+                    json!({ "description": "The body did not arrive whole within the body timeout (`PARLEY_HTTP_BODY_TIMEOUT`)" }),
+                );
+            }
+            if authenticated && !responses.contains_key("429") {
+                responses.insert(
+                    "429".into(),
+                    json!({
+                        "description": "Too many failed authentications from this address; retry after `Retry-After` seconds",
+                        "headers": { "Retry-After": {
+                            "description": "Seconds until this address may authenticate again",
+                            "schema": { "type": "integer", "minimum": 1 },
+                        } },
+                    }),
+                );
             }
             for (status, response) in responses.iter_mut() {
                 let is_error = status.parse::<u16>().is_ok_and(|s| s >= 400);

@@ -1,7 +1,9 @@
-//! Who is calling: users and the platform by JWT (HS256, `sub`, `role`, `exp`).
+//! Who is calling: users and the platform by JWT (HS256, `sub`, `role`, `exp`, optional `nbf`).
 //!
 //! The keys are built once from configuration and live in the application state. A missing,
-//! malformed, expired or wrongly signed token is a 401; a valid token of the wrong role is a 403.
+//! malformed, expired, not yet valid (`nbf`) or wrongly signed token is a 401, and so is a token
+//! whose `exp` lies further out than the configured maximum lifetime (`PARLEY_JWT_MAX_TTL`): a
+//! leaked token cannot be good for years. A valid token of the wrong role is a 403.
 
 use axum::{extract::FromRequestParts, http::request::Parts};
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
@@ -44,6 +46,16 @@ pub struct Claims {
     pub role: CallerRole,
     /// Expiry, seconds since the epoch; required.
     pub exp: u64,
+    /// Not before, seconds since the epoch; optional.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nbf: Option<u64>,
+}
+
+/// The longest lifetime a token may have unless configured otherwise (30 days).
+pub const DEFAULT_MAX_TTL: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
+
+fn now_secs() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
 }
 
 /// HS256 keys from the configured secret.
@@ -51,12 +63,27 @@ pub struct Claims {
 pub struct JwtKeys {
     encoding: EncodingKey,
     decoding: DecodingKey,
+    max_ttl: std::time::Duration,
 }
 
 impl JwtKeys {
-    /// Keys for `secret`.
+    /// Keys for `secret`, refusing tokens that live longer than [`DEFAULT_MAX_TTL`].
     pub fn new(secret: &[u8]) -> JwtKeys {
-        JwtKeys { encoding: EncodingKey::from_secret(secret), decoding: DecodingKey::from_secret(secret) }
+        JwtKeys {
+            encoding: EncodingKey::from_secret(secret),
+            decoding: DecodingKey::from_secret(secret),
+            max_ttl: DEFAULT_MAX_TTL,
+        }
+    }
+
+    /// The same keys with another maximum token lifetime.
+    pub fn with_max_ttl(self, max_ttl: std::time::Duration) -> JwtKeys {
+        JwtKeys { max_ttl, ..self }
+    }
+
+    /// The longest lifetime a token may have.
+    pub fn max_ttl(&self) -> std::time::Duration {
+        self.max_ttl
     }
 
     /// Signs a token for `sub` with `role`, valid for `ttl`.
@@ -64,27 +91,37 @@ impl JwtKeys {
         let exp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_secs() + ttl.as_secs();
         Ok(jsonwebtoken::encode(
             &Header::new(Algorithm::HS256),
-            &Claims { sub: sub.to_owned(), role, exp },
+            &Claims { sub: sub.to_owned(), role, exp, nbf: None },
             &self.encoding,
         )?)
     }
 
-    /// Verifies a token: signature, algorithm, `exp` (no leeway).
+    /// Verifies a token: signature, algorithm, `exp` and `nbf` (no leeway), and that `exp` is
+    /// no further out than the maximum lifetime.
     pub fn verify(&self, token: &str) -> Result<Claims, ApiError> {
         let mut v = Validation::new(Algorithm::HS256);
         v.leeway = 0;
+        v.validate_nbf = true;
         v.set_required_spec_claims(&["exp", "sub"]);
-        jsonwebtoken::decode::<Claims>(token, &self.decoding, &v).map(|d| d.claims).map_err(|e| {
+        let claims = jsonwebtoken::decode::<Claims>(token, &self.decoding, &v).map(|d| d.claims).map_err(|e| {
             use jsonwebtoken::errors::ErrorKind;
             ApiError::Unauthorized(
                 match e.kind() {
                     ErrorKind::ExpiredSignature => "the token has expired",
+                    ErrorKind::ImmatureSignature => "the token is not valid yet (nbf)",
                     ErrorKind::InvalidSignature => "the token's signature is not valid",
                     _ => "the token is not a valid JWT",
                 }
                 .into(),
             )
-        })
+        })?;
+        if claims.exp > now_secs().saturating_add(self.max_ttl.as_secs()) {
+            return Err(ApiError::Unauthorized(format!(
+                "the token's expiry is further out than the longest lifetime allowed ({})",
+                humantime::format_duration(self.max_ttl)
+            )));
+        }
+        Ok(claims)
     }
 }
 
@@ -95,6 +132,8 @@ pub struct Caller {
     pub sub: String,
     /// The token's role.
     pub role: CallerRole,
+    /// The token's expiry, seconds since the epoch (an event stream ends then).
+    pub expires_at: u64,
 }
 
 impl Caller {
@@ -124,7 +163,7 @@ impl FromRequestParts<AppState> for Caller {
         if super::input::has_nul(&claims.sub) {
             return Err(ApiError::Unauthorized("the token's subject contains a NUL character".into()));
         }
-        Ok(Caller { sub: claims.sub, role: claims.role })
+        Ok(Caller { sub: claims.sub, role: claims.role, expires_at: claims.exp })
     }
 }
 

@@ -40,9 +40,15 @@ pub enum ApiError {
         /// What happened, for a human.
         message: String,
     },
+    /// 408: the request body did not arrive whole in time.
+    #[error("the request body did not arrive in time; send it at once")]
+    RequestTimeout,
     /// 413: the body is larger than the limit.
     #[error("request body is larger than {0} bytes")]
     PayloadTooLarge(usize),
+    /// 429: too many failed authentications from the client's address; retry after the duration.
+    #[error("too many failed authentications from this address; retry later")]
+    RateLimited(std::time::Duration),
     /// 503: a dependency is down.
     #[error("{0}")]
     Unavailable(String),
@@ -59,8 +65,8 @@ pub struct ErrorBody {
     pub error: String,
     /// A machine-readable code: `invalid_body`, `action_not_allowed`, `unauthorized`, `forbidden`,
     /// `not_found`, `not_claimed`, `claimed_by_other`, `claim_stale`, `already_completed`,
-    /// `invalid_state`, `not_pending`, `already_decided`, `payload_too_large`, `unavailable`,
-    /// `internal`.
+    /// `invalid_state`, `not_pending`, `already_decided`, `request_timeout`, `payload_too_large`,
+    /// `rate_limited`, `unavailable`, `internal`.
     #[schema(value_type = String)]
     pub code: &'static str,
 }
@@ -79,7 +85,9 @@ impl ApiError {
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Conflict { .. } => StatusCode::CONFLICT,
+            ApiError::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -92,7 +100,9 @@ impl ApiError {
             ApiError::Unauthorized(_) => "unauthorized",
             ApiError::Forbidden(_) => "forbidden",
             ApiError::NotFound(_) => "not_found",
+            ApiError::RequestTimeout => "request_timeout",
             ApiError::PayloadTooLarge(_) => "payload_too_large",
+            ApiError::RateLimited(_) => "rate_limited",
             ApiError::Unavailable(_) => "unavailable",
             ApiError::Internal(_) => "internal",
         }
@@ -134,7 +144,17 @@ impl IntoResponse for ApiError {
             }
             other => other.to_string(),
         };
-        (status, Json(ErrorBody { error: message, code: this.code() })).into_response()
+        let mut response = (status, Json(ErrorBody { error: message, code: this.code() })).into_response();
+        if let ApiError::RateLimited(wait) = this {
+            // Whole seconds, rounded up: retrying earlier would only be refused again.
+            let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+            response.headers_mut().insert(axum::http::header::RETRY_AFTER, seconds.max(1).into());
+        }
+        if status == StatusCode::REQUEST_TIMEOUT {
+            // The rest of the body may still be on its way; the connection cannot be reused.
+            response.headers_mut().insert(axum::http::header::CONNECTION, axum::http::HeaderValue::from_static("close"));
+        }
+        response
     }
 }
 

@@ -6,6 +6,10 @@
 //! [`RESUME_WINDOW`] back and at most [`RESUME_LIMIT`] events. A client that falls more than
 //! `EventHub::CAPACITY` events behind gets a final `reconnect` event and is dropped. A `: ping`
 //! comment every 15 s keeps proxies from closing the stream.
+//!
+//! A stream lives no longer than the token that opened it: when the token expires the stream
+//! sends a final `reconnect` event with `code: "token_expired"` and ends; the client reconnects
+//! with a fresh token and `Last-Event-ID`, and misses nothing.
 
 use std::{convert::Infallible, sync::Arc, time::Duration};
 
@@ -51,7 +55,8 @@ struct Live {
     params(("Last-Event-ID" = Option<i64>, Header, description = "Resume after this event id (up to 24 hours back, at most 1 000 events)")),
     responses(
         (status = 200, description = "A Server-Sent Events stream: `opportunity.status`, `negotiation.turn`, \
-`negotiation.outcome` (and a final `reconnect` for a client that fell behind); a `: ping` comment every 15 s",
+`negotiation.outcome` (and a final `reconnect` for a client that fell behind, or with `code: token_expired` \
+when the token expires: reconnect with a fresh token and `Last-Event-ID`); a `: ping` comment every 15 s",
             content_type = "text/event-stream", body = String),
     ))]
 pub async fn stream_events(
@@ -98,6 +103,25 @@ pub async fn stream_events(
             }
         }
     });
-    let stream = replayed.chain(live).take_until(state.stopped());
+    // The token's expiry, as an instant of the stream's clock.
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let expires = tokio::time::Instant::now() + Duration::from_secs(caller.expires_at).saturating_sub(now);
+    let expired = stream::once(async move {
+        (tokio::time::Instant::now() >= expires).then(|| {
+            Ok(SseEvent::default().event("reconnect").data(
+                serde_json::json!({
+                    "reason": "the token has expired; reconnect with a fresh token and Last-Event-ID",
+                    "code": "token_expired",
+                })
+                .to_string(),
+            ))
+        })
+    })
+    .filter_map(futures::future::ready);
+    let stream = replayed
+        .chain(live)
+        .take_until(tokio::time::sleep_until(expires))
+        .chain(expired)
+        .take_until(state.stopped());
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(HEARTBEAT).text("ping")))
 }

@@ -23,10 +23,24 @@ pub async fn body_bytes<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes
     Bytes::from_request(req, state).await.map_err(|e| {
         if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::PayloadTooLarge(BODY_LIMIT)
+        } else if is_body_timeout(&e) {
+            ApiError::RequestTimeout
         } else {
             ApiError::invalid(format!("could not read the request body: {e}"))
         }
     })
+}
+
+/// Whether reading a body failed because it did not arrive within the body timeout.
+fn is_body_timeout(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(e);
+    while let Some(c) = cause {
+        if c.is::<tower_http::timeout::TimeoutError>() {
+            return true;
+        }
+        cause = c.source();
+    }
+    false
 }
 
 impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {

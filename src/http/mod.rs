@@ -1,5 +1,6 @@
-//! The HTTP API: one router per resource, merged here, with the body limit, tracing and the
-//! shared state. Handlers are thin: validate, call the engine or the store, shape the answer.
+//! The HTTP API: one router per resource, merged here, with the shared layers (body limit and
+//! body timeout, the failed-authentication limiter, security headers, tracing) and the shared
+//! state. Handlers are thin: validate, call the engine or the store, shape the answer.
 
 pub mod a2a;
 pub mod agent_auth;
@@ -7,6 +8,7 @@ pub mod agent_turns;
 pub mod agents;
 pub mod assessment;
 pub mod auth;
+pub mod auth_limiter;
 pub mod error;
 pub mod events;
 pub mod extract;
@@ -14,13 +16,25 @@ pub mod health;
 pub mod input;
 pub mod negotiations;
 pub mod opportunities;
+pub mod serve;
 pub mod status_page;
 pub mod views;
 
 use std::sync::Arc;
 
-use axum::{Router, extract::DefaultBodyLimit};
-use tower_http::trace::TraceLayer;
+use axum::{
+    Router,
+    body::Body,
+    extract::DefaultBodyLimit,
+    http::{HeaderName, HeaderValue, Request, Response, header},
+    middleware,
+};
+use tower::ServiceBuilder;
+use tower_http::{
+    set_header::SetResponseHeaderLayer,
+    timeout::{RequestBodyTimeoutLayer, TimeoutBody},
+    trace::TraceLayer,
+};
 
 use crate::{delivery::Engine, scoring::Calculator};
 
@@ -31,6 +45,8 @@ pub struct AppState {
     pub engine: Engine,
     /// JWT keys.
     pub jwt: Arc<auth::JwtKeys>,
+    /// Failed authentications per client address.
+    pub auth_failures: Arc<auth_limiter::AuthFailureLimiter>,
     /// The hub's own capability calculator for `/agent/negotiation`.
     pub calculator: Arc<Calculator>,
     /// The optional embeddings provider for the assessment.
@@ -59,8 +75,35 @@ impl AppState {
     }
 }
 
+/// The policy of every answer but the status page (which sets its own): load nothing, be framed
+/// nowhere.
+const API_CSP: &str = "default-src 'none'; frame-ancestors 'none'";
+
+/// `Cache-Control: no-store` for JSON answers (they carry one caller's data).
+fn no_store_for_json(response: &Response<Body>) -> Option<HeaderValue> {
+    let json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    json.then_some(HeaderValue::from_static("no-store"))
+}
+
 /// The whole API.
 pub fn router(state: AppState) -> Router {
+    let body_timeout = state.engine.config().http_body_timeout;
+    let security_headers = ServiceBuilder::new()
+        .layer(SetResponseHeaderLayer::overriding(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")))
+        .layer(SetResponseHeaderLayer::overriding(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer")))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(API_CSP),
+        ))
+        .layer(SetResponseHeaderLayer::if_not_present(HeaderName::from_static("cache-control"), no_store_for_json));
+    // A body that trickles in is cut off: reading it fails, which the extractors answer 408.
+    let body_timeout = ServiceBuilder::new()
+        .layer(RequestBodyTimeoutLayer::new(body_timeout))
+        .map_request(|request: Request<TimeoutBody<Body>>| request.map(Body::new));
     Router::new()
         .merge(health::router())
         .merge(negotiations::router())
@@ -75,6 +118,9 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::mcp::router(state.clone()))
         .fallback(|| async { error::ApiError::NotFound("route") })
         .layer(DefaultBodyLimit::max(extract::BODY_LIMIT))
+        .layer(body_timeout)
+        .layer(middleware::from_fn_with_state(state.clone(), auth_limiter::limit_failed_authentication))
+        .layer(security_headers)
         .layer(TraceLayer::new_for_http())
         .with_state(state)
 }

@@ -10,6 +10,11 @@
 //! functions as the HTTP routes: the engine's pickup and respond, the HTTP pickup body, the respond
 //! body's validation and the agent's negotiation views.
 //!
+//! Transport errors answer like the rest of the API: [`transport_errors`] reads the body itself
+//! (413 over the limit, 408 when it trickles, 400 `invalid_body` when it is not JSON) and turns
+//! the MCP service's own plain-text refusals (wrong `Accept`, wrong method, ...) into
+//! `{error, code}`. JSON-RPC errors, which MCP clients read, pass unchanged.
+//!
 //! The server is stateless (no MCP sessions) and answers plain JSON, so any number of Parley
 //! processes can serve it and each request stands alone. Host-header checks are off: every
 //! request must carry a valid API key anyway, so DNS rebinding gains an attacker nothing.
@@ -20,7 +25,7 @@ use axum::{
     Json, Router,
     body::Body,
     extract::{Request, State},
-    http::{HeaderMap, request::Parts},
+    http::{HeaderMap, Method, StatusCode, header::CONTENT_TYPE, request::Parts},
     middleware::{self, Next},
     response::{IntoResponse, Response},
 };
@@ -44,7 +49,7 @@ use crate::{
         AppState,
         agent_auth::KEY_PREFIX,
         agent_turns::{AgentListQuery, RespondIn, agent_negotiation, agent_negotiations, pickup_body},
-        error::ApiError,
+        error::{ApiError, ErrorBody},
         extract::{BODY_LIMIT, body_bytes},
         input,
     },
@@ -95,7 +100,66 @@ pub fn router(state: AppState) -> Router<AppState> {
         Arc::new(LocalSessionManager::default()),
         config,
     );
-    Router::new().route_service(PATH, service).layer(middleware::from_fn_with_state(state, require_agent_key))
+    Router::new()
+        .route_service(PATH, service)
+        .layer(middleware::from_fn(transport_errors))
+        .layer(middleware::from_fn_with_state(state, require_agent_key))
+}
+
+/// The machine code of a transport-level refusal's status.
+fn transport_code(status: StatusCode) -> &'static str {
+    match status {
+        StatusCode::BAD_REQUEST | StatusCode::UNSUPPORTED_MEDIA_TYPE => "invalid_body",
+        StatusCode::NOT_FOUND => "not_found",
+        StatusCode::METHOD_NOT_ALLOWED => "method_not_allowed",
+        StatusCode::NOT_ACCEPTABLE => "not_acceptable",
+        StatusCode::PAYLOAD_TOO_LARGE => "payload_too_large",
+        StatusCode::REQUEST_TIMEOUT => "request_timeout",
+        s if s.is_server_error() => "internal",
+        _ => "invalid_request",
+    }
+}
+
+/// Reads and checks the body before the MCP service sees it, and gives its plain-text
+/// refusals the API's error body.
+async fn transport_errors(request: Request, next: Next) -> Response {
+    let (parts, body) = request.into_parts();
+    let bytes = if parts.method == Method::POST {
+        let bytes = match body_bytes(Request::from_parts(parts.clone(), body), &()).await {
+            Ok(bytes) => bytes,
+            Err(e) => return e.into_response(),
+        };
+        if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
+            return ApiError::invalid(format!("invalid JSON: {e}")).into_response();
+        }
+        bytes
+    } else {
+        axum::body::Bytes::new()
+    };
+    let response = next.run(Request::from_parts(parts, axum::body::Body::from(bytes))).await;
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return response;
+    }
+    let text = match axum::body::to_bytes(response.into_body(), BODY_LIMIT).await {
+        Ok(b) => String::from_utf8_lossy(&b).trim().to_owned(),
+        Err(_) => String::new(),
+    };
+    let message = if status.is_server_error() {
+        tracing::error!(%status, error = %text, "the MCP transport failed");
+        "internal server error".to_owned()
+    } else if text.is_empty() {
+        status.canonical_reason().unwrap_or("refused").to_owned()
+    } else {
+        text
+    };
+    let body = ErrorBody { error: message, code: transport_code(status) };
+    (status, axum::Json(body)).into_response()
 }
 
 fn presented_key(headers: &HeaderMap) -> Option<String> {

@@ -145,6 +145,8 @@ pub fn test_config(database_url: &str) -> Config {
         long_poll_max: Duration::from_secs(5),
         pool_size: 10,
         timer_poll: Duration::from_millis(200),
+        // Tests make many failed authentications from one address on purpose.
+        auth_failure_burst: 1_000_000,
         ..Config::default()
     }
 }

@@ -8,6 +8,7 @@ mod delivery;
 mod assessment;
 mod auth;
 mod fixtures;
+mod hardening;
 mod helpers;
 mod index_compat;
 mod mcp;
