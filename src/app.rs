@@ -140,7 +140,8 @@ impl Application {
             }
         });
         let router = http::router(self.state);
-        tracing::info!(address = %self.listener.local_addr()?, "listening");
+        let address = self.listener.local_addr()?;
+        tracing::info!(%address, "listening on http://{address}");
         axum::serve(self.listener, router).with_graceful_shutdown(stopped()).await?;
         if let Some(w) = workers {
             w.await??;
