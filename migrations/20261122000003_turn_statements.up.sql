@@ -185,7 +185,7 @@ LANGUAGE sql STABLE AS $$
         ON k.key_hash = p_key_hash AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())
 $$;
 
--- Pickup (DESIGN.md §5), authentication included: the agent's live claim, else the oldest
+-- Pickup, authentication included: the agent's live claim, else the oldest
 -- turn parked for its user, claimed under the next generation with the
 -- park timer swapped for the claim timer. `auth` as `parley_agent_of_key` says it; with `ok`
 -- and a NULL task_id, nothing is parked for the agent's user. `claimed_now` is false when the
@@ -255,7 +255,7 @@ BEGIN
 END
 $$;
 
--- Respond (DESIGN.md §5), applied: only if the task is still claimed by `p_agent` under
+-- Respond, applied: only if the task is still claimed by `p_agent` under
 -- `p_generation` at `p_turn_count`, unexpired, and `p_key_hash` is a live key of that active
 -- agent, it moves claimed -> working, stores `p_turns`
 -- (the agent's turn first, then any system turn that follows it; see `parley_store_turns`),

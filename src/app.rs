@@ -150,7 +150,8 @@ impl Application {
             idle: self.state.engine.config().http_idle_timeout,
         };
         let router = http::router(self.state);
-        tracing::info!(address = %self.listener.local_addr()?, "listening");
+        let address = self.listener.local_addr()?;
+        tracing::info!(%address, "listening on http://{address}");
         http::serve::serve(self.listener, router, timeouts, stopped()).await;
         if let Some(w) = workers {
             w.await??;

@@ -99,8 +99,10 @@ async fn run_with_config(command: Command, config: Config) -> anyhow::Result<Exi
             // A bad skill file stops the start before anything else happens.
             app::hub_skills(&config)?;
             let database = app::open_database(&config).await?;
+            tracing::info!("database: {}", database.describe());
             let config = Config { database_url: Some(database.url.clone()), workers: !no_workers, ..config };
             let app = Application::build(config, database.pool.clone()).await?;
+            tracing::info!("mint a token: {}", token_command(app.state().engine.config()));
             app.run_until_stopped(app::shutdown_signal()).await?;
             database.pool.close().await;
             drop(database);
@@ -108,6 +110,7 @@ async fn run_with_config(command: Command, config: Config) -> anyhow::Result<Exi
         }
         Command::Worker => {
             let database = app::open_database(&config).await?;
+            tracing::info!("database: {}", database.describe());
             let config = Config { database_url: Some(database.url.clone()), ..config };
             let app = Application::build_engine(config, database.pool.clone())?;
             app.recover(Duration::ZERO).await?;
@@ -152,6 +155,18 @@ async fn run_with_config(command: Command, config: Config) -> anyhow::Result<Exi
             Ok(ExitCode::SUCCESS)
         }
         Command::Assess { .. } | Command::Openapi => unreachable!("handled without configuration"),
+    }
+}
+
+/// The `parley token` command line that mints tokens this service accepts: run with the same
+/// secret, i.e. the same `PARLEY_JWT_SECRET`, or the data directory the secret was generated in.
+fn token_command(config: &Config) -> String {
+    let args = "parley token --sub <user id> [--role user|service|admin] [--ttl 1h]";
+    if config.jwt_secret.is_some() {
+        format!("{args} (with the same PARLEY_JWT_SECRET)")
+    } else {
+        let dir = config.data_dir.canonicalize().unwrap_or_else(|_| config.data_dir.clone());
+        format!("PARLEY_DATA_DIR={} {args}", dir.display())
     }
 }
 

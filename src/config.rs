@@ -1,4 +1,5 @@
-//! Configuration: every environment variable of DESIGN.md §12, parsed and validated once at start.
+//! Configuration: every environment variable (the README's "Configuration" table), parsed and
+//! validated once at start.
 //!
 //! A bad value stops start-up with a message naming the variable; nothing reads the environment
 //! after [`Config::from_env`], so tests build a [`Config`] directly with durations in seconds.

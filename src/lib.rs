@@ -2,7 +2,8 @@
 //!
 //! A matching platform hands Parley a proposed match between two people; two agents, one per
 //! person, argue it out turn by turn; the result decides whether the match becomes a visible
-//! opportunity. See `README.md` for running it and DESIGN-level docs in each module.
+//! opportunity. See `README.md` for running it, `ARCHITECTURE.md` for how the code is laid out
+//! and why, and each module's docs for the details.
 
 pub mod app;
 pub mod cli;

@@ -1,5 +1,5 @@
 //! `parley-bench`: measures a real Parley, started in this process, against baselines measured
-//! in the same run on the same machine (DESIGN.md §13). See BENCHMARKS.md for what each figure
+//! in the same run on the same machine. See BENCHMARKS.md for what each figure
 //! means and for the numbers of a full run.
 //!
 //! ```text
@@ -37,7 +37,7 @@ use tokio::task::JoinSet;
 
 /// Command line.
 #[derive(Debug, Parser)]
-#[command(name = "parley-bench", about = "Benchmarks a Parley started in process (DESIGN.md §13)")]
+#[command(name = "parley-bench", about = "Benchmarks a Parley started in process")]
 struct Args {
     /// Short run (under a minute on 2 cores): fewer turns, wakes and seconds per phase.
     #[arg(long)]

@@ -97,9 +97,25 @@ pub async fn create_database_if_missing(url: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The URL without its password, for messages.
+impl Database {
+    /// Which database this is, for the start-up log: the embedded server's data directory, port
+    /// and URL, or the configured URL without its password.
+    pub fn describe(&self) -> String {
+        match &self.embedded {
+            Some(pg) => format!(
+                "embedded PostgreSQL, data directory {}, port 127.0.0.1:{} ({}; stopped on exit)",
+                pg.cluster_dir().display(),
+                pg.port(),
+                redact(&self.url)
+            ),
+            None => redact(&self.url),
+        }
+    }
+}
+
+/// The URL without its password (in the user part or a `password=` parameter), for messages.
 pub fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
+    let without_user_password = match (url.find("://"), url.rfind('@')) {
         (Some(scheme), Some(at)) if at > scheme => {
             let creds = &url[scheme + 3..at];
             match creds.split_once(':') {
@@ -108,5 +124,31 @@ pub fn redact(url: &str) -> String {
             }
         }
         _ => url.to_owned(),
+    };
+    match without_user_password.split_once('?') {
+        Some((base, query)) => {
+            let query: Vec<String> = query
+                .split('&')
+                .map(|pair| match pair.split_once('=') {
+                    Some((key, _)) if key.eq_ignore_ascii_case("password") => format!("{key}=***"),
+                    _ => pair.to_owned(),
+                })
+                .collect();
+            format!("{base}?{}", query.join("&"))
+        }
+        None => without_user_password,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact;
+
+    #[test]
+    fn redact_hides_every_password_and_keeps_the_rest() {
+        assert_eq!(redact("postgres://u:p%40ss@h:5432/db"), "postgres://u:***@h:5432/db");
+        assert_eq!(redact("postgres://u@h/db?sslmode=require"), "postgres://u@h/db?sslmode=require");
+        assert_eq!(redact("postgres://h/db?user=u&password=s3cret&x=1"), "postgres://h/db?user=u&password=***&x=1");
+        assert_eq!(redact("postgres://u:a@b?c@h/db"), "postgres://u:***@h/db");
     }
 }

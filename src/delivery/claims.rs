@@ -1,4 +1,4 @@
-//! Claims on parked turns: pickup (with long polling), extend and release (DESIGN.md §5).
+//! Claims on parked turns: pickup (with long polling), extend and release.
 //!
 //! A claim token is derived, not stored: `ct_` + base64url(generation ‖ HMAC-SHA256(claim key,
 //! task id ‖ generation)). The generation grows with every claim, so every claim gets a fresh

@@ -1,4 +1,4 @@
-//! A personal agent's answer to the turn it holds (DESIGN.md §5 "Respond").
+//! A personal agent's answer to the turn it holds.
 //!
 //! At most two statements. The first reads a snapshot: the key's agent, the task, its turns, and any
 //! turn already stored under the presented claim (a retry gets the answer it got before). From

@@ -1,5 +1,5 @@
 //! Durable timers: arming them in the transactions that need them, and what each does when it
-//! comes due (DESIGN.md §5, §6).
+//! comes due (claim expiry, park fallback, the personal-vs-personal deadline, pending expiry).
 //!
 //! Arming and cancelling always happen inside the state change's own transaction
 //! (`parley_jobs` writes apalis rows on the caller's connection), so a timer exists iff the

@@ -1,5 +1,5 @@
 //! How a negotiation's result is derived from its turns: the outcome artifact, agreed roles and
-//! the turn cap that applies to a pairing (DESIGN.md §2).
+//! the turn cap that applies to a pairing.
 
 use serde::{Deserialize, Serialize};
 

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The five things a turn can do (DESIGN.md §2).
+/// The five things a turn can do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Action {

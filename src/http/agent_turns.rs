@@ -1,5 +1,5 @@
 //! A personal agent's turn delivery: pickup (long poll), respond, extend, release, and the
-//! agent's views of its negotiations (DESIGN.md §5).
+//! agent's views of its negotiations.
 
 use std::time::Duration;
 
@@ -53,7 +53,7 @@ pub struct PickupQuery {
 }
 
 
-/// The pickup answer (DESIGN.md §5): the claimed turn with everything needed to answer it.
+/// The pickup answer: the claimed turn with everything needed to answer it.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 #[schema(as = Pickup, example = json!({
@@ -405,7 +405,8 @@ impl RespondIn {
     }
 }
 
-/// The respond answer (DESIGN.md §5).
+/// The respond answer: the turn's number and where the negotiation and its opportunity stand now
+/// (with the outcome once it has ended).
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 #[schema(as = Responded, example = json!({

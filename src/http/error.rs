@@ -1,4 +1,7 @@
-//! The one error type of the HTTP edge and its body `{"error": ..., "code": ...}` (DESIGN.md §4).
+//! The one error type of the HTTP edge and its body `{"error": ..., "code": ...}`.
+//!
+//! Every `code` the API answers, with its status and when it happens, is listed in `README.md`
+//! ("Errors"); a new code belongs in that table.
 //!
 //! Handlers return [`ApiError`]; internal failures are logged once here with their whole cause
 //! chain and answered with a generic 500 that carries no internal detail.

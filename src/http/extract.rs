@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use super::{error::ApiError, input};
 
-/// The largest body any route accepts (DESIGN.md §4).
+/// The largest body any route accepts (256 KiB); a larger one answers 413 `payload_too_large`.
 pub const BODY_LIMIT: usize = 256 * 1024;
 
 /// A JSON body: any content type, at most [`BODY_LIMIT`] bytes, errors as 400 `invalid_body`.

@@ -1,5 +1,4 @@
-//! `POST /mcp`: the Model Context Protocol over streamable HTTP for personal-agent runtimes
-//! (DESIGN.md §11).
+//! `POST /mcp`: the Model Context Protocol over streamable HTTP for personal-agent runtimes.
 //!
 //! The API key identifies the agent (`Authorization: Bearer pk_...` or `x-api-key`); there is no
 //! agent id in the path. A middleware checks the key on every request before the MCP service sees
@@ -59,7 +58,7 @@ use crate::{
 /// Where the endpoint is mounted.
 pub const PATH: &str = "/mcp";
 
-/// The turn-mode contract every runtime gets in `initialize` (DESIGN.md §11).
+/// The turn-mode contract every runtime gets in `initialize`.
 pub const INSTRUCTIONS: &str = "\
 You are a personal negotiation agent playing one user's seat in Parley, a bilateral negotiation \
 service. You act in turn mode: there is no human in this loop.

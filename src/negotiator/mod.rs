@@ -1,4 +1,4 @@
-//! The system negotiator (DESIGN.md §7): Parley's in-process, deterministic advocate for one
+//! The system negotiator: Parley's in-process, deterministic advocate for one
 //! user of a negotiation.
 //!
 //! # How it decides

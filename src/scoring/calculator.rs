@@ -1,4 +1,20 @@
-//! The capability calculator: DESIGN.md §8 steps 2-14 over a fixed skill set.
+//! The capability calculator: steps 2-14 below over a fixed skill set (step 1, the weights, is
+//! the request's: [`super::request`]).
+//!
+//! The steps, in Bindu's order (comments and tests refer to them by number):
+//! 1. weights: the defaults, overridden per key by the request, normalised to sum 1;
+//! 2. no skills: reject `no_skills_advertised`;
+//! 3. task keywords: summary (plus details), truncated, lowercased, tokenized, as a set;
+//! 4. hard gates, first failure wins: input MIME, output MIME, a required tool missing, a
+//!    forbidden tool present;
+//! 5. skill keywords: tags, name and capability keys tokenized, assessment keywords verbatim;
+//! 6. per skill: anti-patterns skip it, Jaccard (or `0.7 cos + 0.3 jaccard` with embeddings),
+//!    specialization boosts, reasons; matches sorted by score, ties in declaration order;
+//! 7. `io_compatibility`; 8. `load` from the queue depth; 9. `cost` from price and budget
+//!    (over budget rejects);
+//! 10. the latency estimate (over twice the limit rejects); 11. `performance`;
+//! 12. the weighted score and the acceptance threshold; 13. `confidence`;
+//! 14. the answer ([`super::assessment`]).
 //!
 //! Everything that depends only on the skills (keyword sets, lowercased anti-patterns and
 //! domains, the MIME and tool unions, the latency estimate) is computed once in

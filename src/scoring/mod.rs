@@ -1,4 +1,4 @@
-//! The Bindu-compatible capability calculator (DESIGN.md §8), pure and synchronous.
+//! The Bindu-compatible capability calculator, pure and synchronous.
 //!
 //! `POST /agent/negotiation` and `parley assess` answer Bindu's self-assessment question with
 //! it, and the system negotiator reuses its tokenizer and scores. Numbers and wire format must
@@ -16,7 +16,8 @@
 //! Two choices where the reference leaves room: `matched_tags` and `matched_capabilities` are
 //! listed in first-seen order (Bindu lists a Python set, whose order is arbitrary), and the
 //! subscores are added and printed in the order skill_match, io_compatibility, load, cost,
-//! performance, with `performance = max(0, 1 - estimate/max_latency_ms)` (DESIGN.md wins).
+//! performance, with `performance = max(0, 1 - estimate/max_latency_ms)` (Parley's formula where
+//! the reference differs).
 
 pub mod assessment;
 pub mod calculator;

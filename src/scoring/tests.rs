@@ -1,4 +1,5 @@
-//! Pins every step of DESIGN.md §8 with numbers derived by hand (derivations in comments).
+//! Pins every step of the calculator (numbered as in [`super::calculator`]) with numbers derived by
+//! hand (derivations in comments).
 //!
 //! Default weights 0.55/0.20/0.15/0.05/0.05 sum to exactly 1.0 in binary floating point, so
 //! normalising leaves them unchanged and the weighted sums below are plain products.

@@ -9,7 +9,8 @@ use uuid::Uuid;
 use crate::domain::SideKind;
 
 /// `personal` when the user owns an active, negotiation-enabled personal agent with at least one
-/// live (not revoked, not expired) API key; otherwise `system` (DESIGN.md §2).
+/// live (not revoked, not expired) API key; otherwise `system`. Decided once per side, when the
+/// negotiation starts.
 pub async fn side_kind_for(conn: &mut PgConnection, user_id: &str) -> sqlx::Result<SideKind> {
     let personal = sqlx::query_scalar!(
         r#"SELECT EXISTS (

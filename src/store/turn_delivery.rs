@@ -112,7 +112,7 @@ impl<'r> FromRow<'r, PgRow> for Pickup {
     }
 }
 
-/// Pickup in one statement (DESIGN.md §5): authenticates the key, then returns the agent's live
+/// Pickup in one statement: authenticates the key, then returns the agent's live
 /// claim, or claims the oldest turn parked for its user until now +
 /// `claim_timeout`, swapping the park timer for the claim timer. Autocommit: call it on a
 /// pooled connection, outside any transaction.
