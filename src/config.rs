@@ -92,6 +92,10 @@ pub struct Config {
     pub housekeeping_every: Duration,
     /// Whether this process runs the timer workers (`serve --no-workers` turns them off).
     pub workers: bool,
+    /// `PARLEY_METRICS` (`on`/`off`): whether metrics are recorded and `/metrics` is served.
+    pub metrics: bool,
+    /// `PARLEY_METRICS_BIND`: a second listener that serves only `/metrics`, without credentials.
+    pub metrics_bind: Option<SocketAddr>,
 }
 
 impl Default for Config {
@@ -114,6 +118,8 @@ impl Default for Config {
             timer_poll: Duration::from_secs(1),
             housekeeping_every: Duration::from_secs(300),
             workers: true,
+            metrics: true,
+            metrics_bind: None,
         }
     }
 }
@@ -159,6 +165,20 @@ impl Config {
                 var: "PARLEY_BIND",
                 message: format!("{v:?} is not an address like 127.0.0.1:8080"),
             })?,
+        };
+        let metrics_bind = match var("PARLEY_METRICS_BIND") {
+            None => None,
+            Some(v) => Some(v.parse().map_err(|_| ConfigError {
+                var: "PARLEY_METRICS_BIND",
+                message: format!("{v:?} is not an address like 127.0.0.1:9090"),
+            })?),
+        };
+        let metrics = match var("PARLEY_METRICS").as_deref() {
+            None | Some("on") => true,
+            Some("off") => false,
+            Some(other) => {
+                return Err(ConfigError { var: "PARLEY_METRICS", message: format!("{other:?} is neither \"on\" nor \"off\"") });
+            }
         };
         let log_format = match var("PARLEY_LOG_FORMAT").as_deref() {
             None | Some("pretty") => LogFormat::Pretty,
@@ -228,6 +248,8 @@ impl Config {
             timer_poll: duration("PARLEY_TIMER_POLL", d.timer_poll)?,
             housekeeping_every: duration("PARLEY_HOUSEKEEPING_EVERY", d.housekeeping_every)?,
             workers: true,
+            metrics,
+            metrics_bind,
         })
     }
 }

@@ -11,6 +11,7 @@ pub mod error;
 pub mod events;
 pub mod extract;
 pub mod health;
+pub mod metrics;
 pub mod negotiations;
 pub mod opportunities;
 pub mod status_page;
@@ -62,6 +63,7 @@ impl AppState {
 pub fn router(state: AppState) -> Router {
     Router::new()
         .merge(health::router())
+        .merge(metrics::router())
         .merge(negotiations::router())
         .merge(opportunities::router())
         .merge(a2a::router())
@@ -74,6 +76,7 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::mcp::router(state.clone()))
         .fallback(|| async { error::ApiError::NotFound("route") })
         .layer(DefaultBodyLimit::max(extract::BODY_LIMIT))
+        .layer(axum::middleware::from_fn(crate::metrics::track_http))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
 }

@@ -11,6 +11,7 @@ mod fixtures;
 mod helpers;
 mod index_compat;
 mod mcp;
+mod metrics;
 mod negotiations;
 mod openapi;
 mod privacy;
