@@ -29,6 +29,8 @@ use crate::{
 /// A built service, bound to its port, not yet serving.
 pub struct Application {
     listener: TcpListener,
+    /// `PARLEY_METRICS_BIND`'s listener, serving only `/metrics`.
+    metrics_listener: Option<TcpListener>,
     state: AppState,
     stop: tokio::sync::watch::Sender<bool>,
 }
@@ -94,6 +96,11 @@ impl Application {
             config.auth_failure_burst,
             config.auth_failure_refill,
         ));
+        let metrics_listener = match config.metrics_bind {
+            Some(addr) => Some(TcpListener::bind(addr).await.with_context(|| format!("binding {addr} for metrics"))?),
+            None => None,
+        };
+        crate::metrics::install(config.metrics);
         let engine = Self::build_engine(config, pool)?;
         let (stop, stopping) = tokio::sync::watch::channel(false);
         let state = AppState {
@@ -105,7 +112,12 @@ impl Application {
             events: Arc::new(crate::live::EventHub::default()),
             stopping,
         };
-        Ok(Application { listener, state, stop })
+        Ok(Application { listener, metrics_listener, state, stop })
+    }
+
+    /// The metrics listener's port, when `PARLEY_METRICS_BIND` is set.
+    pub fn metrics_port(&self) -> Option<u16> {
+        self.metrics_listener.as_ref().and_then(|l| l.local_addr().ok()).map(|a| a.port())
     }
 
     /// The bound port.
@@ -149,6 +161,12 @@ impl Application {
             header: self.state.engine.config().http_header_timeout,
             idle: self.state.engine.config().http_idle_timeout,
         };
+        if let Some(listener) = self.metrics_listener {
+            tracing::info!(address = %listener.local_addr()?, "serving /metrics without credentials");
+            let metrics = http::metrics::open_router(self.state.clone());
+            let stopped = self.state.stopped();
+            tokio::spawn(http::serve::serve(listener, metrics, timeouts, stopped));
+        }
         let router = http::router(self.state);
         let address = self.listener.local_addr()?;
         tracing::info!(%address, "listening on http://{address}");

@@ -106,6 +106,10 @@ pub struct Config {
     pub auth_failure_burst: u32,
     /// `PARLEY_AUTH_FAILURE_REFILL`: one more failed authentication is allowed per this period.
     pub auth_failure_refill: Duration,
+    /// `PARLEY_METRICS` (`on`/`off`): whether metrics are recorded and `/metrics` is served.
+    pub metrics: bool,
+    /// `PARLEY_METRICS_BIND`: a second listener that serves only `/metrics`, without credentials.
+    pub metrics_bind: Option<SocketAddr>,
 }
 
 impl Default for Config {
@@ -134,6 +138,8 @@ impl Default for Config {
             jwt_max_ttl: Duration::from_secs(30 * 24 * 3600),
             auth_failure_burst: 30,
             auth_failure_refill: Duration::from_millis(250),
+            metrics: true,
+            metrics_bind: None,
         }
     }
 }
@@ -179,6 +185,20 @@ impl Config {
                 var: "PARLEY_BIND",
                 message: format!("{v:?} is not an address like 127.0.0.1:8080"),
             })?,
+        };
+        let metrics_bind = match var("PARLEY_METRICS_BIND") {
+            None => None,
+            Some(v) => Some(v.parse().map_err(|_| ConfigError {
+                var: "PARLEY_METRICS_BIND",
+                message: format!("{v:?} is not an address like 127.0.0.1:9090"),
+            })?),
+        };
+        let metrics = match var("PARLEY_METRICS").as_deref() {
+            None | Some("on") => true,
+            Some("off") => false,
+            Some(other) => {
+                return Err(ConfigError { var: "PARLEY_METRICS", message: format!("{other:?} is neither \"on\" nor \"off\"") });
+            }
         };
         let log_format = match var("PARLEY_LOG_FORMAT").as_deref() {
             None | Some("pretty") => LogFormat::Pretty,
@@ -259,6 +279,8 @@ impl Config {
             jwt_max_ttl: duration("PARLEY_JWT_MAX_TTL", d.jwt_max_ttl)?,
             auth_failure_burst,
             auth_failure_refill: duration("PARLEY_AUTH_FAILURE_REFILL", d.auth_failure_refill)?,
+            metrics,
+            metrics_bind,
         })
     }
 }

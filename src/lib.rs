@@ -14,6 +14,7 @@ pub mod domain;
 pub mod embeddings;
 pub mod http;
 pub mod live;
+pub mod metrics;
 pub mod mcp;
 pub mod negotiator;
 pub mod openapi;

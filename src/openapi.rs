@@ -12,7 +12,7 @@ use utoipa::{
     openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme},
 };
 
-use crate::http::{a2a, agent_turns, agents, assessment, error::ErrorBody, events, health, negotiations, opportunities, status_page};
+use crate::http::{a2a, agent_turns, agents, assessment, error::ErrorBody, events, health, metrics, negotiations, opportunities, status_page};
 
 /// Where the spec is served.
 pub const SPEC_PATH: &str = "/api-spec/openapi.json";
@@ -35,6 +35,7 @@ specification rather than here.",
         health::healthz,
         health::api_health,
         health::readyz,
+        metrics::metrics,
         status_page::status_page,
         negotiations::create_negotiation,
         negotiations::get_negotiation,

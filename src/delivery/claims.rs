@@ -156,6 +156,7 @@ impl Engine {
         let Some(picked) = found.picked_up else { return Ok((agent, None)) };
         let task = picked.task;
         if picked.claimed_now {
+            crate::metrics::claimed();
             tracing::info!(negotiation.id = %task.id, agent.id = %agent.agent_id, claim.generation = task.claim_generation, "claimed");
         }
         let token = self.claim_token(task.id, task.claim_generation);
@@ -171,22 +172,27 @@ impl Engine {
     pub async fn pickup(&self, key: &AgentKey, wait: Option<Duration>) -> Result<Option<Claim>, DeliveryError> {
         let (agent, claim) = self.try_pickup(key).await?;
         let Some(wait) = wait.filter(|w| !w.is_zero()).filter(|_| claim.is_none()) else {
+            crate::metrics::pickup_waited(Duration::ZERO);
             return Ok(claim);
         };
-        let deadline = tokio::time::Instant::now() + wait;
+        let started = tokio::time::Instant::now();
+        let deadline = started + wait;
         let notify = self.wakeups.subscribe(&agent.owner_user_id);
-        loop {
+        let _waiting = crate::metrics::LongPollWaiter::start();
+        let claim = loop {
             let notified = notify.notified();
             tokio::pin!(notified);
             // Registered before looking (again), so a park committed in between still wakes us.
             notified.as_mut().enable();
             if let (_, Some(claim)) = self.try_pickup(key).await? {
-                return Ok(Some(claim));
+                break Some(claim);
             }
             if tokio::time::timeout_at(deadline, notified).await.is_err() {
-                return Ok(None);
+                break None;
             }
-        }
+        };
+        crate::metrics::pickup_waited(started.elapsed());
+        Ok(claim)
     }
 
     /// Checks that `agent` holds a live claim on `task` that `proof` (when a token was sent)

@@ -31,8 +31,9 @@ pub struct Engine {
 /// How a turn was concluded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Concluded {
-    /// The negotiation ended (accept, reject, cap).
-    Ended,
+    /// The negotiation ended (accept, reject, cap): whether it made an opportunity, and why
+    /// it ended without an accept or reject.
+    Ended(bool, Option<EndReason>),
     /// The next turn, this number, was parked for a personal agent.
     Parked(u32),
     /// The next turn is the system negotiator's.
@@ -131,8 +132,9 @@ impl Engine {
         let side = match next_step(&task, &turns) {
             // Turns stored but not yet concluded (a respond that ended the negotiation).
             Next::Finish(reason) => {
-                finalize(self, &mut tx, &task, &turns, reason).await?;
+                let outcome = finalize(self, &mut tx, &task, &turns, reason).await?;
                 tx.commit().await?;
+                crate::metrics::negotiation_ended(outcome.has_opportunity, outcome.reason);
                 return Ok(Step::Stop);
             }
             Next::Park(_) => {
@@ -151,6 +153,7 @@ impl Engine {
         let concluded = async {
             let (turn, concluded) = self.take_system_turn(&mut tx, &task, side, turns).await?;
             tx.commit().await?;
+            crate::metrics::turn_by(SideKind::System, turn.action);
             tracing::info!("{}", turn.action);
             Ok::<_, DeliveryError>(concluded)
         }
@@ -158,7 +161,7 @@ impl Engine {
         .await?;
         Ok(match self.after_commit(&task, concluded) {
             Concluded::Continues => Step::Continue,
-            Concluded::Ended | Concluded::Parked(_) => Step::Stop,
+            Concluded::Ended(..) | Concluded::Parked(_) => Step::Stop,
         })
     }
 
@@ -193,8 +196,8 @@ impl Engine {
         let count = turns.len() as u32;
         match next_step(task, turns) {
             Next::Finish(reason) => {
-                finalize(self, conn, task, turns, reason).await?;
-                Ok(Concluded::Ended)
+                let outcome = finalize(self, conn, task, turns, reason).await?;
+                Ok(Concluded::Ended(outcome.has_opportunity, outcome.reason))
             }
             Next::Park(_) => {
                 self.park_in(conn, task, count).await?;
@@ -208,10 +211,12 @@ impl Engine {
     }
 
     /// What to do once a concluded turn's transaction committed: wake the long-polls of a
-    /// parked turn. Returns `concluded` for the caller to decide whether to go on.
+    /// parked turn, count an ending. Returns `concluded` for the caller to decide whether to go on.
     pub(crate) fn after_commit(&self, task: &tasks::Task, concluded: Concluded) -> Concluded {
-        if let Concluded::Parked(turn_number) = concluded {
-            self.parked(task, turn_number);
+        match concluded {
+            Concluded::Parked(turn_number) => self.parked(task, turn_number),
+            Concluded::Ended(has_opportunity, reason) => crate::metrics::negotiation_ended(has_opportunity, reason),
+            Concluded::Continues => {}
         }
         concluded
     }
@@ -277,8 +282,9 @@ impl Engine {
             return Err(DeliveryError::AlreadyCompleted);
         }
         let turns: Vec<Turn> = messages::turns(&mut tx, task.id).await?.into_iter().map(|t| t.turn).collect();
-        finalize(self, &mut tx, &task, &turns, Some(EndReason::Canceled)).await?;
+        let outcome = finalize(self, &mut tx, &task, &turns, Some(EndReason::Canceled)).await?;
         tx.commit().await?;
+        crate::metrics::negotiation_ended(outcome.has_opportunity, outcome.reason);
         Ok(())
     }
 

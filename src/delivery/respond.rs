@@ -195,6 +195,7 @@ impl Engine {
             return Ok(None);
         }
         for (t, played_by) in &plan.turns {
+            crate::metrics::turn_by(*played_by, t.action);
             tracing::info!(agent.id = %agent.agent_id, turn.number = t.turn_number, turn.side = t.side.as_str(),
                 turn.played_by = played_by.as_str(), "{}", t.action);
         }

@@ -93,6 +93,7 @@ impl Engine {
             self.arm_deadline(&mut tx, task_id, chrono::Utc::now()).await?;
         }
         tx.commit().await?;
+        crate::metrics::negotiation_started();
         tracing::info!(negotiation.id = %task_id, opportunity.id = %opportunity_id,
             source.kind = source_kind.as_str(), candidate.kind = candidate_kind.as_str(), "negotiation started");
         self.advance(task_id).await?;

@@ -115,6 +115,7 @@ impl Engine {
         self.arm_park_timer(&mut tx, &task, task.turn_count, task.claim_generation, first_parked_at).await?;
         tasks::notify_parked(&mut tx, &user).await?;
         tx.commit().await?;
+        crate::metrics::claim_expired();
         self.wakeups.wake(&user);
         tracing::info!(negotiation.id = %task.id, claim.generation = t.generation, "claim expired; turn parked again");
         Ok(true)
@@ -141,6 +142,8 @@ impl Engine {
         let turns: Vec<Turn> = messages::turns(&mut tx, task.id).await?.into_iter().map(|t| t.turn).collect();
         let (turn, concluded) = self.take_system_turn(&mut tx, &task, side, turns).await?;
         tx.commit().await?;
+        crate::metrics::park_fallback("park_timeout");
+        crate::metrics::turn("system_fallback", turn.action);
         tracing::info!(negotiation.id = %task.id, turn.number = turn.turn_number, turn.side = side.as_str(),
             turn.played_by = "system_fallback", "{}", turn.action);
         if self.after_commit(&task, concluded) == Concluded::Continues {
@@ -157,8 +160,9 @@ impl Engine {
             return Ok(false);
         }
         let turns: Vec<Turn> = messages::turns(&mut tx, task.id).await?.into_iter().map(|t| t.turn).collect();
-        finalize(self, &mut tx, &task, &turns, Some(EndReason::Timeout)).await?;
+        let outcome = finalize(self, &mut tx, &task, &turns, Some(EndReason::Timeout)).await?;
         tx.commit().await?;
+        crate::metrics::negotiation_ended(outcome.has_opportunity, outcome.reason);
         Ok(true)
     }
 

@@ -14,6 +14,7 @@ pub mod events;
 pub mod extract;
 pub mod health;
 pub mod input;
+pub mod metrics;
 pub mod negotiations;
 pub mod opportunities;
 pub mod serve;
@@ -106,6 +107,7 @@ pub fn router(state: AppState) -> Router {
         .map_request(|request: Request<TimeoutBody<Body>>| request.map(Body::new));
     Router::new()
         .merge(health::router())
+        .merge(metrics::router())
         .merge(negotiations::router())
         .merge(opportunities::router())
         .merge(a2a::router())
@@ -121,6 +123,7 @@ pub fn router(state: AppState) -> Router {
         .layer(body_timeout)
         .layer(middleware::from_fn_with_state(state.clone(), auth_limiter::limit_failed_authentication))
         .layer(security_headers)
+        .layer(axum::middleware::from_fn(crate::metrics::track_http))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
 }

@@ -163,6 +163,8 @@ pub struct TestApp {
     pub database_url: String,
     /// The service's state.
     pub state: AppState,
+    /// The port of the open `/metrics` listener, when the configuration asked for one.
+    pub metrics_port: Option<u16>,
 }
 
 /// An HTTP answer: status and JSON body (`Value::Null` when empty or not JSON).
@@ -194,9 +196,10 @@ impl TestApp {
         let pool = db::pool(database_url, config.pool_size).await.unwrap();
         let app = Application::build(config, pool.clone()).await.expect("building the app");
         let base = format!("http://127.0.0.1:{}", app.port());
+        let metrics_port = app.metrics_port();
         let state = app.state().clone();
         tokio::spawn(app.run_until_stopped(std::future::pending()));
-        TestApp { base, client: reqwest::Client::new(), pool, database_url: database_url.to_owned(), state }
+        TestApp { base, client: reqwest::Client::new(), pool, database_url: database_url.to_owned(), state, metrics_port }
     }
 
     /// A token for `sub` with `role`, valid for an hour.

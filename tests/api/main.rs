@@ -12,6 +12,7 @@ mod hardening;
 mod helpers;
 mod index_compat;
 mod mcp;
+mod metrics;
 mod negotiations;
 mod nul;
 mod openapi;

@@ -1,0 +1,268 @@
+//! What the service counts and measures, exported at `GET /metrics` in the Prometheus text format.
+//!
+//! Everything is recorded through the `metrics` facade into one process-wide Prometheus recorder
+//! (installed once, on the first [`install`]); the exposition is the exporter's, never written by
+//! hand. Events are counted where they are committed: a turn, a claim or an ending is recorded
+//! after the transaction that made it committed, so a rolled-back attempt is never counted.
+//! Quantities that live in the database (parked and claimed turns, pending and overdue timers)
+//! are read by one query per scrape, not tracked by hand, so they cannot drift.
+//!
+//! Label values are bounded: route templates such as `/api/negotiations/:id` (never raw paths or
+//! ids), methods, statuses, and
+//! the closed sets of actions, side kinds, outcomes and end reasons.
+
+use std::{
+    sync::{
+        OnceLock,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
+
+use axum::{
+    body::Body,
+    extract::{MatchedPath, Request},
+    middleware::Next,
+    response::Response,
+};
+use metrics::{counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+
+use crate::domain::{Action, EndReason, SideKind};
+
+static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+static ENABLED: AtomicBool = AtomicBool::new(false);
+
+/// Histogram buckets in seconds: 1 ms to 60 s (long-polls and SSE streams last that long).
+const SECONDS_BUCKETS: &[f64] =
+    &[0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
+
+/// Installs the process's recorder (once) and turns recording on or off. Off, every record
+/// call returns at once and `/metrics` answers 404; the benchmark compares the two in one run.
+pub fn install(enabled: bool) {
+    HANDLE.get_or_init(|| {
+        let recorder = PrometheusBuilder::new()
+            .set_buckets_for_metric(Matcher::Suffix("_seconds".to_owned()), SECONDS_BUCKETS)
+            .expect("the bucket list is not empty")
+            .build_recorder();
+        let handle = recorder.handle();
+        if metrics::set_global_recorder(recorder).is_err() {
+            tracing::warn!("another metrics recorder is installed; /metrics will be empty");
+        }
+        describe();
+        register_known_series();
+        handle
+    });
+    ENABLED.store(enabled, Ordering::Relaxed);
+}
+
+/// Whether metrics are recorded and served.
+pub fn enabled() -> bool {
+    ENABLED.load(Ordering::Relaxed)
+}
+
+fn describe() {
+    describe_counter!("parley_http_requests_total", "HTTP requests answered, by method, route template and status.");
+    describe_histogram!(
+        "parley_http_request_duration_seconds",
+        metrics::Unit::Seconds,
+        "Time to answer an HTTP request (headers sent), by method and route template."
+    );
+    describe_counter!("parley_turns_total", "Turns taken, by who played the side (system, personal, system_fallback) and action.");
+    describe_counter!("parley_negotiations_started_total", "Negotiations started.");
+    describe_counter!("parley_negotiations_ended_total", "Negotiations ended, by outcome (accepted, rejected, stalled) and reason.");
+    describe_counter!("parley_claims_total", "Turns claimed by personal agents.");
+    describe_counter!("parley_claim_expiries_total", "Claims that lapsed: the turn was parked again.");
+    describe_counter!("parley_park_fallbacks_total", "Parked turns taken by the system negotiator when the park window ran out, by window.");
+    describe_histogram!(
+        "parley_pickup_wait_seconds",
+        metrics::Unit::Seconds,
+        "How long a pickup waited before it answered (0 for an immediate answer)."
+    );
+    describe_gauge!("parley_long_poll_waiters", "Pickups waiting in a long-poll right now.");
+    describe_gauge!("parley_parked_turns", "Turns parked for a personal agent and not claimed.");
+    describe_gauge!("parley_claimed_turns", "Turns claimed by a personal agent and not yet answered.");
+    describe_gauge!("parley_timer_jobs_pending", "Durable timers armed and not yet run, by queue.");
+    describe_gauge!("parley_timer_jobs_overdue", "Pending timers more than 5 s past their time, by queue.");
+    describe_gauge!("parley_db_pool_connections", "Database pool connections, by state (in_use, idle).");
+}
+
+/// Registers every series whose label values are a closed set, at zero, so dashboards and
+/// alerts find them before the first event.
+fn register_known_series() {
+    for played_by in ["system", "personal", "system_fallback"] {
+        for action in Action::ALL {
+            counter!("parley_turns_total", "played_by" => played_by, "action" => action.as_str()).absolute(0);
+        }
+    }
+    for (outcome, reason) in [
+        ("accepted", "none"),
+        ("rejected", "none"),
+        ("stalled", "turn_cap"),
+        ("stalled", "timeout"),
+        ("stalled", "canceled"),
+    ] {
+        counter!("parley_negotiations_ended_total", "outcome" => outcome, "reason" => reason).absolute(0);
+    }
+    counter!("parley_negotiations_started_total").absolute(0);
+    counter!("parley_claims_total").absolute(0);
+    counter!("parley_claim_expiries_total").absolute(0);
+    counter!("parley_park_fallbacks_total", "window" => "park_timeout").absolute(0);
+    gauge!("parley_long_poll_waiters").set(0.0);
+    let _ = histogram!("parley_pickup_wait_seconds");
+}
+
+/// Counts one answered request and its duration; the route is the matched template.
+pub async fn track_http(request: Request<Body>, next: Next) -> Response {
+    if !enabled() {
+        return next.run(request).await;
+    }
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| route_label(p.as_str()))
+        .unwrap_or_else(|| "unmatched".to_owned());
+    let method = request.method().as_str().to_owned();
+    let started = std::time::Instant::now();
+    let response = next.run(request).await;
+    let status = response.status().as_u16().to_string();
+    histogram!("parley_http_request_duration_seconds", "method" => method.clone(), "route" => route.clone())
+        .record(started.elapsed().as_secs_f64());
+    counter!("parley_http_requests_total", "method" => method, "route" => route, "status" => status).increment(1);
+    response
+}
+
+/// A route template as a label: `/api/negotiations/{id}` becomes `/api/negotiations/:id`, the
+/// spelling most dashboards use and one that every exposition parser reads (braces inside label
+/// values trip some of them).
+fn route_label(template: &str) -> String {
+    template.replace('{', ":").replace('}', "")
+}
+
+/// A committed turn.
+pub fn turn(played_by: &'static str, action: Action) {
+    if enabled() {
+        counter!("parley_turns_total", "played_by" => played_by, "action" => action.as_str()).increment(1);
+    }
+}
+
+/// A committed turn, by the kind of side that played it.
+pub fn turn_by(kind: SideKind, action: Action) {
+    turn(kind.as_str(), action);
+}
+
+/// A committed start.
+pub fn negotiation_started() {
+    if enabled() {
+        counter!("parley_negotiations_started_total").increment(1);
+    }
+}
+
+/// A committed ending.
+pub fn negotiation_ended(has_opportunity: bool, reason: Option<EndReason>) {
+    if !enabled() {
+        return;
+    }
+    let outcome = match (has_opportunity, reason) {
+        (true, _) => "accepted",
+        (false, None) => "rejected",
+        (false, Some(_)) => "stalled",
+    };
+    let reason = match reason {
+        None => "none",
+        Some(EndReason::TurnCap) => "turn_cap",
+        Some(EndReason::Timeout) => "timeout",
+        Some(EndReason::Canceled) => "canceled",
+    };
+    counter!("parley_negotiations_ended_total", "outcome" => outcome, "reason" => reason).increment(1);
+}
+
+/// A committed new claim.
+pub fn claimed() {
+    if enabled() {
+        counter!("parley_claims_total").increment(1);
+    }
+}
+
+/// A committed claim expiry.
+pub fn claim_expired() {
+    if enabled() {
+        counter!("parley_claim_expiries_total").increment(1);
+    }
+}
+
+/// A committed park fallback; `window` names the park window that ran out.
+pub fn park_fallback(window: &'static str) {
+    if enabled() {
+        counter!("parley_park_fallbacks_total", "window" => window).increment(1);
+    }
+}
+
+/// How long a pickup waited.
+pub fn pickup_waited(waited: Duration) {
+    if enabled() {
+        histogram!("parley_pickup_wait_seconds").record(waited.as_secs_f64());
+    }
+}
+
+/// Counts a long-poll as waiting for as long as the guard lives.
+pub struct LongPollWaiter(bool);
+
+impl LongPollWaiter {
+    /// Starts counting.
+    pub fn start() -> LongPollWaiter {
+        let on = enabled();
+        if on {
+            gauge!("parley_long_poll_waiters").increment(1.0);
+        }
+        LongPollWaiter(on)
+    }
+}
+
+impl Drop for LongPollWaiter {
+    fn drop(&mut self) {
+        if self.0 {
+            gauge!("parley_long_poll_waiters").decrement(1.0);
+        }
+    }
+}
+
+/// Reads the database's gauges and renders everything; `None` when metrics are off.
+pub async fn render(pool: &sqlx::PgPool) -> Result<Option<String>, sqlx::Error> {
+    let Some(handle) = HANDLE.get().filter(|_| enabled()) else { return Ok(None) };
+    // Over the partial index of active tasks: a handful of rows, however large the history.
+    let (parked, claimed): (i64, i64) = sqlx::query_as(
+        "SELECT count(*) FILTER (WHERE state = 'waiting_for_agent'), count(*) FILTER (WHERE state = 'claimed')
+           FROM tasks WHERE state IN ('submitted', 'working', 'waiting_for_agent', 'claimed')",
+    )
+    .fetch_one(pool)
+    .await?;
+    gauge!("parley_parked_turns").set(parked as f64);
+    gauge!("parley_claimed_turns").set(claimed as f64);
+    let timers: Vec<(String, i64, i64)> = sqlx::query_as(
+        "SELECT job_type, count(*), count(*) FILTER (WHERE run_at < now() - interval '5 seconds')
+           FROM apalis.jobs WHERE status = 'Pending' GROUP BY job_type",
+    )
+    .fetch_all(pool)
+    .await?;
+    for queue in parley_jobs::queues::ALL.iter() {
+        let (pending, overdue) =
+            timers.iter().find(|(q, ..)| q == queue).map(|(_, p, o)| (*p, *o)).unwrap_or((0, 0));
+        gauge!("parley_timer_jobs_pending", "queue" => *queue).set(pending as f64);
+        gauge!("parley_timer_jobs_overdue", "queue" => *queue).set(overdue as f64);
+    }
+    let size = pool.size() as f64;
+    let idle = pool.num_idle() as f64;
+    gauge!("parley_db_pool_connections", "state" => "in_use").set(size - idle);
+    gauge!("parley_db_pool_connections", "state" => "idle").set(idle);
+    Ok(Some(handle.render()))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn route_templates_become_colon_labels() {
+        assert_eq!(super::route_label("/api/agents/{id}/negotiations/{negotiationId}"), "/api/agents/:id/negotiations/:negotiationId");
+        assert_eq!(super::route_label("/healthz"), "/healthz");
+    }
+}
