@@ -111,3 +111,44 @@ async fn a_lapsed_claim_not_yet_swept_does_not_hold_the_next_pickup_back() {
     assert_eq!(third.body["negotiationId"], second_id.as_str(), "the only parked turn, claimed again");
     assert_eq!(claims_of(&app, &agent).await, vec![second_id]);
 }
+
+#[tokio::test]
+async fn the_migration_keeps_one_claim_per_agent_and_hands_the_others_back() {
+    let url = crate::helpers::fresh_database().await;
+    let app = TestApp::spawn_on(&url, |_| {}).await;
+    let agent = app.register_agent("user-busy").await;
+    park_turns_for(&app, "user-busy", 2).await;
+    let kept = app.pickup(&agent, None).await.body["negotiationId"].as_str().unwrap().to_owned();
+
+    // Before the index: the same agent could come to hold a second claim.
+    let before_index = parley::db::MIGRATOR.iter().map(|m| m.version).filter(|v| *v < 20261122000004).max().unwrap();
+    parley::db::MIGRATOR.undo(&app.pool, before_index).await.unwrap();
+    let agent_id: uuid::Uuid = agent.id.parse().unwrap();
+    let second: uuid::Uuid = sqlx::query_scalar(
+        "UPDATE tasks SET state = 'claimed', claim_agent_id = $1, claim_generation = claim_generation + 1,
+                          claim_expires_at = now() + interval '1 minute'
+          WHERE state = 'waiting_for_agent' RETURNING task_id",
+    )
+    .bind(agent_id)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(claims_of(&app, &agent).await.len(), 2);
+
+    parley::db::MIGRATOR.run(&app.pool).await.unwrap();
+    assert_eq!(claims_of(&app, &agent).await, vec![kept.clone()], "the oldest live claim is kept");
+    let (state, seat): (String, Option<String>) = sqlx::query_as("SELECT state, awaiting_user_id FROM tasks WHERE task_id = $1")
+        .bind(second)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!((state.as_str(), seat), ("working", None));
+    // The recovery pass parks it again for the same user.
+    app.state.engine.recover(Duration::ZERO).await.unwrap();
+    let (state, seat): (String, Option<String>) = sqlx::query_as("SELECT state, awaiting_user_id FROM tasks WHERE task_id = $1")
+        .bind(second)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!((state.as_str(), seat.as_deref()), ("waiting_for_agent", Some("user-busy")));
+}
