@@ -1,8 +1,8 @@
-//! The fault harness: many agents polling, answering late, releasing and vanishing over many
-//! turns, with the service killed (SIGKILL), PostgreSQL restarted and the service's database
-//! connections terminated under load. Afterwards every negotiation must have ended and every
-//! invariant must hold in SQL. Counts are reported the Jepsen way: lost, duplicated,
-//! unexpected, recovered.
+//! The fault harness: many agents polling (sometimes twice at once), answering late, releasing
+//! and vanishing over many turns, with the service killed (SIGKILL), PostgreSQL restarted and
+//! the service's database connections terminated under load. Throughout, no agent may hold two
+//! live claims; afterwards every negotiation must have ended and every invariant must hold in
+//! SQL. Counts are reported the Jepsen way: lost, duplicated, unexpected, recovered.
 //!
 //! `cargo test --test faults` runs the short version (CI runs it). Set
 //! `PARLEY_FAULT_SCALE=full` for the long one (more negotiations, more agents, more kills).
@@ -52,6 +52,8 @@ struct Ledger {
     claims: Mutex<HashMap<(String, String), String>>,
     /// Same claim token handed to two different agents.
     double_claims: AtomicU64,
+    /// Times an agent was seen holding two live claims at once (sampled throughout the run).
+    two_live_claims: AtomicU64,
     /// 5xx answers or bodies that broke the contract.
     unexpected: AtomicU64,
     /// Requests that failed to connect or got 503 (the service or its database was down):
@@ -79,11 +81,14 @@ async fn agent_loop(base: Arc<Mutex<String>>, agent: (String, String), ledger: A
     let (agent_id, key) = agent;
     while !stop.load(Ordering::Relaxed) {
         let url = base.lock().unwrap().clone();
-        let picked = client
-            .post(format!("{url}/api/agents/{agent_id}/negotiations/pickup?wait=1"))
-            .header("x-api-key", &key)
-            .send()
-            .await;
+        let pickup = || client.post(format!("{url}/api/agents/{agent_id}/negotiations/pickup?wait=1")).header("x-api-key", &key).send();
+        let picked = if rng.below(4) == 0 {
+            // Impatient: two pickups at once, the first answer used. Both get the agent's one
+            // claim; two claims would show in `watch_claims`.
+            tokio::join!(pickup(), pickup()).0
+        } else {
+            pickup().await
+        };
         let picked = match picked {
             Ok(r) => r,
             Err(_) => {
@@ -209,6 +214,28 @@ impl Service {
     }
 }
 
+/// How many agents hold more than one live claim right now.
+const AGENTS_WITH_TWO_LIVE_CLAIMS: &str = "SELECT count(*) FROM (SELECT claim_agent_id FROM tasks
+     WHERE state = 'claimed' AND claim_expires_at > now() AND claim_agent_id IS NOT NULL
+     GROUP BY claim_agent_id HAVING count(*) > 1) a";
+
+/// Watches the claims throughout the run: no agent may ever hold two live claims at once.
+/// Samples that fail (the database is down during a fault) are skipped.
+async fn watch_claims(database_url: String, ledger: Arc<Ledger>, stop: Arc<AtomicBool>) {
+    let pool = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(1)
+        .test_before_acquire(true)
+        .connect_lazy(&database_url)
+        .unwrap();
+    while !stop.load(Ordering::Relaxed) {
+        if let Ok(n) = sqlx::query_scalar::<_, i64>(AGENTS_WITH_TWO_LIVE_CLAIMS).fetch_one(&pool).await {
+            ledger.two_live_claims.fetch_add(n as u64, Ordering::Relaxed);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    pool.close().await;
+}
+
 async fn wait_ready(base: &str) {
     for _ in 0..200 {
         if reqwest::get(format!("{base}/readyz")).await.is_ok_and(|r| r.status().is_success()) {
@@ -237,6 +264,13 @@ async fn check(pool: &sqlx::PgPool, ledger: &Ledger, in_flight_at_faults: &HashS
         .await
         .unwrap() as u64;
     report.duplicated += ledger.double_claims.load(Ordering::Relaxed);
+    // An agent holding two claims: seen live during the run, or left claimed at the end.
+    report.duplicated += ledger.two_live_claims.load(Ordering::Relaxed);
+    report.duplicated += q("SELECT count(*) FROM (SELECT 1 FROM tasks WHERE state = 'claimed'
+                              GROUP BY claim_agent_id HAVING count(*) > 1) d")
+        .fetch_one(pool)
+        .await
+        .unwrap() as u64;
     report.duplicated += q("SELECT count(*) FROM (SELECT 1 FROM artifacts GROUP BY task_id, name HAVING count(*) > 1) d")
         .fetch_one(pool)
         .await
@@ -367,6 +401,7 @@ async fn kills_restarts_and_dropped_connections_lose_nothing() {
     for (i, agent) in agents.iter().enumerate() {
         pollers.push(tokio::spawn(agent_loop(shared_base.clone(), agent.clone(), ledger.clone(), stop.clone(), 7 + i as u64)));
     }
+    pollers.push(tokio::spawn(watch_claims(database_url.clone(), ledger.clone(), stop.clone())));
 
     // Negotiations arrive while faults happen.
     let mut rng = Lcg(42);
@@ -462,8 +497,10 @@ async fn kills_restarts_and_dropped_connections_lose_nothing() {
     let acknowledged = ledger.acknowledged.lock().unwrap().len();
     eprintln!(
         "fault run {scale:?}: {total} negotiations, {turns} turns, {acknowledged} acknowledged responds, {} refused \
-         requests during faults | lost {} duplicated {} unexpected {} recovered {} (of {} in flight at faults)",
+         requests during faults, {} agents seen with two live claims | lost {} duplicated {} unexpected {} recovered {} \
+         (of {} in flight at faults)",
         ledger.refused.load(Ordering::Relaxed),
+        ledger.two_live_claims.load(Ordering::Relaxed),
         report.lost,
         report.duplicated,
         report.unexpected,

@@ -8,6 +8,11 @@
 //! still of the token's generation, and a turn answered under a claim records its generation.
 //!
 //! Pickup is one statement (`store::turn_delivery::pickup`), authentication included.
+//!
+//! An agent holds at most one claim, and the database enforces it: a unique index over the
+//! claimed tasks' holders. A retried pickup, or several pickups of one agent at once, all get
+//! the agent's one live claim (same turn, same token); a lapsed claim that its timer has not
+//! given back yet is given back by the agent's next pickup before it claims.
 
 use std::time::Duration;
 
@@ -150,7 +155,8 @@ impl Engine {
     pub async fn try_pickup(&self, key: &AgentKey) -> Result<(AgentIdentity, Option<Claim>), DeliveryError> {
         let found = {
             let mut conn = self.pool.acquire().await?;
-            turn_delivery::pickup(&mut conn, &key.key_hash, key.agent_id, self.config.claim_timeout).await?
+            turn_delivery::pickup(&mut conn, &key.key_hash, key.agent_id, self.config.claim_timeout, self.config.park_timeout)
+                .await?
         };
         let agent = found.key.identity()?;
         let Some(picked) = found.picked_up else { return Ok((agent, None)) };

@@ -114,18 +114,24 @@ impl<'r> FromRow<'r, PgRow> for Pickup {
 
 /// Pickup in one statement: authenticates the key, then returns the agent's live
 /// claim, or claims the oldest turn parked for its user until now +
-/// `claim_timeout`, swapping the park timer for the claim timer. Autocommit: call it on a
-/// pooled connection, outside any transaction.
+/// `claim_timeout`, swapping the park timer for the claim timer. An agent holds at most one
+/// claim (the unique index `tasks_one_claim_per_agent`): a lapsed claim its timer has not given
+/// back yet is given back first (its park timer re-armed from `park_timeout`), and a pickup
+/// that loses the race to a concurrent pickup of the same agent returns that pickup's claim.
+/// Autocommit: call it on a pooled connection, outside any transaction.
 pub async fn pickup(
     conn: &mut PgConnection,
     key_hash: &[u8],
     agent_id: Option<Uuid>,
     claim_timeout: std::time::Duration,
+    park_timeout: std::time::Duration,
 ) -> anyhow::Result<Pickup> {
-    Ok(sqlx::query_as::<_, Pickup>("SELECT * FROM parley_pickup($1, $2, $3, $4)")
+    Ok(sqlx::query_as::<_, Pickup>("SELECT * FROM parley_pickup($1, $2, $3, $4, $5, $6)")
         .bind(key_hash)
         .bind(agent_id)
         .bind(interval(claim_timeout)?)
+        .bind(interval(park_timeout)?)
+        .bind(parley_jobs::new_timer_id())
         .bind(parley_jobs::new_timer_id())
         .fetch_one(conn)
         .await?)

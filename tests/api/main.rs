@@ -3,6 +3,7 @@
 mod a2a;
 mod agents;
 mod authz;
+mod claims;
 mod cli;
 mod delivery;
 mod assessment;
