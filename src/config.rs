@@ -92,6 +92,10 @@ pub struct Config {
     pub housekeeping_every: Duration,
     /// Whether this process runs the timer workers (`serve --no-workers` turns them off).
     pub workers: bool,
+    /// `PARLEY_MIN_TRUST`: the trust percentile (0-100) below which discovery shows no agent.
+    pub min_trust: u32,
+    /// `PARLEY_ANONYMOUS_ID_TTL`: how long an agent's anonymous id lives before it is replaced.
+    pub anonymous_id_ttl: Duration,
 }
 
 impl Default for Config {
@@ -114,6 +118,8 @@ impl Default for Config {
             timer_poll: Duration::from_secs(1),
             housekeeping_every: Duration::from_secs(300),
             workers: true,
+            min_trust: 0,
+            anonymous_id_ttl: Duration::from_secs(24 * 3600),
         }
     }
 }
@@ -204,6 +210,10 @@ impl Config {
             return Err(ConfigError { var: "PARLEY_DB_POOL_SIZE", message: "must be at least 2".into() });
         }
 
+        let min_trust = number("PARLEY_MIN_TRUST", d.min_trust)?;
+        if min_trust > 100 {
+            return Err(ConfigError { var: "PARLEY_MIN_TRUST", message: "must be a percentile from 0 to 100".into() });
+        }
         Ok(Config {
             database_url,
             bind,
@@ -228,6 +238,8 @@ impl Config {
             timer_poll: duration("PARLEY_TIMER_POLL", d.timer_poll)?,
             housekeeping_every: duration("PARLEY_HOUSEKEEPING_EVERY", d.housekeeping_every)?,
             workers: true,
+            min_trust,
+            anonymous_id_ttl: duration("PARLEY_ANONYMOUS_ID_TTL", d.anonymous_id_ttl)?,
         })
     }
 }
