@@ -7,6 +7,7 @@ pub mod agent_turns;
 pub mod agents;
 pub mod assessment;
 pub mod auth;
+pub mod directory;
 pub mod error;
 pub mod events;
 pub mod extract;
@@ -66,6 +67,7 @@ pub fn router(state: AppState) -> Router {
         .merge(opportunities::router())
         .merge(a2a::router())
         .merge(agents::router())
+        .merge(directory::router())
         .merge(agent_turns::router())
         .merge(assessment::router())
         .merge(events::router())

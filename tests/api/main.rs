@@ -5,6 +5,7 @@ mod agents;
 mod authz;
 mod cli;
 mod delivery;
+mod directory;
 mod assessment;
 mod auth;
 mod fixtures;
