@@ -110,6 +110,10 @@ pub struct Config {
     pub metrics: bool,
     /// `PARLEY_METRICS_BIND`: a second listener that serves only `/metrics`, without credentials.
     pub metrics_bind: Option<SocketAddr>,
+    /// `PARLEY_MIN_TRUST`: the trust percentile (0-100) below which discovery shows no agent.
+    pub min_trust: u32,
+    /// `PARLEY_ANONYMOUS_ID_TTL`: how long an agent's anonymous id lives before it is replaced.
+    pub anonymous_id_ttl: Duration,
 }
 
 impl Default for Config {
@@ -140,6 +144,8 @@ impl Default for Config {
             auth_failure_refill: Duration::from_millis(250),
             metrics: true,
             metrics_bind: None,
+            min_trust: 0,
+            anonymous_id_ttl: Duration::from_secs(24 * 3600),
         }
     }
 }
@@ -249,6 +255,10 @@ impl Config {
             return Err(ConfigError { var: "PARLEY_AUTH_FAILURE_BURST", message: "must be at least 1".into() });
         }
 
+        let min_trust = number("PARLEY_MIN_TRUST", d.min_trust)?;
+        if min_trust > 100 {
+            return Err(ConfigError { var: "PARLEY_MIN_TRUST", message: "must be a percentile from 0 to 100".into() });
+        }
         Ok(Config {
             database_url,
             bind,
@@ -281,6 +291,8 @@ impl Config {
             auth_failure_refill: duration("PARLEY_AUTH_FAILURE_REFILL", d.auth_failure_refill)?,
             metrics,
             metrics_bind,
+            min_trust,
+            anonymous_id_ttl: duration("PARLEY_ANONYMOUS_ID_TTL", d.anonymous_id_ttl)?,
         })
     }
 }

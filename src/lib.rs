@@ -10,6 +10,7 @@ pub mod cli;
 pub mod config;
 pub mod db;
 pub mod delivery;
+pub mod directory;
 pub mod domain;
 pub mod embeddings;
 pub mod http;

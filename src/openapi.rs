@@ -12,7 +12,10 @@ use utoipa::{
     openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme},
 };
 
-use crate::http::{a2a, agent_turns, agents, assessment, error::ErrorBody, events, health, metrics, negotiations, opportunities, status_page};
+use crate::http::{
+    a2a, agent_turns, agents, assessment, directory, error::ErrorBody, events, health, metrics, negotiations, opportunities,
+    status_page,
+};
 
 /// Where the spec is served.
 pub const SPEC_PATH: &str = "/api-spec/openapi.json";
@@ -58,6 +61,12 @@ specification rather than here.",
         agent_turns::release_claim,
         agent_turns::list_agent_negotiations,
         agent_turns::get_agent_negotiation,
+        directory::put_capability,
+        directory::list_capabilities,
+        directory::delete_capability,
+        directory::put_permissions,
+        directory::discover_agents,
+        directory::get_trust,
         assessment::assess_task,
         events::stream_events,
         openapi_json,
@@ -69,6 +78,7 @@ specification rather than here.",
         (name = "opportunities", description = "What people see and decide on"),
         (name = "agents", description = "A person registers personal agents and manages their API keys"),
         (name = "turns", description = "A personal agent's turn delivery: pickup, respond, extend, release"),
+        (name = "directory", description = "Capabilities agents offer, discovery and trust"),
         (name = "a2a", description = "A2A views of a negotiation"),
         (name = "assessment", description = "Bindu-compatible self-assessment (snake_case)"),
         (name = "events", description = "Live events for the web UI"),

@@ -37,7 +37,11 @@ async fn path_agent_id(parts: &mut Parts, state: &AppState) -> Result<Uuid, ApiE
     let Path(params) = Path::<HashMap<String, String>>::from_request_parts(parts, state)
         .await
         .map_err(|_| ApiError::NotFound("agent"))?;
-    params.get("id").and_then(|id| Uuid::parse_str(id).ok()).ok_or(ApiError::NotFound("agent"))
+    params
+        .get("id")
+        .or_else(|| params.get("agentId"))
+        .and_then(|id| Uuid::parse_str(id).ok())
+        .ok_or(ApiError::NotFound("agent"))
 }
 
 async fn authenticate_key(state: &AppState, key: &str, path_agent: Uuid) -> Result<AgentIdentity, ApiError> {
@@ -119,5 +123,77 @@ impl PresentedAgentKey {
             Ok(_) => error,
             Err(refused) => refused,
         }
+    }
+}
+
+/// The agent in the path, by its own API key or its owner's user JWT, or (when `service` is
+/// allowed) the platform's token. Unlike [`AgentOrOwner`], a caller who may not act on the agent
+/// is told so (403) and an unknown agent is a 404: these routes manage what an agent offers to
+/// others, which is no secret from an authenticated caller.
+async fn agent_for(parts: &mut Parts, state: &AppState, service: bool) -> Result<AgentIdentity, ApiError> {
+    // Credentials are judged first: a path that names no agent is a 404 only for a caller
+    // whose credentials are valid.
+    let agent = path_agent_id(parts, state).await;
+    if let Some(key) = presented_key(parts) {
+        let Ok(agent) = agent else {
+            AnyCaller::from_request_parts(parts, state).await?;
+            return Err(ApiError::NotFound("agent"));
+        };
+        return authenticate_key(state, &key, agent).await;
+    }
+    let caller = Caller::from_request_parts(parts, state).await?;
+    let agent = agent?;
+    let mut conn = state.pool().acquire().await?;
+    let found = agents::get(&mut conn, agent).await?.ok_or(ApiError::NotFound("agent"))?;
+    let owner = caller.role == CallerRole::User && found.owner_user_id == caller.sub;
+    if !(owner || (service && caller.is_service())) {
+        return Err(ApiError::Forbidden("this agent is not the caller's".into()));
+    }
+    Ok(AgentIdentity { agent_id: found.agent_id, owner_user_id: found.owner_user_id })
+}
+
+/// The agent in the path, managed by its own API key or its owner's user JWT (see [`agent_for`]).
+#[derive(Debug, Clone)]
+pub struct AgentManager(pub AgentIdentity);
+
+impl FromRequestParts<AppState> for AgentManager {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        agent_for(parts, state, false).await.map(AgentManager)
+    }
+}
+
+/// The agent in the path, read by its own API key, its owner's user JWT or the service.
+#[derive(Debug, Clone)]
+pub struct AgentReader(pub AgentIdentity);
+
+impl FromRequestParts<AppState> for AgentReader {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        agent_for(parts, state, true).await.map(AgentReader)
+    }
+}
+
+/// Any authenticated caller: a valid JWT of any role, or a live API key of an active agent.
+#[derive(Debug, Clone)]
+pub struct AnyCaller;
+
+impl FromRequestParts<AppState> for AnyCaller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        if let Some(key) = presented_key(parts) {
+            let mut conn = state.pool().acquire().await?;
+            let owner = agents::authenticate(&mut conn, &hash_secret(&key))
+                .await?
+                .ok_or_else(|| ApiError::Unauthorized("the API key is unknown, revoked or expired".into()))?;
+            if owner.status != "active" {
+                return Err(ApiError::Forbidden("the agent is inactive".into()));
+            }
+            return Ok(AnyCaller);
+        }
+        Caller::from_request_parts(parts, state).await.map(|_| AnyCaller)
     }
 }

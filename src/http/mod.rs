@@ -9,6 +9,7 @@ pub mod agents;
 pub mod assessment;
 pub mod auth;
 pub mod auth_limiter;
+pub mod directory;
 pub mod error;
 pub mod events;
 pub mod extract;
@@ -112,6 +113,7 @@ pub fn router(state: AppState) -> Router {
         .merge(opportunities::router())
         .merge(a2a::router())
         .merge(agents::router())
+        .merge(directory::router())
         .merge(agent_turns::router())
         .merge(assessment::router())
         .merge(events::router())

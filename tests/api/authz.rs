@@ -23,6 +23,12 @@ enum Audience {
     AgentKey,
     /// A personal agent's key or its owner's JWT.
     AgentOrOwner,
+    /// A personal agent's key or its owner's JWT; anyone else is told 403.
+    AgentManager,
+    /// Like `AgentManager`, and the service too.
+    AgentReader,
+    /// Any valid credentials.
+    Anyone,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -62,7 +68,10 @@ fn expected(audience: Audience, cred: Cred) -> StatusCode {
         // Wrong role: a user token where the service is needed, the service where a user is.
         (A::Service | A::Owner, C::WrongRole) => StatusCode::FORBIDDEN,
         (A::AgentOrOwner, C::WrongRole) => StatusCode::NOT_FOUND,
-        (A::Participant, C::WrongRole) => unreachable!("participant routes accept every role"),
+        (A::AgentManager | A::AgentReader, C::OtherUsersJwt | C::OtherUsersAgentKey) => StatusCode::FORBIDDEN,
+        (A::AgentManager, C::WrongRole) => StatusCode::FORBIDDEN,
+        (A::Participant | A::AgentReader, C::WrongRole) => unreachable!("these routes accept every role"),
+        (A::Anyone, _) => unreachable!("any valid credentials may discover"),
     }
 }
 
@@ -114,13 +123,22 @@ async fn every_route_refuses_every_wrong_credential_and_leaks_nothing() {
         (Method::POST, format!("/api/agents/{a}/negotiations/{n}/release"), None, Audience::AgentKey),
         (Method::GET, format!("/api/agents/{a}/negotiations"), None, Audience::AgentOrOwner),
         (Method::GET, format!("/api/agents/{a}/negotiations/{n}"), None, Audience::AgentOrOwner),
+        (Method::PUT, format!("/api/agents/{a}/capabilities"), Some(json!({ "taskType": "testing", "inputSchema": {}, "outputSchema": {} })), Audience::AgentManager),
+        (Method::GET, format!("/api/agents/{a}/capabilities"), None, Audience::AgentManager),
+        (Method::DELETE, format!("/api/agents/{a}/capabilities/{n}"), None, Audience::AgentManager),
+        (Method::PUT, format!("/api/agents/{a}/capabilities/{n}/permissions"), Some(json!({ "enabled": false })), Audience::AgentManager),
+        (Method::GET, "/api/agents/discover?taskType=testing".into(), None, Audience::Anyone),
+        (Method::GET, format!("/api/trust/{a}"), None, Audience::AgentReader),
     ];
 
     let mut checked = 0;
     for (method, path, body, audience) in &routes {
         for cred in CREDS {
-            if *audience == Audience::Participant && matches!(cred, Cred::WrongRole) {
+            if matches!(audience, Audience::Participant | Audience::AgentReader) && matches!(cred, Cred::WrongRole) {
                 continue;
+            }
+            if *audience == Audience::Anyone && matches!(cred, Cred::OtherUsersJwt | Cred::OtherUsersAgentKey | Cred::WrongRole) {
+                continue; // any valid credentials may discover: checked in directory.rs
             }
             if matches!(cred, Cred::OtherUsersJwt) && *audience == Audience::Participant && path == "/api/opportunities" {
                 continue; // a listing shows the caller's own (empty) list: checked below
@@ -167,6 +185,7 @@ async fn every_route_refuses_every_wrong_credential_and_leaks_nothing() {
     // Nothing changed: the negotiation still waits for Tomas, the agent and its key still work.
     assert_eq!(app.snapshot(n).await.0, "waiting_for_agent");
     assert_eq!(app.count("opportunity_decisions").await, 0);
+    assert_eq!(app.count("capabilities").await, 0);
     assert_eq!(app.pickup(&tomas_agent, None).await.status, StatusCode::OK);
     // Another user's listing is their own: empty.
     let eve = app.get("/api/opportunities", &app.user_token("user-eve")).await;

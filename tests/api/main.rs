@@ -6,6 +6,7 @@ mod authz;
 mod claims;
 mod cli;
 mod delivery;
+mod directory;
 mod assessment;
 mod auth;
 mod fixtures;

@@ -295,6 +295,21 @@ async fn every_operation_answers_as_its_spec_declares() {
     ch.expect(&app, call(Method::POST, respond, format!("{a}/negotiations/{n}/respond"), &key, Some(answer)), S::CONFLICT).await;
     ch.expect(&app, call(Method::POST, pickup, format!("{a}/negotiations/pickup"), &key, None), S::NO_CONTENT).await;
 
+    // The agent offers work; anyone finds it; its trust is read.
+    let caps = "/api/agents/{id}/capabilities";
+    let offer = json!({"taskType": "code-review", "inputSchema": {"type": "object"}, "outputSchema": {}, "estimatedCostUsd": 0.05});
+    let offered = ch.expect(&app, call(Method::PUT, caps, format!("{a}/capabilities"), &key, Some(offer.clone())), S::CREATED).await;
+    ch.expect(&app, call(Method::PUT, caps, format!("{a}/capabilities"), &tomas, Some(offer)), S::OK).await;
+    ch.expect(&app, call(Method::GET, caps, format!("{a}/capabilities"), &key, None), S::OK).await;
+    let cap = offered["capability"]["id"].as_str().unwrap().to_owned();
+    let permissions = "/api/agents/{id}/capabilities/{capabilityId}/permissions";
+    ch.expect(&app, call(Method::PUT, permissions, format!("{a}/capabilities/{cap}/permissions"), &key, Some(json!({"acceptDelegations": false}))), S::OK).await;
+    let discover = "/api/agents/discover";
+    ch.expect(&app, call(Method::GET, discover, "/api/agents/discover?taskType=code-review", &maya, None), S::OK).await;
+    ch.expect(&app, call(Method::GET, discover, "/api/agents/discover?taskType=code-review&limit=none", &maya, None), S::BAD_REQUEST).await;
+    ch.expect(&app, call(Method::GET, "/api/trust/{agentId}", format!("/api/trust/{agent}"), &service, None), S::OK).await;
+    ch.expect(&app, call(Method::DELETE, "/api/agents/{id}/capabilities/{capabilityId}", format!("{a}/capabilities/{cap}"), &key, None), S::OK).await;
+
     // The people decide; the platform cancels another negotiation.
     let decision = "/api/opportunities/{id}/decision";
     ch.expect(&app, call(Method::POST, decision, format!("/api/opportunities/{o}/decision"), &maya, Some(json!({"decision": "accept"}))), S::OK).await;
@@ -320,7 +335,12 @@ async fn every_operation_answers_as_its_spec_declares() {
         let method: Method = method.parse().unwrap();
         let secured = op["security"].as_array().is_some_and(|s| s.iter().any(|r| r.as_object().is_some_and(|r| !r.is_empty())));
         let path_for = |id: &str, second: &str| {
-            template.replacen("{id}", id, 1).replace("{negotiationId}", second).replace("{keyId}", second)
+            template
+                .replacen("{id}", id, 1)
+                .replace("{agentId}", id)
+                .replace("{negotiationId}", second)
+                .replace("{keyId}", second)
+                .replace("{capabilityId}", second)
         };
         let real = path_for(&agent, &n);
         let auth = if template.starts_with("/api/agents/{id}/negotiations") {

@@ -1,0 +1,70 @@
+//! Anonymous ids: the only name under which another party sees an agent.
+//!
+//! Random (UUIDv4), valid for a configured time, and replaced lazily: whoever next needs an
+//! agent's id after it expired issues the new one (a discovery, or the agent reading its own
+//! capabilities). At most one id per agent is current (a unique partial index), so two callers
+//! replacing the same id at once end with one new id. Old ids are kept: they still resolve, so
+//! records made under them keep pointing at their agent.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+/// Makes sure each of `agents` has a current, unexpired anonymous id: an expired one is retired
+/// and a new one issued, valid for `ttl`.
+pub async fn refresh(conn: &mut PgConnection, agents: &[Uuid], ttl: Duration) -> sqlx::Result<()> {
+    if agents.is_empty() {
+        return Ok(());
+    }
+    sqlx::query!(
+        "UPDATE anonymous_ids SET current = false WHERE agent_id = ANY($1) AND current AND expires_at <= now()",
+        agents
+    )
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query!(
+        r#"INSERT INTO anonymous_ids (anonymous_id, agent_id, expires_at)
+           SELECT gen_random_uuid(), a, now() + make_interval(secs => $2)
+             FROM unnest($1::uuid[]) a
+            WHERE NOT EXISTS (SELECT 1 FROM anonymous_ids x WHERE x.agent_id = a AND x.current)
+           ON CONFLICT (agent_id) WHERE current DO NOTHING"#,
+        agents,
+        ttl.as_secs_f64()
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// The agent's current anonymous id, issuing a new one first when it has none or it expired.
+pub async fn current(conn: &mut PgConnection, agent_id: Uuid, ttl: Duration) -> sqlx::Result<Uuid> {
+    refresh(conn, &[agent_id], ttl).await?;
+    sqlx::query_scalar!("SELECT anonymous_id FROM anonymous_ids WHERE agent_id = $1 AND current", agent_id)
+        .fetch_one(conn)
+        .await
+}
+
+/// What an anonymous id stands for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    /// The agent.
+    pub agent_id: Uuid,
+    /// When the id stopped (or stops) being valid for new work.
+    pub expires_at: DateTime<Utc>,
+    /// Whether it is still the agent's id for new work (current and not expired).
+    pub live: bool,
+}
+
+/// The agent behind an anonymous id, expired or not; `None` for an id never issued.
+pub async fn resolve(conn: &mut PgConnection, anonymous_id: Uuid) -> sqlx::Result<Option<Resolved>> {
+    sqlx::query_as!(
+        Resolved,
+        r#"SELECT agent_id, expires_at, (current AND expires_at > now()) AS "live!"
+           FROM anonymous_ids WHERE anonymous_id = $1"#,
+        anonymous_id
+    )
+    .fetch_optional(conn)
+    .await
+}

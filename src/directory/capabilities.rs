@@ -1,0 +1,442 @@
+//! Capabilities: what an agent offers, one per kind of work (`taskType`, and `customType` for
+//! `custom`), with its permissions. Registering the same kind again replaces it in place (same
+//! id, same permissions).
+//!
+//! [`NewCapability::parse`] is the one place a capability's fields are checked: both schemas must
+//! compile as JSON Schema (compiled once, here; external references are never fetched), the
+//! numbers must be non-negative, a given skill must decode as an assessment skill. A refused
+//! capability names the field at fault and nothing is stored.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use crate::scoring::Skill;
+
+/// The kinds of work a capability can be for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskType {
+    /// `code-review`.
+    CodeReview,
+    /// `code-generation`.
+    CodeGeneration,
+    /// `testing`.
+    Testing,
+    /// `documentation`.
+    Documentation,
+    /// `analysis`.
+    Analysis,
+    /// `summarization`.
+    Summarization,
+    /// `translation`.
+    Translation,
+    /// `custom`, named further by a `customType`.
+    Custom,
+}
+
+impl TaskType {
+    /// Every task type, in the order the API documents them.
+    pub const ALL: [TaskType; 8] = [
+        TaskType::CodeReview,
+        TaskType::CodeGeneration,
+        TaskType::Testing,
+        TaskType::Documentation,
+        TaskType::Analysis,
+        TaskType::Summarization,
+        TaskType::Translation,
+        TaskType::Custom,
+    ];
+
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskType::CodeReview => "code-review",
+            TaskType::CodeGeneration => "code-generation",
+            TaskType::Testing => "testing",
+            TaskType::Documentation => "documentation",
+            TaskType::Analysis => "analysis",
+            TaskType::Summarization => "summarization",
+            TaskType::Translation => "translation",
+            TaskType::Custom => "custom",
+        }
+    }
+
+    /// Parses a wire name.
+    pub fn parse(s: &str) -> Option<TaskType> {
+        TaskType::ALL.into_iter().find(|t| t.as_str() == s)
+    }
+
+    /// The names, for error messages.
+    pub fn names() -> String {
+        TaskType::ALL.map(TaskType::as_str).join(", ")
+    }
+}
+
+/// A field of a capability that cannot be accepted.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct CapabilityError {
+    /// The field, as the API names it (`inputSchema`, `estimatedCostUsd`, ...).
+    pub field: &'static str,
+    /// What is wrong.
+    pub message: String,
+}
+
+fn refuse(field: &'static str, message: impl Into<String>) -> CapabilityError {
+    CapabilityError { field, message: message.into() }
+}
+
+/// Longest `customType`.
+pub const MAX_CUSTOM_TYPE: usize = 100;
+/// Longest description.
+pub const MAX_DESCRIPTION: usize = 2000;
+/// Most tags, and the longest tag.
+pub const MAX_TAGS: usize = 50;
+/// Longest tag.
+pub const MAX_TAG: usize = 100;
+
+/// The `customType` of a kind of work: required for `custom`, refused otherwise.
+pub fn custom_type_for(task_type: TaskType, custom_type: Option<&str>) -> Result<Option<String>, CapabilityError> {
+    match (task_type, custom_type.map(str::trim)) {
+        (TaskType::Custom, None | Some("")) => Err(refuse("customType", "is required when taskType is custom")),
+        (TaskType::Custom, Some(c)) if c.chars().count() > MAX_CUSTOM_TYPE => {
+            Err(refuse("customType", format!("must be at most {MAX_CUSTOM_TYPE} characters")))
+        }
+        (TaskType::Custom, Some(c)) => Ok(Some(c.to_owned())),
+        (_, None) => Ok(None),
+        (_, Some(_)) => Err(refuse("customType", "is only for taskType custom")),
+    }
+}
+
+/// Compiles a JSON Schema; external references are not fetched (they fail).
+pub fn compile_schema(field: &'static str, schema: &Value) -> Result<jsonschema::Validator, CapabilityError> {
+    if !(schema.is_object() || schema.is_boolean()) {
+        return Err(refuse(field, "must be a JSON Schema (an object or a boolean)"));
+    }
+    jsonschema::validator_for(schema).map_err(|e| refuse(field, format!("is not a valid JSON Schema: {e}")))
+}
+
+/// A non-negative number, or none.
+fn non_negative(field: &'static str, value: Option<&Value>) -> Result<Option<f64>, CapabilityError> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => match n.as_f64() {
+            Some(x) if x.is_finite() && x >= 0.0 => Ok(Some(x)),
+            _ => Err(refuse(field, "must be a non-negative number")),
+        },
+        Some(_) => Err(refuse(field, "must be a non-negative number")),
+    }
+}
+
+/// A capability as registered, checked.
+#[derive(Debug, Clone)]
+pub struct NewCapability {
+    /// The kind of work.
+    pub task_type: TaskType,
+    /// Set exactly for `custom`.
+    pub custom_type: Option<String>,
+    /// What the capability takes.
+    pub input_schema: Value,
+    /// What it gives back.
+    pub output_schema: Value,
+    /// The agent's estimate, in milliseconds.
+    pub estimated_latency_ms: Option<i64>,
+    /// The agent's estimate, in US dollars.
+    pub estimated_cost_usd: Option<f64>,
+    /// Free text.
+    pub description: Option<String>,
+    /// Keywords.
+    pub tags: Vec<String>,
+    /// An assessment skill, as given.
+    pub skill: Option<Value>,
+}
+
+/// The fields of a registration as they arrived (numbers and the skill still raw, so that a
+/// wrong one can be named).
+#[derive(Debug, Clone, Default)]
+pub struct RawCapability<'a> {
+    /// `taskType`.
+    pub task_type: &'a str,
+    /// `customType`.
+    pub custom_type: Option<&'a str>,
+    /// `inputSchema`.
+    pub input_schema: &'a Value,
+    /// `outputSchema`.
+    pub output_schema: &'a Value,
+    /// `estimatedLatencyMs`.
+    pub estimated_latency_ms: Option<&'a Value>,
+    /// `estimatedCostUsd`.
+    pub estimated_cost_usd: Option<&'a Value>,
+    /// `description`.
+    pub description: Option<&'a str>,
+    /// `tags`.
+    pub tags: &'a [String],
+    /// `skill`.
+    pub skill: Option<&'a Value>,
+}
+
+impl NewCapability {
+    /// Checks every field; the first one at fault is named.
+    pub fn parse(raw: &RawCapability<'_>) -> Result<NewCapability, CapabilityError> {
+        let task_type = TaskType::parse(raw.task_type)
+            .ok_or_else(|| refuse("taskType", format!("must be one of {}", TaskType::names())))?;
+        let custom_type = custom_type_for(task_type, raw.custom_type)?;
+        compile_schema("inputSchema", raw.input_schema)?;
+        compile_schema("outputSchema", raw.output_schema)?;
+        let estimated_latency_ms = match non_negative("estimatedLatencyMs", raw.estimated_latency_ms)? {
+            None => None,
+            Some(ms) if ms.fract() == 0.0 && ms <= i64::MAX as f64 => Some(ms as i64),
+            Some(_) => return Err(refuse("estimatedLatencyMs", "must be a whole number of milliseconds")),
+        };
+        let estimated_cost_usd = non_negative("estimatedCostUsd", raw.estimated_cost_usd)?;
+        if raw.description.is_some_and(|d| d.chars().count() > MAX_DESCRIPTION) {
+            return Err(refuse("description", format!("must be at most {MAX_DESCRIPTION} characters")));
+        }
+        if raw.tags.len() > MAX_TAGS {
+            return Err(refuse("tags", format!("at most {MAX_TAGS} tags")));
+        }
+        if raw.tags.iter().any(|t| t.trim().is_empty() || t.chars().count() > MAX_TAG) {
+            return Err(refuse("tags", format!("each tag must be 1 to {MAX_TAG} characters")));
+        }
+        let skill = match raw.skill {
+            None | Some(Value::Null) => None,
+            Some(v) => {
+                Skill::from_value(v, "skill").map_err(|e| refuse("skill", format!("{}: {}", e.field, e.message)))?;
+                Some(v.clone())
+            }
+        };
+        Ok(NewCapability {
+            task_type,
+            custom_type,
+            input_schema: raw.input_schema.clone(),
+            output_schema: raw.output_schema.clone(),
+            estimated_latency_ms,
+            estimated_cost_usd,
+            description: raw.description.map(str::to_owned),
+            tags: raw.tags.iter().map(|t| t.trim().to_owned()).collect(),
+            skill,
+        })
+    }
+}
+
+/// A stored capability with its permissions.
+#[derive(Debug, Clone)]
+pub struct Capability {
+    /// Its id.
+    pub capability_id: Uuid,
+    /// The agent offering it.
+    pub agent_id: Uuid,
+    /// The kind of work (a [`TaskType`] name).
+    pub task_type: String,
+    /// Set exactly for `custom`.
+    pub custom_type: Option<String>,
+    /// Input JSON Schema.
+    pub input_schema: Value,
+    /// Output JSON Schema.
+    pub output_schema: Value,
+    /// Estimate, milliseconds.
+    pub estimated_latency_ms: Option<i64>,
+    /// Estimate, US dollars.
+    pub estimated_cost_usd: Option<f64>,
+    /// Free text.
+    pub description: Option<String>,
+    /// Keywords (a JSON array of strings).
+    pub tags: Value,
+    /// An assessment skill.
+    pub skill: Option<Value>,
+    /// Shown by discovery.
+    pub enabled: bool,
+    /// Takes delegated work.
+    pub accept_delegations: bool,
+    /// Delegations it takes per minute.
+    pub inbound_rate_limit: i32,
+    /// Delegations its agent sends per minute.
+    pub outbound_rate_limit: i32,
+    /// Registered.
+    pub created_at: DateTime<Utc>,
+    /// Last replaced or changed.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// Creates the agent's capability for its kind of work, or replaces the existing one (keeping
+/// its id and permissions). Returns it and whether it was created.
+pub async fn upsert(conn: &mut PgConnection, agent_id: Uuid, c: &NewCapability) -> sqlx::Result<(Capability, bool)> {
+    let row = sqlx::query!(
+        r#"INSERT INTO capabilities (capability_id, agent_id, task_type, custom_type, input_schema, output_schema,
+                                     estimated_latency_ms, estimated_cost_usd, description, tags, skill)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+           ON CONFLICT ON CONSTRAINT capabilities_agent_kind_key DO UPDATE
+              SET input_schema = EXCLUDED.input_schema, output_schema = EXCLUDED.output_schema,
+                  estimated_latency_ms = EXCLUDED.estimated_latency_ms,
+                  estimated_cost_usd = EXCLUDED.estimated_cost_usd, description = EXCLUDED.description,
+                  tags = EXCLUDED.tags, skill = EXCLUDED.skill, updated_at = now()
+           RETURNING capability_id, (xmax = 0) AS "created!""#,
+        Uuid::now_v7(),
+        agent_id,
+        c.task_type.as_str(),
+        c.custom_type.as_deref(),
+        &c.input_schema,
+        &c.output_schema,
+        c.estimated_latency_ms,
+        c.estimated_cost_usd,
+        c.description.as_deref(),
+        serde_json::json!(c.tags),
+        c.skill.as_ref(),
+    )
+    .fetch_one(&mut *conn)
+    .await?;
+    let capability = get(conn, agent_id, row.capability_id).await?.ok_or(sqlx::Error::RowNotFound)?;
+    Ok((capability, row.created))
+}
+
+/// One of the agent's capabilities.
+pub async fn get(conn: &mut PgConnection, agent_id: Uuid, capability_id: Uuid) -> sqlx::Result<Option<Capability>> {
+    sqlx::query_as!(
+        Capability,
+        r#"SELECT capability_id, agent_id, task_type, custom_type, input_schema, output_schema, estimated_latency_ms,
+                  estimated_cost_usd, description, tags, skill, enabled, accept_delegations, inbound_rate_limit,
+                  outbound_rate_limit, created_at, updated_at
+           FROM capabilities WHERE agent_id = $1 AND capability_id = $2"#,
+        agent_id,
+        capability_id
+    )
+    .fetch_optional(conn)
+    .await
+}
+
+/// The agent's capabilities, oldest first.
+pub async fn list(conn: &mut PgConnection, agent_id: Uuid) -> sqlx::Result<Vec<Capability>> {
+    sqlx::query_as!(
+        Capability,
+        r#"SELECT capability_id, agent_id, task_type, custom_type, input_schema, output_schema, estimated_latency_ms,
+                  estimated_cost_usd, description, tags, skill, enabled, accept_delegations, inbound_rate_limit,
+                  outbound_rate_limit, created_at, updated_at
+           FROM capabilities WHERE agent_id = $1 ORDER BY capability_id"#,
+        agent_id
+    )
+    .fetch_all(conn)
+    .await
+}
+
+/// Deletes one of the agent's capabilities; `false` when it has no such capability.
+pub async fn delete(conn: &mut PgConnection, agent_id: Uuid, capability_id: Uuid) -> sqlx::Result<bool> {
+    let r = sqlx::query!("DELETE FROM capabilities WHERE agent_id = $1 AND capability_id = $2", agent_id, capability_id)
+        .execute(conn)
+        .await?;
+    Ok(r.rows_affected() == 1)
+}
+
+/// Largest rate limit a capability may set (per minute).
+pub const MAX_RATE_LIMIT: i32 = 10_000;
+
+/// A change of a capability's permissions; absent fields keep their value.
+#[derive(Debug, Clone, Default)]
+pub struct PermissionsPatch {
+    /// Shown by discovery.
+    pub enabled: Option<bool>,
+    /// Takes delegated work.
+    pub accept_delegations: Option<bool>,
+    /// Delegations it takes per minute (0 to [`MAX_RATE_LIMIT`]).
+    pub inbound_rate_limit: Option<i32>,
+    /// Delegations its agent sends per minute (0 to [`MAX_RATE_LIMIT`]).
+    pub outbound_rate_limit: Option<i32>,
+}
+
+impl PermissionsPatch {
+    /// Checks the rate limits.
+    pub fn check(&self) -> Result<(), CapabilityError> {
+        for (field, value) in [("inboundRateLimit", self.inbound_rate_limit), ("outboundRateLimit", self.outbound_rate_limit)] {
+            if value.is_some_and(|v| !(0..=MAX_RATE_LIMIT).contains(&v)) {
+                return Err(refuse(field, format!("must be a whole number from 0 to {MAX_RATE_LIMIT}")));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Changes a capability's permissions; `None` when the agent has no such capability.
+pub async fn set_permissions(
+    conn: &mut PgConnection,
+    agent_id: Uuid,
+    capability_id: Uuid,
+    p: &PermissionsPatch,
+) -> sqlx::Result<Option<Capability>> {
+    let changed = sqlx::query!(
+        r#"UPDATE capabilities SET enabled = COALESCE($3, enabled),
+                  accept_delegations = COALESCE($4, accept_delegations),
+                  inbound_rate_limit = COALESCE($5, inbound_rate_limit),
+                  outbound_rate_limit = COALESCE($6, outbound_rate_limit), updated_at = now()
+           WHERE agent_id = $1 AND capability_id = $2"#,
+        agent_id,
+        capability_id,
+        p.enabled,
+        p.accept_delegations,
+        p.inbound_rate_limit,
+        p.outbound_rate_limit
+    )
+    .execute(&mut *conn)
+    .await?;
+    if changed.rows_affected() == 0 {
+        return Ok(None);
+    }
+    get(conn, agent_id, capability_id).await
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn raw<'a>(task_type: &'a str, schema: &'a Value) -> RawCapability<'a> {
+        RawCapability { task_type, input_schema: schema, output_schema: schema, ..RawCapability::default() }
+    }
+
+    #[test]
+    fn every_task_type_round_trips_and_unknown_ones_are_refused() {
+        for t in TaskType::ALL {
+            assert_eq!(TaskType::parse(t.as_str()), Some(t));
+        }
+        let schema = json!({"type": "object"});
+        assert_eq!(NewCapability::parse(&raw("cooking", &schema)).unwrap_err().field, "taskType");
+    }
+
+    #[test]
+    fn custom_needs_a_custom_type_and_only_custom_takes_one() {
+        let schema = json!({"type": "object"});
+        assert_eq!(NewCapability::parse(&raw("custom", &schema)).unwrap_err().field, "customType");
+        let with = RawCapability { custom_type: Some("legal"), ..raw("testing", &schema) };
+        assert_eq!(NewCapability::parse(&with).unwrap_err().field, "customType");
+        let ok = RawCapability { custom_type: Some(" legal "), ..raw("custom", &schema) };
+        assert_eq!(NewCapability::parse(&ok).unwrap().custom_type.as_deref(), Some("legal"));
+    }
+
+    #[test]
+    fn schemas_must_compile() {
+        let good = json!({"type": "object"});
+        let bad = json!({"type": "no-such-type"});
+        let r = RawCapability { input_schema: &bad, ..raw("testing", &good) };
+        assert_eq!(NewCapability::parse(&r).unwrap_err().field, "inputSchema");
+        let r = RawCapability { output_schema: &bad, ..raw("testing", &good) };
+        assert_eq!(NewCapability::parse(&r).unwrap_err().field, "outputSchema");
+        let text = json!("a schema");
+        let r = RawCapability { input_schema: &text, ..raw("testing", &good) };
+        assert_eq!(NewCapability::parse(&r).unwrap_err().field, "inputSchema");
+    }
+
+    #[test]
+    fn estimates_must_be_non_negative() {
+        let schema = json!(true);
+        let minus = json!(-1);
+        let half = json!(2.5);
+        let r = RawCapability { estimated_cost_usd: Some(&minus), ..raw("testing", &schema) };
+        assert_eq!(NewCapability::parse(&r).unwrap_err().field, "estimatedCostUsd");
+        let r = RawCapability { estimated_latency_ms: Some(&minus), ..raw("testing", &schema) };
+        assert_eq!(NewCapability::parse(&r).unwrap_err().field, "estimatedLatencyMs");
+        let r = RawCapability { estimated_latency_ms: Some(&half), ..raw("testing", &schema) };
+        assert_eq!(NewCapability::parse(&r).unwrap_err().field, "estimatedLatencyMs");
+        let r = RawCapability { estimated_cost_usd: Some(&half), ..raw("testing", &schema) };
+        assert_eq!(NewCapability::parse(&r).unwrap().estimated_cost_usd, Some(2.5));
+    }
+}

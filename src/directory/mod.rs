@@ -1,0 +1,23 @@
+//! The agent directory: what agents offer to do for others, how others find them, and how far
+//! they can be trusted.
+//!
+//! - [`capabilities`]: an agent's capabilities (a kind of work, the JSON Schemas of its input
+//!   and output, estimates) and their permissions, validated here once, at registration;
+//! - [`anonymity`]: the anonymous ids under which other parties see an agent, random, valid for
+//!   a configured time (24 h by default) and replaced lazily on first use after that; every id
+//!   ever issued still resolves, so old records keep pointing at their agent;
+//! - [`trust`]: an agent's trust as the one doing the work, read from per-agent daily counters
+//!   that the transactions ending its claims write (a database trigger on the task row), so
+//!   that scoring every agent is one query over small rows, never a replay of history;
+//! - [`discovery`]: the ranked search over enabled capabilities of a kind.
+//!
+//! Like `store`, every function takes a `&mut PgConnection` and never commits, so callers
+//! compose them in one transaction. Nothing here shows an agent's id or owner to anyone but the
+//! agent and its owner: the discovery rows carry only the anonymous id.
+
+pub mod anonymity;
+pub mod capabilities;
+pub mod discovery;
+pub mod trust;
+
+pub use capabilities::{Capability, CapabilityError, NewCapability, PermissionsPatch, TaskType};

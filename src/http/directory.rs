@@ -1,0 +1,501 @@
+//! The agent directory's routes: an agent's capabilities and their permissions (the agent's own
+//! key or its owner's token), discovery (any authenticated caller) and trust (the agent, its
+//! owner or the service). The rules live in `crate::directory`; these handlers check the input,
+//! call it and shape the answer. Discovery answers never carry an agent's id or owner.
+
+use axum::{
+    Json, Router,
+    extract::State,
+    http::StatusCode,
+    routing::{delete, get, put},
+};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::{
+    AppState,
+    agent_auth::{AgentManager, AgentReader, AnyCaller},
+    error::{ApiError, ApiResult},
+    extract::{ApiJson, ApiQuery, Ids},
+};
+use crate::directory::{
+    CapabilityError, PermissionsPatch, anonymity,
+    capabilities::{self, Capability, NewCapability, RawCapability},
+    discovery::{self, RawQuery},
+    trust,
+};
+
+/// The routes.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/agents/{id}/capabilities", put(put_capability).get(list_capabilities))
+        .route("/api/agents/{id}/capabilities/{capabilityId}", delete(delete_capability))
+        .route("/api/agents/{id}/capabilities/{capabilityId}/permissions", put(put_permissions))
+        .route("/api/agents/discover", get(discover_agents))
+        .route("/api/trust/{agentId}", get(get_trust))
+}
+
+impl From<CapabilityError> for ApiError {
+    fn from(e: CapabilityError) -> Self {
+        ApiError::invalid(format!("{} {}", e.field, e.message))
+    }
+}
+
+/// Body of `PUT /api/agents/{id}/capabilities`.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schema(example = json!({
+    "taskType": "code-review",
+    "inputSchema": {"type": "object", "properties": {"code": {"type": "string"}}},
+    "outputSchema": {"type": "object", "properties": {"feedback": {"type": "string"}}},
+    "estimatedLatencyMs": 5000,
+    "estimatedCostUsd": 0.05
+}))]
+pub struct CapabilityIn {
+    /// `code-review`, `code-generation`, `testing`, `documentation`, `analysis`,
+    /// `summarization`, `translation` or `custom`.
+    #[schema(pattern = "^(code-review|code-generation|testing|documentation|analysis|summarization|translation|custom)$")]
+    pub task_type: String,
+    /// Required for `custom` (1-100 characters), refused otherwise.
+    pub custom_type: Option<String>,
+    /// A JSON Schema (object or boolean) of the input the capability takes.
+    pub input_schema: Value,
+    /// A JSON Schema (object or boolean) of the output it gives back.
+    pub output_schema: Value,
+    /// Estimated latency in milliseconds (a whole number, at least 0).
+    #[schema(value_type = Option<i64>, minimum = 0)]
+    pub estimated_latency_ms: Option<Value>,
+    /// Estimated cost per task in US dollars (at least 0).
+    #[schema(value_type = Option<f64>, minimum = 0)]
+    pub estimated_cost_usd: Option<Value>,
+    /// Free text (at most 2 000 characters).
+    pub description: Option<String>,
+    /// Keywords (at most 50, each 1-100 characters).
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// A skill in the self-assessment's schema, used when the capability is assessed.
+    #[schema(value_type = Option<Object>)]
+    pub skill: Option<Value>,
+}
+
+/// What a capability lets others do with it.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PermissionsOut {
+    /// Shown by discovery.
+    pub enabled: bool,
+    /// Takes delegated work.
+    pub accept_delegations: bool,
+    /// Delegations it takes per minute.
+    pub inbound_rate_limit: i32,
+    /// Delegations its agent sends per minute.
+    pub outbound_rate_limit: i32,
+}
+
+/// A capability as its agent and owner see it.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CapabilityOut {
+    /// Its id.
+    pub id: Uuid,
+    /// The kind of work.
+    pub task_type: String,
+    /// Set for `custom`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub custom_type: Option<String>,
+    /// Input JSON Schema.
+    pub input_schema: Value,
+    /// Output JSON Schema.
+    pub output_schema: Value,
+    /// Estimated latency, milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub estimated_latency_ms: Option<i64>,
+    /// Estimated cost, US dollars.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub estimated_cost_usd: Option<f64>,
+    /// Free text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Keywords.
+    #[schema(value_type = Vec<String>)]
+    pub tags: Value,
+    /// The skill given at registration.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub skill: Option<Value>,
+    /// Its permissions.
+    pub permissions: PermissionsOut,
+    /// Registered.
+    pub created_at: DateTime<Utc>,
+    /// Last replaced or changed.
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<Capability> for CapabilityOut {
+    fn from(c: Capability) -> Self {
+        CapabilityOut {
+            id: c.capability_id,
+            task_type: c.task_type,
+            custom_type: c.custom_type,
+            input_schema: c.input_schema,
+            output_schema: c.output_schema,
+            estimated_latency_ms: c.estimated_latency_ms,
+            estimated_cost_usd: c.estimated_cost_usd,
+            description: c.description,
+            tags: c.tags,
+            skill: c.skill,
+            permissions: PermissionsOut {
+                enabled: c.enabled,
+                accept_delegations: c.accept_delegations,
+                inbound_rate_limit: c.inbound_rate_limit,
+                outbound_rate_limit: c.outbound_rate_limit,
+            },
+            created_at: c.created_at,
+            updated_at: c.updated_at,
+        }
+    }
+}
+
+/// One capability and the agent's current anonymous id.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CapabilityAnswer {
+    /// The capability.
+    pub capability: CapabilityOut,
+    /// The id others see the agent under (valid for 24 hours, then replaced).
+    pub anonymous_agent_id: Uuid,
+}
+
+/// The agent's capabilities and its current anonymous id.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CapabilityListOut {
+    /// Oldest first.
+    pub capabilities: Vec<CapabilityOut>,
+    /// The id others see the agent under.
+    pub anonymous_agent_id: Uuid,
+}
+
+/// A deletion's answer.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct DeletedOut {
+    /// Always true.
+    pub deleted: bool,
+}
+
+/// Registers a capability: creates the agent's capability for its `taskType` (and
+/// `customType`), or replaces it, keeping its id and permissions.
+#[utoipa::path(put, path = "/api/agents/{id}/capabilities", tag = "directory", operation_id = "putCapability",
+    security(("bearerJwt" = []), ("agentKeyBearer" = []), ("agentKey" = [])),
+    params(("id" = Uuid, Path, description = "The agent id")),
+    request_body = CapabilityIn,
+    responses(
+        (status = 200, description = "Replaced", body = CapabilityAnswer),
+        (status = 201, description = "Created", body = CapabilityAnswer),
+        (status = 400, description = "Invalid body, naming the field (`invalid_body`)"),
+        (status = 403, description = "Another agent's key, or not the owner's token"),
+        (status = 404, description = "Unknown agent"),
+    ))]
+pub async fn put_capability(
+    State(state): State<AppState>,
+    AgentManager(agent): AgentManager,
+    ApiJson(body): ApiJson<CapabilityIn>,
+) -> ApiResult<(StatusCode, Json<CapabilityAnswer>)> {
+    let new = NewCapability::parse(&RawCapability {
+        task_type: &body.task_type,
+        custom_type: body.custom_type.as_deref(),
+        input_schema: &body.input_schema,
+        output_schema: &body.output_schema,
+        estimated_latency_ms: body.estimated_latency_ms.as_ref(),
+        estimated_cost_usd: body.estimated_cost_usd.as_ref(),
+        description: body.description.as_deref(),
+        tags: &body.tags,
+        skill: body.skill.as_ref(),
+    })?;
+    let mut tx = state.pool().begin().await?;
+    let (capability, created) = capabilities::upsert(&mut tx, agent.agent_id, &new).await?;
+    let anonymous_agent_id = anonymity::current(&mut tx, agent.agent_id, state.engine.config().anonymous_id_ttl).await?;
+    tx.commit().await?;
+    let status = if created { StatusCode::CREATED } else { StatusCode::OK };
+    Ok((status, Json(CapabilityAnswer { capability: capability.into(), anonymous_agent_id })))
+}
+
+/// The agent's capabilities.
+#[utoipa::path(get, path = "/api/agents/{id}/capabilities", tag = "directory", operation_id = "listCapabilities",
+    security(("bearerJwt" = []), ("agentKeyBearer" = []), ("agentKey" = [])),
+    params(("id" = Uuid, Path, description = "The agent id")),
+    responses(
+        (status = 200, description = "Its capabilities", body = CapabilityListOut),
+        (status = 403, description = "Another agent's key, or not the owner's token"),
+        (status = 404, description = "Unknown agent"),
+    ))]
+pub async fn list_capabilities(State(state): State<AppState>, AgentManager(agent): AgentManager) -> ApiResult<Json<CapabilityListOut>> {
+    let mut tx = state.pool().begin().await?;
+    let list = capabilities::list(&mut tx, agent.agent_id).await?;
+    let anonymous_agent_id = anonymity::current(&mut tx, agent.agent_id, state.engine.config().anonymous_id_ttl).await?;
+    tx.commit().await?;
+    Ok(Json(CapabilityListOut { capabilities: list.into_iter().map(Into::into).collect(), anonymous_agent_id }))
+}
+
+/// Deletes one of the agent's capabilities.
+#[utoipa::path(delete, path = "/api/agents/{id}/capabilities/{capabilityId}", tag = "directory", operation_id = "deleteCapability",
+    security(("bearerJwt" = []), ("agentKeyBearer" = []), ("agentKey" = [])),
+    params(
+        ("id" = Uuid, Path, description = "The agent id"),
+        ("capabilityId" = Uuid, Path, description = "The capability id"),
+    ),
+    responses(
+        (status = 200, description = "Deleted", body = DeletedOut),
+        (status = 403, description = "Another agent's key, or not the owner's token"),
+        (status = 404, description = "Unknown agent or capability"),
+    ))]
+pub async fn delete_capability(
+    State(state): State<AppState>,
+    AgentManager(agent): AgentManager,
+    Ids((_, capability_id)): Ids<(Uuid, Uuid)>,
+) -> ApiResult<Json<DeletedOut>> {
+    let mut conn = state.pool().acquire().await?;
+    if !capabilities::delete(&mut conn, agent.agent_id, capability_id).await? {
+        return Err(ApiError::NotFound("capability"));
+    }
+    Ok(Json(DeletedOut { deleted: true }))
+}
+
+/// Body of `PUT .../capabilities/{capabilityId}/permissions`; absent fields keep their value.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schema(example = json!({"enabled": true, "acceptDelegations": true, "inboundRateLimit": 10, "outboundRateLimit": 20}))]
+pub struct PermissionsIn {
+    /// Shown by discovery (default true).
+    pub enabled: Option<bool>,
+    /// Takes delegated work (default true).
+    pub accept_delegations: Option<bool>,
+    /// Delegations it takes per minute, 0 to 10 000 (default 10).
+    #[schema(value_type = Option<i32>, minimum = 0, maximum = 10000)]
+    pub inbound_rate_limit: Option<Value>,
+    /// Delegations its agent sends per minute, 0 to 10 000 (default 20).
+    #[schema(value_type = Option<i32>, minimum = 0, maximum = 10000)]
+    pub outbound_rate_limit: Option<Value>,
+}
+
+fn rate_limit(field: &'static str, value: Option<&Value>) -> Result<Option<i32>, CapabilityError> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v
+            .as_i64()
+            .and_then(|n| i32::try_from(n).ok())
+            .map(Some)
+            .ok_or_else(|| CapabilityError { field, message: "must be a whole number from 0 to 10000".into() }),
+    }
+}
+
+/// Changes a capability's permissions.
+#[utoipa::path(put, path = "/api/agents/{id}/capabilities/{capabilityId}/permissions", tag = "directory",
+    operation_id = "putCapabilityPermissions",
+    security(("bearerJwt" = []), ("agentKeyBearer" = []), ("agentKey" = [])),
+    params(
+        ("id" = Uuid, Path, description = "The agent id"),
+        ("capabilityId" = Uuid, Path, description = "The capability id"),
+    ),
+    request_body = PermissionsIn,
+    responses(
+        (status = 200, description = "The capability as it now is", body = CapabilityAnswer),
+        (status = 400, description = "Invalid body, naming the field (`invalid_body`)"),
+        (status = 403, description = "Another agent's key, or not the owner's token"),
+        (status = 404, description = "Unknown agent or capability"),
+    ))]
+pub async fn put_permissions(
+    State(state): State<AppState>,
+    AgentManager(agent): AgentManager,
+    Ids((_, capability_id)): Ids<(Uuid, Uuid)>,
+    ApiJson(body): ApiJson<PermissionsIn>,
+) -> ApiResult<Json<CapabilityAnswer>> {
+    let patch = PermissionsPatch {
+        enabled: body.enabled,
+        accept_delegations: body.accept_delegations,
+        inbound_rate_limit: rate_limit("inboundRateLimit", body.inbound_rate_limit.as_ref())?,
+        outbound_rate_limit: rate_limit("outboundRateLimit", body.outbound_rate_limit.as_ref())?,
+    };
+    patch.check()?;
+    let mut tx = state.pool().begin().await?;
+    let capability = capabilities::set_permissions(&mut tx, agent.agent_id, capability_id, &patch)
+        .await?
+        .ok_or(ApiError::NotFound("capability"))?;
+    let anonymous_agent_id = anonymity::current(&mut tx, agent.agent_id, state.engine.config().anonymous_id_ttl).await?;
+    tx.commit().await?;
+    Ok(Json(CapabilityAnswer { capability: capability.into(), anonymous_agent_id }))
+}
+
+/// Query of `GET /api/agents/discover` (numbers are checked by the handler, naming the one at
+/// fault).
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct DiscoverParams {
+    /// Required: the kind of work.
+    pub task_type: Option<String>,
+    /// Only this custom type (with `taskType=custom`).
+    pub custom_type: Option<String>,
+    /// Lowest trust percentile, 0-100 (the service's own floor applies too).
+    #[param(value_type = Option<f64>)]
+    pub min_trust_score: Option<String>,
+    /// Cost cap in US dollars (> 0; also the cost that scores 0; default 100).
+    #[param(value_type = Option<f64>)]
+    pub max_cost_usd: Option<String>,
+    /// Latency cap in milliseconds (> 0; also the latency that scores 0; default 30 000).
+    #[param(value_type = Option<f64>)]
+    pub max_latency_ms: Option<String>,
+    /// Results, 1 or more; at most 20 are shown (default 20).
+    #[param(value_type = Option<i64>)]
+    pub limit: Option<String>,
+}
+
+/// What the agent's record says so far.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct QualityMetricsOut {
+    /// Share of finished delegations it completed, once it has any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub success_rate: Option<f64>,
+    /// Delegations it completed.
+    pub completed_tasks: i64,
+}
+
+/// One discovered capability: never the agent's id or owner.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DiscoveredOut {
+    /// The agent's current anonymous id.
+    pub anonymous_agent_id: Uuid,
+    /// The capability.
+    pub capability_id: Uuid,
+    /// Its kind of work.
+    pub task_type: String,
+    /// Set for `custom`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub custom_type: Option<String>,
+    /// Input JSON Schema.
+    pub input_schema: Value,
+    /// Output JSON Schema.
+    pub output_schema: Value,
+    /// The agent's trust percentile (0-100).
+    pub trust_score_percentile: i32,
+    /// Whether that trust rests on fewer than 10 events.
+    pub provisional: bool,
+    /// Estimated latency, milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub estimated_latency_ms: Option<i64>,
+    /// Estimated cost, US dollars.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub estimated_cost_usd: Option<f64>,
+    /// The ranking score, 4 decimals.
+    pub composite_score: f64,
+    /// The agent's record.
+    pub quality_metrics: QualityMetricsOut,
+}
+
+/// Discovery's answer.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct DiscoverOut {
+    /// Best first.
+    pub results: Vec<DiscoveredOut>,
+}
+
+/// Finds the enabled capabilities of a kind of work, ranked by
+/// `0.5 * trust/100 + 0.3 * (1 - min(cost/maxCost, 1)) + 0.2 * (1 - min(latency/maxLatency, 1))`
+/// (unknown cost or latency count 0.5), ties by anonymous id.
+#[utoipa::path(get, path = "/api/agents/discover", tag = "directory", operation_id = "discoverAgents",
+    security(("bearerJwt" = []), ("agentKeyBearer" = []), ("agentKey" = [])),
+    params(DiscoverParams),
+    responses(
+        (status = 200, description = "Ranked results", body = DiscoverOut),
+        (status = 400, description = "No or unknown `taskType`, or a bad number (`invalid_body`)"),
+        (status = 403, description = "An inactive agent's key"),
+    ))]
+pub async fn discover_agents(
+    State(state): State<AppState>,
+    _caller: AnyCaller,
+    ApiQuery(params): ApiQuery<DiscoverParams>,
+) -> ApiResult<Json<DiscoverOut>> {
+    let query = discovery::Query::parse(&RawQuery {
+        task_type: params.task_type.as_deref(),
+        custom_type: params.custom_type.as_deref(),
+        min_trust_score: params.min_trust_score.as_deref(),
+        max_cost_usd: params.max_cost_usd.as_deref(),
+        max_latency_ms: params.max_latency_ms.as_deref(),
+        limit: params.limit.as_deref(),
+    })?;
+    let config = state.engine.config();
+    let mut tx = state.pool().begin().await?;
+    let found = discovery::discover(&mut tx, &query, config.min_trust, config.anonymous_id_ttl).await?;
+    tx.commit().await?;
+    let results = found
+        .into_iter()
+        .map(|f| DiscoveredOut {
+            anonymous_agent_id: f.anonymous_agent_id,
+            capability_id: f.capability_id,
+            task_type: f.task_type,
+            custom_type: f.custom_type,
+            input_schema: f.input_schema,
+            output_schema: f.output_schema,
+            trust_score_percentile: f.trust_score_percentile,
+            provisional: f.trust_events < trust::PROVISIONAL_BELOW,
+            estimated_latency_ms: f.estimated_latency_ms,
+            estimated_cost_usd: f.estimated_cost_usd,
+            composite_score: f.composite_score,
+            quality_metrics: QualityMetricsOut { success_rate: None, completed_tasks: 0 },
+        })
+        .collect();
+    Ok(Json(DiscoverOut { results }))
+}
+
+/// An agent's trust, as the one doing the work.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TrustOut {
+    /// The agent.
+    pub agent_id: Uuid,
+    /// 0.6 * health + 0.4 * delegation, 2 decimals.
+    pub raw_score: f64,
+    /// Mean daily share of claimed turns answered before the claim expired (last 30 days), times 100; 50 with none.
+    pub health_component: f64,
+    /// Share of finished delegations addressed to it that it completed (last 90 days), times 100; 50 with none.
+    pub delegation_component: f64,
+    /// Share of agents with a strictly lower raw score, 0-100.
+    pub percentile: i32,
+    /// Fewer than 10 events (claims answered or expired, finished delegations) so far.
+    pub provisional: bool,
+    /// Finished delegations addressed to it.
+    pub total_delegations: i64,
+    /// Of those, completed.
+    pub successful_delegations: i64,
+    /// When its record last changed; null before it has one.
+    pub updated_at: Option<DateTime<Utc>>,
+}
+
+/// An agent's trust.
+#[utoipa::path(get, path = "/api/trust/{agentId}", tag = "directory", operation_id = "getTrust",
+    security(("bearerJwt" = []), ("agentKeyBearer" = []), ("agentKey" = [])),
+    params(("agentId" = Uuid, Path, description = "The agent id")),
+    responses(
+        (status = 200, description = "Its trust", body = TrustOut),
+        (status = 403, description = "Another agent's key, or neither the owner's nor the service's token"),
+        (status = 404, description = "Unknown agent"),
+    ))]
+pub async fn get_trust(State(state): State<AppState>, AgentReader(agent): AgentReader) -> ApiResult<Json<TrustOut>> {
+    let mut conn = state.pool().acquire().await?;
+    let t = trust::of(&mut conn, agent.agent_id).await?;
+    Ok(Json(TrustOut {
+        agent_id: t.agent_id,
+        raw_score: t.raw_score,
+        health_component: t.health_component,
+        delegation_component: t.delegation_component,
+        percentile: t.percentile,
+        provisional: t.provisional(),
+        total_delegations: t.total_delegations,
+        successful_delegations: t.successful_delegations,
+        updated_at: t.updated_at,
+    }))
+}

@@ -1,0 +1,481 @@
+//! The agent directory: capabilities and their permissions, anonymous ids, discovery and its
+//! ranking, trust from the daily counters, and the counters written by the end of each claim.
+
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use crate::{
+    fixtures,
+    helpers::{Answer, TestAgent, TestApp, answer},
+};
+
+fn capability(task_type: &str, cost: Option<f64>, latency: Option<i64>) -> Value {
+    let mut body = json!({
+        "taskType": task_type,
+        "inputSchema": {"type": "object", "properties": {"code": {"type": "string"}}},
+        "outputSchema": {"type": "object", "properties": {"feedback": {"type": "string"}}},
+    });
+    if let Some(c) = cost {
+        body["estimatedCostUsd"] = json!(c);
+    }
+    if let Some(l) = latency {
+        body["estimatedLatencyMs"] = json!(l);
+    }
+    body
+}
+
+async fn put_capability(app: &TestApp, agent: &TestAgent, body: &Value) -> Answer {
+    app.agent_call(agent, Method::PUT, "/capabilities", Some(body)).await
+}
+
+/// Writes a scripted record: `days_ago` days before today (UTC), so many claims answered and
+/// expired.
+async fn record(app: &TestApp, agent: &TestAgent, days_ago: i32, answered: i32, expired: i32) {
+    sqlx::query(
+        "INSERT INTO agent_trust_days (agent_id, day, claims_answered, claims_expired)
+         VALUES ($1, (now() AT TIME ZONE 'UTC')::date - $2, $3, $4)",
+    )
+    .bind(agent.id.parse::<Uuid>().unwrap())
+    .bind(days_ago)
+    .bind(answered)
+    .bind(expired)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+}
+
+async fn discover(app: &TestApp, query: &str) -> Answer {
+    app.get(&format!("/api/agents/discover?{query}"), &app.service_token()).await
+}
+
+async fn trust(app: &TestApp, agent: &TestAgent) -> Value {
+    let answer = app.agent_call_path(agent, Method::GET, &format!("/api/trust/{}", agent.id)).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
+    answer.body
+}
+
+impl TestApp {
+    /// A call on any path with the agent's key.
+    async fn agent_call_path(&self, agent: &TestAgent, method: Method, path: &str) -> Answer {
+        let resp = self.client.request(method, format!("{}{path}", self.base)).header("x-api-key", &agent.key).send().await.unwrap();
+        let status = resp.status();
+        let text = resp.text().await.unwrap();
+        Answer { status, body: serde_json::from_str(&text).unwrap_or(Value::Null), text }
+    }
+}
+
+/// (anonymous id, composite) of each result, in order.
+fn ranking(answer: &Answer) -> Vec<(String, f64)> {
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
+    answer.body["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["anonymousAgentId"].as_str().unwrap().to_owned(), r["compositeScore"].as_f64().unwrap()))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_capability_is_created_replaced_listed_and_deleted_by_its_agent_or_owner() {
+    let app = TestApp::spawn().await;
+    let agent = app.register_agent("user-tomas").await;
+    let created = put_capability(&app, &agent, &capability("code-review", Some(0.05), Some(5000))).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
+    let id = created.body["capability"]["id"].as_str().unwrap().to_owned();
+    let anonymous = created.body["anonymousAgentId"].as_str().unwrap().to_owned();
+    assert_eq!(created.body["capability"]["permissions"], json!({"enabled": true, "acceptDelegations": true, "inboundRateLimit": 10, "outboundRateLimit": 20}));
+
+    // The owner's token replaces it: same id, new estimates.
+    let owner = app.user_token("user-tomas");
+    let replaced = app
+        .call(Method::PUT, &format!("/api/agents/{}/capabilities", agent.id), Some(&owner), Some(&capability("code-review", Some(1.0), None)))
+        .await;
+    assert_eq!(replaced.status, StatusCode::OK, "{}", replaced.text);
+    assert_eq!(replaced.body["capability"]["id"], id.as_str());
+    assert_eq!(replaced.body["capability"]["estimatedCostUsd"], 1.0);
+    assert!(replaced.body["capability"].get("estimatedLatencyMs").is_none());
+    assert_eq!(replaced.body["anonymousAgentId"], anonymous.as_str());
+
+    // A custom one is another capability; two custom types are two more.
+    let mut custom = capability("custom", None, None);
+    custom["customType"] = json!("legal-review");
+    assert_eq!(put_capability(&app, &agent, &custom).await.status, StatusCode::CREATED);
+    custom["customType"] = json!("contract-drafting");
+    assert_eq!(put_capability(&app, &agent, &custom).await.status, StatusCode::CREATED);
+    let listed = app.agent_call(&agent, Method::GET, "/capabilities", None).await;
+    assert_eq!(listed.body["capabilities"].as_array().unwrap().len(), 3, "{}", listed.text);
+    assert_eq!(listed.body["anonymousAgentId"], anonymous.as_str());
+
+    // Permissions change only what is given.
+    let p = app
+        .agent_call(&agent, Method::PUT, &format!("/capabilities/{id}/permissions"), Some(&json!({"enabled": false, "inboundRateLimit": 3})))
+        .await;
+    assert_eq!(p.status, StatusCode::OK, "{}", p.text);
+    assert_eq!(p.body["capability"]["permissions"], json!({"enabled": false, "acceptDelegations": true, "inboundRateLimit": 3, "outboundRateLimit": 20}));
+
+    let deleted = app.agent_call(&agent, Method::DELETE, &format!("/capabilities/{id}"), None).await;
+    assert_eq!(deleted.status, StatusCode::OK);
+    assert_eq!(deleted.body, json!({"deleted": true}));
+    app.agent_call(&agent, Method::DELETE, &format!("/capabilities/{id}"), None).await.assert_error(StatusCode::NOT_FOUND, "not_found");
+    assert_eq!(app.count("capabilities").await, 2);
+}
+
+#[tokio::test]
+async fn capability_routes_refuse_other_callers_and_unknown_agents() {
+    let app = TestApp::spawn().await;
+    let tomas = app.register_agent("user-tomas").await;
+    let eve = app.register_agent("user-eve").await;
+    let path = format!("/api/agents/{}/capabilities", tomas.id);
+    let body = capability("testing", None, None);
+    let eve_jwt = app.user_token("user-eve");
+    app.call(Method::PUT, &path, Some(&eve_jwt), Some(&body)).await.assert_error(StatusCode::FORBIDDEN, "forbidden");
+    app.call(Method::PUT, &path, Some(&app.service_token()), Some(&body)).await.assert_error(StatusCode::FORBIDDEN, "forbidden");
+    let with_eve_key = app.client.put(format!("{}{path}", app.base)).header("x-api-key", &eve.key).json(&body).send().await.unwrap();
+    assert_eq!(with_eve_key.status(), StatusCode::FORBIDDEN);
+    let unknown = format!("/api/agents/{}/capabilities", Uuid::now_v7());
+    app.call(Method::PUT, &unknown, Some(&app.user_token("user-tomas")), Some(&body)).await.assert_error(StatusCode::NOT_FOUND, "not_found");
+    app.call(Method::GET, &format!("/api/trust/{}", Uuid::now_v7()), Some(&app.service_token()), None).await.assert_error(StatusCode::NOT_FOUND, "not_found");
+    app.call(Method::GET, &format!("/api/trust/{}", tomas.id), Some(&eve_jwt), None).await.assert_error(StatusCode::FORBIDDEN, "forbidden");
+    assert_eq!(app.count("capabilities").await, 0);
+}
+
+#[tokio::test]
+async fn bad_capabilities_are_refused_naming_the_field_and_store_nothing() {
+    let app = TestApp::spawn().await;
+    let agent = app.register_agent("user-tomas").await;
+    let good = capability("code-review", Some(0.05), Some(5000));
+    let with = |key: &str, value: Value| {
+        let mut b = good.clone();
+        b[key] = value;
+        b
+    };
+    let cases = [
+        (with("inputSchema", json!({"type": "no-such-type"})), "inputSchema"),
+        (with("outputSchema", json!({"properties": {"a": {"minimum": "five"}}})), "outputSchema"),
+        (with("inputSchema", json!("not a schema")), "inputSchema"),
+        (with("taskType", json!("cooking")), "taskType"),
+        (with("taskType", json!("custom")), "customType"),
+        (with("customType", json!("legal")), "customType"),
+        (with("estimatedCostUsd", json!(-0.01)), "estimatedCostUsd"),
+        (with("estimatedCostUsd", json!("cheap")), "estimatedCostUsd"),
+        (with("estimatedLatencyMs", json!(-1)), "estimatedLatencyMs"),
+        (with("estimatedLatencyMs", json!(1.5)), "estimatedLatencyMs"),
+        (with("skill", json!({"tags": "not a list"})), "skill"),
+        (with("tags", json!([""])), "tags"),
+        (with("unknownField", json!(1)), "unknownField"),
+        (json!({"taskType": "testing", "outputSchema": {}}), "inputSchema"),
+    ];
+    for (body, field) in cases {
+        let a = put_capability(&app, &agent, &body).await;
+        a.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
+        assert!(a.body["error"].as_str().unwrap().contains(field), "{field}: {}", a.text);
+    }
+    assert_eq!(app.count("capabilities").await, 0);
+    assert_eq!(app.count("anonymous_ids").await, 0);
+
+    // Bad permissions and unknown capabilities change nothing either.
+    let id = put_capability(&app, &agent, &good).await.body["capability"]["id"].as_str().unwrap().to_owned();
+    for (body, field) in [
+        (json!({"inboundRateLimit": -1}), "inboundRateLimit"),
+        (json!({"outboundRateLimit": 10001}), "outboundRateLimit"),
+        (json!({"outboundRateLimit": "many"}), "outboundRateLimit"),
+        (json!({"enabled": false, "inboundRateLimit": 2.5}), "inboundRateLimit"),
+        (json!({"enabled": "no"}), "enabled"),
+    ] {
+        let a = app.agent_call(&agent, Method::PUT, &format!("/capabilities/{id}/permissions"), Some(&body)).await;
+        a.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
+        assert!(a.text.contains(field) || field == "enabled", "{field}: {}", a.text);
+    }
+    let unknown = Uuid::now_v7();
+    app.agent_call(&agent, Method::PUT, &format!("/capabilities/{unknown}/permissions"), Some(&json!({"enabled": false})))
+        .await
+        .assert_error(StatusCode::NOT_FOUND, "not_found");
+    let listed = app.agent_call(&agent, Method::GET, "/capabilities", None).await;
+    assert_eq!(listed.body["capabilities"][0]["permissions"]["enabled"], true);
+    assert_eq!(listed.body["capabilities"][0]["permissions"]["inboundRateLimit"], 10);
+}
+
+/// Six agents whose records put their trust at the percentiles 0, 20, 40, 60, 80 and 100, each
+/// with a code-review capability; returns them with their anonymous ids.
+async fn ranked_six(app: &TestApp) -> Vec<(TestAgent, String)> {
+    // (answered, expired) -> health 0, 25, 50, 75, 90, 100 -> raw 20, 35, 50, 65, 74, 80.
+    let records = [(0, 1), (1, 3), (2, 2), (3, 1), (9, 1), (1, 0)];
+    // (cost, latency) of each one's capability.
+    let estimates = [(Some(1.0), Some(300)), (Some(50.0), Some(15_000)), (Some(200.0), Some(60_000)), (Some(0.0), Some(0)), (Some(5.0), Some(3000)), (None, None)];
+    let mut agents = Vec::new();
+    for (i, ((answered, expired), (cost, latency))) in records.into_iter().zip(estimates).enumerate() {
+        let agent = app.register_agent(&format!("user-{i}")).await;
+        record(app, &agent, 0, answered, expired).await;
+        let a = put_capability(app, &agent, &capability("code-review", cost, latency)).await;
+        assert_eq!(a.status, StatusCode::CREATED, "{}", a.text);
+        let anonymous = a.body["anonymousAgentId"].as_str().unwrap().to_owned();
+        agents.push((agent, anonymous));
+    }
+    agents
+}
+
+#[tokio::test]
+async fn discovery_ranks_by_the_composite_of_trust_cost_and_latency() {
+    let app = TestApp::spawn().await;
+    let six = ranked_six(&app).await;
+    let anon = |i: usize| six[i].1.clone();
+    let percentiles: Vec<i64> = {
+        let mut p = Vec::new();
+        for (agent, _) in &six {
+            p.push(trust(&app, agent).await["percentile"].as_i64().unwrap());
+        }
+        p
+    };
+    assert_eq!(percentiles, [0, 20, 40, 60, 80, 100]);
+
+    // 80/100 at cost 5 of 100 and latency 3 000 of 30 000: 0.4 + 0.285 + 0.18.
+    // Unknown cost and latency count 0.5 each: 0.5 + 0.15 + 0.1. Costs above the cap score 0.
+    let all = discover(&app, "taskType=code-review").await;
+    assert_eq!(
+        ranking(&all),
+        [(anon(4), 0.865), (anon(3), 0.8), (anon(5), 0.75), (anon(0), 0.495), (anon(1), 0.35), (anon(2), 0.2)]
+    );
+    let top = &all.body["results"][0];
+    assert_eq!(top["trustScorePercentile"], 80);
+    assert_eq!(top["provisional"], false);
+    assert_eq!(top["estimatedCostUsd"], 5.0);
+    assert_eq!(top["estimatedLatencyMs"], 3000);
+    assert_eq!(top["taskType"], "code-review");
+    assert_eq!(top["qualityMetrics"], json!({"completedTasks": 0}));
+    assert_eq!(all.body["results"][2]["provisional"], true);
+    assert!(all.body["results"][2].get("estimatedCostUsd").is_none());
+
+    // The caps filter where known and scale the scores.
+    assert_eq!(
+        ranking(&discover(&app, "taskType=code-review&maxCostUsd=10").await),
+        [(anon(3), 0.8), (anon(5), 0.75), (anon(4), 0.73), (anon(0), 0.468)]
+    );
+    assert_eq!(
+        ranking(&discover(&app, "taskType=code-review&maxLatencyMs=3000").await),
+        [(anon(3), 0.8), (anon(5), 0.75), (anon(4), 0.685), (anon(0), 0.477)]
+    );
+    assert_eq!(
+        ranking(&discover(&app, "taskType=code-review&minTrustScore=60").await),
+        [(anon(4), 0.865), (anon(3), 0.8), (anon(5), 0.75)]
+    );
+    assert_eq!(ranking(&discover(&app, "taskType=code-review&limit=2").await), [(anon(4), 0.865), (anon(3), 0.8)]);
+    assert_eq!(ranking(&discover(&app, "taskType=code-review&limit=500").await).len(), 6);
+    assert_eq!(ranking(&discover(&app, "taskType=testing").await), []);
+
+    // A disabled capability and an inactive agent are not shown.
+    let (agent3, _) = &six[3];
+    let id = app.agent_call(agent3, Method::GET, "/capabilities", None).await.body["capabilities"][0]["id"].as_str().unwrap().to_owned();
+    app.agent_call(agent3, Method::PUT, &format!("/capabilities/{id}/permissions"), Some(&json!({"enabled": false}))).await;
+    let (agent4, _) = &six[4];
+    app.call(Method::PATCH, &format!("/api/agents/{}", agent4.id), Some(&app.user_token("user-4")), Some(&json!({"status": "inactive"}))).await;
+    let shown: Vec<String> = ranking(&discover(&app, "taskType=code-review").await).into_iter().map(|r| r.0).collect();
+    assert_eq!(shown, [anon(5), anon(0), anon(1), anon(2)]);
+}
+
+#[tokio::test]
+async fn the_configured_trust_floor_applies_with_the_callers_minimum() {
+    let app = TestApp::spawn_with(|c| c.min_trust = 80).await;
+    let six = ranked_six(&app).await;
+    let shown = |a: &Answer| ranking(a).into_iter().map(|r| r.0).collect::<Vec<_>>();
+    assert_eq!(shown(&discover(&app, "taskType=code-review").await), [six[4].1.clone(), six[5].1.clone()]);
+    assert_eq!(shown(&discover(&app, "taskType=code-review&minTrustScore=10").await), [six[4].1.clone(), six[5].1.clone()]);
+    assert_eq!(shown(&discover(&app, "taskType=code-review&minTrustScore=90").await), [six[5].1.clone()]);
+}
+
+#[tokio::test]
+async fn discovery_filters_custom_types_and_breaks_ties_by_anonymous_id() {
+    let app = TestApp::spawn().await;
+    let mut legal = Vec::new();
+    for i in 0..4 {
+        let agent = app.register_agent(&format!("user-{i}")).await;
+        let mut body = capability("custom", Some(10.0), Some(1000));
+        body["customType"] = json!(if i < 3 { "legal" } else { "medical" });
+        let a = put_capability(&app, &agent, &body).await;
+        if i < 3 {
+            legal.push(a.body["anonymousAgentId"].as_str().unwrap().to_owned());
+        }
+    }
+    legal.sort();
+    // No records: every agent has the same trust, every capability the same estimates.
+    let found = ranking(&discover(&app, "taskType=custom&customType=legal").await);
+    let ids: Vec<String> = found.iter().map(|r| r.0.clone()).collect();
+    assert_eq!(ids, legal);
+    assert!(found.iter().all(|r| r.1 == found[0].1));
+    assert_eq!(ranking(&discover(&app, "taskType=custom&customType=medical").await).len(), 1);
+    assert_eq!(ranking(&discover(&app, "taskType=custom").await).len(), 4);
+}
+
+#[tokio::test]
+async fn discovery_answers_show_neither_agent_ids_nor_owners() {
+    let app = TestApp::spawn().await;
+    let agent = app.register_agent("user-tomas").await;
+    let mut body = capability("analysis", Some(1.0), Some(100));
+    body["description"] = json!("Reads your data");
+    put_capability(&app, &agent, &body).await;
+    let by_key = app.agent_call_path(&agent, Method::GET, "/api/agents/discover?taskType=analysis").await;
+    for answer in [discover(&app, "taskType=analysis").await, by_key] {
+        assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
+        assert!(!answer.text.contains(&agent.id), "{}", answer.text);
+        assert!(!answer.text.contains("user-tomas"), "{}", answer.text);
+        let keys: Vec<&String> = answer.body["results"][0].as_object().unwrap().keys().collect();
+        assert_eq!(
+            keys,
+            [
+                "anonymousAgentId", "capabilityId", "taskType", "inputSchema", "outputSchema", "trustScorePercentile",
+                "provisional", "estimatedLatencyMs", "estimatedCostUsd", "compositeScore", "qualityMetrics"
+            ]
+        );
+    }
+}
+
+#[tokio::test]
+async fn bad_discovery_queries_are_refused_and_change_nothing() {
+    let app = TestApp::spawn_with(|c| c.anonymous_id_ttl = Duration::from_secs(1)).await;
+    let agent = app.register_agent("user-tomas").await;
+    put_capability(&app, &agent, &capability("testing", None, None)).await;
+    tokio::time::sleep(Duration::from_millis(1200)).await; // the anonymous id has expired
+    for query in [
+        "",
+        "taskType=",
+        "taskType=cooking",
+        "taskType=testing&minTrustScore=high",
+        "taskType=testing&minTrustScore=101",
+        "taskType=testing&maxCostUsd=-1",
+        "taskType=testing&maxCostUsd=0",
+        "taskType=testing&maxLatencyMs=soon",
+        "taskType=testing&limit=0",
+        "taskType=testing&limit=ten",
+        "taskType=testing&customType=x",
+    ] {
+        discover(&app, query).await.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
+    }
+    let no_credentials = app.call(Method::GET, "/api/agents/discover?taskType=testing", None, None).await;
+    no_credentials.assert_error(StatusCode::UNAUTHORIZED, "unauthorized");
+    // Not even the expired anonymous id was replaced.
+    assert_eq!(app.count("anonymous_ids").await, 1);
+}
+
+#[tokio::test]
+async fn an_expired_anonymous_id_is_replaced_on_the_next_discovery_and_still_resolves() {
+    let app = TestApp::spawn_with(|c| c.anonymous_id_ttl = Duration::from_secs(1)).await;
+    let agent = app.register_agent("user-tomas").await;
+    let first = put_capability(&app, &agent, &capability("translation", None, None)).await.body["anonymousAgentId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(ranking(&discover(&app, "taskType=translation").await)[0].0, first);
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let second = ranking(&discover(&app, "taskType=translation").await)[0].0.clone();
+    assert_ne!(second, first);
+    let listed = app.agent_call(&agent, Method::GET, "/capabilities", None).await;
+    assert_eq!(listed.body["anonymousAgentId"], second.as_str());
+    assert_eq!(app.count("anonymous_ids").await, 2);
+
+    let mut conn = app.pool.acquire().await.unwrap();
+    let old = parley::directory::anonymity::resolve(&mut conn, first.parse().unwrap()).await.unwrap().unwrap();
+    assert_eq!(old.agent_id.to_string(), agent.id);
+    assert!(!old.live);
+    let new = parley::directory::anonymity::resolve(&mut conn, second.parse().unwrap()).await.unwrap().unwrap();
+    assert!(new.live);
+    assert!(parley::directory::anonymity::resolve(&mut conn, Uuid::new_v4()).await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn trust_is_computed_from_the_record_with_exact_components_and_percentile() {
+    let app = TestApp::spawn().await;
+    let a = app.register_agent("user-a").await;
+    let b = app.register_agent("user-b").await;
+    let c = app.register_agent("user-c").await;
+    // A: today 3 of 4 answered, yesterday 1 of 2: health (75 + 50) / 2 = 62.5; a day 40 days
+    // ago counts as events only, and days without claims are not averaged.
+    record(&app, &a, 0, 3, 1).await;
+    record(&app, &a, 1, 1, 1).await;
+    record(&app, &a, 2, 0, 0).await;
+    record(&app, &a, 40, 0, 5).await;
+    // B: 9 of 9: health 100, 9 events (still provisional).
+    record(&app, &b, 0, 9, 0).await;
+    // C: only a capability: health 50.
+    put_capability(&app, &c, &capability("documentation", None, None)).await;
+
+    let ta = trust(&app, &a).await;
+    assert_eq!(ta["agentId"], a.id.as_str());
+    assert_eq!(ta["healthComponent"], 62.5);
+    assert_eq!(ta["delegationComponent"], 50.0);
+    assert_eq!(ta["rawScore"], 57.5); // 0.6 * 62.5 + 0.4 * 50
+    assert_eq!(ta["percentile"], 50); // one of the other two is lower
+    assert_eq!(ta["provisional"], false); // 4 + 2 + 5 events
+    assert_eq!(ta["totalDelegations"], 0);
+    assert_eq!(ta["successfulDelegations"], 0);
+    assert!(ta["updatedAt"].is_string());
+
+    let tb = trust(&app, &b).await;
+    assert_eq!((tb["healthComponent"].as_f64(), tb["rawScore"].as_f64()), (Some(100.0), Some(80.0)));
+    assert_eq!((tb["percentile"].as_i64(), tb["provisional"].as_bool()), (Some(100), Some(true)));
+    let tc = trust(&app, &c).await;
+    assert_eq!((tc["rawScore"].as_f64(), tc["percentile"].as_i64(), tc["provisional"].as_bool()), (Some(50.0), Some(0), Some(true)));
+    assert!(tc["updatedAt"].is_null());
+
+    // One more answered claim makes B's score rest on 10 events.
+    record(&app, &b, 1, 1, 0).await;
+    assert_eq!(trust(&app, &b).await["provisional"], false);
+
+    // The owner and the service may read it too.
+    let by_owner = app.get(&format!("/api/trust/{}", a.id), &app.user_token("user-a")).await;
+    assert_eq!(by_owner.body, ta);
+    assert_eq!(app.get(&format!("/api/trust/{}", a.id), &app.service_token()).await.status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn an_agent_alone_is_at_the_100th_percentile() {
+    let app = TestApp::spawn().await;
+    let agent = app.register_agent("user-tomas").await;
+    let t = trust(&app, &agent).await;
+    assert_eq!((t["percentile"].as_i64(), t["rawScore"].as_f64(), t["provisional"].as_bool()), (Some(100), Some(50.0), Some(true)));
+    put_capability(&app, &agent, &capability("testing", None, None)).await;
+    assert_eq!(trust(&app, &agent).await["percentile"], 100);
+}
+
+async fn counters(app: &TestApp, agent: &TestAgent) -> (i32, i32, i32) {
+    sqlx::query_as("SELECT claims_answered, claims_expired, claims_released FROM agent_trust_days WHERE agent_id = $1")
+        .bind(agent.id.parse::<Uuid>().unwrap())
+        .fetch_optional(&app.pool)
+        .await
+        .unwrap()
+        .unwrap_or((0, 0, 0))
+}
+
+#[tokio::test]
+async fn the_end_of_each_claim_writes_the_holders_daily_counters() {
+    let app = TestApp::spawn_with(|c| c.claim_timeout = Duration::from_secs(2)).await;
+    let agent = app.register_agent("user-tomas").await;
+    let n1 = app.start(&fixtures::good_match()).await["negotiation"]["id"].as_str().unwrap().to_owned();
+    let n2 = app.start(&fixtures::good_match()).await["negotiation"]["id"].as_str().unwrap().to_owned();
+
+    // Answered before the claim expired.
+    let picked = app.pickup(&agent, None).await;
+    assert_eq!(picked.body["negotiationId"], n1.as_str());
+    let responded = app.respond(&agent, &n1, &answer("accept", picked.body["claimToken"].as_str())).await;
+    assert_eq!(responded.status, StatusCode::OK, "{}", responded.text);
+    assert_eq!(counters(&app, &agent).await, (1, 0, 0));
+
+    // Given back.
+    let picked = app.pickup(&agent, None).await;
+    assert_eq!(picked.body["negotiationId"], n2.as_str());
+    let claim = json!({ "claimToken": picked.body["claimToken"] });
+    assert_eq!(app.agent_call(&agent, Method::POST, &format!("/negotiations/{n2}/release"), Some(&claim)).await.status, StatusCode::OK);
+    assert_eq!(counters(&app, &agent).await, (1, 0, 1));
+
+    // Left to expire: the claim timer parks it again and counts it against the agent.
+    assert_eq!(app.pickup(&agent, None).await.status, StatusCode::OK);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while app.snapshot(&n2).await.0 != "waiting_for_agent" {
+        assert!(tokio::time::Instant::now() < deadline, "the claim never expired");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(counters(&app, &agent).await, (1, 1, 1));
+    let t = trust(&app, &agent).await;
+    assert_eq!((t["healthComponent"].as_f64(), t["provisional"].as_bool()), (Some(50.0), Some(true)));
+}
