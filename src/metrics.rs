@@ -230,6 +230,10 @@ impl Drop for LongPollWaiter {
 /// Reads the database's gauges and renders everything; `None` when metrics are off.
 pub async fn render(pool: &sqlx::PgPool) -> Result<Option<String>, sqlx::Error> {
     let Some(handle) = HANDLE.get().filter(|_| enabled()) else { return Ok(None) };
+    // Setting the database's gauges and rendering is one step: two scrapes at once (of two
+    // services in one process, as in the tests) must not render each other's readings.
+    static SCRAPE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    let _one_at_a_time = SCRAPE.lock().await;
     // Over the partial index of active tasks: a handful of rows, however large the history.
     let (parked, claimed): (i64, i64) = sqlx::query_as(
         "SELECT count(*) FILTER (WHERE state = 'waiting_for_agent'), count(*) FILTER (WHERE state = 'claimed')

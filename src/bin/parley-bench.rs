@@ -51,7 +51,7 @@ struct Args {
     /// Concurrent agents (and pgbench clients) of the turn-cycle phase.
     #[arg(long, default_value_t = 32)]
     agents: usize,
-    /// Run only these phases (comma-separated: cycles,pgbench,wake,svs,assess,longpoll).
+    /// Run only these phases (comma-separated: cycles,pgbench,wake,svs,assess,longpoll,metrics).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
 }
@@ -586,6 +586,31 @@ async fn turn_cycles(bench: &Arc<Bench>, plan: &Plan, agents: usize, r: &mut Res
     Ok(())
 }
 
+/// The turn cycle with metrics recording off and on, in one run: four rounds in the order
+/// off, on, on, off (so that a drift over the run, such as dead tuples piling up, weighs on both
+/// sides alike), each a whole turn-cycle phase with its own negotiations.
+async fn metrics_overhead(bench: &Arc<Bench>, plan: &Plan, agents: usize, r: &mut Results, json_out: bool) -> anyhow::Result<()> {
+    let mut rates = BTreeMap::<bool, Vec<f64>>::new();
+    for on in [false, true, true, false] {
+        parley::metrics::install(on);
+        note(json_out, format!("metrics overhead: a round with metrics {}", if on { "on" } else { "off" }));
+        let mut round = Results::new();
+        turn_cycles(bench, plan, agents, &mut round, json_out).await?;
+        let rate = round.get("turn_cycles_per_s").and_then(Value::as_f64).unwrap_or(0.0);
+        rates.entry(on).or_default().push(rate);
+    }
+    parley::metrics::install(true);
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+    let off = mean(&rates[&false]);
+    let on = mean(&rates[&true]);
+    r.insert("turn_cycles_per_s_metrics_off", json!(round(off, 1)));
+    r.insert("turn_cycles_per_s_metrics_on", json!(round(on, 1)));
+    r.insert("metrics_rounds_off", json!(rates[&false]));
+    r.insert("metrics_rounds_on", json!(rates[&true]));
+    r.insert("metrics_overhead_pct", json!(round((off - on) / off.max(1e-9) * 100.0, 2)));
+    Ok(())
+}
+
 /// User + system CPU seconds of a process (`self` or a pid), from `/proc/<pid>/stat`.
 fn process_cpu_secs(pid: &str) -> f64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
@@ -944,6 +969,7 @@ fn print_table(r: &Results) {
         ("long-polls waiting", g("longpoll_waiters").to_string(), String::new()),
         ("  process RSS MB (peak)", g("longpoll_rss_mb").to_string(), format!("before {}", g("longpoll_rss_before_mb"))),
         ("  DB connections (pg_stat_activity)", g("longpoll_db_connections").to_string(), format!("pool size {}", g("pool_size"))),
+        ("turn cycles /s, metrics off / on", format!("{} / {}", g("turn_cycles_per_s_metrics_off"), g("turn_cycles_per_s_metrics_on")), format!("overhead {} %, target <= 3", g("metrics_overhead_pct"))),
     ];
     println!("parley-bench ({}; load before: {}, after: {})", g("mode").as_str().unwrap_or(""), g("load_before").as_str().unwrap_or(""), g("load_after").as_str().unwrap_or(""));
     for (name, value, note) in rows {
@@ -987,6 +1013,9 @@ async fn run(args: Args) -> anyhow::Result<Results> {
             }
             if phase("longpoll") {
                 longpolls(&bench, &plan, &mut r, args.json).await?;
+            }
+            if args.only.iter().any(|o| o == "metrics") {
+                metrics_overhead(&bench, &plan, args.agents, &mut r, args.json).await?;
             }
             anyhow::Ok(())
         }
