@@ -70,6 +70,11 @@ pub struct Config {
     pub claim_timeout: Duration,
     /// `PARLEY_PARK_TIMEOUT`.
     pub park_timeout: Duration,
+    /// `PARLEY_PARK_TIMEOUT_OFFLINE`: how long a turn parked for a user with no live agent waits
+    /// before the system negotiator takes it (mixed negotiations); zero means at once.
+    pub park_timeout_offline: Duration,
+    /// `PARLEY_AGENT_LIVENESS`: an agent seen within this is live.
+    pub agent_liveness: Duration,
     /// `PARLEY_PVP_TIMEOUT`.
     pub pvp_timeout: Duration,
     /// `PARLEY_PENDING_TTL`.
@@ -125,6 +130,8 @@ impl Default for Config {
             jwt_secret: None,
             claim_timeout: Duration::from_secs(6 * 3600),
             park_timeout: Duration::from_secs(24 * 3600),
+            park_timeout_offline: Duration::from_secs(5 * 60),
+            agent_liveness: Duration::from_secs(90),
             pvp_timeout: Duration::from_secs(24 * 3600),
             pending_ttl: Duration::from_secs(14 * 24 * 3600),
             long_poll_max: Duration::from_secs(30),
@@ -259,6 +266,21 @@ impl Config {
         if min_trust > 100 {
             return Err(ConfigError { var: "PARLEY_MIN_TRUST", message: "must be a percentile from 0 to 100".into() });
         }
+        // `0` is allowed here: the system negotiator takes such a turn at once.
+        let park_timeout_offline = match var("PARLEY_PARK_TIMEOUT_OFFLINE") {
+            Some(v) if v == "0" || v == "0s" => Duration::ZERO,
+            _ => duration("PARLEY_PARK_TIMEOUT_OFFLINE", d.park_timeout_offline)?,
+        };
+        // An agent that keeps polling is marked seen at least every 15 s (the write throttle) plus
+        // one long-poll; the window must be longer than that or a polling agent would look offline.
+        let agent_liveness = duration("PARLEY_AGENT_LIVENESS", d.agent_liveness)?;
+        let long_poll_max = duration("PARLEY_LONG_POLL_MAX", d.long_poll_max)?;
+        if agent_liveness <= crate::delivery::SEEN_WRITE_EVERY + long_poll_max {
+            return Err(ConfigError {
+                var: "PARLEY_AGENT_LIVENESS",
+                message: "must be longer than 15s plus PARLEY_LONG_POLL_MAX".into(),
+            });
+        }
         Ok(Config {
             database_url,
             bind,
@@ -266,9 +288,11 @@ impl Config {
             jwt_secret,
             claim_timeout: duration("PARLEY_CLAIM_TIMEOUT", d.claim_timeout)?,
             park_timeout: duration("PARLEY_PARK_TIMEOUT", d.park_timeout)?,
+            park_timeout_offline,
+            agent_liveness,
             pvp_timeout: duration("PARLEY_PVP_TIMEOUT", d.pvp_timeout)?,
             pending_ttl: duration("PARLEY_PENDING_TTL", d.pending_ttl)?,
-            long_poll_max: duration("PARLEY_LONG_POLL_MAX", d.long_poll_max)?,
+            long_poll_max,
             turn_caps: TurnCaps {
                 system: number("PARLEY_MAX_TURNS_SYSTEM", d.turn_caps.system)?,
                 mixed: number("PARLEY_MAX_TURNS_MIXED", d.turn_caps.mixed)?,
@@ -317,6 +341,7 @@ mod tests {
         assert_eq!(c.pvp_timeout, Duration::from_secs(86_400));
         assert_eq!(c.pending_ttl, Duration::from_secs(14 * 86_400));
         assert_eq!(c.long_poll_max, Duration::from_secs(30));
+        assert_eq!((c.park_timeout_offline, c.agent_liveness), (Duration::from_secs(300), Duration::from_secs(90)));
         assert_eq!(c.turn_caps, TurnCaps { system: 6, mixed: 8, personal: 0 });
         assert_eq!(c.log_format, LogFormat::Pretty);
         assert!(c.database_url.is_none() && c.jwt_secret.is_none() && c.embeddings.is_none());
@@ -347,6 +372,12 @@ mod tests {
     }
 
     #[test]
+    fn the_offline_park_window_may_be_zero() {
+        assert_eq!(load(&[("PARLEY_PARK_TIMEOUT_OFFLINE", "0")]).unwrap().park_timeout_offline, Duration::ZERO);
+        assert_eq!(load(&[("PARLEY_PARK_TIMEOUT_OFFLINE", "45s")]).unwrap().park_timeout_offline, Duration::from_secs(45));
+    }
+
+    #[test]
     fn a_bad_value_names_its_variable() {
         for (var, value) in [
             ("PARLEY_CLAIM_TIMEOUT", "soon"),
@@ -364,6 +395,8 @@ mod tests {
             ("PARLEY_JWT_MAX_TTL", "forever"),
             ("PARLEY_AUTH_FAILURE_BURST", "0"),
             ("PARLEY_AUTH_FAILURE_REFILL", "0s"),
+            ("PARLEY_AGENT_LIVENESS", "40s"),
+            ("PARLEY_PARK_TIMEOUT_OFFLINE", "-1s"),
         ] {
             let err = load(&[(var, value)]).unwrap_err();
             assert_eq!(err.var, var);

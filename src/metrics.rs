@@ -108,6 +108,7 @@ fn register_known_series() {
     counter!("parley_claims_total").absolute(0);
     counter!("parley_claim_expiries_total").absolute(0);
     counter!("parley_park_fallbacks_total", "window" => "park_timeout").absolute(0);
+    counter!("parley_park_fallbacks_total", "window" => "offline").absolute(0);
     gauge!("parley_long_poll_waiters").set(0.0);
     let _ = histogram!("parley_pickup_wait_seconds");
 }
@@ -191,7 +192,8 @@ pub fn claim_expired() {
     }
 }
 
-/// A committed park fallback; `window` names the park window that ran out.
+/// A committed park fallback; `window` names the park window that ran out: `park_timeout`
+/// (the long one) or `offline` (the user had no live agent).
 pub fn park_fallback(window: &'static str) {
     if enabled() {
         counter!("parley_park_fallbacks_total", "window" => window).increment(1);

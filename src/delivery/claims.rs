@@ -177,6 +177,8 @@ impl Engine {
     /// another agent keeps waiting for the rest of its time.
     pub async fn pickup(&self, key: &AgentKey, wait: Option<Duration>) -> Result<Option<Claim>, DeliveryError> {
         let (agent, claim) = self.try_pickup(key).await?;
+        // Marked at the start: a long-poll counts as seen while it waits (see `liveness`).
+        self.seen(agent.agent_id).await;
         let Some(wait) = wait.filter(|w| !w.is_zero()).filter(|_| claim.is_none()) else {
             crate::metrics::pickup_waited(Duration::ZERO);
             return Ok(claim);

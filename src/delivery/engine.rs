@@ -26,6 +26,8 @@ pub struct Engine {
     pub(crate) wakeups: Arc<Wakeups>,
     /// Claims handed out lately, for the responds that follow them.
     pub(crate) recent_claims: Arc<super::recent_claims::RecentClaims>,
+    /// When this process last wrote each agent's `last_seen_at`.
+    pub(crate) seen_throttle: Arc<super::liveness::SeenThrottle>,
 }
 
 /// How a turn was concluded.
@@ -89,6 +91,7 @@ impl Engine {
             claim_key: Arc::from(claim_key),
             wakeups: Arc::new(Wakeups::default()),
             recent_claims: Arc::default(),
+            seen_throttle: Arc::default(),
         }
     }
 
@@ -225,10 +228,15 @@ impl Engine {
     /// whose turn it is, inside the caller's transaction: `waiting_for_agent`, the park timer,
     /// and the notification that wakes long-polls once the transaction commits. Call
     /// [`Engine::parked`] after the commit.
+    ///
+    /// In a mixed negotiation the park timer is armed for the park window of that user: the
+    /// offline window when none of the user's agents is live, else `PARLEY_PARK_TIMEOUT`
+    /// ([`Engine::park_window`]); when it fires, the handler decides again from the state then.
     async fn park_in(&self, tx: &mut sqlx::PgConnection, task: &tasks::Task, turn_number: u32) -> Result<(), DeliveryError> {
         let side = Side::for_turn(turn_number);
-        let park_timeout = Self::falls_back(task).then_some(self.config.park_timeout);
-        tasks::park(tx, task.id, task.user_id(side), turn_number, park_timeout).await?;
+        let user = task.user_id(side);
+        let park_timeout = if Self::falls_back(task) { Some(self.park_window(tx, user).await?) } else { None };
+        tasks::park(tx, task.id, user, turn_number, park_timeout).await?;
         Ok(())
     }
 

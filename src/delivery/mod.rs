@@ -9,6 +9,7 @@
 mod claims;
 mod engine;
 mod finalize;
+mod liveness;
 mod recent_claims;
 mod respond;
 mod start;
@@ -18,6 +19,7 @@ pub mod wakeups;
 pub use claims::{AgentIdentity, AgentKey, Claim, hash_secret};
 pub use engine::Engine;
 pub use finalize::finalize;
+pub use liveness::SEEN_WRITE_EVERY;
 pub use respond::{Responded, TurnAnswer};
 pub use start::{NewNegotiation, Started};
 pub use wakeups::TURNS_CHANNEL;

@@ -93,6 +93,17 @@ impl Engine {
     /// Applies the holder's answer; see the module docs.
     #[tracing::instrument(name = "turn", skip_all, fields(negotiation.id = %task_id))]
     pub async fn respond(&self, key: &AgentKey, task_id: Uuid, answer: &TurnAnswer) -> Result<Responded, DeliveryError> {
+        let result = self.respond_once(key, task_id, answer).await;
+        // Any answer past the key check means the key is this agent's: it was seen.
+        if let Some(agent) = key.agent_id
+            && !matches!(result, Err(DeliveryError::Unauthorized | DeliveryError::Forbidden(_) | DeliveryError::Unexpected(_)))
+        {
+            self.seen(agent).await;
+        }
+        result
+    }
+
+    async fn respond_once(&self, key: &AgentKey, task_id: Uuid, answer: &TurnAnswer) -> Result<Responded, DeliveryError> {
         let request = Request { key, answer, request_hash: answer.request_hash(), proof: self.claim_proof(task_id, answer.claim_token.as_deref()) };
         // The claim as this process's pickup saw it: only ever a shortcut to success. Any
         // refusal or lost race is decided again from a fresh read.
@@ -184,6 +195,8 @@ impl Engine {
                     generation: task.claim_generation,
                     turn_count: turn_number,
                     turns: rows,
+                    // In a mixed negotiation the turn parked next is the responding agent's own
+                    // user's, and that agent is live (it is answering now): the long window.
                     park: plan
                         .park
                         .map(|next| (task.user_id(next), Self::falls_back(&task).then_some(self.config.park_timeout))),

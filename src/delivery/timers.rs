@@ -6,6 +6,10 @@
 //! change that needs it committed. Each handler is one transaction that locks the task and acts
 //! only if the state and claim generation are still the ones the timer was armed for; a
 //! duplicate, retried or stale delivery changes nothing.
+//!
+//! The park timer of a mixed negotiation has two windows: the long one (`PARLEY_PARK_TIMEOUT`)
+//! and, for a user with no live agent, the offline one (`PARLEY_PARK_TIMEOUT_OFFLINE`); see
+//! [`Engine::fall_back`].
 
 use chrono::{DateTime, Utc};
 use parley_jobs::{
@@ -19,7 +23,7 @@ use crate::{
     domain::{
         EndReason, OpportunityEvent, OpportunityStatus, Side, TaskEvent, TaskState, Turn,
     },
-    store::{messages, opportunities, tasks, tasks::Task},
+    store::{agents, messages, opportunities, tasks, tasks::Task},
 };
 
 fn jobs(e: parley_jobs::JobsError) -> DeliveryError {
@@ -123,18 +127,41 @@ impl Engine {
 
     /// Park timeout: the system negotiator takes the parked turn for the waiting side, with that
     /// side's full context, and the negotiation goes on as usual.
+    ///
+    /// The timer was armed for the long window (`PARLEY_PARK_TIMEOUT`) or, when the user had no
+    /// live agent at parking, the offline window (`PARLEY_PARK_TIMEOUT_OFFLINE`); either way it
+    /// decides from the state now. Past the long window the system takes the turn. Past the
+    /// offline window only, the system takes it unless an agent of that user is live by now; if
+    /// one is, the timer is re-armed for the long window, measured from the turn's first
+    /// parking. A claim made meanwhile has already replaced this timer with its own (the task is
+    /// `claimed`, its generation moved on), so such a delivery does nothing.
     pub async fn fall_back(&self, t: ParkTimeout) -> Result<bool, DeliveryError> {
         let mut tx = self.pool.begin().await?;
         let Some(mut task) = tasks::lock(&mut tx, t.task_id).await? else { return Ok(false) };
-        let due = task.first_parked_at.is_some_and(|p| after(p, self.config.park_timeout) <= Utc::now());
+        let Some(first_parked_at) = task.first_parked_at else { return Ok(false) };
         if task.state != TaskState::WaitingForAgent
             || task.turn_count != t.turn_number
             || task.claim_generation != t.generation
             || !Self::falls_back(&task)
-            || !due
         {
             return Ok(false);
         }
+        let now = Utc::now();
+        let window = if after(first_parked_at, self.config.park_timeout) <= now {
+            "park_timeout"
+        } else if after(first_parked_at, self.config.park_timeout_offline) <= now {
+            let user = task.awaiting_user_id.clone().unwrap_or_default();
+            if agents::any_live(&mut tx, &user, self.config.agent_liveness).await? {
+                self.arm_park_timer(&mut tx, &task, task.turn_count, task.claim_generation, first_parked_at).await?;
+                tx.commit().await?;
+                tracing::info!(negotiation.id = %task.id, turn.number = task.turn_count,
+                    "an agent of the user is live again; the turn waits for the long park window");
+                return Ok(false);
+            }
+            "offline"
+        } else {
+            return Ok(false);
+        };
         let working = task.state.transition(TaskEvent::FallBack)?;
         tasks::set_state(&mut tx, task.id, task.state, working, task.turn_count).await?;
         task.state = working;
@@ -142,7 +169,7 @@ impl Engine {
         let turns: Vec<Turn> = messages::turns(&mut tx, task.id).await?.into_iter().map(|t| t.turn).collect();
         let (turn, concluded) = self.take_system_turn(&mut tx, &task, side, turns).await?;
         tx.commit().await?;
-        crate::metrics::park_fallback("park_timeout");
+        crate::metrics::park_fallback(window);
         crate::metrics::turn("system_fallback", turn.action);
         tracing::info!(negotiation.id = %task.id, turn.number = turn.turn_number, turn.side = side.as_str(),
             turn.played_by = "system_fallback", "{}", turn.action);

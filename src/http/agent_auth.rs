@@ -4,6 +4,10 @@
 //! expired key is a 401 at once (keys are looked up by hash on every request, never cached).
 //! Pickup and respond look the key up inside their own statement ([`PresentedAgentKey`]), so a
 //! turn costs no separate round trip for it; every other agent route uses [`AgentCaller`].
+//!
+//! Every call a key authenticates marks its agent seen (`Engine::seen`, throttled to one
+//! write per agent per 15 s); pickup and respond do so in the engine once their statement
+//! has authenticated the key.
 
 use std::collections::HashMap;
 
@@ -48,17 +52,20 @@ async fn authenticate_key(state: &AppState, key: &str, path_agent: Uuid) -> Resu
     authenticate_hash(state, &hash_secret(key), path_agent).await
 }
 
+/// Every agent authenticated here is marked seen (throttled: see `delivery::liveness`).
 async fn authenticate_hash(state: &AppState, key_hash: &[u8], path_agent: Uuid) -> Result<AgentIdentity, ApiError> {
     let mut conn = state.pool().acquire().await?;
     let owner = agents::authenticate(&mut conn, key_hash)
         .await?
         .ok_or_else(|| ApiError::Unauthorized("the API key is unknown, revoked or expired".into()))?;
+    drop(conn);
     if owner.agent_id != path_agent {
         return Err(ApiError::Forbidden("this API key belongs to another agent".into()));
     }
     if owner.status != "active" {
         return Err(ApiError::Forbidden("the agent is inactive".into()));
     }
+    state.engine.seen(owner.agent_id).await;
     Ok(AgentIdentity { agent_id: owner.agent_id, owner_user_id: owner.owner_user_id })
 }
 
@@ -192,6 +199,8 @@ impl FromRequestParts<AppState> for AnyCaller {
             if owner.status != "active" {
                 return Err(ApiError::Forbidden("the agent is inactive".into()));
             }
+            drop(conn);
+            state.engine.seen(owner.agent_id).await;
             return Ok(AnyCaller);
         }
         Caller::from_request_parts(parts, state).await.map(|_| AnyCaller)

@@ -1,4 +1,5 @@
-//! `/api/agents`: a person registers personal agents and manages their API keys.
+//! `/api/agents`: a person registers personal agents and manages their API keys; an agent
+//! reports that it is alive (`POST /api/agents/{id}/heartbeat`).
 
 use axum::{
     Json, Router,
@@ -15,7 +16,7 @@ use uuid::Uuid;
 
 use super::{
     AppState,
-    agent_auth::KEY_PREFIX,
+    agent_auth::{AgentCaller, KEY_PREFIX},
     auth::UserCaller,
     error::{ApiError, ApiResult},
     extract::{ApiJson, Ids, OptionalJson},
@@ -32,6 +33,7 @@ pub fn router() -> Router<AppState> {
         .route("/api/agents/{id}", get(get_agent).patch(update_agent).delete(delete_agent))
         .route("/api/agents/{id}/keys", post(create_key))
         .route("/api/agents/{id}/keys/{key_id}", delete(revoke_key))
+        .route("/api/agents/{id}/heartbeat", post(heartbeat))
 }
 
 /// An agent as its owner sees it.
@@ -59,6 +61,11 @@ pub struct AgentOut {
     pub created_at: DateTime<Utc>,
     /// Last changed.
     pub updated_at: DateTime<Utc>,
+    /// When the agent was last seen: any call it made with its key (written at most every
+    /// 15 s), null if never.
+    pub last_seen_at: Option<DateTime<Utc>>,
+    /// Whether it was seen within `PARLEY_AGENT_LIVENESS` (90 s by default).
+    pub live: bool,
 }
 
 /// A key's public facts.
@@ -83,8 +90,10 @@ impl From<&ApiKey> for KeyOut {
     }
 }
 
-fn agent_out(a: Agent, keys: &[ApiKey]) -> AgentOut {
+fn agent_out(state: &AppState, a: Agent, keys: &[ApiKey]) -> AgentOut {
     AgentOut {
+        live: agents::is_live(a.last_seen_at, state.engine.config().agent_liveness),
+        last_seen_at: a.last_seen_at,
         id: a.agent_id,
         name: a.name,
         kind: a.agent_type,
@@ -211,7 +220,7 @@ pub async fn create_agent(
     let key = issue_key(&mut tx, agent.agent_id, None).await?;
     let keys = agents::keys(&mut tx, agent.agent_id).await?;
     tx.commit().await?;
-    Ok((StatusCode::CREATED, Json(CreatedAgentOut { agent: agent_out(agent, &keys), api_key: key })))
+    Ok((StatusCode::CREATED, Json(CreatedAgentOut { agent: agent_out(&state, agent, &keys), api_key: key })))
 }
 
 /// The caller's agents.
@@ -226,7 +235,7 @@ pub async fn list_agents(State(state): State<AppState>, UserCaller(caller): User
     let mut out = Vec::new();
     for agent in agents::list_for_owner(&mut conn, &caller.sub).await? {
         let keys = agents::keys(&mut conn, agent.agent_id).await?;
-        out.push(agent_out(agent, &keys));
+        out.push(agent_out(&state, agent, &keys));
     }
     Ok(Json(AgentListOut { agents: out }))
 }
@@ -249,7 +258,7 @@ pub async fn get_agent(State(state): State<AppState>, UserCaller(caller): UserCa
     let mut conn = state.pool().acquire().await?;
     let agent = own_agent(&mut conn, &caller.sub, id).await?;
     let keys = agents::keys(&mut conn, id).await?;
-    Ok(Json(agent_out(agent, &keys)))
+    Ok(Json(agent_out(&state, agent, &keys)))
 }
 
 /// Body of `PATCH /api/agents/{id}`.
@@ -307,7 +316,7 @@ pub async fn update_agent(
     .ok_or(ApiError::NotFound("agent"))?;
     let keys = agents::keys(&mut tx, id).await?;
     tx.commit().await?;
-    Ok(Json(agent_out(agent, &keys)))
+    Ok(Json(agent_out(&state, agent, &keys)))
 }
 
 /// Deletes an agent and its keys; turns it holds are given back to be picked up again.
@@ -388,4 +397,21 @@ pub async fn revoke_key(
         return Err(ApiError::NotFound("key"));
     }
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// Marks the agent seen, for an agent with nothing else to call: any call with its key does
+/// the same. An agent seen within `PARLEY_AGENT_LIVENESS` is live, and a turn parked for a user
+/// with a live agent waits the long park window instead of the offline one.
+#[utoipa::path(post, path = "/api/agents/{id}/heartbeat", tag = "agents", operation_id = "agentHeartbeat",
+    security(("agentKeyBearer" = []), ("agentKey" = [])),
+    params(("id" = Uuid, Path, description = "The agent id")),
+    responses(
+        (status = 204, description = "Seen"),
+        (status = 401, description = "Missing, unknown, revoked or expired API key"),
+        (status = 403, description = "The key is another agent's, or the agent is inactive"),
+        (status = 404, description = "The path names no agent"),
+    ))]
+pub async fn heartbeat(AgentCaller(_agent): AgentCaller) -> StatusCode {
+    // The extractor authenticated the key and marked the agent seen.
+    StatusCode::NO_CONTENT
 }

@@ -188,6 +188,7 @@ async fn require_agent_key(State(state): State<AppState>, mut req: Request, next
     if owner.status != "active" {
         return ApiError::Forbidden("the agent is inactive".into()).into_response();
     }
+    state.engine.seen(owner.agent_id).await;
     req.extensions_mut().insert(AgentKey::new(&key, Some(owner.agent_id)));
     req.extensions_mut().insert(AgentIdentity { agent_id: owner.agent_id, owner_user_id: owner.owner_user_id });
     match check_message(req).await {

@@ -47,6 +47,8 @@ pub struct Agent {
     pub created_at: DateTime<Utc>,
     /// Last changed.
     pub updated_at: DateTime<Utc>,
+    /// When the agent was last seen (any authenticated call; written at most every 15 s).
+    pub last_seen_at: Option<DateTime<Utc>>,
 }
 
 /// An API key's public facts (never the key).
@@ -81,7 +83,7 @@ pub async fn insert(
         Agent,
         r#"INSERT INTO agents (agent_id, owner_user_id, name, description, negotiation_mode)
            VALUES ($1, $2, $3, $4, $5)
-           RETURNING agent_id, owner_user_id, name, agent_type, status, negotiation_mode, description, created_at, updated_at"#,
+           RETURNING agent_id, owner_user_id, name, agent_type, status, negotiation_mode, description, created_at, updated_at, last_seen_at"#,
         id,
         owner,
         name,
@@ -96,7 +98,8 @@ pub async fn insert(
 pub async fn get(conn: &mut PgConnection, id: Uuid) -> sqlx::Result<Option<Agent>> {
     sqlx::query_as!(
         Agent,
-        r#"SELECT agent_id, owner_user_id, name, agent_type, status, negotiation_mode, description, created_at, updated_at
+        r#"SELECT agent_id, owner_user_id, name, agent_type, status, negotiation_mode, description, created_at, updated_at,
+                  last_seen_at
            FROM agents WHERE agent_id = $1"#,
         id
     )
@@ -108,7 +111,8 @@ pub async fn get(conn: &mut PgConnection, id: Uuid) -> sqlx::Result<Option<Agent
 pub async fn list_for_owner(conn: &mut PgConnection, owner: &str) -> sqlx::Result<Vec<Agent>> {
     sqlx::query_as!(
         Agent,
-        r#"SELECT agent_id, owner_user_id, name, agent_type, status, negotiation_mode, description, created_at, updated_at
+        r#"SELECT agent_id, owner_user_id, name, agent_type, status, negotiation_mode, description, created_at, updated_at,
+                  last_seen_at
            FROM agents WHERE owner_user_id = $1 ORDER BY agent_id"#,
         owner
     )
@@ -131,7 +135,7 @@ pub async fn update(
                   negotiation_mode = COALESCE($4, negotiation_mode), description = COALESCE($5, description),
                   updated_at = now()
            WHERE agent_id = $1
-           RETURNING agent_id, owner_user_id, name, agent_type, status, negotiation_mode, description, created_at, updated_at"#,
+           RETURNING agent_id, owner_user_id, name, agent_type, status, negotiation_mode, description, created_at, updated_at, last_seen_at"#,
         id,
         name,
         status,
@@ -217,4 +221,31 @@ pub async fn authenticate(conn: &mut PgConnection, hash: &[u8]) -> sqlx::Result<
     )
     .fetch_optional(conn)
     .await
+}
+
+/// Marks an agent seen now (the caller throttles: see `delivery::liveness`).
+pub async fn mark_seen(conn: &mut PgConnection, agent_id: Uuid) -> sqlx::Result<()> {
+    sqlx::query!("UPDATE agents SET last_seen_at = now() WHERE agent_id = $1", agent_id).execute(conn).await?;
+    Ok(())
+}
+
+/// Whether `user_id` has an active agent seen within `liveness`.
+pub async fn any_live(conn: &mut PgConnection, user_id: &str, liveness: std::time::Duration) -> sqlx::Result<bool> {
+    let window = sqlx::postgres::types::PgInterval::try_from(liveness).map_err(sqlx::Error::Encode)?;
+    sqlx::query_scalar!(
+        r#"SELECT EXISTS (
+               SELECT 1 FROM agents
+               WHERE owner_user_id = $1 AND status = 'active' AND last_seen_at > now() - $2::interval
+           ) AS "live!""#,
+        user_id,
+        window
+    )
+    .fetch_one(conn)
+    .await
+}
+
+/// Whether an agent last seen at `last_seen_at` is live now, given the liveness window.
+pub fn is_live(last_seen_at: Option<DateTime<Utc>>, liveness: std::time::Duration) -> bool {
+    let window = chrono::Duration::from_std(liveness).unwrap_or(chrono::Duration::MAX);
+    last_seen_at.is_some_and(|seen| Utc::now().checked_sub_signed(window).is_none_or(|since| seen > since))
 }

@@ -121,6 +121,7 @@ async fn every_route_refuses_every_wrong_credential_and_leaks_nothing() {
         (Method::POST, format!("/api/agents/{a}/negotiations/{n}/respond"), Some(answer("accept", None)), Audience::AgentKey),
         (Method::POST, format!("/api/agents/{a}/negotiations/{n}/extend"), None, Audience::AgentKey),
         (Method::POST, format!("/api/agents/{a}/negotiations/{n}/release"), None, Audience::AgentKey),
+        (Method::POST, format!("/api/agents/{a}/heartbeat"), None, Audience::AgentKey),
         (Method::GET, format!("/api/agents/{a}/negotiations"), None, Audience::AgentOrOwner),
         (Method::GET, format!("/api/agents/{a}/negotiations/{n}"), None, Audience::AgentOrOwner),
         (Method::PUT, format!("/api/agents/{a}/capabilities"), Some(json!({ "taskType": "testing", "inputSchema": {}, "outputSchema": {} })), Audience::AgentManager),

@@ -294,6 +294,7 @@ async fn every_operation_answers_as_its_spec_declares() {
     answer["action"] = json!("counter");
     ch.expect(&app, call(Method::POST, respond, format!("{a}/negotiations/{n}/respond"), &key, Some(answer)), S::CONFLICT).await;
     ch.expect(&app, call(Method::POST, pickup, format!("{a}/negotiations/pickup"), &key, None), S::NO_CONTENT).await;
+    ch.expect(&app, call(Method::POST, "/api/agents/{id}/heartbeat", format!("{a}/heartbeat"), &key, None), S::NO_CONTENT).await;
 
     // The agent offers work; anyone finds it; its trust is read.
     let caps = "/api/agents/{id}/capabilities";

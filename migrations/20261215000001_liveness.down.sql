@@ -1,0 +1,1 @@
+ALTER TABLE agents DROP COLUMN IF EXISTS last_seen_at;

@@ -1,0 +1,110 @@
+//! Liveness: when each personal agent was last seen, and whether it is live.
+//!
+//! Every call an agent authenticates (pickup, respond, extend, release, the negotiation views,
+//! MCP, `POST /api/agents/{id}/heartbeat`) marks it seen: `agents.last_seen_at = now()`. That
+//! write is throttled in the process, at most once per [`SEEN_WRITE_EVERY`] per agent, so an
+//! agent that polls in a tight loop costs one small UPDATE per 15 s, not one per call. The
+//! throttle is a map from agent id to when this process last wrote for it; with several
+//! processes each writes at most that often.
+//!
+//! An agent is *live* when seen within `PARLEY_AGENT_LIVENESS` (default 90 s). A long-poll in
+//! progress counts as seen without any write while it waits: the pickup marks the agent at its
+//! start, and a long-poll lasts at most `PARLEY_LONG_POLL_MAX` (30 s). So at any moment during
+//! a wait, the agent was written at most 15 s (the throttle) + 30 s (the wait) = 45 s ago, well
+//! inside 90 s; the configuration refuses a liveness window not longer than that sum.
+//!
+//! What liveness decides: the park window of a mixed negotiation's turn (see
+//! [`Engine::park_window`] and the park timer in `timers.rs`).
+
+use std::{
+    collections::HashMap,
+    sync::Mutex,
+    time::{Duration, Instant},
+};
+
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use super::Engine;
+use crate::store::agents;
+
+/// The longest an agent's `last_seen_at` write is held back: at most one write per agent per
+/// this period in each process.
+pub const SEEN_WRITE_EVERY: Duration = Duration::from_secs(15);
+
+/// How many agents the throttle remembers before it forgets the ones written long ago.
+const REMEMBERED: usize = 10_000;
+
+/// The write throttle: agent id -> when this process last wrote `last_seen_at` for it.
+#[derive(Debug, Default)]
+pub struct SeenThrottle {
+    written: Mutex<HashMap<Uuid, Instant>>,
+}
+
+impl SeenThrottle {
+    /// Whether to write for `agent` now; if so, the write is counted as made.
+    fn due(&self, agent: Uuid, now: Instant) -> bool {
+        let mut written = self.written.lock().unwrap_or_else(|e| e.into_inner());
+        if written.get(&agent).is_some_and(|at| now.duration_since(*at) < SEEN_WRITE_EVERY) {
+            return false;
+        }
+        if written.len() >= REMEMBERED {
+            written.retain(|_, at| now.duration_since(*at) < SEEN_WRITE_EVERY);
+        }
+        written.insert(agent, now);
+        true
+    }
+
+    /// A write that failed is not counted, so the next call tries again.
+    fn forget(&self, agent: Uuid) {
+        self.written.lock().unwrap_or_else(|e| e.into_inner()).remove(&agent);
+    }
+}
+
+impl Engine {
+    /// Marks `agent` seen, writing `last_seen_at` unless this process wrote it within the last
+    /// [`SEEN_WRITE_EVERY`]. A failed write is logged and does not fail the caller's request.
+    pub async fn seen(&self, agent: Uuid) {
+        if !self.seen_throttle.due(agent, Instant::now()) {
+            return;
+        }
+        let written = async {
+            let mut conn = self.pool.acquire().await?;
+            agents::mark_seen(&mut conn, agent).await
+        }
+        .await;
+        if let Err(e) = written {
+            self.seen_throttle.forget(agent);
+            tracing::warn!(agent.id = %agent, error = %e, "marking an agent seen failed");
+        }
+    }
+
+    /// The park window of a turn of a mixed negotiation parked now for `user_id`:
+    /// `PARLEY_PARK_TIMEOUT_OFFLINE` when no agent of that user is live (and it is the shorter),
+    /// else `PARLEY_PARK_TIMEOUT`.
+    pub(crate) async fn park_window(&self, conn: &mut PgConnection, user_id: &str) -> sqlx::Result<Duration> {
+        let (long, offline) = (self.config.park_timeout, self.config.park_timeout_offline);
+        if offline >= long || agents::any_live(conn, user_id, self.config.agent_liveness).await? {
+            return Ok(long);
+        }
+        Ok(offline)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_throttle_lets_one_write_through_per_period_and_agent() {
+        let throttle = SeenThrottle::default();
+        let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
+        let t0 = Instant::now();
+        assert!(throttle.due(a, t0));
+        assert!(!throttle.due(a, t0 + Duration::from_secs(14)));
+        assert!(throttle.due(b, t0 + Duration::from_secs(1)), "agents are throttled apart");
+        assert!(throttle.due(a, t0 + SEEN_WRITE_EVERY));
+        throttle.forget(b);
+        assert!(throttle.due(b, t0 + Duration::from_secs(2)), "a failed write is tried again");
+    }
+}
