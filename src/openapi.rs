@@ -13,7 +13,7 @@ use utoipa::{
 };
 
 use crate::http::{
-    a2a, agent_turns, agents, assessment, directory, error::ErrorBody, events, health, metrics, negotiations, opportunities,
+    a2a, agent_turns, agents, assessment, directory, error::ErrorBody, events, health, insights, metrics, negotiations, opportunities,
     status_page,
 };
 
@@ -46,6 +46,7 @@ specification rather than here.",
         opportunities::list_opportunities,
         opportunities::get_opportunity,
         opportunities::decide_opportunity,
+        insights::get_insights,
         a2a::get_task,
         a2a::get_conversation,
         agents::create_agent,
@@ -77,6 +78,7 @@ specification rather than here.",
     tags(
         (name = "negotiations", description = "The platform starts, reads and cancels negotiations"),
         (name = "opportunities", description = "What people see and decide on"),
+        (name = "insights", description = "How negotiations, decisions and agents fared, per day"),
         (name = "agents", description = "A person registers personal agents and manages their API keys"),
         (name = "turns", description = "A personal agent's turn delivery: pickup, respond, extend, release"),
         (name = "directory", description = "Capabilities agents offer, discovery and trust"),

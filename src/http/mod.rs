@@ -15,6 +15,7 @@ pub mod events;
 pub mod extract;
 pub mod health;
 pub mod input;
+pub mod insights;
 pub mod metrics;
 pub mod negotiations;
 pub mod opportunities;
@@ -111,6 +112,7 @@ pub fn router(state: AppState) -> Router {
         .merge(metrics::router())
         .merge(negotiations::router())
         .merge(opportunities::router())
+        .merge(insights::router())
         .merge(a2a::router())
         .merge(agents::router())
         .merge(directory::router())

@@ -6,6 +6,7 @@ pub mod agents;
 pub mod conversations;
 pub mod decisions;
 pub mod events;
+pub mod insights;
 pub mod messages;
 pub mod opportunities;
 pub mod tasks;

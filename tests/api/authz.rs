@@ -106,6 +106,7 @@ async fn every_route_refuses_every_wrong_credential_and_leaks_nothing() {
         (Method::DELETE, format!("/api/negotiations/{n}"), None, Audience::Service),
         (Method::GET, "/api/opportunities".into(), None, Audience::Participant),
         (Method::GET, format!("/api/opportunities/{opportunity}"), None, Audience::Participant),
+        (Method::GET, "/api/insights".into(), None, Audience::Participant),
         (Method::POST, format!("/api/opportunities/{opportunity}/decision"), Some(json!({ "decision": "accept" })), Audience::Owner),
         (Method::GET, format!("/api/tasks/{n}"), None, Audience::Participant),
         (Method::GET, format!("/api/conversations/{context}"), None, Audience::Participant),
@@ -141,8 +142,8 @@ async fn every_route_refuses_every_wrong_credential_and_leaks_nothing() {
             if *audience == Audience::Anyone && matches!(cred, Cred::OtherUsersJwt | Cred::OtherUsersAgentKey | Cred::WrongRole) {
                 continue; // any valid credentials may discover: checked in directory.rs
             }
-            if matches!(cred, Cred::OtherUsersJwt) && *audience == Audience::Participant && path == "/api/opportunities" {
-                continue; // a listing shows the caller's own (empty) list: checked below
+            if matches!(cred, Cred::OtherUsersJwt) && *audience == Audience::Participant && (path == "/api/opportunities" || path == "/api/insights") {
+                continue; // a listing shows the caller's own (empty) list: checked below and in insights.rs
             }
             if matches!(cred, Cred::OtherUsersJwt) && path == "/api/events" {
                 continue; // a stream of the caller's own events: scoping is tested in ui.rs

@@ -13,6 +13,7 @@ mod fixtures;
 mod hardening;
 mod helpers;
 mod index_compat;
+mod insights;
 mod liveness;
 mod mcp;
 mod metrics;

@@ -321,6 +321,10 @@ async fn every_operation_answers_as_its_spec_declares() {
     let cancel = "/api/negotiations/{id}";
     ch.expect(&app, call(Method::DELETE, cancel, format!("/api/negotiations/{n2}"), &service, None), S::OK).await;
     ch.expect(&app, call(Method::DELETE, cancel, format!("/api/negotiations/{n2}"), &service, None), S::CONFLICT).await;
+    // How it all went, for Tomas and for the platform.
+    let insights = ch.expect(&app, call(Method::GET, "/api/insights", "/api/insights", &tomas, None), S::OK).await;
+    assert_eq!(insights["total"]["negotiations"]["accepted"], 1, "{insights}");
+    ch.expect(&app, call(Method::GET, "/api/insights", "/api/insights?userId=user-maya", &service, None), S::OK).await;
 
     // The hub's self-assessment.
     let assess = "/agent/negotiation";
@@ -374,6 +378,7 @@ async fn every_operation_answers_as_its_spec_declares() {
     ch.expect(&app, call(Method::POST, pickup, format!("{a}/negotiations/pickup"), &key_auth, None), S::UNAUTHORIZED).await;
     ch.expect(&app, call(Method::POST, pickup, format!("{a}/negotiations/pickup?wait=soon"), &key, None), S::BAD_REQUEST).await;
     ch.expect(&app, call(Method::GET, "/api/opportunities", "/api/opportunities?limit=0", &maya, None), S::BAD_REQUEST).await;
+    ch.expect(&app, call(Method::GET, "/api/insights", "/api/insights?from=soon", &maya, None), S::BAD_REQUEST).await;
     ch.expect(&app, call(Method::DELETE, "/api/agents/{id}", &a, &tomas, None), S::NO_CONTENT).await;
 
     let missed: Vec<_> = ops.difference(&ch.seen).collect();

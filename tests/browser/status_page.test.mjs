@@ -394,6 +394,75 @@ describe("status page", { timeout: 240_000 }, () => {
     assert.equal(await page.evaluate(() => window.__notReloaded), true, "the page was not reloaded");
   });
 
+  step("Insights: charts drawn from the server's figures, usable from the keyboard and at 375 px", async () => {
+    // A mismatch for Maya: her own negotiator names what is missing, which feeds the objections.
+    const mismatch = {
+      ...NEGOTIATION,
+      candidateUser: {
+        id: "user-raj",
+        name: "Raj Patel",
+        profile: { bio: "Linux kernel developer specialising in device drivers for embedded boards", skills: ["c", "linux kernel", "device drivers"] },
+        intents: [{ text: "Looking for embedded Linux kernel contract work on device drivers" }],
+      },
+      seedAssessment: { score: 35, reasoning: "A weak match" },
+    };
+    const res = await server.api(serviceToken, "POST", "/api/negotiations", mismatch);
+    assert.equal(res.status, 201, `POST /api/negotiations: ${res.text}`);
+    await eventually("the mismatch ended", async () => (await server.api(serviceToken, "GET", `/api/negotiations/${res.json.negotiation.id}`)).json?.status, "completed");
+    const today = new Date().toISOString().slice(0, 10);
+    const from = new Date(Date.now() - 29 * 86400_000).toISOString().slice(0, 10);
+    const figures = await server.api(mayaToken, "GET", `/api/insights?from=${from}&to=${today}`);
+    assert.equal(figures.status, 200, figures.text);
+    const t = figures.json.total;
+    assert.ok(t.negotiations.total >= 3, `three negotiations ended: ${figures.text}`);
+    assert.ok(t.topObjections.length > 0, `the mismatch named missing terms: ${figures.text}`);
+
+    const panel = page.locator('[data-testid="insights"]');
+    const stalled = t.negotiations.stalled.turnCap + t.negotiations.stalled.timeout + t.negotiations.stalled.canceled;
+    await eventually("negotiations in the insights", () => text(panel.locator('[data-testid="stat"]').first()),
+      `${t.negotiations.total} (${t.negotiations.accepted} accepted, ${t.negotiations.rejected} rejected, ${stalled} stalled)`);
+    const outcomes = panel.locator('[data-testid="chart-outcomes"] svg');
+    assert.equal(await outcomes.locator("g.bar").count(), 30, "one bar per day of the last 30 days");
+    const todays = outcomes.locator("g.bar").last();
+    const segments = [t.negotiations.accepted, t.negotiations.rejected, stalled].filter((v) => v > 0).length;
+    assert.equal(await todays.locator("rect").count(), 1 + segments, "today's bar is stacked from its outcomes");
+    assert.match(await text(todays.locator("title")), new RegExp(`^${today}: ${t.negotiations.accepted} accepted, ${t.negotiations.rejected} rejected, ${stalled} stalled$`));
+    const turns = panel.locator('[data-testid="chart-turns"] svg g.bar');
+    assert.equal(await turns.count(), t.turnsToOutcome.length);
+    const objections = panel.locator('[data-testid="chart-objections"]');
+    assert.equal(await objections.locator("svg g.bar").count(), t.topObjections.length);
+    assert.match(await text(objections.locator("svg g.bar").first().locator("title")), new RegExp(`^${t.topObjections[0].term}: named missing`));
+
+    // Keyboard: Tab reaches each chart; the arrow keys read the bars out.
+    await panel.locator("#insights-refresh").focus();
+    await page.keyboard.press("Tab");
+    assert.equal(await page.evaluate(() => document.activeElement?.closest("figure")?.dataset.testid), "chart-outcomes");
+    await page.keyboard.press("End");
+    assert.match(await text(panel.locator('[data-testid="chart-outcomes"] [data-testid="readout"]')), new RegExp(`^${today}:`));
+    await page.keyboard.press("Tab");
+    await page.keyboard.press("Tab");
+    assert.equal(await page.evaluate(() => document.activeElement?.closest("figure")?.dataset.testid), "chart-objections");
+    assert.match(await text(objections.locator('[data-testid="readout"]')), new RegExp(`^${t.topObjections[0].term}: named missing`));
+    if (t.topObjections.length > 1) {
+      await page.keyboard.press("ArrowDown");
+      assert.match(await text(objections.locator('[data-testid="readout"]')), new RegExp(`^${t.topObjections[1].term}: named missing`));
+    }
+    await panel.screenshot({ path: join(OUTPUT_DIR, "insights.png") });
+
+    // A phone: nothing scrolls sideways, the charts fit.
+    await page.setViewportSize({ width: 375, height: 800 });
+    try {
+      await eventually("no horizontal scroll at 375 px", () => page.evaluate(() => document.documentElement.scrollWidth <= document.documentElement.clientWidth), true);
+      for (const chartBox of await panel.locator("figure.chart svg").all()) {
+        const box = await chartBox.boundingBox();
+        assert.ok(box && box.x >= 0 && box.x + box.width <= 375, `a chart fits the screen: ${JSON.stringify(box)}`);
+      }
+      await page.screenshot({ path: join(OUTPUT_DIR, "status_page_375.png"), fullPage: true });
+    } finally {
+      await page.setViewportSize({ width: 1100, height: 900 });
+    }
+  });
+
   step("tokens travel only in the Authorization header; no page errors", async () => {
     const ours = requests.filter((r) => r.url.startsWith(`${proxy.base}/api/`));
     assert.ok(ours.some((r) => r.url === `${proxy.base}/api/events`), "the page read /api/events");
