@@ -51,7 +51,8 @@ struct Args {
     /// Concurrent agents (and pgbench clients) of the turn-cycle phase.
     #[arg(long, default_value_t = 32)]
     agents: usize,
-    /// Run only these phases (comma-separated: cycles,pgbench,wake,svs,assess,longpoll,metrics).
+    /// Run only these phases (comma-separated: cycles,pgbench,wake,svs,assess,longpoll,directory;
+    /// `metrics`, never part of a default run, compares the turn cycle with metrics off and on).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
 }
@@ -903,6 +904,196 @@ async fn assess(bench: &Arc<Bench>, plan: &Plan, r: &mut Results, json_out: bool
     Ok(())
 }
 
+/// Agents and capabilities of the directory phase.
+const DIRECTORY_AGENTS: usize = 2000;
+const DIRECTORY_CAPABILITIES_PER_AGENT: usize = 5;
+/// Concurrent clients of the directory phase.
+const DIRECTORY_CONCURRENCY: usize = 16;
+const TASK_TYPES: [&str; 8] =
+    ["code-review", "code-generation", "testing", "documentation", "analysis", "summarization", "translation", "custom"];
+const VOCABULARY: [&str; 24] = [
+    "rust", "python", "security", "performance", "api", "database", "sql", "frontend", "react", "legal", "contract",
+    "finance", "invoice", "pdf", "report", "french", "german", "spanish", "unit", "integration", "docs", "markdown",
+    "metrics", "logs",
+];
+
+/// Registers 10 000 capabilities over 2 000 agents in bulk SQL (varied kinds, costs, latencies,
+/// tags, descriptions; a third with their own skill) and trust records for every agent.
+async fn seed_directory(pool: &PgPool) -> anyhow::Result<()> {
+    let word = |i: usize| VOCABULARY[i % VOCABULARY.len()];
+    let agent_ids: Vec<uuid::Uuid> = (0..DIRECTORY_AGENTS).map(|_| uuid::Uuid::now_v7()).collect();
+    let owners: Vec<String> = (0..DIRECTORY_AGENTS).map(|i| format!("bench-directory-user-{i}")).collect();
+    sqlx::query(
+        "INSERT INTO agents (agent_id, owner_user_id, name)
+         SELECT a, o, 'bench directory agent' FROM UNNEST($1::uuid[], $2::text[]) AS t(a, o)",
+    )
+    .bind(&agent_ids)
+    .bind(&owners)
+    .execute(pool)
+    .await?;
+    let n = DIRECTORY_AGENTS * DIRECTORY_CAPABILITIES_PER_AGENT;
+    let (mut ids, mut agents, mut types, mut customs) = (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+    let (mut latencies, mut costs, mut descriptions, mut tags, mut skills) =
+        (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+    for (i, agent) in agent_ids.iter().enumerate() {
+        for k in 0..DIRECTORY_CAPABILITIES_PER_AGENT {
+            let j = i * DIRECTORY_CAPABILITIES_PER_AGENT + k;
+            let task_type = TASK_TYPES[(i + k) % TASK_TYPES.len()];
+            ids.push(uuid::Uuid::now_v7());
+            agents.push(*agent);
+            types.push(task_type.to_owned());
+            customs.push((task_type == "custom").then(|| format!("custom-{}", i % 20)));
+            latencies.push((j % 10 != 0).then_some(200 + ((i * 37 + k * 101) % 20_000) as i64));
+            costs.push((j % 7 != 0).then_some(((i * 13 + k * 7) % 500) as f64 / 100.0));
+            descriptions.push(format!("{} {} for {} and {} work", task_type, word(i), word(i + k + 3), word(j * 7)));
+            let t = json!([word(i * 3 + k), word(i + 11), word(j + 5)]);
+            tags.push(t.to_string());
+            skills.push((j % 3 == 0).then(|| {
+                json!({
+                    "id": format!("skill-{j}"), "name": format!("{} {}", word(j), task_type), "tags": t,
+                    "input_modes": ["application/json"], "output_modes": ["application/json"],
+                    "capabilities_detail": {format!("{}_{}", word(j + 1), word(j + 2)): {}},
+                    "performance": {"avg_processing_time_ms": 500 + (j % 9000)},
+                    "assessment": {"keywords": [word(j + 9), word(j + 13)], "anti_patterns": [format!("no {}", word(j + 4))]}
+                })
+                .to_string()
+            }));
+        }
+    }
+    sqlx::query(
+        r#"INSERT INTO capabilities (capability_id, agent_id, task_type, custom_type, input_schema, output_schema,
+                                     estimated_latency_ms, estimated_cost_usd, description, tags, skill)
+           SELECT c, a, t, ct, '{"type": "object"}', '{"type": "object"}', l, co, d, tg::jsonb, s::jsonb
+             FROM UNNEST($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::int8[], $6::float8[], $7::text[],
+                         $8::text[], $9::text[]) AS x(c, a, t, ct, l, co, d, tg, s)"#,
+    )
+    .bind(&ids)
+    .bind(&agents)
+    .bind(&types)
+    .bind(&customs)
+    .bind(&latencies)
+    .bind(&costs)
+    .bind(&descriptions)
+    .bind(&tags)
+    .bind(&skills)
+    .execute(pool)
+    .await?;
+    let answered: Vec<i32> = (0..DIRECTORY_AGENTS).map(|i| (i % 10) as i32).collect();
+    let expired: Vec<i32> = (0..DIRECTORY_AGENTS).map(|i| (i % 3) as i32).collect();
+    sqlx::query(
+        "INSERT INTO agent_trust_days (agent_id, day, claims_answered, claims_expired)
+         SELECT a, (now() AT TIME ZONE 'UTC')::date, x, e FROM UNNEST($1::uuid[], $2::int4[], $3::int4[]) AS t(a, x, e)",
+    )
+    .bind(&agent_ids)
+    .bind(&answered)
+    .bind(&expired)
+    .execute(pool)
+    .await?;
+    sqlx::query("ANALYZE").execute(pool).await?;
+    Ok(())
+}
+
+/// Latencies (ms, sorted) of `DIRECTORY_CONCURRENCY` clients sending `make(i)` for `secs`
+/// after a warm-up.
+async fn http_latencies(
+    bench: &Arc<Bench>,
+    secs: u64,
+    make: impl Fn(usize) -> reqwest::RequestBuilder + Send + Sync + 'static,
+) -> anyhow::Result<Vec<f64>> {
+    let make = Arc::new(make);
+    let measure_from = Instant::now() + WARMUP;
+    let deadline = measure_from + Duration::from_secs(secs);
+    let mut set = JoinSet::new();
+    for c in 0..DIRECTORY_CONCURRENCY {
+        let make = make.clone();
+        let _ = bench;
+        set.spawn(async move {
+            let mut samples = Vec::new();
+            let mut i = c;
+            while Instant::now() < deadline {
+                let t = Instant::now();
+                let r = make(i).send().await?;
+                let status = r.status();
+                let body = r.bytes().await?;
+                anyhow::ensure!(status == StatusCode::OK, "{status}: {}", String::from_utf8_lossy(&body));
+                if t >= measure_from {
+                    samples.push(t.elapsed().as_secs_f64() * 1000.0);
+                }
+                i += DIRECTORY_CONCURRENCY;
+            }
+            anyhow::Ok(samples)
+        });
+    }
+    let mut all = Vec::new();
+    while let Some(res) = set.join_next().await {
+        all.extend(res??);
+    }
+    all.sort_by(f64::total_cmp);
+    Ok(all)
+}
+
+/// Discovery and ranking over 10 000 capabilities of 2 000 agents, over HTTP.
+async fn directory(bench: &Arc<Bench>, plan: &Plan, r: &mut Results, json_out: bool) -> anyhow::Result<()> {
+    note(json_out, format!("directory: seeding {} capabilities over {DIRECTORY_AGENTS} agents", DIRECTORY_AGENTS * DIRECTORY_CAPABILITIES_PER_AGENT));
+    let t = Instant::now();
+    seed_directory(&bench.pool).await?;
+    r.insert("directory_seed_s", json!(round(t.elapsed().as_secs_f64(), 2)));
+    r.insert("directory_capabilities", json!(DIRECTORY_AGENTS * DIRECTORY_CAPABILITIES_PER_AGENT));
+    r.insert("directory_agents", json!(DIRECTORY_AGENTS));
+    r.insert("directory_clients", json!(DIRECTORY_CONCURRENCY));
+
+    note(json_out, format!("discovery: {} s, {DIRECTORY_CONCURRENCY} clients", plan.http_secs));
+    let (client, base, service) = (bench.client.clone(), bench.base.clone(), bench.service.clone());
+    let discover = http_latencies(bench, plan.http_secs, move |i| {
+        let task_type = TASK_TYPES[i % TASK_TYPES.len()];
+        let caps = if i % 2 == 0 { "&maxCostUsd=3&maxLatencyMs=15000" } else { "" };
+        client.get(format!("{base}/api/agents/discover?taskType={task_type}{caps}")).bearer_auth(&service)
+    })
+    .await?;
+    r.insert("discover_requests", json!(discover.len()));
+    r.insert("discover_p50_ms", json!(round(percentile(&discover, 50.0), 2)));
+    r.insert("discover_p99_ms", json!(round(percentile(&discover, 99.0), 2)));
+
+    note(json_out, format!("ranking: {} s, {DIRECTORY_CONCURRENCY} clients", plan.http_secs));
+    let (client, base, service) = (bench.client.clone(), bench.base.clone(), bench.service.clone());
+    let rank = http_latencies(bench, plan.http_secs, move |i| {
+        let body = json!({
+            "task_summary": format!("{} {} work on {} and {}", TASK_TYPES[i % 7], VOCABULARY[i % 24], VOCABULARY[(i * 7) % 24], VOCABULARY[(i * 5 + 3) % 24]),
+            "max_cost_amount": "$3.00",
+            "max_latency_ms": 10000,
+            "taskType": TASK_TYPES[i % TASK_TYPES.len()],
+        });
+        client.post(format!("{base}/api/agents/rank")).bearer_auth(&service).json(&body)
+    })
+    .await?;
+    r.insert("rank_requests", json!(rank.len()));
+    r.insert("rank_p50_ms", json!(round(percentile(&rank, 50.0), 2)));
+    r.insert("rank_p99_ms", json!(round(percentile(&rank, 99.0), 2)));
+
+    // Where a ranking's time goes, one request at a time in process: the candidates' query, then
+    // the assessments.
+    let body = json!({"task_summary": "code review of rust security work", "max_cost_amount": "$3.00", "max_latency_ms": 10000, "taskType": "code-review"});
+    let query = parley::directory::ranking::RankQuery::parse(&body).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let config = bench.state.engine.config().clone();
+    let (mut sql_ms, mut assess_ms, mut found_n) = (Vec::new(), Vec::new(), 0);
+    for _ in 0..20 {
+        let mut conn = bench.pool.acquire().await?;
+        let t = Instant::now();
+        let found = parley::directory::ranking::candidates(&mut conn, &query, config.min_trust, config.anonymous_id_ttl).await?;
+        sql_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+        found_n = found.len();
+        let t = Instant::now();
+        std::hint::black_box(parley::directory::ranking::rank(&query.request, found, query.limit));
+        assess_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    sql_ms.sort_by(f64::total_cmp);
+    assess_ms.sort_by(f64::total_cmp);
+    r.insert("rank_candidates_per_request", json!(found_n));
+    r.insert("rank_inprocess_sql_p50_ms", json!(round(percentile(&sql_ms, 50.0), 2)));
+    r.insert("rank_inprocess_assess_p50_ms", json!(round(percentile(&assess_ms, 50.0), 2)));
+    Ok(())
+}
+
 /// 1 000 concurrent long-polls: RSS and database connections while they wait.
 async fn longpolls(bench: &Arc<Bench>, plan: &Plan, r: &mut Results, json_out: bool) -> anyhow::Result<()> {
     let users = 50usize;
@@ -972,6 +1163,9 @@ fn print_table(r: &Results) {
         ("assessments /s in process", g("assess_per_s_inprocess").to_string(), format!("{} skills, one thread", g("assess_skills"))),
         ("assessments /s over HTTP", g("assess_per_s_http").to_string(), format!("{HTTP_CONCURRENCY} concurrent")),
         ("empty handler /s over HTTP", g("http_baseline_per_s").to_string(), format!("ratio {}", g("assess_http_ratio"))),
+        ("discovery p50 / p99 ms", format!("{} / {}", g("discover_p50_ms"), g("discover_p99_ms")), format!("{} capabilities, {} clients, target p99 <= 20", g("directory_capabilities"), g("directory_clients"))),
+        ("ranking p50 / p99 ms", format!("{} / {}", g("rank_p50_ms"), g("rank_p99_ms")), format!("{} candidates each, target p99 <= 50", g("rank_candidates_per_request"))),
+        ("  in process: query / assess p50 ms", format!("{} / {}", g("rank_inprocess_sql_p50_ms"), g("rank_inprocess_assess_p50_ms")), "one at a time".into()),
         ("long-polls waiting", g("longpoll_waiters").to_string(), String::new()),
         ("  process RSS MB (peak)", g("longpoll_rss_mb").to_string(), format!("before {}", g("longpoll_rss_before_mb"))),
         ("  DB connections (pg_stat_activity)", g("longpoll_db_connections").to_string(), format!("pool size {}", g("pool_size"))),
@@ -1019,6 +1213,9 @@ async fn run(args: Args) -> anyhow::Result<Results> {
             }
             if phase("longpoll") {
                 longpolls(&bench, &plan, &mut r, args.json).await?;
+            }
+            if phase("directory") {
+                directory(&bench, &plan, &mut r, args.json).await?;
             }
             if args.only.iter().any(|o| o == "metrics") {
                 metrics_overhead(&bench, &plan, args.agents, &mut r, args.json).await?;

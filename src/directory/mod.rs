@@ -9,7 +9,9 @@
 //! - [`trust`]: an agent's trust as the one doing the work, read from per-agent daily counters
 //!   that the transactions ending its claims write (a database trigger on the task row), so
 //!   that scoring every agent is one query over small rows, never a replay of history;
-//! - [`discovery`]: the ranked search over enabled capabilities of a kind.
+//! - [`discovery`]: the ranked search over enabled capabilities of a kind;
+//! - [`ranking`]: every discoverable capability assessed against one task by the capability
+//!   calculator, with its agent's live queue depth, ranked by score and trust.
 //!
 //! Like `store`, every function takes a `&mut PgConnection` and never commits, so callers
 //! compose them in one transaction. Nothing here shows an agent's id or owner to anyone but the
@@ -18,6 +20,7 @@
 pub mod anonymity;
 pub mod capabilities;
 pub mod discovery;
+pub mod ranking;
 pub mod trust;
 
 pub use capabilities::{Capability, CapabilityError, NewCapability, PermissionsPatch, TaskType};

@@ -1,13 +1,14 @@
 //! The agent directory's routes: an agent's capabilities and their permissions (the agent's own
-//! key or its owner's token), discovery (any authenticated caller) and trust (the agent, its
-//! owner or the service). The rules live in `crate::directory`; these handlers check the input,
-//! call it and shape the answer. Discovery answers never carry an agent's id or owner.
+//! key or its owner's token), discovery and ranking (any authenticated caller) and trust (the
+//! agent, its owner or the service). The rules live in `crate::directory`; these handlers check
+//! the input, call it and shape the answer (`discover` and `rank` serve the MCP tools too).
+//! Discovery and ranking answers never carry an agent's id or owner.
 
 use axum::{
     Json, Router,
     extract::State,
     http::StatusCode,
-    routing::{delete, get, put},
+    routing::{delete, get, post, put},
 };
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -24,8 +25,10 @@ use crate::directory::{
     CapabilityError, PermissionsPatch, anonymity,
     capabilities::{self, Capability, NewCapability, RawCapability},
     discovery::{self, RawQuery},
+    ranking::{self, RankError, RankQuery},
     trust,
 };
+use crate::scoring;
 
 /// The routes.
 pub fn router() -> Router<AppState> {
@@ -34,6 +37,7 @@ pub fn router() -> Router<AppState> {
         .route("/api/agents/{id}/capabilities/{capabilityId}", delete(delete_capability))
         .route("/api/agents/{id}/capabilities/{capabilityId}/permissions", put(put_permissions))
         .route("/api/agents/discover", get(discover_agents))
+        .route("/api/agents/rank", post(rank_agents))
         .route("/api/trust/{agentId}", get(get_trust))
 }
 
@@ -419,14 +423,20 @@ pub async fn discover_agents(
     _caller: AnyCaller,
     ApiQuery(params): ApiQuery<DiscoverParams>,
 ) -> ApiResult<Json<DiscoverOut>> {
-    let query = discovery::Query::parse(&RawQuery {
+    let raw = RawQuery {
         task_type: params.task_type.as_deref(),
         custom_type: params.custom_type.as_deref(),
         min_trust_score: params.min_trust_score.as_deref(),
         max_cost_usd: params.max_cost_usd.as_deref(),
         max_latency_ms: params.max_latency_ms.as_deref(),
         limit: params.limit.as_deref(),
-    })?;
+    };
+    Ok(Json(discover(&state, &raw).await?))
+}
+
+/// A discovery, for the route and the MCP tool alike.
+pub async fn discover(state: &AppState, raw: &RawQuery<'_>) -> ApiResult<DiscoverOut> {
+    let query = discovery::Query::parse(raw)?;
     let config = state.engine.config();
     let mut tx = state.pool().begin().await?;
     let found = discovery::discover(&mut tx, &query, config.min_trust, config.anonymous_id_ttl).await?;
@@ -448,7 +458,143 @@ pub async fn discover_agents(
             quality_metrics: QualityMetricsOut { success_rate: None, completed_tasks: 0 },
         })
         .collect();
-    Ok(Json(DiscoverOut { results }))
+    Ok(DiscoverOut { results })
+}
+
+impl From<RankError> for ApiError {
+    fn from(e: RankError) -> Self {
+        match e {
+            RankError::Field(f) => f.into(),
+            RankError::Request(r) => ApiError::invalid(r.message),
+        }
+    }
+}
+
+/// Body of `POST /api/agents/rank`: an assessment request (the fields of `POST
+/// /agent/negotiation`, snake_case) plus `taskType`, `customType` and `limit`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(example = json!({
+    "task_summary": "Review this Rust code for security issues",
+    "max_cost_amount": "$1.00",
+    "max_latency_ms": 10000,
+    "taskType": "code-review",
+    "limit": 5
+}))]
+#[allow(dead_code)]
+pub struct RankIn {
+    /// The task, as `POST /agent/negotiation` takes it (`task_summary` required).
+    #[serde(flatten)]
+    request: crate::http::assessment::AssessmentRequestDoc,
+    /// Only capabilities of this kind of work.
+    #[schema(pattern = "^(code-review|code-generation|testing|documentation|analysis|summarization|translation|custom)$")]
+    task_type: Option<String>,
+    /// With `taskType` `custom`: only this custom type.
+    custom_type: Option<String>,
+    /// Entries in each list, 1 or more; at most 20 are shown (default 20).
+    #[schema(minimum = 1)]
+    limit: Option<i64>,
+}
+
+/// An accepted capability, ranked: never the agent's id or owner.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RankedOut {
+    /// The agent's current anonymous id.
+    pub anonymous_agent_id: Uuid,
+    /// The capability.
+    pub capability_id: Uuid,
+    /// Its kind of work.
+    pub task_type: String,
+    /// Set for `custom`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub custom_type: Option<String>,
+    /// The calculator's full assessment of the capability against the task.
+    pub assessment: scoring::Assessment,
+    /// The agent's trust percentile (0-100).
+    pub trust_score_percentile: i32,
+    /// Whether that trust rests on fewer than 10 events.
+    pub provisional: bool,
+    /// `0.7 * assessment.score + 0.3 * trustScorePercentile/100`, 4 decimals.
+    pub rank_score: f64,
+}
+
+/// A capability whose assessment did not accept the task.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RejectedOut {
+    /// The agent's current anonymous id.
+    pub anonymous_agent_id: Uuid,
+    /// The capability.
+    pub capability_id: Uuid,
+    /// Its kind of work.
+    pub task_type: String,
+    /// Set for `custom`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub custom_type: Option<String>,
+    /// The assessment, with its `rejection_reason`.
+    pub assessment: scoring::Assessment,
+}
+
+/// Ranking's answer.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct RankOut {
+    /// Accepted, best `rankScore` first (ties by anonymous id).
+    pub candidates: Vec<RankedOut>,
+    /// Not accepted, best score first.
+    pub rejected: Vec<RejectedOut>,
+}
+
+/// Ranks the discoverable capabilities for a task: each is assessed by the capability
+/// calculator against its skill (given or derived from taskType, description and tags), with
+/// its agent's live queue depth, its declared latency and its declared cost; accepted ones are
+/// ranked by `rankScore = 0.7 * score + 0.3 * trust/100`.
+#[utoipa::path(post, path = "/api/agents/rank", tag = "directory", operation_id = "rankAgents",
+    security(("bearerJwt" = []), ("agentKeyBearer" = []), ("agentKey" = [])),
+    request_body = RankIn,
+    responses(
+        (status = 200, description = "Candidates ranked, and the rejected with their reasons", body = RankOut),
+        (status = 400, description = "Invalid body, naming the field (`invalid_body`)"),
+        (status = 403, description = "An inactive agent's key"),
+    ))]
+pub async fn rank_agents(State(state): State<AppState>, _caller: AnyCaller, ApiJson(body): ApiJson<Value>) -> ApiResult<Json<RankOut>> {
+    Ok(Json(rank(&state, &body).await?))
+}
+
+/// A ranking, for the route and the MCP tool alike.
+pub async fn rank(state: &AppState, body: &Value) -> ApiResult<RankOut> {
+    let query = RankQuery::parse(body)?;
+    let config = state.engine.config();
+    let mut tx = state.pool().begin().await?;
+    let found = ranking::candidates(&mut tx, &query, config.min_trust, config.anonymous_id_ttl).await?;
+    tx.commit().await?;
+    let ranked = ranking::rank(&query.request, found, query.limit);
+    let candidates = ranked
+        .candidates
+        .into_iter()
+        .map(|r| RankedOut {
+            anonymous_agent_id: r.candidate.anonymous_agent_id,
+            capability_id: r.candidate.capability_id,
+            task_type: r.candidate.task_type,
+            custom_type: r.candidate.custom_type,
+            trust_score_percentile: r.candidate.trust_score_percentile,
+            provisional: r.candidate.trust_events < trust::PROVISIONAL_BELOW,
+            rank_score: r.rank_score.unwrap_or_default(),
+            assessment: r.assessment,
+        })
+        .collect();
+    let rejected = ranked
+        .rejected
+        .into_iter()
+        .map(|r| RejectedOut {
+            anonymous_agent_id: r.candidate.anonymous_agent_id,
+            capability_id: r.candidate.capability_id,
+            task_type: r.candidate.task_type,
+            custom_type: r.candidate.custom_type,
+            assessment: r.assessment,
+        })
+        .collect();
+    Ok(RankOut { candidates, rejected })
 }
 
 /// An agent's trust, as the one doing the work.

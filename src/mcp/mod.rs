@@ -7,7 +7,8 @@
 //! a message with a NUL character in any string or key (PostgreSQL cannot store it): a tool call
 //! gets the tool error `invalid_body` naming the field, any other message a 400. The tools call the same
 //! functions as the HTTP routes: the engine's pickup and respond, the HTTP pickup body, the respond
-//! body's validation and the agent's negotiation views.
+//! body's validation and the agent's negotiation views, and the directory's discovery and
+//! ranking (any agent may find others; answers show them only by anonymous id).
 //!
 //! Transport errors answer like the rest of the API: [`transport_errors`] reads the body itself
 //! (413 over the limit, 408 when it trickles, 400 `invalid_body` when it is not JSON) and turns
@@ -43,11 +44,13 @@ use uuid::Uuid;
 
 use crate::{
     delivery::{AgentIdentity, AgentKey, hash_secret},
+    directory::discovery::RawQuery,
     domain::{Action, Role},
     http::{
         AppState,
         agent_auth::KEY_PREFIX,
         agent_turns::{AgentListQuery, RespondIn, agent_negotiation, agent_negotiations, pickup_body},
+        directory,
         error::{ApiError, ErrorBody},
         extract::{BODY_LIMIT, body_bytes},
         input,
@@ -263,6 +266,69 @@ pub struct RespondArgs {
     pub claim_token: Option<String>,
 }
 
+/// Arguments of `discover_agents` (the query of `GET /api/agents/discover`).
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DiscoverArgs {
+    /// Required: code-review, code-generation, testing, documentation, analysis, summarization,
+    /// translation or custom.
+    pub task_type: String,
+    /// With taskType custom: only this custom type.
+    pub custom_type: Option<String>,
+    /// Lowest trust percentile, 0-100.
+    pub min_trust_score: Option<f64>,
+    /// Cost cap in US dollars (> 0).
+    pub max_cost_usd: Option<f64>,
+    /// Latency cap in milliseconds (> 0).
+    pub max_latency_ms: Option<f64>,
+    /// Results, 1 to 20 (default 20).
+    pub limit: Option<i64>,
+}
+
+/// Arguments of `rank_agents`: the body of `POST /api/agents/rank` (the self-assessment
+/// request's snake_case fields plus taskType, customType and limit).
+#[derive(Debug, Deserialize, serde::Serialize, schemars::JsonSchema)]
+pub struct RankArgs {
+    /// What the task is (1 to 10 000 characters).
+    pub task_summary: String,
+    /// Longer description.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task_details: Option<String>,
+    /// Input MIME types you will send (capabilities take application/json).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input_mime_types: Option<Vec<String>>,
+    /// Output MIME types you want.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_mime_types: Option<Vec<String>>,
+    /// Latency budget in milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_latency_ms: Option<f64>,
+    /// Budget as a price string such as "$0.50".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_cost_amount: Option<String>,
+    /// Tools the skill must offer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub required_tools: Option<Vec<String>>,
+    /// Tools the skill may not allow.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forbidden_tools: Option<Vec<String>>,
+    /// Acceptance threshold on the score (default 0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_score: Option<f64>,
+    /// Subscore weights: skill_match, io_compatibility, performance, load, cost.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub weights: Option<std::collections::BTreeMap<String, f64>>,
+    /// Only capabilities of this kind of work.
+    #[serde(rename = "taskType", skip_serializing_if = "Option::is_none")]
+    pub task_type: Option<String>,
+    /// With taskType custom: only this custom type.
+    #[serde(rename = "customType", skip_serializing_if = "Option::is_none")]
+    pub custom_type: Option<String>,
+    /// Entries in each list, 1 to 20 (default 20).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<i64>,
+}
+
 /// A tool's failure as a tool error: `{error, code}` like the HTTP API's, for the model to read.
 fn tool_error(code: &str, message: impl Into<String>) -> CallToolResult {
     CallToolResult::structured_error(json!({ "error": message.into(), "code": code }))
@@ -394,6 +460,47 @@ negotiation goes on, completed that it ended.")]
         let key = key_of(&parts)?;
         Ok(match self.respond(&key, args).await {
             Ok(responded) => structured(responded),
+            Err(e) => api_error(e),
+        })
+    }
+
+    /// Discovery, as `GET /api/agents/discover`.
+    #[tool(description = "Find agents offering a kind of work (taskType: code-review, code-generation, testing, \
+documentation, analysis, summarization, translation or custom with customType), ranked by \
+0.5*trust/100 + 0.3*(1 - min(cost/maxCostUsd, 1)) + 0.2*(1 - min(latency/maxLatencyMs, 1)). Returns {results: \
+[{anonymousAgentId, capabilityId, taskType, inputSchema, outputSchema, trustScorePercentile, provisional, \
+estimatedLatencyMs?, estimatedCostUsd?, compositeScore, qualityMetrics}]}. Agents are shown only by anonymous id.")]
+    async fn discover_agents(&self, Parameters(args): Parameters<DiscoverArgs>) -> Result<CallToolResult, ErrorData> {
+        let numbers = [args.min_trust_score, args.max_cost_usd, args.max_latency_ms].map(|n| n.map(|n| n.to_string()));
+        let limit = args.limit.map(|l| l.to_string());
+        let raw = RawQuery {
+            task_type: Some(&args.task_type),
+            custom_type: args.custom_type.as_deref(),
+            min_trust_score: numbers[0].as_deref(),
+            max_cost_usd: numbers[1].as_deref(),
+            max_latency_ms: numbers[2].as_deref(),
+            limit: limit.as_deref(),
+        };
+        Ok(match directory::discover(&self.state, &raw).await {
+            Ok(found) => structured(found),
+            Err(e) => api_error(e),
+        })
+    }
+
+    /// Ranking, as `POST /api/agents/rank`.
+    #[tool(description = "Rank the agents that could do a task: each discoverable capability (of taskType, when \
+given) is assessed against your task_summary by the capability calculator (skill match, io compatibility, \
+its agent's queue, cost against max_cost_amount, latency against max_latency_ms) and ranked by \
+rankScore = 0.7*score + 0.3*trust/100. Returns {candidates: [{anonymousAgentId, capabilityId, taskType, \
+assessment, trustScorePercentile, provisional, rankScore}], rejected: [{anonymousAgentId, capabilityId, \
+taskType, assessment}]}; each assessment explains its score (subscores, skill_matches, rejection_reason).")]
+    async fn rank_agents(&self, Parameters(args): Parameters<RankArgs>) -> Result<CallToolResult, ErrorData> {
+        let body = match serde_json::to_value(&args) {
+            Ok(body) => body,
+            Err(e) => return Ok(api_error(ApiError::Internal(e.into()))),
+        };
+        Ok(match directory::rank(&self.state, &body).await {
+            Ok(ranked) => structured(ranked),
             Err(e) => api_error(e),
         })
     }

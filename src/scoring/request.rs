@@ -244,6 +244,12 @@ fn parse_weights(obj: &Map<String, Value>) -> Result<Weights, RequestError> {
 pub fn parse_request(body: &[u8]) -> Result<AssessmentRequest, RequestError> {
     let value: Value =
         serde_json::from_slice(body).map_err(|_| RequestError::invalid("Invalid JSON payload"))?;
+    parse_request_value(&value)
+}
+
+/// [`parse_request`] over a body already decoded as JSON (the same checks and messages after
+/// decoding), for routes whose body carries a request among other fields.
+pub fn parse_request_value(value: &Value) -> Result<AssessmentRequest, RequestError> {
     let Value::Object(obj) = value else {
         return Err(RequestError::invalid("Request body must be a JSON object"));
     };

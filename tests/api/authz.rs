@@ -71,7 +71,7 @@ fn expected(audience: Audience, cred: Cred) -> StatusCode {
         (A::AgentManager | A::AgentReader, C::OtherUsersJwt | C::OtherUsersAgentKey) => StatusCode::FORBIDDEN,
         (A::AgentManager, C::WrongRole) => StatusCode::FORBIDDEN,
         (A::Participant | A::AgentReader, C::WrongRole) => unreachable!("these routes accept every role"),
-        (A::Anyone, _) => unreachable!("any valid credentials may discover"),
+        (A::Anyone, _) => unreachable!("any valid credentials may discover and rank"),
     }
 }
 
@@ -130,6 +130,7 @@ async fn every_route_refuses_every_wrong_credential_and_leaks_nothing() {
         (Method::DELETE, format!("/api/agents/{a}/capabilities/{n}"), None, Audience::AgentManager),
         (Method::PUT, format!("/api/agents/{a}/capabilities/{n}/permissions"), Some(json!({ "enabled": false })), Audience::AgentManager),
         (Method::GET, "/api/agents/discover?taskType=testing".into(), None, Audience::Anyone),
+        (Method::POST, "/api/agents/rank".into(), Some(json!({ "task_summary": "tests" })), Audience::Anyone),
         (Method::GET, format!("/api/trust/{a}"), None, Audience::AgentReader),
     ];
 
@@ -140,7 +141,7 @@ async fn every_route_refuses_every_wrong_credential_and_leaks_nothing() {
                 continue;
             }
             if *audience == Audience::Anyone && matches!(cred, Cred::OtherUsersJwt | Cred::OtherUsersAgentKey | Cred::WrongRole) {
-                continue; // any valid credentials may discover: checked in directory.rs
+                continue; // any valid credentials may discover and rank: checked in directory.rs and rank.rs
             }
             if matches!(cred, Cred::OtherUsersJwt) && *audience == Audience::Participant && (path == "/api/opportunities" || path == "/api/insights") {
                 continue; // a listing shows the caller's own (empty) list: checked below and in insights.rs

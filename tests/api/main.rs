@@ -21,6 +21,7 @@ mod negotiations;
 mod nul;
 mod openapi;
 mod privacy;
+mod rank;
 mod schema;
 mod timers;
 mod ui;

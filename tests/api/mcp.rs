@@ -82,7 +82,7 @@ async fn an_agent_runtime_picks_up_and_answers_its_turn_over_mcp() {
     assert_eq!(status, StatusCode::OK);
     let mut names: Vec<&str> = listed["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     names.sort();
-    assert_eq!(names, ["get_negotiation", "list_negotiations", "pickup_negotiation", "respond_to_negotiation"]);
+    assert_eq!(names, ["discover_agents", "get_negotiation", "list_negotiations", "pickup_negotiation", "rank_agents", "respond_to_negotiation"]);
     let respond_tool = listed["result"]["tools"].as_array().unwrap().iter().find(|t| t["name"] == "respond_to_negotiation").unwrap();
     // Index Network's era-B tool took {negotiationId, action, message}: only those two are required.
     let mut required: Vec<&str> =
@@ -228,4 +228,51 @@ async fn era_b_respond_arguments_store_the_message_as_reasoning_and_peer_roles()
     assert_eq!(turn["message"], message);
     assert_eq!(turn["reasoning"], message, "the reasoning is taken from the message");
     assert_eq!(turn["suggestedRoles"], json!({"ownUser": "peer", "otherUser": "peer"}));
+}
+
+#[tokio::test]
+async fn discover_agents_and_rank_agents_answer_as_the_http_routes_do() {
+    let app = TestApp::spawn().await;
+    let caller = app.register_agent("user-maya").await;
+    let worker = app.register_agent("user-tomas").await;
+    let offer = json!({"taskType": "code-review", "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"},
+        "estimatedCostUsd": 0.5, "estimatedLatencyMs": 2000, "tags": ["rust", "security"]});
+    let put = app.agent_call(&worker, Method::PUT, "/capabilities", Some(&offer)).await;
+    assert_eq!(put.status, StatusCode::CREATED, "{}", put.text);
+    let anonymous = put.body["anonymousAgentId"].clone();
+
+    let listed = rpc(&app, Key::Header(&caller.key), json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).await.1;
+    let names: Vec<&str> = listed["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"discover_agents") && names.contains(&"rank_agents"), "{names:?}");
+
+    let found = call_tool(&app, &caller.key, "discover_agents", json!({"taskType": "code-review", "maxLatencyMs": 5000, "limit": 5})).await;
+    assert_eq!(found["isError"], false, "{found}");
+    let over_http = app.get("/api/agents/discover?taskType=code-review&maxLatencyMs=5000&limit=5", &app.service_token()).await;
+    assert_eq!(found["structuredContent"], over_http.body);
+    assert_eq!(found["structuredContent"]["results"][0]["anonymousAgentId"], anonymous);
+
+    let task = json!({"task_summary": "review rust code for security", "max_cost_amount": "$1.00", "max_latency_ms": 4000, "taskType": "code-review"});
+    let ranked = call_tool(&app, &caller.key, "rank_agents", task.clone()).await;
+    assert_eq!(ranked["isError"], false, "{ranked}");
+    let over_http = app.post("/api/agents/rank", &app.service_token(), &task).await;
+    assert_eq!(ranked["structuredContent"], over_http.body);
+    let top = &ranked["structuredContent"]["candidates"][0];
+    assert_eq!(top["anonymousAgentId"], anonymous);
+    // Jaccard 4/5, load 1, cost 0.75, performance 0.5: 0.44 + 0.2 + 0.05 + 0.0375 + 0.075.
+    assert_eq!(top["assessment"]["score"], 0.8025);
+    assert!(!ranked.to_string().contains(&worker.id) && !ranked.to_string().contains("user-tomas"));
+
+    // Bad arguments are tool errors naming the field, as the routes' 400s.
+    for (tool, args, field) in [
+        ("discover_agents", json!({"taskType": "cooking"}), "taskType"),
+        ("discover_agents", json!({"taskType": "testing", "limit": 0}), "limit"),
+        ("rank_agents", json!({"task_summary": "x", "limit": 0}), "limit"),
+        ("rank_agents", json!({"task_summary": ""}), "task_summary"),
+        ("rank_agents", json!({"task_summary": "x", "weights": {"cost": -1}}), "cost"),
+    ] {
+        let refused = call_tool(&app, &caller.key, tool, args).await;
+        assert_eq!(refused["isError"], true, "{refused}");
+        assert_eq!(refused["structuredContent"]["code"], "invalid_body", "{refused}");
+        assert!(refused["structuredContent"]["error"].as_str().unwrap().contains(field), "{refused}");
+    }
 }

@@ -308,6 +308,13 @@ async fn every_operation_answers_as_its_spec_declares() {
     let discover = "/api/agents/discover";
     ch.expect(&app, call(Method::GET, discover, "/api/agents/discover?taskType=code-review", &maya, None), S::OK).await;
     ch.expect(&app, call(Method::GET, discover, "/api/agents/discover?taskType=code-review&limit=none", &maya, None), S::BAD_REQUEST).await;
+    let rank = "/api/agents/rank";
+    let task = json!({"task_summary": "review rust code", "max_cost_amount": "$0.01", "taskType": "code-review"});
+    ch.expect(&app, call(Method::POST, rank, rank, &maya, Some(task)), S::OK).await;
+    let task = json!({"task_summary": "review rust code", "taskType": "code-review"});
+    let ranked = ch.expect(&app, call(Method::POST, rank, rank, &key, Some(task)), S::OK).await;
+    assert_eq!(ranked["candidates"].as_array().map(Vec::len), Some(1), "{ranked}");
+    ch.expect(&app, call(Method::POST, rank, rank, &maya, Some(json!({"task_summary": "x", "limit": 0}))), S::BAD_REQUEST).await;
     ch.expect(&app, call(Method::GET, "/api/trust/{agentId}", format!("/api/trust/{agent}"), &service, None), S::OK).await;
     ch.expect(&app, call(Method::DELETE, "/api/agents/{id}/capabilities/{capabilityId}", format!("{a}/capabilities/{cap}"), &key, None), S::OK).await;
 

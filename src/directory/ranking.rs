@@ -1,0 +1,338 @@
+//! Ranking: every discoverable capability assessed against one task by the capability
+//! calculator (`crate::scoring`, the same one `POST /agent/negotiation` answers with), then
+//! ordered by
+//!
+//! ```text
+//! rankScore = 0.7 * score + 0.3 * trust/100      (4 decimals)
+//! ```
+//!
+//! with `score` the assessment's score and `trust` the agent's trust percentile.
+//!
+//! Who is assessed: the enabled capabilities of active agents (of the asked `taskType` and
+//! `customType`, when given) whose agent's trust percentile is at least the configured floor,
+//! the same population discovery shows. Each is assessed with:
+//! - its skill: the one given at registration, or one derived from the capability
+//!   ([`derived_skill`]: taskType, description and tags);
+//! - its agent's live queue depth: the turns parked for the agent's user plus the turns the
+//!   agent holds under a claim, counted for every candidate in the same query that reads them;
+//! - its latency: the capability's declared `estimatedLatencyMs` as the skill's
+//!   `performance.avg_processing_time_ms` (nothing else is measured yet, so the declaration
+//!   stands; without one the skill's own figure, or the calculator's default, applies);
+//! - its price: the declared `estimatedCostUsd`, checked against the request's
+//!   `max_cost_amount`; a capability without a price is free (cost subscore 1.0).
+//!
+//! Assessments are keyword-only (no embeddings). Accepted assessments are candidates, best
+//! `rankScore` first, ties by anonymous id and capability id; the others are listed as rejected
+//! with their `rejection_reason`, best score first. Every entry carries the calculator's full
+//! assessment so that the answer explains itself. Like discovery, nothing here shows an agent's
+//! id or owner: rows carry the anonymous id only.
+
+use std::time::Duration;
+
+use serde_json::{Map, Number, Value};
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use super::{
+    anonymity,
+    capabilities::{CapabilityError, TaskType, custom_type_for},
+};
+use crate::scoring::{
+    Assessment, AssessmentRequest, Calculator, Performance, RequestError, Skill, SkillAssessment, lowercase,
+    parse_request_value, round4, tokenize,
+};
+
+/// The most candidates (and rejected entries) one ranking shows, and the default.
+pub const MAX_LIMIT: usize = 20;
+/// Weight of the assessment's score in `rankScore`.
+pub const SCORE_WEIGHT: f64 = 0.7;
+/// Weight of the trust percentile (over 100) in `rankScore`.
+pub const TRUST_WEIGHT: f64 = 0.3;
+/// The MIME type a capability takes and gives: JSON checked against its schemas.
+pub const CAPABILITY_MIME: &str = "application/json";
+
+/// A ranking body that cannot be used.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RankError {
+    /// `taskType`, `customType` or `limit`.
+    #[error(transparent)]
+    Field(#[from] CapabilityError),
+    /// The assessment request itself (the calculator's own messages, naming the field).
+    #[error(transparent)]
+    Request(#[from] RequestError),
+}
+
+/// A checked ranking request.
+#[derive(Debug, Clone)]
+pub struct RankQuery {
+    /// The task, as the calculator reads it.
+    pub request: AssessmentRequest,
+    /// Only capabilities of this kind, when given.
+    pub task_type: Option<TaskType>,
+    /// For `custom`: only this custom type (every custom one when absent).
+    pub custom_type: Option<String>,
+    /// Entries to show in each list, 1 to [`MAX_LIMIT`].
+    pub limit: usize,
+}
+
+fn refuse(field: &'static str, message: impl Into<String>) -> CapabilityError {
+    CapabilityError { field, message: message.into() }
+}
+
+fn opt_str<'v>(body: &'v Map<String, Value>, field: &'static str) -> Result<Option<&'v str>, CapabilityError> {
+    match body.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.as_str())),
+        Some(_) => Err(refuse(field, "must be a string")),
+    }
+}
+
+impl RankQuery {
+    /// Checks a body: an assessment request plus optional `taskType`, `customType` and `limit`
+    /// (a `limit` above [`MAX_LIMIT`] shows [`MAX_LIMIT`]). The first field at fault is named.
+    pub fn parse(body: &Value) -> Result<RankQuery, RankError> {
+        let Value::Object(obj) = body else {
+            return Err(refuse("body", "must be a JSON object").into());
+        };
+        let task_type = match opt_str(obj, "taskType")?.map(str::trim) {
+            None => None,
+            Some(t) => Some(
+                TaskType::parse(t).ok_or_else(|| refuse("taskType", format!("must be one of {}", TaskType::names())))?,
+            ),
+        };
+        let custom = opt_str(obj, "customType")?;
+        let custom_type = match (task_type, custom) {
+            (None, None) | (Some(TaskType::Custom), None) => None,
+            (None, Some(_)) => return Err(refuse("customType", "is only for taskType custom").into()),
+            (Some(t), c) => custom_type_for(t, c)?,
+        };
+        let limit = match obj.get("limit") {
+            None | Some(Value::Null) => MAX_LIMIT,
+            Some(v) => match v.as_u64() {
+                Some(n) if n >= 1 => usize::try_from(n).unwrap_or(MAX_LIMIT).min(MAX_LIMIT),
+                _ => return Err(refuse("limit", "must be a whole number of at least 1").into()),
+            },
+        };
+        let request = parse_request_value(body)?;
+        Ok(RankQuery { request, task_type, custom_type, limit })
+    }
+}
+
+/// A capability to assess, with what its agent's record and queue say.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    /// The agent's current anonymous id.
+    pub anonymous_agent_id: Uuid,
+    /// The capability.
+    pub capability_id: Uuid,
+    /// Its kind of work.
+    pub task_type: String,
+    /// Set for `custom`.
+    pub custom_type: Option<String>,
+    /// Declared latency, milliseconds.
+    pub estimated_latency_ms: Option<i64>,
+    /// Declared cost, US dollars.
+    pub estimated_cost_usd: Option<f64>,
+    /// Free text.
+    pub description: Option<String>,
+    /// Keywords (a JSON array of strings).
+    pub tags: Value,
+    /// The skill given at registration.
+    pub skill: Option<Value>,
+    /// The agent's trust percentile.
+    pub trust_score_percentile: i32,
+    /// The events its trust rests on.
+    pub trust_events: i64,
+    /// Turns parked for the agent's user plus turns it holds under a claim.
+    pub queue_depth: i64,
+}
+
+/// Reads every capability a ranking assesses, with its agent's trust and live queue depth, in
+/// one query (after refreshing the anonymous ids it may show, as discovery does). `floor` is the
+/// configured lowest trust percentile.
+pub async fn candidates(conn: &mut PgConnection, q: &RankQuery, floor: u32, ttl: Duration) -> sqlx::Result<Vec<Candidate>> {
+    let task_type = q.task_type.map(TaskType::as_str);
+    let agents = sqlx::query_scalar!(
+        r#"SELECT DISTINCT c.agent_id FROM capabilities c
+           WHERE c.enabled AND ($1::text IS NULL OR c.task_type = $1) AND ($2::text IS NULL OR c.custom_type = $2)"#,
+        task_type,
+        q.custom_type.as_deref()
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    anonymity::refresh(conn, &agents, ttl).await?;
+    sqlx::query_as!(
+        Candidate,
+        r#"WITH kept AS (
+               SELECT c.*, a.owner_user_id
+                 FROM capabilities c JOIN agents a ON a.agent_id = c.agent_id AND a.status = 'active'
+                WHERE c.enabled AND ($1::text IS NULL OR c.task_type = $1) AND ($2::text IS NULL OR c.custom_type = $2)
+           ), parked AS (
+               SELECT t.awaiting_user_id AS user_id, count(*) AS n FROM tasks t
+                WHERE t.state = 'waiting_for_agent' AND t.awaiting_user_id IN (SELECT owner_user_id FROM kept)
+                GROUP BY t.awaiting_user_id
+           ), claimed AS (
+               SELECT t.claim_agent_id AS agent_id, count(*) AS n FROM tasks t
+                WHERE t.state = 'claimed' AND t.claim_agent_id IN (SELECT agent_id FROM kept)
+                GROUP BY t.claim_agent_id
+           )
+           SELECT ai.anonymous_id AS anonymous_agent_id, k.capability_id, k.task_type, k.custom_type,
+                  k.estimated_latency_ms, k.estimated_cost_usd, k.description, k.tags, k.skill,
+                  t.percentile AS "trust_score_percentile!", t.events AS "trust_events!",
+                  (coalesce(p.n, 0) + coalesce(cl.n, 0))::bigint AS "queue_depth!"
+             FROM kept k
+             JOIN anonymous_ids ai ON ai.agent_id = k.agent_id AND ai.current
+             JOIN parley_trust_scores(NULL) t ON t.agent_id = k.agent_id
+             LEFT JOIN parked p ON p.user_id = k.owner_user_id
+             LEFT JOIN claimed cl ON cl.agent_id = k.agent_id
+            WHERE t.percentile >= $3"#,
+        task_type,
+        q.custom_type.as_deref(),
+        i32::try_from(floor).unwrap_or(i32::MAX)
+    )
+    .fetch_all(conn)
+    .await
+}
+
+/// The skill of a capability registered without one: id and name from its kind of work (the
+/// `customType` for `custom`), its tags, its description's words as keywords (the calculator
+/// does not read descriptions), and JSON in and out.
+pub fn derived_skill(task_type: &str, custom_type: Option<&str>, description: Option<&str>, tags: &[String]) -> Skill {
+    let kind = custom_type.unwrap_or(task_type);
+    let mut keywords: Vec<String> = Vec::new();
+    if let Some(d) = description {
+        for word in tokenize(&lowercase(d)) {
+            if !keywords.iter().any(|k| k == word) {
+                keywords.push(word.to_owned());
+            }
+        }
+    }
+    Skill {
+        id: Some(kind.to_owned()),
+        name: Some(kind.to_owned()),
+        description: description.map(str::to_owned),
+        tags: tags.to_vec(),
+        input_modes: vec![CAPABILITY_MIME.to_owned()],
+        output_modes: vec![CAPABILITY_MIME.to_owned()],
+        assessment: (!keywords.is_empty()).then(|| SkillAssessment { keywords, ..SkillAssessment::default() }),
+        ..Skill::default()
+    }
+}
+
+/// The skill a candidate is assessed with: its own or a derived one, with the declared latency.
+pub fn skill_of(c: &Candidate) -> Skill {
+    let tags: Vec<String> = c
+        .tags
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .unwrap_or_default();
+    let derive = || derived_skill(&c.task_type, c.custom_type.as_deref(), c.description.as_deref(), &tags);
+    // A stored skill was checked at registration; should it no longer decode, derive one.
+    let mut skill = match &c.skill {
+        Some(v) => Skill::from_value(v, "skill").unwrap_or_else(|_| derive()),
+        None => derive(),
+    };
+    if let Some(ms) = c.estimated_latency_ms {
+        skill.performance = Some(Performance { avg_processing_time_ms: Some(Number::from(ms)) });
+    }
+    skill
+}
+
+/// One assessed capability.
+#[derive(Debug, Clone)]
+pub struct Ranked {
+    /// What was assessed.
+    pub candidate: Candidate,
+    /// The calculator's verdict.
+    pub assessment: Assessment,
+    /// `0.7 * score + 0.3 * trust/100`, 4 decimals (accepted ones only).
+    pub rank_score: Option<f64>,
+}
+
+/// A ranking's outcome.
+#[derive(Debug, Clone, Default)]
+pub struct Ranking {
+    /// Accepted, best `rankScore` first.
+    pub candidates: Vec<Ranked>,
+    /// Not accepted, best score first.
+    pub rejected: Vec<Ranked>,
+}
+
+/// `0.7 * score + 0.3 * percentile/100`, 4 decimals.
+pub fn rank_score(score: f64, percentile: i32) -> f64 {
+    round4(SCORE_WEIGHT * score + TRUST_WEIGHT * f64::from(percentile) / 100.0)
+}
+
+/// Assesses every candidate and ranks them; pure and synchronous.
+pub fn rank(request: &AssessmentRequest, found: Vec<Candidate>, limit: usize) -> Ranking {
+    let mut ranking = Ranking::default();
+    for candidate in found {
+        let price = candidate.estimated_cost_usd.map(|c| c.to_string());
+        let calculator = Calculator::new([skill_of(&candidate)], price);
+        let assessment = calculator.assess(request, Some(candidate.queue_depth), None);
+        if assessment.accepted {
+            let rank_score = Some(rank_score(assessment.score, candidate.trust_score_percentile));
+            ranking.candidates.push(Ranked { candidate, assessment, rank_score });
+        } else {
+            ranking.rejected.push(Ranked { candidate, assessment, rank_score: None });
+        }
+    }
+    let key = |r: &Ranked| (r.candidate.anonymous_agent_id, r.candidate.capability_id);
+    ranking.candidates.sort_by(|a, b| b.rank_score.unwrap_or(0.0).total_cmp(&a.rank_score.unwrap_or(0.0)).then_with(|| key(a).cmp(&key(b))));
+    ranking.rejected.sort_by(|a, b| b.assessment.score.total_cmp(&a.assessment.score).then_with(|| key(a).cmp(&key(b))));
+    ranking.candidates.truncate(limit);
+    ranking.rejected.truncate(limit);
+    ranking
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn parse(body: Value) -> Result<RankQuery, RankError> {
+        RankQuery::parse(&body)
+    }
+
+    fn field(e: RankError) -> String {
+        match e {
+            RankError::Field(f) => f.field.to_owned(),
+            RankError::Request(r) => r.message,
+        }
+    }
+
+    #[test]
+    fn the_body_is_an_assessment_request_with_an_optional_kind_and_limit() {
+        let q = parse(json!({"task_summary": "review my rust code"})).unwrap();
+        assert_eq!((q.task_type, q.custom_type, q.limit), (None, None, MAX_LIMIT));
+        let q = parse(json!({"task_summary": "x", "taskType": "custom", "customType": "legal", "limit": 500})).unwrap();
+        assert_eq!((q.task_type, q.custom_type.as_deref(), q.limit), (Some(TaskType::Custom), Some("legal"), MAX_LIMIT));
+        assert_eq!(field(parse(json!({"task_summary": "x", "taskType": "cooking"})).unwrap_err()), "taskType");
+        assert_eq!(field(parse(json!({"task_summary": "x", "taskType": 3})).unwrap_err()), "taskType");
+        assert_eq!(field(parse(json!({"task_summary": "x", "customType": "legal"})).unwrap_err()), "customType");
+        assert_eq!(field(parse(json!({"task_summary": "x", "limit": 0})).unwrap_err()), "limit");
+        assert_eq!(field(parse(json!({"task_summary": "x", "limit": 2.5})).unwrap_err()), "limit");
+        assert_eq!(field(parse(json!({"taskType": "testing"})).unwrap_err()), "'task_summary' is required");
+        assert_eq!(field(parse(json!({"task_summary": "x", "min_score": "high"})).unwrap_err()), "'min_score' must be a number");
+        assert_eq!(field(parse(json!([])).unwrap_err()), "body");
+    }
+
+    #[test]
+    fn a_derived_skill_reads_kind_tags_and_description() {
+        let s = derived_skill("code-review", None, Some("Reviews Rust, and rust tests."), &["security".into()]);
+        assert_eq!((s.id.as_deref(), s.name.as_deref()), (Some("code-review"), Some("code-review")));
+        assert_eq!(s.tags, ["security"]);
+        assert_eq!(s.assessment.unwrap().keywords, ["reviews", "rust", "and", "tests"]);
+        assert_eq!(s.input_modes, [CAPABILITY_MIME]);
+        let s = derived_skill("custom", Some("legal-review"), None, &[]);
+        assert_eq!(s.id.as_deref(), Some("legal-review"));
+        assert!(s.assessment.is_none());
+    }
+
+    #[test]
+    fn rank_score_weighs_score_and_trust() {
+        assert_eq!(rank_score(0.5, 100), 0.65);
+        assert_eq!(rank_score(0.7386, 40), 0.637);
+    }
+}
