@@ -18,6 +18,12 @@ pub async fn refresh(conn: &mut PgConnection, agents: &[Uuid], ttl: Duration) ->
     if agents.is_empty() {
         return Ok(());
     }
+    // In one order for every caller: concurrent refreshes then wait on each other's rows one
+    // agent at a time, in the same sequence, and never deadlock.
+    let mut agents = agents.to_vec();
+    agents.sort_unstable();
+    agents.dedup();
+    let agents = agents.as_slice();
     sqlx::query!(
         "UPDATE anonymous_ids SET current = false WHERE agent_id = ANY($1) AND current AND expires_at <= now()",
         agents

@@ -479,3 +479,41 @@ async fn the_end_of_each_claim_writes_the_holders_daily_counters() {
     let t = trust(&app, &agent).await;
     assert_eq!((t["healthComponent"].as_f64(), t["provisional"].as_bool()), (Some(50.0), Some(true)));
 }
+
+#[tokio::test]
+async fn concurrent_discoveries_replacing_expired_ids_all_answer() {
+    let app = TestApp::spawn().await;
+    for i in 0..120 {
+        let agent = app.register_agent(&format!("user-many-{i}")).await;
+        let a = put_capability(&app, &agent, &capability("code-review", Some(i as f64), Some(100 * i))).await;
+        assert_eq!(a.status, StatusCode::CREATED, "{}", a.text);
+    }
+    // Every id expired at once: the next discoveries all replace them, at the same time.
+    sqlx::query("UPDATE anonymous_ids SET expires_at = now() - interval '1 second'").execute(&app.pool).await.unwrap();
+    let mut running = tokio::task::JoinSet::new();
+    for _ in 0..16 {
+        let base = app.base.clone();
+        let client = app.client.clone();
+        let token = app.service_token();
+        running.spawn(async move {
+            let answer = client
+                .get(format!("{base}/api/agents/discover?taskType=code-review&limit=20"))
+                .bearer_auth(token)
+                .send()
+                .await
+                .unwrap();
+            (answer.status(), answer.text().await.unwrap())
+        });
+    }
+    while let Some(done) = running.join_next().await {
+        let (status, text) = done.unwrap();
+        assert_eq!(status, StatusCode::OK, "{text}");
+    }
+    let (agents, current): (i64, i64) = sqlx::query_as(
+        "SELECT count(DISTINCT agent_id), count(*) FILTER (WHERE current AND expires_at > now()) FROM anonymous_ids",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!((agents, current), (120, 120), "each agent has exactly one live id");
+}
