@@ -23,7 +23,6 @@ use std::sync::Arc;
 
 use axum::{
     Json, Router,
-    body::Body,
     extract::{Request, State},
     http::{HeaderMap, Method, StatusCode, header::CONTENT_TYPE, request::Parts},
     middleware::{self, Next},
@@ -122,8 +121,8 @@ fn transport_code(status: StatusCode) -> &'static str {
     }
 }
 
-/// Reads and checks the body before the MCP service sees it, and gives its plain-text
-/// refusals the API's error body.
+/// Reads and checks the body before the MCP service sees it (JSON, and no NUL in any string or
+/// key), and gives its plain-text refusals the API's error body.
 async fn transport_errors(request: Request, next: Next) -> Response {
     let (parts, body) = request.into_parts();
     let bytes = if parts.method == Method::POST {
@@ -133,6 +132,9 @@ async fn transport_errors(request: Request, next: Next) -> Response {
         };
         if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
             return ApiError::invalid(format!("invalid JSON: {e}")).into_response();
+        }
+        if let Err(refused) = input::check_json_bytes(&bytes) {
+            return refuse_nul(&bytes, refused);
         }
         bytes
     } else {
@@ -194,28 +196,20 @@ async fn require_agent_key(State(state): State<AppState>, mut req: Request, next
     state.engine.seen(owner.agent_id).await;
     req.extensions_mut().insert(AgentKey::new(&key, Some(owner.agent_id)));
     req.extensions_mut().insert(AgentIdentity { agent_id: owner.agent_id, owner_user_id: owner.owner_user_id });
-    match check_message(req).await {
-        Ok(req) => next.run(req).await,
-        Err(refused) => refused,
-    }
+    next.run(req).await
 }
 
-/// Reads the message and hands it on unless a string or key in it holds a NUL character.
-async fn check_message(req: Request) -> Result<Request, Response> {
-    let (parts, body) = req.into_parts();
-    let bytes = body_bytes(Request::from_parts(parts.clone(), body), &()).await.map_err(IntoResponse::into_response)?;
-    if let Err(refused) = input::check_json_bytes(&bytes) {
-        let message: Value = serde_json::from_slice(&bytes).unwrap_or_default();
-        return Err(match (message.get("method").and_then(Value::as_str), message.get("id")) {
-            // A tool call is answered like any call with bad arguments: a tool error.
-            (Some("tools/call"), Some(id)) => {
-                let result = serde_json::to_value(api_error(refused)).unwrap_or_default();
-                Json(json!({ "jsonrpc": "2.0", "id": id, "result": result })).into_response()
-            }
-            _ => refused.into_response(),
-        });
+/// The answer to a message holding a NUL character: a tool call is answered like any call with
+/// bad arguments, as a tool error; anything else is the HTTP refusal.
+fn refuse_nul(bytes: &[u8], refused: ApiError) -> Response {
+    let message: Value = serde_json::from_slice(bytes).unwrap_or_default();
+    match (message.get("method").and_then(Value::as_str), message.get("id")) {
+        (Some("tools/call"), Some(id)) => {
+            let result = serde_json::to_value(api_error(refused)).unwrap_or_default();
+            Json(json!({ "jsonrpc": "2.0", "id": id, "result": result })).into_response()
+        }
+        _ => refused.into_response(),
     }
-    Ok(Request::from_parts(parts, Body::from(bytes)))
 }
 
 /// Arguments of `list_negotiations`.
