@@ -943,12 +943,12 @@ async fn seed_directory(pool: &PgPool) -> anyhow::Result<()> {
             agents.push(*agent);
             types.push(task_type.to_owned());
             customs.push((task_type == "custom").then(|| format!("custom-{}", i % 20)));
-            latencies.push((j % 10 != 0).then_some(200 + ((i * 37 + k * 101) % 20_000) as i64));
-            costs.push((j % 7 != 0).then_some(((i * 13 + k * 7) % 500) as f64 / 100.0));
+            latencies.push((!j.is_multiple_of(10)).then_some(200 + ((i * 37 + k * 101) % 20_000) as i64));
+            costs.push((!j.is_multiple_of(7)).then_some(((i * 13 + k * 7) % 500) as f64 / 100.0));
             descriptions.push(format!("{} {} for {} and {} work", task_type, word(i), word(i + k + 3), word(j * 7)));
             let t = json!([word(i * 3 + k), word(i + 11), word(j + 5)]);
             tags.push(t.to_string());
-            skills.push((j % 3 == 0).then(|| {
+            skills.push((j.is_multiple_of(3)).then(|| {
                 json!({
                     "id": format!("skill-{j}"), "name": format!("{} {}", word(j), task_type), "tags": t,
                     "input_modes": ["application/json"], "output_modes": ["application/json"],

@@ -253,7 +253,7 @@ pub fn parse_request_value(value: &Value) -> Result<AssessmentRequest, RequestEr
     let Value::Object(obj) = value else {
         return Err(RequestError::invalid("Request body must be a JSON object"));
     };
-    let task_summary = match present(&obj, "task_summary") {
+    let task_summary = match present(obj, "task_summary") {
         None => return Err(RequestError::invalid("'task_summary' is required")),
         Some(Value::String(s)) if s.is_empty() => {
             return Err(RequestError::invalid("'task_summary' is required"));
@@ -266,7 +266,7 @@ pub fn parse_request_value(value: &Value) -> Result<AssessmentRequest, RequestEr
             "task_summary exceeds maximum length of {MAX_TASK_SUMMARY_LEN} characters"
         )));
     }
-    let max_latency_ms = opt_number(&obj, "max_latency_ms")?;
+    let max_latency_ms = opt_number(obj, "max_latency_ms")?;
     if max_latency_ms.is_some_and(|m| m < 0.0) {
         return Err(RequestError::invalid(
             "'max_latency_ms' must be a non-negative number",
@@ -274,15 +274,15 @@ pub fn parse_request_value(value: &Value) -> Result<AssessmentRequest, RequestEr
     }
     Ok(AssessmentRequest {
         task_summary,
-        task_details: opt_string(&obj, "task_details")?,
-        input_mime_types: string_list(&obj, "input_mime_types")?,
-        output_mime_types: string_list(&obj, "output_mime_types")?,
+        task_details: opt_string(obj, "task_details")?,
+        input_mime_types: string_list(obj, "input_mime_types")?,
+        output_mime_types: string_list(obj, "output_mime_types")?,
         max_latency_ms,
-        max_cost_amount: opt_string(&obj, "max_cost_amount")?,
-        required_tools: string_list(&obj, "required_tools")?,
-        forbidden_tools: string_list(&obj, "forbidden_tools")?,
-        min_score: opt_number(&obj, "min_score")?.unwrap_or(0.0),
-        weights: parse_weights(&obj)?,
+        max_cost_amount: opt_string(obj, "max_cost_amount")?,
+        required_tools: string_list(obj, "required_tools")?,
+        forbidden_tools: string_list(obj, "forbidden_tools")?,
+        min_score: opt_number(obj, "min_score")?.unwrap_or(0.0),
+        weights: parse_weights(obj)?,
     })
 }
 

@@ -233,6 +233,10 @@ const TURNS_TO_OUTCOME: &str = concat!(
      ORDER BY day NULLS FIRST, turn_count"
 );
 
+/// A row of [`AGENT_TURNS`]: day (null for the total), answered turns, mean and median answer
+/// seconds, fallbacks.
+type AgentTurnsRow = (Option<NaiveDate>, i64, Option<f64>, Option<f64>, i64);
+
 const AGENT_TURNS: &str = concat!(
     "WITH ",
     outcomes_cte!(),
@@ -336,7 +340,7 @@ pub async fn compute(conn: &mut PgConnection, scope: &Scope<'_>) -> anyhow::Resu
         out.at(day).turns_to_outcome.push(TurnsCount { turns, negotiations });
     }
 
-    let rows: Vec<(Option<NaiveDate>, i64, Option<f64>, Option<f64>, i64)> =
+    let rows: Vec<AgentTurnsRow> =
         sqlx::query_as(AGENT_TURNS).bind(from).bind(to).bind(user).fetch_all(&mut *conn).await?;
     for (day, turns, mean_seconds, p50_seconds, fallbacks) in rows {
         let f = out.at(day);
