@@ -606,6 +606,8 @@ pub struct AgentNegotiationItem {
     pub own_side: Option<Side>,
     /// The other user.
     pub counterpart_user_id: Option<String>,
+    /// The other user's display name, when the platform gave one.
+    pub counterpart_name: Option<String>,
     /// Last changed.
     pub updated_at: DateTime<Utc>,
 }
@@ -667,6 +669,7 @@ pub async fn agent_negotiations(state: &AppState, agent: &AgentIdentity, q: &Age
             max_turns: task.max_turns,
             own_side,
             counterpart_user_id: own_side.map(|s| task.user_id(s.other()).to_owned()),
+            counterpart_name: own_side.and_then(|s| task.user_name(s.other())),
             updated_at: task.updated_at,
         });
     }

@@ -45,6 +45,8 @@ impl Viewer {
 pub struct SideOut {
     /// The user.
     pub user_id: String,
+    /// The user's display name, when the platform gave one.
+    pub name: Option<String>,
     /// `system` or `personal`.
     #[serde(rename = "type")]
     pub kind: SideKind,
@@ -139,8 +141,16 @@ impl NegotiationOut {
             conversation_id: task.conversation_id,
             status: task.state,
             sides: SidesOut {
-                source: SideOut { user_id: task.source_user_id.clone(), kind: task.source_kind },
-                candidate: SideOut { user_id: task.candidate_user_id.clone(), kind: task.candidate_kind },
+                source: SideOut {
+                    user_id: task.source_user_id.clone(),
+                    name: task.user_name(Side::Source),
+                    kind: task.source_kind,
+                },
+                candidate: SideOut {
+                    user_id: task.candidate_user_id.clone(),
+                    name: task.user_name(Side::Candidate),
+                    kind: task.candidate_kind,
+                },
             },
             max_turns: task.max_turns,
             turn_count: task.turn_count,
@@ -168,6 +178,10 @@ pub struct OpportunityOut {
     pub source_user_id: String,
     /// The other user.
     pub candidate_user_id: String,
+    /// The discovering user's display name, when the platform gave one.
+    pub source_user_name: Option<String>,
+    /// The other user's display name, when the platform gave one.
+    pub candidate_user_name: Option<String>,
     /// The negotiation deciding it.
     pub negotiation_id: Option<Uuid>,
     /// The evaluator's assessment.
@@ -175,6 +189,8 @@ pub struct OpportunityOut {
     pub seed_assessment: serde_json::Value,
     /// For a user: the other person.
     pub counterpart_user_id: Option<String>,
+    /// For a user: the other person's display name, when the platform gave one.
+    pub counterpart_name: Option<String>,
     /// The roles the agents agreed on (empty unless they accepted).
     pub agreed_roles: Vec<AgreedRole>,
     /// For a user: their own decision (`accept` or `decline`), once made.
@@ -190,7 +206,7 @@ pub struct OpportunityOut {
 }
 
 /// Builds the views of `list` as `viewer` (a user id, or `None` for the service) sees them,
-/// with agreed roles and decisions, in two queries.
+/// with names, agreed roles and decisions, in three queries.
 pub async fn opportunity_views(
     conn: &mut sqlx::PgConnection,
     list: &[Opportunity],
@@ -200,14 +216,22 @@ pub async fn opportunity_views(
     let task_ids: Vec<Uuid> = list.iter().filter_map(|o| o.negotiation_id).collect();
     let decisions = crate::store::decisions::for_opportunities(conn, &ids).await?;
     let outcomes = crate::store::messages::outcomes_for(conn, &task_ids).await?;
+    let names = crate::store::tasks::user_names(conn, &task_ids).await?;
     Ok(list
         .iter()
         .map(|o| {
             let mut out = OpportunityOut::from(o);
             let made = decisions.get(&o.id).cloned().unwrap_or_default();
+            if let Some((source, candidate)) = o.negotiation_id.and_then(|t| names.get(&t)) {
+                out.source_user_name = source.clone();
+                out.candidate_user_name = candidate.clone();
+            }
             if let Some(user) = viewer {
-                let other = if o.source_user_id == user { &o.candidate_user_id } else { &o.source_user_id };
+                let source_views = o.source_user_id == user;
+                let other = if source_views { &o.candidate_user_id } else { &o.source_user_id };
                 out.counterpart_user_id = Some(other.clone());
+                out.counterpart_name =
+                    if source_views { out.candidate_user_name.clone() } else { out.source_user_name.clone() };
                 out.my_decision = made.get(user).cloned();
                 out.other_decision = made.get(other).cloned();
             }
@@ -224,6 +248,9 @@ impl From<&Opportunity> for OpportunityOut {
     fn from(o: &Opportunity) -> Self {
         OpportunityOut {
             counterpart_user_id: None,
+            counterpart_name: None,
+            source_user_name: None,
+            candidate_user_name: None,
             agreed_roles: Vec::new(),
             my_decision: None,
             other_decision: None,

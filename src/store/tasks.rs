@@ -84,6 +84,15 @@ impl Task {
         Ok(serde_json::from_value(raw.clone())?)
     }
 
+    /// A side's display name, when the platform gave one.
+    pub fn user_name(&self, side: Side) -> Option<String> {
+        let raw = match side {
+            Side::Source => &self.source_context,
+            Side::Candidate => &self.candidate_context,
+        };
+        raw.get("name").and_then(serde_json::Value::as_str).map(str::to_owned)
+    }
+
     /// The side a user sits on, if they take part.
     pub fn side_of(&self, user_id: &str) -> Option<Side> {
         if self.source_user_id == user_id {
@@ -240,6 +249,22 @@ pub async fn get(conn: &mut PgConnection, id: Uuid) -> anyhow::Result<Option<Tas
 pub async fn lock(conn: &mut PgConnection, id: Uuid) -> anyhow::Result<Option<Task>> {
     let row = select_task!("WHERE task_id = $1 FOR UPDATE", id).fetch_optional(conn).await?;
     Ok(row.map(Task::try_from).transpose()?)
+}
+
+/// The display names the platform gave the two users of each of these tasks (source, candidate),
+/// where it gave them: what the views show instead of bare user ids.
+pub async fn user_names(
+    conn: &mut PgConnection,
+    task_ids: &[Uuid],
+) -> sqlx::Result<std::collections::HashMap<Uuid, (Option<String>, Option<String>)>> {
+    let rows = sqlx::query!(
+        r#"SELECT task_id, source_context->>'name' AS "source_name", candidate_context->>'name' AS "candidate_name"
+           FROM tasks WHERE task_id = ANY($1)"#,
+        task_ids
+    )
+    .fetch_all(conn)
+    .await?;
+    Ok(rows.into_iter().map(|r| (r.task_id, (r.source_name, r.candidate_name))).collect())
 }
 
 /// Loads the task that decides an opportunity.

@@ -163,3 +163,41 @@ async fn the_status_page_is_served_from_the_binary() {
     assert!(page.text.contains("<html"), "{}", &page.text[..page.text.len().min(200)]);
     assert!(!page.text.contains("http://") && !page.text.contains("https://"), "no external fetches");
 }
+
+#[tokio::test]
+async fn the_views_carry_the_names_the_platform_gave() {
+    let app = TestApp::spawn().await;
+    let started = app.start(&fixtures::good_match()).await;
+    let id = started["opportunity"]["id"].as_str().unwrap().to_owned();
+    let negotiation = started["negotiation"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(started["opportunity"]["sourceUserName"], "Maya Chen");
+    assert_eq!(started["opportunity"]["candidateUserName"], "Tomas Novak");
+
+    let maya = app.user_token("user-maya");
+    let one = app.get(&format!("/api/opportunities/{id}"), &maya).await;
+    assert_eq!(one.body["counterpartUserId"], "user-tomas", "{}", one.text);
+    assert_eq!(one.body["counterpartName"], "Tomas Novak");
+    let listed = app.get("/api/opportunities", &app.user_token("user-tomas")).await;
+    assert_eq!(listed.body["opportunities"][0]["counterpartName"], "Maya Chen", "{}", listed.text);
+    assert_eq!(listed.body["opportunities"][0]["sourceUserName"], "Maya Chen");
+
+    let seen = app.get(&format!("/api/negotiations/{negotiation}"), &maya).await;
+    assert_eq!(seen.body["sides"]["source"]["name"], "Maya Chen", "{}", seen.text);
+    assert_eq!(seen.body["sides"]["candidate"]["name"], "Tomas Novak");
+
+    // The owner's view of an agent's negotiations names the other person too.
+    let agent = app.register_agent("user-maya").await;
+    let mine = app.get(&format!("/api/agents/{}/negotiations", agent.id), &maya).await;
+    assert_eq!(mine.body["negotiations"][0]["counterpartUserId"], "user-tomas", "{}", mine.text);
+    assert_eq!(mine.body["negotiations"][0]["counterpartName"], "Tomas Novak");
+
+    // Without a name, the fields are null and the ids remain.
+    let mut nameless = fixtures::request(fixtures::pastry_chef(), fixtures::kernel_developer(), 35.0);
+    nameless["sourceUser"].as_object_mut().unwrap().remove("name");
+    let started = app.start(&nameless).await;
+    assert_eq!(started["opportunity"]["sourceUserName"], serde_json::Value::Null);
+    assert_eq!(started["opportunity"]["candidateUserName"], "Raj Patel");
+    let lea = app.get(&format!("/api/opportunities/{}", started["opportunity"]["id"].as_str().unwrap()), &app.user_token("user-raj")).await;
+    assert_eq!(lea.body["counterpartName"], serde_json::Value::Null, "{}", lea.text);
+    assert_eq!(lea.body["counterpartUserId"], "user-lea");
+}
