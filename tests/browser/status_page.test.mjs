@@ -289,6 +289,9 @@ describe("status page", { timeout: 240_000 }, () => {
     const res = await page.goto(`${proxy.base}/`);
     assert.equal(res.status(), 200);
     assert.match(res.headers()["content-type"] || "", /text\/html/);
+    const csp = res.headers()["content-security-policy"] || "";
+    assert.match(csp, /script-src 'sha256-[\w+/=]+'; style-src 'sha256-[\w+/=]+';/, `the policy allows only the page's own script and style: ${csp}`);
+    assert.doesNotMatch(csp, /unsafe/);
     assert.equal(await page.title(), "Parley: your opportunities");
     assert.equal(await page.locator('label[for="token"]').count(), 1, "the token field has a real label");
     await page.locator("#connect").waitFor({ state: "visible" });
@@ -324,7 +327,8 @@ describe("status page", { timeout: 240_000 }, () => {
     assert.equal(listRequests(), listsLoaded, "the list was not re-read: the card came from /api/events");
     assert.ok(requests.some((r) => r.url === `${proxy.base}/api/opportunities/${opportunityId}`), "the card was fetched after an event");
     assert.equal(await card.locator("xpath=ancestor::section").getAttribute("data-testid"), "section-pending");
-    assert.equal(await text(card.locator('[data-testid="counterpart"]')), "user-tomas");
+    assert.equal(await text(card.locator('[data-testid="counterpart"]')), "Tomas Novak", "the name the platform gave, not the id");
+    assert.equal(await card.locator('[data-testid="counterpart"]').getAttribute("title"), "user-tomas");
     assert.equal(await text(card.locator('[data-testid="score"]')), "88 / 100");
     assert.equal(await text(card.locator('[data-testid="my-decision"]')), "not decided yet");
     assert.equal(await text(card.locator('[data-testid="other-decision"]')), "not decided yet");
@@ -337,7 +341,8 @@ describe("status page", { timeout: 240_000 }, () => {
     await card.locator('[data-testid="outcome"]').waitFor();
     const turns = card.locator('[data-testid="turn"]');
     assert.ok((await turns.count()) >= 2, "at least a propose and an accept");
-    assert.match(await text(turns.first()), /Turn 0 · source \(user-maya \(you\)\) · propose/);
+    assert.match(await text(turns.first()), /Turn 0 · source \(Maya Chen \(you\)\) · propose/);
+    assert.match(await text(turns.nth(1)), /Turn 1 · candidate \(Tomas Novak\) · /);
     assert.match(await text(turns.last()), /· accept/);
     assert.match(await text(card.locator('[data-testid="outcome"]')), /both agents accepted/);
   });
@@ -364,7 +369,7 @@ describe("status page", { timeout: 240_000 }, () => {
     assert.equal(await card.locator("xpath=ancestor::section").getAttribute("data-testid"), "section-accepted");
     assert.equal(await text(card.locator('[data-testid="other-decision"]')), "accepted");
     assert.equal(await card.locator('[data-testid="accept"]').count(), 0, "no buttons once it is no longer pending");
-    await eventually("announcement", () => text(page.locator("#announcer")), "Opportunity with user-tomas is now accepted.");
+    await eventually("announcement", () => text(page.locator("#announcer")), "Opportunity with Tomas Novak is now accepted.");
     await page.screenshot({ path: join(OUTPUT_DIR, "status_page.png"), fullPage: true });
   });
 
@@ -388,6 +393,7 @@ describe("status page", { timeout: 240_000 }, () => {
     await page.keyboard.press("Enter");
     await eventually("status after I declined", () => text(card.locator('[data-testid="status"]')), "rejected");
     assert.equal(await text(card.locator('[data-testid="my-decision"]')), "declined");
+    assert.match(await text(card.locator('[data-testid="roles"]')), /^none agreed$|Maya Chen \(you\)/, "roles name people, not ids");
     assert.equal(await card.locator("xpath=ancestor::section").getAttribute("data-testid"), "section-rejected");
     assert.equal(await page.evaluate(() => document.activeElement?.closest("[data-opportunity-id]")?.dataset.opportunityId),
       id, "focus stays on the card after it moved");
@@ -458,6 +464,122 @@ describe("status page", { timeout: 240_000 }, () => {
         assert.ok(box && box.x >= 0 && box.x + box.width <= 375, `a chart fits the screen: ${JSON.stringify(box)}`);
       }
       await page.screenshot({ path: join(OUTPUT_DIR, "status_page_375.png"), fullPage: true });
+    } finally {
+      await page.setViewportSize({ width: 1100, height: 900 });
+    }
+  });
+
+  step("My agents: register one, its key shown once, usable, then revoked from the keyboard", async () => {
+    const panel = page.locator('[data-testid="agents"]');
+    await eventually("the agents panel is empty at first", () => panel.locator('[data-testid="agents-empty"]').isVisible(), true);
+    assert.equal(await page.locator('label[for="agent-name"]').count(), 1, "the name field has a real label");
+    await panel.locator("#agent-name").focus();
+    await page.keyboard.insertText("Maya's laptop");
+    await page.keyboard.press("Enter");
+
+    const box = panel.locator('[data-testid="new-key"]');
+    await box.waitFor({ state: "visible" });
+    assert.equal(await page.evaluate(() => document.activeElement?.id), "new-key", "focus moves to the new key");
+    assert.match(await text(box), /shown only this once/);
+    const key = await box.locator('[data-testid="new-key-value"]').inputValue();
+    assert.match(key, /^pk_/, "the key itself is shown");
+    const card = panel.locator("li[data-agent-id]");
+    await eventually("one agent listed", () => card.count(), 1);
+    const agentId = await card.getAttribute("data-agent-id");
+    assert.equal(await text(card.locator('[data-testid="agent-name"]')), "Maya's laptop");
+    await eventually("trust read, provisional", () => text(card.locator('[data-testid="provisional"]')), "provisional");
+    assert.match(await text(card.locator('[data-testid="trust"]')), /\/ 100/);
+    assert.equal(await text(card.locator('[data-testid="liveness"]')), "offline", "never seen yet");
+    assert.equal(await card.locator('[data-testid="key"]').count(), 1);
+    assert.ok(key.startsWith(await text(card.locator('[data-testid="key"] code')).then((t) => t.replace("…", ""))), "the listing shows only the key's prefix");
+    assert.ok(!(await text(card)).includes(key), "the listing never shows the key");
+    await panel.screenshot({ path: join(OUTPUT_DIR, "agents_new_key.png") });
+
+    // The copy button copies it (or selects it where the clipboard is refused).
+    await box.locator('[data-testid="new-key-copy"]').click();
+    await eventually("copy feedback", async () => /Copied|Selected/.test(await text(box.locator('[data-testid="new-key-status"]'))), true);
+
+    // The key works against the API: a heartbeat is accepted, and the page sees the agent live.
+    const beat = await fetch(`${server.base}/api/agents/${agentId}/heartbeat`, { method: "POST", headers: { "x-api-key": key } });
+    assert.equal(beat.status, 204, "the new key is accepted");
+    const pickup = await fetch(`${server.base}/api/agents/${agentId}/negotiations/pickup`, { method: "POST", headers: { Authorization: `Bearer ${key}` } });
+    assert.notEqual(pickup.status, 401, "pickup with the new key is not refused");
+    await pickup.arrayBuffer();
+    await panel.locator('[data-testid="agents-refresh"]').click();
+    await eventually("liveness after the heartbeat", () => text(card.locator('[data-testid="liveness"]')), "live");
+    assert.match(await text(card.locator('[data-testid="last-seen"]')), /^last seen/);
+
+    // The agent's negotiations (its user's, by name, linked to the opportunity cards) and the
+    // capabilities it offers.
+    const offered = await fetch(`${server.base}/api/agents/${agentId}/capabilities`, {
+      method: "PUT",
+      headers: { "x-api-key": key, "Content-Type": "application/json" },
+      body: JSON.stringify({ taskType: "code-review", inputSchema: { type: "object" }, outputSchema: { type: "object" }, description: "Reviews Rust pull requests", tags: ["rust"] }),
+    });
+    assert.equal(offered.status, 201, await offered.text());
+    await card.locator('[data-testid="agent-negotiations"] summary').click();
+    await eventually("the capability listed", () => text(card.locator('[data-testid="capability"] strong')), "code-review");
+    await eventually("the agent's negotiations listed", async () => (await card.locator('[data-testid="agent-negotiation"]').count()) >= 3, true);
+    assert.match(await text(card.locator('[data-testid="agent-negotiation"]').first()), /^With (Raj Patel|Tomas Novak)/);
+    // "Show" takes the keyboard to the opportunity's card.
+    const show = card.locator('[data-testid="agent-negotiation"] button').first();
+    await show.focus();
+    await page.keyboard.press("Enter");
+    assert.ok(await page.evaluate(() => Boolean(document.activeElement?.dataset.opportunityId)), "focus is on an opportunity card");
+
+    // Hidden, the key is gone for good: not in the page, not after a reload, not in storage.
+    await box.locator('[data-testid="new-key-done"]').click();
+    assert.equal(await box.isVisible(), false);
+    await page.reload();
+    await eventually("agent listed again after reload", () => panel.locator("li[data-agent-id]").count(), 1);
+    await eventually("trust read again", () => text(card.locator('[data-testid="provisional"]')), "provisional");
+    assert.equal(await box.isVisible(), false, "no key box after a reload");
+    const html = await page.content();
+    assert.ok(!html.includes(key), "the key is nowhere in the page after a reload");
+    const stored = await page.evaluate(() => JSON.stringify({ ...sessionStorage }) + JSON.stringify({ ...localStorage }));
+    assert.ok(!stored.includes(key), "the key is never stored in the browser");
+
+    // Add a second key: it is shown once too.
+    await card.locator('[data-testid="add-key"]').click();
+    await box.waitFor({ state: "visible" });
+    const second = await box.locator('[data-testid="new-key-value"]').inputValue();
+    assert.match(second, /^pk_/);
+    assert.notEqual(second, key);
+    await eventually("two keys listed", () => card.locator('[data-testid="key"]').count(), 2);
+    await box.locator('[data-testid="new-key-done"]').click();
+
+    // Revoke the first key from the keyboard, through the confirmation.
+    const firstKey = card.locator('[data-testid="key"]').first();
+    await firstKey.locator('[data-testid="revoke"]').focus();
+    await page.keyboard.press("Enter");
+    await firstKey.locator('[data-testid="revoke-confirm"]').waitFor();
+    assert.equal(await page.evaluate(() => document.activeElement?.dataset.testid), "revoke-cancel", "the safe choice has the focus");
+    await page.keyboard.press("Shift+Tab");
+    assert.equal(await page.evaluate(() => document.activeElement?.dataset.testid), "revoke-confirm");
+    await page.keyboard.press("Enter");
+    await eventually("the key is shown revoked", async () => /^revoked/.test(await text(firstKey.locator('[data-testid="key-facts"]'))), true);
+    assert.equal(await firstKey.locator("button").count(), 0, "a revoked key has no buttons");
+    const refused = await fetch(`${server.base}/api/agents/${agentId}/heartbeat`, { method: "POST", headers: { "x-api-key": key } });
+    assert.equal(refused.status, 401, "the revoked key is refused");
+    const kept = await fetch(`${server.base}/api/agents/${agentId}/heartbeat`, { method: "POST", headers: { "x-api-key": second } });
+    assert.equal(kept.status, 204, "the other key still works");
+    await panel.screenshot({ path: join(OUTPUT_DIR, "agents.png") });
+  });
+
+  step("the whole console fits 375 px without sideways scrolling", async () => {
+    await page.setViewportSize({ width: 375, height: 800 });
+    try {
+      const card = page.locator('[data-testid="agents"] li[data-agent-id]');
+      await card.locator('[data-testid="agent-negotiations"] summary').scrollIntoViewIfNeeded();
+      if ((await card.locator("details").getAttribute("open")) === null) await card.locator('[data-testid="agent-negotiations"] summary').click();
+      await card.locator('[data-testid="agent-negotiation"]').first().waitFor();
+      await eventually("no horizontal scroll at 375 px", () => page.evaluate(() => document.scrollingElement.scrollWidth <= 375), true);
+      assert.equal(await page.evaluate(() => document.scrollingElement.scrollWidth <= document.scrollingElement.clientWidth), true, "nothing sticks out sideways");
+      for (const button of await page.locator('[data-testid="agents"] button:visible').all()) {
+        const box = await button.boundingBox();
+        assert.ok(box && box.x >= 0 && box.x + box.width <= 375, `a button fits the screen: ${JSON.stringify(box)}`);
+      }
+      await page.screenshot({ path: join(OUTPUT_DIR, "console_375.png"), fullPage: true });
     } finally {
       await page.setViewportSize({ width: 1100, height: 900 });
     }
