@@ -26,7 +26,7 @@ fn inline_hash(tag: &str) -> String {
     let open = format!("<{tag}>");
     let start = PAGE.find(&open).unwrap_or_else(|| panic!("the status page has no <{tag}>")) + open.len();
     let end = start + PAGE[start..].find(&format!("</{tag}>")).unwrap_or_else(|| panic!("<{tag}> is not closed"));
-    let digest = Sha256::digest(PAGE[start..end].as_bytes());
+    let digest = Sha256::digest(&PAGE.as_bytes()[start..end]);
     format!("'sha256-{}'", base64::engine::general_purpose::STANDARD.encode(digest))
 }
 
