@@ -48,8 +48,7 @@ pub fn router() -> Router<AppState> {
     Router::new().route("/", get(status_page))
 }
 
-/// The status page: paste a user token, watch your opportunities, decide on pending ones,
-/// manage your agents.
+/// The status page: paste a user token, decide on your opportunities, manage your agents.
 #[utoipa::path(get, path = "/", tag = "ui", operation_id = "statusPage",
     responses((status = 200, description = "The status page", content_type = "text/html", body = String)))]
 pub async fn status_page() -> impl IntoResponse {
