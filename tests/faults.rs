@@ -304,8 +304,10 @@ async fn check(pool: &sqlx::PgPool, ledger: &Ledger, in_flight_at_faults: &HashS
         .fetch_one(pool)
         .await
         .unwrap() as u64;
+    // (The opportunity's latest round: an earlier one ended before a reactivation.)
     report.unexpected += q("SELECT count(*) FROM tasks t JOIN opportunities o USING (opportunity_id)
-                              WHERE (t.state = 'completed') = (o.status = 'negotiating')")
+                              WHERE (t.state = 'completed') = (o.status = 'negotiating')
+                                AND t.round = (SELECT max(r.round) FROM tasks r WHERE r.opportunity_id = t.opportunity_id)")
         .fetch_one(pool)
         .await
         .unwrap() as u64;

@@ -24,7 +24,7 @@ use uuid::Uuid;
 
 use super::{DeliveryError, Engine};
 use crate::{
-    domain::{OpportunityStatus, TaskEvent, TaskState, Turn},
+    domain::{OpportunityStatus, PreviousRound, TaskEvent, TaskState, Turn},
     store::{
         tasks::{self, Task},
         turn_delivery::{self, KeyCheck},
@@ -69,6 +69,8 @@ pub struct Claim {
     pub history: Vec<Turn>,
     /// The opportunity's status.
     pub opportunity_status: OpportunityStatus,
+    /// The opportunity's earlier rounds (empty in a first round).
+    pub previous_rounds: Vec<PreviousRound>,
 }
 
 /// What a call's claim token proves.
@@ -167,7 +169,14 @@ impl Engine {
         }
         let token = self.claim_token(task.id, task.claim_generation);
         let expires_at = task.claim_expires_at.unwrap_or_else(Utc::now);
-        let claim = Claim { task, token, expires_at, history: picked.history, opportunity_status: picked.opportunity_status };
+        let claim = Claim {
+            task,
+            token,
+            expires_at,
+            history: picked.history,
+            opportunity_status: picked.opportunity_status,
+            previous_rounds: picked.previous_rounds,
+        };
         self.recent_claims.remember(&claim);
         Ok((agent, Some(claim)))
     }

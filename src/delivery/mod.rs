@@ -10,6 +10,7 @@ mod claims;
 mod engine;
 mod finalize;
 mod liveness;
+mod reactivate;
 mod recent_claims;
 mod respond;
 mod start;
@@ -20,6 +21,7 @@ pub use claims::{AgentIdentity, AgentKey, Claim, hash_secret};
 pub use engine::Engine;
 pub use finalize::finalize;
 pub use liveness::SEEN_WRITE_EVERY;
+pub use reactivate::Reactivation;
 pub use respond::{Responded, TurnAnswer};
 pub use start::{NewNegotiation, Started};
 pub use wakeups::TURNS_CHANNEL;
@@ -38,6 +40,12 @@ pub enum DeliveryError {
     /// No such negotiation.
     #[error("negotiation not found")]
     NotFound,
+    /// No such opportunity.
+    #[error("opportunity not found")]
+    OpportunityNotFound,
+    /// Only a stalled or expired opportunity can be negotiated again.
+    #[error("the opportunity is {0}; only a stalled or expired opportunity can be reactivated")]
+    NotReactivatable(crate::domain::OpportunityStatus),
     /// The negotiation already ended.
     #[error("the negotiation has already ended")]
     AlreadyCompleted,

@@ -1,4 +1,6 @@
-//! Starting a negotiation: opportunity, conversation and task in one transaction.
+//! Starting a negotiation: opportunity, conversation and task in one transaction. A round of
+//! negotiation is opened in one place, [`Engine::open_round`], for the first round of a new
+//! opportunity as for a later round of a reactivated one (`reactivate.rs`).
 
 use uuid::Uuid;
 
@@ -25,15 +27,54 @@ pub struct NewNegotiation {
     pub discovery_query: Option<String>,
 }
 
-/// What [`Engine::start`] did.
+/// What [`Engine::start`] (or [`Engine::reactivate`]) did.
 #[derive(Debug, Clone, Copy)]
 pub struct Started {
     /// The opportunity.
     pub opportunity_id: Uuid,
     /// The negotiation (task).
     pub negotiation_id: Uuid,
-    /// False when the opportunity id was already known and nothing new was created.
+    /// False when nothing new was created: the opportunity id was already known, or the round
+    /// a repeated reactivation asks for is already running.
     pub created: bool,
+}
+
+/// One round of negotiation to open: who negotiates, from what, and what came before.
+pub(crate) struct Round<'a> {
+    /// The opportunity it decides.
+    pub opportunity_id: Uuid,
+    /// The A2A context every round of the opportunity shares.
+    pub conversation_id: Uuid,
+    /// 0 for the first round.
+    pub number: u32,
+    /// The discovering user's context.
+    pub source: &'a UserContext,
+    /// The other user's context.
+    pub candidate: &'a UserContext,
+    /// The evaluator's assessment (as stored).
+    pub seed: &'a serde_json::Value,
+    /// The platform's index context.
+    pub index_context: Option<&'a serde_json::Value>,
+    /// What the source user searched for.
+    pub discovery_query: Option<&'a str>,
+    /// The earlier rounds (`[PreviousRound]`); `None` in a first round.
+    pub previous_rounds: Option<&'a serde_json::Value>,
+}
+
+/// A round opened in a transaction that has not committed yet.
+pub(crate) struct Opened {
+    opportunity_id: Uuid,
+    task_id: Uuid,
+    round: u32,
+    source_kind: SideKind,
+    candidate_kind: SideKind,
+}
+
+impl Opened {
+    /// The new negotiation's id.
+    pub(crate) fn task_id(&self) -> Uuid {
+        self.task_id
+    }
 }
 
 impl Engine {
@@ -67,36 +108,68 @@ impl Engine {
             serde_json::json!({ "opportunityId": opportunity_id, "status": "negotiating", "previousStatus": null }),
         )
         .await?;
-        let source_kind = agents::side_kind_for(&mut tx, &n.source.id).await?;
-        let candidate_kind = agents::side_kind_for(&mut tx, &n.candidate.id).await?;
         let conversation_id = Uuid::now_v7();
         conversations::insert(&mut tx, conversation_id, opportunity_id, &n.source.id, &n.candidate.id).await?;
+        let opened = self
+            .open_round(
+                &mut tx,
+                &Round {
+                    opportunity_id,
+                    conversation_id,
+                    number: 0,
+                    source: &n.source,
+                    candidate: &n.candidate,
+                    seed: &seed,
+                    index_context: n.index_context.as_ref(),
+                    discovery_query: n.discovery_query.as_deref(),
+                    previous_rounds: None,
+                },
+            )
+            .await?;
+        tx.commit().await?;
+        self.run_opened(opened).await
+    }
+
+    /// Opens a round inside the caller's transaction: decides who plays each side (once, for
+    /// the whole round) and so the turn cap, inserts the `submitted` task, and arms the
+    /// personal-vs-personal deadline. Commit, then call [`Engine::run_opened`].
+    pub(crate) async fn open_round(&self, tx: &mut sqlx::PgConnection, r: &Round<'_>) -> Result<Opened, DeliveryError> {
+        let source_kind = agents::side_kind_for(tx, &r.source.id).await?;
+        let candidate_kind = agents::side_kind_for(tx, &r.candidate.id).await?;
         let task_id = Uuid::now_v7();
         tasks::insert(
-            &mut tx,
+            tx,
             &tasks::NewTask {
                 id: task_id,
-                conversation_id,
-                opportunity_id,
-                source: &n.source,
-                candidate: &n.candidate,
+                conversation_id: r.conversation_id,
+                opportunity_id: r.opportunity_id,
+                source: r.source,
+                candidate: r.candidate,
                 source_kind,
                 candidate_kind,
-                seed_assessment: &seed,
-                index_context: n.index_context.as_ref(),
-                discovery_query: n.discovery_query.as_deref(),
+                seed_assessment: r.seed,
+                index_context: r.index_context,
+                discovery_query: r.discovery_query,
                 max_turns: max_turns_for(source_kind, candidate_kind, &self.config.turn_caps),
+                round: r.number,
+                previous_rounds: r.previous_rounds,
             },
         )
         .await?;
         if source_kind == SideKind::Personal && candidate_kind == SideKind::Personal {
-            self.arm_deadline(&mut tx, task_id, chrono::Utc::now()).await?;
+            self.arm_deadline(tx, task_id, chrono::Utc::now()).await?;
         }
-        tx.commit().await?;
+        Ok(Opened { opportunity_id: r.opportunity_id, task_id, round: r.number, source_kind, candidate_kind })
+    }
+
+    /// Once an opened round committed: counts it and runs it as far as it goes without a
+    /// personal agent.
+    pub(crate) async fn run_opened(&self, opened: Opened) -> Result<Started, DeliveryError> {
         crate::metrics::negotiation_started();
-        tracing::info!(negotiation.id = %task_id, opportunity.id = %opportunity_id,
-            source.kind = source_kind.as_str(), candidate.kind = candidate_kind.as_str(), "negotiation started");
-        self.advance(task_id).await?;
-        Ok(Started { opportunity_id, negotiation_id: task_id, created: true })
+        tracing::info!(negotiation.id = %opened.task_id, opportunity.id = %opened.opportunity_id,
+            negotiation.round = opened.round, source.kind = opened.source_kind.as_str(),
+            candidate.kind = opened.candidate_kind.as_str(), "negotiation started");
+        self.advance(opened.task_id).await?;
+        Ok(Started { opportunity_id: opened.opportunity_id, negotiation_id: opened.task_id, created: true })
     }
 }

@@ -9,7 +9,7 @@ pub mod turn;
 pub mod user;
 
 pub use opportunity::{OpportunityEvent, OpportunityStatus};
-pub use outcome::{AgreedRole, EndReason, Outcome, derive_outcome, max_turns_for};
+pub use outcome::{AgreedRole, EndReason, Outcome, PreviousRound, derive_outcome, max_turns_for};
 pub use task::{TaskEvent, TaskState};
 pub use turn::{Action, Role, Side, SideKind, SuggestedRoles, Turn, action_allowed};
 pub use user::{Intent, Profile, SeedActor, SeedAssessment, UserContext};

@@ -5,6 +5,9 @@
 //!             -> rejected                      -> rejected (a person declined)
 //!             -> stalled                       -> expired  (nobody decided in time)
 //! ```
+//!
+//! A `stalled` or `expired` opportunity may be reactivated: back to `negotiating`, for a new
+//! round of negotiation.
 
 use serde::{Deserialize, Serialize};
 
@@ -43,6 +46,8 @@ pub enum OpportunityEvent {
     SomeoneDeclined,
     /// The pending TTL passed.
     Expire,
+    /// The platform asked for a new round (a second chance).
+    Reactivate,
 }
 
 impl OpportunityStatus {
@@ -84,6 +89,8 @@ impl OpportunityStatus {
             (S::Pending, E::EveryoneAccepted) => Ok(S::Accepted),
             (S::Pending, E::SomeoneDeclined) => Ok(S::Rejected),
             (S::Pending, E::Expire) => Ok(S::Expired),
+            (S::Stalled, E::Reactivate) => Ok(S::Negotiating),
+            (S::Expired, E::Reactivate) => Ok(S::Negotiating),
             (from, event) => Err(TransitionError { machine: "opportunity", from: from.as_str(), event: event.name() }),
         }
     }
@@ -91,13 +98,14 @@ impl OpportunityStatus {
 
 impl OpportunityEvent {
     /// Every event.
-    pub const ALL: [OpportunityEvent; 6] = [
+    pub const ALL: [OpportunityEvent; 7] = [
         OpportunityEvent::AgentsAccepted,
         OpportunityEvent::AgentsRejected,
         OpportunityEvent::NegotiationStalled,
         OpportunityEvent::EveryoneAccepted,
         OpportunityEvent::SomeoneDeclined,
         OpportunityEvent::Expire,
+        OpportunityEvent::Reactivate,
     ];
 
     /// The event's name.
@@ -109,6 +117,7 @@ impl OpportunityEvent {
             OpportunityEvent::EveryoneAccepted => "everyone_accepted",
             OpportunityEvent::SomeoneDeclined => "someone_declined",
             OpportunityEvent::Expire => "expire",
+            OpportunityEvent::Reactivate => "reactivate",
         }
     }
 }
@@ -132,6 +141,8 @@ mod tests {
             (S::Pending, E::EveryoneAccepted, S::Accepted),
             (S::Pending, E::SomeoneDeclined, S::Rejected),
             (S::Pending, E::Expire, S::Expired),
+            (S::Stalled, E::Reactivate, S::Negotiating),
+            (S::Expired, E::Reactivate, S::Negotiating),
         ];
         for s in S::ALL {
             for e in E::ALL {

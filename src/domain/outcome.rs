@@ -48,6 +48,19 @@ pub struct Outcome {
     pub reason: Option<EndReason>,
 }
 
+/// An earlier round of an opportunity's negotiation, as a later round carries it: every turn
+/// with every side's reasoning (views show each side only its own) and how it ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PreviousRound {
+    /// That round's negotiation (task) id; it stays readable.
+    pub negotiation_id: uuid::Uuid,
+    /// Its turns, numbered from 0.
+    pub turns: Vec<Turn>,
+    /// Its outcome (`None` only if it never ended, which a reactivation rules out).
+    pub outcome: Option<Outcome>,
+}
+
 impl Outcome {
     /// What the outcome does to the opportunity.
     pub fn opportunity_event(&self) -> OpportunityEvent {

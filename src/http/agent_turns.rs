@@ -24,7 +24,7 @@ use super::{
 };
 use crate::{
     delivery::{AgentIdentity, Claim, TurnAnswer},
-    domain::{Action, SeedAssessment, Side, SuggestedRoles, TaskState, Turn, UserContext, outcome::is_final_turn},
+    domain::{Action, PreviousRound, SeedAssessment, Side, SuggestedRoles, TaskState, Turn, UserContext, outcome::is_final_turn},
     store::{messages, tasks},
 };
 
@@ -168,6 +168,23 @@ pub struct PickupContextDoc {
     is_discoverer: bool,
     /// What the source user searched for.
     discovery_query: Option<String>,
+    /// The opportunity's earlier rounds of negotiation, oldest first (empty in a first round):
+    /// a reactivated opportunity is negotiated again from scratch, with these to learn from.
+    previous_rounds: Vec<PreviousRoundDoc>,
+}
+
+/// An earlier round of the opportunity's negotiation, as a pickup shows it.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = PreviousRound)]
+#[allow(dead_code)]
+pub struct PreviousRoundDoc {
+    /// That round's negotiation id (still readable).
+    negotiation_id: Uuid,
+    /// Its turns, numbered from 0, shaped like `turn.history`.
+    turns: Vec<HistoryTurnDoc>,
+    /// How it ended.
+    outcome: Option<crate::domain::Outcome>,
 }
 
 /// A user as an agent sees them (the shape Index Network's clients read).
@@ -335,8 +352,24 @@ pub fn pickup_body(claim: &Claim) -> ApiResult<Value> {
             "seedAssessment": task.seed_assessment,
             "isDiscoverer": own_side == Side::Source,
             "discoveryQuery": task.discovery_query,
+            "previousRounds": previous_rounds_for(&claim.previous_rounds, own_side),
         },
     }))
+}
+
+/// The opportunity's earlier rounds as the agent of `own_side` sees them: each round's turns
+/// shaped like `history` (reasoning only on its own side's turns) and its outcome.
+pub fn previous_rounds_for(rounds: &[PreviousRound], own_side: Side) -> Vec<Value> {
+    rounds
+        .iter()
+        .map(|r| {
+            json!({
+                "negotiationId": r.negotiation_id,
+                "turns": history_for(&r.turns, own_side),
+                "outcome": r.outcome,
+            })
+        })
+        .collect()
 }
 
 /// The `assessment` of a respond body.

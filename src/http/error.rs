@@ -167,6 +167,8 @@ impl From<DeliveryError> for ApiError {
             DeliveryError::Unauthorized => ApiError::Unauthorized(e.to_string()),
             DeliveryError::Forbidden(message) => ApiError::Forbidden(message.into()),
             DeliveryError::NotFound => ApiError::NotFound("negotiation"),
+            DeliveryError::OpportunityNotFound => ApiError::NotFound("opportunity"),
+            DeliveryError::NotReactivatable(_) => ApiError::Conflict { code: "not_reactivatable", message: e.to_string() },
             DeliveryError::AlreadyCompleted => ApiError::Conflict {
                 code: "already_completed",
                 message: "the negotiation has already ended".into(),

@@ -55,7 +55,7 @@ struct Live {
     params(("Last-Event-ID" = Option<i64>, Header, description = "Resume after this event id (up to 24 hours back, at most 1 000 events)")),
     responses(
         (status = 200, description = "A Server-Sent Events stream: `opportunity.status`, `negotiation.turn`, \
-`negotiation.outcome` (and a final `reconnect` for a client that fell behind, or with `code: token_expired` \
+`negotiation.outcome`, `negotiation.round` (a reactivated opportunity's new negotiation) (and a final `reconnect` for a client that fell behind, or with `code: token_expired` \
 when the token expires: reconnect with a fresh token and `Last-Event-ID`); a `: ping` comment every 15 s",
             content_type = "text/event-stream", body = String),
     ))]

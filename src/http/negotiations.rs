@@ -73,37 +73,12 @@ impl CreateNegotiationIn {
             ),
         };
         for (field, user) in [("sourceUser", &self.source_user), ("candidateUser", &self.candidate_user)] {
-            if user.id.trim().is_empty() {
-                return Err(ApiError::invalid(format!("{field}.id must not be empty")));
-            }
-            if user.id.len() > MAX_ID_LEN || user.id.chars().any(char::is_control) {
-                return Err(ApiError::invalid(format!(
-                    "{field}.id must be at most {MAX_ID_LEN} bytes without control characters"
-                )));
-            }
-            if user.intents.iter().any(|i| i.text.trim().is_empty()) {
-                return Err(ApiError::invalid(format!("{field}.intents[].text must not be empty")));
-            }
-            if user.intents.iter().filter_map(|i| i.confidence).any(|c| !(0.0..=1.0).contains(&c)) {
-                return Err(ApiError::invalid(format!("{field}.intents[].confidence must be between 0 and 1")));
-            }
+            check_user(field, user)?;
         }
         if self.source_user.id == self.candidate_user.id {
             return Err(ApiError::invalid("sourceUser and candidateUser must be different users"));
         }
-        let seed = &self.seed_assessment;
-        if !seed.score.is_finite() || !(0.0..=100.0).contains(&seed.score) {
-            return Err(ApiError::invalid("seedAssessment.score must be between 0 and 100"));
-        }
-        if seed.reasoning.trim().is_empty() {
-            return Err(ApiError::invalid("seedAssessment.reasoning must not be empty"));
-        }
-        if let Some(actors) = &seed.actors {
-            let known = |id: &str| id == self.source_user.id || id == self.candidate_user.id;
-            if actors.iter().any(|a| !known(&a.user_id)) {
-                return Err(ApiError::invalid("seedAssessment.actors[].userId must be one of the two users"));
-            }
-        }
+        check_seed(&self.seed_assessment, &self.source_user.id, &self.candidate_user.id)?;
         Ok(NewNegotiation {
             opportunity_id,
             source: self.source_user,
@@ -113,6 +88,41 @@ impl CreateNegotiationIn {
             discovery_query: self.discovery_query.filter(|q| !q.trim().is_empty()),
         })
     }
+}
+
+/// Checks a user's context as the platform gave it (`field` names it in the message).
+pub(crate) fn check_user(field: &str, user: &UserContext) -> Result<(), ApiError> {
+    if user.id.trim().is_empty() {
+        return Err(ApiError::invalid(format!("{field}.id must not be empty")));
+    }
+    if user.id.len() > MAX_ID_LEN || user.id.chars().any(char::is_control) {
+        return Err(ApiError::invalid(format!(
+            "{field}.id must be at most {MAX_ID_LEN} bytes without control characters"
+        )));
+    }
+    if user.intents.iter().any(|i| i.text.trim().is_empty()) {
+        return Err(ApiError::invalid(format!("{field}.intents[].text must not be empty")));
+    }
+    if user.intents.iter().filter_map(|i| i.confidence).any(|c| !(0.0..=1.0).contains(&c)) {
+        return Err(ApiError::invalid(format!("{field}.intents[].confidence must be between 0 and 1")));
+    }
+    Ok(())
+}
+
+/// Checks an evaluator's assessment of a match between `source_id` and `candidate_id`.
+pub(crate) fn check_seed(seed: &SeedAssessment, source_id: &str, candidate_id: &str) -> Result<(), ApiError> {
+    if !seed.score.is_finite() || !(0.0..=100.0).contains(&seed.score) {
+        return Err(ApiError::invalid("seedAssessment.score must be between 0 and 100"));
+    }
+    if seed.reasoning.trim().is_empty() {
+        return Err(ApiError::invalid("seedAssessment.reasoning must not be empty"));
+    }
+    if let Some(actors) = &seed.actors
+        && actors.iter().any(|a| a.user_id != source_id && a.user_id != candidate_id)
+    {
+        return Err(ApiError::invalid("seedAssessment.actors[].userId must be one of the two users"));
+    }
+    Ok(())
 }
 
 /// The answer of a create: the opportunity and the negotiation as they stand once the call is
@@ -149,7 +159,7 @@ pub async fn create_negotiation(
 }
 
 /// Loads the opportunity and negotiation views of a task.
-async fn load_pair(state: &AppState, task_id: Uuid) -> ApiResult<(OpportunityOut, NegotiationOut)> {
+pub(crate) async fn load_pair(state: &AppState, task_id: Uuid) -> ApiResult<(OpportunityOut, NegotiationOut)> {
     let mut conn = state.pool().acquire().await?;
     let task = tasks::get(&mut conn, task_id).await?.ok_or(ApiError::NotFound("negotiation"))?;
     let opportunity =

@@ -1,8 +1,10 @@
-//! `GET /api/opportunities`, `GET /api/opportunities/{id}`: what people and the platform see.
+//! `GET /api/opportunities`, `GET /api/opportunities/{id}`: what people and the platform see;
+//! `POST .../decision`, the people's say; `POST .../reactivate`, the platform's second chance.
 
 use axum::{
     Json, Router,
-    extract::State,
+    extract::{Request, State},
+    http::StatusCode,
     routing::{get, post},
 };
 use serde::{Deserialize, Serialize};
@@ -10,13 +12,15 @@ use uuid::Uuid;
 
 use super::{
     AppState,
-    auth::{Caller, UserCaller},
+    auth::{Caller, ServiceCaller, UserCaller},
     error::{ApiError, ApiResult},
-    extract::{ApiJson, ApiQuery, Ids, Page},
+    extract::{ApiJson, ApiQuery, Ids, Page, body_bytes, parse_json},
+    negotiations::{CreatedOut, check_seed, check_user, load_pair},
     views::{OpportunityOut, opportunity_views},
 };
 use crate::{
-    domain::{OpportunityEvent, OpportunityStatus},
+    delivery::Reactivation,
+    domain::{OpportunityEvent, OpportunityStatus, SeedAssessment, UserContext},
     store::{decisions, opportunities},
 };
 
@@ -26,6 +30,7 @@ pub fn router() -> Router<AppState> {
         .route("/api/opportunities", get(list_opportunities))
         .route("/api/opportunities/{id}", get(get_opportunity))
         .route("/api/opportunities/{id}/decision", post(decide_opportunity))
+        .route("/api/opportunities/{id}/reactivate", post(reactivate_opportunity))
 }
 
 /// Query of the listing.
@@ -189,4 +194,82 @@ pub async fn decide_opportunity(
     let mut conn = state.pool().acquire().await?;
     let mut views = opportunity_views(&mut conn, std::slice::from_ref(&o), Some(&caller.sub)).await?;
     Ok(Json(views.remove(0)))
+}
+
+/// Body of a reactivation: every field optional (an empty body is `{}`); what is left out is
+/// taken from the latest round.
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schema(example = json!({
+    "candidateUser": {"id": "user-tomas", "name": "Tomas Novak",
+        "profile": {"bio": "Senior backend engineer, eight years of Rust, now also leading a team",
+            "skills": ["rust", "postgresql", "payments api", "team lead"]},
+        "intents": [{"text": "Looking for a fintech startup to join as a senior backend engineer working on payments"}]}
+}))]
+pub struct ReactivateIn {
+    /// The discovering user's new context; `id` must be the opportunity's source user.
+    pub source_user: Option<UserContext>,
+    /// The other user's new context; `id` must be the opportunity's candidate user.
+    pub candidate_user: Option<UserContext>,
+    /// A new assessment for the agents to argue from (the opportunity keeps its score).
+    pub seed_assessment: Option<SeedAssessment>,
+}
+
+impl ReactivateIn {
+    /// Checks the replacements as a create checks them, against the opportunity's two users.
+    fn validate(self, o: &opportunities::Opportunity) -> Result<Reactivation, ApiError> {
+        for (field, seat, user, expected) in [
+            ("sourceUser", "source", &self.source_user, &o.source_user_id),
+            ("candidateUser", "candidate", &self.candidate_user, &o.candidate_user_id),
+        ] {
+            if let Some(user) = user {
+                check_user(field, user)?;
+                if &user.id != expected {
+                    return Err(ApiError::invalid(format!("{field}.id must be the opportunity's {seat} user, {expected}")));
+                }
+            }
+        }
+        if let Some(seed) = &self.seed_assessment {
+            check_seed(seed, &o.source_user_id, &o.candidate_user_id)?;
+        }
+        Ok(Reactivation { source: self.source_user, candidate: self.candidate_user, seed: self.seed_assessment })
+    }
+}
+
+/// Negotiates a `stalled` or `expired` opportunity again: it goes back to `negotiating` and a
+/// new round starts (a new negotiation in the same conversation, turns from 0, a fresh cap),
+/// from the latest round's contexts unless the body replaces them, with the earlier rounds in
+/// the agents' context as `previousRounds`. 201 with `{opportunity, negotiation}` (the new
+/// round); repeated while that round runs, 200 with the same.
+#[utoipa::path(post, path = "/api/opportunities/{id}/reactivate", tag = "opportunities",
+    operation_id = "reactivateOpportunity",
+    security(("bearerJwt" = [])),
+    params(("id" = Uuid, Path, description = "The opportunity id")),
+    request_body(content = ReactivateIn, description = "Optional; an empty body keeps every context"),
+    responses(
+        (status = 201, description = "A new round started and ran as far as it goes in process", body = CreatedOut),
+        (status = 200, description = "The round an earlier reactivation started is still running: that round", body = CreatedOut),
+        (status = 400, description = "Invalid body (`invalid_body`)"),
+        (status = 403, description = "Not a service token"),
+        (status = 404, description = "Unknown opportunity"),
+        (status = 409, description = "Neither stalled nor expired (`not_reactivatable`)"),
+    ))]
+pub async fn reactivate_opportunity(
+    State(state): State<AppState>,
+    _caller: ServiceCaller,
+    Ids(id): Ids<Uuid>,
+    request: Request,
+) -> ApiResult<(StatusCode, Json<CreatedOut>)> {
+    let bytes = body_bytes(request, &()).await?;
+    let body: ReactivateIn =
+        if bytes.iter().all(u8::is_ascii_whitespace) { ReactivateIn::default() } else { parse_json(&bytes)? };
+    // The two users of an opportunity never change, so they can be checked before the lock.
+    let o = opportunities::get(state.pool().acquire().await?.as_mut(), id)
+        .await?
+        .ok_or(ApiError::NotFound("opportunity"))?;
+    let reactivation = body.validate(&o)?;
+    let started = state.engine.reactivate(id, &reactivation).await?;
+    let (opportunity, negotiation) = load_pair(&state, started.negotiation_id).await?;
+    let status = if started.created { StatusCode::CREATED } else { StatusCode::OK };
+    Ok((status, Json(CreatedOut { opportunity, negotiation })))
 }

@@ -22,7 +22,7 @@ pub struct Opportunity {
     pub candidate_user_id: String,
     /// The evaluator's assessment as given.
     pub seed_assessment: serde_json::Value,
-    /// The negotiation (task) deciding it.
+    /// The negotiation (task) deciding it: its latest round's.
     pub negotiation_id: Option<Uuid>,
     /// When it was created.
     pub created_at: DateTime<Utc>,
@@ -112,7 +112,8 @@ pub async fn get(conn: &mut PgConnection, id: Uuid) -> anyhow::Result<Option<Opp
         Row,
         r#"SELECT o.opportunity_id, o.status, o.score, o.source_user_id, o.candidate_user_id, o.seed_assessment,
                   t.task_id AS "task_id?", o.created_at, o.updated_at
-           FROM opportunities o LEFT JOIN tasks t ON t.opportunity_id = o.opportunity_id
+           FROM opportunities o LEFT JOIN LATERAL (SELECT task_id FROM tasks WHERE tasks.opportunity_id = o.opportunity_id
+                                        ORDER BY round DESC LIMIT 1) t ON true
            WHERE o.opportunity_id = $1"#,
         id
     )
@@ -126,7 +127,8 @@ pub async fn lock(conn: &mut PgConnection, id: Uuid) -> anyhow::Result<Option<Op
     let row = sqlx::query_as!(
         Row,
         r#"SELECT o.opportunity_id, o.status, o.score, o.source_user_id, o.candidate_user_id, o.seed_assessment,
-                  (SELECT t.task_id FROM tasks t WHERE t.opportunity_id = o.opportunity_id) AS "task_id?",
+                  (SELECT t.task_id FROM tasks t WHERE t.opportunity_id = o.opportunity_id
+                    ORDER BY t.round DESC LIMIT 1) AS "task_id?",
                   o.created_at, o.updated_at
            FROM opportunities o WHERE o.opportunity_id = $1 FOR UPDATE"#,
         id
@@ -155,7 +157,8 @@ pub async fn list(conn: &mut PgConnection, f: &ListFilter<'_>) -> anyhow::Result
         Row,
         r#"SELECT o.opportunity_id, o.status, o.score, o.source_user_id, o.candidate_user_id, o.seed_assessment,
                   t.task_id AS "task_id?", o.created_at, o.updated_at
-           FROM opportunities o LEFT JOIN tasks t ON t.opportunity_id = o.opportunity_id
+           FROM opportunities o LEFT JOIN LATERAL (SELECT task_id FROM tasks WHERE tasks.opportunity_id = o.opportunity_id
+                                        ORDER BY round DESC LIMIT 1) t ON true
            WHERE ($1::text IS NULL OR o.source_user_id = $1 OR o.candidate_user_id = $1)
              AND ($2::text IS NULL OR o.status = $2)
              AND ($3::uuid IS NULL OR o.opportunity_id < $3)

@@ -195,6 +195,10 @@ pub struct NewTask<'a> {
     pub discovery_query: Option<&'a str>,
     /// Turn cap.
     pub max_turns: u32,
+    /// Which round of the opportunity's negotiation this is (0 = the first).
+    pub round: u32,
+    /// The earlier rounds (`[PreviousRound]`), for a later round.
+    pub previous_rounds: Option<&'a serde_json::Value>,
 }
 
 /// Inserts a `submitted` task.
@@ -202,8 +206,8 @@ pub async fn insert(conn: &mut PgConnection, t: &NewTask<'_>) -> anyhow::Result<
     sqlx::query!(
         r#"INSERT INTO tasks (task_id, conversation_id, opportunity_id, state, source_user_id, candidate_user_id,
                               source_kind, candidate_kind, source_context, candidate_context, seed_assessment,
-                              index_context, discovery_query, max_turns)
-           VALUES ($1, $2, $3, 'submitted', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"#,
+                              index_context, discovery_query, max_turns, round, previous_rounds)
+           VALUES ($1, $2, $3, 'submitted', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)"#,
         t.id,
         t.conversation_id,
         t.opportunity_id,
@@ -217,6 +221,8 @@ pub async fn insert(conn: &mut PgConnection, t: &NewTask<'_>) -> anyhow::Result<
         t.index_context,
         t.discovery_query,
         i32::try_from(t.max_turns)?,
+        i32::try_from(t.round)?,
+        t.previous_rounds,
     )
     .execute(conn)
     .await?;
@@ -267,10 +273,27 @@ pub async fn user_names(
     Ok(rows.into_iter().map(|r| (r.task_id, (r.source_name, r.candidate_name))).collect())
 }
 
-/// Loads the task that decides an opportunity.
+/// Loads the task that decides an opportunity now: its latest round's.
 pub async fn for_opportunity(conn: &mut PgConnection, opportunity_id: Uuid) -> anyhow::Result<Option<Task>> {
-    let row = select_task!("WHERE opportunity_id = $1", opportunity_id).fetch_optional(conn).await?;
+    let row = select_task!("WHERE opportunity_id = $1 ORDER BY round DESC LIMIT 1", opportunity_id)
+        .fetch_optional(conn)
+        .await?;
     Ok(row.map(Task::try_from).transpose()?)
+}
+
+/// The latest round of an opportunity's negotiation: its task id, its round number (0 = the
+/// first) and the rounds before it as that task carries them (`None` in a first round).
+pub async fn latest_round(
+    conn: &mut PgConnection,
+    opportunity_id: Uuid,
+) -> sqlx::Result<Option<(Uuid, u32, Option<serde_json::Value>)>> {
+    let row = sqlx::query!(
+        r#"SELECT task_id, round, previous_rounds FROM tasks WHERE opportunity_id = $1 ORDER BY round DESC LIMIT 1"#,
+        opportunity_id
+    )
+    .fetch_optional(conn)
+    .await?;
+    Ok(row.map(|r| (r.task_id, u32::try_from(r.round).unwrap_or(0), r.previous_rounds)))
 }
 
 /// Moves a locked task to `to` (from `from`), clearing parking and claim fields unless the new

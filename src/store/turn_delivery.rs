@@ -2,7 +2,8 @@
 //! ([`respond_snapshot`]) and one call of `parley_respond` ([`apply_respond`]). Each does its own
 //! authentication by API-key hash, so an agent's turn costs no extra round trip for it.
 //!
-//! The SQL lives in `migrations/20261122000003_turn_statements.up.sql`; this module binds it and
+//! The SQL lives in `migrations/20261122000003_turn_statements.up.sql` (pickup as redefined by
+//! `migrations/20261220000002_reactivation.up.sql`); this module binds it and
 //! decodes what it returns. The transitions it makes are the task table's `Claim`, `Respond` and
 //! `Park`, written as literals there (so the planner can use the partial indexes on `state`);
 //! [`TRANSITIONS`] names them and a test pins them against the Rust table.
@@ -14,7 +15,7 @@ use super::{
     messages::TurnRow,
     tasks::{Row as TaskRow, Task},
 };
-use crate::domain::{OpportunityStatus, TaskEvent, TaskState, Turn};
+use crate::domain::{OpportunityStatus, PreviousRound, TaskEvent, TaskState, Turn};
 
 /// The transitions the SQL of this module makes, as (from, event, to).
 pub const TRANSITIONS: [(TaskState, TaskEvent, TaskState); 3] = [
@@ -86,6 +87,8 @@ pub struct PickedUp {
     pub opportunity_status: OpportunityStatus,
     /// The turns so far.
     pub history: Vec<Turn>,
+    /// The opportunity's earlier rounds (empty in a first round).
+    pub previous_rounds: Vec<PreviousRound>,
 }
 
 /// What `parley_pickup` answered.
@@ -106,6 +109,10 @@ impl<'r> FromRow<'r, PgRow> for Pickup {
                 claimed_now: row.try_get::<Option<bool>, _>("claimed_now")?.unwrap_or(false),
                 opportunity_status: opportunity_status(row)?.unwrap_or(OpportunityStatus::Negotiating),
                 history: history(row)?,
+                previous_rounds: row
+                    .try_get::<Option<sqlx::types::Json<Vec<PreviousRound>>>, _>("previous_rounds")?
+                    .map(|rounds| rounds.0)
+                    .unwrap_or_default(),
             }),
         };
         Ok(Pickup { key: key_check(row)?, picked_up })

@@ -108,6 +108,7 @@ async fn every_route_refuses_every_wrong_credential_and_leaks_nothing() {
         (Method::GET, format!("/api/opportunities/{opportunity}"), None, Audience::Participant),
         (Method::GET, "/api/insights".into(), None, Audience::Participant),
         (Method::POST, format!("/api/opportunities/{opportunity}/decision"), Some(json!({ "decision": "accept" })), Audience::Owner),
+        (Method::POST, format!("/api/opportunities/{opportunity}/reactivate"), Some(json!({})), Audience::Service),
         (Method::GET, format!("/api/tasks/{n}"), None, Audience::Participant),
         (Method::GET, format!("/api/conversations/{context}"), None, Audience::Participant),
         (Method::GET, "/api/events".into(), None, Audience::Participant),

@@ -22,6 +22,7 @@ mod nul;
 mod openapi;
 mod privacy;
 mod rank;
+mod reactivate;
 mod schema;
 mod timers;
 mod ui;

@@ -328,6 +328,12 @@ async fn every_operation_answers_as_its_spec_declares() {
     let cancel = "/api/negotiations/{id}";
     ch.expect(&app, call(Method::DELETE, cancel, format!("/api/negotiations/{n2}"), &service, None), S::OK).await;
     ch.expect(&app, call(Method::DELETE, cancel, format!("/api/negotiations/{n2}"), &service, None), S::CONFLICT).await;
+    // The platform gives the canceled one a second chance: a new round, then the same again.
+    let reactivate = "/api/opportunities/{id}/reactivate";
+    let o2 = started["opportunity"]["id"].as_str().unwrap().to_owned();
+    ch.expect(&app, call(Method::POST, reactivate, format!("/api/opportunities/{o2}/reactivate"), &service, Some(json!({}))), S::CREATED).await;
+    ch.expect(&app, call(Method::POST, reactivate, format!("/api/opportunities/{o2}/reactivate"), &service, Some(json!({}))), S::OK).await;
+    ch.expect(&app, call(Method::POST, reactivate, format!("/api/opportunities/{o}/reactivate"), &service, Some(json!({}))), S::CONFLICT).await;
     // How it all went, for Tomas and for the platform.
     let insights = ch.expect(&app, call(Method::GET, "/api/insights", "/api/insights", &tomas, None), S::OK).await;
     assert_eq!(insights["total"]["negotiations"]["accepted"], 1, "{insights}");
