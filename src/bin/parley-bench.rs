@@ -52,7 +52,8 @@ struct Args {
     #[arg(long, default_value_t = 32)]
     agents: usize,
     /// Run only these phases (comma-separated: cycles,pgbench,wake,svs,assess,longpoll,directory;
-    /// `metrics`, never part of a default run, compares the turn cycle with metrics off and on).
+    /// `metrics` and `liveness`, never part of a default run, compare the turn cycle with metrics
+    /// recording, or the agents' `last_seen_at` writes, off and on).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
 }
@@ -587,34 +588,77 @@ async fn turn_cycles(bench: &Arc<Bench>, plan: &Plan, agents: usize, r: &mut Res
     Ok(())
 }
 
-/// The turn cycle with metrics recording off and on, in one run: a warm-up round (reported,
+/// Rounds of the turn cycle with a switch off and on, in one run: a warm-up round (returned,
 /// not counted: the first round on a fresh database is much faster than the ones after it), then
 /// eight rounds in the order off, on, on, off, off, on, on, off, so that a drift over the run
 /// (the tables grow with every round) weighs on both sides alike. Each round is a whole
-/// turn-cycle phase with its own negotiations.
-async fn metrics_overhead(bench: &Arc<Bench>, plan: &Plan, agents: usize, r: &mut Results, json_out: bool) -> anyhow::Result<()> {
+/// turn-cycle phase with its own negotiations and agents. Returns the warm-up rate and each
+/// round's rate, with how much `measure` grew during it, by switch position.
+async fn rounds_off_on(
+    bench: &Arc<Bench>,
+    plan: &Plan,
+    agents: usize,
+    json_out: bool,
+    what: &str,
+    switch: impl Fn(bool),
+    measure: impl Fn() -> u64,
+) -> anyhow::Result<(Value, BTreeMap<bool, Vec<(f64, u64)>>)> {
     let mut warm_up = Results::new();
-    parley::metrics::install(true);
+    switch(true);
     turn_cycles(bench, plan, agents, &mut warm_up, json_out).await?;
-    r.insert("metrics_warm_up_round", warm_up.get("turn_cycles_per_s").cloned().unwrap_or(Value::Null));
-    let mut rates = BTreeMap::<bool, Vec<f64>>::new();
+    let mut rounds = BTreeMap::<bool, Vec<(f64, u64)>>::new();
     for on in [false, true, true, false, false, true, true, false] {
-        parley::metrics::install(on);
-        note(json_out, format!("metrics overhead: a round with metrics {}", if on { "on" } else { "off" }));
+        switch(on);
+        note(json_out, format!("{what}: a round with it {}", if on { "on" } else { "off" }));
+        let before = measure();
         let mut round = Results::new();
         turn_cycles(bench, plan, agents, &mut round, json_out).await?;
         let rate = round.get("turn_cycles_per_s").and_then(Value::as_f64).unwrap_or(0.0);
-        rates.entry(on).or_default().push(rate);
+        rounds.entry(on).or_default().push((rate, measure() - before));
     }
-    parley::metrics::install(true);
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
-    let off = mean(&rates[&false]);
-    let on = mean(&rates[&true]);
+    switch(true);
+    Ok((warm_up.get("turn_cycles_per_s").cloned().unwrap_or(Value::Null), rounds))
+}
+
+fn mean_rate(v: &[(f64, u64)]) -> f64 {
+    v.iter().map(|(rate, _)| rate).sum::<f64>() / v.len().max(1) as f64
+}
+
+fn rates(v: &[(f64, u64)]) -> Vec<f64> {
+    v.iter().map(|(rate, _)| *rate).collect()
+}
+
+/// The turn cycle with metrics recording off and on ([`rounds_off_on`]).
+async fn metrics_overhead(bench: &Arc<Bench>, plan: &Plan, agents: usize, r: &mut Results, json_out: bool) -> anyhow::Result<()> {
+    let (warm_up, rounds) = rounds_off_on(bench, plan, agents, json_out, "metrics overhead", parley::metrics::install, || 0).await?;
+    r.insert("metrics_warm_up_round", warm_up);
+    let (off, on) = (mean_rate(&rounds[&false]), mean_rate(&rounds[&true]));
     r.insert("turn_cycles_per_s_metrics_off", json!(round(off, 1)));
     r.insert("turn_cycles_per_s_metrics_on", json!(round(on, 1)));
-    r.insert("metrics_rounds_off", json!(rates[&false]));
-    r.insert("metrics_rounds_on", json!(rates[&true]));
+    r.insert("metrics_rounds_off", json!(rates(&rounds[&false])));
+    r.insert("metrics_rounds_on", json!(rates(&rounds[&true])));
     r.insert("metrics_overhead_pct", json!(round((off - on) / off.max(1e-9) * 100.0, 2)));
+    Ok(())
+}
+
+/// The turn cycle with the agents' `last_seen_at` writes off and on ([`rounds_off_on`]); also
+/// how many of those writes each round made (none when off; with the throttle, about one per
+/// agent per round when on, since every round registers fresh agents).
+async fn liveness_overhead(bench: &Arc<Bench>, plan: &Plan, agents: usize, r: &mut Results, json_out: bool) -> anyhow::Result<()> {
+    let (engine, counted) = (bench.state.engine.clone(), bench.state.engine.clone());
+    let switch = move |on: bool| engine.record_liveness(on);
+    let (warm_up, rounds) =
+        rounds_off_on(bench, plan, agents, json_out, "liveness overhead", switch, move || counted.liveness_writes()).await?;
+    r.insert("liveness_warm_up_round", warm_up);
+    let (off, on) = (mean_rate(&rounds[&false]), mean_rate(&rounds[&true]));
+    r.insert("turn_cycles_per_s_liveness_off", json!(round(off, 1)));
+    r.insert("turn_cycles_per_s_liveness_on", json!(round(on, 1)));
+    r.insert("liveness_rounds_off", json!(rates(&rounds[&false])));
+    r.insert("liveness_rounds_on", json!(rates(&rounds[&true])));
+    let writes = |on: bool| rounds[&on].iter().map(|(_, w)| *w).collect::<Vec<u64>>();
+    r.insert("liveness_writes_per_round_off", json!(writes(false)));
+    r.insert("liveness_writes_per_round_on", json!(writes(true)));
+    r.insert("liveness_overhead_pct", json!(round((off - on) / off.max(1e-9) * 100.0, 2)));
     Ok(())
 }
 
@@ -1170,6 +1214,7 @@ fn print_table(r: &Results) {
         ("  process RSS MB (peak)", g("longpoll_rss_mb").to_string(), format!("before {}", g("longpoll_rss_before_mb"))),
         ("  DB connections (pg_stat_activity)", g("longpoll_db_connections").to_string(), format!("pool size {}", g("pool_size"))),
         ("turn cycles /s, metrics off / on", format!("{} / {}", g("turn_cycles_per_s_metrics_off"), g("turn_cycles_per_s_metrics_on")), format!("overhead {} %, target <= 3", g("metrics_overhead_pct"))),
+        ("turn cycles /s, liveness off / on", format!("{} / {}", g("turn_cycles_per_s_liveness_off"), g("turn_cycles_per_s_liveness_on")), format!("overhead {} %", g("liveness_overhead_pct"))),
     ];
     println!("parley-bench ({}; load before: {}, after: {})", g("mode").as_str().unwrap_or(""), g("load_before").as_str().unwrap_or(""), g("load_after").as_str().unwrap_or(""));
     for (name, value, note) in rows {
@@ -1219,6 +1264,9 @@ async fn run(args: Args) -> anyhow::Result<Results> {
             }
             if args.only.iter().any(|o| o == "metrics") {
                 metrics_overhead(&bench, &plan, args.agents, &mut r, args.json).await?;
+            }
+            if args.only.iter().any(|o| o == "liveness") {
+                liveness_overhead(&bench, &plan, args.agents, &mut r, args.json).await?;
             }
             anyhow::Ok(())
         }

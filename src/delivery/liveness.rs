@@ -15,10 +15,16 @@
 //!
 //! What liveness decides: the park window of a mixed negotiation's turn (see
 //! [`Engine::park_window`] and the park timer in `timers.rs`).
+//!
+//! The writes can be switched off in a process ([`Engine::record_liveness`]); only
+//! `parley-bench` does, to measure what they cost the turn cycle in one run.
 
 use std::{
     collections::HashMap,
-    sync::Mutex,
+    sync::{
+        Mutex,
+        atomic::{AtomicBool, AtomicU64, Ordering},
+    },
     time::{Duration, Instant},
 };
 
@@ -39,11 +45,18 @@ const REMEMBERED: usize = 10_000;
 #[derive(Debug, Default)]
 pub struct SeenThrottle {
     written: Mutex<HashMap<Uuid, Instant>>,
+    /// Writes switched off ([`Engine::record_liveness`]).
+    off: AtomicBool,
+    /// `last_seen_at` writes made by this process.
+    writes: AtomicU64,
 }
 
 impl SeenThrottle {
     /// Whether to write for `agent` now; if so, the write is counted as made.
     fn due(&self, agent: Uuid, now: Instant) -> bool {
+        if self.off.load(Ordering::Relaxed) {
+            return false;
+        }
         let mut written = self.written.lock().unwrap_or_else(|e| e.into_inner());
         if written.get(&agent).is_some_and(|at| now.duration_since(*at) < SEEN_WRITE_EVERY) {
             return false;
@@ -73,10 +86,27 @@ impl Engine {
             agents::mark_seen(&mut conn, agent).await
         }
         .await;
-        if let Err(e) = written {
-            self.seen_throttle.forget(agent);
-            tracing::warn!(agent.id = %agent, error = %e, "marking an agent seen failed");
+        match written {
+            Ok(()) => {
+                self.seen_throttle.writes.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) => {
+                self.seen_throttle.forget(agent);
+                tracing::warn!(agent.id = %agent, error = %e, "marking an agent seen failed");
+            }
         }
+    }
+
+    /// Switches this process's `last_seen_at` writes on (the default) or off. Off, agents that
+    /// call this process are not marked seen, so they may look offline: only for measuring
+    /// what the writes cost (`parley-bench --only liveness`).
+    pub fn record_liveness(&self, on: bool) {
+        self.seen_throttle.off.store(!on, Ordering::Relaxed);
+    }
+
+    /// How many `last_seen_at` writes this process has made.
+    pub fn liveness_writes(&self) -> u64 {
+        self.seen_throttle.writes.load(Ordering::Relaxed)
     }
 
     /// The park window of a turn of a mixed negotiation parked now for `user_id`:
@@ -106,5 +136,15 @@ mod tests {
         assert!(throttle.due(a, t0 + SEEN_WRITE_EVERY));
         throttle.forget(b);
         assert!(throttle.due(b, t0 + Duration::from_secs(2)), "a failed write is tried again");
+    }
+
+    #[test]
+    fn switched_off_nothing_is_due() {
+        let throttle = SeenThrottle::default();
+        let agent = Uuid::now_v7();
+        throttle.off.store(true, Ordering::Relaxed);
+        assert!(!throttle.due(agent, Instant::now()), "off: not even a first write");
+        throttle.off.store(false, Ordering::Relaxed);
+        assert!(throttle.due(agent, Instant::now()), "on again: the agent is written");
     }
 }
