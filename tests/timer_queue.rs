@@ -195,6 +195,9 @@ impl TimerHandler for Recorder {
         self.record(Fired::Expiry(t));
         Ok(())
     }
+    async fn delegation_timeout(&self, _t: parley_jobs::DelegationTimeout) -> Result<(), HandlerError> {
+        Ok(())
+    }
     async fn housekeeping(&self) -> Result<(), HandlerError> {
         self.record(Fired::Housekeeping);
         Ok(())
