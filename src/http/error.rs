@@ -35,6 +35,14 @@ pub enum ApiError {
     /// 404: unknown or not visible to the caller.
     #[error("{0} not found")]
     NotFound(&'static str),
+    /// 404 with its own code (`unknown_target`).
+    #[error("{message}")]
+    NotFoundCode {
+        /// `unknown_target`.
+        code: &'static str,
+        /// What is missing, for a human.
+        message: String,
+    },
     /// 409: the state does not allow it.
     #[error("{message}")]
     Conflict {
@@ -86,7 +94,7 @@ impl ApiError {
             ApiError::BadRequest { .. } => StatusCode::BAD_REQUEST,
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
-            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::NotFound(_) | ApiError::NotFoundCode { .. } => StatusCode::NOT_FOUND,
             ApiError::Conflict { .. } => StatusCode::CONFLICT,
             ApiError::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
@@ -99,7 +107,7 @@ impl ApiError {
     /// The machine-readable code.
     pub fn code(&self) -> &'static str {
         match self {
-            ApiError::BadRequest { code, .. } | ApiError::Conflict { code, .. } => code,
+            ApiError::BadRequest { code, .. } | ApiError::Conflict { code, .. } | ApiError::NotFoundCode { code, .. } => code,
             ApiError::Unauthorized(_) => "unauthorized",
             ApiError::Forbidden(_) => "forbidden",
             ApiError::NotFound(_) => "not_found",
