@@ -63,6 +63,7 @@ impl From<DelegationError> for ApiError {
             DelegationError::NotAddressed => ApiError::Conflict { code: "not_addressed", message },
             DelegationError::InvalidState(_) => ApiError::Conflict { code: "invalid_state", message },
             DelegationError::ClaimStale(_) => ApiError::Conflict { code: "claim_stale", message },
+            DelegationError::RateLimited(_, wait) => ApiError::TooMany(message, wait),
             DelegationError::Unexpected(e) => ApiError::Internal(e),
         }
     }
@@ -324,6 +325,7 @@ fn wait_of(state: &AppState, q: Result<ApiQuery<WaitQuery>, ApiError>) -> ApiRes
         (status = 403, description = "`agentId` is not the key's agent, or the agent is inactive"),
         (status = 404, description = "Unknown or expired target anonymous id (`unknown_target`)"),
         (status = 409, description = "The request id was used with another body (`request_id_reused`)"),
+        (status = 429, description = "More delegations in the last 60 s than the requester's outbound limit (`rate_limited`, with `Retry-After`)"),
     ))]
 pub async fn delegate(
     State(state): State<AppState>,

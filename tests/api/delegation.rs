@@ -519,3 +519,68 @@ async fn duplicate_early_and_stale_timer_deliveries_change_nothing() {
     .unwrap();
     assert_eq!(pending, 0);
 }
+
+/// Sets a permission of the agent's one capability.
+async fn permit(app: &TestApp, agent: &TestAgent, patch: &Value) {
+    let caps = app.agent_call(agent, Method::GET, "/capabilities", None).await;
+    let id = caps.body["capabilities"][0]["id"].as_str().unwrap().to_owned();
+    let r = app.agent_call(agent, Method::PUT, &format!("/capabilities/{id}/permissions"), Some(patch)).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+}
+
+#[tokio::test]
+async fn the_outbound_limit_refuses_with_retry_after_and_retries_of_a_request_still_answer() {
+    let app = spawn().await;
+    let (requester, _targets) = setup(&app, 1).await;
+    let own = app.agent_call(&requester, Method::PUT, "/capabilities", Some(&json!({
+        "taskType": "testing", "inputSchema": {}, "outputSchema": {}
+    }))).await;
+    assert_eq!(own.status, StatusCode::CREATED, "{}", own.text);
+    permit(&app, &requester, &json!({"outboundRateLimit": 2})).await;
+    let first = body(&requester, &Uuid::new_v4().to_string(), None);
+    assert_eq!(app.delegate(&requester, &first).await.status, StatusCode::ACCEPTED);
+    assert_eq!(app.delegate(&requester, &body(&requester, &Uuid::new_v4().to_string(), None)).await.status, StatusCode::ACCEPTED);
+    let refused = app.delegate(&requester, &body(&requester, &Uuid::new_v4().to_string(), None)).await;
+    refused.assert_error(StatusCode::TOO_MANY_REQUESTS, "rate_limited");
+    let resp = app
+        .client
+        .post(format!("{}/api/agents/delegate", app.base))
+        .header("x-api-key", &requester.key)
+        .json(&body(&requester, &Uuid::new_v4().to_string(), None))
+        .send()
+        .await
+        .unwrap();
+    let retry_after: u64 = resp.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((1..=60).contains(&retry_after), "{retry_after}");
+    assert_eq!(app.count("delegations").await, 2);
+    // The same request again is an answer, not a new delegation.
+    assert_eq!(app.delegate(&requester, &first).await.status, StatusCode::ACCEPTED);
+}
+
+#[tokio::test]
+async fn a_target_at_its_inbound_limit_is_skipped_as_rejected_rate_limited() {
+    let app = spawn().await;
+    let (requester, targets) = setup(&app, 2).await;
+    permit(&app, &targets[0].agent, &json!({"inboundRateLimit": 1})).await;
+    let first = Uuid::new_v4().to_string();
+    assert_eq!(app.delegate(&requester, &body(&requester, &first, None)).await.status, StatusCode::ACCEPTED);
+    let second = Uuid::new_v4().to_string();
+    let asked = app.delegate(&requester, &body(&requester, &second, None)).await;
+    assert_eq!(asked.status, StatusCode::ACCEPTED, "{}", asked.text);
+    let d = &asked.body["delegation"];
+    assert_eq!((d["status"].as_str(), d["retriesUsed"].as_i64()), (Some("request"), Some(1)), "{d}");
+    assert_eq!(d["attempts"][0]["targetAnonymousId"], targets[0].anon.as_str());
+    assert_eq!(d["attempts"][0]["status"], "rejected");
+    assert_eq!(d["attempts"][0]["reason"], "rate_limited");
+    assert_eq!(d["attempts"][1]["targetAnonymousId"], targets[1].anon.as_str());
+    assert_eq!(app.inbox(&targets[0].agent, None).await.body["total"], 1);
+    assert_eq!(app.inbox(&targets[1].agent, None).await.body["total"], 1);
+
+    // Without retries the skip is the end.
+    let third = Uuid::new_v4().to_string();
+    let mut b = body(&requester, &third, Some(&targets[0].anon));
+    b["maxRetries"] = json!(0);
+    let ended = app.delegate(&requester, &b).await;
+    assert_eq!(ended.body["delegation"]["status"], "rejected", "{}", ended.text);
+    assert_eq!(ended.body["result"]["status"], "rejected");
+}

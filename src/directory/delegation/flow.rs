@@ -185,41 +185,69 @@ impl Engine {
         Ok(None)
     }
 
-    /// Offers attempt `number` to `target`, arms the delegation's timer for it and wakes the
-    /// target's inbox, in the caller's transaction.
-    async fn offer(
+    /// Offers attempt `number` of `d` (stored as `request`, with `number - 1` retries used) to
+    /// `target`. A target that already received its inbound limit of attempts in the last 60 s
+    /// is skipped: the attempt is recorded `rejected` (`rate_limited`) and the next target not
+    /// yet tried gets the next one, while retries are left. The attempt that stays live gets the
+    /// delegation's timer and wakes its target's inbox; when none does, the delegation ends
+    /// `rejected`. All in the caller's transaction; returns the live attempt's target, if any.
+    async fn place(
         &self,
         conn: &mut PgConnection,
         d: &Delegation,
-        number: i32,
-        target: Target,
-    ) -> Result<Attempt, DelegationError> {
+        first_number: i32,
+        first: Target,
+    ) -> Result<Option<Uuid>, DelegationError> {
         let requester_anonymous_id =
             anonymity::current(conn, d.requester_agent_id, self.config.anonymous_id_ttl).await?;
-        let now = Utc::now().trunc_subsecs(6);
         let timeout = Duration::from_millis(u64::try_from(d.timeout_ms).unwrap_or(0));
-        let attempt = Attempt {
-            delegation_id: d.delegation_id,
-            attempt: number,
-            target_agent_id: target.agent_id,
-            target_anonymous_id: target.anonymous_id,
-            requester_anonymous_id,
-            capability_id: target.capability_id,
-            output_schema: target.output_schema,
-            status: Status::Request.as_str().to_owned(),
-            output: None,
-            reason: None,
-            created_at: now,
-            accept_deadline: after(now, self.config.delegation_accept_timeout),
-            deadline: after(now, timeout),
-            accepted_at: None,
-            ended_at: None,
-        };
-        store::insert_attempt(conn, &attempt).await?;
-        let timer = parley_jobs::DelegationTimeout { delegation_id: d.delegation_id, attempt: number };
-        parley_jobs::schedule_delegation_timeout(conn, &timer, attempt.due_at()).await?;
-        store::notify(conn, &store::inbox_key(target.agent_id)).await?;
-        Ok(attempt)
+        let (mut number, mut target) = (first_number, first);
+        loop {
+            let over = store::inbound_full(conn, target.agent_id, target.capability_id).await?;
+            let now = Utc::now().trunc_subsecs(6);
+            let target_id = target.agent_id;
+            let attempt = Attempt {
+                delegation_id: d.delegation_id,
+                attempt: number,
+                target_agent_id: target.agent_id,
+                target_anonymous_id: target.anonymous_id,
+                requester_anonymous_id,
+                capability_id: target.capability_id,
+                output_schema: target.output_schema,
+                status: Status::Request.as_str().to_owned(),
+                output: None,
+                reason: None,
+                created_at: now,
+                accept_deadline: after(now, self.config.delegation_accept_timeout),
+                deadline: after(now, timeout),
+                accepted_at: None,
+                ended_at: None,
+            };
+            store::insert_attempt(conn, &attempt).await?;
+            if !over {
+                let timer = parley_jobs::DelegationTimeout { delegation_id: d.delegation_id, attempt: number };
+                parley_jobs::schedule_delegation_timeout(conn, &timer, attempt.due_at()).await?;
+                store::notify(conn, &store::inbox_key(target_id)).await?;
+                return Ok(Some(target_id));
+            }
+            store::set_attempt(conn, d.delegation_id, number, Status::Request, Status::Rejected, None, Some("rate_limited"))
+                .await?;
+            if d.fallback_enabled && number - 1 < d.max_retries {
+                let tried: Vec<Uuid> =
+                    store::attempts(conn, d.delegation_id).await?.iter().map(|a| a.target_agent_id).collect();
+                if let Some(next) = self.next_target(conn, d, &tried).await? {
+                    store::set_retries(conn, d.delegation_id, number).await?;
+                    number += 1;
+                    target = next;
+                    continue;
+                }
+            }
+            let asked = Delegation { status: Status::Request.as_str().to_owned(), ..d.clone() };
+            store::set_delegation(conn, &asked, number - 1, Status::Rejected, None).await?;
+            parley_jobs::cancel_delegation_timeout(conn, d.delegation_id).await?;
+            store::notify(conn, &store::delegation_key(d.delegation_id)).await?;
+            return Ok(None);
+        }
     }
 
     /// Wakes this process's waiters at once (the NOTIFYs reach the others after commit).
@@ -237,10 +265,11 @@ impl Engine {
             return Err(DelegationError::Forbidden("agentId must be the API key's own agent"));
         }
         let mut tx = self.pool.begin().await?;
-        // Two requests with one request id wait for each other here, so the second sees the first.
+        // One requester's delegations wait for each other here, so that a second request with
+        // the same id sees the first, and the outbound count is exact.
         sqlx::query!(
             "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
-            format!("delegation:{}:{}", requester.agent_id, req.request_id)
+            format!("delegation-outbound:{}", requester.agent_id)
         )
         .execute(&mut *tx)
         .await?;
@@ -251,7 +280,13 @@ impl Engine {
             let attempts = store::attempts(&mut tx, existing.delegation_id).await?;
             return Ok((Record { delegation: existing, attempts }, false));
         }
-        let mut d = Delegation {
+        let (limit, sent, frees_at) =
+            store::outbound_window(&mut tx, requester.agent_id, super::DEFAULT_OUTBOUND_RATE_LIMIT).await?;
+        if sent >= i64::from(limit) {
+            let wait = frees_at.map_or(Duration::from_secs(60), |t| (t - Utc::now()).to_std().unwrap_or_default());
+            return Err(DelegationError::RateLimited(limit, wait));
+        }
+        let d = Delegation {
             delegation_id: Uuid::now_v7(),
             request_id: req.request_id,
             requester_agent_id: requester.agent_id,
@@ -270,12 +305,13 @@ impl Engine {
         };
         let target = self.first_target(&mut tx, &d).await?;
         store::insert(&mut tx, &d).await?;
-        let attempt = self.offer(&mut tx, &d, 1, target).await?;
+        let live = self.place(&mut tx, &d, 1, target).await?;
+        let d = store::get(&mut tx, d.delegation_id).await?.ok_or_else(|| anyhow::anyhow!("the delegation just made"))?;
+        let attempts = store::attempts(&mut tx, d.delegation_id).await?;
         tx.commit().await?;
-        d.status = Status::Request.as_str().to_owned();
-        self.wake_delegation(&d, &[attempt.target_agent_id]);
+        self.wake_delegation(&d, &live.into_iter().collect::<Vec<_>>());
         tracing::info!(delegation.id = %d.delegation_id, delegation.task_type = %d.task_type, "delegated");
-        Ok((Record { delegation: d, attempts: vec![attempt] }, true))
+        Ok((Record { delegation: d, attempts }, true))
     }
 
     /// Locks the delegation of `request_id` whose newest attempt addressed to `target` is the
@@ -487,10 +523,10 @@ async fn end_attempt(
     if to.falls_back() && d.fallback_enabled && d.retries_used < d.max_retries {
         let tried: Vec<Uuid> = store::attempts(conn, d.delegation_id).await?.iter().map(|a| a.target_agent_id).collect();
         if let Some(target) = engine.next_target(conn, d, &tried).await? {
-            let target_id = target.agent_id;
             store::set_delegation(conn, d, d.retries_used + 1, Status::Request, None).await?;
-            engine.offer(conn, d, a.attempt + 1, target).await?;
-            return Ok(vec![target_id]);
+            let asked = Delegation { status: Status::Request.as_str().to_owned(), retries_used: d.retries_used + 1, ..d.clone() };
+            let live = engine.place(conn, &asked, a.attempt + 1, target).await?;
+            return Ok(live.into_iter().collect());
         }
     }
     store::set_delegation(conn, d, d.retries_used, to, output).await?;

@@ -38,6 +38,8 @@ pub const MAX_TIMEOUT_MS: i64 = 24 * 3600 * 1000;
 pub const DEFAULT_MAX_RETRIES: i32 = 3;
 /// Largest `maxRetries`.
 pub const MAX_RETRIES: i32 = 10;
+/// A requester's outbound limit per 60 s when it has no capability to carry one.
+pub const DEFAULT_OUTBOUND_RATE_LIMIT: i32 = 20;
 /// Longest reason or error text kept.
 pub const MAX_REASON: usize = 2000;
 
@@ -82,6 +84,10 @@ pub enum DelegationError {
     /// The claim token is not the accepted attempt's, or its deadline passed (409 `claim_stale`).
     #[error("{0}")]
     ClaimStale(&'static str),
+    /// The requester sent more delegations in the last minute than its outbound limit (429
+    /// `rate_limited`); retry after the duration.
+    #[error("more than {0} delegations in the last 60 s; retry later")]
+    RateLimited(i32, std::time::Duration),
     /// Anything else.
     #[error(transparent)]
     Unexpected(#[from] anyhow::Error),

@@ -204,6 +204,54 @@ pub async fn addressed_to(conn: &mut PgConnection, target: Uuid, request_id: Uui
     .await
 }
 
+/// The requester's outbound limit (the smallest over its capabilities; `default` without any),
+/// its delegations of the last 60 s, and when the oldest of those leaves the window.
+pub async fn outbound_window(
+    conn: &mut PgConnection,
+    requester: Uuid,
+    default: i32,
+) -> sqlx::Result<(i32, i64, Option<DateTime<Utc>>)> {
+    let limit = sqlx::query_scalar!("SELECT min(outbound_rate_limit) FROM capabilities WHERE agent_id = $1", requester)
+        .fetch_one(&mut *conn)
+        .await?
+        .unwrap_or(default);
+    let row = sqlx::query!(
+        r#"SELECT count(*) AS "sent!", min(created_at) + interval '60 seconds' AS frees_at
+           FROM delegations WHERE requester_agent_id = $1 AND created_at > now() - interval '60 seconds'"#,
+        requester
+    )
+    .fetch_one(conn)
+    .await?;
+    Ok((limit, row.sent, row.frees_at))
+}
+
+/// Whether `target` already received as many attempts in the last 60 s as its capability's
+/// inbound limit allows.
+pub async fn inbound_full(conn: &mut PgConnection, target: Uuid, capability_id: Uuid) -> sqlx::Result<bool> {
+    sqlx::query_scalar!(
+        r#"SELECT (SELECT count(*) FROM delegation_attempts
+                    WHERE target_agent_id = $1 AND created_at > now() - interval '60 seconds'
+                      AND reason IS DISTINCT FROM 'rate_limited')
+                  >= coalesce((SELECT inbound_rate_limit FROM capabilities WHERE capability_id = $2), 0) AS "full!""#,
+        target,
+        capability_id
+    )
+    .fetch_one(conn)
+    .await
+}
+
+/// Records how many attempts after the first a delegation made (it stays `request`).
+pub async fn set_retries(conn: &mut PgConnection, delegation_id: Uuid, retries_used: i32) -> sqlx::Result<()> {
+    sqlx::query!(
+        "UPDATE delegations SET retries_used = $2, updated_at = now() WHERE delegation_id = $1 AND status = 'request'",
+        delegation_id,
+        retries_used
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
 /// A new attempt, in `request`.
 pub async fn insert_attempt(conn: &mut PgConnection, a: &Attempt) -> sqlx::Result<()> {
     sqlx::query!(
