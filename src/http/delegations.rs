@@ -139,7 +139,9 @@ pub struct DelegateIn {
     /// The target; without it, the top discovery result for the kind of work.
     pub target_anonymous_id: Option<Uuid>,
     /// The kind of work.
-    #[schema(pattern = "^(code-review|code-generation|testing|documentation|analysis|summarization|translation|custom)$")]
+    #[schema(
+        pattern = "^(code-review|code-generation|testing|documentation|analysis|summarization|translation|custom)$"
+    )]
     pub task_type: String,
     /// Required for `custom`.
     pub custom_type: Option<String>,
@@ -346,7 +348,9 @@ pub async fn delegate(
         max_retries: body.max_retries,
     })?;
     let (record, _) = state.engine.delegate(&agent, &request).await?;
-    let Some(wait) = wait else { return Ok((StatusCode::ACCEPTED, Json(answer(record))).into_response()) };
+    let Some(wait) = wait else {
+        return Ok((StatusCode::ACCEPTED, Json(answer(record))).into_response());
+    };
     let record = state.engine.await_delegation(record.delegation.delegation_id, Some(wait)).await?;
     Ok(waited(record))
 }
@@ -520,20 +524,32 @@ pub async fn list_delegations(
     let mut conn = state.pool().acquire().await?;
     match q.direction.as_deref().unwrap_or("outbound") {
         "outbound" => {
-            let rows = store::outbound(&mut conn, agent.agent_id, q.status.as_deref(), page.before, page.limit + 1).await?;
+            let rows =
+                store::outbound(&mut conn, agent.agent_id, q.status.as_deref(), page.before, page.limit + 1).await?;
             let next_cursor = (rows.len() as i64 > page.limit).then(|| rows[page.limit as usize - 1].delegation_id);
             let mut out = Vec::new();
             for d in rows.into_iter().take(page.limit as usize) {
                 let attempts = store::attempts(&mut conn, d.delegation_id).await?;
                 out.push(delegation_out(d, attempts));
             }
-            Ok(Json(DelegationListOut { direction: "outbound".into(), delegations: Some(out), requests: None, next_cursor }))
+            Ok(Json(DelegationListOut {
+                direction: "outbound".into(),
+                delegations: Some(out),
+                requests: None,
+                next_cursor,
+            }))
         }
         "inbound" => {
-            let rows = store::inbound(&mut conn, agent.agent_id, q.status.as_deref(), page.before, page.limit + 1).await?;
+            let rows =
+                store::inbound(&mut conn, agent.agent_id, q.status.as_deref(), page.before, page.limit + 1).await?;
             let next_cursor = (rows.len() as i64 > page.limit).then(|| rows[page.limit as usize - 1].delegation_id);
             let out = rows.into_iter().take(page.limit as usize).map(inbound_out).collect();
-            Ok(Json(DelegationListOut { direction: "inbound".into(), delegations: None, requests: Some(out), next_cursor }))
+            Ok(Json(DelegationListOut {
+                direction: "inbound".into(),
+                delegations: None,
+                requests: Some(out),
+                next_cursor,
+            }))
         }
         _ => Err(ApiError::invalid("direction must be inbound or outbound")),
     }
@@ -683,6 +699,9 @@ pub async fn fail_delegation(
     Ids((_, request_id)): Ids<(Uuid, Uuid)>,
     ApiJson(body): ApiJson<FailIn>,
 ) -> ApiResult<Json<EndedOut>> {
-    state.engine.refuse_delegation(&agent, request_id, Event::Fail, Some(&body.error), body.claim_token.as_deref()).await?;
+    state
+        .engine
+        .refuse_delegation(&agent, request_id, Event::Fail, Some(&body.error), body.claim_token.as_deref())
+        .await?;
     Ok(Json(EndedOut { ended: true }))
 }

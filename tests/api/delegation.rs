@@ -112,11 +112,12 @@ impl TestApp {
                 .fetch_one(&self.pool)
                 .await
                 .unwrap();
-        let attempts = sqlx::query_as("SELECT status, reason FROM delegation_attempts WHERE delegation_id = $1 ORDER BY attempt")
-            .bind(id)
-            .fetch_all(&self.pool)
-            .await
-            .unwrap();
+        let attempts =
+            sqlx::query_as("SELECT status, reason FROM delegation_attempts WHERE delegation_id = $1 ORDER BY attempt")
+                .bind(id)
+                .fetch_all(&self.pool)
+                .await
+                .unwrap();
         (status, retries, attempts)
     }
 }
@@ -199,12 +200,15 @@ async fn request_accept_execute_return_with_waits_on_both_sides() {
     assert_eq!(app.inbox(&target.agent, None).await.body["total"], 0, "an accepted request leaves the inbox");
 
     // A wrong output is refused and the attempt stays accepted, so it can be fixed.
-    let wrong = app.act(&target.agent, &rid, "complete", Some(&json!({"output": {"feedback": 5}, "claimToken": token}))).await;
+    let wrong =
+        app.act(&target.agent, &rid, "complete", Some(&json!({"output": {"feedback": 5}, "claimToken": token}))).await;
     wrong.assert_error(StatusCode::BAD_REQUEST, "output_invalid");
     assert!(wrong.text.contains("feedback"), "{}", wrong.text);
     assert_eq!(app.stored(&rid).await.0, "accepted");
 
-    let done = app.act(&target.agent, &rid, "complete", Some(&json!({"output": {"feedback": "fine"}, "claimToken": token}))).await;
+    let done = app
+        .act(&target.agent, &rid, "complete", Some(&json!({"output": {"feedback": "fine"}, "claimToken": token})))
+        .await;
     assert_eq!(done.status, StatusCode::OK, "{}", done.text);
     assert_eq!(done.body, json!({"completed": true}));
 
@@ -219,7 +223,8 @@ async fn request_accept_execute_return_with_waits_on_both_sides() {
     // Both sides' listings; the owner and the service read it too.
     let out = app.agent_call(&requester, Method::GET, "/delegations?direction=outbound", None).await;
     assert_eq!(out.body["delegations"][0]["requestId"], rid.as_str(), "{}", out.text);
-    let inbound = app.agent_call(&target.agent, Method::GET, "/delegations?direction=inbound&status=completed", None).await;
+    let inbound =
+        app.agent_call(&target.agent, Method::GET, "/delegations?direction=inbound&status=completed", None).await;
     assert_eq!(inbound.body["requests"][0]["requestId"], rid.as_str(), "{}", inbound.text);
     assert_eq!(inbound.body["requests"][0]["output"], json!({"feedback": "fine"}));
     assert!(!inbound.text.contains(&requester.id));
@@ -229,11 +234,13 @@ async fn request_accept_execute_return_with_waits_on_both_sides() {
     assert_eq!(by_service.status, StatusCode::OK, "{}", by_service.text);
 
     // Its end counted for the target.
-    let counted: i64 = sqlx::query_scalar("SELECT sum(attempts_completed + accepted_completed)::bigint FROM agent_trust_days WHERE agent_id = $1")
-        .bind(target.agent.id.parse::<Uuid>().unwrap())
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let counted: i64 = sqlx::query_scalar(
+        "SELECT sum(attempts_completed + accepted_completed)::bigint FROM agent_trust_days WHERE agent_id = $1",
+    )
+    .bind(target.agent.id.parse::<Uuid>().unwrap())
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
     assert_eq!(counted, 2);
 }
 
@@ -243,9 +250,16 @@ async fn wait_on_delegate_answers_the_result_once_completed() {
     let (requester, targets) = setup(&app, 1).await;
     let rid = Uuid::new_v4().to_string();
     let asking = {
-        let (client, base, agent, b) = (app.client.clone(), app.base.clone(), requester.clone(), body(&requester, &rid, None));
+        let (client, base, agent, b) =
+            (app.client.clone(), app.base.clone(), requester.clone(), body(&requester, &rid, None));
         tokio::spawn(async move {
-            let r = client.post(format!("{base}/api/agents/delegate?wait=5")).header("x-api-key", &agent.key).json(&b).send().await.unwrap();
+            let r = client
+                .post(format!("{base}/api/agents/delegate?wait=5"))
+                .header("x-api-key", &agent.key)
+                .json(&b)
+                .send()
+                .await
+                .unwrap();
             (r.status(), r.json::<Value>().await.unwrap())
         })
     };
@@ -298,7 +312,12 @@ async fn every_refusal_is_the_documented_4xx_and_changes_nothing() {
     let caps = app.agent_call(&targets[1].agent, Method::GET, "/capabilities", None).await;
     let cap_id = caps.body["capabilities"][0]["id"].as_str().unwrap().to_owned();
     let off = app
-        .agent_call(&targets[1].agent, Method::PUT, &format!("/capabilities/{cap_id}/permissions"), Some(&json!({"acceptDelegations": false})))
+        .agent_call(
+            &targets[1].agent,
+            Method::PUT,
+            &format!("/capabilities/{cap_id}/permissions"),
+            Some(&json!({"acceptDelegations": false})),
+        )
         .await;
     assert_eq!(off.status, StatusCode::OK, "{}", off.text);
     let not_eligible = app.delegate(&requester, &body(&requester, &rid, Some(&targets[1].anon))).await;
@@ -306,7 +325,9 @@ async fn every_refusal_is_the_documented_4xx_and_changes_nothing() {
     assert!(not_eligible.text.contains("does not accept delegations"), "{}", not_eligible.text);
     let mine = app.agent_call(&requester, Method::PUT, "/capabilities", Some(&capability(0.5))).await;
     let own_anon = mine.body["anonymousAgentId"].as_str().unwrap().to_owned();
-    app.delegate(&requester, &body(&requester, &rid, Some(&own_anon))).await.assert_error(StatusCode::BAD_REQUEST, "target_not_eligible");
+    app.delegate(&requester, &body(&requester, &rid, Some(&own_anon)))
+        .await
+        .assert_error(StatusCode::BAD_REQUEST, "target_not_eligible");
     let mut b = body(&requester, &rid, None);
     b["maxRetries"] = json!(11);
     app.delegate(&requester, &b).await.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
@@ -324,22 +345,33 @@ async fn every_refusal_is_the_documented_4xx_and_changes_nothing() {
 
     // Someone else's: the stranger can neither act on it nor read it.
     app.act(&stranger, &rid, "accept", None).await.assert_error(StatusCode::NOT_FOUND, "not_found");
-    app.keyed(&stranger, Method::GET, &format!("/api/delegations/{rid}"), None).await.assert_error(StatusCode::NOT_FOUND, "not_found");
-    app.get(&format!("/api/delegations/{rid}"), &app.user_token("stranger")).await.assert_error(StatusCode::NOT_FOUND, "not_found");
+    app.keyed(&stranger, Method::GET, &format!("/api/delegations/{rid}"), None)
+        .await
+        .assert_error(StatusCode::NOT_FOUND, "not_found");
+    app.get(&format!("/api/delegations/{rid}"), &app.user_token("stranger"))
+        .await
+        .assert_error(StatusCode::NOT_FOUND, "not_found");
     // Another agent's path with the target's key.
     let path = format!("/api/agents/{}/delegations/{rid}/accept", stranger.id);
     app.keyed(&targets[0].agent, Method::POST, &path, None).await.assert_error(StatusCode::FORBIDDEN, "forbidden");
     // Wrong state: fail and complete before accepting.
-    app.act(&targets[0].agent, &rid, "fail", Some(&json!({"error": "x"}))).await.assert_error(StatusCode::CONFLICT, "invalid_state");
-    app.act(&targets[0].agent, &rid, "complete", Some(&json!({"output": {"feedback": "x"}}))).await.assert_error(StatusCode::CONFLICT, "invalid_state");
+    app.act(&targets[0].agent, &rid, "fail", Some(&json!({"error": "x"})))
+        .await
+        .assert_error(StatusCode::CONFLICT, "invalid_state");
+    app.act(&targets[0].agent, &rid, "complete", Some(&json!({"output": {"feedback": "x"}})))
+        .await
+        .assert_error(StatusCode::CONFLICT, "invalid_state");
     // Bad bodies.
-    app.act(&targets[0].agent, &rid, "fail", Some(&json!({}))).await.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
+    app.act(&targets[0].agent, &rid, "fail", Some(&json!({})))
+        .await
+        .assert_error(StatusCode::BAD_REQUEST, "invalid_body");
     assert_eq!(app.stored(&rid).await, before);
 
     // Accepted: a second accept and a stale token are refused.
     assert_eq!(app.act(&targets[0].agent, &rid, "accept", None).await.status, StatusCode::OK);
     app.act(&targets[0].agent, &rid, "accept", None).await.assert_error(StatusCode::CONFLICT, "invalid_state");
-    let stale = json!({"output": {"feedback": "x"}, "claimToken": "ct_AAAAAAAAAAEAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"});
+    let stale =
+        json!({"output": {"feedback": "x"}, "claimToken": "ct_AAAAAAAAAAEAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"});
     app.act(&targets[0].agent, &rid, "complete", Some(&stale)).await.assert_error(StatusCode::CONFLICT, "claim_stale");
     let after = app.stored(&rid).await;
     assert_eq!((after.0.as_str(), after.2[0].0.as_str()), ("accepted", "accepted"));
@@ -379,7 +411,11 @@ async fn fallback_moves_through_reject_fail_and_accept_timeout_until_exhausted()
         attempts.iter().map(|a| (a["targetAnonymousId"].as_str().unwrap(), a["status"].as_str().unwrap())).collect();
     assert_eq!(
         seen,
-        vec![(targets[0].anon.as_str(), "rejected"), (targets[1].anon.as_str(), "error"), (targets[2].anon.as_str(), "timeout")]
+        vec![
+            (targets[0].anon.as_str(), "rejected"),
+            (targets[1].anon.as_str(), "error"),
+            (targets[2].anon.as_str(), "timeout")
+        ]
     );
     assert_eq!(attempts[0]["reason"], "busy");
     assert_eq!(attempts[1]["reason"], "crashed");
@@ -532,14 +568,24 @@ async fn permit(app: &TestApp, agent: &TestAgent, patch: &Value) {
 async fn the_outbound_limit_refuses_with_retry_after_and_retries_of_a_request_still_answer() {
     let app = spawn().await;
     let (requester, _targets) = setup(&app, 1).await;
-    let own = app.agent_call(&requester, Method::PUT, "/capabilities", Some(&json!({
-        "taskType": "testing", "inputSchema": {}, "outputSchema": {}
-    }))).await;
+    let own = app
+        .agent_call(
+            &requester,
+            Method::PUT,
+            "/capabilities",
+            Some(&json!({
+                "taskType": "testing", "inputSchema": {}, "outputSchema": {}
+            })),
+        )
+        .await;
     assert_eq!(own.status, StatusCode::CREATED, "{}", own.text);
     permit(&app, &requester, &json!({"outboundRateLimit": 2})).await;
     let first = body(&requester, &Uuid::new_v4().to_string(), None);
     assert_eq!(app.delegate(&requester, &first).await.status, StatusCode::ACCEPTED);
-    assert_eq!(app.delegate(&requester, &body(&requester, &Uuid::new_v4().to_string(), None)).await.status, StatusCode::ACCEPTED);
+    assert_eq!(
+        app.delegate(&requester, &body(&requester, &Uuid::new_v4().to_string(), None)).await.status,
+        StatusCode::ACCEPTED
+    );
     let refused = app.delegate(&requester, &body(&requester, &Uuid::new_v4().to_string(), None)).await;
     refused.assert_error(StatusCode::TOO_MANY_REQUESTS, "rate_limited");
     let resp = app

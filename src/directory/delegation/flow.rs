@@ -103,8 +103,13 @@ async fn ineligible(
 
 impl Engine {
     /// The directory's discovery for this delegation's kind of work, best first.
-    async fn candidates(&self, conn: &mut PgConnection, d: &Delegation) -> Result<Vec<discovery::Found>, DelegationError> {
-        let task_type = capabilities::TaskType::parse(&d.task_type).ok_or_else(|| anyhow::anyhow!("stored task type"))?;
+    async fn candidates(
+        &self,
+        conn: &mut PgConnection,
+        d: &Delegation,
+    ) -> Result<Vec<discovery::Found>, DelegationError> {
+        let task_type =
+            capabilities::TaskType::parse(&d.task_type).ok_or_else(|| anyhow::anyhow!("stored task type"))?;
         let q = Query {
             task_type,
             custom_type: d.custom_type.clone(),
@@ -121,13 +126,16 @@ impl Engine {
         let floor = self.config.min_trust;
         let (agent_id, anonymous_id) = match d.requested_target {
             Some(named) => {
-                let resolved = anonymity::resolve(conn, named).await?.filter(|r| r.live).ok_or(DelegationError::UnknownTarget)?;
+                let resolved =
+                    anonymity::resolve(conn, named).await?.filter(|r| r.live).ok_or(DelegationError::UnknownTarget)?;
                 (resolved.agent_id, named)
             }
             None => {
                 let mut chosen = None;
                 for found in self.candidates(conn, d).await? {
-                    let Some(r) = anonymity::resolve(conn, found.anonymous_agent_id).await? else { continue };
+                    let Some(r) = anonymity::resolve(conn, found.anonymous_agent_id).await? else {
+                        continue;
+                    };
                     if ineligible(conn, r.agent_id, d.requester_agent_id, &d.task_type, d.custom_type.as_deref(), floor)
                         .await?
                         .is_ok()
@@ -146,7 +154,12 @@ impl Engine {
                 .await?
                 .map_err(DelegationError::NotEligible)?;
         check_against(&capability.input_schema, &d.input, "input").map_err(DelegationError::InputInvalid)?;
-        Ok(Target { agent_id, anonymous_id, capability_id: capability.capability_id, output_schema: capability.output_schema })
+        Ok(Target {
+            agent_id,
+            anonymous_id,
+            capability_id: capability.capability_id,
+            output_schema: capability.output_schema,
+        })
     }
 
     /// The next target of a fallback: the best-ranked eligible one not yet tried whose input
@@ -158,7 +171,9 @@ impl Engine {
         tried: &[Uuid],
     ) -> Result<Option<Target>, DelegationError> {
         for found in self.candidates(conn, d).await? {
-            let Some(r) = anonymity::resolve(conn, found.anonymous_agent_id).await? else { continue };
+            let Some(r) = anonymity::resolve(conn, found.anonymous_agent_id).await? else {
+                continue;
+            };
             if tried.contains(&r.agent_id) {
                 continue;
             }
@@ -230,8 +245,16 @@ impl Engine {
                 store::notify(conn, &store::inbox_key(target_id)).await?;
                 return Ok(Some(target_id));
             }
-            store::set_attempt(conn, d.delegation_id, number, Status::Request, Status::Rejected, None, Some("rate_limited"))
-                .await?;
+            store::set_attempt(
+                conn,
+                d.delegation_id,
+                number,
+                Status::Request,
+                Status::Rejected,
+                None,
+                Some("rate_limited"),
+            )
+            .await?;
             if d.fallback_enabled && number - 1 < d.max_retries {
                 let tried: Vec<Uuid> =
                     store::attempts(conn, d.delegation_id).await?.iter().map(|a| a.target_agent_id).collect();
@@ -306,7 +329,8 @@ impl Engine {
         let target = self.first_target(&mut tx, &d).await?;
         store::insert(&mut tx, &d).await?;
         let live = self.place(&mut tx, &d, 1, target).await?;
-        let d = store::get(&mut tx, d.delegation_id).await?.ok_or_else(|| anyhow::anyhow!("the delegation just made"))?;
+        let d =
+            store::get(&mut tx, d.delegation_id).await?.ok_or_else(|| anyhow::anyhow!("the delegation just made"))?;
         let attempts = store::attempts(&mut tx, d.delegation_id).await?;
         tx.commit().await?;
         self.wake_delegation(&d, &live.into_iter().collect::<Vec<_>>());
@@ -350,10 +374,15 @@ impl Engine {
     }
 
     /// Accept: `request -> accepted` for the attempt addressed to `target`, once.
-    pub async fn accept_delegation(&self, target: &AgentIdentity, request_id: Uuid) -> Result<Accepted, DelegationError> {
+    pub async fn accept_delegation(
+        &self,
+        target: &AgentIdentity,
+        request_id: Uuid,
+    ) -> Result<Accepted, DelegationError> {
         let mut tx = self.pool.begin().await?;
         let (d, a) = self.lock_addressed(&mut tx, target.agent_id, request_id).await?;
-        let next = a.status().transition(Event::Accept).map_err(|_| DelegationError::InvalidState(a.status().as_str()))?;
+        let next =
+            a.status().transition(Event::Accept).map_err(|_| DelegationError::InvalidState(a.status().as_str()))?;
         if a.due_at() <= Utc::now() {
             return Err(DelegationError::InvalidState("past its accept deadline"));
         }
@@ -416,11 +445,14 @@ impl Engine {
     /// delivery and changes nothing.
     pub async fn time_out_delegation(&self, t: parley_jobs::DelegationTimeout) -> Result<bool, DelegationError> {
         let mut tx = self.pool.begin().await?;
-        let Some(d) = store::lock(&mut tx, t.delegation_id).await? else { return Ok(false) };
+        let Some(d) = store::lock(&mut tx, t.delegation_id).await? else {
+            return Ok(false);
+        };
         if d.status().is_terminal() || d.current_attempt() != t.attempt {
             return Ok(false);
         }
-        let Some(a) = store::attempts(&mut tx, d.delegation_id).await?.into_iter().find(|a| a.attempt == t.attempt) else {
+        let Some(a) = store::attempts(&mut tx, d.delegation_id).await?.into_iter().find(|a| a.attempt == t.attempt)
+        else {
             return Ok(false);
         };
         if a.status().is_terminal() || a.due_at() > Utc::now() {
@@ -450,7 +482,11 @@ impl Engine {
     }
 
     /// Reads a delegation, waiting up to `wait` for it to end (no connection held meanwhile).
-    pub async fn await_delegation(&self, delegation_id: Uuid, wait: Option<Duration>) -> Result<Record, DelegationError> {
+    pub async fn await_delegation(
+        &self,
+        delegation_id: Uuid,
+        wait: Option<Duration>,
+    ) -> Result<Record, DelegationError> {
         let read = |this: &Engine| {
             let pool = this.pool.clone();
             async move {
@@ -460,7 +496,9 @@ impl Engine {
                 Ok::<_, DelegationError>(Record { delegation: d, attempts })
             }
         };
-        let Some(wait) = wait else { return read(self).await };
+        let Some(wait) = wait else {
+            return read(self).await;
+        };
         let deadline = tokio::time::Instant::now() + wait;
         let notify = self.wakeups.subscribe(&store::delegation_key(delegation_id));
         loop {
@@ -485,7 +523,9 @@ impl Engine {
             let mut conn = self.pool.acquire().await?;
             Ok::<_, DelegationError>(store::inbox(&mut conn, target, 100).await?)
         };
-        let Some(wait) = wait else { return read().await };
+        let Some(wait) = wait else {
+            return read().await;
+        };
         let deadline = tokio::time::Instant::now() + wait;
         let notify = self.wakeups.subscribe(&store::inbox_key(target));
         loop {
@@ -521,10 +561,15 @@ async fn end_attempt(
     store::count_end(conn, a.target_agent_id, to == Status::Completed, from == Status::Accepted).await?;
     store::notify(conn, &store::delegation_key(d.delegation_id)).await?;
     if to.falls_back() && d.fallback_enabled && d.retries_used < d.max_retries {
-        let tried: Vec<Uuid> = store::attempts(conn, d.delegation_id).await?.iter().map(|a| a.target_agent_id).collect();
+        let tried: Vec<Uuid> =
+            store::attempts(conn, d.delegation_id).await?.iter().map(|a| a.target_agent_id).collect();
         if let Some(target) = engine.next_target(conn, d, &tried).await? {
             store::set_delegation(conn, d, d.retries_used + 1, Status::Request, None).await?;
-            let asked = Delegation { status: Status::Request.as_str().to_owned(), retries_used: d.retries_used + 1, ..d.clone() };
+            let asked = Delegation {
+                status: Status::Request.as_str().to_owned(),
+                retries_used: d.retries_used + 1,
+                ..d.clone()
+            };
             let live = engine.place(conn, &asked, a.attempt + 1, target).await?;
             return Ok(live.into_iter().collect());
         }
