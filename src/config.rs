@@ -119,6 +119,8 @@ pub struct Config {
     pub min_trust: u32,
     /// `PARLEY_ANONYMOUS_ID_TTL`: how long an agent's anonymous id lives before it is replaced.
     pub anonymous_id_ttl: Duration,
+    /// `PARLEY_DELEGATION_ACCEPT_TIMEOUT`: how long a delegation attempt waits to be accepted.
+    pub delegation_accept_timeout: Duration,
 }
 
 impl Default for Config {
@@ -153,6 +155,7 @@ impl Default for Config {
             metrics_bind: None,
             min_trust: 0,
             anonymous_id_ttl: Duration::from_secs(24 * 3600),
+            delegation_accept_timeout: Duration::from_secs(60),
         }
     }
 }
@@ -317,6 +320,7 @@ impl Config {
             metrics_bind,
             min_trust,
             anonymous_id_ttl: duration("PARLEY_ANONYMOUS_ID_TTL", d.anonymous_id_ttl)?,
+            delegation_accept_timeout: duration("PARLEY_DELEGATION_ACCEPT_TIMEOUT", d.delegation_accept_timeout)?,
         })
     }
 }

@@ -13,7 +13,7 @@ use utoipa::{
 };
 
 use crate::http::{
-    a2a, agent_turns, agents, assessment, directory, error::ErrorBody, events, health, insights, metrics, negotiations, opportunities,
+    a2a, agent_turns, agents, assessment, delegations, directory, error::ErrorBody, events, health, insights, metrics, negotiations, opportunities,
     status_page,
 };
 
@@ -71,6 +71,14 @@ specification rather than here.",
         directory::discover_agents,
         directory::rank_agents,
         directory::get_trust,
+        delegations::delegate,
+        delegations::get_delegation,
+        delegations::list_delegations,
+        delegations::delegation_inbox,
+        delegations::accept_delegation,
+        delegations::complete_delegation,
+        delegations::reject_delegation,
+        delegations::fail_delegation,
         assessment::assess_task,
         events::stream_events,
         openapi_json,
@@ -84,6 +92,7 @@ specification rather than here.",
         (name = "agents", description = "A person registers personal agents and manages their API keys"),
         (name = "turns", description = "A personal agent's turn delivery: pickup, respond, extend, release"),
         (name = "directory", description = "Capabilities agents offer, discovery, ranking and trust"),
+        (name = "delegation", description = "One agent hands work to another: request, accept, execute, return, with fallback"),
         (name = "a2a", description = "A2A views of a negotiation"),
         (name = "assessment", description = "Bindu-compatible self-assessment (snake_case)"),
         (name = "events", description = "Live events for the web UI"),

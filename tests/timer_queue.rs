@@ -195,6 +195,9 @@ impl TimerHandler for Recorder {
         self.record(Fired::Expiry(t));
         Ok(())
     }
+    async fn delegation_timeout(&self, _t: parley_jobs::DelegationTimeout) -> Result<(), HandlerError> {
+        Ok(())
+    }
     async fn housekeeping(&self) -> Result<(), HandlerError> {
         self.record(Fired::Housekeeping);
         Ok(())
@@ -882,7 +885,7 @@ async fn failed_workers_are_rebuilt_by_the_monitor() {
     wait_for_rows(
         &db.pool,
         "SELECT count(*) FROM apalis.workers WHERE id LIKE '%#1'",
-        5,
+        parley_jobs::queues::ALL.len() as i64,
         Duration::from_secs(8),
     )
     .await;

@@ -11,7 +11,8 @@
 //! - a field is never renamed or removed while rows that carry it may still be pending.
 //!
 //! Each kind has its own explicit queue (`apalis.jobs.job_type`) and one idempotency key per
-//! subject (`park:{task_id}`, `claim:{task_id}`, `deadline:{task_id}`, `expiry:{opportunity_id}`),
+//! subject (`park:{task_id}`, `claim:{task_id}`, `deadline:{task_id}`, `expiry:{opportunity_id}`,
+//! `delegation:{delegation_id}`),
 //! so there is at most one pending timer of a kind per task or opportunity.
 
 use serde::{Deserialize, Serialize};
@@ -32,14 +33,17 @@ pub mod queues {
     pub const PENDING_EXPIRY: &str = "parley.pending_expiry";
     /// Queue of the periodic [`Housekeeping`](super::Housekeeping) job.
     pub const HOUSEKEEPING: &str = "parley.housekeeping";
+    /// Queue of [`DelegationTimeout`](super::DelegationTimeout) timers.
+    pub const DELEGATION_TIMEOUT: &str = "parley.delegation_timeout";
 
     /// Every queue this crate owns, in a fixed order.
-    pub const ALL: [&str; 5] = [
+    pub const ALL: [&str; 6] = [
         PARK_TIMEOUT,
         CLAIM_TIMEOUT,
         NEGOTIATION_DEADLINE,
         PENDING_EXPIRY,
         HOUSEKEEPING,
+        DELEGATION_TIMEOUT,
     ];
 }
 
@@ -83,6 +87,25 @@ pub struct NegotiationDeadline {
 pub struct PendingExpiry {
     /// The opportunity to expire.
     pub opportunity_id: Uuid,
+}
+
+/// A delegation attempt ran out of time: not accepted within the accept timeout, or not
+/// finished within the delegation's `timeoutMs`. One pending timer per delegation (key
+/// `delegation:{delegation_id}`), moved along as the attempt is accepted or replaced by the next.
+///
+/// Acts only if `attempt` is still the delegation's live attempt and its deadline has passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DelegationTimeout {
+    /// The delegation.
+    pub delegation_id: Uuid,
+    /// The 1-based attempt the timer was armed for.
+    pub attempt: i32,
+}
+
+/// The idempotency key of the timer of `delegation_id`.
+pub fn delegation_timeout_key(delegation_id: Uuid) -> String {
+    format!("delegation:{delegation_id}")
 }
 
 /// The periodic maintenance job: the service resumes stale `working` tasks, this crate prunes

@@ -42,8 +42,8 @@ use ulid::Ulid;
 
 use crate::JobsError;
 use crate::payload::{
-    ClaimTimeout, NegotiationDeadline, ParkTimeout, PendingExpiry, TimerKind, pending_expiry_key,
-    queues,
+    ClaimTimeout, DelegationTimeout, NegotiationDeadline, ParkTimeout, PendingExpiry, TimerKind,
+    delegation_timeout_key, pending_expiry_key, queues,
 };
 
 /// How many times a timer whose handler keeps failing is retried (with backoff) before it is
@@ -116,6 +116,36 @@ pub async fn schedule_pending_expiry(
         .execute(conn)
         .await?;
     Ok(())
+}
+
+/// Arms the timer of the delegation `t.delegation_id` (replacing any pending one, of an
+/// earlier attempt too) to fire at `run_at`.
+pub async fn schedule_delegation_timeout(
+    conn: &mut PgConnection,
+    t: &DelegationTimeout,
+    run_at: DateTime<Utc>,
+) -> Result<(), JobsError> {
+    arm(
+        conn,
+        queues::DELEGATION_TIMEOUT,
+        &delegation_timeout_key(t.delegation_id),
+        t,
+        run_at,
+    )
+    .await
+}
+
+/// Cancels the still-pending timer of `delegation_id`; returns how many were deleted.
+pub async fn cancel_delegation_timeout(
+    conn: &mut PgConnection,
+    delegation_id: Uuid,
+) -> Result<u64, JobsError> {
+    disarm(
+        conn,
+        queues::DELEGATION_TIMEOUT,
+        &delegation_timeout_key(delegation_id),
+    )
+    .await
 }
 
 /// Cancels the still-pending timers of the given kinds for `task_id`; returns how many pending

@@ -49,7 +49,7 @@ use ulid::Ulid;
 
 use crate::JobsError;
 use crate::payload::{
-    ClaimTimeout, HOUSEKEEPING_KEY, Housekeeping, NegotiationDeadline, ParkTimeout, PendingExpiry,
+    ClaimTimeout, DelegationTimeout, HOUSEKEEPING_KEY, Housekeeping, NegotiationDeadline, ParkTimeout, PendingExpiry,
     queues,
 };
 use crate::schedule::arm;
@@ -89,6 +89,11 @@ pub trait TimerHandler: Clone + Send + Sync + 'static {
     fn pending_expiry(
         &self,
         t: PendingExpiry,
+    ) -> impl Future<Output = Result<(), HandlerError>> + Send;
+    /// A delegation attempt's deadline came due.
+    fn delegation_timeout(
+        &self,
+        t: DelegationTimeout,
     ) -> impl Future<Output = Result<(), HandlerError>> + Send;
     /// The periodic housekeeping run (resume stale `working` tasks, ...). Apalis rows are already
     /// pruned by this crate before it is called.
@@ -244,15 +249,17 @@ enum QueueKind {
     Deadline,
     Expiry,
     Housekeeping,
+    Delegation,
 }
 
 impl QueueKind {
-    const ALL: [QueueKind; 5] = [
+    const ALL: [QueueKind; 6] = [
         QueueKind::Park,
         QueueKind::Claim,
         QueueKind::Deadline,
         QueueKind::Expiry,
         QueueKind::Housekeeping,
+        QueueKind::Delegation,
     ];
 
     fn queue(self) -> &'static str {
@@ -262,6 +269,7 @@ impl QueueKind {
             QueueKind::Deadline => queues::NEGOTIATION_DEADLINE,
             QueueKind::Expiry => queues::PENDING_EXPIRY,
             QueueKind::Housekeeping => queues::HOUSEKEEPING,
+            QueueKind::Delegation => queues::DELEGATION_TIMEOUT,
         }
     }
 }
@@ -421,6 +429,10 @@ async fn dispatch<H: TimerHandler>(
         },
         QueueKind::Expiry => match decode::<PendingExpiry>(&raw) {
             Ok(t) => h.pending_expiry(t).await,
+            Err(e) => return reject(&d.pool, &job_id, e).await,
+        },
+        QueueKind::Delegation => match decode::<DelegationTimeout>(&raw) {
+            Ok(t) => h.delegation_timeout(t).await,
             Err(e) => return reject(&d.pool, &job_id, e).await,
         },
         QueueKind::Housekeeping => match decode::<Housekeeping>(&raw) {

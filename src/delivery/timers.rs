@@ -227,6 +227,10 @@ impl TimerHandler for Engine {
         handled(self.expire_pending(t).await)
     }
 
+    async fn delegation_timeout(&self, t: parley_jobs::DelegationTimeout) -> Result<(), HandlerError> {
+        self.time_out_delegation(t).await.map(|_| ()).map_err(|e| HandlerError::new(anyhow::Error::from(e)))
+    }
+
     async fn housekeeping(&self) -> Result<(), HandlerError> {
         self.recover(std::time::Duration::from_secs(30)).await.map_err(|e| HandlerError::new(anyhow::Error::from(e)))?;
         let mut conn = self.pool.acquire().await?;

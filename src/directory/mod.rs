@@ -10,6 +10,8 @@
 //!   that the transactions ending its claims write (a database trigger on the task row), so
 //!   that scoring every agent is one query over small rows, never a replay of history;
 //! - [`discovery`]: the ranked search over enabled capabilities of a kind;
+//! - [`delegation`]: handing work to another agent through the directory: attempts, the
+//!   target's inbox, timeouts and fallback (it owns its transactions, see its docs);
 //! - [`ranking`]: every discoverable capability assessed against one task by the capability
 //!   calculator, with its agent's live queue depth, ranked by score and trust.
 //!
@@ -19,6 +21,7 @@
 
 pub mod anonymity;
 pub mod capabilities;
+pub mod delegation;
 pub mod discovery;
 pub mod ranking;
 pub mod trust;

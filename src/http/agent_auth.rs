@@ -30,7 +30,8 @@ use crate::{
 /// Every API key starts with this, which also tells keys and JWTs apart.
 pub const KEY_PREFIX: &str = "pk_";
 
-fn presented_key(parts: &Parts) -> Option<String> {
+/// The API key a request presents (`x-api-key`, or a bearer token that is a key), if any.
+pub fn presented_key(parts: &Parts) -> Option<String> {
     if let Some(v) = parts.headers.get("x-api-key").and_then(|v| v.to_str().ok()) {
         return Some(v.trim().to_owned());
     }

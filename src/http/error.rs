@@ -35,6 +35,14 @@ pub enum ApiError {
     /// 404: unknown or not visible to the caller.
     #[error("{0} not found")]
     NotFound(&'static str),
+    /// 404 with its own code (`unknown_target`).
+    #[error("{message}")]
+    NotFoundCode {
+        /// `unknown_target`.
+        code: &'static str,
+        /// What is missing, for a human.
+        message: String,
+    },
     /// 409: the state does not allow it.
     #[error("{message}")]
     Conflict {
@@ -52,6 +60,9 @@ pub enum ApiError {
     /// 429: too many failed authentications from the client's address; retry after the duration.
     #[error("too many failed authentications from this address; retry later")]
     RateLimited(std::time::Duration),
+    /// 429: too many of one kind of request (the message says which); retry after the duration.
+    #[error("{0}")]
+    TooMany(String, std::time::Duration),
     /// 503: a dependency is down.
     #[error("{0}")]
     Unavailable(String),
@@ -68,8 +79,9 @@ pub struct ErrorBody {
     pub error: String,
     /// A machine-readable code: `invalid_body`, `action_not_allowed`, `unauthorized`, `forbidden`,
     /// `not_found`, `not_claimed`, `claimed_by_other`, `claim_stale`, `already_completed`,
-    /// `invalid_state`, `not_pending`, `already_decided`, `request_timeout`, `payload_too_large`,
-    /// `rate_limited`, `unavailable`, `internal`.
+    /// `invalid_state`, `not_pending`, `already_decided`, `input_invalid`, `output_invalid`,
+    /// `target_not_eligible`, `unknown_target`, `request_id_reused`, `not_addressed`,
+    /// `request_timeout`, `payload_too_large`, `rate_limited`, `unavailable`, `internal`.
     #[schema(value_type = String)]
     pub code: &'static str,
 }
@@ -86,11 +98,11 @@ impl ApiError {
             ApiError::BadRequest { .. } => StatusCode::BAD_REQUEST,
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
-            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::NotFound(_) | ApiError::NotFoundCode { .. } => StatusCode::NOT_FOUND,
             ApiError::Conflict { .. } => StatusCode::CONFLICT,
             ApiError::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            ApiError::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::RateLimited(_) | ApiError::TooMany(..) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -99,13 +111,13 @@ impl ApiError {
     /// The machine-readable code.
     pub fn code(&self) -> &'static str {
         match self {
-            ApiError::BadRequest { code, .. } | ApiError::Conflict { code, .. } => code,
+            ApiError::BadRequest { code, .. } | ApiError::Conflict { code, .. } | ApiError::NotFoundCode { code, .. } => code,
             ApiError::Unauthorized(_) => "unauthorized",
             ApiError::Forbidden(_) => "forbidden",
             ApiError::NotFound(_) => "not_found",
             ApiError::RequestTimeout => "request_timeout",
             ApiError::PayloadTooLarge(_) => "payload_too_large",
-            ApiError::RateLimited(_) => "rate_limited",
+            ApiError::RateLimited(_) | ApiError::TooMany(..) => "rate_limited",
             ApiError::Unavailable(_) => "unavailable",
             ApiError::Internal(_) => "internal",
         }
@@ -148,7 +160,7 @@ impl IntoResponse for ApiError {
             other => other.to_string(),
         };
         let mut response = (status, Json(ErrorBody { error: message, code: this.code() })).into_response();
-        if let ApiError::RateLimited(wait) = this {
+        if let ApiError::RateLimited(wait) | ApiError::TooMany(_, wait) = this {
             // Whole seconds, rounded up: retrying earlier would only be refused again.
             let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
             response.headers_mut().insert(axum::http::header::RETRY_AFTER, seconds.max(1).into());

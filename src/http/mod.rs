@@ -9,6 +9,7 @@ pub mod agents;
 pub mod assessment;
 pub mod auth;
 pub mod auth_limiter;
+pub mod delegations;
 pub mod directory;
 pub mod error;
 pub mod events;
@@ -116,6 +117,7 @@ pub fn router(state: AppState) -> Router {
         .merge(a2a::router())
         .merge(agents::router())
         .merge(directory::router())
+        .merge(delegations::router())
         .merge(agent_turns::router())
         .merge(assessment::router())
         .merge(events::router())

@@ -27,6 +27,8 @@ enum Audience {
     AgentManager,
     /// Like `AgentManager`, and the service too.
     AgentReader,
+    /// A requester's key, its owner's JWT, or the service; anyone else is told 404.
+    Requester,
     /// Any valid credentials.
     Anyone,
 }
@@ -70,7 +72,8 @@ fn expected(audience: Audience, cred: Cred) -> StatusCode {
         (A::AgentOrOwner, C::WrongRole) => StatusCode::NOT_FOUND,
         (A::AgentManager | A::AgentReader, C::OtherUsersJwt | C::OtherUsersAgentKey) => StatusCode::FORBIDDEN,
         (A::AgentManager, C::WrongRole) => StatusCode::FORBIDDEN,
-        (A::Participant | A::AgentReader, C::WrongRole) => unreachable!("these routes accept every role"),
+        (A::Requester, C::OtherUsersJwt | C::OtherUsersAgentKey) => StatusCode::NOT_FOUND,
+        (A::Participant | A::AgentReader | A::Requester, C::WrongRole) => unreachable!("these routes accept every role"),
         (A::Anyone, _) => unreachable!("any valid credentials may discover and rank"),
     }
 }
@@ -133,12 +136,20 @@ async fn every_route_refuses_every_wrong_credential_and_leaks_nothing() {
         (Method::GET, "/api/agents/discover?taskType=testing".into(), None, Audience::Anyone),
         (Method::POST, "/api/agents/rank".into(), Some(json!({ "task_summary": "tests" })), Audience::Anyone),
         (Method::GET, format!("/api/trust/{a}"), None, Audience::AgentReader),
+        (Method::POST, "/api/agents/delegate".into(), Some(json!({ "agentId": a, "taskType": "testing", "input": {} })), Audience::AgentKey),
+        (Method::GET, format!("/api/delegations/{n}"), None, Audience::Requester),
+        (Method::GET, format!("/api/agents/{a}/delegations"), None, Audience::AgentReader),
+        (Method::GET, format!("/api/agents/{a}/delegations/inbox"), None, Audience::AgentKey),
+        (Method::POST, format!("/api/agents/{a}/delegations/{n}/accept"), None, Audience::AgentKey),
+        (Method::POST, format!("/api/agents/{a}/delegations/{n}/complete"), Some(json!({ "output": {} })), Audience::AgentKey),
+        (Method::POST, format!("/api/agents/{a}/delegations/{n}/reject"), None, Audience::AgentKey),
+        (Method::POST, format!("/api/agents/{a}/delegations/{n}/fail"), Some(json!({ "error": "x" })), Audience::AgentKey),
     ];
 
     let mut checked = 0;
     for (method, path, body, audience) in &routes {
         for cred in CREDS {
-            if matches!(audience, Audience::Participant | Audience::AgentReader) && matches!(cred, Cred::WrongRole) {
+            if matches!(audience, Audience::Participant | Audience::AgentReader | Audience::Requester) && matches!(cred, Cred::WrongRole) {
                 continue;
             }
             if *audience == Audience::Anyone && matches!(cred, Cred::OtherUsersJwt | Cred::OtherUsersAgentKey | Cred::WrongRole) {
@@ -190,6 +201,7 @@ async fn every_route_refuses_every_wrong_credential_and_leaks_nothing() {
     assert_eq!(app.snapshot(n).await.0, "waiting_for_agent");
     assert_eq!(app.count("opportunity_decisions").await, 0);
     assert_eq!(app.count("capabilities").await, 0);
+    assert_eq!(app.count("delegations").await, 0);
     assert_eq!(app.pickup(&tomas_agent, None).await.status, StatusCode::OK);
     // Another user's listing is their own: empty.
     let eve = app.get("/api/opportunities", &app.user_token("user-eve")).await;

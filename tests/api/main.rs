@@ -5,6 +5,7 @@ mod agents;
 mod authz;
 mod claims;
 mod cli;
+mod delegation;
 mod delivery;
 mod directory;
 mod assessment;

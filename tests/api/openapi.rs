@@ -318,6 +318,45 @@ async fn every_operation_answers_as_its_spec_declares() {
     ch.expect(&app, call(Method::GET, "/api/trust/{agentId}", format!("/api/trust/{agent}"), &service, None), S::OK).await;
     ch.expect(&app, call(Method::DELETE, "/api/agents/{id}/capabilities/{capabilityId}", format!("{a}/capabilities/{cap}"), &key, None), S::OK).await;
 
+    // Tomas's agent delegates work to Ana's, which takes it, completes one, rejects one, fails one.
+    let ana = ch
+        .expect(&app, call(Method::POST, "/api/agents", "/api/agents", &Auth::Jwt(app.user_token("user-ana")), Some(json!({"name": "Ana's agent"}))), S::CREATED)
+        .await;
+    let target = ana["agent"]["id"].as_str().unwrap().to_owned();
+    let tkey = Auth::Key(ana["apiKey"]["key"].as_str().unwrap().to_owned());
+    let t = format!("/api/agents/{target}");
+    let review = json!({"taskType": "code-review", "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}});
+    let offered = ch.expect(&app, call(Method::PUT, caps, format!("{t}/capabilities"), &tkey, Some(review)), S::CREATED).await;
+    let anon = offered["anonymousAgentId"].as_str().unwrap().to_owned();
+    let delegate = "/api/agents/delegate";
+    let ask = |rid: &str| json!({"requestId": rid, "agentId": agent, "targetAnonymousId": anon, "taskType": "code-review", "input": {"code": "x"}});
+    let (r1, r2, r3) = (uuid::Uuid::new_v4().to_string(), uuid::Uuid::new_v4().to_string(), uuid::Uuid::new_v4().to_string());
+    for r in [&r1, &r2, &r3] {
+        ch.expect(&app, call(Method::POST, delegate, delegate, &key, Some(ask(r))), S::ACCEPTED).await;
+    }
+    ch.expect(&app, call(Method::POST, delegate, delegate, &key, Some(json!({"agentId": agent, "taskType": "cooking", "input": {}}))), S::BAD_REQUEST).await;
+    ch.expect(&app, call(Method::GET, "/api/agents/{id}/delegations/inbox", format!("{t}/delegations/inbox?wait=1"), &tkey, None), S::OK).await;
+    let accept = "/api/agents/{id}/delegations/{requestId}/accept";
+    let complete = "/api/agents/{id}/delegations/{requestId}/complete";
+    let reject = "/api/agents/{id}/delegations/{requestId}/reject";
+    let fail = "/api/agents/{id}/delegations/{requestId}/fail";
+    for r in [&r1, &r3] {
+        ch.expect(&app, call(Method::POST, accept, format!("{t}/delegations/{r}/accept"), &tkey, None), S::OK).await;
+    }
+    ch.expect(&app, call(Method::POST, accept, format!("{t}/delegations/{r1}/accept"), &tkey, None), S::CONFLICT).await;
+    ch.expect(&app, call(Method::POST, complete, format!("{t}/delegations/{r1}/complete"), &tkey, Some(json!({"output": "not an object"}))), S::BAD_REQUEST).await;
+    ch.expect(&app, call(Method::POST, complete, format!("{t}/delegations/{r1}/complete"), &tkey, Some(json!({"output": {"feedback": "ok"}}))), S::OK).await;
+    ch.expect(&app, call(Method::POST, reject, format!("{t}/delegations/{r2}/reject"), &tkey, Some(json!({"reason": "busy"}))), S::OK).await;
+    ch.expect(&app, call(Method::POST, fail, format!("{t}/delegations/{r3}/fail"), &tkey, Some(json!({"error": "crashed"}))), S::OK).await;
+    ch.expect(&app, call(Method::POST, delegate, format!("{delegate}?wait=1"), &key, Some(ask(&r1))), S::OK).await;
+    let read = "/api/delegations/{requestId}";
+    ch.expect(&app, call(Method::GET, read, format!("/api/delegations/{r1}?wait=1"), &key, None), S::OK).await;
+    ch.expect(&app, call(Method::GET, read, format!("/api/delegations/{r2}"), &tomas, None), S::OK).await;
+    let list = "/api/agents/{id}/delegations";
+    ch.expect(&app, call(Method::GET, list, format!("{a}/delegations?direction=outbound&limit=2"), &key, None), S::OK).await;
+    ch.expect(&app, call(Method::GET, list, format!("{t}/delegations?direction=inbound"), &tkey, None), S::OK).await;
+    ch.expect(&app, call(Method::GET, list, format!("{a}/delegations?direction=sideways"), &key, None), S::BAD_REQUEST).await;
+
     // The people decide; the platform cancels another negotiation.
     let decision = "/api/opportunities/{id}/decision";
     ch.expect(&app, call(Method::POST, decision, format!("/api/opportunities/{o}/decision"), &maya, Some(json!({"decision": "accept"}))), S::OK).await;
@@ -359,9 +398,13 @@ async fn every_operation_answers_as_its_spec_declares() {
                 .replace("{negotiationId}", second)
                 .replace("{keyId}", second)
                 .replace("{capabilityId}", second)
+                .replace("{requestId}", second)
         };
         let real = path_for(&agent, &n);
-        let auth = if template.starts_with("/api/agents/{id}/negotiations") {
+        let auth = if template.starts_with("/api/agents/{id}/negotiations")
+            || template.starts_with("/api/agents/{id}/delegations")
+            || template == "/api/agents/delegate"
+        {
             key.clone()
         } else if template.starts_with("/api/agents") || template.ends_with("/decision") {
             tomas.clone()

@@ -1,0 +1,270 @@
+//! Delegation: one agent hands a piece of work to another through the directory, durably.
+//!
+//! A requester asks (`POST /api/agents/delegate`); the delegation is a list of attempts, one per
+//! target, at most one live at a time. The target sees its attempts in its inbox (long-polled,
+//! woken by NOTIFY like turn pickups), accepts one (a compare-and-set that hands out a fenced
+//! claim token), and completes, rejects or fails it. An attempt not accepted within the accept
+//! timeout, or not finished within the delegation's `timeoutMs` from its start, times out.
+//! An attempt that ends rejected, timed out or in error is followed, in the same transaction,
+//! by one to the best-ranked eligible target not yet tried whose input schema accepts the
+//! input, while retries are left; otherwise the delegation ends with its last attempt's status.
+//!
+//! - [`state`]: the attempt statuses and their transition table (pure);
+//! - [`store`]: the SQL (delegations, attempts, inbox, trust counters);
+//! - [`flow`]: the state changes, each one transaction holding the delegation's row lock, with
+//!   its timer armed or cancelled and its wake-ups sent inside it.
+//!
+//! Unlike the rest of the directory, `flow` owns its transactions (like `crate::delivery`):
+//! an attempt's end, its trust counts, the next attempt and the timers commit together.
+//! Neither side sees the other's id or owner: the target sees the requester's anonymous id,
+//! the requester sees each target's.
+
+pub mod flow;
+pub mod state;
+pub mod store;
+
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::capabilities::{CapabilityError, TaskType, custom_type_for};
+pub use state::{Event, Status};
+pub use store::{Attempt, Delegation, InboxItem};
+
+/// `timeoutMs` when none is given.
+pub const DEFAULT_TIMEOUT_MS: i64 = 30_000;
+/// Longest `timeoutMs`: 24 hours.
+pub const MAX_TIMEOUT_MS: i64 = 24 * 3600 * 1000;
+/// `maxRetries` when none is given.
+pub const DEFAULT_MAX_RETRIES: i32 = 3;
+/// Largest `maxRetries`.
+pub const MAX_RETRIES: i32 = 10;
+/// A requester's outbound limit per 60 s when it has no capability to carry one.
+pub const DEFAULT_OUTBOUND_RATE_LIMIT: i32 = 20;
+/// Longest reason or error text kept.
+pub const MAX_REASON: usize = 2000;
+
+/// Why a delegation call was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum DelegationError {
+    /// A field of the request is wrong (400 `invalid_body`).
+    #[error("{field} {message}")]
+    Invalid {
+        /// The field, as the API names it.
+        field: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+    /// The key may not do this (403).
+    #[error("{0}")]
+    Forbidden(&'static str),
+    /// No such delegation for this caller (404).
+    #[error("delegation not found")]
+    NotFound,
+    /// The named target is unknown or its anonymous id expired (404 `unknown_target`).
+    #[error("the target anonymous id is unknown or expired")]
+    UnknownTarget,
+    /// The target may not take this work (400 `target_not_eligible`).
+    #[error("{0}")]
+    NotEligible(String),
+    /// The input does not match the target's input schema (400 `input_invalid`).
+    #[error("{0}")]
+    InputInvalid(String),
+    /// The output does not match the capability's output schema (400 `output_invalid`).
+    #[error("{0}")]
+    OutputInvalid(String),
+    /// The request id was used before with another body (409 `request_id_reused`).
+    #[error("this requestId was already used with a different body")]
+    RequestIdReused,
+    /// The attempt is addressed to another agent now (409 `not_addressed`).
+    #[error("this delegation is no longer addressed to this agent")]
+    NotAddressed,
+    /// The attempt is not in a state that allows this (409 `invalid_state`).
+    #[error("the delegation attempt is {0}")]
+    InvalidState(&'static str),
+    /// The claim token is not the accepted attempt's, or its deadline passed (409 `claim_stale`).
+    #[error("{0}")]
+    ClaimStale(&'static str),
+    /// The requester sent more delegations in the last minute than its outbound limit (429
+    /// `rate_limited`); retry after the duration.
+    #[error("more than {0} delegations in the last 60 s; retry later")]
+    RateLimited(i32, std::time::Duration),
+    /// Anything else.
+    #[error(transparent)]
+    Unexpected(#[from] anyhow::Error),
+}
+
+impl From<sqlx::Error> for DelegationError {
+    fn from(e: sqlx::Error) -> Self {
+        DelegationError::Unexpected(e.into())
+    }
+}
+
+impl From<parley_jobs::JobsError> for DelegationError {
+    fn from(e: parley_jobs::JobsError) -> Self {
+        DelegationError::Unexpected(e.into())
+    }
+}
+
+impl From<CapabilityError> for DelegationError {
+    fn from(e: CapabilityError) -> Self {
+        DelegationError::Invalid { field: e.field, message: e.message }
+    }
+}
+
+/// A delegation request as it arrived (numbers still raw, so a wrong one can be named).
+#[derive(Debug, Clone)]
+pub struct RawRequest<'a> {
+    /// `requestId`.
+    pub request_id: Option<Uuid>,
+    /// `agentId`.
+    pub agent_id: Uuid,
+    /// `targetAnonymousId`.
+    pub target_anonymous_id: Option<Uuid>,
+    /// `taskType`.
+    pub task_type: &'a str,
+    /// `customType`.
+    pub custom_type: Option<&'a str>,
+    /// `input`.
+    pub input: &'a Value,
+    /// `timeoutMs`.
+    pub timeout_ms: Option<i64>,
+    /// `fallbackEnabled`.
+    pub fallback_enabled: Option<bool>,
+    /// `maxRetries`.
+    pub max_retries: Option<i64>,
+}
+
+/// A checked delegation request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    /// The requester's id for it (issued when it gave none).
+    pub request_id: Uuid,
+    /// The requesting agent.
+    pub agent_id: Uuid,
+    /// The target, when named.
+    pub target_anonymous_id: Option<Uuid>,
+    /// The kind of work.
+    pub task_type: TaskType,
+    /// Set exactly for `custom`.
+    pub custom_type: Option<String>,
+    /// The work.
+    pub input: Value,
+    /// Per attempt, 1 to [`MAX_TIMEOUT_MS`].
+    pub timeout_ms: i64,
+    /// Whether failed attempts are followed by others.
+    pub fallback_enabled: bool,
+    /// 0 to [`MAX_RETRIES`].
+    pub max_retries: i32,
+}
+
+impl Request {
+    /// Checks every field; the first one at fault is named.
+    pub fn parse(raw: &RawRequest<'_>) -> Result<Request, DelegationError> {
+        let invalid = |field, message: String| DelegationError::Invalid { field, message };
+        let task_type = TaskType::parse(raw.task_type)
+            .ok_or_else(|| invalid("taskType", format!("must be one of {}", TaskType::names())))?;
+        let custom_type = custom_type_for(task_type, raw.custom_type)?;
+        let timeout_ms = raw.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS);
+        if !(1..=MAX_TIMEOUT_MS).contains(&timeout_ms) {
+            return Err(invalid("timeoutMs", format!("must be from 1 to {MAX_TIMEOUT_MS} milliseconds")));
+        }
+        let max_retries = raw.max_retries.unwrap_or(i64::from(DEFAULT_MAX_RETRIES));
+        if !(0..=i64::from(MAX_RETRIES)).contains(&max_retries) {
+            return Err(invalid("maxRetries", format!("must be from 0 to {MAX_RETRIES}")));
+        }
+        Ok(Request {
+            request_id: raw.request_id.unwrap_or_else(Uuid::new_v4),
+            agent_id: raw.agent_id,
+            target_anonymous_id: raw.target_anonymous_id,
+            task_type,
+            custom_type,
+            input: raw.input.clone(),
+            timeout_ms,
+            fallback_enabled: raw.fallback_enabled.unwrap_or(true),
+            max_retries: max_retries as i32,
+        })
+    }
+
+    /// Whether a stored delegation was made from this same body (a retry).
+    pub fn same_as(&self, d: &Delegation) -> bool {
+        d.task_type == self.task_type.as_str()
+            && d.custom_type == self.custom_type
+            && d.input == self.input
+            && d.requested_target == self.target_anonymous_id
+            && d.timeout_ms == self.timeout_ms
+            && d.fallback_enabled == self.fallback_enabled
+            && d.max_retries == self.max_retries
+    }
+}
+
+/// Checks `value` against a JSON Schema: `Err` with the schema's messages (at most ten, each
+/// with the JSON pointer of the offending part of `what`).
+pub fn check_against(schema: &Value, value: &Value, what: &str) -> Result<(), String> {
+    let validator = jsonschema::validator_for(schema).map_err(|e| format!("the schema does not compile: {e}"))?;
+    let messages: Vec<String> = validator
+        .iter_errors(value)
+        .take(10)
+        .map(|e| {
+            let path = e.instance_path().to_string();
+            if path.is_empty() { format!("{what}: {e}") } else { format!("{what}{path}: {e}") }
+        })
+        .collect();
+    if messages.is_empty() { Ok(()) } else { Err(messages.join("; ")) }
+}
+
+/// Trims a reason to [`MAX_REASON`] characters; blank is none.
+pub fn reason_text(reason: Option<&str>) -> Option<String> {
+    reason.map(str::trim).filter(|r| !r.is_empty()).map(|r| r.chars().take(MAX_REASON).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn raw<'a>(input: &'a Value) -> RawRequest<'a> {
+        RawRequest {
+            request_id: None,
+            agent_id: Uuid::nil(),
+            target_anonymous_id: None,
+            task_type: "code-review",
+            custom_type: None,
+            input,
+            timeout_ms: None,
+            fallback_enabled: None,
+            max_retries: None,
+        }
+    }
+
+    #[test]
+    fn defaults_and_bounds() {
+        let input = json!({"code": "x"});
+        let r = Request::parse(&raw(&input)).unwrap();
+        assert_eq!((r.timeout_ms, r.max_retries, r.fallback_enabled), (30_000, 3, true));
+        let field = |f: &dyn Fn(&mut RawRequest<'_>)| {
+            let mut r = raw(&input);
+            f(&mut r);
+            match Request::parse(&r) {
+                Err(DelegationError::Invalid { field, .. }) => field,
+                other => panic!("{other:?}"),
+            }
+        };
+        assert_eq!(field(&|r| r.timeout_ms = Some(0)), "timeoutMs");
+        assert_eq!(field(&|r| r.timeout_ms = Some(MAX_TIMEOUT_MS + 1)), "timeoutMs");
+        assert_eq!(field(&|r| r.max_retries = Some(11)), "maxRetries");
+        assert_eq!(field(&|r| r.max_retries = Some(-1)), "maxRetries");
+        assert_eq!(field(&|r| r.task_type = "cooking"), "taskType");
+        assert_eq!(field(&|r| r.custom_type = Some("x")), "customType");
+    }
+
+    #[test]
+    fn schema_messages_name_the_part_at_fault() {
+        let schema = json!({"type": "object", "required": ["code"], "properties": {"code": {"type": "string"}}});
+        assert!(check_against(&schema, &json!({"code": "x"}), "input").is_ok());
+        let e = check_against(&schema, &json!({"code": 5}), "input").unwrap_err();
+        assert!(e.starts_with("input/code:"), "{e}");
+        let e = check_against(&schema, &json!({}), "input").unwrap_err();
+        assert!(e.contains("code"), "{e}");
+    }
+}

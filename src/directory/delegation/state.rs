@@ -1,0 +1,139 @@
+//! The states of a delegation attempt and the moves between them, as one explicit table.
+//!
+//! An attempt is offered (`request`), taken (`accepted`), and ends `completed`, `rejected`,
+//! `timeout` or `error`. A delegation's status is its last attempt's, so the same names serve
+//! both. Pure: no IO.
+
+use crate::domain::TransitionError;
+
+/// Where an attempt (and its delegation) stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Status {
+    /// Offered to the target, not yet taken.
+    Request,
+    /// Taken by the target, being worked on.
+    Accepted,
+    /// Done; the output matched the capability's output schema.
+    Completed,
+    /// Declined by the target (or skipped).
+    Rejected,
+    /// Not accepted, or not finished, in time.
+    Timeout,
+    /// The target reported that it failed.
+    Error,
+}
+
+/// What happens to an attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Event {
+    /// The target takes it.
+    Accept,
+    /// The target hands back a valid output.
+    Complete,
+    /// The target declines.
+    Reject,
+    /// The target reports a failure.
+    Fail,
+    /// Its deadline passed.
+    TimeOut,
+}
+
+impl Event {
+    /// The name, for errors.
+    pub fn name(self) -> &'static str {
+        match self {
+            Event::Accept => "accept",
+            Event::Complete => "complete",
+            Event::Reject => "reject",
+            Event::Fail => "fail",
+            Event::TimeOut => "time_out",
+        }
+    }
+}
+
+impl Status {
+    /// Every status.
+    pub const ALL: [Status; 6] =
+        [Status::Request, Status::Accepted, Status::Completed, Status::Rejected, Status::Timeout, Status::Error];
+
+    /// The wire (and database) name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Request => "request",
+            Status::Accepted => "accepted",
+            Status::Completed => "completed",
+            Status::Rejected => "rejected",
+            Status::Timeout => "timeout",
+            Status::Error => "error",
+        }
+    }
+
+    /// Parses a wire name.
+    pub fn parse(s: &str) -> Option<Status> {
+        Status::ALL.into_iter().find(|t| t.as_str() == s)
+    }
+
+    /// Whether nothing more happens to it.
+    pub fn is_terminal(self) -> bool {
+        !matches!(self, Status::Request | Status::Accepted)
+    }
+
+    /// Whether an attempt that ended so may be followed by another target's.
+    pub fn falls_back(self) -> bool {
+        matches!(self, Status::Rejected | Status::Timeout | Status::Error)
+    }
+
+    /// The transition table: every allowed move, nothing else.
+    pub fn transition(self, event: Event) -> Result<Status, TransitionError> {
+        use Event as E;
+        use Status as S;
+        match (self, event) {
+            (S::Request, E::Accept) => Ok(S::Accepted),
+            (S::Request | S::Accepted, E::Reject) => Ok(S::Rejected),
+            (S::Request | S::Accepted, E::TimeOut) => Ok(S::Timeout),
+            (S::Accepted, E::Complete) => Ok(S::Completed),
+            (S::Accepted, E::Fail) => Ok(S::Error),
+            (from, event) => Err(TransitionError { machine: "delegation", from: from.as_str(), event: event.name() }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_allows_exactly_the_documented_moves() {
+        let events = [Event::Accept, Event::Complete, Event::Reject, Event::Fail, Event::TimeOut];
+        let mut allowed = Vec::new();
+        for from in Status::ALL {
+            for event in events {
+                if let Ok(to) = from.transition(event) {
+                    allowed.push((from.as_str(), event, to.as_str()));
+                }
+            }
+        }
+        assert_eq!(
+            allowed,
+            vec![
+                ("request", Event::Accept, "accepted"),
+                ("request", Event::Reject, "rejected"),
+                ("request", Event::TimeOut, "timeout"),
+                ("accepted", Event::Complete, "completed"),
+                ("accepted", Event::Reject, "rejected"),
+                ("accepted", Event::Fail, "error"),
+                ("accepted", Event::TimeOut, "timeout"),
+            ]
+        );
+    }
+
+    #[test]
+    fn names_round_trip_and_terminal_states_end() {
+        for s in Status::ALL {
+            assert_eq!(Status::parse(s.as_str()), Some(s));
+            assert_eq!(s.is_terminal(), s.transition(Event::TimeOut).is_err());
+        }
+        assert!(Status::Rejected.falls_back() && Status::Timeout.falls_back() && Status::Error.falls_back());
+        assert!(!Status::Completed.falls_back());
+    }
+}

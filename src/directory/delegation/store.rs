@@ -1,0 +1,489 @@
+//! The SQL of delegation: delegations, their attempts, the target's inbox and the trust counters
+//! an attempt's end writes. Every function takes the caller's connection and never commits; state
+//! moves come from [`super::state`]'s table and are written only from the state that was read.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use super::state::Status;
+
+/// A delegation as stored.
+#[derive(Debug, Clone)]
+pub struct Delegation {
+    /// Its id (a UUIDv7: listings page by it).
+    pub delegation_id: Uuid,
+    /// The requester's id for it.
+    pub request_id: Uuid,
+    /// The agent that asked.
+    pub requester_agent_id: Uuid,
+    /// The kind of work.
+    pub task_type: String,
+    /// Set for `custom`.
+    pub custom_type: Option<String>,
+    /// The work.
+    pub input: Value,
+    /// The target the requester named, if any.
+    pub requested_target: Option<Uuid>,
+    /// How long each attempt may take, from its start.
+    pub timeout_ms: i64,
+    /// Whether a failed attempt is followed by another target's.
+    pub fallback_enabled: bool,
+    /// Most attempts after the first.
+    pub max_retries: i32,
+    /// Attempts made after the first.
+    pub retries_used: i32,
+    /// Its last attempt's status (a [`Status`] name).
+    pub status: String,
+    /// The completed attempt's output.
+    pub output: Option<Value>,
+    /// Asked.
+    pub created_at: DateTime<Utc>,
+    /// Ended, once terminal.
+    pub ended_at: Option<DateTime<Utc>>,
+}
+
+impl Delegation {
+    /// The status, parsed.
+    pub fn status(&self) -> Status {
+        Status::parse(&self.status).unwrap_or(Status::Error)
+    }
+
+    /// The number of the live (or last) attempt.
+    pub fn current_attempt(&self) -> i32 {
+        self.retries_used + 1
+    }
+}
+
+/// One attempt, as stored.
+#[derive(Debug, Clone)]
+pub struct Attempt {
+    /// Its delegation.
+    pub delegation_id: Uuid,
+    /// 1-based.
+    pub attempt: i32,
+    /// The agent it is addressed to.
+    pub target_agent_id: Uuid,
+    /// The name the requester sees the target under.
+    pub target_anonymous_id: Uuid,
+    /// The name the target sees the requester under.
+    pub requester_anonymous_id: Uuid,
+    /// The target's capability.
+    pub capability_id: Uuid,
+    /// What its output is checked against.
+    pub output_schema: Value,
+    /// A [`Status`] name.
+    pub status: String,
+    /// The output, when completed.
+    pub output: Option<Value>,
+    /// Why it ended, when it did not complete.
+    pub reason: Option<String>,
+    /// Offered.
+    pub created_at: DateTime<Utc>,
+    /// Not accepted by then: timeout.
+    pub accept_deadline: DateTime<Utc>,
+    /// Not finished by then: timeout.
+    pub deadline: DateTime<Utc>,
+    /// Taken.
+    pub accepted_at: Option<DateTime<Utc>>,
+    /// Ended.
+    pub ended_at: Option<DateTime<Utc>>,
+}
+
+impl Attempt {
+    /// The status, parsed.
+    pub fn status(&self) -> Status {
+        Status::parse(&self.status).unwrap_or(Status::Error)
+    }
+
+    /// When the attempt times out from where it stands.
+    pub fn due_at(&self) -> DateTime<Utc> {
+        match self.status() {
+            Status::Request => self.accept_deadline.min(self.deadline),
+            _ => self.deadline,
+        }
+    }
+}
+
+/// A new delegation (its first attempt is inserted beside it).
+pub async fn insert(conn: &mut PgConnection, d: &Delegation) -> sqlx::Result<()> {
+    sqlx::query!(
+        r#"INSERT INTO delegations (delegation_id, request_id, requester_agent_id, task_type, custom_type, input,
+                                    requested_target, timeout_ms, fallback_enabled, max_retries, retries_used, status,
+                                    created_at, updated_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 0, 'request', $11, $11)"#,
+        d.delegation_id,
+        d.request_id,
+        d.requester_agent_id,
+        d.task_type,
+        d.custom_type,
+        d.input,
+        d.requested_target,
+        d.timeout_ms,
+        d.fallback_enabled,
+        d.max_retries,
+        d.created_at
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// The requester's delegation of `request_id`.
+pub async fn find(conn: &mut PgConnection, requester: Uuid, request_id: Uuid) -> sqlx::Result<Option<Delegation>> {
+    sqlx::query_as!(
+        Delegation,
+        r#"SELECT delegation_id, request_id, requester_agent_id, task_type, custom_type, input, requested_target,
+                  timeout_ms, fallback_enabled, max_retries, retries_used, status, output, created_at, ended_at
+           FROM delegations WHERE requester_agent_id = $1 AND request_id = $2"#,
+        requester,
+        request_id
+    )
+    .fetch_optional(conn)
+    .await
+}
+
+/// The newest delegation of `request_id` whose requester is one of `requesters` (any
+/// requester when `None`).
+pub async fn find_visible(
+    conn: &mut PgConnection,
+    request_id: Uuid,
+    requesters: Option<&[Uuid]>,
+) -> sqlx::Result<Option<Delegation>> {
+    sqlx::query_as!(
+        Delegation,
+        r#"SELECT delegation_id, request_id, requester_agent_id, task_type, custom_type, input, requested_target,
+                  timeout_ms, fallback_enabled, max_retries, retries_used, status, output, created_at, ended_at
+           FROM delegations
+           WHERE request_id = $1 AND ($2::uuid[] IS NULL OR requester_agent_id = ANY($2))
+           ORDER BY delegation_id DESC LIMIT 1"#,
+        request_id,
+        requesters
+    )
+    .fetch_optional(conn)
+    .await
+}
+
+/// Locks a delegation for a state change: every change of it and its attempts holds this lock.
+pub async fn lock(conn: &mut PgConnection, delegation_id: Uuid) -> sqlx::Result<Option<Delegation>> {
+    sqlx::query_as!(
+        Delegation,
+        r#"SELECT delegation_id, request_id, requester_agent_id, task_type, custom_type, input, requested_target,
+                  timeout_ms, fallback_enabled, max_retries, retries_used, status, output, created_at, ended_at
+           FROM delegations WHERE delegation_id = $1 FOR UPDATE"#,
+        delegation_id
+    )
+    .fetch_optional(conn)
+    .await
+}
+
+/// Reads a delegation.
+pub async fn get(conn: &mut PgConnection, delegation_id: Uuid) -> sqlx::Result<Option<Delegation>> {
+    sqlx::query_as!(
+        Delegation,
+        r#"SELECT delegation_id, request_id, requester_agent_id, task_type, custom_type, input, requested_target,
+                  timeout_ms, fallback_enabled, max_retries, retries_used, status, output, created_at, ended_at
+           FROM delegations WHERE delegation_id = $1"#,
+        delegation_id
+    )
+    .fetch_optional(conn)
+    .await
+}
+
+/// The delegation whose attempt addressed to `target` is the newest for `request_id`.
+pub async fn addressed_to(conn: &mut PgConnection, target: Uuid, request_id: Uuid) -> sqlx::Result<Option<Uuid>> {
+    sqlx::query_scalar!(
+        r#"SELECT a.delegation_id FROM delegation_attempts a JOIN delegations d ON d.delegation_id = a.delegation_id
+           WHERE d.request_id = $1 AND a.target_agent_id = $2
+           ORDER BY a.created_at DESC, a.attempt DESC LIMIT 1"#,
+        request_id,
+        target
+    )
+    .fetch_optional(conn)
+    .await
+}
+
+/// The requester's outbound limit (the smallest over its capabilities; `default` without any),
+/// its delegations of the last 60 s, and when the oldest of those leaves the window.
+pub async fn outbound_window(
+    conn: &mut PgConnection,
+    requester: Uuid,
+    default: i32,
+) -> sqlx::Result<(i32, i64, Option<DateTime<Utc>>)> {
+    let limit = sqlx::query_scalar!("SELECT min(outbound_rate_limit) FROM capabilities WHERE agent_id = $1", requester)
+        .fetch_one(&mut *conn)
+        .await?
+        .unwrap_or(default);
+    let row = sqlx::query!(
+        r#"SELECT count(*) AS "sent!", min(created_at) + interval '60 seconds' AS frees_at
+           FROM delegations WHERE requester_agent_id = $1 AND created_at > now() - interval '60 seconds'"#,
+        requester
+    )
+    .fetch_one(conn)
+    .await?;
+    Ok((limit, row.sent, row.frees_at))
+}
+
+/// Whether `target` already received as many attempts in the last 60 s as its capability's
+/// inbound limit allows.
+pub async fn inbound_full(conn: &mut PgConnection, target: Uuid, capability_id: Uuid) -> sqlx::Result<bool> {
+    sqlx::query_scalar!(
+        r#"SELECT (SELECT count(*) FROM delegation_attempts
+                    WHERE target_agent_id = $1 AND created_at > now() - interval '60 seconds'
+                      AND reason IS DISTINCT FROM 'rate_limited')
+                  >= coalesce((SELECT inbound_rate_limit FROM capabilities WHERE capability_id = $2), 0) AS "full!""#,
+        target,
+        capability_id
+    )
+    .fetch_one(conn)
+    .await
+}
+
+/// Records how many attempts after the first a delegation made (it stays `request`).
+pub async fn set_retries(conn: &mut PgConnection, delegation_id: Uuid, retries_used: i32) -> sqlx::Result<()> {
+    sqlx::query!(
+        "UPDATE delegations SET retries_used = $2, updated_at = now() WHERE delegation_id = $1 AND status = 'request'",
+        delegation_id,
+        retries_used
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// A new attempt, in `request`.
+pub async fn insert_attempt(conn: &mut PgConnection, a: &Attempt) -> sqlx::Result<()> {
+    sqlx::query!(
+        r#"INSERT INTO delegation_attempts (delegation_id, attempt, target_agent_id, target_anonymous_id,
+                                            requester_anonymous_id, capability_id, output_schema, status, created_at,
+                                            accept_deadline, deadline)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, 'request', $8, $9, $10)"#,
+        a.delegation_id,
+        a.attempt,
+        a.target_agent_id,
+        a.target_anonymous_id,
+        a.requester_anonymous_id,
+        a.capability_id,
+        a.output_schema,
+        a.created_at,
+        a.accept_deadline,
+        a.deadline
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Every attempt of a delegation, first first.
+pub async fn attempts(conn: &mut PgConnection, delegation_id: Uuid) -> sqlx::Result<Vec<Attempt>> {
+    sqlx::query_as!(
+        Attempt,
+        r#"SELECT delegation_id, attempt, target_agent_id, target_anonymous_id, requester_anonymous_id, capability_id,
+                  output_schema, status, output, reason, created_at, accept_deadline, deadline, accepted_at, ended_at
+           FROM delegation_attempts WHERE delegation_id = $1 ORDER BY attempt"#,
+        delegation_id
+    )
+    .fetch_all(conn)
+    .await
+}
+
+/// Moves an attempt from `from` to `to` (with its output or reason when it ends); false when it
+/// was not in `from`.
+pub async fn set_attempt(
+    conn: &mut PgConnection,
+    delegation_id: Uuid,
+    attempt: i32,
+    from: Status,
+    to: Status,
+    output: Option<&Value>,
+    reason: Option<&str>,
+) -> sqlx::Result<bool> {
+    let r = sqlx::query!(
+        r#"UPDATE delegation_attempts
+              SET status = $4, output = $5, reason = $6,
+                  accepted_at = CASE WHEN $4 = 'accepted' THEN now() ELSE accepted_at END,
+                  ended_at = CASE WHEN $4 IN ('completed', 'rejected', 'timeout', 'error') THEN now() ELSE NULL END
+            WHERE delegation_id = $1 AND attempt = $2 AND status = $3"#,
+        delegation_id,
+        attempt,
+        from.as_str(),
+        to.as_str(),
+        output,
+        reason
+    )
+    .execute(conn)
+    .await?;
+    Ok(r.rows_affected() == 1)
+}
+
+/// Writes the delegation's status from its live attempt: `retries_used`, the status, and when
+/// it ended (with the output), from the status that was read.
+pub async fn set_delegation(
+    conn: &mut PgConnection,
+    d: &Delegation,
+    retries_used: i32,
+    to: Status,
+    output: Option<&Value>,
+) -> sqlx::Result<bool> {
+    let r = sqlx::query!(
+        r#"UPDATE delegations
+              SET retries_used = $3, status = $4, output = $5, updated_at = now(),
+                  ended_at = CASE WHEN $4 IN ('completed', 'rejected', 'timeout', 'error') THEN now() ELSE NULL END
+            WHERE delegation_id = $1 AND status = $2"#,
+        d.delegation_id,
+        d.status,
+        retries_used,
+        to.as_str(),
+        output
+    )
+    .execute(conn)
+    .await?;
+    Ok(r.rows_affected() == 1)
+}
+
+/// One waiting request as its target sees it.
+#[derive(Debug, Clone)]
+pub struct InboxItem {
+    /// The delegation's request id.
+    pub request_id: Uuid,
+    /// The attempt's number.
+    pub attempt: i32,
+    /// The requester's anonymous id.
+    pub requester_anonymous_id: Uuid,
+    /// The kind of work.
+    pub task_type: String,
+    /// Set for `custom`.
+    pub custom_type: Option<String>,
+    /// The work.
+    pub input: Value,
+    /// The delegation's timeout.
+    pub timeout_ms: i64,
+    /// The attempt's status.
+    pub status: String,
+    /// The attempt's output, once completed.
+    pub output: Option<Value>,
+    /// Why it ended, when it did not complete.
+    pub reason: Option<String>,
+    /// Offered.
+    pub created_at: DateTime<Utc>,
+    /// When it times out.
+    pub deadline: DateTime<Utc>,
+    /// The delegation (the listing's cursor).
+    pub delegation_id: Uuid,
+}
+
+/// Attempts in `request` addressed to `target`, oldest first, and how many there are.
+pub async fn inbox(conn: &mut PgConnection, target: Uuid, limit: i64) -> sqlx::Result<(Vec<InboxItem>, i64)> {
+    let items = sqlx::query_as!(
+        InboxItem,
+        r#"SELECT d.request_id, a.attempt, a.requester_anonymous_id, d.task_type, d.custom_type, d.input, d.timeout_ms,
+                  a.status, a.output, a.reason, a.created_at, a.deadline, d.delegation_id
+           FROM delegation_attempts a JOIN delegations d ON d.delegation_id = a.delegation_id
+           WHERE a.target_agent_id = $1 AND a.status = 'request'
+           ORDER BY a.created_at, a.delegation_id LIMIT $2"#,
+        target,
+        limit
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    let total = sqlx::query_scalar!(
+        r#"SELECT count(*) AS "n!" FROM delegation_attempts WHERE target_agent_id = $1 AND status = 'request'"#,
+        target
+    )
+    .fetch_one(conn)
+    .await?;
+    Ok((items, total))
+}
+
+/// Attempts addressed to `target`, newest first, optionally of one status, older than `before`.
+pub async fn inbound(
+    conn: &mut PgConnection,
+    target: Uuid,
+    status: Option<&str>,
+    before: Option<Uuid>,
+    limit: i64,
+) -> sqlx::Result<Vec<InboxItem>> {
+    sqlx::query_as!(
+        InboxItem,
+        r#"SELECT d.request_id, a.attempt, a.requester_anonymous_id, d.task_type, d.custom_type, d.input, d.timeout_ms,
+                  a.status, a.output, a.reason, a.created_at, a.deadline, d.delegation_id
+           FROM delegation_attempts a JOIN delegations d ON d.delegation_id = a.delegation_id
+           WHERE a.target_agent_id = $1 AND ($2::text IS NULL OR a.status = $2)
+             AND ($3::uuid IS NULL OR d.delegation_id < $3)
+           ORDER BY d.delegation_id DESC, a.attempt DESC LIMIT $4"#,
+        target,
+        status,
+        before,
+        limit
+    )
+    .fetch_all(conn)
+    .await
+}
+
+/// The requester's delegations, newest first, optionally of one status, older than `before`.
+pub async fn outbound(
+    conn: &mut PgConnection,
+    requester: Uuid,
+    status: Option<&str>,
+    before: Option<Uuid>,
+    limit: i64,
+) -> sqlx::Result<Vec<Delegation>> {
+    sqlx::query_as!(
+        Delegation,
+        r#"SELECT delegation_id, request_id, requester_agent_id, task_type, custom_type, input, requested_target,
+                  timeout_ms, fallback_enabled, max_retries, retries_used, status, output, created_at, ended_at
+           FROM delegations
+           WHERE requester_agent_id = $1 AND ($2::text IS NULL OR status = $2)
+             AND ($3::uuid IS NULL OR delegation_id < $3)
+           ORDER BY delegation_id DESC LIMIT $4"#,
+        requester,
+        status,
+        before,
+        limit
+    )
+    .fetch_all(conn)
+    .await
+}
+
+/// Counts an attempt's end for or against its target, on today's row: completed or not, and,
+/// when it had been accepted, whether it was completed in time.
+pub async fn count_end(conn: &mut PgConnection, target: Uuid, completed: bool, was_accepted: bool) -> sqlx::Result<()> {
+    let (done, undone) = if completed { (1, 0) } else { (0, 1) };
+    let (acc_done, acc_undone) = if was_accepted { (done, undone) } else { (0, 0) };
+    sqlx::query!(
+        r#"INSERT INTO agent_trust_days AS d (agent_id, day, attempts_completed, attempts_unfinished,
+                                             accepted_completed, accepted_unfinished)
+           VALUES ($1, (now() AT TIME ZONE 'UTC')::date, $2, $3, $4, $5)
+           ON CONFLICT (agent_id, day) DO UPDATE
+              SET attempts_completed = d.attempts_completed + EXCLUDED.attempts_completed,
+                  attempts_unfinished = d.attempts_unfinished + EXCLUDED.attempts_unfinished,
+                  accepted_completed = d.accepted_completed + EXCLUDED.accepted_completed,
+                  accepted_unfinished = d.accepted_unfinished + EXCLUDED.accepted_unfinished,
+                  updated_at = now()"#,
+        target,
+        done,
+        undone,
+        acc_done,
+        acc_undone
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Wakes the long-polls waiting on `key` in every process, once the transaction commits.
+pub async fn notify(conn: &mut PgConnection, key: &str) -> sqlx::Result<()> {
+    sqlx::query!("SELECT pg_notify($1, $2)", crate::delivery::TURNS_CHANNEL, key).execute(conn).await?;
+    Ok(())
+}
+
+/// The wake-up key of a target's inbox.
+pub fn inbox_key(target: Uuid) -> String {
+    format!("delegation-inbox:{target}")
+}
+
+/// The wake-up key of one delegation (its requester's waits).
+pub fn delegation_key(delegation_id: Uuid) -> String {
+    format!("delegation:{delegation_id}")
+}

@@ -1,0 +1,707 @@
+//! Delegation's routes: the requester asks and follows its delegation (its agent key; reads also
+//! by its owner or the service), the target reads its inbox and accepts, completes, rejects or
+//! fails (its agent key). The rules live in `crate::directory::delegation`; these handlers check
+//! the input, call it and shape the answer. Each side sees the other only by anonymous id.
+
+use std::time::Duration;
+
+use axum::{
+    Json, Router,
+    extract::{FromRequestParts, State},
+    http::{StatusCode, request::Parts},
+    response::{IntoResponse, Response},
+    routing::{get, post},
+};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::{
+    AppState,
+    agent_auth::{AgentCaller, AgentReader, presented_key},
+    agent_turns::parse_wait,
+    auth::{Caller, CallerRole},
+    error::{ApiError, ApiResult},
+    extract::{ApiJson, ApiQuery, Ids, OptionalJson, Page},
+};
+use crate::{
+    delivery::{AgentIdentity, hash_secret},
+    directory::delegation::{
+        Attempt, DelegationError, Event, InboxItem, RawRequest, Request, Status,
+        flow::Record,
+        store::{self, Delegation},
+    },
+    store::agents,
+};
+
+/// The routes.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/agents/delegate", post(delegate))
+        .route("/api/delegations/{requestId}", get(get_delegation))
+        .route("/api/agents/{id}/delegations", get(list_delegations))
+        .route("/api/agents/{id}/delegations/inbox", get(delegation_inbox))
+        .route("/api/agents/{id}/delegations/{requestId}/accept", post(accept_delegation))
+        .route("/api/agents/{id}/delegations/{requestId}/complete", post(complete_delegation))
+        .route("/api/agents/{id}/delegations/{requestId}/reject", post(reject_delegation))
+        .route("/api/agents/{id}/delegations/{requestId}/fail", post(fail_delegation))
+}
+
+impl From<DelegationError> for ApiError {
+    fn from(e: DelegationError) -> Self {
+        let message = e.to_string();
+        match e {
+            DelegationError::Invalid { .. } => ApiError::invalid(message),
+            DelegationError::Forbidden(m) => ApiError::Forbidden(m.into()),
+            DelegationError::NotFound => ApiError::NotFound("delegation"),
+            DelegationError::UnknownTarget => ApiError::NotFoundCode { code: "unknown_target", message },
+            DelegationError::NotEligible(m) => ApiError::BadRequest { code: "target_not_eligible", message: m },
+            DelegationError::InputInvalid(m) => ApiError::BadRequest { code: "input_invalid", message: m },
+            DelegationError::OutputInvalid(m) => ApiError::BadRequest { code: "output_invalid", message: m },
+            DelegationError::RequestIdReused => ApiError::Conflict { code: "request_id_reused", message },
+            DelegationError::NotAddressed => ApiError::Conflict { code: "not_addressed", message },
+            DelegationError::InvalidState(_) => ApiError::Conflict { code: "invalid_state", message },
+            DelegationError::ClaimStale(_) => ApiError::Conflict { code: "claim_stale", message },
+            DelegationError::RateLimited(_, wait) => ApiError::TooMany(message, wait),
+            DelegationError::Unexpected(e) => ApiError::Internal(e),
+        }
+    }
+}
+
+/// Any active agent, by its API key (the requester of `POST /api/agents/delegate`).
+#[derive(Debug, Clone)]
+pub struct AnyAgent(pub AgentIdentity);
+
+impl FromRequestParts<AppState> for AnyAgent {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let key = presented_key(parts).ok_or_else(|| ApiError::Unauthorized("missing API key".into()))?;
+        let mut conn = state.pool().acquire().await?;
+        let owner = agents::authenticate(&mut conn, &hash_secret(&key))
+            .await?
+            .ok_or_else(|| ApiError::Unauthorized("the API key is unknown, revoked or expired".into()))?;
+        drop(conn);
+        if owner.status != "active" {
+            return Err(ApiError::Forbidden("the agent is inactive".into()));
+        }
+        state.engine.seen(owner.agent_id).await;
+        Ok(AnyAgent(AgentIdentity { agent_id: owner.agent_id, owner_user_id: owner.owner_user_id }))
+    }
+}
+
+/// Who reads a delegation: a requester's key, a user (its agents' delegations), or the service.
+pub enum Reader {
+    /// The requests of these agents.
+    Requesters(Vec<Uuid>),
+    /// Every request.
+    Service,
+}
+
+impl FromRequestParts<AppState> for Reader {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        if presented_key(parts).is_some() {
+            let AnyAgent(agent) = AnyAgent::from_request_parts(parts, state).await?;
+            return Ok(Reader::Requesters(vec![agent.agent_id]));
+        }
+        let caller = Caller::from_request_parts(parts, state).await?;
+        if caller.is_service() {
+            return Ok(Reader::Service);
+        }
+        if caller.role != CallerRole::User {
+            return Ok(Reader::Requesters(Vec::new()));
+        }
+        let mut conn = state.pool().acquire().await?;
+        let owned = agents::list_for_owner(&mut conn, &caller.sub).await?;
+        Ok(Reader::Requesters(owned.into_iter().map(|a| a.agent_id).collect()))
+    }
+}
+
+/// Body of `POST /api/agents/delegate`.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schema(example = json!({
+    "requestId": "5b1f8c9e-2f4a-4c1e-9d3b-7a6e5f4d3c2b",
+    "agentId": "0193b0a4-7000-7000-8000-000000000001",
+    "taskType": "code-review",
+    "input": {"code": "fn main() {}"},
+    "timeoutMs": 30000
+}))]
+pub struct DelegateIn {
+    /// The requester's id for this delegation (a UUID); the same id and body again return the
+    /// same delegation. Issued when absent.
+    pub request_id: Option<Uuid>,
+    /// The requesting agent: the API key's own.
+    pub agent_id: Uuid,
+    /// The target; without it, the top discovery result for the kind of work.
+    pub target_anonymous_id: Option<Uuid>,
+    /// The kind of work.
+    #[schema(
+        pattern = "^(code-review|code-generation|testing|documentation|analysis|summarization|translation|custom)$"
+    )]
+    pub task_type: String,
+    /// Required for `custom`.
+    pub custom_type: Option<String>,
+    /// The work; must match the target capability's input schema.
+    #[schema(value_type = Object)]
+    pub input: Value,
+    /// Per attempt, from its start (1 to 86 400 000; default 30 000).
+    #[schema(minimum = 1, maximum = 86_400_000)]
+    pub timeout_ms: Option<i64>,
+    /// Whether a rejected, timed-out or failed attempt goes to the next target (default true).
+    pub fallback_enabled: Option<bool>,
+    /// Attempts after the first (0 to 10; default 3).
+    #[schema(minimum = 0, maximum = 10)]
+    pub max_retries: Option<i64>,
+}
+
+/// Query of the calls that may wait.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct WaitQuery {
+    /// Seconds to wait (1 to PARLEY_LONG_POLL_MAX; larger values are capped).
+    #[param(value_type = Option<u32>, minimum = 1)]
+    pub wait: Option<String>,
+}
+
+/// One attempt, as the requester sees it.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AttemptOut {
+    /// 1-based.
+    pub attempt: i32,
+    /// The target, by anonymous id.
+    pub target_anonymous_id: Uuid,
+    /// `request`, `accepted`, `completed`, `rejected`, `timeout` or `error`.
+    pub status: String,
+    /// Why it ended, when it did not complete.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Offered.
+    pub created_at: DateTime<Utc>,
+    /// Taken.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub accepted_at: Option<DateTime<Utc>>,
+    /// Ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<DateTime<Utc>>,
+    /// When it times out (from its start).
+    pub deadline: DateTime<Utc>,
+}
+
+/// A delegation, as its requester sees it.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DelegationOut {
+    /// The requester's id for it.
+    pub request_id: Uuid,
+    /// Its last attempt's status.
+    pub status: String,
+    /// The kind of work.
+    pub task_type: String,
+    /// Set for `custom`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub custom_type: Option<String>,
+    /// The work.
+    #[schema(value_type = Object)]
+    pub input: Value,
+    /// The result, once completed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub output: Option<Value>,
+    /// Per attempt.
+    pub timeout_ms: i64,
+    /// Whether failed attempts go to the next target.
+    pub fallback_enabled: bool,
+    /// Most attempts after the first.
+    pub max_retries: i32,
+    /// Attempts made after the first.
+    pub retries_used: i32,
+    /// Asked.
+    pub created_at: DateTime<Utc>,
+    /// Ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<DateTime<Utc>>,
+    /// Every attempt, first first.
+    pub attempts: Vec<AttemptOut>,
+}
+
+/// The result of an ended delegation.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ResultOut {
+    /// The requester's id for it.
+    pub request_id: Uuid,
+    /// `completed`, `rejected`, `timeout` or `error`.
+    pub status: String,
+    /// The output, when completed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub output: Option<Value>,
+    /// From the request to its end.
+    pub execution_time_ms: i64,
+    /// Attempts made after the first.
+    pub retries_used: i32,
+}
+
+/// A delegation, and its result once it ended.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DelegationAnswer {
+    /// Present once the delegation ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<ResultOut>,
+    /// The delegation.
+    pub delegation: DelegationOut,
+}
+
+fn attempt_out(a: Attempt) -> AttemptOut {
+    AttemptOut {
+        attempt: a.attempt,
+        target_anonymous_id: a.target_anonymous_id,
+        status: a.status,
+        reason: a.reason,
+        created_at: a.created_at,
+        accepted_at: a.accepted_at,
+        ended_at: a.ended_at,
+        deadline: a.deadline,
+    }
+}
+
+fn delegation_out(d: Delegation, attempts: Vec<Attempt>) -> DelegationOut {
+    DelegationOut {
+        request_id: d.request_id,
+        status: d.status,
+        task_type: d.task_type,
+        custom_type: d.custom_type,
+        input: d.input,
+        output: d.output,
+        timeout_ms: d.timeout_ms,
+        fallback_enabled: d.fallback_enabled,
+        max_retries: d.max_retries,
+        retries_used: d.retries_used,
+        created_at: d.created_at,
+        ended_at: d.ended_at,
+        attempts: attempts.into_iter().map(attempt_out).collect(),
+    }
+}
+
+fn answer(record: Record) -> DelegationAnswer {
+    let d = record.delegation;
+    let result = d.ended_at.filter(|_| d.status().is_terminal()).map(|ended| ResultOut {
+        request_id: d.request_id,
+        status: d.status.clone(),
+        output: d.output.clone(),
+        execution_time_ms: (ended - d.created_at).num_milliseconds().max(0),
+        retries_used: d.retries_used,
+    });
+    DelegationAnswer { result, delegation: delegation_out(d, record.attempts) }
+}
+
+/// 200 with the result once ended, else 202.
+fn waited(record: Record) -> Response {
+    let status = if record.delegation.status().is_terminal() { StatusCode::OK } else { StatusCode::ACCEPTED };
+    (status, Json(answer(record))).into_response()
+}
+
+fn wait_of(state: &AppState, q: Result<ApiQuery<WaitQuery>, ApiError>) -> ApiResult<Option<Duration>> {
+    let ApiQuery(q) = q?;
+    parse_wait(q.wait.as_deref(), state.engine.config().long_poll_max)
+}
+
+/// Delegates a piece of work to another agent. Answers 202 at once; with `wait`, holds until the
+/// delegation ends (200 with its result) or the time passes (202).
+#[utoipa::path(post, path = "/api/agents/delegate", tag = "delegation", operation_id = "delegateTask",
+    security(("agentKeyBearer" = []), ("agentKey" = [])),
+    params(WaitQuery),
+    request_body = DelegateIn,
+    responses(
+        (status = 200, description = "Ended while waiting: the result and the delegation", body = DelegationAnswer),
+        (status = 202, description = "Accepted for delivery (or the same request again)", body = DelegationAnswer),
+        (status = 400, description = "Invalid body (`invalid_body`), an input the target's schema refuses (`input_invalid`), or a target that may not take it (`target_not_eligible`)"),
+        (status = 401, description = "Missing or unknown API key"),
+        (status = 403, description = "`agentId` is not the key's agent, or the agent is inactive"),
+        (status = 404, description = "Unknown or expired target anonymous id (`unknown_target`)"),
+        (status = 409, description = "The request id was used with another body (`request_id_reused`)"),
+        (status = 429, description = "More delegations in the last 60 s than the requester's outbound limit (`rate_limited`, with `Retry-After`)"),
+    ))]
+pub async fn delegate(
+    State(state): State<AppState>,
+    AnyAgent(agent): AnyAgent,
+    query: Result<ApiQuery<WaitQuery>, ApiError>,
+    ApiJson(body): ApiJson<DelegateIn>,
+) -> ApiResult<Response> {
+    let wait = wait_of(&state, query)?;
+    let request = Request::parse(&RawRequest {
+        request_id: body.request_id,
+        agent_id: body.agent_id,
+        target_anonymous_id: body.target_anonymous_id,
+        task_type: &body.task_type,
+        custom_type: body.custom_type.as_deref(),
+        input: &body.input,
+        timeout_ms: body.timeout_ms,
+        fallback_enabled: body.fallback_enabled,
+        max_retries: body.max_retries,
+    })?;
+    let (record, _) = state.engine.delegate(&agent, &request).await?;
+    let Some(wait) = wait else {
+        return Ok((StatusCode::ACCEPTED, Json(answer(record))).into_response());
+    };
+    let record = state.engine.await_delegation(record.delegation.delegation_id, Some(wait)).await?;
+    Ok(waited(record))
+}
+
+/// A delegation by its request id (its requester's key, the requester's owner, or the service);
+/// with `wait`, holds until it ends (200) or the time passes (202).
+#[utoipa::path(get, path = "/api/delegations/{requestId}", tag = "delegation", operation_id = "getDelegation",
+    security(("bearerJwt" = []), ("agentKeyBearer" = []), ("agentKey" = [])),
+    params(("requestId" = Uuid, Path, description = "The delegation's request id"), WaitQuery),
+    responses(
+        (status = 200, description = "The delegation (with its result once ended)", body = DelegationAnswer),
+        (status = 202, description = "Not ended after waiting", body = DelegationAnswer),
+        (status = 400, description = "Invalid `wait`"),
+        (status = 401, description = "Missing or invalid credentials"),
+        (status = 404, description = "No such delegation of the caller's"),
+    ))]
+pub async fn get_delegation(
+    State(state): State<AppState>,
+    reader: Reader,
+    Ids(request_id): Ids<Uuid>,
+    query: Result<ApiQuery<WaitQuery>, ApiError>,
+) -> ApiResult<Response> {
+    let wait = wait_of(&state, query)?;
+    let requesters = match &reader {
+        Reader::Requesters(ids) => Some(ids.as_slice()),
+        Reader::Service => None,
+    };
+    let record = state.engine.read_delegation(request_id, requesters).await?;
+    if wait.is_none() {
+        return Ok(Json(answer(record)).into_response());
+    }
+    let record = state.engine.await_delegation(record.delegation.delegation_id, wait).await?;
+    Ok(waited(record))
+}
+
+/// One request as its target sees it.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InboundOut {
+    /// The delegation's request id (what the target's calls take).
+    pub request_id: Uuid,
+    /// Which attempt of the delegation this is.
+    pub attempt: i32,
+    /// The requester, by anonymous id.
+    pub requester_anonymous_id: Uuid,
+    /// The kind of work.
+    pub task_type: String,
+    /// Set for `custom`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub custom_type: Option<String>,
+    /// The work.
+    #[schema(value_type = Object)]
+    pub input: Value,
+    /// How long the attempt may take from its start.
+    pub timeout_ms: i64,
+    /// The attempt's status.
+    pub status: String,
+    /// Its output, once completed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub output: Option<Value>,
+    /// Why it ended, when it did not complete.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Offered.
+    pub created_at: DateTime<Utc>,
+    /// When it times out.
+    pub deadline: DateTime<Utc>,
+}
+
+fn inbound_out(i: InboxItem) -> InboundOut {
+    InboundOut {
+        request_id: i.request_id,
+        attempt: i.attempt,
+        requester_anonymous_id: i.requester_anonymous_id,
+        task_type: i.task_type,
+        custom_type: i.custom_type,
+        input: i.input,
+        timeout_ms: i.timeout_ms,
+        status: i.status,
+        output: i.output,
+        reason: i.reason,
+        created_at: i.created_at,
+        deadline: i.deadline,
+    }
+}
+
+/// The inbox answer.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct InboxOut {
+    /// Attempts waiting for this agent, oldest first (at most 100).
+    pub requests: Vec<InboundOut>,
+    /// How many wait.
+    pub total: i64,
+}
+
+/// The requests waiting for the agent; with `wait`, holds until one arrives or the time passes.
+#[utoipa::path(get, path = "/api/agents/{id}/delegations/inbox", tag = "delegation", operation_id = "delegationInbox",
+    security(("agentKeyBearer" = []), ("agentKey" = [])),
+    params(("id" = Uuid, Path, description = "The agent id (the key's own agent)"), WaitQuery),
+    responses(
+        (status = 200, description = "Waiting requests (possibly none)", body = InboxOut),
+        (status = 400, description = "Invalid `wait`"),
+        (status = 401, description = "Missing or unknown API key"),
+        (status = 403, description = "Another agent's key, or the agent is inactive"),
+    ))]
+pub async fn delegation_inbox(
+    State(state): State<AppState>,
+    AgentCaller(agent): AgentCaller,
+    query: Result<ApiQuery<WaitQuery>, ApiError>,
+) -> ApiResult<Json<InboxOut>> {
+    let wait = wait_of(&state, query)?;
+    let (items, total) = state.engine.delegation_inbox(agent.agent_id, wait).await?;
+    Ok(Json(InboxOut { requests: items.into_iter().map(inbound_out).collect(), total }))
+}
+
+/// Query of the listing.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ListQuery {
+    /// `outbound` (the agent's requests, default) or `inbound` (attempts addressed to it).
+    #[param(pattern = "^(inbound|outbound)$")]
+    pub direction: Option<String>,
+    /// Only this status.
+    #[param(pattern = "^(request|accepted|completed|rejected|timeout|error)$")]
+    pub status: Option<String>,
+    /// 1 to 200 (default 50).
+    pub limit: Option<i64>,
+    /// The `nextCursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+/// A page of the agent's delegations.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DelegationListOut {
+    /// `outbound` or `inbound`.
+    pub direction: String,
+    /// Outbound: the agent's delegations, newest first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delegations: Option<Vec<DelegationOut>>,
+    /// Inbound: attempts addressed to the agent, newest first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requests: Option<Vec<InboundOut>>,
+    /// The cursor of the next page, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<Uuid>,
+}
+
+/// The agent's delegations: the ones it asked for, or the attempts addressed to it.
+#[utoipa::path(get, path = "/api/agents/{id}/delegations", tag = "delegation", operation_id = "listDelegations",
+    security(("bearerJwt" = []), ("agentKeyBearer" = []), ("agentKey" = [])),
+    params(("id" = Uuid, Path, description = "The agent id"), ListQuery),
+    responses(
+        (status = 200, description = "A page, newest first", body = DelegationListOut),
+        (status = 400, description = "Invalid query"),
+        (status = 401, description = "Missing or invalid credentials"),
+        (status = 403, description = "Another agent's key, or not the owner's token"),
+        (status = 404, description = "Unknown agent"),
+    ))]
+pub async fn list_delegations(
+    State(state): State<AppState>,
+    AgentReader(agent): AgentReader,
+    ApiQuery(q): ApiQuery<ListQuery>,
+) -> ApiResult<Json<DelegationListOut>> {
+    let page = Page::parse(q.limit, q.cursor.as_deref())?;
+    if q.status.as_deref().is_some_and(|s| Status::parse(s).is_none()) {
+        return Err(ApiError::invalid("status must be one of request, accepted, completed, rejected, timeout, error"));
+    }
+    let mut conn = state.pool().acquire().await?;
+    match q.direction.as_deref().unwrap_or("outbound") {
+        "outbound" => {
+            let rows =
+                store::outbound(&mut conn, agent.agent_id, q.status.as_deref(), page.before, page.limit + 1).await?;
+            let next_cursor = (rows.len() as i64 > page.limit).then(|| rows[page.limit as usize - 1].delegation_id);
+            let mut out = Vec::new();
+            for d in rows.into_iter().take(page.limit as usize) {
+                let attempts = store::attempts(&mut conn, d.delegation_id).await?;
+                out.push(delegation_out(d, attempts));
+            }
+            Ok(Json(DelegationListOut {
+                direction: "outbound".into(),
+                delegations: Some(out),
+                requests: None,
+                next_cursor,
+            }))
+        }
+        "inbound" => {
+            let rows =
+                store::inbound(&mut conn, agent.agent_id, q.status.as_deref(), page.before, page.limit + 1).await?;
+            let next_cursor = (rows.len() as i64 > page.limit).then(|| rows[page.limit as usize - 1].delegation_id);
+            let out = rows.into_iter().take(page.limit as usize).map(inbound_out).collect();
+            Ok(Json(DelegationListOut {
+                direction: "inbound".into(),
+                delegations: None,
+                requests: Some(out),
+                next_cursor,
+            }))
+        }
+        _ => Err(ApiError::invalid("direction must be inbound or outbound")),
+    }
+}
+
+/// The accept answer.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AcceptedOut {
+    /// Always true.
+    pub accepted: bool,
+    /// The fenced token of this acceptance: `complete` and `fail` may present it.
+    pub claim_token: String,
+    /// When the attempt times out.
+    pub deadline: DateTime<Utc>,
+}
+
+/// Takes the request addressed to the agent: a compare-and-set from `request`, once.
+#[utoipa::path(post, path = "/api/agents/{id}/delegations/{requestId}/accept", tag = "delegation", operation_id = "acceptDelegation",
+    security(("agentKeyBearer" = []), ("agentKey" = [])),
+    params(("id" = Uuid, Path, description = "The agent id (the key's own agent)"),
+           ("requestId" = Uuid, Path, description = "The delegation's request id")),
+    responses(
+        (status = 200, description = "Accepted", body = AcceptedOut),
+        (status = 401, description = "Missing or unknown API key"),
+        (status = 403, description = "Another agent's key, or the agent is inactive"),
+        (status = 404, description = "No delegation of this id was ever addressed to the agent"),
+        (status = 409, description = "No longer `request` (`invalid_state`) or addressed elsewhere (`not_addressed`)"),
+    ))]
+pub async fn accept_delegation(
+    State(state): State<AppState>,
+    AgentCaller(agent): AgentCaller,
+    Ids((_, request_id)): Ids<(Uuid, Uuid)>,
+) -> ApiResult<Json<AcceptedOut>> {
+    let accepted = state.engine.accept_delegation(&agent, request_id).await?;
+    Ok(Json(AcceptedOut { accepted: true, claim_token: accepted.claim_token, deadline: accepted.deadline }))
+}
+
+/// Body of `complete`.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CompleteIn {
+    /// The result; must match the capability's output schema.
+    #[schema(value_type = Object)]
+    pub output: Value,
+    /// The accept's token (optional; when sent it must be this attempt's).
+    pub claim_token: Option<String>,
+}
+
+/// The answer of `complete`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct CompletedOut {
+    /// Always true.
+    pub completed: bool,
+}
+
+/// Hands back the result of an accepted request. A refused output leaves it `accepted`.
+#[utoipa::path(post, path = "/api/agents/{id}/delegations/{requestId}/complete", tag = "delegation", operation_id = "completeDelegation",
+    security(("agentKeyBearer" = []), ("agentKey" = [])),
+    params(("id" = Uuid, Path, description = "The agent id (the key's own agent)"),
+           ("requestId" = Uuid, Path, description = "The delegation's request id")),
+    request_body = CompleteIn,
+    responses(
+        (status = 200, description = "Completed", body = CompletedOut),
+        (status = 400, description = "Invalid body, or an output the schema refuses (`output_invalid`)"),
+        (status = 401, description = "Missing or unknown API key"),
+        (status = 403, description = "Another agent's key, or the agent is inactive"),
+        (status = 404, description = "No delegation of this id was ever addressed to the agent"),
+        (status = 409, description = "Not `accepted` (`invalid_state`), addressed elsewhere (`not_addressed`), or a stale token or passed deadline (`claim_stale`)"),
+    ))]
+pub async fn complete_delegation(
+    State(state): State<AppState>,
+    AgentCaller(agent): AgentCaller,
+    Ids((_, request_id)): Ids<(Uuid, Uuid)>,
+    ApiJson(body): ApiJson<CompleteIn>,
+) -> ApiResult<Json<CompletedOut>> {
+    state.engine.complete_delegation(&agent, request_id, &body.output, body.claim_token.as_deref()).await?;
+    Ok(Json(CompletedOut { completed: true }))
+}
+
+/// Body of `reject`.
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RejectIn {
+    /// Why (kept, at most 2 000 characters).
+    pub reason: Option<String>,
+}
+
+/// Body of `fail`.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FailIn {
+    /// What went wrong (kept, at most 2 000 characters).
+    pub error: String,
+    /// The accept's token (optional; when sent it must be this attempt's).
+    pub claim_token: Option<String>,
+}
+
+/// The answer of `reject` and `fail`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct EndedOut {
+    /// Always true.
+    pub ended: bool,
+}
+
+/// Declines a request (from `request` or `accepted`); the next target gets it if any is left.
+#[utoipa::path(post, path = "/api/agents/{id}/delegations/{requestId}/reject", tag = "delegation", operation_id = "rejectDelegation",
+    security(("agentKeyBearer" = []), ("agentKey" = [])),
+    params(("id" = Uuid, Path, description = "The agent id (the key's own agent)"),
+           ("requestId" = Uuid, Path, description = "The delegation's request id")),
+    request_body(content = RejectIn, description = "Optional"),
+    responses(
+        (status = 200, description = "Rejected", body = EndedOut),
+        (status = 400, description = "Invalid body"),
+        (status = 401, description = "Missing or unknown API key"),
+        (status = 403, description = "Another agent's key, or the agent is inactive"),
+        (status = 404, description = "No delegation of this id was ever addressed to the agent"),
+        (status = 409, description = "Already ended (`invalid_state`) or addressed elsewhere (`not_addressed`)"),
+    ))]
+pub async fn reject_delegation(
+    State(state): State<AppState>,
+    AgentCaller(agent): AgentCaller,
+    Ids((_, request_id)): Ids<(Uuid, Uuid)>,
+    OptionalJson(body): OptionalJson<RejectIn>,
+) -> ApiResult<Json<EndedOut>> {
+    state.engine.refuse_delegation(&agent, request_id, Event::Reject, body.reason.as_deref(), None).await?;
+    Ok(Json(EndedOut { ended: true }))
+}
+
+/// Reports that an accepted request failed; the next target gets it if any is left.
+#[utoipa::path(post, path = "/api/agents/{id}/delegations/{requestId}/fail", tag = "delegation", operation_id = "failDelegation",
+    security(("agentKeyBearer" = []), ("agentKey" = [])),
+    params(("id" = Uuid, Path, description = "The agent id (the key's own agent)"),
+           ("requestId" = Uuid, Path, description = "The delegation's request id")),
+    request_body = FailIn,
+    responses(
+        (status = 200, description = "Failed", body = EndedOut),
+        (status = 400, description = "Invalid body"),
+        (status = 401, description = "Missing or unknown API key"),
+        (status = 403, description = "Another agent's key, or the agent is inactive"),
+        (status = 404, description = "No delegation of this id was ever addressed to the agent"),
+        (status = 409, description = "Not `accepted` (`invalid_state`), addressed elsewhere (`not_addressed`), or a stale token (`claim_stale`)"),
+    ))]
+pub async fn fail_delegation(
+    State(state): State<AppState>,
+    AgentCaller(agent): AgentCaller,
+    Ids((_, request_id)): Ids<(Uuid, Uuid)>,
+    ApiJson(body): ApiJson<FailIn>,
+) -> ApiResult<Json<EndedOut>> {
+    state
+        .engine
+        .refuse_delegation(&agent, request_id, Event::Fail, Some(&body.error), body.claim_token.as_deref())
+        .await?;
+    Ok(Json(EndedOut { ended: true }))
+}

@@ -1,0 +1,632 @@
+//! Delegation end to end over HTTP: request, accept, execute, return; long-polls on both sides;
+//! fallback through reject, fail, accept timeout and execution timeout; races; stale timers; and
+//! every refusal leaving nothing changed.
+
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use crate::helpers::{Answer, TestAgent, TestApp};
+
+/// A code-review capability taking `{code: string}` and giving `{feedback: string}`, with a cost
+/// that orders discovery (cheaper ranks higher).
+fn capability(cost: f64) -> Value {
+    json!({
+        "taskType": "code-review",
+        "inputSchema": {"type": "object", "required": ["code"], "properties": {"code": {"type": "string"}}},
+        "outputSchema": {"type": "object", "required": ["feedback"], "properties": {"feedback": {"type": "string"}}},
+        "estimatedCostUsd": cost,
+    })
+}
+
+/// A target agent and its anonymous id.
+struct Target {
+    agent: TestAgent,
+    anon: String,
+}
+
+/// A requester and `n` targets, ranked in order (the first is discovery's best).
+async fn setup(app: &TestApp, n: usize) -> (TestAgent, Vec<Target>) {
+    let requester = app.register_agent("requester").await;
+    let mut targets = Vec::new();
+    for i in 0..n {
+        let agent = app.register_agent(&format!("target-{i}")).await;
+        let put = app.agent_call(&agent, Method::PUT, "/capabilities", Some(&capability(1.0 + i as f64 * 10.0))).await;
+        assert_eq!(put.status, StatusCode::CREATED, "{}", put.text);
+        let anon = put.body["anonymousAgentId"].as_str().unwrap().to_owned();
+        targets.push(Target { agent, anon });
+    }
+    (requester, targets)
+}
+
+impl TestApp {
+    /// A call on any path with the agent's key.
+    async fn keyed(&self, agent: &TestAgent, method: Method, path: &str, body: Option<&Value>) -> Answer {
+        let mut req = self.client.request(method, format!("{}{path}", self.base)).header("x-api-key", &agent.key);
+        if let Some(b) = body {
+            req = req.json(b);
+        }
+        let resp = req.send().await.unwrap();
+        let status = resp.status();
+        let text = resp.text().await.unwrap();
+        Answer { status, body: serde_json::from_str(&text).unwrap_or(Value::Null), text }
+    }
+
+    async fn delegate(&self, requester: &TestAgent, body: &Value) -> Answer {
+        self.keyed(requester, Method::POST, "/api/agents/delegate", Some(body)).await
+    }
+
+    async fn act(&self, target: &TestAgent, request_id: &str, verb: &str, body: Option<&Value>) -> Answer {
+        self.agent_call(target, Method::POST, &format!("/delegations/{request_id}/{verb}"), body).await
+    }
+
+    async fn inbox(&self, target: &TestAgent, wait: Option<u64>) -> Answer {
+        let path = match wait {
+            Some(w) => format!("/delegations/inbox?wait={w}"),
+            None => "/delegations/inbox".to_owned(),
+        };
+        let answer = self.agent_call(target, Method::GET, &path, None).await;
+        assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
+        answer
+    }
+
+    /// Waits (by long-polls, at most `limit`) for the delegation to end; returns the last answer.
+    async fn until_ended(&self, requester: &TestAgent, request_id: &str, limit: Duration) -> Answer {
+        let started = std::time::Instant::now();
+        loop {
+            let a = self.keyed(requester, Method::GET, &format!("/api/delegations/{request_id}?wait=5"), None).await;
+            if a.status == StatusCode::OK || started.elapsed() > limit {
+                return a;
+            }
+        }
+    }
+
+    /// Waits (at most `limit`) until `target`'s inbox holds the request.
+    async fn until_offered(&self, target: &TestAgent, request_id: &str, limit: Duration) {
+        let started = std::time::Instant::now();
+        loop {
+            let inbox = self.inbox(target, Some(2)).await;
+            if inbox.body["requests"].as_array().unwrap().iter().any(|r| r["requestId"] == request_id) {
+                return;
+            }
+            assert!(started.elapsed() < limit, "never offered to the target");
+        }
+    }
+
+    async fn delegation_id(&self, request_id: &str) -> Uuid {
+        sqlx::query_scalar("SELECT delegation_id FROM delegations WHERE request_id = $1")
+            .bind(request_id.parse::<Uuid>().unwrap())
+            .fetch_one(&self.pool)
+            .await
+            .unwrap()
+    }
+
+    /// (status, retries_used) of the delegation and its attempts' (status, reason).
+    async fn stored(&self, request_id: &str) -> (String, i32, Vec<(String, Option<String>)>) {
+        let id = self.delegation_id(request_id).await;
+        let (status, retries): (String, i32) =
+            sqlx::query_as("SELECT status, retries_used FROM delegations WHERE delegation_id = $1")
+                .bind(id)
+                .fetch_one(&self.pool)
+                .await
+                .unwrap();
+        let attempts =
+            sqlx::query_as("SELECT status, reason FROM delegation_attempts WHERE delegation_id = $1 ORDER BY attempt")
+                .bind(id)
+                .fetch_all(&self.pool)
+                .await
+                .unwrap();
+        (status, retries, attempts)
+    }
+}
+
+fn body(requester: &TestAgent, request_id: &str, target: Option<&str>) -> Value {
+    let mut b = json!({
+        "requestId": request_id,
+        "agentId": requester.id,
+        "taskType": "code-review",
+        "input": {"code": "fn main() {}"},
+    });
+    if let Some(t) = target {
+        b["targetAnonymousId"] = json!(t);
+    }
+    b
+}
+
+async fn spawn() -> TestApp {
+    TestApp::spawn_with(|c| c.delegation_accept_timeout = Duration::from_secs(2)).await
+}
+
+#[tokio::test]
+async fn request_accept_execute_return_with_waits_on_both_sides() {
+    let app = spawn().await;
+    let (requester, targets) = setup(&app, 1).await;
+    let target = &targets[0];
+    let rid = Uuid::new_v4().to_string();
+
+    // The target waits on its inbox before anything is there; the request wakes it.
+    let waiting_inbox = {
+        let (client, base, agent) = (app.client.clone(), app.base.clone(), target.agent.clone());
+        tokio::spawn(async move {
+            let r = client
+                .get(format!("{base}/api/agents/{}/delegations/inbox?wait=5", agent.id))
+                .header("x-api-key", &agent.key)
+                .send()
+                .await
+                .unwrap();
+            r.json::<Value>().await.unwrap()
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let asked = app.delegate(&requester, &body(&requester, &rid, Some(&target.anon))).await;
+    assert_eq!(asked.status, StatusCode::ACCEPTED, "{}", asked.text);
+    let d = &asked.body["delegation"];
+    assert_eq!(d["status"], "request");
+    assert_eq!(d["retriesUsed"], 0);
+    assert_eq!(d["attempts"][0]["targetAnonymousId"], target.anon.as_str());
+    assert!(!asked.text.contains(&target.agent.id), "the requester sees the target only by anonymous id");
+
+    let inbox = waiting_inbox.await.unwrap();
+    assert_eq!(inbox["total"], 1, "{inbox}");
+    let item = &inbox["requests"][0];
+    assert_eq!(item["requestId"], rid.as_str());
+    assert_eq!(item["input"], json!({"code": "fn main() {}"}));
+    assert_eq!(item["timeoutMs"], 30000);
+    let requester_anon = item["requesterAnonymousId"].as_str().unwrap();
+    assert_ne!(requester_anon, requester.id);
+    assert!(!inbox.to_string().contains(&requester.id), "the target sees the requester only by anonymous id");
+
+    // The requester waits for the result.
+    let waiting_result = {
+        let (client, base, agent, rid) = (app.client.clone(), app.base.clone(), requester.clone(), rid.clone());
+        tokio::spawn(async move {
+            let r = client
+                .get(format!("{base}/api/delegations/{rid}?wait=5"))
+                .header("x-api-key", &agent.key)
+                .send()
+                .await
+                .unwrap();
+            (r.status(), r.json::<Value>().await.unwrap())
+        })
+    };
+
+    let accepted = app.act(&target.agent, &rid, "accept", None).await;
+    assert_eq!(accepted.status, StatusCode::OK, "{}", accepted.text);
+    assert_eq!(accepted.body["accepted"], true);
+    let token = accepted.body["claimToken"].as_str().unwrap().to_owned();
+    assert!(accepted.body["deadline"].is_string());
+    assert_eq!(app.inbox(&target.agent, None).await.body["total"], 0, "an accepted request leaves the inbox");
+
+    // A wrong output is refused and the attempt stays accepted, so it can be fixed.
+    let wrong =
+        app.act(&target.agent, &rid, "complete", Some(&json!({"output": {"feedback": 5}, "claimToken": token}))).await;
+    wrong.assert_error(StatusCode::BAD_REQUEST, "output_invalid");
+    assert!(wrong.text.contains("feedback"), "{}", wrong.text);
+    assert_eq!(app.stored(&rid).await.0, "accepted");
+
+    let done = app
+        .act(&target.agent, &rid, "complete", Some(&json!({"output": {"feedback": "fine"}, "claimToken": token})))
+        .await;
+    assert_eq!(done.status, StatusCode::OK, "{}", done.text);
+    assert_eq!(done.body, json!({"completed": true}));
+
+    let (status, waited) = tokio::time::timeout(Duration::from_secs(10), waiting_result).await.unwrap().unwrap();
+    assert_eq!(status, StatusCode::OK, "{waited}");
+    assert_eq!(waited["result"]["status"], "completed");
+    assert_eq!(waited["result"]["output"], json!({"feedback": "fine"}));
+    assert_eq!(waited["result"]["retriesUsed"], 0);
+    assert!(waited["result"]["executionTimeMs"].as_i64().unwrap() >= 0);
+    assert_eq!(waited["delegation"]["attempts"][0]["status"], "completed");
+
+    // Both sides' listings; the owner and the service read it too.
+    let out = app.agent_call(&requester, Method::GET, "/delegations?direction=outbound", None).await;
+    assert_eq!(out.body["delegations"][0]["requestId"], rid.as_str(), "{}", out.text);
+    let inbound =
+        app.agent_call(&target.agent, Method::GET, "/delegations?direction=inbound&status=completed", None).await;
+    assert_eq!(inbound.body["requests"][0]["requestId"], rid.as_str(), "{}", inbound.text);
+    assert_eq!(inbound.body["requests"][0]["output"], json!({"feedback": "fine"}));
+    assert!(!inbound.text.contains(&requester.id));
+    let by_owner = app.get(&format!("/api/delegations/{rid}"), &app.user_token("requester")).await;
+    assert_eq!(by_owner.status, StatusCode::OK, "{}", by_owner.text);
+    let by_service = app.get(&format!("/api/delegations/{rid}"), &app.service_token()).await;
+    assert_eq!(by_service.status, StatusCode::OK, "{}", by_service.text);
+
+    // Its end counted for the target.
+    let counted: i64 = sqlx::query_scalar(
+        "SELECT sum(attempts_completed + accepted_completed)::bigint FROM agent_trust_days WHERE agent_id = $1",
+    )
+    .bind(target.agent.id.parse::<Uuid>().unwrap())
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(counted, 2);
+}
+
+#[tokio::test]
+async fn wait_on_delegate_answers_the_result_once_completed() {
+    let app = spawn().await;
+    let (requester, targets) = setup(&app, 1).await;
+    let rid = Uuid::new_v4().to_string();
+    let asking = {
+        let (client, base, agent, b) =
+            (app.client.clone(), app.base.clone(), requester.clone(), body(&requester, &rid, None));
+        tokio::spawn(async move {
+            let r = client
+                .post(format!("{base}/api/agents/delegate?wait=5"))
+                .header("x-api-key", &agent.key)
+                .json(&b)
+                .send()
+                .await
+                .unwrap();
+            (r.status(), r.json::<Value>().await.unwrap())
+        })
+    };
+    app.until_offered(&targets[0].agent, &rid, Duration::from_secs(10)).await;
+    assert_eq!(app.act(&targets[0].agent, &rid, "accept", None).await.status, StatusCode::OK);
+    let done = app.act(&targets[0].agent, &rid, "complete", Some(&json!({"output": {"feedback": "ok"}}))).await;
+    assert_eq!(done.status, StatusCode::OK, "{}", done.text);
+    let (status, answer) = asking.await.unwrap();
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["result"]["status"], "completed");
+    assert_eq!(answer["delegation"]["requestId"], rid.as_str());
+}
+
+#[tokio::test]
+async fn a_request_id_is_idempotent_for_the_same_body_and_refused_for_another() {
+    let app = spawn().await;
+    let (requester, targets) = setup(&app, 1).await;
+    let rid = Uuid::new_v4().to_string();
+    let b = body(&requester, &rid, Some(&targets[0].anon));
+    let first = app.delegate(&requester, &b).await;
+    assert_eq!(first.status, StatusCode::ACCEPTED, "{}", first.text);
+    let again = app.delegate(&requester, &b).await;
+    assert_eq!(again.status, StatusCode::ACCEPTED, "{}", again.text);
+    assert_eq!(again.body["delegation"]["createdAt"], first.body["delegation"]["createdAt"]);
+    assert_eq!((app.count("delegations").await, app.count("delegation_attempts").await), (1, 1));
+    let mut other = b.clone();
+    other["input"] = json!({"code": "something else"});
+    app.delegate(&requester, &other).await.assert_error(StatusCode::CONFLICT, "request_id_reused");
+    assert_eq!((app.count("delegations").await, app.count("delegation_attempts").await), (1, 1));
+}
+
+#[tokio::test]
+async fn every_refusal_is_the_documented_4xx_and_changes_nothing() {
+    let app = spawn().await;
+    let (requester, targets) = setup(&app, 2).await;
+    let stranger = app.register_agent("stranger").await;
+    let rid = Uuid::new_v4().to_string();
+
+    // Asking: another agent's id, bad input, an unknown target, an ineligible target, bad fields.
+    let mut b = body(&requester, &rid, Some(&targets[0].anon));
+    b["agentId"] = json!(stranger.id);
+    app.delegate(&requester, &b).await.assert_error(StatusCode::FORBIDDEN, "forbidden");
+    let mut b = body(&requester, &rid, Some(&targets[0].anon));
+    b["input"] = json!({"code": 42});
+    let bad = app.delegate(&requester, &b).await;
+    bad.assert_error(StatusCode::BAD_REQUEST, "input_invalid");
+    assert!(bad.text.contains("/code"), "names the field: {}", bad.text);
+    let b = body(&requester, &rid, Some(&Uuid::new_v4().to_string()));
+    app.delegate(&requester, &b).await.assert_error(StatusCode::NOT_FOUND, "unknown_target");
+    let caps = app.agent_call(&targets[1].agent, Method::GET, "/capabilities", None).await;
+    let cap_id = caps.body["capabilities"][0]["id"].as_str().unwrap().to_owned();
+    let off = app
+        .agent_call(
+            &targets[1].agent,
+            Method::PUT,
+            &format!("/capabilities/{cap_id}/permissions"),
+            Some(&json!({"acceptDelegations": false})),
+        )
+        .await;
+    assert_eq!(off.status, StatusCode::OK, "{}", off.text);
+    let not_eligible = app.delegate(&requester, &body(&requester, &rid, Some(&targets[1].anon))).await;
+    not_eligible.assert_error(StatusCode::BAD_REQUEST, "target_not_eligible");
+    assert!(not_eligible.text.contains("does not accept delegations"), "{}", not_eligible.text);
+    let mine = app.agent_call(&requester, Method::PUT, "/capabilities", Some(&capability(0.5))).await;
+    let own_anon = mine.body["anonymousAgentId"].as_str().unwrap().to_owned();
+    app.delegate(&requester, &body(&requester, &rid, Some(&own_anon)))
+        .await
+        .assert_error(StatusCode::BAD_REQUEST, "target_not_eligible");
+    let mut b = body(&requester, &rid, None);
+    b["maxRetries"] = json!(11);
+    app.delegate(&requester, &b).await.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
+    let mut b = body(&requester, &rid, None);
+    b["timeoutMs"] = json!(86_400_001);
+    app.delegate(&requester, &b).await.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
+    let no_key = app.call(Method::POST, "/api/agents/delegate", None, Some(&body(&requester, &rid, None))).await;
+    no_key.assert_error(StatusCode::UNAUTHORIZED, "unauthorized");
+    assert_eq!((app.count("delegations").await, app.count("delegation_attempts").await), (0, 0));
+
+    // One real delegation to target 0.
+    let asked = app.delegate(&requester, &body(&requester, &rid, Some(&targets[0].anon))).await;
+    assert_eq!(asked.status, StatusCode::ACCEPTED, "{}", asked.text);
+    let before = app.stored(&rid).await;
+
+    // Someone else's: the stranger can neither act on it nor read it.
+    app.act(&stranger, &rid, "accept", None).await.assert_error(StatusCode::NOT_FOUND, "not_found");
+    app.keyed(&stranger, Method::GET, &format!("/api/delegations/{rid}"), None)
+        .await
+        .assert_error(StatusCode::NOT_FOUND, "not_found");
+    app.get(&format!("/api/delegations/{rid}"), &app.user_token("stranger"))
+        .await
+        .assert_error(StatusCode::NOT_FOUND, "not_found");
+    // Another agent's path with the target's key.
+    let path = format!("/api/agents/{}/delegations/{rid}/accept", stranger.id);
+    app.keyed(&targets[0].agent, Method::POST, &path, None).await.assert_error(StatusCode::FORBIDDEN, "forbidden");
+    // Wrong state: fail and complete before accepting.
+    app.act(&targets[0].agent, &rid, "fail", Some(&json!({"error": "x"})))
+        .await
+        .assert_error(StatusCode::CONFLICT, "invalid_state");
+    app.act(&targets[0].agent, &rid, "complete", Some(&json!({"output": {"feedback": "x"}})))
+        .await
+        .assert_error(StatusCode::CONFLICT, "invalid_state");
+    // Bad bodies.
+    app.act(&targets[0].agent, &rid, "fail", Some(&json!({})))
+        .await
+        .assert_error(StatusCode::BAD_REQUEST, "invalid_body");
+    assert_eq!(app.stored(&rid).await, before);
+
+    // Accepted: a second accept and a stale token are refused.
+    assert_eq!(app.act(&targets[0].agent, &rid, "accept", None).await.status, StatusCode::OK);
+    app.act(&targets[0].agent, &rid, "accept", None).await.assert_error(StatusCode::CONFLICT, "invalid_state");
+    let stale =
+        json!({"output": {"feedback": "x"}, "claimToken": "ct_AAAAAAAAAAEAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"});
+    app.act(&targets[0].agent, &rid, "complete", Some(&stale)).await.assert_error(StatusCode::CONFLICT, "claim_stale");
+    let after = app.stored(&rid).await;
+    assert_eq!((after.0.as_str(), after.2[0].0.as_str()), ("accepted", "accepted"));
+}
+
+#[tokio::test]
+async fn fallback_moves_through_reject_fail_and_accept_timeout_until_exhausted() {
+    let app = spawn().await;
+    let (requester, targets) = setup(&app, 3).await;
+    let rid = Uuid::new_v4().to_string();
+    // No target named: discovery's best (target 0) gets it first.
+    let asked = app.delegate(&requester, &body(&requester, &rid, None)).await;
+    assert_eq!(asked.status, StatusCode::ACCEPTED, "{}", asked.text);
+    assert_eq!(asked.body["delegation"]["attempts"][0]["targetAnonymousId"], targets[0].anon.as_str());
+
+    // Target 0 rejects: target 1 is offered it in the same transaction.
+    let r = app.act(&targets[0].agent, &rid, "reject", Some(&json!({"reason": "busy"}))).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    assert_eq!(app.inbox(&targets[1].agent, None).await.body["total"], 1);
+    // A late call of the rejecting target is refused: it is addressed elsewhere now.
+    app.act(&targets[0].agent, &rid, "accept", None).await.assert_error(StatusCode::CONFLICT, "not_addressed");
+
+    // Target 1 accepts, then fails: target 2 is offered it.
+    let acc = app.act(&targets[1].agent, &rid, "accept", None).await;
+    let token = acc.body["claimToken"].as_str().unwrap().to_owned();
+    let f = app.act(&targets[1].agent, &rid, "fail", Some(&json!({"error": "crashed", "claimToken": token}))).await;
+    assert_eq!(f.status, StatusCode::OK, "{}", f.text);
+    assert_eq!(app.inbox(&targets[2].agent, None).await.body["total"], 1);
+
+    // Target 2 never accepts: the accept timeout (2 s here) ends it, nobody is left.
+    let ended = app.until_ended(&requester, &rid, Duration::from_secs(20)).await;
+    assert_eq!(ended.status, StatusCode::OK, "{}", ended.text);
+    assert_eq!(ended.body["result"]["status"], "timeout");
+    assert_eq!(ended.body["result"]["retriesUsed"], 2);
+    let attempts = ended.body["delegation"]["attempts"].as_array().unwrap();
+    let seen: Vec<(&str, &str)> =
+        attempts.iter().map(|a| (a["targetAnonymousId"].as_str().unwrap(), a["status"].as_str().unwrap())).collect();
+    assert_eq!(
+        seen,
+        vec![
+            (targets[0].anon.as_str(), "rejected"),
+            (targets[1].anon.as_str(), "error"),
+            (targets[2].anon.as_str(), "timeout")
+        ]
+    );
+    assert_eq!(attempts[0]["reason"], "busy");
+    assert_eq!(attempts[1]["reason"], "crashed");
+    assert_eq!(attempts[2]["reason"], "not accepted in time");
+    assert_eq!(app.inbox(&targets[2].agent, None).await.body["total"], 0);
+}
+
+#[tokio::test]
+async fn an_execution_timeout_moves_to_the_next_target_within_max_retries() {
+    let app = spawn().await;
+    let (requester, targets) = setup(&app, 3).await;
+    let rid = Uuid::new_v4().to_string();
+    let mut b = body(&requester, &rid, None);
+    b["timeoutMs"] = json!(1500);
+    b["maxRetries"] = json!(1);
+    assert_eq!(app.delegate(&requester, &b).await.status, StatusCode::ACCEPTED);
+    assert_eq!(app.act(&targets[0].agent, &rid, "accept", None).await.status, StatusCode::OK);
+    // Not finished in time: target 1 gets it (the one retry).
+    app.until_offered(&targets[1].agent, &rid, Duration::from_secs(20)).await;
+    let (status, retries, attempts) = app.stored(&rid).await;
+    assert_eq!((status.as_str(), retries), ("request", 1));
+    assert_eq!(attempts[0], ("timeout".to_owned(), Some("not finished in time".to_owned())));
+    // It rejects: retries are used up, so the delegation ends rejected though target 2 is left.
+    assert_eq!(app.act(&targets[1].agent, &rid, "reject", None).await.status, StatusCode::OK);
+    let (status, retries, attempts) = app.stored(&rid).await;
+    assert_eq!((status.as_str(), retries, attempts.len()), ("rejected", 1, 2));
+    assert_eq!(app.inbox(&targets[2].agent, None).await.body["total"], 0);
+}
+
+#[tokio::test]
+async fn without_fallback_the_first_end_is_final() {
+    let app = spawn().await;
+    let (requester, targets) = setup(&app, 2).await;
+    let rid = Uuid::new_v4().to_string();
+    let mut b = body(&requester, &rid, None);
+    b["fallbackEnabled"] = json!(false);
+    assert_eq!(app.delegate(&requester, &b).await.status, StatusCode::ACCEPTED);
+    assert_eq!(app.act(&targets[0].agent, &rid, "reject", None).await.status, StatusCode::OK);
+    let (status, retries, attempts) = app.stored(&rid).await;
+    assert_eq!((status.as_str(), retries, attempts.len()), ("rejected", 0, 1));
+}
+
+#[tokio::test]
+async fn sixteen_concurrent_accepts_of_one_attempt_have_one_winner() {
+    let app = spawn().await;
+    let (requester, targets) = setup(&app, 1).await;
+    let rid = Uuid::new_v4().to_string();
+    assert_eq!(app.delegate(&requester, &body(&requester, &rid, None)).await.status, StatusCode::ACCEPTED);
+    let calls = (0..16).map(|_| {
+        let (client, base, agent, rid) = (app.client.clone(), app.base.clone(), targets[0].agent.clone(), rid.clone());
+        tokio::spawn(async move {
+            client
+                .post(format!("{base}/api/agents/{}/delegations/{rid}/accept", agent.id))
+                .header("x-api-key", &agent.key)
+                .send()
+                .await
+                .unwrap()
+                .status()
+        })
+    });
+    let statuses: Vec<StatusCode> = futures::future::join_all(calls).await.into_iter().map(Result::unwrap).collect();
+    assert_eq!(statuses.iter().filter(|s| **s == StatusCode::OK).count(), 1, "{statuses:?}");
+    assert_eq!(statuses.iter().filter(|s| **s == StatusCode::CONFLICT).count(), 15, "{statuses:?}");
+    assert_eq!(app.stored(&rid).await.0, "accepted");
+}
+
+#[tokio::test]
+async fn a_complete_after_the_deadline_loses_to_the_timeout_and_one_before_wins() {
+    let app = spawn().await;
+    let (requester, targets) = setup(&app, 1).await;
+
+    // Before the deadline: completed, and the timer that comes due later changes nothing.
+    let won = Uuid::new_v4().to_string();
+    let mut b = body(&requester, &won, None);
+    b["timeoutMs"] = json!(1000);
+    assert_eq!(app.delegate(&requester, &b).await.status, StatusCode::ACCEPTED);
+    assert_eq!(app.act(&targets[0].agent, &won, "accept", None).await.status, StatusCode::OK);
+    let done = app.act(&targets[0].agent, &won, "complete", Some(&json!({"output": {"feedback": "quick"}}))).await;
+    assert_eq!(done.status, StatusCode::OK, "{}", done.text);
+
+    // After the deadline: the timeout is the one outcome, the complete is 409.
+    let lost = Uuid::new_v4().to_string();
+    let mut b = body(&requester, &lost, None);
+    b["timeoutMs"] = json!(1000);
+    assert_eq!(app.delegate(&requester, &b).await.status, StatusCode::ACCEPTED);
+    assert_eq!(app.act(&targets[0].agent, &lost, "accept", None).await.status, StatusCode::OK);
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let late = app.act(&targets[0].agent, &lost, "complete", Some(&json!({"output": {"feedback": "slow"}}))).await;
+    assert_eq!(late.status, StatusCode::CONFLICT, "{}", late.text);
+    let ended = app.until_ended(&requester, &lost, Duration::from_secs(20)).await;
+    assert_eq!(ended.body["result"]["status"], "timeout", "{}", ended.text);
+    assert!(ended.body["result"].get("output").is_none());
+
+    // By now the first one's timer has come due as well: still completed.
+    let (status, _, attempts) = app.stored(&won).await;
+    assert_eq!((status.as_str(), attempts[0].0.as_str()), ("completed", "completed"));
+}
+
+#[tokio::test]
+async fn duplicate_early_and_stale_timer_deliveries_change_nothing() {
+    let app = spawn().await;
+    let (requester, targets) = setup(&app, 2).await;
+    let rid = Uuid::new_v4().to_string();
+    assert_eq!(app.delegate(&requester, &body(&requester, &rid, None)).await.status, StatusCode::ACCEPTED);
+    let id = app.delegation_id(&rid).await;
+    let engine = &app.state.engine;
+    let timer = |attempt| parley_jobs::DelegationTimeout { delegation_id: id, attempt };
+
+    // Early: the attempt is not due yet.
+    assert!(!engine.time_out_delegation(timer(1)).await.unwrap());
+    // For an attempt that does not exist (yet).
+    assert!(!engine.time_out_delegation(timer(2)).await.unwrap());
+    assert_eq!(app.stored(&rid).await.0, "request");
+
+    // Target 0 rejects; a late timer of attempt 1 does nothing to attempt 2.
+    assert_eq!(app.act(&targets[0].agent, &rid, "reject", None).await.status, StatusCode::OK);
+    let before = app.stored(&rid).await;
+    assert!(!engine.time_out_delegation(timer(1)).await.unwrap());
+    assert_eq!(app.stored(&rid).await, before);
+
+    // Completed: every delivery, again and again, does nothing.
+    assert_eq!(app.act(&targets[1].agent, &rid, "accept", None).await.status, StatusCode::OK);
+    let done = app.act(&targets[1].agent, &rid, "complete", Some(&json!({"output": {"feedback": "ok"}}))).await;
+    assert_eq!(done.status, StatusCode::OK, "{}", done.text);
+    let finished = app.stored(&rid).await;
+    for _ in 0..2 {
+        assert!(!engine.time_out_delegation(timer(2)).await.unwrap());
+        assert!(!engine.time_out_delegation(timer(1)).await.unwrap());
+    }
+    assert_eq!(app.stored(&rid).await, finished);
+    // No pending timer is left for it.
+    let pending: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM apalis.jobs WHERE job_type = 'parley.delegation_timeout' AND status = 'Pending'",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(pending, 0);
+}
+
+/// Sets a permission of the agent's one capability.
+async fn permit(app: &TestApp, agent: &TestAgent, patch: &Value) {
+    let caps = app.agent_call(agent, Method::GET, "/capabilities", None).await;
+    let id = caps.body["capabilities"][0]["id"].as_str().unwrap().to_owned();
+    let r = app.agent_call(agent, Method::PUT, &format!("/capabilities/{id}/permissions"), Some(patch)).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+}
+
+#[tokio::test]
+async fn the_outbound_limit_refuses_with_retry_after_and_retries_of_a_request_still_answer() {
+    let app = spawn().await;
+    let (requester, _targets) = setup(&app, 1).await;
+    let own = app
+        .agent_call(
+            &requester,
+            Method::PUT,
+            "/capabilities",
+            Some(&json!({
+                "taskType": "testing", "inputSchema": {}, "outputSchema": {}
+            })),
+        )
+        .await;
+    assert_eq!(own.status, StatusCode::CREATED, "{}", own.text);
+    permit(&app, &requester, &json!({"outboundRateLimit": 2})).await;
+    let first = body(&requester, &Uuid::new_v4().to_string(), None);
+    assert_eq!(app.delegate(&requester, &first).await.status, StatusCode::ACCEPTED);
+    assert_eq!(
+        app.delegate(&requester, &body(&requester, &Uuid::new_v4().to_string(), None)).await.status,
+        StatusCode::ACCEPTED
+    );
+    let refused = app.delegate(&requester, &body(&requester, &Uuid::new_v4().to_string(), None)).await;
+    refused.assert_error(StatusCode::TOO_MANY_REQUESTS, "rate_limited");
+    let resp = app
+        .client
+        .post(format!("{}/api/agents/delegate", app.base))
+        .header("x-api-key", &requester.key)
+        .json(&body(&requester, &Uuid::new_v4().to_string(), None))
+        .send()
+        .await
+        .unwrap();
+    let retry_after: u64 = resp.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((1..=60).contains(&retry_after), "{retry_after}");
+    assert_eq!(app.count("delegations").await, 2);
+    // The same request again is an answer, not a new delegation.
+    assert_eq!(app.delegate(&requester, &first).await.status, StatusCode::ACCEPTED);
+}
+
+#[tokio::test]
+async fn a_target_at_its_inbound_limit_is_skipped_as_rejected_rate_limited() {
+    let app = spawn().await;
+    let (requester, targets) = setup(&app, 2).await;
+    permit(&app, &targets[0].agent, &json!({"inboundRateLimit": 1})).await;
+    let first = Uuid::new_v4().to_string();
+    assert_eq!(app.delegate(&requester, &body(&requester, &first, None)).await.status, StatusCode::ACCEPTED);
+    let second = Uuid::new_v4().to_string();
+    let asked = app.delegate(&requester, &body(&requester, &second, None)).await;
+    assert_eq!(asked.status, StatusCode::ACCEPTED, "{}", asked.text);
+    let d = &asked.body["delegation"];
+    assert_eq!((d["status"].as_str(), d["retriesUsed"].as_i64()), (Some("request"), Some(1)), "{d}");
+    assert_eq!(d["attempts"][0]["targetAnonymousId"], targets[0].anon.as_str());
+    assert_eq!(d["attempts"][0]["status"], "rejected");
+    assert_eq!(d["attempts"][0]["reason"], "rate_limited");
+    assert_eq!(d["attempts"][1]["targetAnonymousId"], targets[1].anon.as_str());
+    assert_eq!(app.inbox(&targets[0].agent, None).await.body["total"], 1);
+    assert_eq!(app.inbox(&targets[1].agent, None).await.body["total"], 1);
+
+    // Without retries the skip is the end.
+    let third = Uuid::new_v4().to_string();
+    let mut b = body(&requester, &third, Some(&targets[0].anon));
+    b["maxRetries"] = json!(0);
+    let ended = app.delegate(&requester, &b).await;
+    assert_eq!(ended.body["delegation"]["status"], "rejected", "{}", ended.text);
+    assert_eq!(ended.body["result"]["status"], "rejected");
+}
