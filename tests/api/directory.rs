@@ -621,8 +621,12 @@ async fn discovery_and_ranking_never_run_the_full_trust_computation() {
     let assessed = ranked.body["candidates"].as_array().unwrap().len() + ranked.body["rejected"].as_array().unwrap().len();
     assert_eq!(assessed, 3, "{}", ranked.text);
 
-    // New counters still reach discovery at once: the best agent has a very bad day.
-    record(&app, &agents[2], 1, 0, 90).await;
+    // New counters still reach discovery at once: the best agent's day turns very bad.
+    sqlx::query("UPDATE agent_trust_days SET claims_expired = claims_expired + 100 WHERE agent_id = $1")
+        .bind(agents[2].id.parse::<Uuid>().unwrap())
+        .execute(&app.pool)
+        .await
+        .unwrap();
     let found = discover(&app, "taskType=code-review").await;
     assert_eq!(percentiles(&found, "results"), [0, 50, 100]);
     let worst = found.body["results"].as_array().unwrap().iter().find(|r| r["trustScorePercentile"] == 0).unwrap()["anonymousAgentId"].clone();
