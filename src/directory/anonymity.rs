@@ -5,6 +5,12 @@
 //! capabilities). At most one id per agent is current (a unique partial index), so two callers
 //! replacing the same id at once end with one new id. Old ids are kept: they still resolve, so
 //! records made under them keep pointing at their agent.
+//!
+//! Every agent with a capability has a current id row: a database trigger issues one, already
+//! expired, when its first capability arrives without one (so its first real use replaces it).
+//! A discovery therefore only has to look for current ids that expired ([`refresh_expired`]:
+//! one range read of a small partial index, empty on almost every request) instead of
+//! refreshing every agent it may show.
 
 use std::time::Duration;
 
@@ -42,6 +48,29 @@ pub async fn refresh(conn: &mut PgConnection, agents: &[Uuid], ttl: Duration) ->
     .execute(conn)
     .await?;
     Ok(())
+}
+
+/// Replaces the expired current ids of the agents with an enabled capability of `task_type` (any
+/// kind when `None`) and `custom_type` (any when `None`): the agents a discovery or ranking of
+/// that kind may show. Nothing is written when none expired, the usual case.
+pub async fn refresh_expired(
+    conn: &mut PgConnection,
+    task_type: Option<&str>,
+    custom_type: Option<&str>,
+    ttl: Duration,
+) -> sqlx::Result<()> {
+    let expired = sqlx::query_scalar!(
+        r#"SELECT ai.agent_id FROM anonymous_ids ai
+            WHERE ai.current AND ai.expires_at <= now()
+              AND EXISTS (SELECT 1 FROM capabilities c
+                           WHERE c.agent_id = ai.agent_id AND c.enabled
+                             AND ($1::text IS NULL OR c.task_type = $1) AND ($2::text IS NULL OR c.custom_type = $2))"#,
+        task_type,
+        custom_type
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    refresh(conn, &expired, ttl).await
 }
 
 /// The agent's current anonymous id, issuing a new one first when it has none or it expired.

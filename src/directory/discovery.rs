@@ -11,8 +11,9 @@
 //!
 //! with trust the percentile, maxCost = `maxCostUsd` or 100, maxLatency = `maxLatencyMs` or
 //! 30 000, an unknown cost or latency counting 0.5, computed in exact decimals and rounded to 4
-//! places; ties go by anonymous id. The whole ranking is one query (trust included), so only the
-//! shown rows leave the database. Rows carry the anonymous id, never the agent's id or owner.
+//! places; ties go by anonymous id. The whole ranking is one query (trust read from the stored
+//! per-agent rows, see [`super::trust`]), so only the shown rows leave the database. Rows carry
+//! the anonymous id, never the agent's id or owner.
 
 use std::time::Duration;
 
@@ -22,6 +23,7 @@ use uuid::Uuid;
 
 use super::{
     anonymity,
+    trust,
     capabilities::{CapabilityError, TaskType, custom_type_for},
 };
 
@@ -142,18 +144,11 @@ pub struct Found {
     pub composite_score: f64,
 }
 
-/// Runs a discovery: refreshes the anonymous ids of the agents it may show (an expired one is
-/// replaced now), then ranks in one query. `floor` is the configured lowest trust percentile.
+/// Runs a discovery: replaces the expired anonymous ids of the agents it may show (usually
+/// none), then ranks in one query. `floor` is the configured lowest trust percentile.
 pub async fn discover(conn: &mut PgConnection, q: &Query, floor: u32, ttl: Duration) -> sqlx::Result<Vec<Found>> {
-    let agents = sqlx::query_scalar!(
-        r#"SELECT DISTINCT c.agent_id FROM capabilities c
-           WHERE c.enabled AND c.task_type = $1 AND ($2::text IS NULL OR c.custom_type = $2)"#,
-        q.task_type.as_str(),
-        q.custom_type.as_deref()
-    )
-    .fetch_all(&mut *conn)
-    .await?;
-    anonymity::refresh(conn, &agents, ttl).await?;
+    anonymity::refresh_expired(conn, Some(q.task_type.as_str()), q.custom_type.as_deref(), ttl).await?;
+    trust::roll(conn).await?;
     let min_trust = q.min_trust_score.max(f64::from(floor));
     sqlx::query_as!(
         Found,
@@ -169,7 +164,7 @@ pub async fn discover(conn: &mut PgConnection, q: &Query, floor: u32, ttl: Durat
            FROM capabilities c
            JOIN agents a ON a.agent_id = c.agent_id AND a.status = 'active'
            JOIN anonymous_ids ai ON ai.agent_id = c.agent_id AND ai.current
-           JOIN parley_trust_scores(NULL) t ON t.agent_id = c.agent_id
+           JOIN trust_percentiles t ON t.agent_id = c.agent_id
            WHERE c.enabled AND c.task_type = $1 AND ($2::text IS NULL OR c.custom_type = $2)
              AND t.percentile::float8 >= $3::float8
              AND ($4::float8 IS NULL OR c.estimated_cost_usd IS NULL OR c.estimated_cost_usd <= $4)

@@ -21,20 +21,33 @@
 //! - its price: the declared `estimatedCostUsd`, checked against the request's
 //!   `max_cost_amount`; a capability without a price is free (cost subscore 1.0).
 //!
+//! A capability's calculator (its decoded skill, prepared for matching, and its price) is built
+//! once per version of the capability (its id and `updated_at`) and kept in process (bounded,
+//! least recently used first out), so a ranking reads no JSON and prepares nothing for the
+//! capabilities it has seen before.
+//!
 //! Assessments are keyword-only (no embeddings). Accepted assessments are candidates, best
 //! `rankScore` first, ties by anonymous id and capability id; the others are listed as rejected
 //! with their `rejection_reason`, best score first. Every entry carries the calculator's full
 //! assessment so that the answer explains itself. Like discovery, nothing here shows an agent's
 //! id or owner: rows carry the anonymous id only.
 
-use std::time::Duration;
+use std::{
+    collections::HashMap,
+    num::NonZeroUsize,
+    sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError},
+    time::Duration,
+};
 
+use chrono::{DateTime, Utc};
+use lru::LruCache;
 use serde_json::{Map, Number, Value};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
 use super::{
     anonymity,
+    trust,
     capabilities::{CapabilityError, TaskType, custom_type_for},
 };
 use crate::scoring::{
@@ -133,38 +146,84 @@ pub struct Candidate {
     pub estimated_latency_ms: Option<i64>,
     /// Declared cost, US dollars.
     pub estimated_cost_usd: Option<f64>,
-    /// Free text.
-    pub description: Option<String>,
-    /// Keywords (a JSON array of strings).
-    pub tags: Value,
-    /// The skill given at registration.
-    pub skill: Option<Value>,
     /// The agent's trust percentile.
     pub trust_score_percentile: i32,
     /// The events its trust rests on.
     pub trust_events: i64,
     /// Turns parked for the agent's user plus turns it holds under a claim.
     pub queue_depth: i64,
+    /// The capability's calculator (its skill and price), prepared once per version of the
+    /// capability and shared through an in-process cache (see [`PREPARED_CAPACITY`]).
+    pub calculator: Arc<Calculator>,
+}
+
+/// What the candidates' query reads per capability: no JSON, only what the ranking needs.
+struct Row {
+    anonymous_agent_id: Uuid,
+    capability_id: Uuid,
+    updated_at: DateTime<Utc>,
+    task_type: String,
+    custom_type: Option<String>,
+    estimated_latency_ms: Option<i64>,
+    estimated_cost_usd: Option<f64>,
+    trust_score_percentile: i32,
+    trust_events: i64,
+    queue_depth: i64,
+}
+
+/// What a capability's calculator is prepared from.
+#[derive(Debug, Clone)]
+pub struct Source {
+    /// The capability.
+    pub capability_id: Uuid,
+    /// Its version: the calculator is kept for this one.
+    pub updated_at: DateTime<Utc>,
+    /// Its kind of work.
+    pub task_type: String,
+    /// Set for `custom`.
+    pub custom_type: Option<String>,
+    /// Declared latency, milliseconds.
+    pub estimated_latency_ms: Option<i64>,
+    /// Declared cost, US dollars.
+    pub estimated_cost_usd: Option<f64>,
+    /// Free text.
+    pub description: Option<String>,
+    /// Keywords (a JSON array of strings).
+    pub tags: Value,
+    /// The skill given at registration.
+    pub skill: Option<Value>,
+}
+
+/// How many prepared calculators the process keeps (the least recently used go first): room for
+/// every capability of a large directory, a few kilobytes each.
+pub const PREPARED_CAPACITY: usize = 16_384;
+
+/// A capability's version: its id and when it last changed (a replacement or a permissions
+/// change moves `updated_at`, so a changed capability is prepared again).
+type Version = (Uuid, DateTime<Utc>);
+
+static PREPARED: LazyLock<Mutex<LruCache<Version, Arc<Calculator>>>> =
+    LazyLock::new(|| Mutex::new(LruCache::new(NonZeroUsize::new(PREPARED_CAPACITY).expect("a positive capacity"))));
+
+fn prepared() -> MutexGuard<'static, LruCache<Version, Arc<Calculator>>> {
+    // A panic while holding the lock cannot leave the cache inconsistent (entries are whole).
+    PREPARED.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Reads every capability a ranking assesses, with its agent's trust and live queue depth, in
-/// one query (after refreshing the anonymous ids it may show, as discovery does). `floor` is the
-/// configured lowest trust percentile.
+/// one query (after replacing the expired anonymous ids it may show, as discovery does), and
+/// attaches each one's prepared calculator: from the in-process cache, or prepared now for the
+/// capabilities not seen before (one more query, for those only). `floor` is the configured
+/// lowest trust percentile.
 pub async fn candidates(conn: &mut PgConnection, q: &RankQuery, floor: u32, ttl: Duration) -> sqlx::Result<Vec<Candidate>> {
     let task_type = q.task_type.map(TaskType::as_str);
-    let agents = sqlx::query_scalar!(
-        r#"SELECT DISTINCT c.agent_id FROM capabilities c
-           WHERE c.enabled AND ($1::text IS NULL OR c.task_type = $1) AND ($2::text IS NULL OR c.custom_type = $2)"#,
-        task_type,
-        q.custom_type.as_deref()
-    )
-    .fetch_all(&mut *conn)
-    .await?;
-    anonymity::refresh(conn, &agents, ttl).await?;
-    sqlx::query_as!(
-        Candidate,
+    anonymity::refresh_expired(conn, task_type, q.custom_type.as_deref(), ttl).await?;
+    trust::roll(conn).await?;
+    let rows = sqlx::query_as!(
+        Row,
         r#"WITH kept AS (
-               SELECT c.*, a.owner_user_id
+               SELECT c.capability_id, c.agent_id, c.updated_at, c.task_type, c.custom_type,
+                      c.estimated_latency_ms, c.estimated_cost_usd, a.owner_user_id
                  FROM capabilities c JOIN agents a ON a.agent_id = c.agent_id AND a.status = 'active'
                 WHERE c.enabled AND ($1::text IS NULL OR c.task_type = $1) AND ($2::text IS NULL OR c.custom_type = $2)
            ), parked AS (
@@ -176,13 +235,13 @@ pub async fn candidates(conn: &mut PgConnection, q: &RankQuery, floor: u32, ttl:
                 WHERE t.state = 'claimed' AND t.claim_agent_id IN (SELECT agent_id FROM kept)
                 GROUP BY t.claim_agent_id
            )
-           SELECT ai.anonymous_id AS anonymous_agent_id, k.capability_id, k.task_type, k.custom_type,
-                  k.estimated_latency_ms, k.estimated_cost_usd, k.description, k.tags, k.skill,
+           SELECT ai.anonymous_id AS anonymous_agent_id, k.capability_id, k.updated_at, k.task_type, k.custom_type,
+                  k.estimated_latency_ms, k.estimated_cost_usd,
                   t.percentile AS "trust_score_percentile!", t.events AS "trust_events!",
                   (coalesce(p.n, 0) + coalesce(cl.n, 0))::bigint AS "queue_depth!"
              FROM kept k
              JOIN anonymous_ids ai ON ai.agent_id = k.agent_id AND ai.current
-             JOIN parley_trust_scores(NULL) t ON t.agent_id = k.agent_id
+             JOIN trust_percentiles t ON t.agent_id = k.agent_id
              LEFT JOIN parked p ON p.user_id = k.owner_user_id
              LEFT JOIN claimed cl ON cl.agent_id = k.agent_id
             WHERE t.percentile >= $3"#,
@@ -190,8 +249,54 @@ pub async fn candidates(conn: &mut PgConnection, q: &RankQuery, floor: u32, ttl:
         q.custom_type.as_deref(),
         i32::try_from(floor).unwrap_or(i32::MAX)
     )
-    .fetch_all(conn)
-    .await
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut found: Vec<Option<Arc<Calculator>>> = {
+        let mut cache = prepared();
+        rows.iter().map(|r| cache.get(&(r.capability_id, r.updated_at)).cloned()).collect()
+    };
+    let missing: Vec<Uuid> = rows.iter().zip(&found).filter(|(_, c)| c.is_none()).map(|(r, _)| r.capability_id).collect();
+    if !missing.is_empty() {
+        let sources = sqlx::query_as!(
+            Source,
+            r#"SELECT capability_id, updated_at, task_type, custom_type, estimated_latency_ms, estimated_cost_usd,
+                      description, tags, skill
+                 FROM capabilities WHERE capability_id = ANY($1)"#,
+            &missing
+        )
+        .fetch_all(conn)
+        .await?;
+        let fresh: HashMap<Uuid, (DateTime<Utc>, Arc<Calculator>)> =
+            sources.iter().map(|s| (s.capability_id, (s.updated_at, Arc::new(calculator_of(s))))).collect();
+        let mut cache = prepared();
+        for (id, (updated_at, calculator)) in &fresh {
+            cache.put((*id, *updated_at), calculator.clone());
+        }
+        for (r, c) in rows.iter().zip(found.iter_mut()) {
+            if c.is_none() {
+                *c = fresh.get(&r.capability_id).map(|(_, calculator)| calculator.clone());
+            }
+        }
+    }
+    // A capability deleted between the two reads has no calculator: it is no longer offered.
+    Ok(rows
+        .into_iter()
+        .zip(found)
+        .filter_map(|(r, calculator)| {
+            Some(Candidate {
+                anonymous_agent_id: r.anonymous_agent_id,
+                capability_id: r.capability_id,
+                task_type: r.task_type,
+                custom_type: r.custom_type,
+                estimated_latency_ms: r.estimated_latency_ms,
+                estimated_cost_usd: r.estimated_cost_usd,
+                trust_score_percentile: r.trust_score_percentile,
+                trust_events: r.trust_events,
+                queue_depth: r.queue_depth,
+                calculator: calculator?,
+            })
+        })
+        .collect())
 }
 
 /// The skill of a capability registered without one: id and name from its kind of work (the
@@ -219,8 +324,8 @@ pub fn derived_skill(task_type: &str, custom_type: Option<&str>, description: Op
     }
 }
 
-/// The skill a candidate is assessed with: its own or a derived one, with the declared latency.
-pub fn skill_of(c: &Candidate) -> Skill {
+/// The skill a capability is assessed with: its own or a derived one, with the declared latency.
+pub fn skill_of(c: &Source) -> Skill {
     let tags: Vec<String> = c
         .tags
         .as_array()
@@ -236,6 +341,11 @@ pub fn skill_of(c: &Candidate) -> Skill {
         skill.performance = Some(Performance { avg_processing_time_ms: Some(Number::from(ms)) });
     }
     skill
+}
+
+/// A capability's calculator: its skill, and its declared price.
+pub fn calculator_of(c: &Source) -> Calculator {
+    Calculator::new([skill_of(c)], c.estimated_cost_usd.map(|c| c.to_string()))
 }
 
 /// One assessed capability.
@@ -267,9 +377,7 @@ pub fn rank_score(score: f64, percentile: i32) -> f64 {
 pub fn rank(request: &AssessmentRequest, found: Vec<Candidate>, limit: usize) -> Ranking {
     let mut ranking = Ranking::default();
     for candidate in found {
-        let price = candidate.estimated_cost_usd.map(|c| c.to_string());
-        let calculator = Calculator::new([skill_of(&candidate)], price);
-        let assessment = calculator.assess(request, Some(candidate.queue_depth), None);
+        let assessment = candidate.calculator.assess(request, Some(candidate.queue_depth), None);
         if assessment.accepted {
             let rank_score = Some(rank_score(assessment.score, candidate.trust_score_percentile));
             ranking.candidates.push(Ranked { candidate, assessment, rank_score });

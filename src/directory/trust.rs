@@ -12,8 +12,17 @@
 //! - `provisional` while the agent has fewer than [`PROVISIONAL_BELOW`] events (claims answered
 //!   or expired in the last 90 days).
 //!
-//! The numbers come from the per-agent daily counters (`agent_trust_days`) in one SQL function,
-//! `parley_trust_scores`, which discovery joins too.
+//! Two readers, one definition:
+//! - `GET /api/trust/:agentId` ([`of`]) computes the agent's numbers from the per-agent daily
+//!   counters (`agent_trust_days`) with the SQL function `parley_trust_scores`, fresh on every
+//!   read;
+//! - discovery and ranking read the view `trust_percentiles`: a rank over `trust_records`, one
+//!   small row per agent of the population holding the numbers that depend on its own counters.
+//!   Those rows are written in the transactions that change their inputs (database triggers on
+//!   the counters and on capabilities), so the percentiles they give are as fresh as
+//!   [`of`]'s; no request reads any agent's history. The 30- and 90-day windows move at UTC
+//!   midnight: rows computed on an earlier day are recomputed by the first discovery or ranking
+//!   of the new day ([`roll`], one indexed check otherwise).
 
 use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
@@ -66,3 +75,28 @@ pub async fn of(conn: &mut PgConnection, agent_id: Uuid) -> sqlx::Result<Trust> 
     .fetch_one(conn)
     .await
 }
+
+/// Recomputes the trust rows computed on an earlier UTC day, when there are any (one indexed
+/// check otherwise). One caller does it at a time (a transaction-scoped advisory lock); the
+/// others wait, then find nothing left to do.
+pub async fn roll(conn: &mut PgConnection) -> sqlx::Result<()> {
+    let stale = sqlx::query_scalar!(
+        r#"SELECT EXISTS (SELECT 1 FROM trust_records WHERE as_of < (now() AT TIME ZONE 'UTC')::date) AS "stale!""#
+    )
+    .fetch_one(&mut *conn)
+    .await?;
+    if !stale {
+        return Ok(());
+    }
+    sqlx::query!("SELECT pg_advisory_xact_lock($1)", ROLL_LOCK).execute(&mut *conn).await?;
+    sqlx::query!(
+        "SELECT parley_refresh_trust_records(ARRAY(
+             SELECT agent_id FROM trust_records WHERE as_of < (now() AT TIME ZONE 'UTC')::date ORDER BY agent_id))"
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// The advisory lock key of [`roll`].
+const ROLL_LOCK: i64 = 0x7061_726c_7472_7374;

@@ -219,8 +219,9 @@ pub async fn put_capability(
         skill: body.skill.as_ref(),
     })?;
     let mut tx = state.pool().begin().await?;
-    let (capability, created) = capabilities::upsert(&mut tx, agent.agent_id, &new).await?;
+    // The id first: a first capability then finds it and needs no placeholder.
     let anonymous_agent_id = anonymity::current(&mut tx, agent.agent_id, state.engine.config().anonymous_id_ttl).await?;
+    let (capability, created) = capabilities::upsert(&mut tx, agent.agent_id, &new).await?;
     tx.commit().await?;
     let status = if created { StatusCode::CREATED } else { StatusCode::OK };
     Ok((status, Json(CapabilityAnswer { capability: capability.into(), anonymous_agent_id })))

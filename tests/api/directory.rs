@@ -517,3 +517,173 @@ async fn concurrent_discoveries_replacing_expired_ids_all_answer() {
     .unwrap();
     assert_eq!((agents, current), (120, 120), "each agent has exactly one live id");
 }
+
+/// Every agent's (raw score, percentile, events) as the whole-population function computes them
+/// from history, and as discovery and ranking read them from the stored rows.
+async fn both_trusts(app: &TestApp) -> (Vec<(Uuid, f64, i32, i64)>, Vec<(Uuid, f64, i32, i64)>) {
+    let full = sqlx::query_as("SELECT agent_id, raw::float8, percentile, events FROM parley_trust_scores(NULL) ORDER BY agent_id")
+        .fetch_all(&app.pool)
+        .await
+        .unwrap();
+    let stored = sqlx::query_as("SELECT agent_id, raw::float8, percentile, events FROM trust_percentiles ORDER BY agent_id")
+        .fetch_all(&app.pool)
+        .await
+        .unwrap();
+    (full, stored)
+}
+
+#[tokio::test]
+async fn stored_trust_follows_counters_and_capabilities_exactly() {
+    let app = TestApp::spawn().await;
+    let a = app.register_agent("user-a").await;
+    let b = app.register_agent("user-b").await;
+    let c = app.register_agent("user-c").await;
+    let d = app.register_agent("user-d").await;
+    let e = app.register_agent("user-e").await;
+    put_capability(&app, &a, &capability("testing", None, None)).await;
+    record(&app, &a, 0, 3, 1).await;
+    record(&app, &a, 1, 1, 1).await;
+    record(&app, &a, 40, 0, 5).await;
+    // A record only, no capability.
+    record(&app, &b, 0, 9, 0).await;
+    // A capability only.
+    put_capability(&app, &c, &capability("analysis", None, None)).await;
+    // A record older than 90 days only: outside the population.
+    record(&app, &d, 95, 2, 2).await;
+    // A capability, then none: outside it again.
+    let gone = put_capability(&app, &e, &capability("analysis", None, None)).await.body["capability"]["id"].as_str().unwrap().to_owned();
+    let (full, stored) = both_trusts(&app).await;
+    assert_eq!(full.len(), 4);
+    assert_eq!(stored, full);
+    app.agent_call(&e, Method::DELETE, &format!("/capabilities/{gone}"), None).await;
+    // Counters changed by an update, as the end of a claim changes them.
+    sqlx::query("UPDATE agent_trust_days SET claims_expired = claims_expired + 3 WHERE agent_id = $1")
+        .bind(b.id.parse::<Uuid>().unwrap())
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let (full, stored) = both_trusts(&app).await;
+    assert_eq!(full.len(), 3);
+    assert_eq!(stored, full);
+
+    // A row computed on an earlier day (the windows have moved since) is recomputed by the next
+    // discovery.
+    sqlx::query("UPDATE trust_records SET as_of = as_of - 1, raw = 0 WHERE agent_id = $1")
+        .bind(a.id.parse::<Uuid>().unwrap())
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    assert_ne!(both_trusts(&app).await.1, full);
+    assert_eq!(discover(&app, "taskType=testing").await.status, StatusCode::OK);
+    assert_eq!(both_trusts(&app).await.1, full);
+}
+
+#[tokio::test]
+async fn discovery_and_ranking_never_run_the_full_trust_computation() {
+    let app = TestApp::spawn().await;
+    let mut agents = Vec::new();
+    for (i, answered) in [1, 3, 9].into_iter().enumerate() {
+        let agent = app.register_agent(&format!("user-{i}")).await;
+        put_capability(&app, &agent, &capability("code-review", None, None)).await;
+        record(&app, &agent, 0, answered, 3).await;
+        agents.push(agent);
+    }
+    let mut expected = Vec::new();
+    for agent in &agents {
+        expected.push(trust(&app, agent).await["percentile"].as_i64().unwrap());
+    }
+    assert_eq!(expected, [0, 50, 100]);
+
+    // From here on, computing trust from history fails: only the trust route still does.
+    sqlx::query(
+        "CREATE OR REPLACE FUNCTION parley_trust_scores(p_agent uuid)
+         RETURNS TABLE (agent_id uuid, health numeric, delegation numeric, raw numeric, percentile integer,
+                        events bigint, updated_at timestamptz)
+         LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'trust recomputed from history'; END $$",
+    )
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let tripped = app.agent_call_path(&agents[0], Method::GET, &format!("/api/trust/{}", agents[0].id)).await;
+    assert_eq!(tripped.status, StatusCode::INTERNAL_SERVER_ERROR, "the trip wire is armed");
+
+    let percentiles = |answer: &Answer, list: &str| -> Vec<i64> {
+        assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
+        let mut p: Vec<i64> = answer.body[list].as_array().unwrap().iter().map(|r| r["trustScorePercentile"].as_i64().unwrap()).collect();
+        p.sort();
+        p
+    };
+    let found = discover(&app, "taskType=code-review").await;
+    assert_eq!(percentiles(&found, "results"), expected);
+    let best = found.body["results"].as_array().unwrap().iter().find(|r| r["trustScorePercentile"] == 100).unwrap()["anonymousAgentId"].clone();
+    let ranked = app.post("/api/agents/rank", &app.service_token(), &json!({"task_summary": "review", "taskType": "code-review"})).await;
+    assert_eq!(ranked.status, StatusCode::OK, "{}", ranked.text);
+    let assessed = ranked.body["candidates"].as_array().unwrap().len() + ranked.body["rejected"].as_array().unwrap().len();
+    assert_eq!(assessed, 3, "{}", ranked.text);
+
+    // New counters still reach discovery at once: the best agent's day turns very bad.
+    sqlx::query("UPDATE agent_trust_days SET claims_expired = claims_expired + 100 WHERE agent_id = $1")
+        .bind(agents[2].id.parse::<Uuid>().unwrap())
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let found = discover(&app, "taskType=code-review").await;
+    assert_eq!(percentiles(&found, "results"), [0, 50, 100]);
+    let worst = found.body["results"].as_array().unwrap().iter().find(|r| r["trustScorePercentile"] == 0).unwrap()["anonymousAgentId"].clone();
+    assert_eq!(worst, best, "{}", found.text);
+}
+
+#[tokio::test]
+async fn a_discovery_replaces_only_the_expired_ids_it_may_show_and_writes_nothing_otherwise() {
+    let app = TestApp::spawn().await;
+    let translator = app.register_agent("user-translator").await;
+    let tester = app.register_agent("user-tester").await;
+    let old = put_capability(&app, &translator, &capability("translation", None, None)).await.body["anonymousAgentId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    put_capability(&app, &tester, &capability("testing", None, None)).await;
+    assert_eq!(app.count("anonymous_ids").await, 2);
+    sqlx::query("UPDATE anonymous_ids SET expires_at = now() - interval '1 second' WHERE anonymous_id = $1")
+        .bind(old.parse::<Uuid>().unwrap())
+        .execute(&app.pool)
+        .await
+        .unwrap();
+
+    // Another kind: the expired id is not one this discovery may show, so it stays.
+    assert_eq!(ranking(&discover(&app, "taskType=testing").await).len(), 1);
+    assert_eq!(app.count("anonymous_ids").await, 2);
+    // Its kind: replaced once, then left alone.
+    let new = ranking(&discover(&app, "taskType=translation").await)[0].0.clone();
+    assert_ne!(new, old);
+    assert_eq!(ranking(&discover(&app, "taskType=translation").await)[0].0, new);
+    assert_eq!(app.count("anonymous_ids").await, 3);
+    let mut conn = app.pool.acquire().await.unwrap();
+    let resolved = parley::directory::anonymity::resolve(&mut conn, old.parse().unwrap()).await.unwrap().unwrap();
+    assert_eq!((resolved.agent_id.to_string(), resolved.live), (translator.id.clone(), false));
+    drop(conn);
+
+    // A capability written without an id (straight into the table) still gets one, on the next
+    // discovery of its kind.
+    let quiet = app.register_agent("user-quiet").await;
+    sqlx::query(
+        "INSERT INTO capabilities (capability_id, agent_id, task_type, input_schema, output_schema)
+         VALUES ($1, $2, 'testing', '{}', '{}')",
+    )
+    .bind(Uuid::now_v7())
+    .bind(quiet.id.parse::<Uuid>().unwrap())
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let shown = ranking(&discover(&app, "taskType=testing").await);
+    assert_eq!(shown.len(), 2);
+    let live: i64 = sqlx::query_scalar("SELECT count(*) FROM anonymous_ids WHERE agent_id = $1 AND current AND expires_at > now()")
+        .bind(quiet.id.parse::<Uuid>().unwrap())
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(live, 1);
+    for (id, _) in &shown {
+        assert_ne!(id, &quiet.id);
+    }
+}

@@ -245,3 +245,25 @@ async fn bad_ranking_bodies_are_refused_naming_the_field_and_change_nothing() {
     // Not even the expired anonymous id was replaced.
     assert_eq!(app.count("anonymous_ids").await, 1);
 }
+
+#[tokio::test]
+async fn a_replaced_capability_is_assessed_as_it_now_reads() {
+    let app = TestApp::spawn().await;
+    let agent = app.register_agent("user-tomas").await;
+    let mut body = capability("code-review", None, None);
+    body["tags"] = json!(["python"]);
+    offer(&app, &agent, &body).await;
+    let score = |answer: &Answer| -> f64 {
+        assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
+        let entry = answer.body["candidates"].get(0).or_else(|| answer.body["rejected"].get(0)).unwrap().clone();
+        entry["assessment"]["score"].as_f64().unwrap()
+    };
+    let before = score(&rank(&app, &task()).await);
+    assert_eq!(score(&rank(&app, &task()).await), before, "the same capability is assessed the same way");
+    // Replaced in place (same id): the next ranking reads the new tags, not the prepared old ones.
+    body["tags"] = json!(["rust", "security"]);
+    let replaced = app.agent_call(&agent, Method::PUT, "/capabilities", Some(&body)).await;
+    assert_eq!(replaced.status, StatusCode::OK, "{}", replaced.text);
+    let after = score(&rank(&app, &task()).await);
+    assert!(after > before, "{after} > {before}");
+}

@@ -1,0 +1,13 @@
+DROP VIEW IF EXISTS trust_percentiles;
+DROP TRIGGER IF EXISTS capabilities_trust_removed ON capabilities;
+DROP FUNCTION IF EXISTS parley_trust_capabilities_removed();
+DROP TRIGGER IF EXISTS capabilities_trust_added ON capabilities;
+DROP FUNCTION IF EXISTS parley_trust_capabilities_added();
+DROP TRIGGER IF EXISTS agent_trust_days_updated ON agent_trust_days;
+DROP TRIGGER IF EXISTS agent_trust_days_inserted ON agent_trust_days;
+DROP FUNCTION IF EXISTS parley_trust_days_changed();
+DROP FUNCTION IF EXISTS parley_refresh_trust_records(uuid[]);
+DROP TABLE IF EXISTS trust_records;
+DROP TRIGGER IF EXISTS capabilities_anonymous_ids ON capabilities;
+DROP FUNCTION IF EXISTS parley_issue_placeholder_ids();
+DROP INDEX IF EXISTS anonymous_ids_current_expiry_idx;
