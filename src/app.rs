@@ -108,6 +108,7 @@ impl Application {
             jwt: Arc::new(jwt),
             auth_failures,
             calculator: Arc::new(calculator),
+            queue_depth: Arc::default(),
             embeddings,
             events: Arc::new(crate::live::EventHub::default()),
             stopping,

@@ -53,7 +53,9 @@ struct Args {
     agents: usize,
     /// Run only these phases (comma-separated: cycles,pgbench,wake,svs,assess,longpoll,directory;
     /// `metrics` and `liveness`, never part of a default run, compare the turn cycle with metrics
-    /// recording, or the agents' `last_seen_at` writes, off and on).
+    /// recording, or the agents' `last_seen_at` writes, off and on; `floor` is the SQL floor alone
+    /// (also part of `pgbench`); `floor-variants`, never part of a default run, measures the floor
+    /// with timer-row moves and with a NOTIFY added).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
 }
@@ -717,6 +719,85 @@ fn pgbench(server: &Server, plan: &Plan, clients: usize, r: &mut Results, json_o
     Ok(())
 }
 
+/// The floor's tables and seed function, and its pgbench script (BENCHMARKS.md, "The SQL floor").
+const SQL_FLOOR_SETUP: &str = include_str!("sql_floor_setup.sql");
+const SQL_FLOOR_SCRIPT: &str = include_str!("sql_floor.sql");
+
+/// The SQL floor of a turn cycle: `sql_floor.sql` under pgbench (`-M prepared`, one client per
+/// agent, as many clients as the turn-cycle phase has agents, the same seconds as `pgbench -N`)
+/// on freshly seeded tables in the pgbench scratch database. Each variant is (result key,
+/// timer-row moves, NOTIFY in the respond's commit); the first is the floor itself.
+async fn sql_floor(
+    server: &Server,
+    plan: &Plan,
+    clients: usize,
+    variants: &[(&'static str, bool, bool)],
+    r: &mut Results,
+    json_out: bool,
+) -> anyhow::Result<()> {
+    let script = std::env::temp_dir().join(format!("parley-bench-floor-{}.sql", std::process::id()));
+    std::fs::write(&script, SQL_FLOOR_SCRIPT)?;
+    let per_client = i32::try_from(plan.negotiations_per_agent)?;
+    let outcome = async {
+        for &(key, timers, notify) in variants {
+            let mut conn = PgConnection::connect(&server.url(&server.pgbench_db)?).await?;
+            sqlx::raw_sql(SQL_FLOOR_SETUP).execute(&mut conn).await?;
+            sqlx::query("SELECT floor_seed($1, $2)").bind(i32::try_from(clients)?).bind(per_client).execute(&mut conn).await?;
+            conn.close().await?;
+            note(json_out, format!("sql floor ({key}): -M prepared -c {clients} -j 2 -T {}", plan.pgbench_secs));
+            let out = server.pgbench(&[
+                "-n".into(),
+                "-M".into(),
+                "prepared".into(),
+                "-f".into(),
+                script.display().to_string(),
+                "-D".into(),
+                format!("timers={}", u8::from(timers)),
+                "-D".into(),
+                format!("notify={}", u8::from(notify)),
+                "-c".into(),
+                clients.to_string(),
+                "-j".into(),
+                "2".into(),
+                "-T".into(),
+                plan.pgbench_secs.to_string(),
+            ])?;
+            let tps = out
+                .lines()
+                .find(|l| l.starts_with("tps = "))
+                .and_then(|l| l.trim_start_matches("tps = ").split_whitespace().next())
+                .and_then(|v| v.parse::<f64>().ok())
+                .with_context(|| format!("no tps in pgbench's output:\n{out}"))?;
+            r.insert(key, json!(round(tps, 1)));
+        }
+        anyhow::Ok(())
+    }
+    .await;
+    let _ = std::fs::remove_file(&script);
+    outcome?;
+    let floor = variants.first().and_then(|(key, ..)| r.get(key)).and_then(Value::as_f64);
+    if let (Some(c), Some(f)) = (r.get("turn_cycles_per_s").and_then(Value::as_f64), floor) {
+        r.insert("turn_cycle_vs_floor", json!(round(c / f, 3)));
+    }
+    if let Some(p) = r.get("pgbench_tps").and_then(Value::as_f64) {
+        for &(key, ..) in variants {
+            if let Some(v) = r.get(key).and_then(Value::as_f64) {
+                r.insert(floor_ratio_key(key), json!(round(v / p, 3)));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The key of a floor variant's ratio to `pgbench -N` (`sql_floor_tps` -> `sql_floor_ratio`).
+fn floor_ratio_key(key: &'static str) -> &'static str {
+    match key {
+        "sql_floor_tps" => "sql_floor_ratio",
+        "sql_floor_timers_tps" => "sql_floor_timers_ratio",
+        _ => "sql_floor_timers_notify_ratio",
+    }
+}
+
 /// Wake latency: a long-poll waits; a park commits (a negotiation is created whose turn 1 is
 /// the waiting agent's); the long-poll answers. The headline is measured from the arrival of the
 /// park's NOTIFY at an independent listener in this process (delivered only after the commit)
@@ -1199,6 +1280,10 @@ fn print_table(r: &Results) {
         ("turn cycles (pickup+respond) /s", g("turn_cycles_per_s").to_string(), format!("{} agents", g("turn_cycle_agents"))),
         ("pgbench -N TPS (same clients)", g("pgbench_tps").to_string(), format!("-c {} -j 2", g("pgbench_clients"))),
         ("  ratio (target >= 0.5)", g("turn_cycle_ratio").to_string(), String::new()),
+        ("SQL floor cycles /s (pgbench script)", g("sql_floor_tps").to_string(), format!("ratio to pgbench -N {}", g("sql_floor_ratio"))),
+        ("  turn cycles vs floor", g("turn_cycle_vs_floor").to_string(), String::new()),
+        ("  floor + timer moves /s", g("sql_floor_timers_tps").to_string(), format!("ratio {}", g("sql_floor_timers_ratio"))),
+        ("  floor + timers + NOTIFY /s", g("sql_floor_timers_notify_tps").to_string(), format!("ratio {}", g("sql_floor_timers_notify_ratio"))),
         ("  pickup p50 / p99 ms", format!("{} / {}", g("pickup_p50_ms"), g("pickup_p99_ms")), String::new()),
         ("  respond p50 / p99 ms", format!("{} / {}", g("respond_p50_ms"), g("respond_p99_ms")), String::new()),
         ("wake latency p50 / p99 ms", format!("{} / {}", g("wake_latency_p50_ms"), g("wake_latency_p99_ms")), format!("{} wakes, target p99 < 10", g("wake_latency_samples"))),
@@ -1243,6 +1328,17 @@ async fn run(args: Args) -> anyhow::Result<Results> {
             }
             if phase("pgbench") {
                 pgbench(&server, &plan, args.agents, &mut r, args.json)?;
+            }
+            if phase("pgbench") || phase("floor") {
+                sql_floor(&server, &plan, args.agents, &[("sql_floor_tps", false, false)], &mut r, args.json).await?;
+            }
+            if args.only.iter().any(|o| o == "floor-variants") {
+                let variants = [
+                    ("sql_floor_tps", false, false),
+                    ("sql_floor_timers_tps", true, false),
+                    ("sql_floor_timers_notify_tps", true, true),
+                ];
+                sql_floor(&server, &plan, args.agents, &variants, &mut r, args.json).await?;
             }
             if let (Some(c), Some(p)) = (r.get("turn_cycles_per_s").and_then(Value::as_f64), r.get("pgbench_tps").and_then(Value::as_f64)) {
                 r.insert("turn_cycle_ratio", json!(round(c / p, 3)));

@@ -53,6 +53,8 @@ pub struct AppState {
     pub auth_failures: Arc<auth_limiter::AuthFailureLimiter>,
     /// The hub's own capability calculator for `/agent/negotiation`.
     pub calculator: Arc<Calculator>,
+    /// The queue depth `/agent/negotiation` reports, kept in process for at most 100 ms.
+    pub queue_depth: Arc<assessment::QueueDepth>,
     /// The optional embeddings provider for the assessment.
     pub embeddings: Option<Arc<crate::embeddings::Embeddings>>,
     /// Committed events, fanned out to this process's SSE streams.

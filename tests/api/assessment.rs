@@ -25,13 +25,48 @@ async fn a_matching_task_is_accepted_with_the_live_queue_depth() {
     assert_eq!(keys.first().map(|k| k.as_str()), Some("accepted"));
     assert_eq!(keys.last().map(|k| k.as_str()), Some("subscores"));
 
-    // A parked negotiation is in a non-terminal state: the depth counts it.
+    // A parked negotiation is in a non-terminal state: the depth counts it (within the bound
+    // the service keeps its count for).
     crate::negotiations::give_personal_agent(&app, "user-tomas").await;
     let started = app.post("/api/negotiations", &app.service_token(), &fixtures::good_match()).await;
     assert_eq!(started.body["negotiation"]["status"], "waiting_for_agent");
-    let answer = app.call(Method::POST, PATH, None, Some(&request)).await;
-    assert_eq!(answer.body["queue_depth"], 1);
-    assert_eq!(answer.body["subscores"]["load"], 0.5);
+    let answer = depth_reaches(&app, &request, 1).await;
+    assert_eq!(answer["subscores"]["load"], 0.5);
+}
+
+/// Asks until the answer's `queue_depth` is `depth`; fails after a limit far above the 100 ms
+/// the service may keep a count for.
+async fn depth_reaches(app: &TestApp, request: &Value, depth: i64) -> Value {
+    let limit = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let answer = app.call(Method::POST, PATH, None, Some(request)).await;
+        assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
+        if answer.body["queue_depth"] == depth {
+            return answer.body;
+        }
+        assert!(std::time::Instant::now() < limit, "queue_depth stayed {} instead of {depth}", answer.body["queue_depth"]);
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn the_reported_queue_depth_follows_negotiations_starting_and_ending() {
+    let app = TestApp::spawn().await;
+    let request = json!({ "task_summary": "Negotiate a proposed match between two people for an introduction" });
+    // Read once so that the service holds a count of 0.
+    depth_reaches(&app, &request, 0).await;
+    let agent = app.register_agent("user-tomas").await;
+    let started = app.post("/api/negotiations", &app.service_token(), &fixtures::good_match()).await;
+    assert_eq!(started.body["negotiation"]["status"], "waiting_for_agent", "{}", started.text);
+    depth_reaches(&app, &request, 1).await;
+
+    // The agent ends it: the count goes back down.
+    let turn = app.pickup(&agent, None).await;
+    assert_eq!(turn.status, StatusCode::OK, "{}", turn.text);
+    let (id, token) = (turn.body["negotiationId"].as_str().unwrap(), turn.body["claimToken"].as_str().unwrap());
+    let ended = app.respond(&agent, id, &crate::helpers::answer("reject", Some(token))).await;
+    assert_eq!(ended.status, StatusCode::OK, "{}", ended.text);
+    depth_reaches(&app, &request, 0).await;
 }
 
 #[tokio::test]
