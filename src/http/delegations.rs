@@ -456,6 +456,7 @@ pub struct InboxOut {
         (status = 400, description = "Invalid `wait`"),
         (status = 401, description = "Missing or unknown API key"),
         (status = 403, description = "Another agent's key, or the agent is inactive"),
+        (status = 404, description = "Unknown agent"),
     ))]
 pub async fn delegation_inbox(
     State(state): State<AppState>,
