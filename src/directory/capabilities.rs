@@ -15,7 +15,7 @@ use uuid::Uuid;
 use crate::scoring::Skill;
 
 /// The kinds of work a capability can be for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TaskType {
     /// `code-review`.
     CodeReview,

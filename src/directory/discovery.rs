@@ -10,10 +10,11 @@
 //! ```
 //!
 //! with trust the percentile, maxCost = `maxCostUsd` or 100, maxLatency = `maxLatencyMs` or
-//! 30 000, an unknown cost or latency counting 0.5, computed in exact decimals and rounded to 4
-//! places; ties go by anonymous id. The whole ranking is one query (trust read from the stored
-//! per-agent rows, see [`super::trust`]), so only the shown rows leave the database. Rows carry
-//! the anonymous id, never the agent's id or owner.
+//! 30 000, an unknown cost or latency counting 0.5, rounded to 4 places (half away from zero, as
+//! the exact decimal would be); ties go by anonymous id. The candidates come from the process's
+//! snapshot of the kind (see [`super::index`]), exactly as fresh as the database, so a discovery
+//! costs one tiny read when nothing changed. Rows carry the anonymous id, never the agent's id
+//! or owner.
 
 use std::time::Duration;
 
@@ -22,9 +23,8 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 use super::{
-    anonymity,
-    trust,
     capabilities::{CapabilityError, TaskType, custom_type_for},
+    index::{self, Entry},
 };
 
 /// The most results one discovery shows (and the default).
@@ -144,44 +144,109 @@ pub struct Found {
     pub composite_score: f64,
 }
 
-/// Runs a discovery: replaces the expired anonymous ids of the agents it may show (usually
-/// none), then ranks in one query. `floor` is the configured lowest trust percentile.
-pub async fn discover(conn: &mut PgConnection, q: &Query, floor: u32, ttl: Duration) -> sqlx::Result<Vec<Found>> {
-    anonymity::refresh_expired(conn, Some(q.task_type.as_str()), q.custom_type.as_deref(), ttl).await?;
-    trust::roll(conn).await?;
+/// Runs a discovery over the directory's snapshot of the asked kind (see [`super::index`]: one
+/// tiny read when nothing changed since the last request; the expired anonymous ids of the
+/// agents it may show are replaced before it is rebuilt). `floor` is the configured lowest trust
+/// percentile.
+pub async fn discover(
+    conn: &mut PgConnection,
+    q: &Query,
+    floor: u32,
+    ttl: Duration,
+) -> sqlx::Result<Vec<Found>> {
+    let snapshot = index::snapshot(conn, Some(q.task_type), ttl).await?;
+    Ok(rank(&snapshot.entries, q, floor))
+}
+
+/// The composite score of a capability: see the module docs. Computed in binary floating
+/// point, then rounded to 4 places half away from zero as the exact decimal would be (the
+/// tolerance absorbs the binary error, some 1e-16, far below the 1e-9 that separates a real
+/// half from its neighbours at 4 places).
+pub fn composite(
+    percentile: i32,
+    cost: Option<f64>,
+    latency: Option<i64>,
+    max_cost: f64,
+    max_latency: f64,
+) -> f64 {
+    let part = |value: Option<f64>, max: f64| value.map_or(0.5, |v| (v / max).min(1.0));
+    #[allow(clippy::cast_precision_loss)]
+    let latency = latency.map(|l| l as f64);
+    let raw = 0.5 * f64::from(percentile) / 100.0
+        + 0.3 * (1.0 - part(cost, max_cost))
+        + 0.2 * (1.0 - part(latency, max_latency));
+    let scaled = raw * 10_000.0;
+    let rounded = if scaled >= 0.0 {
+        (scaled + 0.5 + 1e-9).floor()
+    } else {
+        (scaled - 0.5 - 1e-9).ceil()
+    };
+    rounded / 10_000.0
+}
+
+/// Filters, scores and orders a snapshot's entries for `q`: best composite first, ties by
+/// anonymous id then capability id, `q.limit` of them.
+pub fn rank(entries: &[Entry], q: &Query, floor: u32) -> Vec<Found> {
     let min_trust = q.min_trust_score.max(f64::from(floor));
-    sqlx::query_as!(
-        Found,
-        r#"SELECT ai.anonymous_id AS anonymous_agent_id, c.capability_id, c.task_type, c.custom_type,
-                  c.input_schema, c.output_schema, c.estimated_latency_ms, c.estimated_cost_usd,
-                  t.percentile AS "trust_score_percentile!", t.events AS "trust_events!",
-                  round(0.5 * t.percentile / 100.0
-                        + 0.3 * (1 - CASE WHEN c.estimated_cost_usd IS NULL THEN 0.5
-                                          ELSE least(c.estimated_cost_usd::numeric / $5::float8::numeric, 1) END)
-                        + 0.2 * (1 - CASE WHEN c.estimated_latency_ms IS NULL THEN 0.5
-                                          ELSE least(c.estimated_latency_ms::numeric / $6::float8::numeric, 1) END),
-                        4)::float8 AS "composite_score!"
-           FROM capabilities c
-           JOIN agents a ON a.agent_id = c.agent_id AND a.status = 'active'
-           JOIN anonymous_ids ai ON ai.agent_id = c.agent_id AND ai.current
-           JOIN trust_percentiles t ON t.agent_id = c.agent_id
-           WHERE c.enabled AND c.task_type = $1 AND ($2::text IS NULL OR c.custom_type = $2)
-             AND t.percentile::float8 >= $3::float8
-             AND ($4::float8 IS NULL OR c.estimated_cost_usd IS NULL OR c.estimated_cost_usd <= $4)
-             AND ($7::float8 IS NULL OR c.estimated_latency_ms IS NULL OR c.estimated_latency_ms <= $7)
-           ORDER BY 11 DESC, ai.anonymous_id, c.capability_id
-           LIMIT $8"#,
-        q.task_type.as_str(),
-        q.custom_type.as_deref(),
-        min_trust,
-        q.max_cost_usd,
-        q.max_cost_usd.unwrap_or(DEFAULT_MAX_COST_USD),
-        q.max_latency_ms.unwrap_or(DEFAULT_MAX_LATENCY_MS),
-        q.max_latency_ms,
-        q.limit
-    )
-    .fetch_all(conn)
-    .await
+    let max_cost = q.max_cost_usd.unwrap_or(DEFAULT_MAX_COST_USD);
+    let max_latency = q.max_latency_ms.unwrap_or(DEFAULT_MAX_LATENCY_MS);
+    #[allow(clippy::cast_precision_loss)]
+    let mut kept: Vec<(f64, &Entry)> = entries
+        .iter()
+        .filter(|e| {
+            q.custom_type
+                .as_deref()
+                .is_none_or(|c| e.custom_type.as_deref() == Some(c))
+        })
+        .filter(|e| f64::from(e.trust_score_percentile) >= min_trust)
+        .filter(|e| {
+            q.max_cost_usd
+                .is_none_or(|m| e.estimated_cost_usd.is_none_or(|c| c <= m))
+        })
+        .filter(|e| {
+            q.max_latency_ms
+                .is_none_or(|m| e.estimated_latency_ms.is_none_or(|l| l as f64 <= m))
+        })
+        .map(|e| {
+            (
+                composite(
+                    e.trust_score_percentile,
+                    e.estimated_cost_usd,
+                    e.estimated_latency_ms,
+                    max_cost,
+                    max_latency,
+                ),
+                e,
+            )
+        })
+        .collect();
+    let order = |a: &(f64, &Entry), b: &(f64, &Entry)| {
+        b.0.total_cmp(&a.0)
+            .then_with(|| a.1.anonymous_agent_id.cmp(&b.1.anonymous_agent_id))
+            .then_with(|| a.1.capability_id.cmp(&b.1.capability_id))
+    };
+    let limit = usize::try_from(q.limit).unwrap_or(0);
+    if kept.len() > limit && limit > 0 {
+        kept.select_nth_unstable_by(limit - 1, order);
+        kept.truncate(limit);
+    }
+    kept.sort_by(order);
+    kept.truncate(limit);
+    kept.into_iter()
+        .map(|(composite_score, e)| Found {
+            anonymous_agent_id: e.anonymous_agent_id,
+            capability_id: e.capability_id,
+            task_type: e.task_type.clone(),
+            custom_type: e.custom_type.clone(),
+            input_schema: e.input_schema.clone(),
+            output_schema: e.output_schema.clone(),
+            estimated_latency_ms: e.estimated_latency_ms,
+            estimated_cost_usd: e.estimated_cost_usd,
+            trust_score_percentile: e.trust_score_percentile,
+            trust_events: e.trust_events,
+            composite_score,
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -192,6 +257,23 @@ mod tests {
         let mut raw = RawQuery { task_type: task, ..RawQuery::default() };
         f(&mut raw);
         Query::parse(&raw)
+    }
+
+    #[test]
+    fn composite_rounds_like_the_exact_decimal() {
+        // 0.5 * 0.5 + 0.3 * (1 - 0.05) + 0.2 * 0.5 = 0.635
+        assert_eq!(composite(50, Some(5.0), None, 100.0, 30_000.0), 0.635);
+        // 0.5 * 0.33 + 0.3 * 0.5 + 0.2 * (1 - 0.00001) = 0.514998 -> 0.515
+        assert_eq!(composite(33, None, Some(1), 100.0, 100_000.0), 0.515);
+        // an exact half at the fifth place goes up: 0.3 * 0.99 + 0.2 * 0.00025 = 0.29705
+        assert_eq!(
+            composite(0, Some(1.0), Some(99_975), 100.0, 100_000.0),
+            0.2971
+        );
+        assert_eq!(
+            composite(100, Some(500.0), Some(90_000), 100.0, 30_000.0),
+            0.5
+        );
     }
 
     #[test]

@@ -10,6 +10,8 @@
 //!   that the transactions ending its claims write (a database trigger on the task row), so
 //!   that scoring every agent is one query over small rows, never a replay of history;
 //! - [`discovery`]: the ranked search over enabled capabilities of a kind;
+//! - [`index`]: those capabilities held in process per kind, with a database version that
+//!   tells, in one tiny read, whether what the process holds is still current;
 //! - [`delegation`]: handing work to another agent through the directory: attempts, the
 //!   target's inbox, timeouts and fallback (it owns its transactions, see its docs);
 //! - [`ranking`]: every discoverable capability assessed against one task by the capability
@@ -23,6 +25,7 @@ pub mod anonymity;
 pub mod capabilities;
 pub mod delegation;
 pub mod discovery;
+pub mod index;
 pub mod ranking;
 pub mod trust;
 

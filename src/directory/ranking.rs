@@ -14,7 +14,7 @@
 //! - its skill: the one given at registration, or one derived from the capability
 //!   ([`derived_skill`]: taskType, description and tags);
 //! - its agent's live queue depth: the turns parked for the agent's user plus the turns the
-//!   agent holds under a claim, counted for every candidate in the same query that reads them;
+//!   agent holds under a claim, read live on every ranking (one query over the open turns);
 //! - its latency: the capability's declared `estimatedLatencyMs` as the skill's
 //!   `performance.avg_processing_time_ms` (nothing else is measured yet, so the declaration
 //!   stands; without one the skill's own figure, or the calculator's default, applies);
@@ -46,9 +46,8 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 use super::{
-    anonymity,
-    trust,
     capabilities::{CapabilityError, TaskType, custom_type_for},
+    index::{self, Entry},
 };
 use crate::scoring::{
     Assessment, AssessmentRequest, Calculator, Performance, RequestError, Skill, SkillAssessment, lowercase,
@@ -157,20 +156,6 @@ pub struct Candidate {
     pub calculator: Arc<Calculator>,
 }
 
-/// What the candidates' query reads per capability: no JSON, only what the ranking needs.
-struct Row {
-    anonymous_agent_id: Uuid,
-    capability_id: Uuid,
-    updated_at: DateTime<Utc>,
-    task_type: String,
-    custom_type: Option<String>,
-    estimated_latency_ms: Option<i64>,
-    estimated_cost_usd: Option<f64>,
-    trust_score_percentile: i32,
-    trust_events: i64,
-    queue_depth: i64,
-}
-
 /// What a capability's calculator is prepared from.
 #[derive(Debug, Clone)]
 pub struct Source {
@@ -210,52 +195,42 @@ fn prepared() -> MutexGuard<'static, LruCache<Version, Arc<Calculator>>> {
     PREPARED.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Reads every capability a ranking assesses, with its agent's trust and live queue depth, in
-/// one query (after replacing the expired anonymous ids it may show, as discovery does), and
-/// attaches each one's prepared calculator: from the in-process cache, or prepared now for the
-/// capabilities not seen before (one more query, for those only). `floor` is the configured
-/// lowest trust percentile.
-pub async fn candidates(conn: &mut PgConnection, q: &RankQuery, floor: u32, ttl: Duration) -> sqlx::Result<Vec<Candidate>> {
-    let task_type = q.task_type.map(TaskType::as_str);
-    anonymity::refresh_expired(conn, task_type, q.custom_type.as_deref(), ttl).await?;
-    trust::roll(conn).await?;
-    let rows = sqlx::query_as!(
-        Row,
-        r#"WITH kept AS (
-               SELECT c.capability_id, c.agent_id, c.updated_at, c.task_type, c.custom_type,
-                      c.estimated_latency_ms, c.estimated_cost_usd, a.owner_user_id
-                 FROM capabilities c JOIN agents a ON a.agent_id = c.agent_id AND a.status = 'active'
-                WHERE c.enabled AND ($1::text IS NULL OR c.task_type = $1) AND ($2::text IS NULL OR c.custom_type = $2)
-           ), parked AS (
-               SELECT t.awaiting_user_id AS user_id, count(*) AS n FROM tasks t
-                WHERE t.state = 'waiting_for_agent' AND t.awaiting_user_id IN (SELECT owner_user_id FROM kept)
-                GROUP BY t.awaiting_user_id
-           ), claimed AS (
-               SELECT t.claim_agent_id AS agent_id, count(*) AS n FROM tasks t
-                WHERE t.state = 'claimed' AND t.claim_agent_id IN (SELECT agent_id FROM kept)
-                GROUP BY t.claim_agent_id
-           )
-           SELECT ai.anonymous_id AS anonymous_agent_id, k.capability_id, k.updated_at, k.task_type, k.custom_type,
-                  k.estimated_latency_ms, k.estimated_cost_usd,
-                  t.percentile AS "trust_score_percentile!", t.events AS "trust_events!",
-                  (coalesce(p.n, 0) + coalesce(cl.n, 0))::bigint AS "queue_depth!"
-             FROM kept k
-             JOIN anonymous_ids ai ON ai.agent_id = k.agent_id AND ai.current
-             JOIN trust_percentiles t ON t.agent_id = k.agent_id
-             LEFT JOIN parked p ON p.user_id = k.owner_user_id
-             LEFT JOIN claimed cl ON cl.agent_id = k.agent_id
-            WHERE t.percentile >= $3"#,
-        task_type,
-        q.custom_type.as_deref(),
-        i32::try_from(floor).unwrap_or(i32::MAX)
-    )
-    .fetch_all(&mut *conn)
-    .await?;
+/// Every capability a ranking assesses, from the directory's snapshot of the asked kind (see
+/// [`super::index`]; expired anonymous ids are replaced before it is rebuilt), with its agent's
+/// live queue depth (one query over the open turns) and its prepared calculator: from the
+/// in-process cache, or prepared now for the capabilities not seen before (one more query, for
+/// those only). `floor` is the configured lowest trust percentile.
+pub async fn candidates(
+    conn: &mut PgConnection,
+    q: &RankQuery,
+    floor: u32,
+    ttl: Duration,
+) -> sqlx::Result<Vec<Candidate>> {
+    let snapshot = index::snapshot(conn, q.task_type, ttl).await?;
+    let floor = i32::try_from(floor).unwrap_or(i32::MAX);
+    let rows: Vec<&Entry> = snapshot
+        .entries
+        .iter()
+        .filter(|e| {
+            q.custom_type
+                .as_deref()
+                .is_none_or(|c| e.custom_type.as_deref() == Some(c))
+        })
+        .filter(|e| e.trust_score_percentile >= floor)
+        .collect();
+    let depths = index::queue_depths(conn, &snapshot.entries).await?;
     let mut found: Vec<Option<Arc<Calculator>>> = {
         let mut cache = prepared();
-        rows.iter().map(|r| cache.get(&(r.capability_id, r.updated_at)).cloned()).collect()
+        rows.iter()
+            .map(|r| cache.get(&(r.capability_id, r.updated_at)).cloned())
+            .collect()
     };
-    let missing: Vec<Uuid> = rows.iter().zip(&found).filter(|(_, c)| c.is_none()).map(|(r, _)| r.capability_id).collect();
+    let missing: Vec<Uuid> = rows
+        .iter()
+        .zip(&found)
+        .filter(|(_, c)| c.is_none())
+        .map(|(r, _)| r.capability_id)
+        .collect();
     if !missing.is_empty() {
         let sources = sqlx::query_as!(
             Source,
@@ -266,15 +241,19 @@ pub async fn candidates(conn: &mut PgConnection, q: &RankQuery, floor: u32, ttl:
         )
         .fetch_all(conn)
         .await?;
-        let fresh: HashMap<Uuid, (DateTime<Utc>, Arc<Calculator>)> =
-            sources.iter().map(|s| (s.capability_id, (s.updated_at, Arc::new(calculator_of(s))))).collect();
+        let fresh: HashMap<Uuid, (DateTime<Utc>, Arc<Calculator>)> = sources
+            .iter()
+            .map(|s| (s.capability_id, (s.updated_at, Arc::new(calculator_of(s)))))
+            .collect();
         let mut cache = prepared();
         for (id, (updated_at, calculator)) in &fresh {
             cache.put((*id, *updated_at), calculator.clone());
         }
         for (r, c) in rows.iter().zip(found.iter_mut()) {
             if c.is_none() {
-                *c = fresh.get(&r.capability_id).map(|(_, calculator)| calculator.clone());
+                *c = fresh
+                    .get(&r.capability_id)
+                    .map(|(_, calculator)| calculator.clone());
             }
         }
     }
@@ -286,13 +265,13 @@ pub async fn candidates(conn: &mut PgConnection, q: &RankQuery, floor: u32, ttl:
             Some(Candidate {
                 anonymous_agent_id: r.anonymous_agent_id,
                 capability_id: r.capability_id,
-                task_type: r.task_type,
-                custom_type: r.custom_type,
+                task_type: r.task_type.clone(),
+                custom_type: r.custom_type.clone(),
                 estimated_latency_ms: r.estimated_latency_ms,
                 estimated_cost_usd: r.estimated_cost_usd,
                 trust_score_percentile: r.trust_score_percentile,
                 trust_events: r.trust_events,
-                queue_depth: r.queue_depth,
+                queue_depth: depths.get(&r.agent_id).copied().unwrap_or(0),
                 calculator: calculator?,
             })
         })

@@ -687,3 +687,133 @@ async fn a_discovery_replaces_only_the_expired_ids_it_may_show_and_writes_nothin
         assert_ne!(id, &quiet.id);
     }
 }
+
+#[tokio::test]
+async fn every_kind_of_write_shows_in_the_very_next_discovery_and_ranking() {
+    let app = TestApp::spawn().await;
+    let a = app.register_agent("user-a").await;
+    let b = app.register_agent("user-b").await;
+    let put = put_capability(&app, &a, &capability("testing", Some(5.0), Some(3000))).await;
+    assert_eq!(put.status, StatusCode::CREATED, "{}", put.text);
+    let id = put.body["capability"]["id"].as_str().unwrap().to_owned();
+    let anon_a = put.body["anonymousAgentId"].as_str().unwrap().to_owned();
+    let scores = |answer: &Answer| ranking(answer).into_iter().map(|r| r.1).collect::<Vec<_>>();
+    let ranked = |answer: &Answer| {
+        assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
+        answer.body["candidates"].as_array().unwrap().len()
+            + answer.body["rejected"].as_array().unwrap().len()
+    };
+    let rank_body = json!({"task_summary": "run the tests", "taskType": "testing"});
+    // Alone: percentile 100; 0.5 + 0.285 + 0.18.
+    assert_eq!(
+        ranking(&discover(&app, "taskType=testing").await),
+        [(anon_a.clone(), 0.965)]
+    );
+    assert_eq!(
+        ranked(
+            &app.post("/api/agents/rank", &app.service_token(), &rank_body)
+                .await
+        ),
+        1
+    );
+
+    // A capability put: a new one appears, a replaced one shows its new estimates.
+    assert_eq!(
+        put_capability(&app, &b, &capability("testing", None, None))
+            .await
+            .status,
+        StatusCode::CREATED
+    );
+    assert_eq!(ranking(&discover(&app, "taskType=testing").await).len(), 2);
+    assert_eq!(
+        ranked(
+            &app.post("/api/agents/rank", &app.service_token(), &rank_body)
+                .await
+        ),
+        2
+    );
+    assert_eq!(
+        put_capability(&app, &a, &capability("testing", Some(50.0), Some(3000)))
+            .await
+            .status,
+        StatusCode::OK
+    );
+    // Both at percentile 0 (equal raw scores): a is 0 + 0.15 + 0.18, b is 0 + 0.15 + 0.1.
+    assert_eq!(
+        scores(&discover(&app, "taskType=testing").await),
+        [0.33, 0.25]
+    );
+
+    // A trust counter: b's record lifts it above a.
+    record(&app, &b, 0, 5, 0).await;
+    assert_eq!(
+        scores(&discover(&app, "taskType=testing").await),
+        [0.75, 0.33]
+    );
+
+    // An anonymous id that expires is replaced before the answer.
+    sqlx::query(
+        "UPDATE anonymous_ids SET expires_at = now() - interval '1 second' WHERE anonymous_id = $1",
+    )
+    .bind(anon_a.parse::<Uuid>().unwrap())
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let shown = ranking(&discover(&app, "taskType=testing").await);
+    assert_eq!(shown.len(), 2);
+    assert!(shown.iter().all(|(anon, _)| anon != &anon_a), "{shown:?}");
+
+    // A permissions change: disabled, it is gone; enabled again, it is back.
+    let off = app
+        .agent_call(
+            &a,
+            Method::PUT,
+            &format!("/capabilities/{id}/permissions"),
+            Some(&json!({"enabled": false})),
+        )
+        .await;
+    assert_eq!(off.status, StatusCode::OK, "{}", off.text);
+    assert_eq!(scores(&discover(&app, "taskType=testing").await), [0.75]);
+    assert_eq!(
+        ranked(
+            &app.post("/api/agents/rank", &app.service_token(), &rank_body)
+                .await
+        ),
+        1
+    );
+    app.agent_call(
+        &a,
+        Method::PUT,
+        &format!("/capabilities/{id}/permissions"),
+        Some(&json!({"enabled": true})),
+    )
+    .await;
+    assert_eq!(
+        scores(&discover(&app, "taskType=testing").await),
+        [0.75, 0.33]
+    );
+
+    // An inactive agent is gone (its record still counts in the percentiles).
+    app.call(
+        Method::PATCH,
+        &format!("/api/agents/{}", b.id),
+        Some(&app.user_token("user-b")),
+        Some(&json!({"status": "inactive"})),
+    )
+    .await;
+    assert_eq!(scores(&discover(&app, "taskType=testing").await), [0.33]);
+
+    // A delete.
+    let deleted = app
+        .agent_call(&a, Method::DELETE, &format!("/capabilities/{id}"), None)
+        .await;
+    assert_eq!(deleted.status, StatusCode::OK, "{}", deleted.text);
+    assert_eq!(ranking(&discover(&app, "taskType=testing").await), []);
+    assert_eq!(
+        ranked(
+            &app.post("/api/agents/rank", &app.service_token(), &rank_body)
+                .await
+        ),
+        0
+    );
+}

@@ -1,0 +1,250 @@
+//! The directory index: the discoverable capabilities of each kind of work, held in process so
+//! that a discovery or a ranking reads one tiny row instead of ranking in SQL.
+//!
+//! A snapshot holds, per capability that discovery and ranking may show (enabled, of an active
+//! agent), everything they filter and sort on: kind, cost, latency, schemas, its agent's current
+//! anonymous id and when it expires, the agent's trust percentile and events, and its owner (for
+//! the live queue depth of a ranking). It is built by one query per key (a `taskType`, or every
+//! kind for a ranking without one).
+//!
+//! Freshness: the database keeps a version (`directory_version`) that moves when any
+//! transaction that changed capabilities, agents' status or owner, anonymous ids or trust
+//! records commits. Every request reads it first (one row) and uses its snapshot only when the
+//! snapshot was built at that version, so an answer is exactly as fresh as a query would give:
+//! a write is visible to the very next request. The version is read before the snapshot is
+//! built, so a write committed in between only costs one more rebuild. A snapshot is also
+//! rebuilt when one of its anonymous ids expired (the lazy replacement runs first, see
+//! [`super::anonymity`]) or the UTC day changed (the trust windows move, see
+//! [`super::trust::roll`]). Requests needing the same rebuild wait for the first one (a lock
+//! per key). A request inside a transaction that already wrote sees rows nobody else sees yet:
+//! it builds its own snapshot and keeps it to itself.
+//!
+//! Snapshots are kept per database (the version row's random `epoch` and the database's oid, as
+//! databases cloned from one template share the epoch), so one process talking to several
+//! databases never mixes them.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, LazyLock, Mutex, PoisonError},
+    time::Duration,
+};
+
+use chrono::{DateTime, NaiveDate, Utc};
+use serde_json::Value;
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use super::{anonymity, capabilities::TaskType, trust};
+
+/// One discoverable capability, with what its agent's record says.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// The agent's current anonymous id.
+    pub anonymous_agent_id: Uuid,
+    /// When that id expires.
+    pub anonymous_expires_at: DateTime<Utc>,
+    /// The capability.
+    pub capability_id: Uuid,
+    /// Its version (prepared calculators are kept per version).
+    pub updated_at: DateTime<Utc>,
+    /// Its kind of work.
+    pub task_type: String,
+    /// Set for `custom`.
+    pub custom_type: Option<String>,
+    /// Input JSON Schema.
+    pub input_schema: Value,
+    /// Output JSON Schema.
+    pub output_schema: Value,
+    /// Estimate, milliseconds.
+    pub estimated_latency_ms: Option<i64>,
+    /// Estimate, US dollars.
+    pub estimated_cost_usd: Option<f64>,
+    /// The agent's trust percentile.
+    pub trust_score_percentile: i32,
+    /// The events its trust rests on.
+    pub trust_events: i64,
+    /// The agent (never shown).
+    pub agent_id: Uuid,
+    /// The agent's owner (never shown; the ranking's queue depth counts the owner's parked turns).
+    pub owner_user_id: String,
+}
+
+/// The discoverable capabilities of one key, as of one version.
+#[derive(Debug)]
+pub struct Snapshot {
+    /// The database version it was built at.
+    version: i64,
+    /// The UTC day it was built on.
+    day: NaiveDate,
+    /// The earliest expiry of its anonymous ids.
+    first_expiry: Option<DateTime<Utc>>,
+    /// Its capabilities, in no particular order.
+    pub entries: Vec<Entry>,
+}
+
+impl Snapshot {
+    fn usable(&self, version: i64, now: DateTime<Utc>) -> bool {
+        self.version == version
+            && self.day == now.date_naive()
+            && self.first_expiry.is_none_or(|e| e > now)
+    }
+}
+
+type Slot = Arc<tokio::sync::Mutex<Option<Arc<Snapshot>>>>;
+
+/// The snapshots of one database, per key (`None`: every kind).
+type Slots = HashMap<Option<TaskType>, Slot>;
+
+/// At most this many databases are remembered (tests create one each); the oldest go first.
+const DATABASES: usize = 64;
+
+static INDEX: LazyLock<Mutex<Vec<(Database, Slots)>>> = LazyLock::new(|| Mutex::new(Vec::new()));
+
+/// A database: its version row's epoch and its oid.
+type Database = (Uuid, i64);
+
+fn slot(db: Database, key: Option<TaskType>) -> Slot {
+    let mut index = INDEX.lock().unwrap_or_else(PoisonError::into_inner);
+    let pos = match index.iter().position(|(d, _)| *d == db) {
+        Some(p) => p,
+        None => {
+            if index.len() >= DATABASES {
+                index.remove(0);
+            }
+            index.push((db, HashMap::new()));
+            index.len() - 1
+        }
+    };
+    index[pos].1.entry(key).or_default().clone()
+}
+
+struct State {
+    /// The database: its version row's epoch and its oid (a database cloned from a template
+    /// shares the epoch, not the oid).
+    epoch: Uuid,
+    db: i64,
+    n: i64,
+    /// Whether this transaction has written nothing yet (its view is the committed state).
+    clean: bool,
+}
+
+async fn state(conn: &mut PgConnection) -> sqlx::Result<State> {
+    sqlx::query_as!(
+        State,
+        r#"SELECT v.epoch, d.oid::int8 AS "db!", v.n, pg_current_xact_id_if_assigned() IS NULL AS "clean!"
+             FROM directory_version v, pg_database d WHERE d.datname = current_database()"#
+    )
+    .fetch_one(conn)
+    .await
+}
+
+async fn clean(conn: &mut PgConnection) -> sqlx::Result<bool> {
+    sqlx::query_scalar!(r#"SELECT pg_current_xact_id_if_assigned() IS NULL AS "clean!""#)
+        .fetch_one(conn)
+        .await
+}
+
+async fn build(
+    conn: &mut PgConnection,
+    key: Option<TaskType>,
+    version: i64,
+) -> sqlx::Result<Snapshot> {
+    let day = Utc::now().date_naive();
+    let entries = sqlx::query_as!(
+        Entry,
+        r#"SELECT ai.anonymous_id AS anonymous_agent_id, ai.expires_at AS anonymous_expires_at,
+                  c.capability_id, c.updated_at, c.task_type, c.custom_type, c.input_schema, c.output_schema,
+                  c.estimated_latency_ms, c.estimated_cost_usd,
+                  t.percentile AS "trust_score_percentile!", t.events AS "trust_events!",
+                  c.agent_id, a.owner_user_id
+             FROM capabilities c
+             JOIN agents a ON a.agent_id = c.agent_id AND a.status = 'active'
+             JOIN anonymous_ids ai ON ai.agent_id = c.agent_id AND ai.current
+             JOIN trust_percentiles t ON t.agent_id = c.agent_id
+            WHERE c.enabled AND ($1::text IS NULL OR c.task_type = $1)"#,
+        key.map(TaskType::as_str)
+    )
+    .fetch_all(conn)
+    .await?;
+    let first_expiry = entries.iter().map(|e| e.anonymous_expires_at).min();
+    Ok(Snapshot {
+        version,
+        day,
+        first_expiry,
+        entries,
+    })
+}
+
+/// The discoverable capabilities of `key` (every kind when `None`) as the committed state has
+/// them now, from the process's snapshot when it is current, else rebuilt (after replacing
+/// expired anonymous ids and rolling trust over to a new day, as a query would).
+pub async fn snapshot(
+    conn: &mut PgConnection,
+    key: Option<TaskType>,
+    ttl: Duration,
+) -> sqlx::Result<Arc<Snapshot>> {
+    let st = state(conn).await?;
+    if !st.clean {
+        return Ok(Arc::new(rebuild(conn, key, st.n, ttl).await?));
+    }
+    let slot = slot((st.epoch, st.db), key);
+    let mut held = slot.lock().await;
+    if let Some(s) = held.as_ref().filter(|s| s.usable(st.n, Utc::now())) {
+        return Ok(s.clone());
+    }
+    let fresh = Arc::new(rebuild(conn, key, st.n, ttl).await?);
+    // Kept only when it shows the committed state: the refresh above may have written.
+    if clean(conn).await? && fresh.usable(st.n, Utc::now()) {
+        *held = Some(fresh.clone());
+    }
+    Ok(fresh)
+}
+
+async fn rebuild(
+    conn: &mut PgConnection,
+    key: Option<TaskType>,
+    version: i64,
+    ttl: Duration,
+) -> sqlx::Result<Snapshot> {
+    anonymity::refresh_expired(conn, key.map(TaskType::as_str), None, ttl).await?;
+    trust::roll(conn).await?;
+    build(conn, key, version).await
+}
+
+/// Each agent's live queue depth, for the agents of `entries` that have any: the turns parked
+/// for its owner plus the turns it holds under a claim.
+pub async fn queue_depths(
+    conn: &mut PgConnection,
+    entries: &[Entry],
+) -> sqlx::Result<HashMap<Uuid, i64>> {
+    let rows = sqlx::query!(
+        r#"SELECT NULL::uuid AS agent_id, t.awaiting_user_id AS user_id, count(*) AS "n!" FROM tasks t
+            WHERE t.state = 'waiting_for_agent' AND t.awaiting_user_id IS NOT NULL GROUP BY t.awaiting_user_id
+           UNION ALL
+           SELECT t.claim_agent_id, NULL, count(*) FROM tasks t
+            WHERE t.state = 'claimed' AND t.claim_agent_id IS NOT NULL GROUP BY t.claim_agent_id"#
+    )
+    .fetch_all(conn)
+    .await?;
+    if rows.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let mut parked: HashMap<&str, i64> = HashMap::new();
+    let mut claimed: HashMap<Uuid, i64> = HashMap::new();
+    for r in &rows {
+        match (r.agent_id, r.user_id.as_deref()) {
+            (Some(a), _) => *claimed.entry(a).or_default() += r.n,
+            (None, Some(u)) => *parked.entry(u).or_default() += r.n,
+            (None, None) => {}
+        }
+    }
+    let mut depths = HashMap::new();
+    for e in entries {
+        let n = parked.get(e.owner_user_id.as_str()).copied().unwrap_or(0)
+            + claimed.get(&e.agent_id).copied().unwrap_or(0);
+        if n > 0 {
+            depths.insert(e.agent_id, n);
+        }
+    }
+    Ok(depths)
+}
