@@ -91,7 +91,11 @@ impl OpportunityStatus {
             (S::Pending, E::Expire) => Ok(S::Expired),
             (S::Stalled, E::Reactivate) => Ok(S::Negotiating),
             (S::Expired, E::Reactivate) => Ok(S::Negotiating),
-            (from, event) => Err(TransitionError { machine: "opportunity", from: from.as_str(), event: event.name() }),
+            (from, event) => Err(TransitionError {
+                machine: "opportunity",
+                from: from.as_str(),
+                event: event.name(),
+            }),
         }
     }
 }
@@ -146,7 +150,10 @@ mod tests {
         ];
         for s in S::ALL {
             for e in E::ALL {
-                let expected = table.iter().find(|(f, ev, _)| *f == s && *ev == e).map(|t| t.2);
+                let expected = table
+                    .iter()
+                    .find(|(f, ev, _)| *f == s && *ev == e)
+                    .map(|t| t.2);
                 assert_eq!(s.transition(e).ok(), expected, "{s} on {}", e.name());
             }
         }
