@@ -1,4 +1,7 @@
 -- Back to trust without the delegation record, and events of opportunities only.
+DROP TRIGGER delegation_attempts_status_event ON delegation_attempts;
+DROP TRIGGER delegation_attempts_offered_event ON delegation_attempts;
+DROP FUNCTION parley_delegation_status_event();
 DELETE FROM events WHERE kind = 'delegation.status';
 ALTER TABLE events DROP CONSTRAINT events_kind_check;
 ALTER TABLE events ADD CONSTRAINT events_kind_check
