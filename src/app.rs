@@ -3,7 +3,14 @@
 //! `main` and the tests both go through [`Application`], so what the tests exercise is exactly
 //! what `parley serve` runs.
 
-use std::{fs, io::Write, os::unix::fs::OpenOptionsExt, path::Path, sync::Arc, time::Duration};
+use std::{
+    fs,
+    io::Write,
+    os::unix::fs::OpenOptionsExt,
+    path::Path,
+    sync::Arc,
+    time::Duration,
+};
 
 use anyhow::Context;
 use rand::RngCore;
@@ -40,8 +47,7 @@ pub fn jwt_secret(config: &Config) -> anyhow::Result<String> {
             return Ok(existing);
         }
     }
-    fs::create_dir_all(&config.data_dir)
-        .with_context(|| format!("creating {}", config.data_dir.display()))?;
+    fs::create_dir_all(&config.data_dir).with_context(|| format!("creating {}", config.data_dir.display()))?;
     let mut bytes = [0u8; 32];
     rand::rng().fill_bytes(&mut bytes);
     let secret: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
@@ -73,37 +79,25 @@ impl Application {
     pub fn build_engine(config: Config, pool: sqlx::PgPool) -> anyhow::Result<Engine> {
         let secret = jwt_secret(&config)?;
         let claim_key = sha2::Sha256::digest(format!("parley claim tokens:{secret}").as_bytes());
-        Ok(Engine::new(
-            pool,
-            Arc::new(config),
-            NegotiatorConfig::default(),
-            &claim_key,
-        ))
+        Ok(Engine::new(pool, Arc::new(config), NegotiatorConfig::default(), &claim_key))
     }
 
     /// Builds the state on an open database and binds the listener.
     pub async fn build(config: Config, pool: sqlx::PgPool) -> anyhow::Result<Application> {
         let secret = jwt_secret(&config)?;
         let skills = hub_skills(&config)?;
-        let embeddings = config
-            .embeddings
-            .clone()
-            .map(|e| Arc::new(crate::embeddings::Embeddings::new(e, &skills)));
+        let embeddings =
+            config.embeddings.clone().map(|e| Arc::new(crate::embeddings::Embeddings::new(e, &skills)));
         let calculator = Calculator::new(&skills, None);
-        let listener = TcpListener::bind(config.bind)
-            .await
-            .with_context(|| format!("binding {}", config.bind))?;
+        let listener =
+            TcpListener::bind(config.bind).await.with_context(|| format!("binding {}", config.bind))?;
         let jwt = JwtKeys::new(secret.as_bytes()).with_max_ttl(config.jwt_max_ttl);
         let auth_failures = Arc::new(http::auth_limiter::AuthFailureLimiter::new(
             config.auth_failure_burst,
             config.auth_failure_refill,
         ));
         let metrics_listener = match config.metrics_bind {
-            Some(addr) => Some(
-                TcpListener::bind(addr)
-                    .await
-                    .with_context(|| format!("binding {addr} for metrics"))?,
-            ),
+            Some(addr) => Some(TcpListener::bind(addr).await.with_context(|| format!("binding {addr} for metrics"))?),
             None => None,
         };
         crate::metrics::install(config.metrics);
@@ -118,20 +112,12 @@ impl Application {
             events: Arc::new(crate::live::EventHub::default()),
             stopping,
         };
-        Ok(Application {
-            listener,
-            metrics_listener,
-            state,
-            stop,
-        })
+        Ok(Application { listener, metrics_listener, state, stop })
     }
 
     /// The metrics listener's port, when `PARLEY_METRICS_BIND` is set.
     pub fn metrics_port(&self) -> Option<u16> {
-        self.metrics_listener
-            .as_ref()
-            .and_then(|l| l.local_addr().ok())
-            .map(|a| a.port())
+        self.metrics_listener.as_ref().and_then(|l| l.local_addr().ok()).map(|a| a.port())
     }
 
     /// The bound port.
@@ -164,11 +150,7 @@ impl Application {
             None
         };
         if let Some(url) = engine.config().database_url.clone() {
-            tokio::spawn(crate::live::listen(
-                url,
-                engine.wakeups().clone(),
-                self.state.events.clone(),
-            ));
+            tokio::spawn(crate::live::listen(url, engine.wakeups().clone(), self.state.events.clone()));
         }
         tokio::spawn(async move {
             if let Err(e) = engine.recover(Duration::ZERO).await {
@@ -197,10 +179,7 @@ impl Application {
 }
 
 /// Runs the timer workers on the engine's pool until `shutdown` resolves.
-pub async fn run_workers(
-    engine: Engine,
-    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> anyhow::Result<()> {
+pub async fn run_workers(engine: Engine, shutdown: impl std::future::Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
     let cfg = parley_jobs::WorkerConfig {
         poll_interval: engine.config().timer_poll,
         housekeeping_every: engine.config().housekeeping_every,
@@ -213,12 +192,7 @@ pub async fn run_workers(
 
 /// Opens the configured database (embedded when `DATABASE_URL` is unset).
 pub async fn open_database(config: &Config) -> anyhow::Result<Database> {
-    db::open(
-        config.database_url.as_deref(),
-        &config.data_dir,
-        config.pool_size,
-    )
-    .await
+    db::open(config.database_url.as_deref(), &config.data_dir, config.pool_size).await
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

@@ -68,12 +68,7 @@ pub enum Command {
 /// Runs the parsed command; the exit code is 2 for bad input, 1 for failures.
 pub async fn run(cli: Cli) -> ExitCode {
     match cli.command {
-        Command::Assess {
-            skills,
-            request,
-            queue_depth,
-            price,
-        } => assess(&skills, &request, queue_depth, price),
+        Command::Assess { skills, request, queue_depth, price } => assess(&skills, &request, queue_depth, price),
         Command::Openapi => {
             print!("{}", crate::openapi::spec_text());
             ExitCode::SUCCESS
@@ -105,16 +100,9 @@ async fn run_with_config(command: Command, config: Config) -> anyhow::Result<Exi
             app::hub_skills(&config)?;
             let database = app::open_database(&config).await?;
             tracing::info!("database: {}", database.describe());
-            let config = Config {
-                database_url: Some(database.url.clone()),
-                workers: !no_workers,
-                ..config
-            };
+            let config = Config { database_url: Some(database.url.clone()), workers: !no_workers, ..config };
             let app = Application::build(config, database.pool.clone()).await?;
-            tracing::info!(
-                "mint a token: {}",
-                token_command(app.state().engine.config())
-            );
+            tracing::info!("mint a token: {}", token_command(app.state().engine.config()));
             app.run_until_stopped(app::shutdown_signal()).await?;
             database.pool.close().await;
             drop(database);
@@ -123,10 +111,7 @@ async fn run_with_config(command: Command, config: Config) -> anyhow::Result<Exi
         Command::Worker => {
             let database = app::open_database(&config).await?;
             tracing::info!("database: {}", database.describe());
-            let config = Config {
-                database_url: Some(database.url.clone()),
-                ..config
-            };
+            let config = Config { database_url: Some(database.url.clone()), ..config };
             let app = Application::build_engine(config, database.pool.clone())?;
             app.recover(Duration::ZERO).await?;
             app::run_workers(app, app::shutdown_signal()).await?;
@@ -180,20 +165,12 @@ fn token_command(config: &Config) -> String {
     if config.jwt_secret.is_some() {
         format!("{args} (with the same PARLEY_JWT_SECRET)")
     } else {
-        let dir = config
-            .data_dir
-            .canonicalize()
-            .unwrap_or_else(|_| config.data_dir.clone());
+        let dir = config.data_dir.canonicalize().unwrap_or_else(|_| config.data_dir.clone());
         format!("PARLEY_DATA_DIR={} {args}", dir.display())
     }
 }
 
-fn assess(
-    skills: &std::path::Path,
-    request: &std::path::Path,
-    queue_depth: Option<i64>,
-    price: Option<String>,
-) -> ExitCode {
+fn assess(skills: &std::path::Path, request: &std::path::Path, queue_depth: Option<i64>, price: Option<String>) -> ExitCode {
     let skills = match scoring::load_skill_file(skills) {
         Ok(s) => s,
         Err(e) => {
@@ -220,9 +197,6 @@ fn assess(
         return ExitCode::from(2);
     }
     let calculator = scoring::Calculator::new(skills, price);
-    println!(
-        "{}",
-        scoring::assessment_json(&calculator.assess(&request, queue_depth, None))
-    );
+    println!("{}", scoring::assessment_json(&calculator.assess(&request, queue_depth, None)));
     ExitCode::SUCCESS
 }

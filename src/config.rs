@@ -40,11 +40,7 @@ pub struct TurnCaps {
 
 impl Default for TurnCaps {
     fn default() -> Self {
-        TurnCaps {
-            system: 6,
-            mixed: 8,
-            personal: 0,
-        }
+        TurnCaps { system: 6, mixed: 8, personal: 0 }
     }
 }
 
@@ -173,11 +169,7 @@ impl Config {
     /// Reads configuration through `get` (the environment, or a map in tests).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
         let d = Config::default();
-        let var = |name: &'static str| {
-            get(name)
-                .map(|v| v.trim().to_owned())
-                .filter(|v| !v.is_empty())
-        };
+        let var = |name: &'static str| get(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
         let duration = |name: &'static str, default: Duration| -> Result<Duration, ConfigError> {
             match var(name) {
                 None => Ok(default),
@@ -187,10 +179,7 @@ impl Config {
                         message: format!("{v:?} is not a duration like 30s, 6h or 14d ({e})"),
                     })?;
                     if parsed.is_zero() {
-                        return Err(ConfigError {
-                            var: name,
-                            message: "must be longer than 0s".into(),
-                        });
+                        return Err(ConfigError { var: name, message: "must be longer than 0s".into() });
                     }
                     Ok(parsed)
                 }
@@ -224,10 +213,7 @@ impl Config {
             None | Some("on") => true,
             Some("off") => false,
             Some(other) => {
-                return Err(ConfigError {
-                    var: "PARLEY_METRICS",
-                    message: format!("{other:?} is neither \"on\" nor \"off\""),
-                });
+                return Err(ConfigError { var: "PARLEY_METRICS", message: format!("{other:?} is neither \"on\" nor \"off\"") });
             }
         };
         let log_format = match var("PARLEY_LOG_FORMAT").as_deref() {
@@ -242,22 +228,17 @@ impl Config {
         };
         let database_url = var("DATABASE_URL");
         if let Some(url) = &database_url
-            && !(url.starts_with("postgres://") || url.starts_with("postgresql://"))
-        {
-            return Err(ConfigError {
-                var: "DATABASE_URL",
-                message: "must be a postgres:// or postgresql:// URL".into(),
-            });
-        }
+            && !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+                return Err(ConfigError {
+                    var: "DATABASE_URL",
+                    message: "must be a postgres:// or postgresql:// URL".into(),
+                });
+            }
         let jwt_secret = var("PARLEY_JWT_SECRET");
         if let Some(s) = &jwt_secret
-            && s.len() < 16
-        {
-            return Err(ConfigError {
-                var: "PARLEY_JWT_SECRET",
-                message: "must be at least 16 characters".into(),
-            });
-        }
+            && s.len() < 16 {
+                return Err(ConfigError { var: "PARLEY_JWT_SECRET", message: "must be at least 16 characters".into() });
+            }
         let embeddings = match var("PARLEY_EMBEDDINGS_URL") {
             None => None,
             Some(url) => {
@@ -270,33 +251,23 @@ impl Config {
                 Some(EmbeddingsConfig {
                     url: url.trim_end_matches('/').to_owned(),
                     api_key: var("PARLEY_EMBEDDINGS_API_KEY"),
-                    model: var("PARLEY_EMBEDDINGS_MODEL")
-                        .unwrap_or_else(|| "text-embedding-3-small".into()),
+                    model: var("PARLEY_EMBEDDINGS_MODEL").unwrap_or_else(|| "text-embedding-3-small".into()),
                 })
             }
         };
         let pool_size = number("PARLEY_DB_POOL_SIZE", d.pool_size)?;
         if pool_size < 2 {
-            return Err(ConfigError {
-                var: "PARLEY_DB_POOL_SIZE",
-                message: "must be at least 2".into(),
-            });
+            return Err(ConfigError { var: "PARLEY_DB_POOL_SIZE", message: "must be at least 2".into() });
         }
 
         let auth_failure_burst = number("PARLEY_AUTH_FAILURE_BURST", d.auth_failure_burst)?;
         if auth_failure_burst < 1 {
-            return Err(ConfigError {
-                var: "PARLEY_AUTH_FAILURE_BURST",
-                message: "must be at least 1".into(),
-            });
+            return Err(ConfigError { var: "PARLEY_AUTH_FAILURE_BURST", message: "must be at least 1".into() });
         }
 
         let min_trust = number("PARLEY_MIN_TRUST", d.min_trust)?;
         if min_trust > 100 {
-            return Err(ConfigError {
-                var: "PARLEY_MIN_TRUST",
-                message: "must be a percentile from 0 to 100".into(),
-            });
+            return Err(ConfigError { var: "PARLEY_MIN_TRUST", message: "must be a percentile from 0 to 100".into() });
         }
         // `0` is allowed here: the system negotiator takes such a turn at once.
         let park_timeout_offline = match var("PARLEY_PARK_TIMEOUT_OFFLINE") {
@@ -316,9 +287,7 @@ impl Config {
         Ok(Config {
             database_url,
             bind,
-            data_dir: var("PARLEY_DATA_DIR")
-                .map(PathBuf::from)
-                .unwrap_or(d.data_dir),
+            data_dir: var("PARLEY_DATA_DIR").map(PathBuf::from).unwrap_or(d.data_dir),
             jwt_secret,
             claim_timeout: duration("PARLEY_CLAIM_TIMEOUT", d.claim_timeout)?,
             park_timeout: duration("PARLEY_PARK_TIMEOUT", d.park_timeout)?,
@@ -333,13 +302,7 @@ impl Config {
                 personal: number("PARLEY_MAX_TURNS_PERSONAL", d.turn_caps.personal)?,
             },
             skill_files: var("PARLEY_SKILLS")
-                .map(|v| {
-                    v.split(',')
-                        .map(str::trim)
-                        .filter(|s| !s.is_empty())
-                        .map(PathBuf::from)
-                        .collect()
-                })
+                .map(|v| v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(PathBuf::from).collect())
                 .unwrap_or_default(),
             embeddings,
             log_format,
@@ -357,10 +320,7 @@ impl Config {
             metrics_bind,
             min_trust,
             anonymous_id_ttl: duration("PARLEY_ANONYMOUS_ID_TTL", d.anonymous_id_ttl)?,
-            delegation_accept_timeout: duration(
-                "PARLEY_DELEGATION_ACCEPT_TIMEOUT",
-                d.delegation_accept_timeout,
-            )?,
+            delegation_accept_timeout: duration("PARLEY_DELEGATION_ACCEPT_TIMEOUT", d.delegation_accept_timeout)?,
         })
     }
 }
@@ -372,10 +332,7 @@ mod tests {
     use super::*;
 
     fn load(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
-        let map: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
+        let map: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         Config::from_lookup(|k| map.get(k).cloned())
     }
 
@@ -388,37 +345,16 @@ mod tests {
         assert_eq!(c.pvp_timeout, Duration::from_secs(86_400));
         assert_eq!(c.pending_ttl, Duration::from_secs(14 * 86_400));
         assert_eq!(c.long_poll_max, Duration::from_secs(30));
-        assert_eq!(
-            (c.park_timeout_offline, c.agent_liveness),
-            (Duration::from_secs(300), Duration::from_secs(90))
-        );
-        assert_eq!(
-            c.turn_caps,
-            TurnCaps {
-                system: 6,
-                mixed: 8,
-                personal: 0
-            }
-        );
+        assert_eq!((c.park_timeout_offline, c.agent_liveness), (Duration::from_secs(300), Duration::from_secs(90)));
+        assert_eq!(c.turn_caps, TurnCaps { system: 6, mixed: 8, personal: 0 });
         assert_eq!(c.log_format, LogFormat::Pretty);
         assert!(c.database_url.is_none() && c.jwt_secret.is_none() && c.embeddings.is_none());
         assert_eq!(
-            (
-                c.http_header_timeout,
-                c.http_idle_timeout,
-                c.http_body_timeout
-            ),
-            (
-                Duration::from_secs(10),
-                Duration::from_secs(60),
-                Duration::from_secs(30)
-            )
+            (c.http_header_timeout, c.http_idle_timeout, c.http_body_timeout),
+            (Duration::from_secs(10), Duration::from_secs(60), Duration::from_secs(30))
         );
         assert_eq!(c.jwt_max_ttl, Duration::from_secs(30 * 86_400));
-        assert_eq!(
-            (c.auth_failure_burst, c.auth_failure_refill),
-            (30, Duration::from_millis(250))
-        );
+        assert_eq!((c.auth_failure_burst, c.auth_failure_refill), (30, Duration::from_millis(250)));
     }
 
     #[test]
@@ -433,32 +369,16 @@ mod tests {
         .unwrap();
         assert_eq!(c.claim_timeout, Duration::from_secs(30));
         assert_eq!(c.pending_ttl, Duration::from_secs(172_800));
-        assert_eq!(
-            c.skill_files,
-            vec![PathBuf::from("a.yaml"), PathBuf::from("b.json")]
-        );
+        assert_eq!(c.skill_files, vec![PathBuf::from("a.yaml"), PathBuf::from("b.json")]);
         assert_eq!(c.turn_caps.personal, 12);
         let e = c.embeddings.unwrap();
-        assert_eq!(
-            (e.url.as_str(), e.model.as_str()),
-            ("http://localhost:9/v1", "text-embedding-3-small")
-        );
+        assert_eq!((e.url.as_str(), e.model.as_str()), ("http://localhost:9/v1", "text-embedding-3-small"));
     }
 
     #[test]
     fn the_offline_park_window_may_be_zero() {
-        assert_eq!(
-            load(&[("PARLEY_PARK_TIMEOUT_OFFLINE", "0")])
-                .unwrap()
-                .park_timeout_offline,
-            Duration::ZERO
-        );
-        assert_eq!(
-            load(&[("PARLEY_PARK_TIMEOUT_OFFLINE", "45s")])
-                .unwrap()
-                .park_timeout_offline,
-            Duration::from_secs(45)
-        );
+        assert_eq!(load(&[("PARLEY_PARK_TIMEOUT_OFFLINE", "0")]).unwrap().park_timeout_offline, Duration::ZERO);
+        assert_eq!(load(&[("PARLEY_PARK_TIMEOUT_OFFLINE", "45s")]).unwrap().park_timeout_offline, Duration::from_secs(45));
     }
 
     #[test]

@@ -8,10 +8,7 @@
 
 use std::{
     num::NonZeroUsize,
-    sync::{
-        Mutex,
-        atomic::{AtomicBool, Ordering},
-    },
+    sync::{Mutex, atomic::{AtomicBool, Ordering}},
     time::Duration,
 };
 
@@ -56,19 +53,11 @@ pub fn skill_text(skill: &Skill) -> String {
         parts.push(skill.tags.join(", "));
     }
     if let Some(a) = &skill.assessment
-        && !a.keywords.is_empty()
-    {
-        parts.push(a.keywords.join(", "));
-    }
+        && !a.keywords.is_empty() {
+            parts.push(a.keywords.join(", "));
+        }
     if !skill.capabilities_detail.is_empty() {
-        parts.push(
-            skill
-                .capabilities_detail
-                .keys()
-                .cloned()
-                .collect::<Vec<_>>()
-                .join(", "),
-        );
+        parts.push(skill.capabilities_detail.keys().cloned().collect::<Vec<_>>().join(", "));
     }
     parts.join("\n")
 }
@@ -84,28 +73,19 @@ pub fn cosine(a: &[f64], b: &[f64]) -> f64 {
         na += x * x;
         nb += y * y;
     }
-    if na == 0.0 || nb == 0.0 {
-        0.0
-    } else {
-        dot / (na.sqrt() * nb.sqrt())
-    }
+    if na == 0.0 || nb == 0.0 { 0.0 } else { dot / (na.sqrt() * nb.sqrt()) }
 }
 
 impl Embeddings {
     /// A client for the hub's `skills`.
     pub fn new(config: EmbeddingsConfig, skills: &[Skill]) -> Embeddings {
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(10))
-            .build()
-            .unwrap_or_default();
+        let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().unwrap_or_default();
         Embeddings {
             config,
             http,
             skill_texts: skills.iter().map(skill_text).collect(),
             skill_vectors: OnceCell::new(),
-            tasks: Mutex::new(LruCache::new(
-                NonZeroUsize::new(CACHE_SIZE).unwrap_or(NonZeroUsize::MIN),
-            )),
+            tasks: Mutex::new(LruCache::new(NonZeroUsize::new(CACHE_SIZE).unwrap_or(NonZeroUsize::MIN))),
             warned: AtomicBool::new(false),
         }
     }
@@ -120,12 +100,7 @@ impl Embeddings {
         }
         let resp = req.send().await?.error_for_status()?;
         let mut body: EmbeddingsResponse = resp.json().await?;
-        anyhow::ensure!(
-            body.data.len() == inputs.len(),
-            "expected {} embeddings, got {}",
-            inputs.len(),
-            body.data.len()
-        );
+        anyhow::ensure!(body.data.len() == inputs.len(), "expected {} embeddings, got {}", inputs.len(), body.data.len());
         body.data.sort_by_key(|d| d.index.unwrap_or(0));
         Ok(body.data.into_iter().map(|d| d.embedding).collect())
     }
@@ -144,28 +119,17 @@ impl Embeddings {
     }
 
     async fn try_cosines(&self, summary: &str, details: Option<&str>) -> anyhow::Result<Vec<f64>> {
-        let skills = self
-            .skill_vectors
-            .get_or_try_init(|| self.embed(&self.skill_texts))
-            .await?;
+        let skills = self.skill_vectors.get_or_try_init(|| self.embed(&self.skill_texts)).await?;
         let text = match details.filter(|d| !d.is_empty()) {
             Some(d) => format!("{summary} {d}"),
             None => summary.to_owned(),
         };
-        let cached = self
-            .tasks
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&text)
-            .cloned();
+        let cached = self.tasks.lock().unwrap_or_else(|e| e.into_inner()).get(&text).cloned();
         let task = match cached {
             Some(v) => v,
             None => {
                 let v = self.embed(std::slice::from_ref(&text)).await?.remove(0);
-                self.tasks
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .put(text, v.clone());
+                self.tasks.lock().unwrap_or_else(|e| e.into_inner()).put(text, v.clone());
                 v
             }
         };

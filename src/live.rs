@@ -26,9 +26,7 @@ pub struct EventHub {
 
 impl Default for EventHub {
     fn default() -> Self {
-        EventHub {
-            sender: broadcast::channel(Self::CAPACITY).0,
-        }
+        EventHub { sender: broadcast::channel(Self::CAPACITY).0 }
     }
 }
 
@@ -59,14 +57,10 @@ pub async fn listen(database_url: String, wakeups: Arc<Wakeups>, events: Arc<Eve
                     wakeups.wake_all();
                     loop {
                         match listener.try_recv().await {
-                            Ok(Some(n)) if n.channel() == TURNS_CHANNEL => {
-                                wakeups.wake(n.payload())
-                            }
+                            Ok(Some(n)) if n.channel() == TURNS_CHANNEL => wakeups.wake(n.payload()),
                             Ok(Some(n)) => match serde_json::from_str::<Event>(n.payload()) {
                                 Ok(event) => events.publish(event),
-                                Err(e) => {
-                                    tracing::warn!(error = %e, "an undecodable event notification")
-                                }
+                                Err(e) => tracing::warn!(error = %e, "an undecodable event notification"),
                             },
                             // The connection was lost and re-established.
                             Ok(None) => wakeups.wake_all(),
@@ -78,9 +72,7 @@ pub async fn listen(database_url: String, wakeups: Arc<Wakeups>, events: Arc<Eve
                     }
                 }
             }
-            Err(e) => {
-                tracing::warn!(error = %e, "connecting the notification listener failed; retrying")
-            }
+            Err(e) => tracing::warn!(error = %e, "connecting the notification listener failed; retrying"),
         }
         wakeups.wake_all();
         tokio::time::sleep(Duration::from_millis(500)).await;

@@ -34,9 +34,8 @@ static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 static ENABLED: AtomicBool = AtomicBool::new(false);
 
 /// Histogram buckets in seconds: 1 ms to 60 s (long-polls and SSE streams last that long).
-const SECONDS_BUCKETS: &[f64] = &[
-    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
-];
+const SECONDS_BUCKETS: &[f64] =
+    &[0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
 
 /// Installs the process's recorder (once) and turns recording on or off. Off, every record
 /// call returns at once and `/metrics` answers 404; the benchmark compares the two in one run.
@@ -63,62 +62,29 @@ pub fn enabled() -> bool {
 }
 
 fn describe() {
-    describe_counter!(
-        "parley_http_requests_total",
-        "HTTP requests answered, by method, route template and status."
-    );
+    describe_counter!("parley_http_requests_total", "HTTP requests answered, by method, route template and status.");
     describe_histogram!(
         "parley_http_request_duration_seconds",
         metrics::Unit::Seconds,
         "Time to answer an HTTP request (headers sent), by method and route template."
     );
-    describe_counter!(
-        "parley_turns_total",
-        "Turns taken, by who played the side (system, personal, system_fallback) and action."
-    );
+    describe_counter!("parley_turns_total", "Turns taken, by who played the side (system, personal, system_fallback) and action.");
     describe_counter!("parley_negotiations_started_total", "Negotiations started.");
-    describe_counter!(
-        "parley_negotiations_ended_total",
-        "Negotiations ended, by outcome (accepted, rejected, stalled) and reason."
-    );
+    describe_counter!("parley_negotiations_ended_total", "Negotiations ended, by outcome (accepted, rejected, stalled) and reason.");
     describe_counter!("parley_claims_total", "Turns claimed by personal agents.");
-    describe_counter!(
-        "parley_claim_expiries_total",
-        "Claims that lapsed: the turn was parked again."
-    );
-    describe_counter!(
-        "parley_park_fallbacks_total",
-        "Parked turns taken by the system negotiator when the park window ran out, by window."
-    );
+    describe_counter!("parley_claim_expiries_total", "Claims that lapsed: the turn was parked again.");
+    describe_counter!("parley_park_fallbacks_total", "Parked turns taken by the system negotiator when the park window ran out, by window.");
     describe_histogram!(
         "parley_pickup_wait_seconds",
         metrics::Unit::Seconds,
         "How long a pickup waited before it answered (0 for an immediate answer)."
     );
-    describe_gauge!(
-        "parley_long_poll_waiters",
-        "Pickups waiting in a long-poll right now."
-    );
-    describe_gauge!(
-        "parley_parked_turns",
-        "Turns parked for a personal agent and not claimed."
-    );
-    describe_gauge!(
-        "parley_claimed_turns",
-        "Turns claimed by a personal agent and not yet answered."
-    );
-    describe_gauge!(
-        "parley_timer_jobs_pending",
-        "Durable timers armed and not yet run, by queue."
-    );
-    describe_gauge!(
-        "parley_timer_jobs_overdue",
-        "Pending timers more than 5 s past their time, by queue."
-    );
-    describe_gauge!(
-        "parley_db_pool_connections",
-        "Database pool connections, by state (in_use, idle)."
-    );
+    describe_gauge!("parley_long_poll_waiters", "Pickups waiting in a long-poll right now.");
+    describe_gauge!("parley_parked_turns", "Turns parked for a personal agent and not claimed.");
+    describe_gauge!("parley_claimed_turns", "Turns claimed by a personal agent and not yet answered.");
+    describe_gauge!("parley_timer_jobs_pending", "Durable timers armed and not yet run, by queue.");
+    describe_gauge!("parley_timer_jobs_overdue", "Pending timers more than 5 s past their time, by queue.");
+    describe_gauge!("parley_db_pool_connections", "Database pool connections, by state (in_use, idle).");
 }
 
 /// Registers every series whose label values are a closed set, at zero, so dashboards and
@@ -126,8 +92,7 @@ fn describe() {
 fn register_known_series() {
     for played_by in ["system", "personal", "system_fallback"] {
         for action in Action::ALL {
-            counter!("parley_turns_total", "played_by" => played_by, "action" => action.as_str())
-                .absolute(0);
+            counter!("parley_turns_total", "played_by" => played_by, "action" => action.as_str()).absolute(0);
         }
     }
     for (outcome, reason) in [
@@ -137,8 +102,7 @@ fn register_known_series() {
         ("stalled", "timeout"),
         ("stalled", "canceled"),
     ] {
-        counter!("parley_negotiations_ended_total", "outcome" => outcome, "reason" => reason)
-            .absolute(0);
+        counter!("parley_negotiations_ended_total", "outcome" => outcome, "reason" => reason).absolute(0);
     }
     counter!("parley_negotiations_started_total").absolute(0);
     counter!("parley_claims_total").absolute(0);
@@ -179,8 +143,7 @@ fn route_label(template: &str) -> String {
 /// A committed turn.
 pub fn turn(played_by: &'static str, action: Action) {
     if enabled() {
-        counter!("parley_turns_total", "played_by" => played_by, "action" => action.as_str())
-            .increment(1);
+        counter!("parley_turns_total", "played_by" => played_by, "action" => action.as_str()).increment(1);
     }
 }
 
@@ -212,8 +175,7 @@ pub fn negotiation_ended(has_opportunity: bool, reason: Option<EndReason>) {
         Some(EndReason::Timeout) => "timeout",
         Some(EndReason::Canceled) => "canceled",
     };
-    counter!("parley_negotiations_ended_total", "outcome" => outcome, "reason" => reason)
-        .increment(1);
+    counter!("parley_negotiations_ended_total", "outcome" => outcome, "reason" => reason).increment(1);
 }
 
 /// A committed new claim.
@@ -269,9 +231,7 @@ impl Drop for LongPollWaiter {
 
 /// Reads the database's gauges and renders everything; `None` when metrics are off.
 pub async fn render(pool: &sqlx::PgPool) -> Result<Option<String>, sqlx::Error> {
-    let Some(handle) = HANDLE.get().filter(|_| enabled()) else {
-        return Ok(None);
-    };
+    let Some(handle) = HANDLE.get().filter(|_| enabled()) else { return Ok(None) };
     // Setting the database's gauges and rendering is one step: two scrapes at once (of two
     // services in one process, as in the tests) must not render each other's readings.
     static SCRAPE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -292,11 +252,8 @@ pub async fn render(pool: &sqlx::PgPool) -> Result<Option<String>, sqlx::Error> 
     .fetch_all(pool)
     .await?;
     for queue in parley_jobs::queues::ALL.iter() {
-        let (pending, overdue) = timers
-            .iter()
-            .find(|(q, ..)| q == queue)
-            .map(|(_, p, o)| (*p, *o))
-            .unwrap_or((0, 0));
+        let (pending, overdue) =
+            timers.iter().find(|(q, ..)| q == queue).map(|(_, p, o)| (*p, *o)).unwrap_or((0, 0));
         gauge!("parley_timer_jobs_pending", "queue" => *queue).set(pending as f64);
         gauge!("parley_timer_jobs_overdue", "queue" => *queue).set(overdue as f64);
     }
@@ -311,10 +268,7 @@ pub async fn render(pool: &sqlx::PgPool) -> Result<Option<String>, sqlx::Error> 
 mod tests {
     #[test]
     fn route_templates_become_colon_labels() {
-        assert_eq!(
-            super::route_label("/api/agents/{id}/negotiations/{negotiationId}"),
-            "/api/agents/:id/negotiations/:negotiationId"
-        );
+        assert_eq!(super::route_label("/api/agents/{id}/negotiations/{negotiationId}"), "/api/agents/:id/negotiations/:negotiationId");
         assert_eq!(super::route_label("/healthz"), "/healthz");
     }
 }

@@ -13,8 +13,8 @@ use utoipa::{
 };
 
 use crate::http::{
-    a2a, agent_turns, agents, assessment, delegations, directory, error::ErrorBody, events, health,
-    insights, metrics, negotiations, opportunities, status_page,
+    a2a, agent_turns, agents, assessment, delegations, directory, error::ErrorBody, events, health, insights, metrics, negotiations, opportunities,
+    status_page,
 };
 
 /// Where the spec is served.
@@ -127,9 +127,7 @@ impl Modify for SecuritySchemes {
                 HttpBuilder::new()
                     .scheme(HttpAuthScheme::Bearer)
                     .bearer_format("pk_ API key")
-                    .description(Some(
-                        "A personal agent's API key as `Authorization: Bearer pk_...`",
-                    ))
+                    .description(Some("A personal agent's API key as `Authorization: Bearer pk_...`"))
                     .build(),
             ),
         );
@@ -155,42 +153,25 @@ const METHODS: [&str; 5] = ["get", "post", "put", "patch", "delete"];
 
 /// The spec as JSON, with the shared responses filled in (see the module docs).
 pub fn spec() -> Value {
-    let mut spec =
-        serde_json::to_value(ApiDoc::openapi()).expect("the OpenAPI document serializes");
+    let mut spec = serde_json::to_value(ApiDoc::openapi()).expect("the OpenAPI document serializes");
     let error_content = json!({
         "application/json": { "schema": { "$ref": "#/components/schemas/ErrorBody" } }
     });
-    let Some(paths) = spec.get_mut("paths").and_then(Value::as_object_mut) else {
-        return spec;
-    };
+    let Some(paths) = spec.get_mut("paths").and_then(Value::as_object_mut) else { return spec };
     for item in paths.values_mut() {
         for method in METHODS {
-            let Some(op) = item.get_mut(method).and_then(Value::as_object_mut) else {
-                continue;
-            };
+            let Some(op) = item.get_mut(method).and_then(Value::as_object_mut) else { continue };
             let authenticated = op
                 .get("security")
                 .and_then(Value::as_array)
-                .is_some_and(|reqs| {
-                    reqs.iter()
-                        .any(|r| r.as_object().is_some_and(|r| !r.is_empty()))
-                });
+                .is_some_and(|reqs| reqs.iter().any(|r| r.as_object().is_some_and(|r| !r.is_empty())));
             let has_body = op.contains_key("requestBody");
             // An optional body is an absent body, not a JSON `null`.
-            if let Some(schema) = op
-                .get_mut("requestBody")
-                .and_then(|b| b.pointer_mut("/content/application~1json/schema"))
-            {
-                let nullable_of =
-                    schema
-                        .get("oneOf")
-                        .and_then(Value::as_array)
-                        .and_then(|alternatives| match alternatives.as_slice() {
-                            [inner, null] if null == &json!({ "type": "null" }) => {
-                                Some(inner.clone())
-                            }
-                            _ => None,
-                        });
+            if let Some(schema) = op.get_mut("requestBody").and_then(|b| b.pointer_mut("/content/application~1json/schema")) {
+                let nullable_of = schema.get("oneOf").and_then(Value::as_array).and_then(|alternatives| match alternatives.as_slice() {
+                    [inner, null] if null == &json!({ "type": "null" }) => Some(inner.clone()),
+                    _ => None,
+                });
                 if let Some(inner) = nullable_of {
                     *schema = inner;
                 }
@@ -204,10 +185,7 @@ pub fn spec() -> Value {
                 );
             }
             if has_body && !responses.contains_key("413") {
-                responses.insert(
-                    "413".into(),
-                    json!({ "description": "The body is larger than 256 KiB" }),
-                );
+                responses.insert("413".into(), json!({ "description": "The body is larger than 256 KiB" }));
             }
             if has_body && !responses.contains_key("408") {
                 responses.insert(

@@ -8,29 +8,15 @@ use crate::config::LogFormat;
 
 /// Installs the global subscriber. Safe to call more than once (later calls do nothing).
 pub fn init(format: LogFormat) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        EnvFilter::new(
-            "info,sqlx=warn,tower_http=warn,apalis=warn,apalis_core=warn,apalis_postgres=warn",
-        )
-    });
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_http=warn,apalis=warn,apalis_core=warn,apalis_postgres=warn"));
     let registry = tracing_subscriber::registry().with(filter);
     let _ = match format {
         // Colours only on a terminal: a log file or a pipe gets plain text.
         LogFormat::Pretty => registry
-            .with(
-                fmt::layer()
-                    .with_ansi(std::io::stderr().is_terminal())
-                    .with_writer(std::io::stderr),
-            )
+            .with(fmt::layer().with_ansi(std::io::stderr().is_terminal()).with_writer(std::io::stderr))
             .try_init(),
         LogFormat::Json => registry
-            .with(
-                fmt::layer()
-                    .json()
-                    .with_current_span(true)
-                    .with_span_list(false)
-                    .with_writer(std::io::stderr),
-            )
+            .with(fmt::layer().json().with_current_span(true).with_span_list(false).with_writer(std::io::stderr))
             .try_init(),
     };
 }

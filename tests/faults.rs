@@ -38,16 +38,8 @@ struct Scale {
 
 fn scale() -> Scale {
     match std::env::var("PARLEY_FAULT_SCALE").as_deref() {
-        Ok("full") => Scale {
-            negotiations: 1500,
-            agents: 32,
-            kills: 8,
-        },
-        _ => Scale {
-            negotiations: 120,
-            agents: 12,
-            kills: 3,
-        },
+        Ok("full") => Scale { negotiations: 1500, agents: 32, kills: 8 },
+        _ => Scale { negotiations: 120, agents: 12, kills: 3 },
     }
 }
 
@@ -74,10 +66,7 @@ struct Lcg(u64);
 
 impl Lcg {
     fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         self.0 >> 33
     }
     fn below(&mut self, n: u64) -> u64 {
@@ -86,29 +75,13 @@ impl Lcg {
 }
 
 /// One agent's polling loop against `base` until `stop`; behaves badly on purpose.
-async fn agent_loop(
-    base: Arc<Mutex<String>>,
-    agent: (String, String),
-    ledger: Arc<Ledger>,
-    stop: Arc<AtomicBool>,
-    seed: u64,
-) {
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(5))
-        .build()
-        .unwrap();
+async fn agent_loop(base: Arc<Mutex<String>>, agent: (String, String), ledger: Arc<Ledger>, stop: Arc<AtomicBool>, seed: u64) {
+    let client = reqwest::Client::builder().timeout(Duration::from_secs(5)).build().unwrap();
     let mut rng = Lcg(seed);
     let (agent_id, key) = agent;
     while !stop.load(Ordering::Relaxed) {
         let url = base.lock().unwrap().clone();
-        let pickup = || {
-            client
-                .post(format!(
-                    "{url}/api/agents/{agent_id}/negotiations/pickup?wait=1"
-                ))
-                .header("x-api-key", &key)
-                .send()
-        };
+        let pickup = || client.post(format!("{url}/api/agents/{agent_id}/negotiations/pickup?wait=1")).header("x-api-key", &key).send();
         let picked = if rng.below(4) == 0 {
             // Impatient: two pickups at once, the first answer used. Both get the agent's one
             // claim; two claims would show in `watch_claims`.
@@ -137,14 +110,10 @@ async fn agent_loop(
             ledger.unexpected.fetch_add(1, Ordering::Relaxed);
             continue;
         }
-        let Ok(body) = picked.json::<Value>().await else {
-            continue;
-        };
-        let (Some(task), Some(token), Some(turn)) = (
-            body["negotiationId"].as_str(),
-            body["claimToken"].as_str(),
-            body["turn"]["number"].as_u64(),
-        ) else {
+        let Ok(body) = picked.json::<Value>().await else { continue };
+        let (Some(task), Some(token), Some(turn)) =
+            (body["negotiationId"].as_str(), body["claimToken"].as_str(), body["turn"]["number"].as_u64())
+        else {
             ledger.unexpected.fetch_add(1, Ordering::Relaxed);
             continue;
         };
@@ -166,9 +135,7 @@ async fn agent_loop(
         }
         if behaviour < 20 {
             let _ = client
-                .post(format!(
-                    "{url}/api/agents/{agent_id}/negotiations/{task}/release"
-                ))
+                .post(format!("{url}/api/agents/{agent_id}/negotiations/{task}/release"))
                 .header("x-api-key", &key)
                 .json(&json!({ "claimToken": token }))
                 .send()
@@ -191,20 +158,14 @@ async fn agent_loop(
         });
         let url = base.lock().unwrap().clone();
         match client
-            .post(format!(
-                "{url}/api/agents/{agent_id}/negotiations/{task}/respond"
-            ))
+            .post(format!("{url}/api/agents/{agent_id}/negotiations/{task}/respond"))
             .header("x-api-key", &key)
             .json(&answer)
             .send()
             .await
         {
             Ok(r) if r.status().is_success() => {
-                ledger
-                    .acknowledged
-                    .lock()
-                    .unwrap()
-                    .insert((task.to_owned(), turn), action.to_owned());
+                ledger.acknowledged.lock().unwrap().insert((task.to_owned(), turn), action.to_owned());
             }
             Ok(r) if r.status().as_u16() == 503 => {
                 ledger.refused.fetch_add(1, Ordering::Relaxed);
@@ -267,13 +228,8 @@ async fn watch_claims(database_url: String, ledger: Arc<Ledger>, stop: Arc<Atomi
         .connect_lazy(&database_url)
         .unwrap();
     while !stop.load(Ordering::Relaxed) {
-        if let Ok(n) = sqlx::query_scalar::<_, i64>(AGENTS_WITH_TWO_LIVE_CLAIMS)
-            .fetch_one(&pool)
-            .await
-        {
-            ledger
-                .two_live_claims
-                .fetch_add(n as u64, Ordering::Relaxed);
+        if let Ok(n) = sqlx::query_scalar::<_, i64>(AGENTS_WITH_TWO_LIVE_CLAIMS).fetch_one(&pool).await {
+            ledger.two_live_claims.fetch_add(n as u64, Ordering::Relaxed);
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -282,10 +238,7 @@ async fn watch_claims(database_url: String, ledger: Arc<Ledger>, stop: Arc<Atomi
 
 async fn wait_ready(base: &str) {
     for _ in 0..200 {
-        if reqwest::get(format!("{base}/readyz"))
-            .await
-            .is_ok_and(|r| r.status().is_success())
-        {
+        if reqwest::get(format!("{base}/readyz")).await.is_ok_and(|r| r.status().is_success()) {
             return;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -302,11 +255,7 @@ struct Report {
     recovered: u64,
 }
 
-async fn check(
-    pool: &sqlx::PgPool,
-    ledger: &Ledger,
-    in_flight_at_faults: &HashSet<String>,
-) -> Report {
+async fn check(pool: &sqlx::PgPool, ledger: &Ledger, in_flight_at_faults: &HashSet<String>) -> Report {
     let mut report = Report::default();
     let q = |sql: &'static str| sqlx::query_scalar::<_, i64>(sql);
     // Duplicated: a turn stored twice, a claim handed to two agents.
@@ -317,32 +266,28 @@ async fn check(
     report.duplicated += ledger.double_claims.load(Ordering::Relaxed);
     // An agent holding two claims: seen live during the run, or left claimed at the end.
     report.duplicated += ledger.two_live_claims.load(Ordering::Relaxed);
-    report.duplicated += q(
-        "SELECT count(*) FROM (SELECT 1 FROM tasks WHERE state = 'claimed'
-                              GROUP BY claim_agent_id HAVING count(*) > 1) d",
-    )
-    .fetch_one(pool)
-    .await
-    .unwrap() as u64;
+    report.duplicated += q("SELECT count(*) FROM (SELECT 1 FROM tasks WHERE state = 'claimed'
+                              GROUP BY claim_agent_id HAVING count(*) > 1) d")
+        .fetch_one(pool)
+        .await
+        .unwrap() as u64;
     report.duplicated += q("SELECT count(*) FROM (SELECT 1 FROM artifacts GROUP BY task_id, name HAVING count(*) > 1) d")
         .fetch_one(pool)
         .await
         .unwrap() as u64;
     // Lost: a negotiation that never ended; an acknowledged turn that is not stored as answered.
-    report.lost +=
-        q("SELECT count(*) FROM tasks WHERE state NOT IN ('completed', 'canceled', 'failed')")
-            .fetch_one(pool)
+    report.lost += q("SELECT count(*) FROM tasks WHERE state NOT IN ('completed', 'canceled', 'failed')")
+        .fetch_one(pool)
+        .await
+        .unwrap() as u64;
+    let stored: HashSet<(String, i64, String)> =
+        sqlx::query_as::<_, (uuid::Uuid, i32, String)>("SELECT task_id, turn_number, action FROM messages WHERE played_by = 'personal'")
+            .fetch_all(pool)
             .await
-            .unwrap() as u64;
-    let stored: HashSet<(String, i64, String)> = sqlx::query_as::<_, (uuid::Uuid, i32, String)>(
-        "SELECT task_id, turn_number, action FROM messages WHERE played_by = 'personal'",
-    )
-    .fetch_all(pool)
-    .await
-    .unwrap()
-    .into_iter()
-    .map(|(t, n, a)| (t.to_string(), i64::from(n), a))
-    .collect();
+            .unwrap()
+            .into_iter()
+            .map(|(t, n, a)| (t.to_string(), i64::from(n), a))
+            .collect();
     for ((task, turn), action) in ledger.acknowledged.lock().unwrap().iter() {
         if !stored.contains(&(task.clone(), *turn as i64, action.clone())) {
             report.lost += 1;
@@ -372,54 +317,40 @@ async fn check(
         .await
         .unwrap() as u64;
     // Recovered: negotiations in flight at a fault that still ended.
-    let ended: HashSet<String> = sqlx::query_scalar::<_, uuid::Uuid>(
-        "SELECT task_id FROM tasks WHERE state IN ('completed', 'canceled')",
-    )
-    .fetch_all(pool)
-    .await
-    .unwrap()
-    .into_iter()
-    .map(|u| u.to_string())
-    .collect();
-    report.recovered = in_flight_at_faults
-        .iter()
-        .filter(|t| ended.contains(*t))
-        .count() as u64;
+    let ended: HashSet<String> = sqlx::query_scalar::<_, uuid::Uuid>("SELECT task_id FROM tasks WHERE state IN ('completed', 'canceled')")
+        .fetch_all(pool)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|u| u.to_string())
+        .collect();
+    report.recovered = in_flight_at_faults.iter().filter(|t| ended.contains(*t)).count() as u64;
     report
 }
 
 /// The harness's own connections: unlike the service's pool, this one tests each connection
 /// before use, because the faults it causes kill its own connections too.
 async fn checker_pool(url: &str) -> sqlx::PgPool {
-    sqlx::postgres::PgPoolOptions::new()
-        .max_connections(4)
-        .test_before_acquire(true)
-        .connect(url)
-        .await
-        .unwrap()
+    sqlx::postgres::PgPoolOptions::new().max_connections(4).test_before_acquire(true).connect(url).await.unwrap()
 }
 
 async fn in_flight(pool: &sqlx::PgPool) -> HashSet<String> {
-    sqlx::query_scalar::<_, uuid::Uuid>(
-        "SELECT task_id FROM tasks WHERE state NOT IN ('completed', 'canceled', 'failed')",
-    )
-    .fetch_all(pool)
-    .await
-    .unwrap()
-    .into_iter()
-    .map(|u| u.to_string())
-    .collect()
+    sqlx::query_scalar::<_, uuid::Uuid>("SELECT task_id FROM tasks WHERE state NOT IN ('completed', 'canceled', 'failed')")
+        .fetch_all(pool)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|u| u.to_string())
+        .collect()
 }
 
 async fn wait_all_ended(pool: &sqlx::PgPool, limit: Duration) {
     let deadline = Instant::now() + limit;
     while Instant::now() < deadline {
-        let open: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM tasks WHERE state NOT IN ('completed', 'canceled', 'failed')",
-        )
-        .fetch_one(pool)
-        .await
-        .unwrap();
+        let open: i64 = sqlx::query_scalar("SELECT count(*) FROM tasks WHERE state NOT IN ('completed', 'canceled', 'failed')")
+            .fetch_one(pool)
+            .await
+            .unwrap();
         if open == 0 {
             return;
         }
@@ -432,37 +363,26 @@ async fn kills_restarts_and_dropped_connections_lose_nothing() {
     let scale = scale();
     // A private PostgreSQL, so that restarting it disturbs nothing else.
     let pg_dir = std::env::temp_dir().join(format!("parley-faults-{}", uuid::Uuid::now_v7()));
-    let mut pg = parley::db::EmbeddedPostgres::start(&pg_dir)
-        .expect("a private PostgreSQL for the fault run");
+    let mut pg = parley::db::EmbeddedPostgres::start(&pg_dir).expect("a private PostgreSQL for the fault run");
     let database_url = pg.url("parley_faults");
-    parley::db::create_database_if_missing(&database_url)
-        .await
-        .unwrap();
+    parley::db::create_database_if_missing(&database_url).await.unwrap();
     let mut pool = checker_pool(&database_url).await;
     parley::db::migrate(&pool).await.unwrap();
 
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let base = format!("http://127.0.0.1:{port}");
     let data_dir = pg_dir.join("service");
     let mut service = Service::start(&database_url, port, &data_dir);
     wait_ready(&base).await;
 
     let jwt = JwtKeys::new(TEST_SECRET.as_bytes());
-    let service_token = jwt
-        .mint("platform", CallerRole::Service, Duration::from_secs(3600))
-        .unwrap();
+    let service_token = jwt.mint("platform", CallerRole::Service, Duration::from_secs(3600)).unwrap();
     let client = reqwest::Client::new();
     // Agents: `agents` users, each with one personal agent; every negotiation is mixed.
     let mut agents = Vec::new();
     for i in 0..scale.agents {
         let user = format!("agent-user-{i}");
-        let token = jwt
-            .mint(&user, CallerRole::User, Duration::from_secs(3600))
-            .unwrap();
+        let token = jwt.mint(&user, CallerRole::User, Duration::from_secs(3600)).unwrap();
         let r: Value = client
             .post(format!("{base}/api/agents"))
             .bearer_auth(&token)
@@ -473,10 +393,7 @@ async fn kills_restarts_and_dropped_connections_lose_nothing() {
             .json()
             .await
             .unwrap();
-        agents.push((
-            r["agent"]["id"].as_str().unwrap().to_owned(),
-            r["apiKey"]["key"].as_str().unwrap().to_owned(),
-        ));
+        agents.push((r["agent"]["id"].as_str().unwrap().to_owned(), r["apiKey"]["key"].as_str().unwrap().to_owned()));
     }
 
     let ledger = Arc::new(Ledger::default());
@@ -484,19 +401,9 @@ async fn kills_restarts_and_dropped_connections_lose_nothing() {
     let shared_base = Arc::new(Mutex::new(base.clone()));
     let mut pollers = Vec::new();
     for (i, agent) in agents.iter().enumerate() {
-        pollers.push(tokio::spawn(agent_loop(
-            shared_base.clone(),
-            agent.clone(),
-            ledger.clone(),
-            stop.clone(),
-            7 + i as u64,
-        )));
+        pollers.push(tokio::spawn(agent_loop(shared_base.clone(), agent.clone(), ledger.clone(), stop.clone(), 7 + i as u64)));
     }
-    pollers.push(tokio::spawn(watch_claims(
-        database_url.clone(),
-        ledger.clone(),
-        stop.clone(),
-    )));
+    pollers.push(tokio::spawn(watch_claims(database_url.clone(), ledger.clone(), stop.clone())));
 
     // Negotiations arrive while faults happen.
     let mut rng = Lcg(42);
@@ -510,8 +417,7 @@ async fn kills_restarts_and_dropped_connections_lose_nothing() {
             created += 1;
             let mut body = fixtures::good_match();
             body["sourceUser"]["id"] = json!(format!("source-{i}"));
-            body["candidateUser"]["id"] =
-                json!(format!("agent-user-{}", rng.below(scale.agents as u64)));
+            body["candidateUser"]["id"] = json!(format!("agent-user-{}", rng.below(scale.agents as u64)));
             if i % 3 == 0 {
                 body["candidateUser"]["profile"]["skills"] = json!(["go"]);
             }
@@ -532,17 +438,9 @@ async fn kills_restarts_and_dropped_connections_lose_nothing() {
                 let mut body = body;
                 body["opportunityId"] = json!(opportunity.to_string());
                 for _ in 0..50 {
-                    match client
-                        .post(format!("{base}/api/negotiations"))
-                        .bearer_auth(&token)
-                        .json(&body)
-                        .send()
-                        .await
-                    {
+                    match client.post(format!("{base}/api/negotiations")).bearer_auth(&token).json(&body).send().await {
                         Ok(r) if r.status().is_success() => break,
-                        Ok(r) if r.status().as_u16() == 503 => {
-                            tokio::time::sleep(Duration::from_millis(100)).await
-                        }
+                        Ok(r) if r.status().as_u16() == 503 => tokio::time::sleep(Duration::from_millis(100)).await,
                         Ok(r) if r.status().is_server_error() => {
                             ledger.unexpected.fetch_add(1, Ordering::Relaxed);
                             break;
@@ -596,14 +494,8 @@ async fn kills_restarts_and_dropped_connections_lose_nothing() {
         let _ = p.await;
     }
     let report = check(&pool, &ledger, &in_flight_at_faults).await;
-    let total: i64 = sqlx::query_scalar("SELECT count(*) FROM tasks")
-        .fetch_one(&pool)
-        .await
-        .unwrap();
-    let turns: i64 = sqlx::query_scalar("SELECT count(*) FROM messages")
-        .fetch_one(&pool)
-        .await
-        .unwrap();
+    let total: i64 = sqlx::query_scalar("SELECT count(*) FROM tasks").fetch_one(&pool).await.unwrap();
+    let turns: i64 = sqlx::query_scalar("SELECT count(*) FROM messages").fetch_one(&pool).await.unwrap();
     let acknowledged = ledger.acknowledged.lock().unwrap().len();
     eprintln!(
         "fault run {scale:?}: {total} negotiations, {turns} turns, {acknowledged} acknowledged responds, {} refused \
@@ -626,9 +518,5 @@ async fn kills_restarts_and_dropped_connections_lose_nothing() {
     assert_eq!(report.lost, 0, "lost");
     assert_eq!(report.duplicated, 0, "duplicated");
     assert_eq!(report.unexpected, 0, "unexpected");
-    assert_eq!(
-        report.recovered as usize,
-        in_flight_at_faults.len(),
-        "every negotiation in flight at a fault ended"
-    );
+    assert_eq!(report.recovered as usize, in_flight_at_faults.len(), "every negotiation in flight at a fault ended");
 }

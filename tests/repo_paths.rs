@@ -16,16 +16,7 @@ use std::{
 };
 
 /// Prefixes of backticked tokens that name files of this repository.
-const PREFIXES: [&str; 8] = [
-    "src/",
-    "tests/",
-    "migrations/",
-    "jobs/",
-    ".ci/",
-    "api-spec/",
-    ".cargo/",
-    ".sqlx/",
-];
+const PREFIXES: [&str; 8] = ["src/", "tests/", "migrations/", "jobs/", ".ci/", "api-spec/", ".cargo/", ".sqlx/"];
 
 /// Characters that start a glob or a placeholder inside a path.
 const WILDCARDS: [char; 8] = ['*', '?', '<', '>', '{', '}', '[', '$'];
@@ -42,38 +33,21 @@ fn scanned(rel: &str) -> bool {
 /// The repository's files, relative to its root: `git ls-files` when git is there, otherwise a
 /// walk of the tree without build output and installed packages.
 fn files() -> Vec<String> {
-    let git = Command::new("git")
-        .arg("-C")
-        .arg(root())
-        .args(["ls-files", "-z"])
-        .output();
+    let git = Command::new("git").arg("-C").arg(root()).args(["ls-files", "-z"]).output();
     if let Ok(out) = git
         && out.status.success()
         && !out.stdout.is_empty()
     {
-        return String::from_utf8_lossy(&out.stdout)
-            .split('\0')
-            .filter(|s| !s.is_empty())
-            .map(str::to_owned)
-            .collect();
+        return String::from_utf8_lossy(&out.stdout).split('\0').filter(|s| !s.is_empty()).map(str::to_owned).collect();
     }
     fn walk(dir: &Path, rel: &str, out: &mut Vec<String>) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
-            if matches!(
-                name.as_str(),
-                "target" | "node_modules" | ".git" | ".parley"
-            ) {
+            if matches!(name.as_str(), "target" | "node_modules" | ".git" | ".parley") {
                 continue;
             }
-            let child = if rel.is_empty() {
-                name.clone()
-            } else {
-                format!("{rel}/{name}")
-            };
+            let child = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
             if entry.path().is_dir() {
                 walk(&entry.path(), &child, out);
             } else {
@@ -124,15 +98,10 @@ fn backticked_paths(line: &str) -> Vec<String> {
             let word = word.trim_end_matches(['.', ':', ';', ',']);
             // `src/app.rs:42` names a line of a file.
             let word = match word.rsplit_once(':') {
-                Some((file, line))
-                    if !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit()) =>
-                {
-                    file
-                }
+                Some((file, line)) if !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit()) => file,
                 _ => word,
             };
-            let is_path = PREFIXES.iter().any(|p| word.starts_with(p))
-                || (word.ends_with(".md") && word.len() > 3);
+            let is_path = PREFIXES.iter().any(|p| word.starts_with(p)) || (word.ends_with(".md") && word.len() > 3);
             if is_path {
                 found.push(word.to_owned());
             }
@@ -149,16 +118,11 @@ fn capital_markdown_names(line: &str) -> Vec<String> {
     while let Some(offset) = line[i..].find(".md") {
         let dot = i + offset;
         i = dot + 3;
-        if bytes
-            .get(dot + 3)
-            .is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_')
-        {
+        if bytes.get(dot + 3).is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_') {
             continue;
         }
         let start = line[..dot]
-            .rfind(|c: char| {
-                !(c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_' || c == '-')
-            })
+            .rfind(|c: char| !(c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_' || c == '-'))
             .map_or(0, |j| j + 1);
         let name = &line[start..dot];
         let before = line[..start].chars().next_back();
@@ -175,29 +139,16 @@ fn every_path_the_repository_mentions_exists() {
     let mut missing = Vec::new();
     let mut checked = 0;
     for rel in files().into_iter().filter(|f| scanned(f)) {
-        let Ok(text) = std::fs::read_to_string(root().join(&rel)) else {
-            continue;
-        };
-        let dir = Path::new(&rel)
-            .parent()
-            .map(|p| p.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let Ok(text) = std::fs::read_to_string(root().join(&rel)) else { continue };
+        let dir = Path::new(&rel).parent().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
         let is_markdown = rel.ends_with(".md");
         for (n, line) in text.lines().enumerate() {
             let mut refs: BTreeSet<(String, String)> = BTreeSet::new();
             if is_markdown {
                 refs.extend(markdown_links(line).into_iter().map(|t| (dir.clone(), t)));
             }
-            refs.extend(
-                backticked_paths(line)
-                    .into_iter()
-                    .map(|t| (String::new(), t)),
-            );
-            refs.extend(
-                capital_markdown_names(line)
-                    .into_iter()
-                    .map(|t| (String::new(), t)),
-            );
+            refs.extend(backticked_paths(line).into_iter().map(|t| (String::new(), t)));
+            refs.extend(capital_markdown_names(line).into_iter().map(|t| (String::new(), t)));
             for (base, target) in refs {
                 checked += 1;
                 if !resolves(&base, &target) {
@@ -206,10 +157,7 @@ fn every_path_the_repository_mentions_exists() {
             }
         }
     }
-    assert!(
-        checked > 0,
-        "no path references found at all; is the scan broken?"
-    );
+    assert!(checked > 0, "no path references found at all; is the scan broken?");
     assert!(
         missing.is_empty(),
         "{} reference(s) to paths that do not exist in the repository:\n  {}",
@@ -220,26 +168,19 @@ fn every_path_the_repository_mentions_exists() {
 
 #[test]
 fn the_scanner_recognises_each_kind_of_reference() {
-    assert_eq!(
-        markdown_links("see [the spec](api-spec/openapi.json#x) and [site](https://a.b/c)"),
-        ["api-spec/openapi.json"]
-    );
-    assert_eq!(
-        backticked_paths("run `bash .ci/run` or read `src/app.rs:12`, `tests/api/*.rs`."),
-        [".ci/run", "src/app.rs", "tests/api/*.rs"]
-    );
-    assert_eq!(
-        backticked_paths("`GET /api-spec/openapi.json` and `store::tasks::lock`"),
-        Vec::<String>::new()
-    );
+    assert_eq!(markdown_links("see [the spec](api-spec/openapi.json#x) and [site](https://a.b/c)"), ["api-spec/openapi.json"]);
+    assert_eq!(backticked_paths("run `bash .ci/run` or read `src/app.rs:12`, `tests/api/*.rs`."), [
+        ".ci/run",
+        "src/app.rs",
+        "tests/api/*.rs"
+    ]);
+    assert_eq!(backticked_paths("`GET /api-spec/openapi.json` and `store::tasks::lock`"), Vec::<String>::new());
     // Spelled in pieces so that this file does not itself mention a missing file.
     let notes = concat!("NOTES", ".md");
-    assert_eq!(
-        capital_markdown_names(&format!(
-            "as README.md says (and {notes}); not docs/X.md nor readme.md"
-        )),
-        ["README.md", notes]
-    );
+    assert_eq!(capital_markdown_names(&format!("as README.md says (and {notes}); not docs/X.md nor readme.md")), [
+        "README.md",
+        notes
+    ]);
     assert!(resolves("", "tests/api/*.rs"));
     assert!(!resolves("", notes));
 }

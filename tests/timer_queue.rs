@@ -30,18 +30,13 @@ use uuid::Uuid;
 /// share (started once, left running between runs).
 fn admin_options() -> PgConnectOptions {
     static URL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    let url =
-        URL.get_or_init(
-            || match std::env::var("DATABASE_URL").ok().filter(|u| !u.is_empty()) {
-                Some(url) => url,
-                None => {
-                    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("test-pg");
-                    parley::db::EmbeddedPostgres::start_or_attach(&dir)
-                        .expect("starting the embedded PostgreSQL")
-                        .url("postgres")
-                }
-            },
-        );
+    let url = URL.get_or_init(|| match std::env::var("DATABASE_URL").ok().filter(|u| !u.is_empty()) {
+        Some(url) => url,
+        None => {
+            let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("test-pg");
+            parley::db::EmbeddedPostgres::start_or_attach(&dir).expect("starting the embedded PostgreSQL").url("postgres")
+        }
+    });
     PgConnectOptions::from_str(url).expect("a valid test database URL")
 }
 
@@ -200,10 +195,7 @@ impl TimerHandler for Recorder {
         self.record(Fired::Expiry(t));
         Ok(())
     }
-    async fn delegation_timeout(
-        &self,
-        _t: parley_jobs::DelegationTimeout,
-    ) -> Result<(), HandlerError> {
+    async fn delegation_timeout(&self, _t: parley_jobs::DelegationTimeout) -> Result<(), HandlerError> {
         Ok(())
     }
     async fn housekeeping(&self) -> Result<(), HandlerError> {
@@ -417,12 +409,7 @@ async fn only_committed_schedules_fire() {
 async fn cancelled_timers_never_fire() {
     let db = TestDb::new().await;
     let rec = Recorder::default();
-    let (task, claimed_task, opp, sentinel) = (
-        Uuid::now_v7(),
-        Uuid::now_v7(),
-        Uuid::now_v7(),
-        Uuid::now_v7(),
-    );
+    let (task, claimed_task, opp, sentinel) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
     let run_at = in_secs(1.0);
     let mut tx = db.pool.begin().await.expect("begin");
     schedule_park_timeout(&mut tx, &park(task, 1), run_at)
@@ -936,54 +923,35 @@ async fn a_task_waits_on_one_turn_timer_handed_over_in_place() {
     };
 
     let mut tx = db.pool.begin().await.expect("begin");
-    schedule_park_timeout(&mut tx, &park(task, 1), in_secs(30.0))
-        .await
-        .expect("park");
+    schedule_park_timeout(&mut tx, &park(task, 1), in_secs(30.0)).await.expect("park");
     tx.commit().await.expect("commit");
     let parked = rows(db.pool.clone()).await;
     assert_eq!(parked.len(), 1);
     assert_eq!(parked[0].1, queues::PARK_TIMEOUT);
 
     // Pickup: the park timer becomes the claim timer, the same row.
-    let claim = ClaimTimeout {
-        task_id: task,
-        generation: 2,
-    };
+    let claim = ClaimTimeout { task_id: task, generation: 2 };
     let mut tx = db.pool.begin().await.expect("begin");
-    schedule_claim_timeout(&mut tx, &claim, in_secs(30.0))
-        .await
-        .expect("claim");
+    schedule_claim_timeout(&mut tx, &claim, in_secs(30.0)).await.expect("claim");
     tx.commit().await.expect("commit");
     let claimed = rows(db.pool.clone()).await;
     assert_eq!(claimed.len(), 1, "{claimed:?}");
-    assert_eq!(
-        (claimed[0].0.as_str(), claimed[0].1.as_str()),
-        (parked[0].0.as_str(), queues::CLAIM_TIMEOUT)
-    );
+    assert_eq!((claimed[0].0.as_str(), claimed[0].1.as_str()), (parked[0].0.as_str(), queues::CLAIM_TIMEOUT));
     assert_eq!(claimed[0].2, format!("claim:{task}"));
 
     // Respond: the claim timer becomes the next turn's park timer, due now.
     let next = park(task, 3);
     let mut tx = db.pool.begin().await.expect("begin");
-    schedule_park_timeout(&mut tx, &next, in_secs(0.0))
-        .await
-        .expect("park again");
+    schedule_park_timeout(&mut tx, &next, in_secs(0.0)).await.expect("park again");
     tx.commit().await.expect("commit");
     let parked_again = rows(db.pool.clone()).await;
     assert_eq!(parked_again.len(), 1, "{parked_again:?}");
     assert_eq!(parked_again[0].1, queues::PARK_TIMEOUT);
 
     let workers = Workers::start(&db.pool, &rec, cfg(Duration::from_secs(60)));
-    wait_for("the park timer", Duration::from_secs(5), || {
-        !rec.timers().is_empty()
-    })
-    .await;
+    wait_for("the park timer", Duration::from_secs(5), || !rec.timers().is_empty()).await;
     tokio::time::sleep(Duration::from_millis(1000)).await;
-    assert_eq!(
-        rec.timers(),
-        vec![Fired::Park(next)],
-        "only the last timer armed fires, with its payload"
-    );
+    assert_eq!(rec.timers(), vec![Fired::Park(next)], "only the last timer armed fires, with its payload");
     workers.stop().await;
     db.drop_db().await;
 }

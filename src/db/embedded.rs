@@ -41,11 +41,7 @@ impl EmbeddedPostgres {
         fs::create_dir_all(data_dir).with_context(|| format!("creating {}", data_dir.display()))?;
         let data_dir = data_dir.canonicalize()?;
         let cluster_dir = data_dir.join("pg");
-        let run_as = if is_root() {
-            Some(lookup_user(SERVER_USER)?)
-        } else {
-            None
-        };
+        let run_as = if is_root() { Some(lookup_user(SERVER_USER)?) } else { None };
 
         if !cluster_dir.join("PG_VERSION").exists() {
             initdb(&bin_dir, &cluster_dir, run_as)?;
@@ -79,13 +75,7 @@ impl EmbeddedPostgres {
                 tail.into_iter().rev().collect::<Vec<_>>().join("\n")
             );
         }
-        let pg = EmbeddedPostgres {
-            bin_dir,
-            cluster_dir,
-            port,
-            run_as,
-            stopped: false,
-        };
+        let pg = EmbeddedPostgres { bin_dir, cluster_dir, port, run_as, stopped: false };
         pg.wait_ready(Duration::from_secs(30))?;
         Ok(pg)
     }
@@ -97,18 +87,8 @@ impl EmbeddedPostgres {
         let cluster_dir = data_dir.join("pg");
         if let Some(port) = running_port(&cluster_dir) {
             let bin_dir = find_bin_dir().context("no PostgreSQL server binaries found")?;
-            let run_as = if is_root() {
-                Some(lookup_user(SERVER_USER)?)
-            } else {
-                None
-            };
-            let pg = EmbeddedPostgres {
-                bin_dir,
-                cluster_dir,
-                port,
-                run_as,
-                stopped: true,
-            };
+            let run_as = if is_root() { Some(lookup_user(SERVER_USER)?) } else { None };
+            let pg = EmbeddedPostgres { bin_dir, cluster_dir, port, run_as, stopped: true };
             if pg.wait_ready(Duration::from_secs(2)).is_ok() {
                 return Ok(pg);
             }
@@ -140,10 +120,7 @@ impl EmbeddedPostgres {
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         as_user(&mut cmd, self.run_as);
-        anyhow::ensure!(
-            cmd.status()?.success(),
-            "restarting the embedded PostgreSQL failed"
-        );
+        anyhow::ensure!(cmd.status()?.success(), "restarting the embedded PostgreSQL failed");
         self.stopped = !was_owned;
         self.wait_ready(Duration::from_secs(30))
     }
@@ -170,12 +147,7 @@ impl EmbeddedPostgres {
         }
         self.stopped = true;
         let mut cmd = Command::new(self.bin_dir.join("pg_ctl"));
-        cmd.arg("stop")
-            .arg("-D")
-            .arg(&self.cluster_dir)
-            .arg("-m")
-            .arg("fast")
-            .arg("-w");
+        cmd.arg("stop").arg("-D").arg(&self.cluster_dir).arg("-m").arg("fast").arg("-w");
         cmd.stdout(Stdio::null()).stderr(Stdio::null());
         as_user(&mut cmd, self.run_as);
         let status = cmd.status().context("running pg_ctl stop")?;
@@ -221,9 +193,8 @@ fn initdb(bin_dir: &Path, cluster_dir: &Path, run_as: Option<(u32, u32)>) -> any
     fs::create_dir_all(cluster_dir)?;
     fs::set_permissions(cluster_dir, fs::Permissions::from_mode(0o700))?;
     if let Some((uid, gid)) = run_as {
-        std::os::unix::fs::chown(cluster_dir, Some(uid), Some(gid)).with_context(|| {
-            format!("giving {} to the {SERVER_USER} user", cluster_dir.display())
-        })?;
+        std::os::unix::fs::chown(cluster_dir, Some(uid), Some(gid))
+            .with_context(|| format!("giving {} to the {SERVER_USER} user", cluster_dir.display()))?;
         check_reachable(cluster_dir)?;
     }
     let mut cmd = Command::new(bin_dir.join("initdb"));
@@ -236,10 +207,7 @@ fn initdb(bin_dir: &Path, cluster_dir: &Path, run_as: Option<(u32, u32)>) -> any
     let out = cmd.output().context("running initdb")?;
     if !out.status.success() {
         let _ = fs::remove_dir_all(cluster_dir);
-        bail!(
-            "initdb failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
+        bail!("initdb failed: {}", String::from_utf8_lossy(&out.stderr).trim());
     }
     Ok(())
 }
@@ -298,9 +266,7 @@ fn lookup_user(name: &str) -> anyhow::Result<(u32, u32)> {
 
 /// Finds `initdb`/`pg_ctl`: `PARLEY_PG_BIN`, then `pg_config --bindir`, then Debian's layout, then `PATH`.
 fn find_bin_dir() -> Option<PathBuf> {
-    let has_server = |d: &Path| {
-        d.join("initdb").exists() && d.join("pg_ctl").exists() && d.join("postgres").exists()
-    };
+    let has_server = |d: &Path| d.join("initdb").exists() && d.join("pg_ctl").exists() && d.join("postgres").exists();
     if let Some(dir) = std::env::var_os("PARLEY_PG_BIN").map(PathBuf::from) {
         return has_server(&dir).then_some(dir);
     }
@@ -318,10 +284,7 @@ fn find_bin_dir() -> Option<PathBuf> {
         .filter(|d| has_server(d))
         .collect();
     debian.sort_by_key(|d| {
-        d.parent()
-            .and_then(|v| v.file_name())
-            .and_then(|v| v.to_str())
-            .and_then(|v| v.parse::<u32>().ok())
+        d.parent().and_then(|v| v.file_name()).and_then(|v| v.to_str()).and_then(|v| v.parse::<u32>().ok())
     });
     if let Some(dir) = debian.pop() {
         return Some(dir);

@@ -43,20 +43,14 @@ pub async fn open(
     create_database_if_missing(&url).await?;
     let pool = pool(&url, pool_size).await?;
     migrate(&pool).await?;
-    Ok(Database {
-        pool,
-        url,
-        embedded,
-    })
+    Ok(Database { pool, url, embedded })
 }
 
 /// Runs Parley's migrations and sets up the timer queue's tables (apalis keeps its own
 /// migration history in `apalis._sqlx_migrations`, so the two never conflict).
 pub async fn migrate(pool: &PgPool) -> anyhow::Result<()> {
     MIGRATOR.run(pool).await.context("running migrations")?;
-    parley_jobs::setup(pool)
-        .await
-        .context("setting up the timer queue")?;
+    parley_jobs::setup(pool).await.context("setting up the timer queue")?;
     Ok(())
 }
 
@@ -84,23 +78,16 @@ pub async fn create_database_if_missing(url: &str) -> anyhow::Result<()> {
     let mut conn = PgConnection::connect_with(&admin)
         .await
         .with_context(|| format!("connecting to {}", redact(url)))?;
-    let exists: bool =
-        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)")
-            .bind(&name)
-            .fetch_one(&mut conn)
-            .await?;
+    let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)")
+        .bind(&name)
+        .fetch_one(&mut conn)
+        .await?;
     if !exists {
         // Identifiers cannot be bound as parameters; quote it.
         let sql = format!("CREATE DATABASE \"{}\"", name.replace('"', "\"\""));
-        if let Err(e) = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .execute(&mut conn)
-            .await
-        {
+        if let Err(e) = sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&mut conn).await {
             // Another process may have created it at the same moment.
-            let raced = e
-                .as_database_error()
-                .and_then(|d| d.code())
-                .is_some_and(|c| c == "42P04");
+            let raced = e.as_database_error().and_then(|d| d.code()).is_some_and(|c| c == "42P04");
             if !raced {
                 return Err(e).context("creating the database");
             }
@@ -159,18 +146,9 @@ mod tests {
 
     #[test]
     fn redact_hides_every_password_and_keeps_the_rest() {
-        assert_eq!(
-            redact("postgres://u:p%40ss@h:5432/db"),
-            "postgres://u:***@h:5432/db"
-        );
-        assert_eq!(
-            redact("postgres://u@h/db?sslmode=require"),
-            "postgres://u@h/db?sslmode=require"
-        );
-        assert_eq!(
-            redact("postgres://h/db?user=u&password=s3cret&x=1"),
-            "postgres://h/db?user=u&password=***&x=1"
-        );
+        assert_eq!(redact("postgres://u:p%40ss@h:5432/db"), "postgres://u:***@h:5432/db");
+        assert_eq!(redact("postgres://u@h/db?sslmode=require"), "postgres://u@h/db?sslmode=require");
+        assert_eq!(redact("postgres://h/db?user=u&password=s3cret&x=1"), "postgres://h/db?user=u&password=***&x=1");
         assert_eq!(redact("postgres://u:a@b?c@h/db"), "postgres://u:***@h/db");
     }
 }

@@ -52,10 +52,7 @@ pub struct AgentKey {
 impl AgentKey {
     /// The key as presented, for the agent of the path (if any).
     pub fn new(key: &str, agent_id: Option<Uuid>) -> AgentKey {
-        AgentKey {
-            key_hash: hash_secret(key),
-            agent_id,
-        }
+        AgentKey { key_hash: hash_secret(key), agent_id }
     }
 }
 
@@ -101,17 +98,9 @@ impl KeyCheck {
     /// The agent the key speaks for, or why it may not.
     pub(crate) fn identity(self) -> Result<AgentIdentity, DeliveryError> {
         match self {
-            KeyCheck::Ok {
-                agent_id,
-                owner_user_id,
-            } => Ok(AgentIdentity {
-                agent_id,
-                owner_user_id,
-            }),
+            KeyCheck::Ok { agent_id, owner_user_id } => Ok(AgentIdentity { agent_id, owner_user_id }),
             KeyCheck::UnknownKey => Err(DeliveryError::Unauthorized),
-            KeyCheck::OtherAgent => Err(DeliveryError::Forbidden(
-                "this API key belongs to another agent",
-            )),
+            KeyCheck::OtherAgent => Err(DeliveryError::Forbidden("this API key belongs to another agent")),
             KeyCheck::Inactive => Err(DeliveryError::Forbidden("the agent is inactive")),
         }
     }
@@ -127,8 +116,7 @@ pub fn hash_secret(secret: &str) -> Vec<u8> {
 
 impl Engine {
     fn claim_mac(&self, task_id: Uuid, generation: i64) -> Hmac<Sha256> {
-        let mut mac =
-            Hmac::<Sha256>::new_from_slice(&self.claim_key).expect("HMAC takes keys of any length");
+        let mut mac = Hmac::<Sha256>::new_from_slice(&self.claim_key).expect("HMAC takes keys of any length");
         mac.update(task_id.as_bytes());
         mac.update(&generation.to_be_bytes());
         mac
@@ -139,28 +127,17 @@ impl Engine {
         let mut raw = Vec::with_capacity(TOKEN_BYTES);
         raw.extend_from_slice(&generation.to_be_bytes());
         raw.extend_from_slice(&self.claim_mac(task_id, generation).finalize().into_bytes());
-        format!(
-            "ct_{}",
-            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw)
-        )
+        format!("ct_{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw))
     }
 
     /// What a presented claim token proves for `task_id` (the tag is compared in constant time).
     pub(crate) fn claim_proof(&self, task_id: Uuid, token: Option<&str>) -> ClaimProof {
-        let Some(token) = token else {
-            return ClaimProof::Absent;
-        };
+        let Some(token) = token else { return ClaimProof::Absent };
         let raw = token
             .strip_prefix("ct_")
-            .and_then(|t| {
-                base64::engine::general_purpose::URL_SAFE_NO_PAD
-                    .decode(t)
-                    .ok()
-            })
+            .and_then(|t| base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(t).ok())
             .filter(|raw| raw.len() == TOKEN_BYTES);
-        let Some(raw) = raw else {
-            return ClaimProof::Forged;
-        };
+        let Some(raw) = raw else { return ClaimProof::Forged };
         let (generation, tag) = raw.split_at(8);
         let generation = i64::from_be_bytes(generation.try_into().expect("8 bytes"));
         match self.claim_mac(task_id, generation).verify_slice(tag) {
@@ -170,33 +147,21 @@ impl Engine {
     }
 
     fn claim_deadline(&self) -> Result<DateTime<Utc>, DeliveryError> {
-        let timeout =
-            chrono::Duration::from_std(self.config.claim_timeout).map_err(anyhow::Error::from)?;
+        let timeout = chrono::Duration::from_std(self.config.claim_timeout).map_err(anyhow::Error::from)?;
         // PostgreSQL keeps microseconds: round here so the deadline we report is the one stored.
         Ok((Utc::now() + timeout).trunc_subsecs(6))
     }
 
     /// One pickup attempt, in one statement: authenticates the key, then returns the agent's
     /// live claim, else claims the oldest turn parked for its user. Also returns the agent.
-    pub async fn try_pickup(
-        &self,
-        key: &AgentKey,
-    ) -> Result<(AgentIdentity, Option<Claim>), DeliveryError> {
+    pub async fn try_pickup(&self, key: &AgentKey) -> Result<(AgentIdentity, Option<Claim>), DeliveryError> {
         let found = {
             let mut conn = self.pool.acquire().await?;
-            turn_delivery::pickup(
-                &mut conn,
-                &key.key_hash,
-                key.agent_id,
-                self.config.claim_timeout,
-                self.config.park_timeout,
-            )
-            .await?
+            turn_delivery::pickup(&mut conn, &key.key_hash, key.agent_id, self.config.claim_timeout, self.config.park_timeout)
+                .await?
         };
         let agent = found.key.identity()?;
-        let Some(picked) = found.picked_up else {
-            return Ok((agent, None));
-        };
+        let Some(picked) = found.picked_up else { return Ok((agent, None)) };
         let task = picked.task;
         if picked.claimed_now {
             crate::metrics::claimed();
@@ -219,11 +184,7 @@ impl Engine {
     /// Pickup with an optional long poll: waits up to `wait` for a turn to be parked for the
     /// agent's user. Waiting holds no database connection; a wake-up that loses the race to
     /// another agent keeps waiting for the rest of its time.
-    pub async fn pickup(
-        &self,
-        key: &AgentKey,
-        wait: Option<Duration>,
-    ) -> Result<Option<Claim>, DeliveryError> {
+    pub async fn pickup(&self, key: &AgentKey, wait: Option<Duration>) -> Result<Option<Claim>, DeliveryError> {
         let (agent, claim) = self.try_pickup(key).await?;
         // Marked at the start: a long-poll counts as seen while it waits (see `liveness`).
         self.seen(agent.agent_id).await;
@@ -253,28 +214,16 @@ impl Engine {
 
     /// Checks that `agent` holds a live claim on `task` that `proof` (when a token was sent)
     /// is for.
-    pub(crate) fn check_holder(
-        task: &Task,
-        agent: &AgentIdentity,
-        proof: ClaimProof,
-    ) -> Result<(), DeliveryError> {
+    pub(crate) fn check_holder(task: &Task, agent: &AgentIdentity, proof: ClaimProof) -> Result<(), DeliveryError> {
         let token_sent = proof != ClaimProof::Absent;
         if task.state.is_terminal() {
             return Err(DeliveryError::AlreadyCompleted);
         }
         if task.state != TaskState::Claimed {
-            return Err(if token_sent {
-                DeliveryError::ClaimStale
-            } else {
-                DeliveryError::NotClaimed
-            });
+            return Err(if token_sent { DeliveryError::ClaimStale } else { DeliveryError::NotClaimed });
         }
         if task.claim_agent_id != Some(agent.agent_id) {
-            return Err(if token_sent {
-                DeliveryError::ClaimStale
-            } else {
-                DeliveryError::ClaimedByOther
-            });
+            return Err(if token_sent { DeliveryError::ClaimStale } else { DeliveryError::ClaimedByOther });
         }
         if token_sent && proof.generation() != Some(task.claim_generation) {
             return Err(DeliveryError::ClaimStale);
@@ -287,31 +236,20 @@ impl Engine {
 
     /// Pushes the holder's claim expiry to now + claim timeout.
     /// Returns the task as extended; its token is unchanged.
-    pub async fn extend(
-        &self,
-        agent: &AgentIdentity,
-        task_id: Uuid,
-        token: Option<&str>,
-    ) -> Result<Task, DeliveryError> {
+    pub async fn extend(&self, agent: &AgentIdentity, task_id: Uuid, token: Option<&str>) -> Result<Task, DeliveryError> {
         let mut tx = self.pool.begin().await?;
         let mut task = self.lock_visible(&mut tx, agent, task_id).await?;
         Self::check_holder(&task, agent, self.claim_proof(task_id, token))?;
         let expires_at = self.claim_deadline()?;
         tasks::extend_claim(&mut tx, task.id, expires_at).await?;
-        self.arm_claim_timer(&mut tx, task.id, task.claim_generation, expires_at)
-            .await?;
+        self.arm_claim_timer(&mut tx, task.id, task.claim_generation, expires_at).await?;
         tx.commit().await?;
         task.claim_expires_at = Some(expires_at);
         Ok(task)
     }
 
     /// Gives the turn back: `claimed -> waiting_for_agent`, keeping when it was first parked.
-    pub async fn release(
-        &self,
-        agent: &AgentIdentity,
-        task_id: Uuid,
-        token: Option<&str>,
-    ) -> Result<Task, DeliveryError> {
+    pub async fn release(&self, agent: &AgentIdentity, task_id: Uuid, token: Option<&str>) -> Result<Task, DeliveryError> {
         let mut tx = self.pool.begin().await?;
         let mut task = self.lock_visible(&mut tx, agent, task_id).await?;
         Self::check_holder(&task, agent, self.claim_proof(task_id, token))?;
@@ -320,14 +258,7 @@ impl Engine {
         let user = task.awaiting_user_id.clone().unwrap_or_default();
         self.disarm_claim_timer(&mut tx, task.id).await?;
         let first_parked_at = task.first_parked_at.unwrap_or_else(Utc::now);
-        self.arm_park_timer(
-            &mut tx,
-            &task,
-            task.turn_count,
-            task.claim_generation,
-            first_parked_at,
-        )
-        .await?;
+        self.arm_park_timer(&mut tx, &task, task.turn_count, task.claim_generation, first_parked_at).await?;
         tasks::notify_parked(&mut tx, &user).await?;
         tx.commit().await?;
         self.wakeups.wake(&user);
@@ -344,9 +275,7 @@ impl Engine {
         agent: &AgentIdentity,
         task_id: Uuid,
     ) -> Result<Task, DeliveryError> {
-        let task = tasks::lock(conn, task_id)
-            .await?
-            .ok_or(DeliveryError::NotFound)?;
+        let task = tasks::lock(conn, task_id).await?.ok_or(DeliveryError::NotFound)?;
         if task.side_of(&agent.owner_user_id).is_none() {
             return Err(DeliveryError::NotFound);
         }
@@ -366,11 +295,7 @@ impl Engine {
             match self.release(agent, id, None).await {
                 Ok(_) => released += 1,
                 // Lapsed or answered meanwhile: its own timer or respond took care of it.
-                Err(
-                    DeliveryError::ClaimStale
-                    | DeliveryError::NotClaimed
-                    | DeliveryError::AlreadyCompleted,
-                ) => {}
+                Err(DeliveryError::ClaimStale | DeliveryError::NotClaimed | DeliveryError::AlreadyCompleted) => {}
                 Err(e) => return Err(e),
             }
         }

@@ -9,9 +9,7 @@ use uuid::Uuid;
 use super::{DeliveryError, finalize, wakeups::Wakeups};
 use crate::{
     config::Config,
-    domain::{
-        EndReason, SeedAssessment, Side, SideKind, TaskEvent, TaskState, Turn, outcome::cap_reached,
-    },
+    domain::{EndReason, SeedAssessment, Side, SideKind, TaskEvent, TaskState, Turn, outcome::cap_reached},
     negotiator::{self, NegotiatorConfig, Situation},
     store::{messages, tasks},
 };
@@ -85,12 +83,7 @@ impl Engine {
     ///
     /// `claim_key` is the secret claim tokens are derived from; keep it stable across restarts
     /// (it is derived from the JWT secret) so that a retried pickup returns the same token.
-    pub fn new(
-        pool: PgPool,
-        config: Arc<Config>,
-        negotiator: NegotiatorConfig,
-        claim_key: &[u8],
-    ) -> Engine {
+    pub fn new(pool: PgPool, config: Arc<Config>, negotiator: NegotiatorConfig, claim_key: &[u8]) -> Engine {
         Engine {
             pool,
             config,
@@ -138,11 +131,7 @@ impl Engine {
             tx.commit().await?;
             return Ok(Step::Stop);
         }
-        let turns: Vec<Turn> = messages::turns(&mut tx, task.id)
-            .await?
-            .into_iter()
-            .map(|t| t.turn)
-            .collect();
+        let turns: Vec<Turn> = messages::turns(&mut tx, task.id).await?.into_iter().map(|t| t.turn).collect();
         let side = match next_step(&task, &turns) {
             // Turns stored but not yet concluded (a respond that ended the negotiation).
             Next::Finish(reason) => {
@@ -190,16 +179,7 @@ impl Engine {
         mut turns: Vec<Turn>,
     ) -> Result<(Turn, Concluded), DeliveryError> {
         let turn = self.system_turn(task, side, &turns)?;
-        messages::store_turns(
-            conn,
-            task,
-            &[messages::TurnRow::new(
-                &turn,
-                task.user_id(side),
-                SideKind::System,
-            )],
-        )
-        .await?;
+        messages::store_turns(conn, task, &[messages::TurnRow::new(&turn, task.user_id(side), SideKind::System)]).await?;
         turns.push(turn.clone());
         let concluded = self.conclude_turn(conn, task, &turns).await?;
         Ok((turn, concluded))
@@ -227,8 +207,7 @@ impl Engine {
                 Ok(Concluded::Parked(count))
             }
             Next::System(_) => {
-                tasks::set_state(conn, task.id, TaskState::Working, TaskState::Working, count)
-                    .await?;
+                tasks::set_state(conn, task.id, TaskState::Working, TaskState::Working, count).await?;
                 Ok(Concluded::Continues)
             }
         }
@@ -239,9 +218,7 @@ impl Engine {
     pub(crate) fn after_commit(&self, task: &tasks::Task, concluded: Concluded) -> Concluded {
         match concluded {
             Concluded::Parked(turn_number) => self.parked(task, turn_number),
-            Concluded::Ended(has_opportunity, reason) => {
-                crate::metrics::negotiation_ended(has_opportunity, reason)
-            }
+            Concluded::Ended(has_opportunity, reason) => crate::metrics::negotiation_ended(has_opportunity, reason),
             Concluded::Continues => {}
         }
         concluded
@@ -255,19 +232,10 @@ impl Engine {
     /// In a mixed negotiation the park timer is armed for the park window of that user: the
     /// offline window when none of the user's agents is live, else `PARLEY_PARK_TIMEOUT`
     /// ([`Engine::park_window`]); when it fires, the handler decides again from the state then.
-    async fn park_in(
-        &self,
-        tx: &mut sqlx::PgConnection,
-        task: &tasks::Task,
-        turn_number: u32,
-    ) -> Result<(), DeliveryError> {
+    async fn park_in(&self, tx: &mut sqlx::PgConnection, task: &tasks::Task, turn_number: u32) -> Result<(), DeliveryError> {
         let side = Side::for_turn(turn_number);
         let user = task.user_id(side);
-        let park_timeout = if Self::falls_back(task) {
-            Some(self.park_window(tx, user).await?)
-        } else {
-            None
-        };
+        let park_timeout = if Self::falls_back(task) { Some(self.park_window(tx, user).await?) } else { None };
         tasks::park(tx, task.id, user, turn_number, park_timeout).await?;
         Ok(())
     }
@@ -317,17 +285,11 @@ impl Engine {
     /// Cancels a negotiation (platform request): the task ends `canceled`, the outcome says why.
     pub async fn cancel(&self, task_id: Uuid) -> Result<(), DeliveryError> {
         let mut tx = self.pool.begin().await?;
-        let task = tasks::lock(&mut tx, task_id)
-            .await?
-            .ok_or(DeliveryError::NotFound)?;
+        let task = tasks::lock(&mut tx, task_id).await?.ok_or(DeliveryError::NotFound)?;
         if task.state.is_terminal() {
             return Err(DeliveryError::AlreadyCompleted);
         }
-        let turns: Vec<Turn> = messages::turns(&mut tx, task.id)
-            .await?
-            .into_iter()
-            .map(|t| t.turn)
-            .collect();
+        let turns: Vec<Turn> = messages::turns(&mut tx, task.id).await?.into_iter().map(|t| t.turn).collect();
         let outcome = finalize(self, &mut tx, &task, &turns, Some(EndReason::Canceled)).await?;
         tx.commit().await?;
         crate::metrics::negotiation_ended(outcome.has_opportunity, outcome.reason);
@@ -338,8 +300,7 @@ impl Engine {
     /// turns). Returns how many were resumed. Safe to run concurrently with live traffic: each
     /// step re-reads the task under its lock.
     pub async fn recover(&self, grace: std::time::Duration) -> Result<usize, DeliveryError> {
-        let cutoff =
-            chrono::Utc::now() - chrono::Duration::from_std(grace).map_err(anyhow::Error::from)?;
+        let cutoff = chrono::Utc::now() - chrono::Duration::from_std(grace).map_err(anyhow::Error::from)?;
         let ids = {
             let mut conn = self.pool.acquire().await?;
             tasks::list_runnable(&mut conn, cutoff).await?

@@ -20,11 +20,7 @@ pub async fn finalize(
     turns: &[Turn],
     reason: Option<EndReason>,
 ) -> Result<Outcome, DeliveryError> {
-    let event = if reason == Some(EndReason::Canceled) {
-        TaskEvent::Cancel
-    } else {
-        TaskEvent::Finish
-    };
+    let event = if reason == Some(EndReason::Canceled) { TaskEvent::Cancel } else { TaskEvent::Finish };
     let next = task.state.transition(event)?;
     let outcome = derive_outcome(turns, |side| task.user_id(side).to_owned(), reason);
     messages::insert_outcome(conn, task.id, &outcome).await?;

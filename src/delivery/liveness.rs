@@ -58,10 +58,7 @@ impl SeenThrottle {
             return false;
         }
         let mut written = self.written.lock().unwrap_or_else(|e| e.into_inner());
-        if written
-            .get(&agent)
-            .is_some_and(|at| now.duration_since(*at) < SEEN_WRITE_EVERY)
-        {
+        if written.get(&agent).is_some_and(|at| now.duration_since(*at) < SEEN_WRITE_EVERY) {
             return false;
         }
         if written.len() >= REMEMBERED {
@@ -73,10 +70,7 @@ impl SeenThrottle {
 
     /// A write that failed is not counted, so the next call tries again.
     fn forget(&self, agent: Uuid) {
-        self.written
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&agent);
+        self.written.lock().unwrap_or_else(|e| e.into_inner()).remove(&agent);
     }
 }
 
@@ -118,11 +112,7 @@ impl Engine {
     /// The park window of a turn of a mixed negotiation parked now for `user_id`:
     /// `PARLEY_PARK_TIMEOUT_OFFLINE` when no agent of that user is live (and it is the shorter),
     /// else `PARLEY_PARK_TIMEOUT`.
-    pub(crate) async fn park_window(
-        &self,
-        conn: &mut PgConnection,
-        user_id: &str,
-    ) -> sqlx::Result<Duration> {
+    pub(crate) async fn park_window(&self, conn: &mut PgConnection, user_id: &str) -> sqlx::Result<Duration> {
         let (long, offline) = (self.config.park_timeout, self.config.park_timeout_offline);
         if offline >= long || agents::any_live(conn, user_id, self.config.agent_liveness).await? {
             return Ok(long);
@@ -142,16 +132,10 @@ mod tests {
         let t0 = Instant::now();
         assert!(throttle.due(a, t0));
         assert!(!throttle.due(a, t0 + Duration::from_secs(14)));
-        assert!(
-            throttle.due(b, t0 + Duration::from_secs(1)),
-            "agents are throttled apart"
-        );
+        assert!(throttle.due(b, t0 + Duration::from_secs(1)), "agents are throttled apart");
         assert!(throttle.due(a, t0 + SEEN_WRITE_EVERY));
         throttle.forget(b);
-        assert!(
-            throttle.due(b, t0 + Duration::from_secs(2)),
-            "a failed write is tried again"
-        );
+        assert!(throttle.due(b, t0 + Duration::from_secs(2)), "a failed write is tried again");
     }
 
     #[test]
@@ -159,14 +143,8 @@ mod tests {
         let throttle = SeenThrottle::default();
         let agent = Uuid::now_v7();
         throttle.off.store(true, Ordering::Relaxed);
-        assert!(
-            !throttle.due(agent, Instant::now()),
-            "off: not even a first write"
-        );
+        assert!(!throttle.due(agent, Instant::now()), "off: not even a first write");
         throttle.off.store(false, Ordering::Relaxed);
-        assert!(
-            throttle.due(agent, Instant::now()),
-            "on again: the agent is written"
-        );
+        assert!(throttle.due(agent, Instant::now()), "on again: the agent is written");
     }
 }

@@ -77,12 +77,7 @@ impl From<sqlx::Error> for DeliveryError {
 
 /// Hook for a pending opportunity that the people decided (accepted or rejected), inside the
 /// deciding transaction: nothing is left to expire.
-pub async fn on_opportunity_decided(
-    conn: &mut sqlx::PgConnection,
-    opportunity_id: uuid::Uuid,
-) -> Result<(), DeliveryError> {
-    parley_jobs::cancel_pending_expiry(conn, opportunity_id)
-        .await
-        .map_err(|e| DeliveryError::Unexpected(e.into()))?;
+pub async fn on_opportunity_decided(conn: &mut sqlx::PgConnection, opportunity_id: uuid::Uuid) -> Result<(), DeliveryError> {
+    parley_jobs::cancel_pending_expiry(conn, opportunity_id).await.map_err(|e| DeliveryError::Unexpected(e.into()))?;
     Ok(())
 }

@@ -28,57 +28,37 @@ pub struct RecentClaims {
 
 impl Default for RecentClaims {
     fn default() -> Self {
-        RecentClaims {
-            claims: Mutex::new(LruCache::new(
-                NonZeroUsize::new(CAPACITY).expect("non-zero"),
-            )),
-        }
+        RecentClaims { claims: Mutex::new(LruCache::new(NonZeroUsize::new(CAPACITY).expect("non-zero"))) }
     }
 }
 
 impl RecentClaims {
     /// Remembers a claim handed out by pickup.
     pub fn remember(&self, claim: &Claim) {
-        let (Some(agent_id), Some(owner_user_id)) = (
-            claim.task.claim_agent_id,
-            claim.task.awaiting_user_id.clone(),
-        ) else {
+        let (Some(agent_id), Some(owner_user_id)) = (claim.task.claim_agent_id, claim.task.awaiting_user_id.clone()) else {
             return;
         };
         let snapshot = RespondSnapshot {
-            key: KeyCheck::Ok {
-                agent_id,
-                owner_user_id,
-            },
+            key: KeyCheck::Ok { agent_id, owner_user_id },
             task: Some(claim.task.clone()),
             history: claim.history.clone(),
             opportunity_status: Some(claim.opportunity_status),
             replay: None,
         };
-        self.lock()
-            .put((claim.task.id, claim.task.claim_generation), snapshot);
+        self.lock().put((claim.task.id, claim.task.claim_generation), snapshot);
     }
 
     /// Takes out the claim of `task_id` at `generation`, unless the call names another agent
     /// than its holder. Its `key` is who held the claim, which `parley_respond` checks against
     /// the key presented.
-    pub fn take(
-        &self,
-        task_id: Uuid,
-        generation: i64,
-        agent_id: Option<Uuid>,
-    ) -> Option<RespondSnapshot> {
+    pub fn take(&self, task_id: Uuid, generation: i64, agent_id: Option<Uuid>) -> Option<RespondSnapshot> {
         let snapshot = self.lock().pop(&(task_id, generation))?;
         let holder = snapshot.task.as_ref().and_then(|t| t.claim_agent_id);
-        agent_id
-            .is_none_or(|a| Some(a) == holder)
-            .then_some(snapshot)
+        agent_id.is_none_or(|a| Some(a) == holder).then_some(snapshot)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, LruCache<(Uuid, i64), RespondSnapshot>> {
         // A panic while holding this lock leaves nothing half-done: every operation is one call.
-        self.claims
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.claims.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }

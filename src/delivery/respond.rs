@@ -30,10 +30,9 @@ use super::{
 use crate::{
     domain::{Action, Side, SideKind, SuggestedRoles, TaskState, Turn, action_allowed},
     store::{
-        messages,
-        messages::TurnRow,
-        opportunities,
+        messages, opportunities,
         tasks::{self, Task},
+        messages::TurnRow,
         turn_delivery::{self, ApplyRespond, RespondSnapshot},
     },
 };
@@ -93,39 +92,19 @@ const ATTEMPTS: usize = 3;
 impl Engine {
     /// Applies the holder's answer; see the module docs.
     #[tracing::instrument(name = "turn", skip_all, fields(negotiation.id = %task_id))]
-    pub async fn respond(
-        &self,
-        key: &AgentKey,
-        task_id: Uuid,
-        answer: &TurnAnswer,
-    ) -> Result<Responded, DeliveryError> {
+    pub async fn respond(&self, key: &AgentKey, task_id: Uuid, answer: &TurnAnswer) -> Result<Responded, DeliveryError> {
         let result = self.respond_once(key, task_id, answer).await;
         // Any answer past the key check means the key is this agent's: it was seen.
         if let Some(agent) = key.agent_id
-            && !matches!(
-                result,
-                Err(DeliveryError::Unauthorized
-                    | DeliveryError::Forbidden(_)
-                    | DeliveryError::Unexpected(_))
-            )
+            && !matches!(result, Err(DeliveryError::Unauthorized | DeliveryError::Forbidden(_) | DeliveryError::Unexpected(_)))
         {
             self.seen(agent).await;
         }
         result
     }
 
-    async fn respond_once(
-        &self,
-        key: &AgentKey,
-        task_id: Uuid,
-        answer: &TurnAnswer,
-    ) -> Result<Responded, DeliveryError> {
-        let request = Request {
-            key,
-            answer,
-            request_hash: answer.request_hash(),
-            proof: self.claim_proof(task_id, answer.claim_token.as_deref()),
-        };
+    async fn respond_once(&self, key: &AgentKey, task_id: Uuid, answer: &TurnAnswer) -> Result<Responded, DeliveryError> {
+        let request = Request { key, answer, request_hash: answer.request_hash(), proof: self.claim_proof(task_id, answer.claim_token.as_deref()) };
         // The claim as this process's pickup saw it: only ever a shortcut to success. Any
         // refusal or lost race is decided again from a fresh read.
         if let Some(generation) = request.proof.generation()
@@ -137,14 +116,8 @@ impl Engine {
         for _ in 0..ATTEMPTS {
             let snapshot = {
                 let mut conn = self.pool.acquire().await?;
-                turn_delivery::respond_snapshot(
-                    &mut conn,
-                    &key.key_hash,
-                    key.agent_id,
-                    task_id,
-                    request.proof.generation(),
-                )
-                .await?
+                turn_delivery::respond_snapshot(&mut conn, &key.key_hash, key.agent_id, task_id, request.proof.generation())
+                    .await?
             };
             if let Some(previous) = &snapshot.replay {
                 snapshot.key.clone().identity()?;
@@ -168,11 +141,7 @@ impl Engine {
 
     /// One try at applying `request` on `snapshot`: the answer, or `None` when the claim
     /// changed after the snapshot was taken (nothing was written).
-    async fn attempt(
-        &self,
-        request: &Request<'_>,
-        snapshot: RespondSnapshot,
-    ) -> Result<Option<Responded>, DeliveryError> {
+    async fn attempt(&self, request: &Request<'_>, snapshot: RespondSnapshot) -> Result<Option<Responded>, DeliveryError> {
         let agent = snapshot.key.identity()?;
         let task = snapshot.task.ok_or(DeliveryError::NotFound)?;
         let answer = request.answer;
@@ -186,10 +155,7 @@ impl Engine {
             return Err(DeliveryError::ActionNotAllowed(if turn_number == 0 {
                 "turn 0 must be a propose".to_owned()
             } else {
-                format!(
-                    "{} is not allowed at turn {turn_number}; propose is only for turn 0",
-                    answer.action
-                )
+                format!("{} is not allowed at turn {turn_number}; propose is only for turn 0", answer.action)
             }));
         }
         let turn = Turn {
@@ -211,11 +177,8 @@ impl Engine {
                 "opportunity": { "id": task.opportunity_id, "status": snapshot.opportunity_status },
             })
         });
-        let mut rows: Vec<TurnRow<'_>> = plan
-            .turns
-            .iter()
-            .map(|(t, played_by)| TurnRow::new(t, task.user_id(t.side), *played_by))
-            .collect();
+        let mut rows: Vec<TurnRow<'_>> =
+            plan.turns.iter().map(|(t, played_by)| TurnRow::new(t, task.user_id(t.side), *played_by)).collect();
         rows[0].agent_id = Some(agent.agent_id);
         rows[0].claim_generation = Some(task.claim_generation);
         rows[0].request_hash = Some(hex(&request.request_hash));
@@ -234,12 +197,9 @@ impl Engine {
                     turns: rows,
                     // In a mixed negotiation the turn parked next is the responding agent's own
                     // user's, and that agent is live (it is answering now): the long window.
-                    park: plan.park.map(|next| {
-                        (
-                            task.user_id(next),
-                            Self::falls_back(&task).then_some(self.config.park_timeout),
-                        )
-                    }),
+                    park: plan
+                        .park
+                        .map(|next| (task.user_id(next), Self::falls_back(&task).then_some(self.config.park_timeout))),
                 },
             )
             .await?
@@ -272,12 +232,7 @@ impl Engine {
         loop {
             match next_step(task, &history) {
                 Next::Finish(_) => return Ok(Plan { turns, park: None }),
-                Next::Park(side) => {
-                    return Ok(Plan {
-                        turns,
-                        park: Some(side),
-                    });
-                }
+                Next::Park(side) => return Ok(Plan { turns, park: Some(side) }),
                 Next::System(side) => {
                     let reply = self.system_turn(task, side, &history)?;
                     history.push(reply.clone());
@@ -288,18 +243,10 @@ impl Engine {
     }
 
     /// The respond body for turn `turn_number` of a task, from its current state.
-    async fn answer_for(
-        &self,
-        task_id: Uuid,
-        turn_number: u32,
-    ) -> Result<Responded, DeliveryError> {
+    async fn answer_for(&self, task_id: Uuid, turn_number: u32) -> Result<Responded, DeliveryError> {
         let mut conn = self.pool.acquire().await?;
-        let task = tasks::get(&mut conn, task_id)
-            .await?
-            .ok_or(DeliveryError::NotFound)?;
-        let opportunity = opportunities::get(&mut conn, task.opportunity_id)
-            .await?
-            .ok_or(DeliveryError::NotFound)?;
+        let task = tasks::get(&mut conn, task_id).await?.ok_or(DeliveryError::NotFound)?;
+        let opportunity = opportunities::get(&mut conn, task.opportunity_id).await?.ok_or(DeliveryError::NotFound)?;
         let outcome = if task.state == TaskState::Completed || task.state == TaskState::Canceled {
             messages::outcome(&mut conn, task.id).await?
         } else {

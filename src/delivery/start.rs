@@ -98,14 +98,8 @@ impl Engine {
         if !inserted {
             tx.rollback().await?;
             let mut conn = self.pool.acquire().await?;
-            let task = tasks::for_opportunity(&mut conn, opportunity_id)
-                .await?
-                .ok_or(DeliveryError::NotFound)?;
-            return Ok(Started {
-                opportunity_id,
-                negotiation_id: task.id,
-                created: false,
-            });
+            let task = tasks::for_opportunity(&mut conn, opportunity_id).await?.ok_or(DeliveryError::NotFound)?;
+            return Ok(Started { opportunity_id, negotiation_id: task.id, created: false });
         }
         events::record(
             &mut tx,
@@ -115,14 +109,7 @@ impl Engine {
         )
         .await?;
         let conversation_id = Uuid::now_v7();
-        conversations::insert(
-            &mut tx,
-            conversation_id,
-            opportunity_id,
-            &n.source.id,
-            &n.candidate.id,
-        )
-        .await?;
+        conversations::insert(&mut tx, conversation_id, opportunity_id, &n.source.id, &n.candidate.id).await?;
         let opened = self
             .open_round(
                 &mut tx,
@@ -146,11 +133,7 @@ impl Engine {
     /// Opens a round inside the caller's transaction: decides who plays each side (once, for
     /// the whole round) and so the turn cap, inserts the `submitted` task, and arms the
     /// personal-vs-personal deadline. Commit, then call [`Engine::run_opened`].
-    pub(crate) async fn open_round(
-        &self,
-        tx: &mut sqlx::PgConnection,
-        r: &Round<'_>,
-    ) -> Result<Opened, DeliveryError> {
+    pub(crate) async fn open_round(&self, tx: &mut sqlx::PgConnection, r: &Round<'_>) -> Result<Opened, DeliveryError> {
         let source_kind = agents::side_kind_for(tx, &r.source.id).await?;
         let candidate_kind = agents::side_kind_for(tx, &r.candidate.id).await?;
         let task_id = Uuid::now_v7();
@@ -176,13 +159,7 @@ impl Engine {
         if source_kind == SideKind::Personal && candidate_kind == SideKind::Personal {
             self.arm_deadline(tx, task_id, chrono::Utc::now()).await?;
         }
-        Ok(Opened {
-            opportunity_id: r.opportunity_id,
-            task_id,
-            round: r.number,
-            source_kind,
-            candidate_kind,
-        })
+        Ok(Opened { opportunity_id: r.opportunity_id, task_id, round: r.number, source_kind, candidate_kind })
     }
 
     /// Once an opened round committed: counts it and runs it as far as it goes without a
@@ -193,10 +170,6 @@ impl Engine {
             negotiation.round = opened.round, source.kind = opened.source_kind.as_str(),
             candidate.kind = opened.candidate_kind.as_str(), "negotiation started");
         self.advance(opened.task_id).await?;
-        Ok(Started {
-            opportunity_id: opened.opportunity_id,
-            negotiation_id: opened.task_id,
-            created: true,
-        })
+        Ok(Started { opportunity_id: opened.opportunity_id, negotiation_id: opened.task_id, created: true })
     }
 }

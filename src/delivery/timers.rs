@@ -13,15 +13,16 @@
 
 use chrono::{DateTime, Utc};
 use parley_jobs::{
-    ClaimTimeout, HandlerError, NegotiationDeadline, ParkTimeout, PendingExpiry, TimerHandler,
-    TimerKind,
+    ClaimTimeout, HandlerError, NegotiationDeadline, ParkTimeout, PendingExpiry, TimerHandler, TimerKind,
 };
 use sqlx::PgConnection;
 use uuid::Uuid;
 
 use super::{DeliveryError, Engine, engine::Concluded, finalize};
 use crate::{
-    domain::{EndReason, OpportunityEvent, OpportunityStatus, Side, TaskEvent, TaskState, Turn},
+    domain::{
+        EndReason, OpportunityEvent, OpportunityStatus, Side, TaskEvent, TaskState, Turn,
+    },
     store::{agents, messages, opportunities, tasks, tasks::Task},
 };
 
@@ -54,17 +55,9 @@ impl Engine {
             return Ok(());
         }
         let run_at = after(first_parked_at, self.config.park_timeout).max(Utc::now());
-        parley_jobs::schedule_park_timeout(
-            conn,
-            &ParkTimeout {
-                task_id: task.id,
-                turn_number,
-                generation,
-            },
-            run_at,
-        )
-        .await
-        .map_err(jobs)
+        parley_jobs::schedule_park_timeout(conn, &ParkTimeout { task_id: task.id, turn_number, generation }, run_at)
+            .await
+            .map_err(jobs)
     }
 
     /// (Re-)arms the claim timer; a pending park timer of the task becomes it (`parley_jobs`
@@ -76,44 +69,20 @@ impl Engine {
         generation: i64,
         expires_at: DateTime<Utc>,
     ) -> Result<(), DeliveryError> {
-        parley_jobs::schedule_claim_timeout(
-            conn,
-            &ClaimTimeout {
-                task_id,
-                generation,
-            },
-            expires_at,
-        )
-        .await
-        .map_err(jobs)
+        parley_jobs::schedule_claim_timeout(conn, &ClaimTimeout { task_id, generation }, expires_at).await.map_err(jobs)
     }
 
     /// Cancels the claim timer of a task whose claim was given back.
-    pub(crate) async fn disarm_claim_timer(
-        &self,
-        conn: &mut PgConnection,
-        task_id: Uuid,
-    ) -> Result<(), DeliveryError> {
-        parley_jobs::cancel_timers_for_task(conn, task_id, &[TimerKind::Claim])
-            .await
-            .map_err(jobs)?;
+    pub(crate) async fn disarm_claim_timer(&self, conn: &mut PgConnection, task_id: Uuid) -> Result<(), DeliveryError> {
+        parley_jobs::cancel_timers_for_task(conn, task_id, &[TimerKind::Claim]).await.map_err(jobs)?;
         Ok(())
     }
 
     /// Arms the personal-vs-personal deadline at start.
-    pub(crate) async fn arm_deadline(
-        &self,
-        conn: &mut PgConnection,
-        task_id: Uuid,
-        started: DateTime<Utc>,
-    ) -> Result<(), DeliveryError> {
-        parley_jobs::schedule_deadline(
-            conn,
-            &NegotiationDeadline { task_id },
-            after(started, self.config.pvp_timeout),
-        )
-        .await
-        .map_err(jobs)
+    pub(crate) async fn arm_deadline(&self, conn: &mut PgConnection, task_id: Uuid, started: DateTime<Utc>) -> Result<(), DeliveryError> {
+        parley_jobs::schedule_deadline(conn, &NegotiationDeadline { task_id }, after(started, self.config.pvp_timeout))
+            .await
+            .map_err(jobs)
     }
 
     /// Timers of an ended negotiation: cancel the task's, and arm the pending expiry when the
@@ -124,20 +93,12 @@ impl Engine {
         task: &Task,
         opportunity_status: OpportunityStatus,
     ) -> Result<(), DeliveryError> {
-        parley_jobs::cancel_timers_for_task(conn, task.id, &TimerKind::ALL)
-            .await
-            .map_err(jobs)?;
+        parley_jobs::cancel_timers_for_task(conn, task.id, &TimerKind::ALL).await.map_err(jobs)?;
         if opportunity_status == OpportunityStatus::Pending {
             let run_at = after(Utc::now(), self.config.pending_ttl);
-            parley_jobs::schedule_pending_expiry(
-                conn,
-                &PendingExpiry {
-                    opportunity_id: task.opportunity_id,
-                },
-                run_at,
-            )
-            .await
-            .map_err(jobs)?;
+            parley_jobs::schedule_pending_expiry(conn, &PendingExpiry { opportunity_id: task.opportunity_id }, run_at)
+                .await
+                .map_err(jobs)?;
         }
         Ok(())
     }
@@ -146,9 +107,7 @@ impl Engine {
     /// the park timer is re-armed at `max(now, first_parked_at + PARK_TIMEOUT)`.
     pub async fn expire_claim(&self, t: ClaimTimeout) -> Result<bool, DeliveryError> {
         let mut tx = self.pool.begin().await?;
-        let Some(task) = tasks::lock(&mut tx, t.task_id).await? else {
-            return Ok(false);
-        };
+        let Some(task) = tasks::lock(&mut tx, t.task_id).await? else { return Ok(false) };
         let lapsed = task.claim_expires_at.is_some_and(|e| e <= Utc::now());
         if task.state != TaskState::Claimed || task.claim_generation != t.generation || !lapsed {
             return Ok(false);
@@ -157,14 +116,7 @@ impl Engine {
         tasks::set_state(&mut tx, task.id, task.state, next, task.turn_count).await?;
         let user = task.awaiting_user_id.clone().unwrap_or_default();
         let first_parked_at = task.first_parked_at.unwrap_or_else(Utc::now);
-        self.arm_park_timer(
-            &mut tx,
-            &task,
-            task.turn_count,
-            task.claim_generation,
-            first_parked_at,
-        )
-        .await?;
+        self.arm_park_timer(&mut tx, &task, task.turn_count, task.claim_generation, first_parked_at).await?;
         tasks::notify_parked(&mut tx, &user).await?;
         tx.commit().await?;
         crate::metrics::claim_expired();
@@ -185,12 +137,8 @@ impl Engine {
     /// `claimed`, its generation moved on), so such a delivery does nothing.
     pub async fn fall_back(&self, t: ParkTimeout) -> Result<bool, DeliveryError> {
         let mut tx = self.pool.begin().await?;
-        let Some(mut task) = tasks::lock(&mut tx, t.task_id).await? else {
-            return Ok(false);
-        };
-        let Some(first_parked_at) = task.first_parked_at else {
-            return Ok(false);
-        };
+        let Some(mut task) = tasks::lock(&mut tx, t.task_id).await? else { return Ok(false) };
+        let Some(first_parked_at) = task.first_parked_at else { return Ok(false) };
         if task.state != TaskState::WaitingForAgent
             || task.turn_count != t.turn_number
             || task.claim_generation != t.generation
@@ -204,14 +152,7 @@ impl Engine {
         } else if after(first_parked_at, self.config.park_timeout_offline) <= now {
             let user = task.awaiting_user_id.clone().unwrap_or_default();
             if agents::any_live(&mut tx, &user, self.config.agent_liveness).await? {
-                self.arm_park_timer(
-                    &mut tx,
-                    &task,
-                    task.turn_count,
-                    task.claim_generation,
-                    first_parked_at,
-                )
-                .await?;
+                self.arm_park_timer(&mut tx, &task, task.turn_count, task.claim_generation, first_parked_at).await?;
                 tx.commit().await?;
                 tracing::info!(negotiation.id = %task.id, turn.number = task.turn_count,
                     "an agent of the user is live again; the turn waits for the long park window");
@@ -225,11 +166,7 @@ impl Engine {
         tasks::set_state(&mut tx, task.id, task.state, working, task.turn_count).await?;
         task.state = working;
         let side = Side::for_turn(task.turn_count);
-        let turns: Vec<Turn> = messages::turns(&mut tx, task.id)
-            .await?
-            .into_iter()
-            .map(|t| t.turn)
-            .collect();
+        let turns: Vec<Turn> = messages::turns(&mut tx, task.id).await?.into_iter().map(|t| t.turn).collect();
         let (turn, concluded) = self.take_system_turn(&mut tx, &task, side, turns).await?;
         tx.commit().await?;
         crate::metrics::park_fallback(window);
@@ -245,17 +182,11 @@ impl Engine {
     /// Personal-vs-personal deadline: an unfinished negotiation ends `stalled`/`timeout`.
     pub async fn deadline(&self, t: NegotiationDeadline) -> Result<bool, DeliveryError> {
         let mut tx = self.pool.begin().await?;
-        let Some(task) = tasks::lock(&mut tx, t.task_id).await? else {
-            return Ok(false);
-        };
+        let Some(task) = tasks::lock(&mut tx, t.task_id).await? else { return Ok(false) };
         if task.state.is_terminal() {
             return Ok(false);
         }
-        let turns: Vec<Turn> = messages::turns(&mut tx, task.id)
-            .await?
-            .into_iter()
-            .map(|t| t.turn)
-            .collect();
+        let turns: Vec<Turn> = messages::turns(&mut tx, task.id).await?.into_iter().map(|t| t.turn).collect();
         let outcome = finalize(self, &mut tx, &task, &turns, Some(EndReason::Timeout)).await?;
         tx.commit().await?;
         crate::metrics::negotiation_ended(outcome.has_opportunity, outcome.reason);
@@ -265,9 +196,7 @@ impl Engine {
     /// Pending expiry: `pending -> expired` when nobody decided in time.
     pub async fn expire_pending(&self, t: PendingExpiry) -> Result<bool, DeliveryError> {
         let mut tx = self.pool.begin().await?;
-        let Some(o) = opportunities::lock(&mut tx, t.opportunity_id).await? else {
-            return Ok(false);
-        };
+        let Some(o) = opportunities::lock(&mut tx, t.opportunity_id).await? else { return Ok(false) };
         if o.status != OpportunityStatus::Pending {
             return Ok(false);
         }
@@ -278,8 +207,7 @@ impl Engine {
 }
 
 fn handled(r: Result<bool, DeliveryError>) -> Result<(), HandlerError> {
-    r.map(|_| ())
-        .map_err(|e| HandlerError::new(anyhow::Error::from(e)))
+    r.map(|_| ()).map_err(|e| HandlerError::new(anyhow::Error::from(e)))
 }
 
 impl TimerHandler for Engine {
@@ -299,20 +227,12 @@ impl TimerHandler for Engine {
         handled(self.expire_pending(t).await)
     }
 
-    async fn delegation_timeout(
-        &self,
-        t: parley_jobs::DelegationTimeout,
-    ) -> Result<(), HandlerError> {
-        self.time_out_delegation(t)
-            .await
-            .map(|_| ())
-            .map_err(|e| HandlerError::new(anyhow::Error::from(e)))
+    async fn delegation_timeout(&self, t: parley_jobs::DelegationTimeout) -> Result<(), HandlerError> {
+        self.time_out_delegation(t).await.map(|_| ()).map_err(|e| HandlerError::new(anyhow::Error::from(e)))
     }
 
     async fn housekeeping(&self) -> Result<(), HandlerError> {
-        self.recover(std::time::Duration::from_secs(30))
-            .await
-            .map_err(|e| HandlerError::new(anyhow::Error::from(e)))?;
+        self.recover(std::time::Duration::from_secs(30)).await.map_err(|e| HandlerError::new(anyhow::Error::from(e)))?;
         let mut conn = self.pool.acquire().await?;
         let cutoff = Utc::now() - chrono::Duration::days(1);
         crate::store::events::prune(&mut conn, cutoff).await?;

@@ -76,12 +76,9 @@ pub async fn refresh_expired(
 /// The agent's current anonymous id, issuing a new one first when it has none or it expired.
 pub async fn current(conn: &mut PgConnection, agent_id: Uuid, ttl: Duration) -> sqlx::Result<Uuid> {
     refresh(conn, &[agent_id], ttl).await?;
-    sqlx::query_scalar!(
-        "SELECT anonymous_id FROM anonymous_ids WHERE agent_id = $1 AND current",
-        agent_id
-    )
-    .fetch_one(conn)
-    .await
+    sqlx::query_scalar!("SELECT anonymous_id FROM anonymous_ids WHERE agent_id = $1 AND current", agent_id)
+        .fetch_one(conn)
+        .await
 }
 
 /// What an anonymous id stands for.
@@ -96,10 +93,7 @@ pub struct Resolved {
 }
 
 /// The agent behind an anonymous id, expired or not; `None` for an id never issued.
-pub async fn resolve(
-    conn: &mut PgConnection,
-    anonymous_id: Uuid,
-) -> sqlx::Result<Option<Resolved>> {
+pub async fn resolve(conn: &mut PgConnection, anonymous_id: Uuid) -> sqlx::Result<Option<Resolved>> {
     sqlx::query_as!(
         Resolved,
         r#"SELECT agent_id, expires_at, (current AND expires_at > now()) AS "live!"

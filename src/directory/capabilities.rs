@@ -84,10 +84,7 @@ pub struct CapabilityError {
 }
 
 fn refuse(field: &'static str, message: impl Into<String>) -> CapabilityError {
-    CapabilityError {
-        field,
-        message: message.into(),
-    }
+    CapabilityError { field, message: message.into() }
 }
 
 /// Longest `customType`.
@@ -100,18 +97,12 @@ pub const MAX_TAGS: usize = 50;
 pub const MAX_TAG: usize = 100;
 
 /// The `customType` of a kind of work: required for `custom`, refused otherwise.
-pub fn custom_type_for(
-    task_type: TaskType,
-    custom_type: Option<&str>,
-) -> Result<Option<String>, CapabilityError> {
+pub fn custom_type_for(task_type: TaskType, custom_type: Option<&str>) -> Result<Option<String>, CapabilityError> {
     match (task_type, custom_type.map(str::trim)) {
-        (TaskType::Custom, None | Some("")) => {
-            Err(refuse("customType", "is required when taskType is custom"))
+        (TaskType::Custom, None | Some("")) => Err(refuse("customType", "is required when taskType is custom")),
+        (TaskType::Custom, Some(c)) if c.chars().count() > MAX_CUSTOM_TYPE => {
+            Err(refuse("customType", format!("must be at most {MAX_CUSTOM_TYPE} characters")))
         }
-        (TaskType::Custom, Some(c)) if c.chars().count() > MAX_CUSTOM_TYPE => Err(refuse(
-            "customType",
-            format!("must be at most {MAX_CUSTOM_TYPE} characters"),
-        )),
         (TaskType::Custom, Some(c)) => Ok(Some(c.to_owned())),
         (_, None) => Ok(None),
         (_, Some(_)) => Err(refuse("customType", "is only for taskType custom")),
@@ -119,25 +110,15 @@ pub fn custom_type_for(
 }
 
 /// Compiles a JSON Schema; external references are not fetched (they fail).
-pub fn compile_schema(
-    field: &'static str,
-    schema: &Value,
-) -> Result<jsonschema::Validator, CapabilityError> {
+pub fn compile_schema(field: &'static str, schema: &Value) -> Result<jsonschema::Validator, CapabilityError> {
     if !(schema.is_object() || schema.is_boolean()) {
-        return Err(refuse(
-            field,
-            "must be a JSON Schema (an object or a boolean)",
-        ));
+        return Err(refuse(field, "must be a JSON Schema (an object or a boolean)"));
     }
-    jsonschema::validator_for(schema)
-        .map_err(|e| refuse(field, format!("is not a valid JSON Schema: {e}")))
+    jsonschema::validator_for(schema).map_err(|e| refuse(field, format!("is not a valid JSON Schema: {e}")))
 }
 
 /// A non-negative number, or none.
-fn non_negative(
-    field: &'static str,
-    value: Option<&Value>,
-) -> Result<Option<f64>, CapabilityError> {
+fn non_negative(field: &'static str, value: Option<&Value>) -> Result<Option<f64>, CapabilityError> {
     match value {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Number(n)) => match n.as_f64() {
@@ -203,45 +184,25 @@ impl NewCapability {
         let custom_type = custom_type_for(task_type, raw.custom_type)?;
         compile_schema("inputSchema", raw.input_schema)?;
         compile_schema("outputSchema", raw.output_schema)?;
-        let estimated_latency_ms =
-            match non_negative("estimatedLatencyMs", raw.estimated_latency_ms)? {
-                None => None,
-                Some(ms) if ms.fract() == 0.0 && ms <= i64::MAX as f64 => Some(ms as i64),
-                Some(_) => {
-                    return Err(refuse(
-                        "estimatedLatencyMs",
-                        "must be a whole number of milliseconds",
-                    ));
-                }
-            };
+        let estimated_latency_ms = match non_negative("estimatedLatencyMs", raw.estimated_latency_ms)? {
+            None => None,
+            Some(ms) if ms.fract() == 0.0 && ms <= i64::MAX as f64 => Some(ms as i64),
+            Some(_) => return Err(refuse("estimatedLatencyMs", "must be a whole number of milliseconds")),
+        };
         let estimated_cost_usd = non_negative("estimatedCostUsd", raw.estimated_cost_usd)?;
-        if raw
-            .description
-            .is_some_and(|d| d.chars().count() > MAX_DESCRIPTION)
-        {
-            return Err(refuse(
-                "description",
-                format!("must be at most {MAX_DESCRIPTION} characters"),
-            ));
+        if raw.description.is_some_and(|d| d.chars().count() > MAX_DESCRIPTION) {
+            return Err(refuse("description", format!("must be at most {MAX_DESCRIPTION} characters")));
         }
         if raw.tags.len() > MAX_TAGS {
             return Err(refuse("tags", format!("at most {MAX_TAGS} tags")));
         }
-        if raw
-            .tags
-            .iter()
-            .any(|t| t.trim().is_empty() || t.chars().count() > MAX_TAG)
-        {
-            return Err(refuse(
-                "tags",
-                format!("each tag must be 1 to {MAX_TAG} characters"),
-            ));
+        if raw.tags.iter().any(|t| t.trim().is_empty() || t.chars().count() > MAX_TAG) {
+            return Err(refuse("tags", format!("each tag must be 1 to {MAX_TAG} characters")));
         }
         let skill = match raw.skill {
             None | Some(Value::Null) => None,
             Some(v) => {
-                Skill::from_value(v, "skill")
-                    .map_err(|e| refuse("skill", format!("{}: {}", e.field, e.message)))?;
+                Skill::from_value(v, "skill").map_err(|e| refuse("skill", format!("{}: {}", e.field, e.message)))?;
                 Some(v.clone())
             }
         };
@@ -300,11 +261,7 @@ pub struct Capability {
 
 /// Creates the agent's capability for its kind of work, or replaces the existing one (keeping
 /// its id and permissions). Returns it and whether it was created.
-pub async fn upsert(
-    conn: &mut PgConnection,
-    agent_id: Uuid,
-    c: &NewCapability,
-) -> sqlx::Result<(Capability, bool)> {
+pub async fn upsert(conn: &mut PgConnection, agent_id: Uuid, c: &NewCapability) -> sqlx::Result<(Capability, bool)> {
     let row = sqlx::query!(
         r#"INSERT INTO capabilities (capability_id, agent_id, task_type, custom_type, input_schema, output_schema,
                                      estimated_latency_ms, estimated_cost_usd, description, tags, skill)
@@ -329,18 +286,12 @@ pub async fn upsert(
     )
     .fetch_one(&mut *conn)
     .await?;
-    let capability = get(conn, agent_id, row.capability_id)
-        .await?
-        .ok_or(sqlx::Error::RowNotFound)?;
+    let capability = get(conn, agent_id, row.capability_id).await?.ok_or(sqlx::Error::RowNotFound)?;
     Ok((capability, row.created))
 }
 
 /// One of the agent's capabilities.
-pub async fn get(
-    conn: &mut PgConnection,
-    agent_id: Uuid,
-    capability_id: Uuid,
-) -> sqlx::Result<Option<Capability>> {
+pub async fn get(conn: &mut PgConnection, agent_id: Uuid, capability_id: Uuid) -> sqlx::Result<Option<Capability>> {
     sqlx::query_as!(
         Capability,
         r#"SELECT capability_id, agent_id, task_type, custom_type, input_schema, output_schema, estimated_latency_ms,
@@ -369,18 +320,10 @@ pub async fn list(conn: &mut PgConnection, agent_id: Uuid) -> sqlx::Result<Vec<C
 }
 
 /// Deletes one of the agent's capabilities; `false` when it has no such capability.
-pub async fn delete(
-    conn: &mut PgConnection,
-    agent_id: Uuid,
-    capability_id: Uuid,
-) -> sqlx::Result<bool> {
-    let r = sqlx::query!(
-        "DELETE FROM capabilities WHERE agent_id = $1 AND capability_id = $2",
-        agent_id,
-        capability_id
-    )
-    .execute(conn)
-    .await?;
+pub async fn delete(conn: &mut PgConnection, agent_id: Uuid, capability_id: Uuid) -> sqlx::Result<bool> {
+    let r = sqlx::query!("DELETE FROM capabilities WHERE agent_id = $1 AND capability_id = $2", agent_id, capability_id)
+        .execute(conn)
+        .await?;
     Ok(r.rows_affected() == 1)
 }
 
@@ -403,15 +346,9 @@ pub struct PermissionsPatch {
 impl PermissionsPatch {
     /// Checks the rate limits.
     pub fn check(&self) -> Result<(), CapabilityError> {
-        for (field, value) in [
-            ("inboundRateLimit", self.inbound_rate_limit),
-            ("outboundRateLimit", self.outbound_rate_limit),
-        ] {
+        for (field, value) in [("inboundRateLimit", self.inbound_rate_limit), ("outboundRateLimit", self.outbound_rate_limit)] {
             if value.is_some_and(|v| !(0..=MAX_RATE_LIMIT).contains(&v)) {
-                return Err(refuse(
-                    field,
-                    format!("must be a whole number from 0 to {MAX_RATE_LIMIT}"),
-                ));
+                return Err(refuse(field, format!("must be a whole number from 0 to {MAX_RATE_LIMIT}")));
             }
         }
         Ok(())
@@ -453,12 +390,7 @@ mod tests {
     use super::*;
 
     fn raw<'a>(task_type: &'a str, schema: &'a Value) -> RawCapability<'a> {
-        RawCapability {
-            task_type,
-            input_schema: schema,
-            output_schema: schema,
-            ..RawCapability::default()
-        }
+        RawCapability { task_type, input_schema: schema, output_schema: schema, ..RawCapability::default() }
     }
 
     #[test]
@@ -467,57 +399,29 @@ mod tests {
             assert_eq!(TaskType::parse(t.as_str()), Some(t));
         }
         let schema = json!({"type": "object"});
-        assert_eq!(
-            NewCapability::parse(&raw("cooking", &schema))
-                .unwrap_err()
-                .field,
-            "taskType"
-        );
+        assert_eq!(NewCapability::parse(&raw("cooking", &schema)).unwrap_err().field, "taskType");
     }
 
     #[test]
     fn custom_needs_a_custom_type_and_only_custom_takes_one() {
         let schema = json!({"type": "object"});
-        assert_eq!(
-            NewCapability::parse(&raw("custom", &schema))
-                .unwrap_err()
-                .field,
-            "customType"
-        );
-        let with = RawCapability {
-            custom_type: Some("legal"),
-            ..raw("testing", &schema)
-        };
+        assert_eq!(NewCapability::parse(&raw("custom", &schema)).unwrap_err().field, "customType");
+        let with = RawCapability { custom_type: Some("legal"), ..raw("testing", &schema) };
         assert_eq!(NewCapability::parse(&with).unwrap_err().field, "customType");
-        let ok = RawCapability {
-            custom_type: Some(" legal "),
-            ..raw("custom", &schema)
-        };
-        assert_eq!(
-            NewCapability::parse(&ok).unwrap().custom_type.as_deref(),
-            Some("legal")
-        );
+        let ok = RawCapability { custom_type: Some(" legal "), ..raw("custom", &schema) };
+        assert_eq!(NewCapability::parse(&ok).unwrap().custom_type.as_deref(), Some("legal"));
     }
 
     #[test]
     fn schemas_must_compile() {
         let good = json!({"type": "object"});
         let bad = json!({"type": "no-such-type"});
-        let r = RawCapability {
-            input_schema: &bad,
-            ..raw("testing", &good)
-        };
+        let r = RawCapability { input_schema: &bad, ..raw("testing", &good) };
         assert_eq!(NewCapability::parse(&r).unwrap_err().field, "inputSchema");
-        let r = RawCapability {
-            output_schema: &bad,
-            ..raw("testing", &good)
-        };
+        let r = RawCapability { output_schema: &bad, ..raw("testing", &good) };
         assert_eq!(NewCapability::parse(&r).unwrap_err().field, "outputSchema");
         let text = json!("a schema");
-        let r = RawCapability {
-            input_schema: &text,
-            ..raw("testing", &good)
-        };
+        let r = RawCapability { input_schema: &text, ..raw("testing", &good) };
         assert_eq!(NewCapability::parse(&r).unwrap_err().field, "inputSchema");
     }
 
@@ -526,37 +430,13 @@ mod tests {
         let schema = json!(true);
         let minus = json!(-1);
         let half = json!(2.5);
-        let r = RawCapability {
-            estimated_cost_usd: Some(&minus),
-            ..raw("testing", &schema)
-        };
-        assert_eq!(
-            NewCapability::parse(&r).unwrap_err().field,
-            "estimatedCostUsd"
-        );
-        let r = RawCapability {
-            estimated_latency_ms: Some(&minus),
-            ..raw("testing", &schema)
-        };
-        assert_eq!(
-            NewCapability::parse(&r).unwrap_err().field,
-            "estimatedLatencyMs"
-        );
-        let r = RawCapability {
-            estimated_latency_ms: Some(&half),
-            ..raw("testing", &schema)
-        };
-        assert_eq!(
-            NewCapability::parse(&r).unwrap_err().field,
-            "estimatedLatencyMs"
-        );
-        let r = RawCapability {
-            estimated_cost_usd: Some(&half),
-            ..raw("testing", &schema)
-        };
-        assert_eq!(
-            NewCapability::parse(&r).unwrap().estimated_cost_usd,
-            Some(2.5)
-        );
+        let r = RawCapability { estimated_cost_usd: Some(&minus), ..raw("testing", &schema) };
+        assert_eq!(NewCapability::parse(&r).unwrap_err().field, "estimatedCostUsd");
+        let r = RawCapability { estimated_latency_ms: Some(&minus), ..raw("testing", &schema) };
+        assert_eq!(NewCapability::parse(&r).unwrap_err().field, "estimatedLatencyMs");
+        let r = RawCapability { estimated_latency_ms: Some(&half), ..raw("testing", &schema) };
+        assert_eq!(NewCapability::parse(&r).unwrap_err().field, "estimatedLatencyMs");
+        let r = RawCapability { estimated_cost_usd: Some(&half), ..raw("testing", &schema) };
+        assert_eq!(NewCapability::parse(&r).unwrap().estimated_cost_usd, Some(2.5));
     }
 }

@@ -23,8 +23,8 @@ use uuid::Uuid;
 
 use super::{
     anonymity,
-    capabilities::{CapabilityError, TaskType, custom_type_for},
     trust,
+    capabilities::{CapabilityError, TaskType, custom_type_for},
 };
 
 /// The most results one discovery shows (and the default).
@@ -69,10 +69,7 @@ pub struct Query {
 }
 
 fn refuse(field: &'static str, message: impl Into<String>) -> CapabilityError {
-    CapabilityError {
-        field,
-        message: message.into(),
-    }
+    CapabilityError { field, message: message.into() }
 }
 
 fn number(field: &'static str, value: Option<&str>) -> Result<Option<f64>, CapabilityError> {
@@ -89,13 +86,9 @@ impl Query {
     /// Checks the parameters; the first one at fault is named. A `limit` above
     /// [`MAX_LIMIT`] shows [`MAX_LIMIT`].
     pub fn parse(raw: &RawQuery<'_>) -> Result<Query, CapabilityError> {
-        let task_type = raw
-            .task_type
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .ok_or_else(|| refuse("taskType", "is required"))?;
-        let task_type = TaskType::parse(task_type)
-            .ok_or_else(|| refuse("taskType", format!("must be one of {}", TaskType::names())))?;
+        let task_type = raw.task_type.map(str::trim).filter(|t| !t.is_empty()).ok_or_else(|| refuse("taskType", "is required"))?;
+        let task_type =
+            TaskType::parse(task_type).ok_or_else(|| refuse("taskType", format!("must be one of {}", TaskType::names())))?;
         let custom_type = match (task_type, raw.custom_type) {
             // Without a customType, a custom discovery shows every custom capability.
             (TaskType::Custom, None) => None,
@@ -120,14 +113,7 @@ impl Query {
                 _ => return Err(refuse("limit", "must be a whole number of at least 1")),
             },
         };
-        Ok(Query {
-            task_type,
-            custom_type,
-            min_trust_score,
-            max_cost_usd,
-            max_latency_ms,
-            limit,
-        })
+        Ok(Query { task_type, custom_type, min_trust_score, max_cost_usd, max_latency_ms, limit })
     }
 }
 
@@ -160,19 +146,8 @@ pub struct Found {
 
 /// Runs a discovery: replaces the expired anonymous ids of the agents it may show (usually
 /// none), then ranks in one query. `floor` is the configured lowest trust percentile.
-pub async fn discover(
-    conn: &mut PgConnection,
-    q: &Query,
-    floor: u32,
-    ttl: Duration,
-) -> sqlx::Result<Vec<Found>> {
-    anonymity::refresh_expired(
-        conn,
-        Some(q.task_type.as_str()),
-        q.custom_type.as_deref(),
-        ttl,
-    )
-    .await?;
+pub async fn discover(conn: &mut PgConnection, q: &Query, floor: u32, ttl: Duration) -> sqlx::Result<Vec<Found>> {
+    anonymity::refresh_expired(conn, Some(q.task_type.as_str()), q.custom_type.as_deref(), ttl).await?;
     trust::roll(conn).await?;
     let min_trust = q.min_trust_score.max(f64::from(floor));
     sqlx::query_as!(
@@ -213,14 +188,8 @@ pub async fn discover(
 mod tests {
     use super::*;
 
-    fn parse(
-        task: Option<&'static str>,
-        f: impl FnOnce(&mut RawQuery<'static>),
-    ) -> Result<Query, CapabilityError> {
-        let mut raw = RawQuery {
-            task_type: task,
-            ..RawQuery::default()
-        };
+    fn parse(task: Option<&'static str>, f: impl FnOnce(&mut RawQuery<'static>)) -> Result<Query, CapabilityError> {
+        let mut raw = RawQuery { task_type: task, ..RawQuery::default() };
         f(&mut raw);
         Query::parse(&raw)
     }
@@ -228,73 +197,22 @@ mod tests {
     #[test]
     fn task_type_is_required_and_must_be_known() {
         assert_eq!(parse(None, |_| {}).unwrap_err().field, "taskType");
-        assert_eq!(
-            parse(Some("cooking"), |_| {}).unwrap_err().field,
-            "taskType"
-        );
+        assert_eq!(parse(Some("cooking"), |_| {}).unwrap_err().field, "taskType");
         let q = parse(Some("code-review"), |_| {}).unwrap();
-        assert_eq!(
-            (q.limit, q.min_trust_score, q.max_cost_usd, q.max_latency_ms),
-            (20, 0.0, None, None)
-        );
+        assert_eq!((q.limit, q.min_trust_score, q.max_cost_usd, q.max_latency_ms), (20, 0.0, None, None));
     }
 
     #[test]
     fn bad_numbers_are_named_and_a_large_limit_is_capped() {
-        assert_eq!(
-            parse(Some("testing"), |r| r.min_trust_score = Some("high"))
-                .unwrap_err()
-                .field,
-            "minTrustScore"
-        );
-        assert_eq!(
-            parse(Some("testing"), |r| r.min_trust_score = Some("101"))
-                .unwrap_err()
-                .field,
-            "minTrustScore"
-        );
-        assert_eq!(
-            parse(Some("testing"), |r| r.max_cost_usd = Some("0"))
-                .unwrap_err()
-                .field,
-            "maxCostUsd"
-        );
-        assert_eq!(
-            parse(Some("testing"), |r| r.max_latency_ms = Some("-5"))
-                .unwrap_err()
-                .field,
-            "maxLatencyMs"
-        );
-        assert_eq!(
-            parse(Some("testing"), |r| r.max_latency_ms = Some("NaN"))
-                .unwrap_err()
-                .field,
-            "maxLatencyMs"
-        );
-        assert_eq!(
-            parse(Some("testing"), |r| r.limit = Some("0"))
-                .unwrap_err()
-                .field,
-            "limit"
-        );
-        assert_eq!(
-            parse(Some("testing"), |r| r.limit = Some("2.5"))
-                .unwrap_err()
-                .field,
-            "limit"
-        );
-        assert_eq!(
-            parse(Some("testing"), |r| r.limit = Some("500"))
-                .unwrap()
-                .limit,
-            20
-        );
-        assert_eq!(
-            parse(Some("testing"), |r| r.custom_type = Some("x"))
-                .unwrap_err()
-                .field,
-            "customType"
-        );
+        assert_eq!(parse(Some("testing"), |r| r.min_trust_score = Some("high")).unwrap_err().field, "minTrustScore");
+        assert_eq!(parse(Some("testing"), |r| r.min_trust_score = Some("101")).unwrap_err().field, "minTrustScore");
+        assert_eq!(parse(Some("testing"), |r| r.max_cost_usd = Some("0")).unwrap_err().field, "maxCostUsd");
+        assert_eq!(parse(Some("testing"), |r| r.max_latency_ms = Some("-5")).unwrap_err().field, "maxLatencyMs");
+        assert_eq!(parse(Some("testing"), |r| r.max_latency_ms = Some("NaN")).unwrap_err().field, "maxLatencyMs");
+        assert_eq!(parse(Some("testing"), |r| r.limit = Some("0")).unwrap_err().field, "limit");
+        assert_eq!(parse(Some("testing"), |r| r.limit = Some("2.5")).unwrap_err().field, "limit");
+        assert_eq!(parse(Some("testing"), |r| r.limit = Some("500")).unwrap().limit, 20);
+        assert_eq!(parse(Some("testing"), |r| r.custom_type = Some("x")).unwrap_err().field, "customType");
         assert_eq!(parse(Some("custom"), |_| {}).unwrap().custom_type, None);
     }
 }

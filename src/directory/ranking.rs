@@ -47,12 +47,12 @@ use uuid::Uuid;
 
 use super::{
     anonymity,
-    capabilities::{CapabilityError, TaskType, custom_type_for},
     trust,
+    capabilities::{CapabilityError, TaskType, custom_type_for},
 };
 use crate::scoring::{
-    Assessment, AssessmentRequest, Calculator, Performance, RequestError, Skill, SkillAssessment,
-    lowercase, parse_request_value, round4, tokenize,
+    Assessment, AssessmentRequest, Calculator, Performance, RequestError, Skill, SkillAssessment, lowercase,
+    parse_request_value, round4, tokenize,
 };
 
 /// The most candidates (and rejected entries) one ranking shows, and the default.
@@ -89,16 +89,10 @@ pub struct RankQuery {
 }
 
 fn refuse(field: &'static str, message: impl Into<String>) -> CapabilityError {
-    CapabilityError {
-        field,
-        message: message.into(),
-    }
+    CapabilityError { field, message: message.into() }
 }
 
-fn opt_str<'v>(
-    body: &'v Map<String, Value>,
-    field: &'static str,
-) -> Result<Option<&'v str>, CapabilityError> {
+fn opt_str<'v>(body: &'v Map<String, Value>, field: &'static str) -> Result<Option<&'v str>, CapabilityError> {
     match body.get(field) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.as_str())),
@@ -115,16 +109,14 @@ impl RankQuery {
         };
         let task_type = match opt_str(obj, "taskType")?.map(str::trim) {
             None => None,
-            Some(t) => Some(TaskType::parse(t).ok_or_else(|| {
-                refuse("taskType", format!("must be one of {}", TaskType::names()))
-            })?),
+            Some(t) => Some(
+                TaskType::parse(t).ok_or_else(|| refuse("taskType", format!("must be one of {}", TaskType::names())))?,
+            ),
         };
         let custom = opt_str(obj, "customType")?;
         let custom_type = match (task_type, custom) {
             (None, None) | (Some(TaskType::Custom), None) => None,
-            (None, Some(_)) => {
-                return Err(refuse("customType", "is only for taskType custom").into());
-            }
+            (None, Some(_)) => return Err(refuse("customType", "is only for taskType custom").into()),
             (Some(t), c) => custom_type_for(t, c)?,
         };
         let limit = match obj.get("limit") {
@@ -135,12 +127,7 @@ impl RankQuery {
             },
         };
         let request = parse_request_value(body)?;
-        Ok(RankQuery {
-            request,
-            task_type,
-            custom_type,
-            limit,
-        })
+        Ok(RankQuery { request, task_type, custom_type, limit })
     }
 }
 
@@ -215,11 +202,8 @@ pub const PREPARED_CAPACITY: usize = 16_384;
 /// change moves `updated_at`, so a changed capability is prepared again).
 type Version = (Uuid, DateTime<Utc>);
 
-static PREPARED: LazyLock<Mutex<LruCache<Version, Arc<Calculator>>>> = LazyLock::new(|| {
-    Mutex::new(LruCache::new(
-        NonZeroUsize::new(PREPARED_CAPACITY).expect("a positive capacity"),
-    ))
-});
+static PREPARED: LazyLock<Mutex<LruCache<Version, Arc<Calculator>>>> =
+    LazyLock::new(|| Mutex::new(LruCache::new(NonZeroUsize::new(PREPARED_CAPACITY).expect("a positive capacity"))));
 
 fn prepared() -> MutexGuard<'static, LruCache<Version, Arc<Calculator>>> {
     // A panic while holding the lock cannot leave the cache inconsistent (entries are whole).
@@ -231,12 +215,7 @@ fn prepared() -> MutexGuard<'static, LruCache<Version, Arc<Calculator>>> {
 /// attaches each one's prepared calculator: from the in-process cache, or prepared now for the
 /// capabilities not seen before (one more query, for those only). `floor` is the configured
 /// lowest trust percentile.
-pub async fn candidates(
-    conn: &mut PgConnection,
-    q: &RankQuery,
-    floor: u32,
-    ttl: Duration,
-) -> sqlx::Result<Vec<Candidate>> {
+pub async fn candidates(conn: &mut PgConnection, q: &RankQuery, floor: u32, ttl: Duration) -> sqlx::Result<Vec<Candidate>> {
     let task_type = q.task_type.map(TaskType::as_str);
     anonymity::refresh_expired(conn, task_type, q.custom_type.as_deref(), ttl).await?;
     trust::roll(conn).await?;
@@ -274,16 +253,9 @@ pub async fn candidates(
     .await?;
     let mut found: Vec<Option<Arc<Calculator>>> = {
         let mut cache = prepared();
-        rows.iter()
-            .map(|r| cache.get(&(r.capability_id, r.updated_at)).cloned())
-            .collect()
+        rows.iter().map(|r| cache.get(&(r.capability_id, r.updated_at)).cloned()).collect()
     };
-    let missing: Vec<Uuid> = rows
-        .iter()
-        .zip(&found)
-        .filter(|(_, c)| c.is_none())
-        .map(|(r, _)| r.capability_id)
-        .collect();
+    let missing: Vec<Uuid> = rows.iter().zip(&found).filter(|(_, c)| c.is_none()).map(|(r, _)| r.capability_id).collect();
     if !missing.is_empty() {
         let sources = sqlx::query_as!(
             Source,
@@ -294,19 +266,15 @@ pub async fn candidates(
         )
         .fetch_all(conn)
         .await?;
-        let fresh: HashMap<Uuid, (DateTime<Utc>, Arc<Calculator>)> = sources
-            .iter()
-            .map(|s| (s.capability_id, (s.updated_at, Arc::new(calculator_of(s)))))
-            .collect();
+        let fresh: HashMap<Uuid, (DateTime<Utc>, Arc<Calculator>)> =
+            sources.iter().map(|s| (s.capability_id, (s.updated_at, Arc::new(calculator_of(s))))).collect();
         let mut cache = prepared();
         for (id, (updated_at, calculator)) in &fresh {
             cache.put((*id, *updated_at), calculator.clone());
         }
         for (r, c) in rows.iter().zip(found.iter_mut()) {
             if c.is_none() {
-                *c = fresh
-                    .get(&r.capability_id)
-                    .map(|(_, calculator)| calculator.clone());
+                *c = fresh.get(&r.capability_id).map(|(_, calculator)| calculator.clone());
             }
         }
     }
@@ -334,12 +302,7 @@ pub async fn candidates(
 /// The skill of a capability registered without one: id and name from its kind of work (the
 /// `customType` for `custom`), its tags, its description's words as keywords (the calculator
 /// does not read descriptions), and JSON in and out.
-pub fn derived_skill(
-    task_type: &str,
-    custom_type: Option<&str>,
-    description: Option<&str>,
-    tags: &[String],
-) -> Skill {
+pub fn derived_skill(task_type: &str, custom_type: Option<&str>, description: Option<&str>, tags: &[String]) -> Skill {
     let kind = custom_type.unwrap_or(task_type);
     let mut keywords: Vec<String> = Vec::new();
     if let Some(d) = description {
@@ -356,10 +319,7 @@ pub fn derived_skill(
         tags: tags.to_vec(),
         input_modes: vec![CAPABILITY_MIME.to_owned()],
         output_modes: vec![CAPABILITY_MIME.to_owned()],
-        assessment: (!keywords.is_empty()).then(|| SkillAssessment {
-            keywords,
-            ..SkillAssessment::default()
-        }),
+        assessment: (!keywords.is_empty()).then(|| SkillAssessment { keywords, ..SkillAssessment::default() }),
         ..Skill::default()
     }
 }
@@ -369,30 +329,16 @@ pub fn skill_of(c: &Source) -> Skill {
     let tags: Vec<String> = c
         .tags
         .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
+        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
         .unwrap_or_default();
-    let derive = || {
-        derived_skill(
-            &c.task_type,
-            c.custom_type.as_deref(),
-            c.description.as_deref(),
-            &tags,
-        )
-    };
+    let derive = || derived_skill(&c.task_type, c.custom_type.as_deref(), c.description.as_deref(), &tags);
     // A stored skill was checked at registration; should it no longer decode, derive one.
     let mut skill = match &c.skill {
         Some(v) => Skill::from_value(v, "skill").unwrap_or_else(|_| derive()),
         None => derive(),
     };
     if let Some(ms) = c.estimated_latency_ms {
-        skill.performance = Some(Performance {
-            avg_processing_time_ms: Some(Number::from(ms)),
-        });
+        skill.performance = Some(Performance { avg_processing_time_ms: Some(Number::from(ms)) });
     }
     skill
 }
@@ -431,40 +377,17 @@ pub fn rank_score(score: f64, percentile: i32) -> f64 {
 pub fn rank(request: &AssessmentRequest, found: Vec<Candidate>, limit: usize) -> Ranking {
     let mut ranking = Ranking::default();
     for candidate in found {
-        let assessment = candidate
-            .calculator
-            .assess(request, Some(candidate.queue_depth), None);
+        let assessment = candidate.calculator.assess(request, Some(candidate.queue_depth), None);
         if assessment.accepted {
-            let rank_score = Some(rank_score(
-                assessment.score,
-                candidate.trust_score_percentile,
-            ));
-            ranking.candidates.push(Ranked {
-                candidate,
-                assessment,
-                rank_score,
-            });
+            let rank_score = Some(rank_score(assessment.score, candidate.trust_score_percentile));
+            ranking.candidates.push(Ranked { candidate, assessment, rank_score });
         } else {
-            ranking.rejected.push(Ranked {
-                candidate,
-                assessment,
-                rank_score: None,
-            });
+            ranking.rejected.push(Ranked { candidate, assessment, rank_score: None });
         }
     }
     let key = |r: &Ranked| (r.candidate.anonymous_agent_id, r.candidate.capability_id);
-    ranking.candidates.sort_by(|a, b| {
-        b.rank_score
-            .unwrap_or(0.0)
-            .total_cmp(&a.rank_score.unwrap_or(0.0))
-            .then_with(|| key(a).cmp(&key(b)))
-    });
-    ranking.rejected.sort_by(|a, b| {
-        b.assessment
-            .score
-            .total_cmp(&a.assessment.score)
-            .then_with(|| key(a).cmp(&key(b)))
-    });
+    ranking.candidates.sort_by(|a, b| b.rank_score.unwrap_or(0.0).total_cmp(&a.rank_score.unwrap_or(0.0)).then_with(|| key(a).cmp(&key(b))));
+    ranking.rejected.sort_by(|a, b| b.assessment.score.total_cmp(&a.assessment.score).then_with(|| key(a).cmp(&key(b))));
     ranking.candidates.truncate(limit);
     ranking.rejected.truncate(limit);
     ranking
@@ -490,66 +413,25 @@ mod tests {
     #[test]
     fn the_body_is_an_assessment_request_with_an_optional_kind_and_limit() {
         let q = parse(json!({"task_summary": "review my rust code"})).unwrap();
-        assert_eq!(
-            (q.task_type, q.custom_type, q.limit),
-            (None, None, MAX_LIMIT)
-        );
-        let q = parse(
-            json!({"task_summary": "x", "taskType": "custom", "customType": "legal", "limit": 500}),
-        )
-        .unwrap();
-        assert_eq!(
-            (q.task_type, q.custom_type.as_deref(), q.limit),
-            (Some(TaskType::Custom), Some("legal"), MAX_LIMIT)
-        );
-        assert_eq!(
-            field(parse(json!({"task_summary": "x", "taskType": "cooking"})).unwrap_err()),
-            "taskType"
-        );
-        assert_eq!(
-            field(parse(json!({"task_summary": "x", "taskType": 3})).unwrap_err()),
-            "taskType"
-        );
-        assert_eq!(
-            field(parse(json!({"task_summary": "x", "customType": "legal"})).unwrap_err()),
-            "customType"
-        );
-        assert_eq!(
-            field(parse(json!({"task_summary": "x", "limit": 0})).unwrap_err()),
-            "limit"
-        );
-        assert_eq!(
-            field(parse(json!({"task_summary": "x", "limit": 2.5})).unwrap_err()),
-            "limit"
-        );
-        assert_eq!(
-            field(parse(json!({"taskType": "testing"})).unwrap_err()),
-            "'task_summary' is required"
-        );
-        assert_eq!(
-            field(parse(json!({"task_summary": "x", "min_score": "high"})).unwrap_err()),
-            "'min_score' must be a number"
-        );
+        assert_eq!((q.task_type, q.custom_type, q.limit), (None, None, MAX_LIMIT));
+        let q = parse(json!({"task_summary": "x", "taskType": "custom", "customType": "legal", "limit": 500})).unwrap();
+        assert_eq!((q.task_type, q.custom_type.as_deref(), q.limit), (Some(TaskType::Custom), Some("legal"), MAX_LIMIT));
+        assert_eq!(field(parse(json!({"task_summary": "x", "taskType": "cooking"})).unwrap_err()), "taskType");
+        assert_eq!(field(parse(json!({"task_summary": "x", "taskType": 3})).unwrap_err()), "taskType");
+        assert_eq!(field(parse(json!({"task_summary": "x", "customType": "legal"})).unwrap_err()), "customType");
+        assert_eq!(field(parse(json!({"task_summary": "x", "limit": 0})).unwrap_err()), "limit");
+        assert_eq!(field(parse(json!({"task_summary": "x", "limit": 2.5})).unwrap_err()), "limit");
+        assert_eq!(field(parse(json!({"taskType": "testing"})).unwrap_err()), "'task_summary' is required");
+        assert_eq!(field(parse(json!({"task_summary": "x", "min_score": "high"})).unwrap_err()), "'min_score' must be a number");
         assert_eq!(field(parse(json!([])).unwrap_err()), "body");
     }
 
     #[test]
     fn a_derived_skill_reads_kind_tags_and_description() {
-        let s = derived_skill(
-            "code-review",
-            None,
-            Some("Reviews Rust, and rust tests."),
-            &["security".into()],
-        );
-        assert_eq!(
-            (s.id.as_deref(), s.name.as_deref()),
-            (Some("code-review"), Some("code-review"))
-        );
+        let s = derived_skill("code-review", None, Some("Reviews Rust, and rust tests."), &["security".into()]);
+        assert_eq!((s.id.as_deref(), s.name.as_deref()), (Some("code-review"), Some("code-review")));
         assert_eq!(s.tags, ["security"]);
-        assert_eq!(
-            s.assessment.unwrap().keywords,
-            ["reviews", "rust", "and", "tests"]
-        );
+        assert_eq!(s.assessment.unwrap().keywords, ["reviews", "rust", "and", "tests"]);
         assert_eq!(s.input_modes, [CAPABILITY_MIME]);
         let s = derived_skill("custom", Some("legal-review"), None, &[]);
         assert_eq!(s.id.as_deref(), Some("legal-review"));

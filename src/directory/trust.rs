@@ -92,9 +92,7 @@ pub async fn roll(conn: &mut PgConnection) -> sqlx::Result<()> {
     if !stale {
         return Ok(());
     }
-    sqlx::query!("SELECT pg_advisory_xact_lock($1)", ROLL_LOCK)
-        .execute(&mut *conn)
-        .await?;
+    sqlx::query!("SELECT pg_advisory_xact_lock($1)", ROLL_LOCK).execute(&mut *conn).await?;
     sqlx::query!(
         "SELECT parley_refresh_trust_records(ARRAY(
              SELECT agent_id FROM trust_records WHERE as_of < (now() AT TIME ZONE 'UTC')::date ORDER BY agent_id))"

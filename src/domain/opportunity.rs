@@ -91,11 +91,7 @@ impl OpportunityStatus {
             (S::Pending, E::Expire) => Ok(S::Expired),
             (S::Stalled, E::Reactivate) => Ok(S::Negotiating),
             (S::Expired, E::Reactivate) => Ok(S::Negotiating),
-            (from, event) => Err(TransitionError {
-                machine: "opportunity",
-                from: from.as_str(),
-                event: event.name(),
-            }),
+            (from, event) => Err(TransitionError { machine: "opportunity", from: from.as_str(), event: event.name() }),
         }
     }
 }
@@ -150,10 +146,7 @@ mod tests {
         ];
         for s in S::ALL {
             for e in E::ALL {
-                let expected = table
-                    .iter()
-                    .find(|(f, ev, _)| *f == s && *ev == e)
-                    .map(|t| t.2);
+                let expected = table.iter().find(|(f, ev, _)| *f == s && *ev == e).map(|t| t.2);
                 assert_eq!(s.transition(e).ok(), expected, "{s} on {}", e.name());
             }
         }

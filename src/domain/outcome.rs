@@ -86,33 +86,17 @@ pub fn derive_outcome(
     if has_opportunity && turns.len() >= 2 {
         let accepter = &turns[turns.len() - 1];
         let previous = &turns[turns.len() - 2];
-        agreed_roles.push(AgreedRole {
-            user_id: user_of(accepter.side),
-            role: accepter.suggested_roles.own_user,
-        });
-        agreed_roles.push(AgreedRole {
-            user_id: user_of(previous.side),
-            role: previous.suggested_roles.own_user,
-        });
+        agreed_roles.push(AgreedRole { user_id: user_of(accepter.side), role: accepter.suggested_roles.own_user });
+        agreed_roles.push(AgreedRole { user_id: user_of(previous.side), role: previous.suggested_roles.own_user });
     }
     let reasoning = match (reason, last) {
-        (Some(EndReason::TurnCap), _) => {
-            format!("No agreement within the cap of {turn_count} turns.")
-        }
-        (Some(EndReason::Timeout), _) => {
-            "The negotiation passed its deadline without agreement.".to_owned()
-        }
+        (Some(EndReason::TurnCap), _) => format!("No agreement within the cap of {turn_count} turns."),
+        (Some(EndReason::Timeout), _) => "The negotiation passed its deadline without agreement.".to_owned(),
         (Some(EndReason::Canceled), _) => "The negotiation was canceled.".to_owned(),
         (None, Some(t)) => t.reasoning.clone(),
         (None, None) => String::new(),
     };
-    Outcome {
-        has_opportunity,
-        agreed_roles,
-        reasoning,
-        turn_count,
-        reason,
-    }
+    Outcome { has_opportunity, agreed_roles, reasoning, turn_count, reason }
 }
 
 /// The turn cap for a pairing of side kinds (0 = unlimited).
@@ -145,10 +129,7 @@ mod tests {
             side: Side::for_turn(n),
             action,
             reasoning: format!("turn {n}"),
-            suggested_roles: SuggestedRoles {
-                own_user: own,
-                other_user: other,
-            },
+            suggested_roles: SuggestedRoles { own_user: own, other_user: other },
             message: None,
         }
     }
@@ -174,14 +155,8 @@ mod tests {
         assert_eq!(
             o.agreed_roles,
             vec![
-                AgreedRole {
-                    user_id: "alice".into(),
-                    role: Role::Patient
-                },
-                AgreedRole {
-                    user_id: "bob".into(),
-                    role: Role::Peer
-                },
+                AgreedRole { user_id: "alice".into(), role: Role::Patient },
+                AgreedRole { user_id: "bob".into(), role: Role::Peer },
             ]
         );
         assert_eq!(o.opportunity_event(), OpportunityEvent::AgentsAccepted);
@@ -189,10 +164,7 @@ mod tests {
 
     #[test]
     fn a_reject_or_an_imposed_end_has_no_opportunity_and_no_roles() {
-        let rejected = [
-            turn(0, Action::Propose, Role::Peer, Role::Peer),
-            turn(1, Action::Reject, Role::Peer, Role::Peer),
-        ];
+        let rejected = [turn(0, Action::Propose, Role::Peer, Role::Peer), turn(1, Action::Reject, Role::Peer, Role::Peer)];
         let o = derive_outcome(&rejected, users, None);
         assert!(!o.has_opportunity && o.agreed_roles.is_empty() && o.reason.is_none());
         assert_eq!(o.opportunity_event(), OpportunityEvent::AgentsRejected);
@@ -208,11 +180,7 @@ mod tests {
 
     #[test]
     fn an_outcome_serialises_as_the_artifact_expects() {
-        let o = derive_outcome(
-            &[turn(0, Action::Propose, Role::Peer, Role::Peer)],
-            users,
-            Some(EndReason::TurnCap),
-        );
+        let o = derive_outcome(&[turn(0, Action::Propose, Role::Peer, Role::Peer)], users, Some(EndReason::TurnCap));
         let v = serde_json::to_value(&o).unwrap();
         assert_eq!(v["hasOpportunity"], false);
         assert_eq!(v["turnCount"], 1);

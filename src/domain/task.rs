@@ -84,10 +84,7 @@ impl TaskState {
 
     /// Completed, canceled or failed: nothing more happens.
     pub fn is_terminal(self) -> bool {
-        matches!(
-            self,
-            TaskState::Completed | TaskState::Canceled | TaskState::Failed
-        )
+        matches!(self, TaskState::Completed | TaskState::Canceled | TaskState::Failed)
     }
 
     /// The transition table. Anything not listed is an error.
@@ -107,11 +104,7 @@ impl TaskState {
             (S::Submitted | S::Working | S::WaitingForAgent | S::Claimed, E::Cancel) => S::Canceled,
             (S::Submitted | S::Working | S::WaitingForAgent | S::Claimed, E::Fail) => S::Failed,
             (from, event) => {
-                return Err(TransitionError {
-                    machine: "task",
-                    from: from.as_str(),
-                    event: event.name(),
-                });
+                return Err(TransitionError { machine: "task", from: from.as_str(), event: event.name() });
             }
         };
         Ok(next)

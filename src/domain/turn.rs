@@ -23,13 +23,8 @@ pub enum Action {
 
 impl Action {
     /// All actions, in a fixed order (for tables and tests).
-    pub const ALL: [Action; 5] = [
-        Action::Propose,
-        Action::Counter,
-        Action::Accept,
-        Action::Reject,
-        Action::Question,
-    ];
+    pub const ALL: [Action; 5] =
+        [Action::Propose, Action::Counter, Action::Accept, Action::Reject, Action::Question];
 
     /// The wire name of the action.
     pub fn as_str(self) -> &'static str {
@@ -130,11 +125,7 @@ impl Side {
 
     /// The side that speaks turn `n` (0-based): the source opens, then they alternate.
     pub fn for_turn(n: u32) -> Side {
-        if n.is_multiple_of(2) {
-            Side::Source
-        } else {
-            Side::Candidate
-        }
+        if n.is_multiple_of(2) { Side::Source } else { Side::Candidate }
     }
 
     /// The opposite seat.
@@ -204,11 +195,7 @@ mod tests {
     fn turn_zero_admits_only_propose() {
         for kind in [SideKind::System, SideKind::Personal] {
             for a in Action::ALL {
-                assert_eq!(
-                    action_allowed(a, 0, kind),
-                    a == Action::Propose,
-                    "{a} at 0 by {kind:?}"
-                );
+                assert_eq!(action_allowed(a, 0, kind), a == Action::Propose, "{a} at 0 by {kind:?}");
             }
         }
     }
@@ -220,11 +207,7 @@ mod tests {
                 let personal = action_allowed(a, n, SideKind::Personal);
                 let system = action_allowed(a, n, SideKind::System);
                 assert_eq!(personal, a != Action::Propose, "{a} at {n} personal");
-                assert_eq!(
-                    system,
-                    !matches!(a, Action::Propose | Action::Question),
-                    "{a} at {n}"
-                );
+                assert_eq!(system, !matches!(a, Action::Propose | Action::Question), "{a} at {n}");
             }
         }
     }

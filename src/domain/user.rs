@@ -64,20 +64,12 @@ impl Intent {
     /// The title as given, or the text's first sentence cut to [`Self::TITLE_CHARS`] at a word
     /// boundary.
     pub fn display_title(&self) -> String {
-        if let Some(title) = self
-            .title
-            .as_deref()
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-        {
+        if let Some(title) = self.title.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
             return title.to_owned();
         }
         let text = self.text.trim();
-        let sentence = text
-            .split_terminator(['.', '!', '?', '\n'])
-            .map(str::trim)
-            .find(|s| !s.is_empty())
-            .unwrap_or(text);
+        let sentence =
+            text.split_terminator(['.', '!', '?', '\n']).map(str::trim).find(|s| !s.is_empty()).unwrap_or(text);
         if sentence.chars().count() <= Self::TITLE_CHARS {
             return sentence.to_owned();
         }
@@ -130,34 +122,19 @@ mod tests {
     use super::Intent;
 
     fn intent(text: &str) -> Intent {
-        Intent {
-            text: text.into(),
-            ..Intent::default()
-        }
+        Intent { text: text.into(), ..Intent::default() }
     }
 
     #[test]
     fn a_title_is_given_or_the_first_sentence_cut_at_a_word() {
-        assert_eq!(
-            intent("Find a co-founder. Must know Rust.").display_title(),
-            "Find a co-founder"
-        );
+        assert_eq!(intent("Find a co-founder. Must know Rust.").display_title(), "Find a co-founder");
         let long = "Looking for a senior Rust backend engineer to build our payments API and mentor the team";
         let title = intent(long).display_title();
-        assert_eq!(
-            title,
-            "Looking for a senior Rust backend engineer to build our…"
-        );
+        assert_eq!(title, "Looking for a senior Rust backend engineer to build our…");
         assert!(title.chars().count() <= Intent::TITLE_CHARS);
-        let given = Intent {
-            title: Some("Rust hire".into()),
-            ..intent(long)
-        };
+        let given = Intent { title: Some("Rust hire".into()), ..intent(long) };
         assert_eq!(given.display_title(), "Rust hire");
         let one_word = "x".repeat(100);
-        assert_eq!(
-            intent(&one_word).display_title().chars().count(),
-            Intent::TITLE_CHARS
-        );
+        assert_eq!(intent(&one_word).display_title().chars().count(), Intent::TITLE_CHARS);
     }
 }

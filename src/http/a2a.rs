@@ -175,15 +175,9 @@ pub struct ParticipantDoc {
         (status = 200, description = "The A2A task", body = TaskDoc),
         (status = 404, description = "Unknown, or not visible to the caller"),
     ))]
-pub async fn get_task(
-    State(state): State<AppState>,
-    caller: Caller,
-    Ids(id): Ids<Uuid>,
-) -> ApiResult<Json<Value>> {
+pub async fn get_task(State(state): State<AppState>, caller: Caller, Ids(id): Ids<Uuid>) -> ApiResult<Json<Value>> {
     let mut conn = state.pool().acquire().await?;
-    let task = tasks::get(&mut conn, id)
-        .await?
-        .ok_or(ApiError::NotFound("task"))?;
+    let task = tasks::get(&mut conn, id).await?.ok_or(ApiError::NotFound("task"))?;
     let viewer = Viewer::of_caller(&caller, &task).ok_or(ApiError::NotFound("task"))?;
     let turns = messages::turns(&mut conn, task.id).await?;
     let artifacts = messages::artifacts(&mut conn, task.id).await?;
@@ -231,10 +225,7 @@ pub async fn get_task(
 /// Removes `assessment.reasoning` from a turn message's data parts: the other side never reads it.
 fn without_reasoning(parts: &mut Value) {
     for part in parts.as_array_mut().into_iter().flatten() {
-        if let Some(assessment) = part
-            .pointer_mut("/data/assessment")
-            .and_then(Value::as_object_mut)
-        {
+        if let Some(assessment) = part.pointer_mut("/data/assessment").and_then(Value::as_object_mut) {
             assessment.remove("reasoning");
         }
     }
@@ -254,15 +245,8 @@ pub async fn get_conversation(
     Ids(id): Ids<Uuid>,
 ) -> ApiResult<Json<Value>> {
     let mut conn = state.pool().acquire().await?;
-    let c = conversations::get(&mut conn, id)
-        .await?
-        .ok_or(ApiError::NotFound("conversation"))?;
-    if !caller.is_service()
-        && !c
-            .participants
-            .iter()
-            .any(|(_, user, _)| *user == caller.sub)
-    {
+    let c = conversations::get(&mut conn, id).await?.ok_or(ApiError::NotFound("conversation"))?;
+    if !caller.is_service() && !c.participants.iter().any(|(_, user, _)| *user == caller.sub) {
         return Err(ApiError::NotFound("conversation"));
     }
     let participants: Vec<Value> = c

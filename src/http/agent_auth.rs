@@ -35,9 +35,7 @@ pub fn presented_key(parts: &Parts) -> Option<String> {
     if let Some(v) = parts.headers.get("x-api-key").and_then(|v| v.to_str().ok()) {
         return Some(v.trim().to_owned());
     }
-    bearer(parts)
-        .filter(|t| t.starts_with(KEY_PREFIX))
-        .map(str::to_owned)
+    bearer(parts).filter(|t| t.starts_with(KEY_PREFIX)).map(str::to_owned)
 }
 
 async fn path_agent_id(parts: &mut Parts, state: &AppState) -> Result<Uuid, ApiError> {
@@ -51,40 +49,25 @@ async fn path_agent_id(parts: &mut Parts, state: &AppState) -> Result<Uuid, ApiE
         .ok_or(ApiError::NotFound("agent"))
 }
 
-async fn authenticate_key(
-    state: &AppState,
-    key: &str,
-    path_agent: Uuid,
-) -> Result<AgentIdentity, ApiError> {
+async fn authenticate_key(state: &AppState, key: &str, path_agent: Uuid) -> Result<AgentIdentity, ApiError> {
     authenticate_hash(state, &hash_secret(key), path_agent).await
 }
 
 /// Every agent authenticated here is marked seen (throttled: see `delivery::liveness`).
-async fn authenticate_hash(
-    state: &AppState,
-    key_hash: &[u8],
-    path_agent: Uuid,
-) -> Result<AgentIdentity, ApiError> {
+async fn authenticate_hash(state: &AppState, key_hash: &[u8], path_agent: Uuid) -> Result<AgentIdentity, ApiError> {
     let mut conn = state.pool().acquire().await?;
     let owner = agents::authenticate(&mut conn, key_hash)
         .await?
-        .ok_or_else(|| {
-            ApiError::Unauthorized("the API key is unknown, revoked or expired".into())
-        })?;
+        .ok_or_else(|| ApiError::Unauthorized("the API key is unknown, revoked or expired".into()))?;
     drop(conn);
     if owner.agent_id != path_agent {
-        return Err(ApiError::Forbidden(
-            "this API key belongs to another agent".into(),
-        ));
+        return Err(ApiError::Forbidden("this API key belongs to another agent".into()));
     }
     if owner.status != "active" {
         return Err(ApiError::Forbidden("the agent is inactive".into()));
     }
     state.engine.seen(owner.agent_id).await;
-    Ok(AgentIdentity {
-        agent_id: owner.agent_id,
-        owner_user_id: owner.owner_user_id,
-    })
+    Ok(AgentIdentity { agent_id: owner.agent_id, owner_user_id: owner.owner_user_id })
 }
 
 /// A request authenticated by the API key of the agent in the path.
@@ -95,8 +78,7 @@ impl FromRequestParts<AppState> for AgentCaller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let key =
-            presented_key(parts).ok_or_else(|| ApiError::Unauthorized("missing API key".into()))?;
+        let key = presented_key(parts).ok_or_else(|| ApiError::Unauthorized("missing API key".into()))?;
         let agent = path_agent_id(parts, state).await?;
         authenticate_key(state, &key, agent).await.map(AgentCaller)
     }
@@ -116,17 +98,12 @@ impl FromRequestParts<AppState> for AgentOrOwner {
         }
         let caller = Caller::from_request_parts(parts, state).await?;
         let mut conn = state.pool().acquire().await?;
-        let found = agents::get(&mut conn, agent)
-            .await?
-            .ok_or(ApiError::NotFound("agent"))?;
+        let found = agents::get(&mut conn, agent).await?.ok_or(ApiError::NotFound("agent"))?;
         let allowed = found.owner_user_id == caller.sub && caller.role == CallerRole::User;
         if !allowed {
             return Err(ApiError::NotFound("agent"));
         }
-        Ok(AgentOrOwner(AgentIdentity {
-            agent_id: found.agent_id,
-            owner_user_id: found.owner_user_id,
-        }))
+        Ok(AgentOrOwner(AgentIdentity { agent_id: found.agent_id, owner_user_id: found.owner_user_id }))
     }
 }
 
@@ -139,8 +116,7 @@ impl FromRequestParts<AppState> for PresentedAgentKey {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let key =
-            presented_key(parts).ok_or_else(|| ApiError::Unauthorized("missing API key".into()))?;
+        let key = presented_key(parts).ok_or_else(|| ApiError::Unauthorized("missing API key".into()))?;
         let agent = path_agent_id(parts, state).await?;
         Ok(PresentedAgentKey(AgentKey::new(&key, Some(agent))))
     }
@@ -162,11 +138,7 @@ impl PresentedAgentKey {
 /// allowed) the platform's token. Unlike [`AgentOrOwner`], a caller who may not act on the agent
 /// is told so (403) and an unknown agent is a 404: these routes manage what an agent offers to
 /// others, which is no secret from an authenticated caller.
-async fn agent_for(
-    parts: &mut Parts,
-    state: &AppState,
-    service: bool,
-) -> Result<AgentIdentity, ApiError> {
+async fn agent_for(parts: &mut Parts, state: &AppState, service: bool) -> Result<AgentIdentity, ApiError> {
     // Credentials are judged first: a path that names no agent is a 404 only for a caller
     // whose credentials are valid.
     let agent = path_agent_id(parts, state).await;
@@ -180,17 +152,12 @@ async fn agent_for(
     let caller = Caller::from_request_parts(parts, state).await?;
     let agent = agent?;
     let mut conn = state.pool().acquire().await?;
-    let found = agents::get(&mut conn, agent)
-        .await?
-        .ok_or(ApiError::NotFound("agent"))?;
+    let found = agents::get(&mut conn, agent).await?.ok_or(ApiError::NotFound("agent"))?;
     let owner = caller.role == CallerRole::User && found.owner_user_id == caller.sub;
     if !(owner || (service && caller.is_service())) {
         return Err(ApiError::Forbidden("this agent is not the caller's".into()));
     }
-    Ok(AgentIdentity {
-        agent_id: found.agent_id,
-        owner_user_id: found.owner_user_id,
-    })
+    Ok(AgentIdentity { agent_id: found.agent_id, owner_user_id: found.owner_user_id })
 }
 
 /// The agent in the path, managed by its own API key or its owner's user JWT (see [`agent_for`]).
@@ -229,9 +196,7 @@ impl FromRequestParts<AppState> for AnyCaller {
             let mut conn = state.pool().acquire().await?;
             let owner = agents::authenticate(&mut conn, &hash_secret(&key))
                 .await?
-                .ok_or_else(|| {
-                    ApiError::Unauthorized("the API key is unknown, revoked or expired".into())
-                })?;
+                .ok_or_else(|| ApiError::Unauthorized("the API key is unknown, revoked or expired".into()))?;
             if owner.status != "active" {
                 return Err(ApiError::Forbidden("the agent is inactive".into()));
             }
@@ -239,8 +204,6 @@ impl FromRequestParts<AppState> for AnyCaller {
             state.engine.seen(owner.agent_id).await;
             return Ok(AnyCaller);
         }
-        Caller::from_request_parts(parts, state)
-            .await
-            .map(|_| AnyCaller)
+        Caller::from_request_parts(parts, state).await.map(|_| AnyCaller)
     }
 }

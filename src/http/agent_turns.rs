@@ -24,37 +24,19 @@ use super::{
 };
 use crate::{
     delivery::{AgentIdentity, Claim, TurnAnswer},
-    domain::{
-        Action, PreviousRound, SeedAssessment, Side, SuggestedRoles, TaskState, Turn, UserContext,
-        outcome::is_final_turn,
-    },
+    domain::{Action, PreviousRound, SeedAssessment, Side, SuggestedRoles, TaskState, Turn, UserContext, outcome::is_final_turn},
     store::{messages, tasks},
 };
 
 /// The routes.
 pub fn router() -> Router<AppState> {
     Router::new()
-        .route(
-            "/api/agents/{id}/negotiations",
-            get(list_agent_negotiations),
-        )
+        .route("/api/agents/{id}/negotiations", get(list_agent_negotiations))
         .route("/api/agents/{id}/negotiations/pickup", post(pickup_turn))
-        .route(
-            "/api/agents/{id}/negotiations/{negotiation_id}",
-            get(get_agent_negotiation),
-        )
-        .route(
-            "/api/agents/{id}/negotiations/{negotiation_id}/respond",
-            post(respond_to_turn),
-        )
-        .route(
-            "/api/agents/{id}/negotiations/{negotiation_id}/extend",
-            post(extend_claim),
-        )
-        .route(
-            "/api/agents/{id}/negotiations/{negotiation_id}/release",
-            post(release_claim),
-        )
+        .route("/api/agents/{id}/negotiations/{negotiation_id}", get(get_agent_negotiation))
+        .route("/api/agents/{id}/negotiations/{negotiation_id}/respond", post(respond_to_turn))
+        .route("/api/agents/{id}/negotiations/{negotiation_id}/extend", post(extend_claim))
+        .route("/api/agents/{id}/negotiations/{negotiation_id}/release", post(release_claim))
 }
 
 /// Longest `reasoning` or `message` accepted.
@@ -69,6 +51,7 @@ pub struct PickupQuery {
     #[param(value_type = Option<u32>, minimum = 1)]
     pub wait: Option<String>,
 }
+
 
 /// The pickup answer: the claimed turn with everything needed to answer it.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -238,12 +221,12 @@ pub struct AgentIntentDoc {
 /// Parses `wait`: a whole number of seconds > 0, capped at the configured maximum.
 pub fn parse_wait(raw: Option<&str>, max: Duration) -> ApiResult<Option<Duration>> {
     let Some(raw) = raw else { return Ok(None) };
-    let secs: u64 = raw.trim().parse().ok().filter(|s| *s > 0).ok_or_else(|| {
-        ApiError::invalid(format!(
-            "wait must be a whole number of seconds from 1 to {}",
-            max.as_secs()
-        ))
-    })?;
+    let secs: u64 = raw
+        .trim()
+        .parse()
+        .ok()
+        .filter(|s| *s > 0)
+        .ok_or_else(|| ApiError::invalid(format!("wait must be a whole number of seconds from 1 to {}", max.as_secs())))?;
     Ok(Some(Duration::from_secs(secs).min(max)))
 }
 
@@ -264,9 +247,7 @@ pub async fn pickup_turn(
     key: PresentedAgentKey,
     query: Result<ApiQuery<PickupQuery>, ApiError>,
 ) -> ApiResult<Response> {
-    let wait = match query
-        .and_then(|ApiQuery(q)| parse_wait(q.wait.as_deref(), state.engine.config().long_poll_max))
-    {
+    let wait = match query.and_then(|ApiQuery(q)| parse_wait(q.wait.as_deref(), state.engine.config().long_poll_max)) {
         Ok(wait) => wait,
         Err(e) => return Err(key.refuse(&state, e).await),
     };
@@ -282,18 +263,12 @@ pub async fn pickup_turn(
 /// confidence?}`. The other user's intents stay private: `with_intents` is false for them and
 /// the list is empty.
 fn agent_view_of_user(user: &UserContext, with_intents: bool) -> Value {
-    let name = user
-        .name
-        .clone()
-        .filter(|n| !n.trim().is_empty())
-        .unwrap_or_else(|| user.id.clone());
+    let name = user.name.clone().filter(|n| !n.trim().is_empty()).unwrap_or_else(|| user.id.clone());
     let mut profile = match user.profile.as_ref().map(serde_json::to_value) {
         Some(Ok(Value::Object(map))) => map,
         _ => serde_json::Map::new(),
     };
-    profile
-        .entry("name")
-        .or_insert_with(|| Value::String(name.clone()));
+    profile.entry("name").or_insert_with(|| Value::String(name.clone()));
     let intents: Vec<Value> = if with_intents {
         user.intents
             .iter()
@@ -346,13 +321,8 @@ pub fn pickup_body(claim: &Claim) -> ApiResult<Value> {
     let own_side = Side::for_turn(task.turn_count);
     let own = task.context(own_side)?;
     let other = task.context(own_side.other())?;
-    let seed: SeedAssessment =
-        serde_json::from_value(task.seed_assessment.clone()).map_err(anyhow::Error::from)?;
-    let counterparty_action = claim
-        .history
-        .last()
-        .map(|t| t.action.as_str())
-        .unwrap_or("none");
+    let seed: SeedAssessment = serde_json::from_value(task.seed_assessment.clone()).map_err(anyhow::Error::from)?;
+    let counterparty_action = claim.history.last().map(|t| t.action.as_str()).unwrap_or("none");
     let index_context = match &task.index_context {
         Some(value) if !value.is_null() => value.clone(),
         _ => json!({}),
@@ -450,24 +420,12 @@ impl RespondIn {
             return Err(ApiError::invalid("assessment.reasoning must not be empty"));
         }
         if reasoning.chars().count() > MAX_TEXT {
-            return Err(ApiError::invalid(format!(
-                "assessment.reasoning must be at most {MAX_TEXT} characters"
-            )));
+            return Err(ApiError::invalid(format!("assessment.reasoning must be at most {MAX_TEXT} characters")));
         }
-        if self
-            .message
-            .as_ref()
-            .is_some_and(|m| m.chars().count() > MAX_TEXT)
-        {
-            return Err(ApiError::invalid(format!(
-                "message must be at most {MAX_TEXT} characters"
-            )));
+        if self.message.as_ref().is_some_and(|m| m.chars().count() > MAX_TEXT) {
+            return Err(ApiError::invalid(format!("message must be at most {MAX_TEXT} characters")));
         }
-        if self
-            .claim_token
-            .as_ref()
-            .is_some_and(|t| t.is_empty() || t.len() > 200)
-        {
+        if self.claim_token.as_ref().is_some_and(|t| t.is_empty() || t.len() > 200) {
             return Err(ApiError::invalid("claimToken is not a claim token"));
         }
         Ok(TurnAnswer {
@@ -542,20 +500,12 @@ pub async fn respond_to_turn(
     ids: Result<Ids<(Uuid, Uuid)>, ApiError>,
     body: Result<ApiJson<RespondIn>, ApiError>,
 ) -> ApiResult<Json<Value>> {
-    let checked = ids.and_then(|Ids((_, id))| {
-        body.and_then(|ApiJson(b)| b.validate())
-            .map(|answer| (id, answer))
-    });
+    let checked = ids.and_then(|Ids((_, id))| body.and_then(|ApiJson(b)| b.validate()).map(|answer| (id, answer)));
     let (negotiation_id, answer) = match checked {
         Ok(checked) => checked,
         Err(e) => return Err(key.refuse(&state, e).await),
     };
-    Ok(Json(
-        state
-            .engine
-            .respond(&key.0, negotiation_id, &answer)
-            .await?,
-    ))
+    Ok(Json(state.engine.respond(&key.0, negotiation_id, &answer).await?))
 }
 
 /// Body of extend and release.
@@ -613,10 +563,7 @@ pub async fn extend_claim(
     Ids((_, negotiation_id)): Ids<(Uuid, Uuid)>,
     OptionalJson(body): OptionalJson<ClaimIn>,
 ) -> ApiResult<Json<ExtendedOut>> {
-    let task = state
-        .engine
-        .extend(&agent, negotiation_id, body.claim_token.as_deref())
-        .await?;
+    let task = state.engine.extend(&agent, negotiation_id, body.claim_token.as_deref()).await?;
     Ok(Json(ExtendedOut {
         success: true,
         negotiation_id,
@@ -646,15 +593,8 @@ pub async fn release_claim(
     Ids((_, negotiation_id)): Ids<(Uuid, Uuid)>,
     OptionalJson(body): OptionalJson<ClaimIn>,
 ) -> ApiResult<Json<ReleasedOut>> {
-    let task = state
-        .engine
-        .release(&agent, negotiation_id, body.claim_token.as_deref())
-        .await?;
-    Ok(Json(ReleasedOut {
-        success: true,
-        negotiation_id,
-        status: task.state,
-    }))
+    let task = state.engine.release(&agent, negotiation_id, body.claim_token.as_deref()).await?;
+    Ok(Json(ReleasedOut { success: true, negotiation_id, status: task.state }))
 }
 
 /// Query of the agent's listing.
@@ -734,11 +674,7 @@ pub async fn list_agent_negotiations(
 }
 
 /// The agent's listing (shared by HTTP and MCP).
-pub async fn agent_negotiations(
-    state: &AppState,
-    agent: &AgentIdentity,
-    q: &AgentListQuery,
-) -> ApiResult<AgentNegotiationPage> {
+pub async fn agent_negotiations(state: &AppState, agent: &AgentIdentity, q: &AgentListQuery) -> ApiResult<AgentNegotiationPage> {
     const ACTIVE: [&str; 4] = ["submitted", "working", "waiting_for_agent", "claimed"];
     const DONE: [&str; 3] = ["completed", "canceled", "failed"];
     let (states, awaiting_only): (Vec<&str>, bool) = match q.status.as_deref().unwrap_or("all") {
@@ -746,23 +682,11 @@ pub async fn agent_negotiations(
         "active" => (ACTIVE.to_vec(), false),
         "completed" => (DONE.to_vec(), false),
         "all" => (ACTIVE.iter().chain(DONE.iter()).copied().collect(), false),
-        _ => {
-            return Err(ApiError::invalid(
-                "status must be one of waiting_for_agent, active, completed, all",
-            ));
-        }
+        _ => return Err(ApiError::invalid("status must be one of waiting_for_agent, active, completed, all")),
     };
     let Page { limit, before } = Page::parse(q.limit, q.cursor.as_deref())?;
     let mut conn = state.pool().acquire().await?;
-    let page = tasks::list_for_user(
-        &mut conn,
-        &agent.owner_user_id,
-        &states,
-        awaiting_only,
-        before,
-        limit + 1,
-    )
-    .await?;
+    let page = tasks::list_for_user(&mut conn, &agent.owner_user_id, &states, awaiting_only, before, limit + 1).await?;
     let has_more = page.len() as i64 > limit;
     let mut items = Vec::new();
     for task in page.iter().take(limit as usize) {
@@ -782,15 +706,8 @@ pub async fn agent_negotiations(
             updated_at: task.updated_at,
         });
     }
-    let next_cursor = if has_more {
-        page.get(limit as usize - 1).map(|t| t.id.to_string())
-    } else {
-        None
-    };
-    Ok(AgentNegotiationPage {
-        negotiations: items,
-        next_cursor,
-    })
+    let next_cursor = if has_more { page.get(limit as usize - 1).map(|t| t.id.to_string()) } else { None };
+    Ok(AgentNegotiationPage { negotiations: items, next_cursor })
 }
 
 /// A negotiation from an agent's side.
@@ -825,21 +742,13 @@ pub async fn get_agent_negotiation(
     AgentOrOwner(agent): AgentOrOwner,
     Ids((_, negotiation_id)): Ids<(Uuid, Uuid)>,
 ) -> ApiResult<Json<AgentNegotiationOut>> {
-    agent_negotiation(&state, &agent, negotiation_id)
-        .await
-        .map(Json)
+    agent_negotiation(&state, &agent, negotiation_id).await.map(Json)
 }
 
 /// One negotiation from the agent's side (shared by HTTP and MCP).
-pub async fn agent_negotiation(
-    state: &AppState,
-    agent: &AgentIdentity,
-    negotiation_id: Uuid,
-) -> ApiResult<AgentNegotiationOut> {
+pub async fn agent_negotiation(state: &AppState, agent: &AgentIdentity, negotiation_id: Uuid) -> ApiResult<AgentNegotiationOut> {
     let mut conn = state.pool().acquire().await?;
-    let task = tasks::get(&mut conn, negotiation_id)
-        .await?
-        .ok_or(ApiError::NotFound("negotiation"))?;
+    let task = tasks::get(&mut conn, negotiation_id).await?.ok_or(ApiError::NotFound("negotiation"))?;
     let Some(own_side) = task.side_of(&agent.owner_user_id) else {
         return Err(ApiError::NotFound("negotiation"));
     };

@@ -30,10 +30,7 @@ use crate::{
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/agents", post(create_agent).get(list_agents))
-        .route(
-            "/api/agents/{id}",
-            get(get_agent).patch(update_agent).delete(delete_agent),
-        )
+        .route("/api/agents/{id}", get(get_agent).patch(update_agent).delete(delete_agent))
         .route("/api/agents/{id}/keys", post(create_key))
         .route("/api/agents/{id}/keys/{key_id}", delete(revoke_key))
         .route("/api/agents/{id}/heartbeat", post(heartbeat))
@@ -89,13 +86,7 @@ pub struct KeyOut {
 
 impl From<&ApiKey> for KeyOut {
     fn from(k: &ApiKey) -> Self {
-        KeyOut {
-            id: k.api_key_id,
-            prefix: k.prefix.clone(),
-            created_at: k.created_at,
-            expires_at: k.expires_at,
-            revoked_at: k.revoked_at,
-        }
+        KeyOut { id: k.api_key_id, prefix: k.prefix.clone(), created_at: k.created_at, expires_at: k.expires_at, revoked_at: k.revoked_at }
     }
 }
 
@@ -120,10 +111,7 @@ fn agent_out(state: &AppState, a: Agent, keys: &[ApiKey]) -> AgentOut {
 fn new_key() -> (String, String) {
     let mut bytes = [0u8; 24];
     rand::rng().fill_bytes(&mut bytes);
-    let key = format!(
-        "{KEY_PREFIX}{}",
-        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
-    );
+    let key = format!("{KEY_PREFIX}{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes));
     let prefix = key[..KEY_PREFIX.len() + 8].to_owned();
     (key, prefix)
 }
@@ -143,20 +131,10 @@ pub struct NewKeyOut {
     pub expires_at: Option<DateTime<Utc>>,
 }
 
-async fn issue_key(
-    conn: &mut sqlx::PgConnection,
-    agent_id: Uuid,
-    expires_at: Option<DateTime<Utc>>,
-) -> ApiResult<NewKeyOut> {
+async fn issue_key(conn: &mut sqlx::PgConnection, agent_id: Uuid, expires_at: Option<DateTime<Utc>>) -> ApiResult<NewKeyOut> {
     let (key, prefix) = new_key();
-    let stored =
-        agents::insert_key(conn, agent_id, &prefix, &hash_secret(&key), expires_at).await?;
-    Ok(NewKeyOut {
-        id: stored.api_key_id,
-        key,
-        prefix,
-        expires_at: stored.expires_at,
-    })
+    let stored = agents::insert_key(conn, agent_id, &prefix, &hash_secret(&key), expires_at).await?;
+    Ok(NewKeyOut { id: stored.api_key_id, key, prefix, expires_at: stored.expires_at })
 }
 
 /// The answer of `POST /api/agents`.
@@ -200,9 +178,7 @@ fn check_name(name: &str) -> ApiResult<()> {
 
 fn check_description(d: Option<&str>) -> ApiResult<()> {
     if d.is_some_and(|d| d.chars().count() > 2000) {
-        return Err(ApiError::invalid(
-            "description must be at most 2000 characters",
-        ));
+        return Err(ApiError::invalid("description must be at most 2000 characters"));
     }
     Ok(())
 }
@@ -210,9 +186,7 @@ fn check_description(d: Option<&str>) -> ApiResult<()> {
 fn check_mode(mode: Option<&str>) -> ApiResult<()> {
     match mode {
         None | Some("enabled" | "disabled") => Ok(()),
-        Some(_) => Err(ApiError::invalid(
-            "negotiationMode must be enabled or disabled",
-        )),
+        Some(_) => Err(ApiError::invalid("negotiationMode must be enabled or disabled")),
     }
 }
 
@@ -246,13 +220,7 @@ pub async fn create_agent(
     let key = issue_key(&mut tx, agent.agent_id, None).await?;
     let keys = agents::keys(&mut tx, agent.agent_id).await?;
     tx.commit().await?;
-    Ok((
-        StatusCode::CREATED,
-        Json(CreatedAgentOut {
-            agent: agent_out(&state, agent, &keys),
-            api_key: key,
-        }),
-    ))
+    Ok((StatusCode::CREATED, Json(CreatedAgentOut { agent: agent_out(&state, agent, &keys), api_key: key })))
 }
 
 /// The caller's agents.
@@ -262,10 +230,7 @@ pub async fn create_agent(
         (status = 200, description = "The caller's agents", body = AgentListOut),
         (status = 403, description = "Not a user token"),
     ))]
-pub async fn list_agents(
-    State(state): State<AppState>,
-    UserCaller(caller): UserCaller,
-) -> ApiResult<Json<AgentListOut>> {
+pub async fn list_agents(State(state): State<AppState>, UserCaller(caller): UserCaller) -> ApiResult<Json<AgentListOut>> {
     let mut conn = state.pool().acquire().await?;
     let mut out = Vec::new();
     for agent in agents::list_for_owner(&mut conn, &caller.sub).await? {
@@ -277,10 +242,7 @@ pub async fn list_agents(
 
 /// The caller's agent `id`, or 404.
 async fn own_agent(conn: &mut sqlx::PgConnection, owner: &str, id: Uuid) -> ApiResult<Agent> {
-    agents::get(conn, id)
-        .await?
-        .filter(|a| a.owner_user_id == owner)
-        .ok_or(ApiError::NotFound("agent"))
+    agents::get(conn, id).await?.filter(|a| a.owner_user_id == owner).ok_or(ApiError::NotFound("agent"))
 }
 
 /// One agent.
@@ -292,11 +254,7 @@ async fn own_agent(conn: &mut sqlx::PgConnection, owner: &str, id: Uuid) -> ApiR
         (status = 403, description = "Not a user token"),
         (status = 404, description = "Unknown, or not the caller's"),
     ))]
-pub async fn get_agent(
-    State(state): State<AppState>,
-    UserCaller(caller): UserCaller,
-    Ids(id): Ids<Uuid>,
-) -> ApiResult<Json<AgentOut>> {
+pub async fn get_agent(State(state): State<AppState>, UserCaller(caller): UserCaller, Ids(id): Ids<Uuid>) -> ApiResult<Json<AgentOut>> {
     let mut conn = state.pool().acquire().await?;
     let agent = own_agent(&mut conn, &caller.sub, id).await?;
     let keys = agents::keys(&mut conn, id).await?;
@@ -370,18 +328,11 @@ pub async fn update_agent(
         (status = 403, description = "Not a user token"),
         (status = 404, description = "Unknown, or not the caller's"),
     ))]
-pub async fn delete_agent(
-    State(state): State<AppState>,
-    UserCaller(caller): UserCaller,
-    Ids(id): Ids<Uuid>,
-) -> ApiResult<StatusCode> {
+pub async fn delete_agent(State(state): State<AppState>, UserCaller(caller): UserCaller, Ids(id): Ids<Uuid>) -> ApiResult<StatusCode> {
     let mut conn = state.pool().acquire().await?;
     let agent = own_agent(&mut conn, &caller.sub, id).await?;
     drop(conn);
-    let identity = crate::delivery::AgentIdentity {
-        agent_id: agent.agent_id,
-        owner_user_id: agent.owner_user_id,
-    };
+    let identity = crate::delivery::AgentIdentity { agent_id: agent.agent_id, owner_user_id: agent.owner_user_id };
     state.engine.release_all(&identity).await?;
     let mut conn = state.pool().acquire().await?;
     agents::delete(&mut conn, id).await?;

@@ -83,10 +83,7 @@ pub struct WeightsDoc {
                 "subscores": {"skill_match": 0.4, "io_compatibility": 1.0, "load": 1.0, "cost": 1.0, "performance": 0.6}})),
         (status = 400, description = "Invalid request: Bindu's `error` message, verbatim, with `code`"),
     ))]
-pub async fn assess_task(
-    State(state): State<AppState>,
-    req: Request,
-) -> Result<Response, ApiError> {
+pub async fn assess_task(State(state): State<AppState>, req: Request) -> Result<Response, ApiError> {
     let bytes = body_bytes(req, &()).await?;
     let request = scoring::parse_request(&bytes).map_err(|e| ApiError::invalid(e.to_string()))?;
     let queue_depth = {
@@ -94,18 +91,9 @@ pub async fn assess_task(
         tasks::count_active(&mut conn).await?
     };
     let cosines = match &state.embeddings {
-        Some(e) => {
-            e.cosines(&request.task_summary, request.task_details.as_deref())
-                .await
-        }
+        Some(e) => e.cosines(&request.task_summary, request.task_details.as_deref()).await,
         None => None,
     };
-    let assessment = state
-        .calculator
-        .assess(&request, Some(queue_depth), cosines.as_deref());
-    Ok((
-        [(header::CONTENT_TYPE, "application/json")],
-        scoring::assessment_json(&assessment),
-    )
-        .into_response())
+    let assessment = state.calculator.assess(&request, Some(queue_depth), cosines.as_deref());
+    Ok(([(header::CONTENT_TYPE, "application/json")], scoring::assessment_json(&assessment)).into_response())
 }

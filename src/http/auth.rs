@@ -55,10 +55,7 @@ pub struct Claims {
 pub const DEFAULT_MAX_TTL: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
 
 fn now_secs() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
 }
 
 /// HS256 keys from the configured secret.
@@ -90,24 +87,11 @@ impl JwtKeys {
     }
 
     /// Signs a token for `sub` with `role`, valid for `ttl`.
-    pub fn mint(
-        &self,
-        sub: &str,
-        role: CallerRole,
-        ttl: std::time::Duration,
-    ) -> anyhow::Result<String> {
-        let exp = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)?
-            .as_secs()
-            + ttl.as_secs();
+    pub fn mint(&self, sub: &str, role: CallerRole, ttl: std::time::Duration) -> anyhow::Result<String> {
+        let exp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_secs() + ttl.as_secs();
         Ok(jsonwebtoken::encode(
             &Header::new(Algorithm::HS256),
-            &Claims {
-                sub: sub.to_owned(),
-                role,
-                exp,
-                nbf: None,
-            },
+            &Claims { sub: sub.to_owned(), role, exp, nbf: None },
             &self.encoding,
         )?)
     }
@@ -119,20 +103,18 @@ impl JwtKeys {
         v.leeway = 0;
         v.validate_nbf = true;
         v.set_required_spec_claims(&["exp", "sub"]);
-        let claims = jsonwebtoken::decode::<Claims>(token, &self.decoding, &v)
-            .map(|d| d.claims)
-            .map_err(|e| {
-                use jsonwebtoken::errors::ErrorKind;
-                ApiError::Unauthorized(
-                    match e.kind() {
-                        ErrorKind::ExpiredSignature => "the token has expired",
-                        ErrorKind::ImmatureSignature => "the token is not valid yet (nbf)",
-                        ErrorKind::InvalidSignature => "the token's signature is not valid",
-                        _ => "the token is not a valid JWT",
-                    }
-                    .into(),
-                )
-            })?;
+        let claims = jsonwebtoken::decode::<Claims>(token, &self.decoding, &v).map(|d| d.claims).map_err(|e| {
+            use jsonwebtoken::errors::ErrorKind;
+            ApiError::Unauthorized(
+                match e.kind() {
+                    ErrorKind::ExpiredSignature => "the token has expired",
+                    ErrorKind::ImmatureSignature => "the token is not valid yet (nbf)",
+                    ErrorKind::InvalidSignature => "the token's signature is not valid",
+                    _ => "the token is not a valid JWT",
+                }
+                .into(),
+            )
+        })?;
         if claims.exp > now_secs().saturating_add(self.max_ttl.as_secs()) {
             return Err(ApiError::Unauthorized(format!(
                 "the token's expiry is further out than the longest lifetime allowed ({})",
@@ -163,41 +145,25 @@ impl Caller {
 
 /// The bearer token of the request, if any.
 pub fn bearer(parts: &Parts) -> Option<&str> {
-    let value = parts
-        .headers
-        .get(axum::http::header::AUTHORIZATION)?
-        .to_str()
-        .ok()?;
+    let value = parts.headers.get(axum::http::header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.split_once(' ')?;
-    scheme
-        .eq_ignore_ascii_case("bearer")
-        .then_some(token.trim())
-        .filter(|t| !t.is_empty())
+    scheme.eq_ignore_ascii_case("bearer").then_some(token.trim()).filter(|t| !t.is_empty())
 }
 
 impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let token =
-            bearer(parts).ok_or_else(|| ApiError::Unauthorized("missing bearer token".into()))?;
+        let token = bearer(parts).ok_or_else(|| ApiError::Unauthorized("missing bearer token".into()))?;
         let claims = state.jwt.verify(token)?;
         if claims.sub.trim().is_empty() {
-            return Err(ApiError::Unauthorized(
-                "the token has an empty subject".into(),
-            ));
+            return Err(ApiError::Unauthorized("the token has an empty subject".into()));
         }
         // No user id can hold a NUL (PostgreSQL could not even compare it), so no such token is valid.
         if super::input::has_nul(&claims.sub) {
-            return Err(ApiError::Unauthorized(
-                "the token's subject contains a NUL character".into(),
-            ));
+            return Err(ApiError::Unauthorized("the token's subject contains a NUL character".into()));
         }
-        Ok(Caller {
-            sub: claims.sub,
-            role: claims.role,
-            expires_at: claims.exp,
-        })
+        Ok(Caller { sub: claims.sub, role: claims.role, expires_at: claims.exp })
     }
 }
 
@@ -211,9 +177,7 @@ impl FromRequestParts<AppState> for ServiceCaller {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let caller = Caller::from_request_parts(parts, state).await?;
         if !caller.is_service() {
-            return Err(ApiError::Forbidden(
-                "this route is for the platform's service token".into(),
-            ));
+            return Err(ApiError::Forbidden("this route is for the platform's service token".into()));
         }
         Ok(ServiceCaller(caller))
     }
@@ -229,9 +193,7 @@ impl FromRequestParts<AppState> for UserCaller {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let caller = Caller::from_request_parts(parts, state).await?;
         if caller.role != CallerRole::User {
-            return Err(ApiError::Forbidden(
-                "this route is for a user's token".into(),
-            ));
+            return Err(ApiError::Forbidden("this route is for a user's token".into()));
         }
         Ok(UserCaller(caller))
     }

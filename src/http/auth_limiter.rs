@@ -43,10 +43,7 @@ impl AuthFailureLimiter {
         let quota = Quota::with_period(refill.max(Duration::from_nanos(1)))
             .expect("a non-zero period")
             .allow_burst(burst);
-        AuthFailureLimiter {
-            failures: RateLimiter::keyed(quota),
-            blocked: Mutex::new(HashMap::new()),
-        }
+        AuthFailureLimiter { failures: RateLimiter::keyed(quota), blocked: Mutex::new(HashMap::new()) }
     }
 
     /// How long `address` is still refused, if it is.
@@ -86,11 +83,7 @@ fn carries_credentials(request: &Request) -> bool {
 }
 
 /// The middleware: refuses blocked addresses' credentials, counts every 401.
-pub async fn limit_failed_authentication(
-    State(state): State<AppState>,
-    request: Request,
-    next: Next,
-) -> Response {
+pub async fn limit_failed_authentication(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let Some(address) = client_address(request.extensions()).map(|a| a.ip()) else {
         return next.run(request).await;
     };

@@ -42,22 +42,10 @@ pub fn router() -> Router<AppState> {
         .route("/api/delegations/{requestId}", get(get_delegation))
         .route("/api/agents/{id}/delegations", get(list_delegations))
         .route("/api/agents/{id}/delegations/inbox", get(delegation_inbox))
-        .route(
-            "/api/agents/{id}/delegations/{requestId}/accept",
-            post(accept_delegation),
-        )
-        .route(
-            "/api/agents/{id}/delegations/{requestId}/complete",
-            post(complete_delegation),
-        )
-        .route(
-            "/api/agents/{id}/delegations/{requestId}/reject",
-            post(reject_delegation),
-        )
-        .route(
-            "/api/agents/{id}/delegations/{requestId}/fail",
-            post(fail_delegation),
-        )
+        .route("/api/agents/{id}/delegations/{requestId}/accept", post(accept_delegation))
+        .route("/api/agents/{id}/delegations/{requestId}/complete", post(complete_delegation))
+        .route("/api/agents/{id}/delegations/{requestId}/reject", post(reject_delegation))
+        .route("/api/agents/{id}/delegations/{requestId}/fail", post(fail_delegation))
 }
 
 impl From<DelegationError> for ApiError {
@@ -67,38 +55,14 @@ impl From<DelegationError> for ApiError {
             DelegationError::Invalid { .. } => ApiError::invalid(message),
             DelegationError::Forbidden(m) => ApiError::Forbidden(m.into()),
             DelegationError::NotFound => ApiError::NotFound("delegation"),
-            DelegationError::UnknownTarget => ApiError::NotFoundCode {
-                code: "unknown_target",
-                message,
-            },
-            DelegationError::NotEligible(m) => ApiError::BadRequest {
-                code: "target_not_eligible",
-                message: m,
-            },
-            DelegationError::InputInvalid(m) => ApiError::BadRequest {
-                code: "input_invalid",
-                message: m,
-            },
-            DelegationError::OutputInvalid(m) => ApiError::BadRequest {
-                code: "output_invalid",
-                message: m,
-            },
-            DelegationError::RequestIdReused => ApiError::Conflict {
-                code: "request_id_reused",
-                message,
-            },
-            DelegationError::NotAddressed => ApiError::Conflict {
-                code: "not_addressed",
-                message,
-            },
-            DelegationError::InvalidState(_) => ApiError::Conflict {
-                code: "invalid_state",
-                message,
-            },
-            DelegationError::ClaimStale(_) => ApiError::Conflict {
-                code: "claim_stale",
-                message,
-            },
+            DelegationError::UnknownTarget => ApiError::NotFoundCode { code: "unknown_target", message },
+            DelegationError::NotEligible(m) => ApiError::BadRequest { code: "target_not_eligible", message: m },
+            DelegationError::InputInvalid(m) => ApiError::BadRequest { code: "input_invalid", message: m },
+            DelegationError::OutputInvalid(m) => ApiError::BadRequest { code: "output_invalid", message: m },
+            DelegationError::RequestIdReused => ApiError::Conflict { code: "request_id_reused", message },
+            DelegationError::NotAddressed => ApiError::Conflict { code: "not_addressed", message },
+            DelegationError::InvalidState(_) => ApiError::Conflict { code: "invalid_state", message },
+            DelegationError::ClaimStale(_) => ApiError::Conflict { code: "claim_stale", message },
             DelegationError::RateLimited(_, wait) => ApiError::TooMany(message, wait),
             DelegationError::Unexpected(e) => ApiError::Internal(e),
         }
@@ -113,23 +77,17 @@ impl FromRequestParts<AppState> for AnyAgent {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let key =
-            presented_key(parts).ok_or_else(|| ApiError::Unauthorized("missing API key".into()))?;
+        let key = presented_key(parts).ok_or_else(|| ApiError::Unauthorized("missing API key".into()))?;
         let mut conn = state.pool().acquire().await?;
         let owner = agents::authenticate(&mut conn, &hash_secret(&key))
             .await?
-            .ok_or_else(|| {
-                ApiError::Unauthorized("the API key is unknown, revoked or expired".into())
-            })?;
+            .ok_or_else(|| ApiError::Unauthorized("the API key is unknown, revoked or expired".into()))?;
         drop(conn);
         if owner.status != "active" {
             return Err(ApiError::Forbidden("the agent is inactive".into()));
         }
         state.engine.seen(owner.agent_id).await;
-        Ok(AnyAgent(AgentIdentity {
-            agent_id: owner.agent_id,
-            owner_user_id: owner.owner_user_id,
-        }))
+        Ok(AnyAgent(AgentIdentity { agent_id: owner.agent_id, owner_user_id: owner.owner_user_id }))
     }
 }
 
@@ -158,9 +116,7 @@ impl FromRequestParts<AppState> for Reader {
         }
         let mut conn = state.pool().acquire().await?;
         let owned = agents::list_for_owner(&mut conn, &caller.sub).await?;
-        Ok(Reader::Requesters(
-            owned.into_iter().map(|a| a.agent_id).collect(),
-        ))
+        Ok(Reader::Requesters(owned.into_iter().map(|a| a.agent_id).collect()))
     }
 }
 
@@ -336,36 +292,23 @@ fn delegation_out(d: Delegation, attempts: Vec<Attempt>) -> DelegationOut {
 
 pub(crate) fn answer(record: Record) -> DelegationAnswer {
     let d = record.delegation;
-    let result = d
-        .ended_at
-        .filter(|_| d.status().is_terminal())
-        .map(|ended| ResultOut {
-            request_id: d.request_id,
-            status: d.status.clone(),
-            output: d.output.clone(),
-            execution_time_ms: (ended - d.created_at).num_milliseconds().max(0),
-            retries_used: d.retries_used,
-        });
-    DelegationAnswer {
-        result,
-        delegation: delegation_out(d, record.attempts),
-    }
+    let result = d.ended_at.filter(|_| d.status().is_terminal()).map(|ended| ResultOut {
+        request_id: d.request_id,
+        status: d.status.clone(),
+        output: d.output.clone(),
+        execution_time_ms: (ended - d.created_at).num_milliseconds().max(0),
+        retries_used: d.retries_used,
+    });
+    DelegationAnswer { result, delegation: delegation_out(d, record.attempts) }
 }
 
 /// 200 with the result once ended, else 202.
 fn waited(record: Record) -> Response {
-    let status = if record.delegation.status().is_terminal() {
-        StatusCode::OK
-    } else {
-        StatusCode::ACCEPTED
-    };
+    let status = if record.delegation.status().is_terminal() { StatusCode::OK } else { StatusCode::ACCEPTED };
     (status, Json(answer(record))).into_response()
 }
 
-fn wait_of(
-    state: &AppState,
-    q: Result<ApiQuery<WaitQuery>, ApiError>,
-) -> ApiResult<Option<Duration>> {
+fn wait_of(state: &AppState, q: Result<ApiQuery<WaitQuery>, ApiError>) -> ApiResult<Option<Duration>> {
     let ApiQuery(q) = q?;
     parse_wait(q.wait.as_deref(), state.engine.config().long_poll_max)
 }
@@ -408,10 +351,7 @@ pub async fn delegate(
     let Some(wait) = wait else {
         return Ok((StatusCode::ACCEPTED, Json(answer(record))).into_response());
     };
-    let record = state
-        .engine
-        .await_delegation(record.delegation.delegation_id, Some(wait))
-        .await?;
+    let record = state.engine.await_delegation(record.delegation.delegation_id, Some(wait)).await?;
     Ok(waited(record))
 }
 
@@ -442,10 +382,7 @@ pub async fn get_delegation(
     if wait.is_none() {
         return Ok(Json(answer(record)).into_response());
     }
-    let record = state
-        .engine
-        .await_delegation(record.delegation.delegation_id, wait)
-        .await?;
+    let record = state.engine.await_delegation(record.delegation.delegation_id, wait).await?;
     Ok(waited(record))
 }
 
@@ -527,10 +464,7 @@ pub async fn delegation_inbox(
 ) -> ApiResult<Json<InboxOut>> {
     let wait = wait_of(&state, query)?;
     let (items, total) = state.engine.delegation_inbox(agent.agent_id, wait).await?;
-    Ok(Json(InboxOut {
-        requests: items.into_iter().map(inbound_out).collect(),
-        total,
-    }))
+    Ok(Json(InboxOut { requests: items.into_iter().map(inbound_out).collect(), total }))
 }
 
 /// Query of the listing.
@@ -584,27 +518,15 @@ pub async fn list_delegations(
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> ApiResult<Json<DelegationListOut>> {
     let page = Page::parse(q.limit, q.cursor.as_deref())?;
-    if q.status
-        .as_deref()
-        .is_some_and(|s| Status::parse(s).is_none())
-    {
-        return Err(ApiError::invalid(
-            "status must be one of request, accepted, completed, rejected, timeout, error",
-        ));
+    if q.status.as_deref().is_some_and(|s| Status::parse(s).is_none()) {
+        return Err(ApiError::invalid("status must be one of request, accepted, completed, rejected, timeout, error"));
     }
     let mut conn = state.pool().acquire().await?;
     match q.direction.as_deref().unwrap_or("outbound") {
         "outbound" => {
-            let rows = store::outbound(
-                &mut conn,
-                agent.agent_id,
-                q.status.as_deref(),
-                page.before,
-                page.limit + 1,
-            )
-            .await?;
-            let next_cursor = (rows.len() as i64 > page.limit)
-                .then(|| rows[page.limit as usize - 1].delegation_id);
+            let rows =
+                store::outbound(&mut conn, agent.agent_id, q.status.as_deref(), page.before, page.limit + 1).await?;
+            let next_cursor = (rows.len() as i64 > page.limit).then(|| rows[page.limit as usize - 1].delegation_id);
             let mut out = Vec::new();
             for d in rows.into_iter().take(page.limit as usize) {
                 let attempts = store::attempts(&mut conn, d.delegation_id).await?;
@@ -618,21 +540,10 @@ pub async fn list_delegations(
             }))
         }
         "inbound" => {
-            let rows = store::inbound(
-                &mut conn,
-                agent.agent_id,
-                q.status.as_deref(),
-                page.before,
-                page.limit + 1,
-            )
-            .await?;
-            let next_cursor = (rows.len() as i64 > page.limit)
-                .then(|| rows[page.limit as usize - 1].delegation_id);
-            let out = rows
-                .into_iter()
-                .take(page.limit as usize)
-                .map(inbound_out)
-                .collect();
+            let rows =
+                store::inbound(&mut conn, agent.agent_id, q.status.as_deref(), page.before, page.limit + 1).await?;
+            let next_cursor = (rows.len() as i64 > page.limit).then(|| rows[page.limit as usize - 1].delegation_id);
+            let out = rows.into_iter().take(page.limit as usize).map(inbound_out).collect();
             Ok(Json(DelegationListOut {
                 direction: "inbound".into(),
                 delegations: None,
@@ -674,11 +585,7 @@ pub async fn accept_delegation(
     Ids((_, request_id)): Ids<(Uuid, Uuid)>,
 ) -> ApiResult<Json<AcceptedOut>> {
     let accepted = state.engine.accept_delegation(&agent, request_id).await?;
-    Ok(Json(AcceptedOut {
-        accepted: true,
-        claim_token: accepted.claim_token,
-        deadline: accepted.deadline,
-    }))
+    Ok(Json(AcceptedOut { accepted: true, claim_token: accepted.claim_token, deadline: accepted.deadline }))
 }
 
 /// Body of `complete`.
@@ -719,15 +626,7 @@ pub async fn complete_delegation(
     Ids((_, request_id)): Ids<(Uuid, Uuid)>,
     ApiJson(body): ApiJson<CompleteIn>,
 ) -> ApiResult<Json<CompletedOut>> {
-    state
-        .engine
-        .complete_delegation(
-            &agent,
-            request_id,
-            &body.output,
-            body.claim_token.as_deref(),
-        )
-        .await?;
+    state.engine.complete_delegation(&agent, request_id, &body.output, body.claim_token.as_deref()).await?;
     Ok(Json(CompletedOut { completed: true }))
 }
 
@@ -776,16 +675,7 @@ pub async fn reject_delegation(
     Ids((_, request_id)): Ids<(Uuid, Uuid)>,
     OptionalJson(body): OptionalJson<RejectIn>,
 ) -> ApiResult<Json<EndedOut>> {
-    state
-        .engine
-        .refuse_delegation(
-            &agent,
-            request_id,
-            Event::Reject,
-            body.reason.as_deref(),
-            None,
-        )
-        .await?;
+    state.engine.refuse_delegation(&agent, request_id, Event::Reject, body.reason.as_deref(), None).await?;
     Ok(Json(EndedOut { ended: true }))
 }
 
@@ -811,13 +701,7 @@ pub async fn fail_delegation(
 ) -> ApiResult<Json<EndedOut>> {
     state
         .engine
-        .refuse_delegation(
-            &agent,
-            request_id,
-            Event::Fail,
-            Some(&body.error),
-            body.claim_token.as_deref(),
-        )
+        .refuse_delegation(&agent, request_id, Event::Fail, Some(&body.error), body.claim_token.as_deref())
         .await?;
     Ok(Json(EndedOut { ended: true }))
 }

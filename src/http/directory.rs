@@ -33,18 +33,9 @@ use crate::scoring;
 /// The routes.
 pub fn router() -> Router<AppState> {
     Router::new()
-        .route(
-            "/api/agents/{id}/capabilities",
-            put(put_capability).get(list_capabilities),
-        )
-        .route(
-            "/api/agents/{id}/capabilities/{capabilityId}",
-            delete(delete_capability),
-        )
-        .route(
-            "/api/agents/{id}/capabilities/{capabilityId}/permissions",
-            put(put_permissions),
-        )
+        .route("/api/agents/{id}/capabilities", put(put_capability).get(list_capabilities))
+        .route("/api/agents/{id}/capabilities/{capabilityId}", delete(delete_capability))
+        .route("/api/agents/{id}/capabilities/{capabilityId}/permissions", put(put_permissions))
         .route("/api/agents/discover", get(discover_agents))
         .route("/api/agents/rank", post(rank_agents))
         .route("/api/trust/{agentId}", get(get_trust))
@@ -69,9 +60,7 @@ impl From<CapabilityError> for ApiError {
 pub struct CapabilityIn {
     /// `code-review`, `code-generation`, `testing`, `documentation`, `analysis`,
     /// `summarization`, `translation` or `custom`.
-    #[schema(
-        pattern = "^(code-review|code-generation|testing|documentation|analysis|summarization|translation|custom)$"
-    )]
+    #[schema(pattern = "^(code-review|code-generation|testing|documentation|analysis|summarization|translation|custom)$")]
     pub task_type: String,
     /// Required for `custom` (1-100 characters), refused otherwise.
     pub custom_type: Option<String>,
@@ -231,26 +220,11 @@ pub async fn put_capability(
     })?;
     let mut tx = state.pool().begin().await?;
     // The id first: a first capability then finds it and needs no placeholder.
-    let anonymous_agent_id = anonymity::current(
-        &mut tx,
-        agent.agent_id,
-        state.engine.config().anonymous_id_ttl,
-    )
-    .await?;
+    let anonymous_agent_id = anonymity::current(&mut tx, agent.agent_id, state.engine.config().anonymous_id_ttl).await?;
     let (capability, created) = capabilities::upsert(&mut tx, agent.agent_id, &new).await?;
     tx.commit().await?;
-    let status = if created {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
-    Ok((
-        status,
-        Json(CapabilityAnswer {
-            capability: capability.into(),
-            anonymous_agent_id,
-        }),
-    ))
+    let status = if created { StatusCode::CREATED } else { StatusCode::OK };
+    Ok((status, Json(CapabilityAnswer { capability: capability.into(), anonymous_agent_id })))
 }
 
 /// The agent's capabilities.
@@ -262,23 +236,12 @@ pub async fn put_capability(
         (status = 403, description = "Another agent's key, or not the owner's token"),
         (status = 404, description = "Unknown agent"),
     ))]
-pub async fn list_capabilities(
-    State(state): State<AppState>,
-    AgentManager(agent): AgentManager,
-) -> ApiResult<Json<CapabilityListOut>> {
+pub async fn list_capabilities(State(state): State<AppState>, AgentManager(agent): AgentManager) -> ApiResult<Json<CapabilityListOut>> {
     let mut tx = state.pool().begin().await?;
     let list = capabilities::list(&mut tx, agent.agent_id).await?;
-    let anonymous_agent_id = anonymity::current(
-        &mut tx,
-        agent.agent_id,
-        state.engine.config().anonymous_id_ttl,
-    )
-    .await?;
+    let anonymous_agent_id = anonymity::current(&mut tx, agent.agent_id, state.engine.config().anonymous_id_ttl).await?;
     tx.commit().await?;
-    Ok(Json(CapabilityListOut {
-        capabilities: list.into_iter().map(Into::into).collect(),
-        anonymous_agent_id,
-    }))
+    Ok(Json(CapabilityListOut { capabilities: list.into_iter().map(Into::into).collect(), anonymous_agent_id }))
 }
 
 /// Deletes one of the agent's capabilities.
@@ -329,10 +292,7 @@ fn rate_limit(field: &'static str, value: Option<&Value>) -> Result<Option<i32>,
             .as_i64()
             .and_then(|n| i32::try_from(n).ok())
             .map(Some)
-            .ok_or_else(|| CapabilityError {
-                field,
-                message: "must be a whole number from 0 to 10000".into(),
-            }),
+            .ok_or_else(|| CapabilityError { field, message: "must be a whole number from 0 to 10000".into() }),
     }
 }
 
@@ -368,17 +328,9 @@ pub async fn put_permissions(
     let capability = capabilities::set_permissions(&mut tx, agent.agent_id, capability_id, &patch)
         .await?
         .ok_or(ApiError::NotFound("capability"))?;
-    let anonymous_agent_id = anonymity::current(
-        &mut tx,
-        agent.agent_id,
-        state.engine.config().anonymous_id_ttl,
-    )
-    .await?;
+    let anonymous_agent_id = anonymity::current(&mut tx, agent.agent_id, state.engine.config().anonymous_id_ttl).await?;
     tx.commit().await?;
-    Ok(Json(CapabilityAnswer {
-        capability: capability.into(),
-        anonymous_agent_id,
-    }))
+    Ok(Json(CapabilityAnswer { capability: capability.into(), anonymous_agent_id }))
 }
 
 /// Query of `GET /api/agents/discover` (numbers are checked by the handler, naming the one at
@@ -488,8 +440,7 @@ pub async fn discover(state: &AppState, raw: &RawQuery<'_>) -> ApiResult<Discove
     let query = discovery::Query::parse(raw)?;
     let config = state.engine.config();
     let mut tx = state.pool().begin().await?;
-    let found =
-        discovery::discover(&mut tx, &query, config.min_trust, config.anonymous_id_ttl).await?;
+    let found = discovery::discover(&mut tx, &query, config.min_trust, config.anonymous_id_ttl).await?;
     tx.commit().await?;
     let results = found
         .into_iter()
@@ -505,10 +456,7 @@ pub async fn discover(state: &AppState, raw: &RawQuery<'_>) -> ApiResult<Discove
             estimated_latency_ms: f.estimated_latency_ms,
             estimated_cost_usd: f.estimated_cost_usd,
             composite_score: f.composite_score,
-            quality_metrics: QualityMetricsOut {
-                success_rate: None,
-                completed_tasks: 0,
-            },
+            quality_metrics: QualityMetricsOut { success_rate: None, completed_tasks: 0 },
         })
         .collect();
     Ok(DiscoverOut { results })
@@ -540,9 +488,7 @@ pub struct RankIn {
     #[serde(flatten)]
     request: crate::http::assessment::AssessmentRequestDoc,
     /// Only capabilities of this kind of work.
-    #[schema(
-        pattern = "^(code-review|code-generation|testing|documentation|analysis|summarization|translation|custom)$"
-    )]
+    #[schema(pattern = "^(code-review|code-generation|testing|documentation|analysis|summarization|translation|custom)$")]
     task_type: Option<String>,
     /// With `taskType` `custom`: only this custom type.
     custom_type: Option<String>,
@@ -612,11 +558,7 @@ pub struct RankOut {
         (status = 400, description = "Invalid body, naming the field (`invalid_body`)"),
         (status = 403, description = "An inactive agent's key"),
     ))]
-pub async fn rank_agents(
-    State(state): State<AppState>,
-    _caller: AnyCaller,
-    ApiJson(body): ApiJson<Value>,
-) -> ApiResult<Json<RankOut>> {
+pub async fn rank_agents(State(state): State<AppState>, _caller: AnyCaller, ApiJson(body): ApiJson<Value>) -> ApiResult<Json<RankOut>> {
     Ok(Json(rank(&state, &body).await?))
 }
 
@@ -625,8 +567,7 @@ pub async fn rank(state: &AppState, body: &Value) -> ApiResult<RankOut> {
     let query = RankQuery::parse(body)?;
     let config = state.engine.config();
     let mut tx = state.pool().begin().await?;
-    let found =
-        ranking::candidates(&mut tx, &query, config.min_trust, config.anonymous_id_ttl).await?;
+    let found = ranking::candidates(&mut tx, &query, config.min_trust, config.anonymous_id_ttl).await?;
     tx.commit().await?;
     let ranked = ranking::rank(&query.request, found, query.limit);
     let candidates = ranked
@@ -654,10 +595,7 @@ pub async fn rank(state: &AppState, body: &Value) -> ApiResult<RankOut> {
             assessment: r.assessment,
         })
         .collect();
-    Ok(RankOut {
-        candidates,
-        rejected,
-    })
+    Ok(RankOut { candidates, rejected })
 }
 
 /// An agent's trust, as the one doing the work.
@@ -693,10 +631,7 @@ pub struct TrustOut {
         (status = 403, description = "Another agent's key, or neither the owner's nor the service's token"),
         (status = 404, description = "Unknown agent"),
     ))]
-pub async fn get_trust(
-    State(state): State<AppState>,
-    AgentReader(agent): AgentReader,
-) -> ApiResult<Json<TrustOut>> {
+pub async fn get_trust(State(state): State<AppState>, AgentReader(agent): AgentReader) -> ApiResult<Json<TrustOut>> {
     let mut conn = state.pool().acquire().await?;
     let t = trust::of(&mut conn, agent.agent_id).await?;
     Ok(Json(TrustOut {

@@ -89,10 +89,7 @@ pub struct ErrorBody {
 impl ApiError {
     /// A 400 `invalid_body` with `message`.
     pub fn invalid(message: impl Into<String>) -> ApiError {
-        ApiError::BadRequest {
-            code: "invalid_body",
-            message: message.into(),
-        }
+        ApiError::BadRequest { code: "invalid_body", message: message.into() }
     }
 
     /// The HTTP status.
@@ -114,9 +111,7 @@ impl ApiError {
     /// The machine-readable code.
     pub fn code(&self) -> &'static str {
         match self {
-            ApiError::BadRequest { code, .. }
-            | ApiError::Conflict { code, .. }
-            | ApiError::NotFoundCode { code, .. } => code,
+            ApiError::BadRequest { code, .. } | ApiError::Conflict { code, .. } | ApiError::NotFoundCode { code, .. } => code,
             ApiError::Unauthorized(_) => "unauthorized",
             ApiError::Forbidden(_) => "forbidden",
             ApiError::NotFound(_) => "not_found",
@@ -132,20 +127,19 @@ impl ApiError {
 /// Whether an internal error is the database being unreachable or restarting (a 503 the client
 /// may retry) rather than a bug (a 500).
 pub fn is_database_unavailable(e: &anyhow::Error) -> bool {
-    e.chain()
-        .any(|cause| match cause.downcast_ref::<sqlx::Error>() {
-            Some(
-                sqlx::Error::Io(_)
-                | sqlx::Error::Tls(_)
-                | sqlx::Error::PoolTimedOut
-                | sqlx::Error::PoolClosed
-                | sqlx::Error::WorkerCrashed,
-            ) => true,
-            Some(sqlx::Error::Database(d)) => d
-                .code()
-                .is_some_and(|c| c.starts_with("57P") || c.starts_with("08") || c == "53300"),
-            _ => false,
-        })
+    e.chain().any(|cause| match cause.downcast_ref::<sqlx::Error>() {
+        Some(
+            sqlx::Error::Io(_)
+            | sqlx::Error::Tls(_)
+            | sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::WorkerCrashed,
+        ) => true,
+        Some(sqlx::Error::Database(d)) => {
+            d.code().is_some_and(|c| c.starts_with("57P") || c.starts_with("08") || c == "53300")
+        }
+        _ => false,
+    })
 }
 
 impl IntoResponse for ApiError {
@@ -165,27 +159,15 @@ impl IntoResponse for ApiError {
             }
             other => other.to_string(),
         };
-        let mut response = (
-            status,
-            Json(ErrorBody {
-                error: message,
-                code: this.code(),
-            }),
-        )
-            .into_response();
+        let mut response = (status, Json(ErrorBody { error: message, code: this.code() })).into_response();
         if let ApiError::RateLimited(wait) | ApiError::TooMany(_, wait) = this {
             // Whole seconds, rounded up: retrying earlier would only be refused again.
             let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-            response
-                .headers_mut()
-                .insert(axum::http::header::RETRY_AFTER, seconds.max(1).into());
+            response.headers_mut().insert(axum::http::header::RETRY_AFTER, seconds.max(1).into());
         }
         if status == StatusCode::REQUEST_TIMEOUT {
             // The rest of the body may still be on its way; the connection cannot be reused.
-            response.headers_mut().insert(
-                axum::http::header::CONNECTION,
-                axum::http::HeaderValue::from_static("close"),
-            );
+            response.headers_mut().insert(axum::http::header::CONNECTION, axum::http::HeaderValue::from_static("close"));
         }
         response
     }
@@ -198,34 +180,16 @@ impl From<DeliveryError> for ApiError {
             DeliveryError::Forbidden(message) => ApiError::Forbidden(message.into()),
             DeliveryError::NotFound => ApiError::NotFound("negotiation"),
             DeliveryError::OpportunityNotFound => ApiError::NotFound("opportunity"),
-            DeliveryError::NotReactivatable(_) => ApiError::Conflict {
-                code: "not_reactivatable",
-                message: e.to_string(),
-            },
+            DeliveryError::NotReactivatable(_) => ApiError::Conflict { code: "not_reactivatable", message: e.to_string() },
             DeliveryError::AlreadyCompleted => ApiError::Conflict {
                 code: "already_completed",
                 message: "the negotiation has already ended".into(),
             },
-            DeliveryError::NotClaimed => ApiError::Conflict {
-                code: "not_claimed",
-                message: e.to_string(),
-            },
-            DeliveryError::ClaimedByOther => ApiError::Conflict {
-                code: "claimed_by_other",
-                message: e.to_string(),
-            },
-            DeliveryError::ClaimStale => ApiError::Conflict {
-                code: "claim_stale",
-                message: e.to_string(),
-            },
-            DeliveryError::ActionNotAllowed(message) => ApiError::BadRequest {
-                code: "action_not_allowed",
-                message,
-            },
-            DeliveryError::Transition(t) => ApiError::Conflict {
-                code: "invalid_state",
-                message: t.to_string(),
-            },
+            DeliveryError::NotClaimed => ApiError::Conflict { code: "not_claimed", message: e.to_string() },
+            DeliveryError::ClaimedByOther => ApiError::Conflict { code: "claimed_by_other", message: e.to_string() },
+            DeliveryError::ClaimStale => ApiError::Conflict { code: "claim_stale", message: e.to_string() },
+            DeliveryError::ActionNotAllowed(message) => ApiError::BadRequest { code: "action_not_allowed", message },
+            DeliveryError::Transition(t) => ApiError::Conflict { code: "invalid_state", message: t.to_string() },
             DeliveryError::Unexpected(e) => ApiError::Internal(e),
         }
     }

@@ -40,10 +40,7 @@ pub fn router() -> Router<AppState> {
 }
 
 fn to_sse(e: &Event) -> SseEvent {
-    SseEvent::default()
-        .id(e.id.to_string())
-        .event(e.kind.clone())
-        .data(e.data.to_string())
+    SseEvent::default().id(e.id.to_string()).event(e.kind.clone()).data(e.data.to_string())
 }
 
 struct Live {
@@ -69,67 +66,48 @@ pub async fn stream_events(
     caller: Caller,
     headers: HeaderMap,
 ) -> ApiResult<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>> {
-    let user = if caller.is_service() {
-        None
-    } else {
-        Some(caller.sub.clone())
-    };
+    let user = if caller.is_service() { None } else { Some(caller.sub.clone()) };
     // Subscribe before reading the log, so nothing falls between the two.
     let rx = state.events.subscribe();
-    let last_id = headers
-        .get("last-event-id")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<i64>().ok());
+    let last_id = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<i64>().ok());
     let replay = match last_id {
         None => Vec::new(),
         Some(after) => {
-            let since =
-                chrono::Utc::now() - chrono::Duration::from_std(RESUME_WINDOW).unwrap_or_default();
+            let since = chrono::Utc::now() - chrono::Duration::from_std(RESUME_WINDOW).unwrap_or_default();
             let mut conn = state.pool().acquire().await?;
             events::after(&mut conn, after, user.as_deref(), since, RESUME_LIMIT).await?
         }
     };
     let after = replay.last().map(|e| e.id).or(last_id).unwrap_or(0);
     let replayed = stream::iter(replay.into_iter().map(|e| Ok(to_sse(&e))));
-    let live = stream::unfold(
-        Live {
-            rx,
-            user,
-            after,
-            done: false,
-        },
-        |mut s| async move {
-            if s.done {
-                return None;
-            }
-            loop {
-                match s.rx.recv().await {
-                    Ok(e) => {
-                        let visible = s.user.as_deref().is_none_or(|u| e.visible_to(u));
-                        if visible && e.id > s.after {
-                            s.after = e.id;
-                            return Some((Ok(to_sse(&e)), s));
-                        }
+    let live = stream::unfold(Live { rx, user, after, done: false }, |mut s| async move {
+        if s.done {
+            return None;
+        }
+        loop {
+            match s.rx.recv().await {
+                Ok(e) => {
+                    let visible = s.user.as_deref().is_none_or(|u| e.visible_to(u));
+                    if visible && e.id > s.after {
+                        s.after = e.id;
+                        return Some((Ok(to_sse(&e)), s));
                     }
-                    Err(RecvError::Lagged(missed)) => {
-                        tracing::info!(missed, "dropping a slow event stream");
-                        s.done = true;
-                        let bye = SseEvent::default()
+                }
+                Err(RecvError::Lagged(missed)) => {
+                    tracing::info!(missed, "dropping a slow event stream");
+                    s.done = true;
+                    let bye = SseEvent::default()
                         .event("reconnect")
                         .data(serde_json::json!({ "reason": "the client fell behind; reconnect with Last-Event-ID" }).to_string());
-                        return Some((Ok(bye), s));
-                    }
-                    Err(RecvError::Closed) => return None,
+                    return Some((Ok(bye), s));
                 }
+                Err(RecvError::Closed) => return None,
             }
-        },
-    );
+        }
+    });
     // The token's expiry, as an instant of the stream's clock.
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    let expires =
-        tokio::time::Instant::now() + Duration::from_secs(caller.expires_at).saturating_sub(now);
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let expires = tokio::time::Instant::now() + Duration::from_secs(caller.expires_at).saturating_sub(now);
     let expired = stream::once(async move {
         (tokio::time::Instant::now() >= expires).then(|| {
             Ok(SseEvent::default().event("reconnect").data(

@@ -55,17 +55,13 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
 /// Parses a JSON body with a message that says what is wrong and where.
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err(ApiError::invalid(
-            "the request body is empty; a JSON object is expected",
-        ));
+        return Err(ApiError::invalid("the request body is empty; a JSON object is expected"));
     }
     input::check_json_bytes(bytes)?;
     serde_json::from_slice(bytes).map_err(|e| {
         use serde_json::error::Category;
         match e.classify() {
-            Category::Syntax | Category::Eof | Category::Io => {
-                ApiError::invalid(format!("invalid JSON: {e}"))
-            }
+            Category::Syntax | Category::Eof | Category::Io => ApiError::invalid(format!("invalid JSON: {e}")),
             Category::Data => ApiError::invalid(format!("invalid request: {e}")),
         }
     })
@@ -93,12 +89,9 @@ impl<S: Send + Sync> FromRequestParts<S> for Ids<Uuid> {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        let Path(raw) = Path::<String>::from_request_parts(parts, state)
-            .await
-            .map_err(|_| ApiError::NotFound("resource"))?;
-        Uuid::parse_str(&raw)
-            .map(Ids)
-            .map_err(|_| ApiError::NotFound("resource"))
+        let Path(raw) =
+            Path::<String>::from_request_parts(parts, state).await.map_err(|_| ApiError::NotFound("resource"))?;
+        Uuid::parse_str(&raw).map(Ids).map_err(|_| ApiError::NotFound("resource"))
     }
 }
 
@@ -149,15 +142,11 @@ impl Page {
     pub fn parse(limit: Option<i64>, cursor: Option<&str>) -> Result<Page, ApiError> {
         let limit = limit.unwrap_or(50);
         if !(1..=MAX_PAGE).contains(&limit) {
-            return Err(ApiError::invalid(format!(
-                "limit must be between 1 and {MAX_PAGE}"
-            )));
+            return Err(ApiError::invalid(format!("limit must be between 1 and {MAX_PAGE}")));
         }
         let before = match cursor {
             None => None,
-            Some(c) => {
-                Some(Uuid::parse_str(c).map_err(|_| ApiError::invalid("cursor is not valid"))?)
-            }
+            Some(c) => Some(Uuid::parse_str(c).map_err(|_| ApiError::invalid("cursor is not valid"))?),
         };
         Ok(Page { limit, before })
     }

@@ -8,10 +8,7 @@ use super::{AppState, error::ApiError};
 /// `GET /healthz` (also at `GET /api/health`, which Index Network's agent plugin checks when it
 /// starts), `GET /readyz`.
 pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/healthz", get(healthz))
-        .route("/api/health", get(api_health))
-        .route("/readyz", get(readyz))
+    Router::new().route("/healthz", get(healthz)).route("/api/health", get(api_health)).route("/readyz", get(readyz))
 }
 
 /// The body of both probes.

@@ -39,11 +39,7 @@ pub fn find_nul(value: &Value) -> Option<String> {
                 found
             }),
             Value::Object(map) => map.iter().any(|(key, item)| {
-                path.push(
-                    key.replace('~', "~0")
-                        .replace('/', "~1")
-                        .replace('\0', r"\u0000"),
-                );
+                path.push(key.replace('~', "~0").replace('/', "~1").replace('\0', r"\u0000"));
                 let found = has_nul(key) || walk(item, path);
                 if !found {
                     path.pop();
@@ -59,14 +55,8 @@ pub fn find_nul(value: &Value) -> Option<String> {
 
 /// The 400 for a NUL found at JSON pointer `pointer` of a body (or of an MCP message).
 pub fn nul_in_body(pointer: &str) -> ApiError {
-    let place = if pointer.is_empty() {
-        "the body".to_owned()
-    } else {
-        format!("field {pointer}")
-    };
-    ApiError::invalid(format!(
-        "{place} contains a NUL character (\\u0000), which text may not contain"
-    ))
+    let place = if pointer.is_empty() { "the body".to_owned() } else { format!("field {pointer}") };
+    ApiError::invalid(format!("{place} contains a NUL character (\\u0000), which text may not contain"))
 }
 
 /// Checks a JSON body before it is parsed: a body with a NUL in any string or key is refused
@@ -91,13 +81,8 @@ pub fn check_query(uri: &Uri) -> Result<(), ApiError> {
     if !uri.query().is_some_and(|q| q.contains("%00")) {
         return Ok(());
     }
-    let pairs = Query::<Vec<(String, String)>>::try_from_uri(uri)
-        .map(|Query(pairs)| pairs)
-        .unwrap_or_default();
-    match pairs
-        .iter()
-        .find(|(name, value)| has_nul(name) || has_nul(value))
-    {
+    let pairs = Query::<Vec<(String, String)>>::try_from_uri(uri).map(|Query(pairs)| pairs).unwrap_or_default();
+    match pairs.iter().find(|(name, value)| has_nul(name) || has_nul(value)) {
         Some((name, _)) => Err(ApiError::invalid(format!(
             "query parameter {:?} contains a NUL character (%00), which text may not contain",
             name.replace('\0', r"\u0000")
@@ -114,23 +99,11 @@ mod tests {
 
     #[test]
     fn finds_the_first_nul_by_json_pointer() {
-        assert_eq!(
-            find_nul(&json!({"a": "fine", "b": ["x", "y\u{0}"]})),
-            Some("/b/1".into())
-        );
-        assert_eq!(
-            find_nul(&json!({"p": {"k\u{0}": 1}})),
-            Some(r"/p/k\u0000".into())
-        );
-        assert_eq!(
-            find_nul(&json!({"a/b": {"c~d": "\u{0}"}})),
-            Some("/a~1b/c~0d".into())
-        );
+        assert_eq!(find_nul(&json!({"a": "fine", "b": ["x", "y\u{0}"]})), Some("/b/1".into()));
+        assert_eq!(find_nul(&json!({"p": {"k\u{0}": 1}})), Some(r"/p/k\u0000".into()));
+        assert_eq!(find_nul(&json!({"a/b": {"c~d": "\u{0}"}})), Some("/a~1b/c~0d".into()));
         assert_eq!(find_nul(&json!("\u{0}")), Some(String::new()));
-        assert_eq!(
-            find_nul(&json!({"emoji": "🦀 Ünïcödé 日本語", "n": [1, null, true]})),
-            None
-        );
+        assert_eq!(find_nul(&json!({"emoji": "🦀 Ünïcödé 日本語", "n": [1, null, true]})), None);
     }
 
     #[test]

@@ -80,19 +80,11 @@ fn parse_bound(name: &str, value: &str, end: bool) -> Result<DateTime<Utc>, ApiE
     }
     DateTime::parse_from_rfc3339(value)
         .map(|t| t.with_timezone(&Utc))
-        .map_err(|_| {
-            ApiError::invalid(format!(
-                "{name} must be an RFC 3339 timestamp or a YYYY-MM-DD date"
-            ))
-        })
+        .map_err(|_| ApiError::invalid(format!("{name} must be an RFC 3339 timestamp or a YYYY-MM-DD date")))
 }
 
 /// Validates `from` and `to` and fills in the defaults.
-pub fn range(
-    from: Option<&str>,
-    to: Option<&str>,
-    now: DateTime<Utc>,
-) -> Result<(DateTime<Utc>, DateTime<Utc>), ApiError> {
+pub fn range(from: Option<&str>, to: Option<&str>, now: DateTime<Utc>) -> Result<(DateTime<Utc>, DateTime<Utc>), ApiError> {
     let to = match to {
         Some(t) => parse_bound("to", t, true)?,
         None => now,
@@ -105,9 +97,7 @@ pub fn range(
         return Err(ApiError::invalid("to must be after from"));
     }
     if to - from > Duration::days(MAX_DAYS) {
-        return Err(ApiError::invalid(format!(
-            "the range may cover at most {MAX_DAYS} days"
-        )));
+        return Err(ApiError::invalid(format!("the range may cover at most {MAX_DAYS} days")));
     }
     Ok((from, to))
 }
@@ -136,32 +126,18 @@ pub async fn get_insights(
         q.user_id
     } else {
         if q.user_id.as_deref().is_some_and(|u| u != caller.sub) {
-            return Err(ApiError::Forbidden(
-                "a user may only see their own insights".into(),
-            ));
+            return Err(ApiError::Forbidden("a user may only see their own insights".into()));
         }
         Some(caller.sub.clone())
     };
     let mut conn = state.pool().acquire().await?;
-    let found = insights::compute(
-        &mut conn,
-        &Scope {
-            from,
-            to,
-            user_id: user_id.as_deref(),
-        },
-    )
-    .await?;
+    let found = insights::compute(&mut conn, &Scope { from, to, user_id: user_id.as_deref() }).await?;
     Ok(Json(InsightsOut {
         from,
         to,
         user_id,
         total: found.total,
-        days: found
-            .days
-            .into_iter()
-            .map(|(day, figures)| InsightsDay { day, figures })
-            .collect(),
+        days: found.days.into_iter().map(|(day, figures)| InsightsDay { day, figures }).collect(),
     }))
 }
 
@@ -176,32 +152,17 @@ mod tests {
     #[test]
     fn ranges_default_parse_and_are_bounded() {
         let now = at("2026-11-23T12:00:00Z");
-        assert_eq!(
-            range(None, None, now).unwrap(),
-            (at("2026-10-24T12:00:00Z"), now)
-        );
+        assert_eq!(range(None, None, now).unwrap(), (at("2026-10-24T12:00:00Z"), now));
         assert_eq!(
             range(Some("2026-11-01"), Some("2026-11-02"), now).unwrap(),
             (at("2026-11-01T00:00:00Z"), at("2026-11-03T00:00:00Z"))
         );
         assert_eq!(
-            range(
-                Some("2026-11-01T10:00:00+02:00"),
-                Some("2026-11-01T10:00:01Z"),
-                now
-            )
-            .unwrap(),
+            range(Some("2026-11-01T10:00:00+02:00"), Some("2026-11-01T10:00:01Z"), now).unwrap(),
             (at("2026-11-01T08:00:00Z"), at("2026-11-01T10:00:01Z"))
         );
         assert!(range(Some("2026-11-05"), Some("2026-11-04"), now).is_err());
-        assert!(
-            range(
-                Some("2026-11-05T00:00:00Z"),
-                Some("2026-11-05T00:00:00Z"),
-                now
-            )
-            .is_err()
-        );
+        assert!(range(Some("2026-11-05T00:00:00Z"), Some("2026-11-05T00:00:00Z"), now).is_err());
         assert!(range(Some("2025-01-01"), Some("2026-11-01"), now).is_err());
         assert!(range(Some("2025-11-01"), Some("2026-10-31"), now).is_ok());
         assert!(range(Some("yesterday"), None, now).is_err());

@@ -23,10 +23,7 @@ pub fn router() -> Router<AppState> {
 /// The open listener's whole router: `/metrics` without credentials, 404 for anything else.
 pub fn open_router(state: AppState) -> Router {
     Router::new()
-        .route(
-            "/metrics",
-            get(|State(state): State<AppState>| render(state)),
-        )
+        .route("/metrics", get(|State(state): State<AppState>| render(state)))
         .fallback(|| async { ApiError::NotFound("route") })
         .with_state(state)
 }
@@ -39,18 +36,12 @@ pub fn open_router(state: AppState) -> Router {
         (status = 403, description = "Not a service token"),
         (status = 404, description = "Metrics are turned off (`PARLEY_METRICS=off`)"),
     ))]
-pub async fn metrics(
-    State(state): State<AppState>,
-    _caller: ServiceCaller,
-) -> Result<Response, ApiError> {
+pub async fn metrics(State(state): State<AppState>, _caller: ServiceCaller) -> Result<Response, ApiError> {
     render(state).await
 }
 
 async fn render(state: AppState) -> Result<Response, ApiError> {
-    match crate::metrics::render(state.pool())
-        .await
-        .map_err(anyhow::Error::from)?
-    {
+    match crate::metrics::render(state.pool()).await.map_err(anyhow::Error::from)? {
         Some(text) => Ok(([(header::CONTENT_TYPE, CONTENT_TYPE)], text).into_response()),
         None => Err(ApiError::NotFound("metrics (turned off)")),
     }

@@ -97,22 +97,13 @@ fn no_store_for_json(response: &Response<Body>) -> Option<HeaderValue> {
 pub fn router(state: AppState) -> Router {
     let body_timeout = state.engine.config().http_body_timeout;
     let security_headers = ServiceBuilder::new()
-        .layer(SetResponseHeaderLayer::overriding(
-            header::X_CONTENT_TYPE_OPTIONS,
-            HeaderValue::from_static("nosniff"),
-        ))
-        .layer(SetResponseHeaderLayer::overriding(
-            header::REFERRER_POLICY,
-            HeaderValue::from_static("no-referrer"),
-        ))
+        .layer(SetResponseHeaderLayer::overriding(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")))
+        .layer(SetResponseHeaderLayer::overriding(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer")))
         .layer(SetResponseHeaderLayer::if_not_present(
             header::CONTENT_SECURITY_POLICY,
             HeaderValue::from_static(API_CSP),
         ))
-        .layer(SetResponseHeaderLayer::if_not_present(
-            HeaderName::from_static("cache-control"),
-            no_store_for_json,
-        ));
+        .layer(SetResponseHeaderLayer::if_not_present(HeaderName::from_static("cache-control"), no_store_for_json));
     // A body that trickles in is cut off: reading it fails, which the extractors answer 408.
     let body_timeout = ServiceBuilder::new()
         .layer(RequestBodyTimeoutLayer::new(body_timeout))
@@ -136,10 +127,7 @@ pub fn router(state: AppState) -> Router {
         .fallback(|| async { error::ApiError::NotFound("route") })
         .layer(DefaultBodyLimit::max(extract::BODY_LIMIT))
         .layer(body_timeout)
-        .layer(middleware::from_fn_with_state(
-            state.clone(),
-            auth_limiter::limit_failed_authentication,
-        ))
+        .layer(middleware::from_fn_with_state(state.clone(), auth_limiter::limit_failed_authentication))
         .layer(security_headers)
         .layer(axum::middleware::from_fn(crate::metrics::track_http))
         .layer(TraceLayer::new_for_http())

@@ -27,10 +27,7 @@ use crate::{
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/negotiations", post(create_negotiation))
-        .route(
-            "/api/negotiations/{id}",
-            get(get_negotiation).delete(cancel_negotiation),
-        )
+        .route("/api/negotiations/{id}", get(get_negotiation).delete(cancel_negotiation))
 }
 
 /// Longest user id accepted.
@@ -72,26 +69,16 @@ impl CreateNegotiationIn {
         let opportunity_id = match self.opportunity_id.as_deref() {
             None => None,
             Some(raw) => Some(
-                Uuid::parse_str(raw)
-                    .map_err(|_| ApiError::invalid("opportunityId must be a UUID"))?,
+                Uuid::parse_str(raw).map_err(|_| ApiError::invalid("opportunityId must be a UUID"))?,
             ),
         };
-        for (field, user) in [
-            ("sourceUser", &self.source_user),
-            ("candidateUser", &self.candidate_user),
-        ] {
+        for (field, user) in [("sourceUser", &self.source_user), ("candidateUser", &self.candidate_user)] {
             check_user(field, user)?;
         }
         if self.source_user.id == self.candidate_user.id {
-            return Err(ApiError::invalid(
-                "sourceUser and candidateUser must be different users",
-            ));
+            return Err(ApiError::invalid("sourceUser and candidateUser must be different users"));
         }
-        check_seed(
-            &self.seed_assessment,
-            &self.source_user.id,
-            &self.candidate_user.id,
-        )?;
+        check_seed(&self.seed_assessment, &self.source_user.id, &self.candidate_user.id)?;
         Ok(NewNegotiation {
             opportunity_id,
             source: self.source_user,
@@ -114,47 +101,26 @@ pub(crate) fn check_user(field: &str, user: &UserContext) -> Result<(), ApiError
         )));
     }
     if user.intents.iter().any(|i| i.text.trim().is_empty()) {
-        return Err(ApiError::invalid(format!(
-            "{field}.intents[].text must not be empty"
-        )));
+        return Err(ApiError::invalid(format!("{field}.intents[].text must not be empty")));
     }
-    if user
-        .intents
-        .iter()
-        .filter_map(|i| i.confidence)
-        .any(|c| !(0.0..=1.0).contains(&c))
-    {
-        return Err(ApiError::invalid(format!(
-            "{field}.intents[].confidence must be between 0 and 1"
-        )));
+    if user.intents.iter().filter_map(|i| i.confidence).any(|c| !(0.0..=1.0).contains(&c)) {
+        return Err(ApiError::invalid(format!("{field}.intents[].confidence must be between 0 and 1")));
     }
     Ok(())
 }
 
 /// Checks an evaluator's assessment of a match between `source_id` and `candidate_id`.
-pub(crate) fn check_seed(
-    seed: &SeedAssessment,
-    source_id: &str,
-    candidate_id: &str,
-) -> Result<(), ApiError> {
+pub(crate) fn check_seed(seed: &SeedAssessment, source_id: &str, candidate_id: &str) -> Result<(), ApiError> {
     if !seed.score.is_finite() || !(0.0..=100.0).contains(&seed.score) {
-        return Err(ApiError::invalid(
-            "seedAssessment.score must be between 0 and 100",
-        ));
+        return Err(ApiError::invalid("seedAssessment.score must be between 0 and 100"));
     }
     if seed.reasoning.trim().is_empty() {
-        return Err(ApiError::invalid(
-            "seedAssessment.reasoning must not be empty",
-        ));
+        return Err(ApiError::invalid("seedAssessment.reasoning must not be empty"));
     }
     if let Some(actors) = &seed.actors
-        && actors
-            .iter()
-            .any(|a| a.user_id != source_id && a.user_id != candidate_id)
+        && actors.iter().any(|a| a.user_id != source_id && a.user_id != candidate_id)
     {
-        return Err(ApiError::invalid(
-            "seedAssessment.actors[].userId must be one of the two users",
-        ));
+        return Err(ApiError::invalid("seedAssessment.actors[].userId must be one of the two users"));
     }
     Ok(())
 }
@@ -188,41 +154,20 @@ pub async fn create_negotiation(
     let input = body.validate()?;
     let started = state.engine.start(&input).await?;
     let (opportunity, negotiation) = load_pair(&state, started.negotiation_id).await?;
-    let status = if started.created {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
-    Ok((
-        status,
-        Json(CreatedOut {
-            opportunity,
-            negotiation,
-        }),
-    ))
+    let status = if started.created { StatusCode::CREATED } else { StatusCode::OK };
+    Ok((status, Json(CreatedOut { opportunity, negotiation })))
 }
 
 /// Loads the opportunity and negotiation views of a task.
-pub(crate) async fn load_pair(
-    state: &AppState,
-    task_id: Uuid,
-) -> ApiResult<(OpportunityOut, NegotiationOut)> {
+pub(crate) async fn load_pair(state: &AppState, task_id: Uuid) -> ApiResult<(OpportunityOut, NegotiationOut)> {
     let mut conn = state.pool().acquire().await?;
-    let task = tasks::get(&mut conn, task_id)
-        .await?
-        .ok_or(ApiError::NotFound("negotiation"))?;
-    let opportunity = opportunities::get(&mut conn, task.opportunity_id)
-        .await?
-        .ok_or(ApiError::NotFound("opportunity"))?;
+    let task = tasks::get(&mut conn, task_id).await?.ok_or(ApiError::NotFound("negotiation"))?;
+    let opportunity =
+        opportunities::get(&mut conn, task.opportunity_id).await?.ok_or(ApiError::NotFound("opportunity"))?;
     let turns = messages::turns(&mut conn, task.id).await?;
     let outcome = messages::outcome(&mut conn, task.id).await?;
-    let view = opportunity_views(&mut conn, std::slice::from_ref(&opportunity), None)
-        .await?
-        .remove(0);
-    Ok((
-        view,
-        NegotiationOut::new(&task, &turns, outcome, Viewer::Service),
-    ))
+    let view = opportunity_views(&mut conn, std::slice::from_ref(&opportunity), None).await?.remove(0);
+    Ok((view, NegotiationOut::new(&task, &turns, outcome, Viewer::Service)))
 }
 
 /// The full negotiation, for the platform or a participant user.
@@ -239,9 +184,7 @@ pub async fn get_negotiation(
     Ids(id): Ids<Uuid>,
 ) -> ApiResult<Json<NegotiationOut>> {
     let mut conn = state.pool().acquire().await?;
-    let task = tasks::get(&mut conn, id)
-        .await?
-        .ok_or(ApiError::NotFound("negotiation"))?;
+    let task = tasks::get(&mut conn, id).await?.ok_or(ApiError::NotFound("negotiation"))?;
     let viewer = Viewer::of_caller(&caller, &task).ok_or(ApiError::NotFound("negotiation"))?;
     let turns = messages::turns(&mut conn, task.id).await?;
     let outcome = messages::outcome(&mut conn, task.id).await?;

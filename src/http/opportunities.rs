@@ -30,10 +30,7 @@ pub fn router() -> Router<AppState> {
         .route("/api/opportunities", get(list_opportunities))
         .route("/api/opportunities/{id}", get(get_opportunity))
         .route("/api/opportunities/{id}/decision", post(decide_opportunity))
-        .route(
-            "/api/opportunities/{id}/reactivate",
-            post(reactivate_opportunity),
-        )
+        .route("/api/opportunities/{id}/reactivate", post(reactivate_opportunity))
 }
 
 /// Query of the listing.
@@ -91,40 +88,22 @@ pub async fn list_opportunities(
         q.user_id.as_deref()
     } else {
         if q.user_id.as_deref().is_some_and(|u| u != caller.sub) {
-            return Err(ApiError::Forbidden(
-                "a user may only list their own opportunities".into(),
-            ));
+            return Err(ApiError::Forbidden("a user may only list their own opportunities".into()));
         }
         Some(caller.sub.as_str())
     };
     let mut conn = state.pool().acquire().await?;
     let page = opportunities::list(
         &mut conn,
-        &opportunities::ListFilter {
-            user_id,
-            status,
-            before,
-            limit: limit + 1,
-        },
+        &opportunities::ListFilter { user_id, status, before, limit: limit + 1 },
     )
     .await?;
     let has_more = page.len() as i64 > limit;
-    let viewer = if caller.is_service() {
-        None
-    } else {
-        Some(caller.sub.as_str())
-    };
+    let viewer = if caller.is_service() { None } else { Some(caller.sub.as_str()) };
     let page: Vec<_> = page.into_iter().take(limit as usize).collect();
     let items = opportunity_views(&mut conn, &page, viewer).await?;
-    let next_cursor = if has_more {
-        items.last().map(|o| o.id.to_string())
-    } else {
-        None
-    };
-    Ok(Json(OpportunityPage {
-        opportunities: items,
-        next_cursor,
-    }))
+    let next_cursor = if has_more { items.last().map(|o| o.id.to_string()) } else { None };
+    Ok(Json(OpportunityPage { opportunities: items, next_cursor }))
 }
 
 /// One opportunity, for the service or one of its two people.
@@ -141,17 +120,11 @@ pub async fn get_opportunity(
     Ids(id): Ids<Uuid>,
 ) -> ApiResult<Json<OpportunityOut>> {
     let mut conn = state.pool().acquire().await?;
-    let o = opportunities::get(&mut conn, id)
-        .await?
-        .ok_or(ApiError::NotFound("opportunity"))?;
+    let o = opportunities::get(&mut conn, id).await?.ok_or(ApiError::NotFound("opportunity"))?;
     if !caller.is_service() && !o.has_participant(&caller.sub) {
         return Err(ApiError::NotFound("opportunity"));
     }
-    let viewer = if caller.is_service() {
-        None
-    } else {
-        Some(caller.sub.as_str())
-    };
+    let viewer = if caller.is_service() { None } else { Some(caller.sub.as_str()) };
     let mut views = opportunity_views(&mut conn, std::slice::from_ref(&o), viewer).await?;
     Ok(Json(views.remove(0)))
 }
@@ -190,9 +163,7 @@ pub async fn decide_opportunity(
         return Err(ApiError::invalid("decision must be accept or decline"));
     }
     let mut tx = state.pool().begin().await?;
-    let o = opportunities::lock(&mut tx, id)
-        .await?
-        .ok_or(ApiError::NotFound("opportunity"))?;
+    let o = opportunities::lock(&mut tx, id).await?.ok_or(ApiError::NotFound("opportunity"))?;
     if !o.has_participant(&caller.sub) {
         return Err(ApiError::NotFound("opportunity"));
     }
@@ -203,15 +174,9 @@ pub async fn decide_opportunity(
         });
     }
     if !decisions::insert(&mut tx, o.id, &caller.sub, decision).await? {
-        return Err(ApiError::Conflict {
-            code: "already_decided",
-            message: "you have already decided".into(),
-        });
+        return Err(ApiError::Conflict { code: "already_decided", message: "you have already decided".into() });
     }
-    let made = decisions::for_opportunities(&mut tx, &[o.id])
-        .await?
-        .remove(&o.id)
-        .unwrap_or_default();
+    let made = decisions::for_opportunities(&mut tx, &[o.id]).await?.remove(&o.id).unwrap_or_default();
     let everyone_accepted = [&o.source_user_id, &o.candidate_user_id]
         .iter()
         .all(|u| made.get(u.as_str()).map(String::as_str) == Some("accept"));
@@ -221,18 +186,13 @@ pub async fn decide_opportunity(
         _ => None,
     };
     if let Some(event) = event {
-        opportunities::apply(&mut tx, &o, event)
-            .await?
-            .map_err(|e| ApiError::Internal(e.into()))?;
+        opportunities::apply(&mut tx, &o, event).await?.map_err(|e| ApiError::Internal(e.into()))?;
         crate::delivery::on_opportunity_decided(&mut tx, o.id).await?;
     }
     tx.commit().await?;
-    let o = opportunities::get(state.pool().acquire().await?.as_mut(), id)
-        .await?
-        .ok_or(ApiError::NotFound("opportunity"))?;
+    let o = opportunities::get(state.pool().acquire().await?.as_mut(), id).await?.ok_or(ApiError::NotFound("opportunity"))?;
     let mut conn = state.pool().acquire().await?;
-    let mut views =
-        opportunity_views(&mut conn, std::slice::from_ref(&o), Some(&caller.sub)).await?;
+    let mut views = opportunity_views(&mut conn, std::slice::from_ref(&o), Some(&caller.sub)).await?;
     Ok(Json(views.remove(0)))
 }
 
@@ -260,30 +220,19 @@ impl ReactivateIn {
     fn validate(self, o: &opportunities::Opportunity) -> Result<Reactivation, ApiError> {
         for (field, seat, user, expected) in [
             ("sourceUser", "source", &self.source_user, &o.source_user_id),
-            (
-                "candidateUser",
-                "candidate",
-                &self.candidate_user,
-                &o.candidate_user_id,
-            ),
+            ("candidateUser", "candidate", &self.candidate_user, &o.candidate_user_id),
         ] {
             if let Some(user) = user {
                 check_user(field, user)?;
                 if &user.id != expected {
-                    return Err(ApiError::invalid(format!(
-                        "{field}.id must be the opportunity's {seat} user, {expected}"
-                    )));
+                    return Err(ApiError::invalid(format!("{field}.id must be the opportunity's {seat} user, {expected}")));
                 }
             }
         }
         if let Some(seed) = &self.seed_assessment {
             check_seed(seed, &o.source_user_id, &o.candidate_user_id)?;
         }
-        Ok(Reactivation {
-            source: self.source_user,
-            candidate: self.candidate_user,
-            seed: self.seed_assessment,
-        })
+        Ok(Reactivation { source: self.source_user, candidate: self.candidate_user, seed: self.seed_assessment })
     }
 }
 
@@ -312,11 +261,8 @@ pub async fn reactivate_opportunity(
     request: Request,
 ) -> ApiResult<(StatusCode, Json<CreatedOut>)> {
     let bytes = body_bytes(request, &()).await?;
-    let body: ReactivateIn = if bytes.iter().all(u8::is_ascii_whitespace) {
-        ReactivateIn::default()
-    } else {
-        parse_json(&bytes)?
-    };
+    let body: ReactivateIn =
+        if bytes.iter().all(u8::is_ascii_whitespace) { ReactivateIn::default() } else { parse_json(&bytes)? };
     // The two users of an opportunity never change, so they can be checked before the lock.
     let o = opportunities::get(state.pool().acquire().await?.as_mut(), id)
         .await?
@@ -324,16 +270,6 @@ pub async fn reactivate_opportunity(
     let reactivation = body.validate(&o)?;
     let started = state.engine.reactivate(id, &reactivation).await?;
     let (opportunity, negotiation) = load_pair(&state, started.negotiation_id).await?;
-    let status = if started.created {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
-    Ok((
-        status,
-        Json(CreatedOut {
-            opportunity,
-            negotiation,
-        }),
-    ))
+    let status = if started.created { StatusCode::CREATED } else { StatusCode::OK };
+    Ok((status, Json(CreatedOut { opportunity, negotiation })))
 }

@@ -81,18 +81,16 @@ pub async fn serve(
         let in_flight = Arc::new(AtomicUsize::new(0));
         let io = TokioIo::new(IdleIo::new(stream, timeouts.idle, in_flight.clone()));
         let router = router.clone();
-        let service = hyper::service::service_fn(
-            move |mut request: hyper::Request<hyper::body::Incoming>| {
-                request.extensions_mut().insert(ConnectInfo(remote));
-                let handling = InFlight::enter(&in_flight);
-                let router = router.clone();
-                async move {
-                    let response = router.oneshot(request.map(axum::body::Body::new)).await;
-                    drop(handling);
-                    response
-                }
-            },
-        );
+        let service = hyper::service::service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
+            request.extensions_mut().insert(ConnectInfo(remote));
+            let handling = InFlight::enter(&in_flight);
+            let router = router.clone();
+            async move {
+                let response = router.oneshot(request.map(axum::body::Body::new)).await;
+                drop(handling);
+                response
+            }
+        });
         let connection = hyper::server::conn::http1::Builder::new()
             .timer(TokioTimer::new())
             .header_read_timeout(timeouts.header)
@@ -112,9 +110,7 @@ pub async fn serve(
 fn is_connection_error(e: &io::Error) -> bool {
     matches!(
         e.kind(),
-        io::ErrorKind::ConnectionRefused
-            | io::ErrorKind::ConnectionAborted
-            | io::ErrorKind::ConnectionReset
+        io::ErrorKind::ConnectionRefused | io::ErrorKind::ConnectionAborted | io::ErrorKind::ConnectionReset
     )
 }
 
@@ -178,12 +174,7 @@ pub struct IdleIo<T> {
 
 impl<T> IdleIo<T> {
     fn new(inner: T, timeout: Duration, in_flight: Arc<AtomicUsize>) -> IdleIo<T> {
-        IdleIo {
-            inner,
-            timeout,
-            in_flight,
-            deadline: Box::pin(tokio::time::sleep(timeout)),
-        }
+        IdleIo { inner, timeout, in_flight, deadline: Box::pin(tokio::time::sleep(timeout)) }
     }
 
     fn moved(&mut self) {
@@ -198,21 +189,14 @@ impl<T> IdleIo<T> {
             return Poll::Pending;
         }
         match self.deadline.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "the connection was idle too long",
-            )),
+            Poll::Ready(()) => Poll::Ready(io::Error::new(io::ErrorKind::TimedOut, "the connection was idle too long")),
             Poll::Pending => Poll::Pending,
         }
     }
 }
 
 impl<T: AsyncRead + Unpin> AsyncRead for IdleIo<T> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         let before = buf.filled().len();
         match Pin::new(&mut self.inner).poll_read(cx, buf) {
             Poll::Ready(result) => {
@@ -227,11 +211,7 @@ impl<T: AsyncRead + Unpin> AsyncRead for IdleIo<T> {
 }
 
 impl<T: AsyncWrite + Unpin> AsyncWrite for IdleIo<T> {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         match Pin::new(&mut self.inner).poll_write(cx, buf) {
             Poll::Ready(result) => {
                 if matches!(result, Ok(n) if n > 0) {
@@ -274,7 +254,5 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for IdleIo<T> {
 
 /// The client's address, as the serve loop records it on every request.
 pub fn client_address(extensions: &axum::http::Extensions) -> Option<SocketAddr> {
-    extensions
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|ConnectInfo(a)| *a)
+    extensions.get::<ConnectInfo<SocketAddr>>().map(|ConnectInfo(a)| *a)
 }

@@ -24,19 +24,10 @@ pub const PAGE: &str = include_str!("status_page.html");
 /// The CSP source naming the text of the page's one `<tag>` element by its SHA-256 hash.
 fn inline_hash(tag: &str) -> String {
     let open = format!("<{tag}>");
-    let start = PAGE
-        .find(&open)
-        .unwrap_or_else(|| panic!("the status page has no <{tag}>"))
-        + open.len();
-    let end = start
-        + PAGE[start..]
-            .find(&format!("</{tag}>"))
-            .unwrap_or_else(|| panic!("<{tag}> is not closed"));
+    let start = PAGE.find(&open).unwrap_or_else(|| panic!("the status page has no <{tag}>")) + open.len();
+    let end = start + PAGE[start..].find(&format!("</{tag}>")).unwrap_or_else(|| panic!("<{tag}> is not closed"));
     let digest = Sha256::digest(&PAGE.as_bytes()[start..end]);
-    format!(
-        "'sha256-{}'",
-        base64::engine::general_purpose::STANDARD.encode(digest)
-    )
+    format!("'sha256-{}'", base64::engine::general_purpose::STANDARD.encode(digest))
 }
 
 /// The page's Content-Security-Policy: its own inline script and style only, requests to this
@@ -72,29 +63,11 @@ mod tests {
     fn the_policy_allows_only_the_pages_own_script_and_style() {
         let policy = CSP.to_str().unwrap();
         assert!(!policy.contains("unsafe"), "{policy}");
-        assert_eq!(
-            PAGE.matches("<script").count(),
-            1,
-            "one inline script, hashed"
-        );
-        assert_eq!(
-            PAGE.matches("<style").count(),
-            1,
-            "one inline style, hashed"
-        );
-        assert!(
-            !PAGE.contains(" style=\""),
-            "style attributes would be refused"
-        );
-        let script = policy
-            .split("; ")
-            .find(|d| d.starts_with("script-src "))
-            .unwrap();
+        assert_eq!(PAGE.matches("<script").count(), 1, "one inline script, hashed");
+        assert_eq!(PAGE.matches("<style").count(), 1, "one inline style, hashed");
+        assert!(!PAGE.contains(" style=\""), "style attributes would be refused");
+        let script = policy.split("; ").find(|d| d.starts_with("script-src ")).unwrap();
         assert!(script.starts_with("script-src 'sha256-"), "{script}");
-        assert_eq!(
-            script.split(' ').count(),
-            2,
-            "one hash, nothing else: {script}"
-        );
+        assert_eq!(script.split(' ').count(), 2, "one hash, nothing else: {script}");
     }
 }

@@ -11,9 +11,7 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use crate::{
-    domain::{
-        Action, AgreedRole, OpportunityStatus, Outcome, Side, SideKind, SuggestedRoles, TaskState,
-    },
+    domain::{Action, AgreedRole, OpportunityStatus, Outcome, Side, SideKind, SuggestedRoles, TaskState},
     store::{messages::StoredTurn, opportunities::Opportunity, tasks::Task},
 };
 
@@ -29,11 +27,7 @@ pub enum Viewer {
 impl Viewer {
     /// How `caller` reads `task`; `None` when the caller takes no part in it (show nothing).
     pub fn of_caller(caller: &crate::http::auth::Caller, task: &Task) -> Option<Viewer> {
-        if caller.is_service() {
-            Some(Viewer::Service)
-        } else {
-            task.side_of(&caller.sub).map(Viewer::Side)
-        }
+        if caller.is_service() { Some(Viewer::Service) } else { task.side_of(&caller.sub).map(Viewer::Side) }
     }
 
     /// Whether this reader may see the reasoning of a turn spoken by `speaker`.
@@ -98,9 +92,7 @@ impl TurnOut {
             side: t.turn.side,
             user_id: t.user_id.clone(),
             action: t.turn.action,
-            reasoning: viewer
-                .sees_reasoning_of(t.turn.side)
-                .then(|| t.turn.reasoning.clone()),
+            reasoning: viewer.sees_reasoning_of(t.turn.side).then(|| t.turn.reasoning.clone()),
             suggested_roles: t.turn.suggested_roles,
             message: t.turn.message.clone(),
             created_at: t.created_at,
@@ -142,12 +134,7 @@ pub struct NegotiationOut {
 
 impl NegotiationOut {
     /// Builds the view from its parts, as `viewer` may see it.
-    pub fn new(
-        task: &Task,
-        turns: &[StoredTurn],
-        outcome: Option<Outcome>,
-        viewer: Viewer,
-    ) -> NegotiationOut {
+    pub fn new(task: &Task, turns: &[StoredTurn], outcome: Option<Outcome>, viewer: Viewer) -> NegotiationOut {
         NegotiationOut {
             id: task.id,
             opportunity_id: task.opportunity_id,
@@ -241,17 +228,10 @@ pub async fn opportunity_views(
             }
             if let Some(user) = viewer {
                 let source_views = o.source_user_id == user;
-                let other = if source_views {
-                    &o.candidate_user_id
-                } else {
-                    &o.source_user_id
-                };
+                let other = if source_views { &o.candidate_user_id } else { &o.source_user_id };
                 out.counterpart_user_id = Some(other.clone());
-                out.counterpart_name = if source_views {
-                    out.candidate_user_name.clone()
-                } else {
-                    out.source_user_name.clone()
-                };
+                out.counterpart_name =
+                    if source_views { out.candidate_user_name.clone() } else { out.source_user_name.clone() };
                 out.my_decision = made.get(user).cloned();
                 out.other_decision = made.get(other).cloned();
             }

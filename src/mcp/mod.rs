@@ -54,9 +54,7 @@ use crate::{
     http::{
         AppState,
         agent_auth::KEY_PREFIX,
-        agent_turns::{
-            AgentListQuery, RespondIn, agent_negotiation, agent_negotiations, pickup_body,
-        },
+        agent_turns::{AgentListQuery, RespondIn, agent_negotiation, agent_negotiations, pickup_body},
         delegations::{AcceptedOut, CompletedOut, EndedOut, InboxOut, answer, inbound_out},
         directory,
         error::{ApiError, ErrorBody},
@@ -149,9 +147,7 @@ async fn transport_errors(request: Request, next: Next) -> Response {
     } else {
         axum::body::Bytes::new()
     };
-    let response = next
-        .run(Request::from_parts(parts, axum::body::Body::from(bytes)))
-        .await;
+    let response = next.run(Request::from_parts(parts, axum::body::Body::from(bytes))).await;
     let status = response.status();
     let is_json = response
         .headers()
@@ -173,10 +169,7 @@ async fn transport_errors(request: Request, next: Next) -> Response {
     } else {
         text
     };
-    let body = ErrorBody {
-        error: message,
-        code: transport_code(status),
-    };
+    let body = ErrorBody { error: message, code: transport_code(status) };
     (status, axum::Json(body)).into_response()
 }
 
@@ -184,27 +177,16 @@ fn presented_key(headers: &HeaderMap) -> Option<String> {
     if let Some(v) = headers.get("x-api-key").and_then(|v| v.to_str().ok()) {
         return Some(v.trim().to_owned()).filter(|k| !k.is_empty());
     }
-    let value = headers
-        .get(axum::http::header::AUTHORIZATION)?
-        .to_str()
-        .ok()?;
+    let value = headers.get(axum::http::header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.split_once(' ')?;
     let token = token.trim();
-    (scheme.eq_ignore_ascii_case("bearer") && token.starts_with(KEY_PREFIX))
-        .then(|| token.to_owned())
+    (scheme.eq_ignore_ascii_case("bearer") && token.starts_with(KEY_PREFIX)).then(|| token.to_owned())
 }
 
 /// Looks the key up on every request; the agent travels to the tools in the extensions.
-async fn require_agent_key(
-    State(state): State<AppState>,
-    mut req: Request,
-    next: Next,
-) -> Response {
+async fn require_agent_key(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
     let Some(key) = presented_key(req.headers()) else {
-        return ApiError::Unauthorized(
-            "missing API key (x-api-key or Authorization: Bearer pk_...)".into(),
-        )
-        .into_response();
+        return ApiError::Unauthorized("missing API key (x-api-key or Authorization: Bearer pk_...)".into()).into_response();
     };
     let found = match state.pool().acquire().await {
         Ok(mut conn) => agents::authenticate(&mut conn, &hash_secret(&key)).await,
@@ -212,22 +194,15 @@ async fn require_agent_key(
     };
     let owner = match found {
         Ok(Some(owner)) => owner,
-        Ok(None) => {
-            return ApiError::Unauthorized("the API key is unknown, revoked or expired".into())
-                .into_response();
-        }
+        Ok(None) => return ApiError::Unauthorized("the API key is unknown, revoked or expired".into()).into_response(),
         Err(e) => return ApiError::from(e).into_response(),
     };
     if owner.status != "active" {
         return ApiError::Forbidden("the agent is inactive".into()).into_response();
     }
     state.engine.seen(owner.agent_id).await;
-    req.extensions_mut()
-        .insert(AgentKey::new(&key, Some(owner.agent_id)));
-    req.extensions_mut().insert(AgentIdentity {
-        agent_id: owner.agent_id,
-        owner_user_id: owner.owner_user_id,
-    });
+    req.extensions_mut().insert(AgentKey::new(&key, Some(owner.agent_id)));
+    req.extensions_mut().insert(AgentIdentity { agent_id: owner.agent_id, owner_user_id: owner.owner_user_id });
     next.run(req).await
 }
 
@@ -235,10 +210,7 @@ async fn require_agent_key(
 /// bad arguments, as a tool error; anything else is the HTTP refusal.
 fn refuse_nul(bytes: &[u8], refused: ApiError) -> Response {
     let message: Value = serde_json::from_slice(bytes).unwrap_or_default();
-    match (
-        message.get("method").and_then(Value::as_str),
-        message.get("id"),
-    ) {
+    match (message.get("method").and_then(Value::as_str), message.get("id")) {
         (Some("tools/call"), Some(id)) => {
             let result = serde_json::to_value(api_error(refused)).unwrap_or_default();
             Json(json!({ "jsonrpc": "2.0", "id": id, "result": result })).into_response()
@@ -432,10 +404,7 @@ fn tool_error(code: &str, message: impl Into<String>) -> CallToolResult {
 
 fn api_error(e: ApiError) -> CallToolResult {
     if let ApiError::Internal(inner) = &e {
-        tracing::error!(
-            error = format!("{inner:#}"),
-            "internal error in an MCP tool"
-        );
+        tracing::error!(error = format!("{inner:#}"), "internal error in an MCP tool");
         return tool_error("internal", "internal server error");
     }
     tool_error(e.code(), e.to_string())
@@ -470,11 +439,8 @@ fn parse_uuid(raw: &str, field: &str) -> Result<Uuid, ApiError> {
 }
 
 fn parse_id(raw: &str) -> Result<Uuid, ApiError> {
-    Uuid::parse_str(raw.trim()).map_err(|_| {
-        ApiError::invalid(format!(
-            "negotiationId {raw:?} is not a negotiation id (a UUID)"
-        ))
-    })
+    Uuid::parse_str(raw.trim())
+        .map_err(|_| ApiError::invalid(format!("negotiationId {raw:?} is not a negotiation id (a UUID)")))
 }
 
 /// The MCP server: one per request (stateless), over the shared application state.
@@ -493,33 +459,24 @@ impl ParleyMcp {
 #[tool_router]
 impl ParleyMcp {
     /// The agent's user's negotiations, newest first.
-    #[tool(
-        description = "List your user's negotiations, newest first, each with isUsersTurn, latestAction, \
-turnCount and status. status: waiting_for_agent (turns waiting for you), active, completed or all (default)."
-    )]
+    #[tool(description = "List your user's negotiations, newest first, each with isUsersTurn, latestAction, \
+turnCount and status. status: waiting_for_agent (turns waiting for you), active, completed or all (default).")]
     async fn list_negotiations(
         &self,
         Extension(parts): Extension<Parts>,
         Parameters(args): Parameters<ListArgs>,
     ) -> Result<CallToolResult, ErrorData> {
         let agent = agent_of(&parts)?;
-        let query = AgentListQuery {
-            status: args.status,
-            ..AgentListQuery::default()
-        };
-        Ok(
-            match agent_negotiations(&self.state, &agent, &query).await {
-                Ok(page) => structured(page),
-                Err(e) => api_error(e),
-            },
-        )
+        let query = AgentListQuery { status: args.status, ..AgentListQuery::default() };
+        Ok(match agent_negotiations(&self.state, &agent, &query).await {
+            Ok(page) => structured(page),
+            Err(e) => api_error(e),
+        })
     }
 
     /// One negotiation from the agent's side.
-    #[tool(
-        description = "Show one negotiation from your user's side: both sides, every turn so far, \
-the outcome once it ended, ownSide, isUsersTurn and latestAction."
-    )]
+    #[tool(description = "Show one negotiation from your user's side: both sides, every turn so far, \
+the outcome once it ended, ownSide, isUsersTurn and latestAction.")]
     async fn get_negotiation(
         &self,
         Extension(parts): Extension<Parts>,
@@ -537,26 +494,19 @@ the outcome once it ended, ownSide, isUsersTurn and latestAction."
     }
 
     /// Claims the next parked turn of the agent's user.
-    #[tool(
-        description = "Claim the next turn waiting for your user (or the one you already hold). Returns \
+    #[tool(description = "Claim the next turn waiting for your user (or the one you already hold). Returns \
 {pickedUp: true, negotiationId, claimToken, opportunity, turn: {number, deadline, counterpartyAction, \
 isFinalTurn, maxTurns, history}, context: {ownUser, otherUser, indexContext, seedAssessment, isDiscoverer, \
 discoveryQuery}}, or {pickedUp: false} when nothing is waiting. History shows the other side's action, \
-message and suggested roles, and reasoning only for your own side's turns. Answer it with respond_to_negotiation."
-    )]
-    async fn pickup_negotiation(
-        &self,
-        Extension(parts): Extension<Parts>,
-    ) -> Result<CallToolResult, ErrorData> {
+message and suggested roles, and reasoning only for your own side's turns. Answer it with respond_to_negotiation.")]
+    async fn pickup_negotiation(&self, Extension(parts): Extension<Parts>) -> Result<CallToolResult, ErrorData> {
         let key = key_of(&parts)?;
         let claim = match self.state.engine.pickup(&key, None).await {
             Ok(claim) => claim,
             Err(e) => return Ok(api_error(e.into())),
         };
         let Some(claim) = claim else {
-            return Ok(structured(
-                json!({ "pickedUp": false, "message": "no turn is waiting for your user" }),
-            ));
+            return Ok(structured(json!({ "pickedUp": false, "message": "no turn is waiting for your user" })));
         };
         Ok(match pickup_body(&claim) {
             Ok(mut body) => {
@@ -570,13 +520,11 @@ message and suggested roles, and reasoning only for your own side's turns. Answe
     }
 
     /// Answers the turn the agent holds.
-    #[tool(
-        description = "Answer the turn you picked up. action: propose (turn 0 only, and turn 0 must be \
+    #[tool(description = "Answer the turn you picked up. action: propose (turn 0 only, and turn 0 must be \
 propose), counter, question, accept or reject; message is required for counter and question. reasoning \
 (private to your side) defaults to the message and suggestedRoles to peer/peer. Returns \
 {success, negotiationId, turnNumber, status, opportunity, outcome?}: status waiting_for_agent means the \
-negotiation goes on, completed that it ended."
-    )]
+negotiation goes on, completed that it ended.")]
     async fn respond_to_negotiation(
         &self,
         Extension(parts): Extension<Parts>,
@@ -590,19 +538,13 @@ negotiation goes on, completed that it ended."
     }
 
     /// Discovery, as `GET /api/agents/discover`.
-    #[tool(
-        description = "Find agents offering a kind of work (taskType: code-review, code-generation, testing, \
+    #[tool(description = "Find agents offering a kind of work (taskType: code-review, code-generation, testing, \
 documentation, analysis, summarization, translation or custom with customType), ranked by \
 0.5*trust/100 + 0.3*(1 - min(cost/maxCostUsd, 1)) + 0.2*(1 - min(latency/maxLatencyMs, 1)). Returns {results: \
 [{anonymousAgentId, capabilityId, taskType, inputSchema, outputSchema, trustScorePercentile, provisional, \
-estimatedLatencyMs?, estimatedCostUsd?, compositeScore, qualityMetrics}]}. Agents are shown only by anonymous id."
-    )]
-    async fn discover_agents(
-        &self,
-        Parameters(args): Parameters<DiscoverArgs>,
-    ) -> Result<CallToolResult, ErrorData> {
-        let numbers = [args.min_trust_score, args.max_cost_usd, args.max_latency_ms]
-            .map(|n| n.map(|n| n.to_string()));
+estimatedLatencyMs?, estimatedCostUsd?, compositeScore, qualityMetrics}]}. Agents are shown only by anonymous id.")]
+    async fn discover_agents(&self, Parameters(args): Parameters<DiscoverArgs>) -> Result<CallToolResult, ErrorData> {
+        let numbers = [args.min_trust_score, args.max_cost_usd, args.max_latency_ms].map(|n| n.map(|n| n.to_string()));
         let limit = args.limit.map(|l| l.to_string());
         let raw = RawQuery {
             task_type: Some(&args.task_type),
@@ -619,18 +561,13 @@ estimatedLatencyMs?, estimatedCostUsd?, compositeScore, qualityMetrics}]}. Agent
     }
 
     /// Ranking, as `POST /api/agents/rank`.
-    #[tool(
-        description = "Rank the agents that could do a task: each discoverable capability (of taskType, when \
+    #[tool(description = "Rank the agents that could do a task: each discoverable capability (of taskType, when \
 given) is assessed against your task_summary by the capability calculator (skill match, io compatibility, \
 its agent's queue, cost against max_cost_amount, latency against max_latency_ms) and ranked by \
 rankScore = 0.7*score + 0.3*trust/100. Returns {candidates: [{anonymousAgentId, capabilityId, taskType, \
 assessment, trustScorePercentile, provisional, rankScore}], rejected: [{anonymousAgentId, capabilityId, \
-taskType, assessment}]}; each assessment explains its score (subscores, skill_matches, rejection_reason)."
-    )]
-    async fn rank_agents(
-        &self,
-        Parameters(args): Parameters<RankArgs>,
-    ) -> Result<CallToolResult, ErrorData> {
+taskType, assessment}]}; each assessment explains its score (subscores, skill_matches, rejection_reason).")]
+    async fn rank_agents(&self, Parameters(args): Parameters<RankArgs>) -> Result<CallToolResult, ErrorData> {
         let body = match serde_json::to_value(&args) {
             Ok(body) => body,
             Err(e) => return Ok(api_error(ApiError::Internal(e.into()))),
@@ -877,33 +814,20 @@ impl ParleyMcp {
 impl ParleyMcp {
     async fn respond(&self, key: &AgentKey, args: RespondArgs) -> Result<Value, ApiError> {
         let id = parse_id(&args.negotiation_id)?;
-        let roles = args.suggested_roles.unwrap_or_else(|| RolesArg {
-            own_user: "peer".into(),
-            other_user: "peer".into(),
-        });
+        let roles = args.suggested_roles.unwrap_or_else(|| RolesArg { own_user: "peer".into(), other_user: "peer".into() });
         let reasoning = args
             .reasoning
             .filter(|r| !r.trim().is_empty())
             .or_else(|| args.message.clone().filter(|m| !m.trim().is_empty()))
-            .ok_or_else(|| {
-                ApiError::invalid(
-                    "reasoning is required (or a message, which is then taken as the reasoning)",
-                )
-            })?;
-        for (field, value) in [
-            ("ownUser", &roles.own_user),
-            ("otherUser", &roles.other_user),
-        ] {
+            .ok_or_else(|| ApiError::invalid("reasoning is required (or a message, which is then taken as the reasoning)"))?;
+        for (field, value) in [("ownUser", &roles.own_user), ("otherUser", &roles.other_user)] {
             if Role::parse(value).is_none() {
                 return Err(ApiError::invalid(format!(
                     "suggestedRoles.{field} must be agent, patient or peer, not {value:?}"
                 )));
             }
         }
-        let needs_message = matches!(
-            Action::parse(&args.action),
-            Some(Action::Counter | Action::Question)
-        );
+        let needs_message = matches!(Action::parse(&args.action), Some(Action::Counter | Action::Question));
         if needs_message && args.message.as_deref().is_none_or(|m| m.trim().is_empty()) {
             return Err(ApiError::invalid(format!(
                 "message is required for {}: say what is missing or what you ask",
@@ -920,8 +844,8 @@ impl ParleyMcp {
                 "suggestedRoles": { "ownUser": roles.own_user, "otherUser": roles.other_user },
             },
         });
-        let respond: RespondIn = serde_json::from_value(body)
-            .map_err(|e| ApiError::invalid(format!("invalid arguments: {e}")))?;
+        let respond: RespondIn =
+            serde_json::from_value(body).map_err(|e| ApiError::invalid(format!("invalid arguments: {e}")))?;
         let answer = respond.validate()?;
         Ok(self.state.engine.respond(key, id, &answer).await?)
     }

@@ -23,11 +23,7 @@ pub async fn side_kind_for(conn: &mut PgConnection, user_id: &str) -> sqlx::Resu
     )
     .fetch_one(conn)
     .await?;
-    Ok(if personal {
-        SideKind::Personal
-    } else {
-        SideKind::System
-    })
+    Ok(if personal { SideKind::Personal } else { SideKind::System })
 }
 
 /// An agent row.
@@ -152,11 +148,7 @@ pub async fn update(
 
 /// Deletes an agent and its keys. Claims it holds are released by the caller first.
 pub async fn delete(conn: &mut PgConnection, id: Uuid) -> sqlx::Result<bool> {
-    Ok(sqlx::query!("DELETE FROM agents WHERE agent_id = $1", id)
-        .execute(conn)
-        .await?
-        .rows_affected()
-        == 1)
+    Ok(sqlx::query!("DELETE FROM agents WHERE agent_id = $1", id).execute(conn).await?.rows_affected() == 1)
 }
 
 /// Stores a key's hash.
@@ -194,11 +186,7 @@ pub async fn keys(conn: &mut PgConnection, agent_id: Uuid) -> sqlx::Result<Vec<A
 }
 
 /// Revokes a key of an agent; `false` when there is no such key.
-pub async fn revoke_key(
-    conn: &mut PgConnection,
-    agent_id: Uuid,
-    key_id: Uuid,
-) -> sqlx::Result<bool> {
+pub async fn revoke_key(conn: &mut PgConnection, agent_id: Uuid, key_id: Uuid) -> sqlx::Result<bool> {
     let r = sqlx::query!(
         "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE api_key_id = $1 AND agent_id = $2",
         key_id,
@@ -237,23 +225,13 @@ pub async fn authenticate(conn: &mut PgConnection, hash: &[u8]) -> sqlx::Result<
 
 /// Marks an agent seen now (the caller throttles: see `delivery::liveness`).
 pub async fn mark_seen(conn: &mut PgConnection, agent_id: Uuid) -> sqlx::Result<()> {
-    sqlx::query!(
-        "UPDATE agents SET last_seen_at = now() WHERE agent_id = $1",
-        agent_id
-    )
-    .execute(conn)
-    .await?;
+    sqlx::query!("UPDATE agents SET last_seen_at = now() WHERE agent_id = $1", agent_id).execute(conn).await?;
     Ok(())
 }
 
 /// Whether `user_id` has an active agent seen within `liveness`.
-pub async fn any_live(
-    conn: &mut PgConnection,
-    user_id: &str,
-    liveness: std::time::Duration,
-) -> sqlx::Result<bool> {
-    let window =
-        sqlx::postgres::types::PgInterval::try_from(liveness).map_err(sqlx::Error::Encode)?;
+pub async fn any_live(conn: &mut PgConnection, user_id: &str, liveness: std::time::Duration) -> sqlx::Result<bool> {
+    let window = sqlx::postgres::types::PgInterval::try_from(liveness).map_err(sqlx::Error::Encode)?;
     sqlx::query_scalar!(
         r#"SELECT EXISTS (
                SELECT 1 FROM agents
@@ -269,9 +247,5 @@ pub async fn any_live(
 /// Whether an agent last seen at `last_seen_at` is live now, given the liveness window.
 pub fn is_live(last_seen_at: Option<DateTime<Utc>>, liveness: std::time::Duration) -> bool {
     let window = chrono::Duration::from_std(liveness).unwrap_or(chrono::Duration::MAX);
-    last_seen_at.is_some_and(|seen| {
-        Utc::now()
-            .checked_sub_signed(window)
-            .is_none_or(|since| seen > since)
-    })
+    last_seen_at.is_some_and(|seen| Utc::now().checked_sub_signed(window).is_none_or(|since| seen > since))
 }

@@ -15,13 +15,9 @@ pub async fn insert(
     source_user_id: &str,
     candidate_user_id: &str,
 ) -> anyhow::Result<()> {
-    sqlx::query!(
-        "INSERT INTO conversations (conversation_id, opportunity_id) VALUES ($1, $2)",
-        id,
-        opportunity_id
-    )
-    .execute(&mut *conn)
-    .await?;
+    sqlx::query!("INSERT INTO conversations (conversation_id, opportunity_id) VALUES ($1, $2)", id, opportunity_id)
+        .execute(&mut *conn)
+        .await?;
     sqlx::query!(
         r#"INSERT INTO conversation_participants (conversation_id, participant_id, user_id, side)
            VALUES ($1, $2, $3, $4), ($1, $5, $6, $7)"#,
@@ -73,12 +69,9 @@ pub async fn get(conn: &mut PgConnection, id: Uuid) -> anyhow::Result<Option<Con
     .into_iter()
     .map(|r| (r.participant_id, r.user_id, r.side))
     .collect();
-    let task_ids = sqlx::query_scalar!(
-        "SELECT task_id FROM tasks WHERE conversation_id = $1 ORDER BY task_id",
-        id
-    )
-    .fetch_all(conn)
-    .await?;
+    let task_ids = sqlx::query_scalar!("SELECT task_id FROM tasks WHERE conversation_id = $1 ORDER BY task_id", id)
+        .fetch_all(conn)
+        .await?;
     Ok(Some(Conversation {
         id: head.conversation_id,
         opportunity_id: head.opportunity_id,

@@ -6,12 +6,7 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 /// Records `user_id`'s decision; `false` when they had already decided.
-pub async fn insert(
-    conn: &mut PgConnection,
-    opportunity_id: Uuid,
-    user_id: &str,
-    decision: &str,
-) -> sqlx::Result<bool> {
+pub async fn insert(conn: &mut PgConnection, opportunity_id: Uuid, user_id: &str, decision: &str) -> sqlx::Result<bool> {
     let r = sqlx::query!(
         r#"INSERT INTO opportunity_decisions (opportunity_id, user_id, decision) VALUES ($1, $2, $3)
            ON CONFLICT (opportunity_id, user_id) DO NOTHING"#,
@@ -37,9 +32,7 @@ pub async fn for_opportunities(
     .await?;
     let mut out: HashMap<Uuid, HashMap<String, String>> = HashMap::new();
     for r in rows {
-        out.entry(r.opportunity_id)
-            .or_default()
-            .insert(r.user_id, r.decision);
+        out.entry(r.opportunity_id).or_default().insert(r.user_id, r.decision);
     }
     Ok(out)
 }

@@ -46,12 +46,7 @@ pub struct Audience<'a> {
 
 /// Records an event. It announces itself: the `events_announce` trigger NOTIFYs every inserted
 /// event, delivered when the transaction commits.
-pub async fn record(
-    conn: &mut PgConnection,
-    kind: &str,
-    to: &Audience<'_>,
-    data: Value,
-) -> sqlx::Result<i64> {
+pub async fn record(conn: &mut PgConnection, kind: &str, to: &Audience<'_>, data: Value) -> sqlx::Result<i64> {
     sqlx::query_scalar!(
         r#"INSERT INTO events (kind, opportunity_id, source_user_id, candidate_user_id, data)
            VALUES ($1, $2, $3, $4, $5) RETURNING event_id"#,
@@ -100,10 +95,5 @@ pub async fn after(
 
 /// Deletes events older than `before`.
 pub async fn prune(conn: &mut PgConnection, before: DateTime<Utc>) -> sqlx::Result<u64> {
-    Ok(
-        sqlx::query!("DELETE FROM events WHERE created_at < $1", before)
-            .execute(conn)
-            .await?
-            .rows_affected(),
-    )
+    Ok(sqlx::query!("DELETE FROM events WHERE created_at < $1", before).execute(conn).await?.rows_affected())
 }

@@ -324,96 +324,46 @@ pub async fn compute(conn: &mut PgConnection, scope: &Scope<'_>) -> anyhow::Resu
     let mut out = Insights::default();
     let (from, to, user) = (scope.from, scope.to, scope.user_id);
 
-    type NegotiationRow = (
-        Option<NaiveDate>,
-        i64,
-        i64,
-        i64,
-        i64,
-        i64,
-        i64,
-        Option<f64>,
-        Option<f64>,
-    );
-    let rows: Vec<NegotiationRow> = sqlx::query_as(NEGOTIATIONS)
-        .bind(from)
-        .bind(to)
-        .bind(user)
-        .fetch_all(&mut *conn)
-        .await?;
+    type NegotiationRow = (Option<NaiveDate>, i64, i64, i64, i64, i64, i64, Option<f64>, Option<f64>);
+    let rows: Vec<NegotiationRow> =
+        sqlx::query_as(NEGOTIATIONS).bind(from).bind(to).bind(user).fetch_all(&mut *conn).await?;
     for (day, total, accepted, rejected, turn_cap, timeout, canceled, mean_turns, p50) in rows {
         let f = out.at(day);
-        f.negotiations = OutcomeCounts {
-            total,
-            accepted,
-            rejected,
-            stalled: StalledCounts {
-                turn_cap,
-                timeout,
-                canceled,
-            },
-        };
+        f.negotiations = OutcomeCounts { total, accepted, rejected, stalled: StalledCounts { turn_cap, timeout, canceled } };
         f.mean_turns = mean_turns;
         f.time_to_outcome_p50_seconds = p50;
     }
 
-    let rows: Vec<(Option<NaiveDate>, i64, i64)> = sqlx::query_as(TURNS_TO_OUTCOME)
-        .bind(from)
-        .bind(to)
-        .bind(user)
-        .fetch_all(&mut *conn)
-        .await?;
+    let rows: Vec<(Option<NaiveDate>, i64, i64)> =
+        sqlx::query_as(TURNS_TO_OUTCOME).bind(from).bind(to).bind(user).fetch_all(&mut *conn).await?;
     for (day, turns, negotiations) in rows {
-        out.at(day).turns_to_outcome.push(TurnsCount {
-            turns,
-            negotiations,
-        });
+        out.at(day).turns_to_outcome.push(TurnsCount { turns, negotiations });
     }
 
-    let rows: Vec<AgentTurnsRow> = sqlx::query_as(AGENT_TURNS)
-        .bind(from)
-        .bind(to)
-        .bind(user)
-        .fetch_all(&mut *conn)
-        .await?;
+    let rows: Vec<AgentTurnsRow> =
+        sqlx::query_as(AGENT_TURNS).bind(from).bind(to).bind(user).fetch_all(&mut *conn).await?;
     for (day, turns, mean_seconds, p50_seconds, fallbacks) in rows {
         let f = out.at(day);
-        f.answer_latency = AnswerLatency {
-            turns,
-            mean_seconds,
-            p50_seconds,
-        };
+        f.answer_latency = AnswerLatency { turns, mean_seconds, p50_seconds };
         f.fallbacks = fallbacks;
     }
 
-    let rows: Vec<(Option<NaiveDate>, String, i64)> = sqlx::query_as(OBJECTIONS)
-        .bind(from)
-        .bind(to)
-        .bind(user)
-        .fetch_all(&mut *conn)
-        .await?;
+    let rows: Vec<(Option<NaiveDate>, String, i64)> =
+        sqlx::query_as(OBJECTIONS).bind(from).bind(to).bind(user).fetch_all(&mut *conn).await?;
     for (day, term, count) in rows {
         out.at(day).top_objections.push(Objection { term, count });
     }
 
-    let rows: Vec<(Option<NaiveDate>, i64, i64)> = sqlx::query_as(DECISIONS)
-        .bind(from)
-        .bind(to)
-        .bind(user)
-        .fetch_all(&mut *conn)
-        .await?;
+    let rows: Vec<(Option<NaiveDate>, i64, i64)> =
+        sqlx::query_as(DECISIONS).bind(from).bind(to).bind(user).fetch_all(&mut *conn).await?;
     for (day, accepted, declined) in rows {
         let d = &mut out.at(day).decisions;
         d.accepted = accepted;
         d.declined = declined;
     }
 
-    let rows: Vec<(Option<NaiveDate>, i64)> = sqlx::query_as(EXPIRED)
-        .bind(from)
-        .bind(to)
-        .bind(user)
-        .fetch_all(&mut *conn)
-        .await?;
+    let rows: Vec<(Option<NaiveDate>, i64)> =
+        sqlx::query_as(EXPIRED).bind(from).bind(to).bind(user).fetch_all(&mut *conn).await?;
     for (day, expired) in rows {
         out.at(day).decisions.expired = expired;
     }
@@ -421,12 +371,8 @@ pub async fn compute(conn: &mut PgConnection, scope: &Scope<'_>) -> anyhow::Resu
     // Whole days: the first and the last day the range touches (`to` itself is excluded).
     let first_day = from.date_naive();
     let last_day = (to - chrono::Duration::microseconds(1)).date_naive();
-    let rows: Vec<(Option<NaiveDate>, Option<i64>)> = sqlx::query_as(CLAIM_EXPIRIES)
-        .bind(first_day)
-        .bind(last_day)
-        .bind(user)
-        .fetch_all(&mut *conn)
-        .await?;
+    let rows: Vec<(Option<NaiveDate>, Option<i64>)> =
+        sqlx::query_as(CLAIM_EXPIRIES).bind(first_day).bind(last_day).bind(user).fetch_all(&mut *conn).await?;
     for (day, expiries) in rows {
         let expiries = expiries.unwrap_or(0);
         // A day whose only record is claims answered or released has nothing to show.

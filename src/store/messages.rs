@@ -101,11 +101,7 @@ impl<'a> TurnRow<'a> {
 /// Stores turns (in order) and their `negotiation.turn` events (the action only, never scores)
 /// through `parley_store_turns`, the one place turns are written. Fails with a unique violation
 /// (`messages_task_turn_key`) if a turn number is already stored: a turn is never stored twice.
-pub async fn store_turns(
-    conn: &mut PgConnection,
-    task: &super::tasks::Task,
-    turns: &[TurnRow<'_>],
-) -> anyhow::Result<()> {
+pub async fn store_turns(conn: &mut PgConnection, task: &super::tasks::Task, turns: &[TurnRow<'_>]) -> anyhow::Result<()> {
     sqlx::query("SELECT parley_store_turns($1, $2, $3, $4, $5)")
         .bind(task.id)
         .bind(task.opportunity_id)
@@ -141,23 +137,11 @@ fn decode(r: Row) -> anyhow::Result<StoredTurn> {
         _ => None,
     })?;
     let data = &r.parts[0]["data"];
-    let reasoning = data["assessment"]["reasoning"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
-    let suggested_roles: SuggestedRoles =
-        serde_json::from_value(data["assessment"]["suggestedRoles"].clone()).map_err(|_| {
-            CorruptRow {
-                what: "message parts",
-                value: r.parts.to_string(),
-            }
-        })?;
+    let reasoning = data["assessment"]["reasoning"].as_str().unwrap_or_default().to_owned();
+    let suggested_roles: SuggestedRoles = serde_json::from_value(data["assessment"]["suggestedRoles"].clone())
+        .map_err(|_| CorruptRow { what: "message parts", value: r.parts.to_string() })?;
     let message = data["message"].as_str().map(str::to_owned);
-    let user_id = r
-        .sender_id
-        .strip_prefix("agent:")
-        .unwrap_or(&r.sender_id)
-        .to_owned();
+    let user_id = r.sender_id.strip_prefix("agent:").unwrap_or(&r.sender_id).to_owned();
     Ok(StoredTurn {
         message_id: r.message_id,
         turn: Turn {
@@ -203,11 +187,7 @@ pub struct Artifact {
 }
 
 /// Stores the outcome artifact. The unique (task, name) constraint makes a second outcome fail.
-pub async fn insert_outcome(
-    conn: &mut PgConnection,
-    task_id: Uuid,
-    outcome: &Outcome,
-) -> anyhow::Result<()> {
+pub async fn insert_outcome(conn: &mut PgConnection, task_id: Uuid, outcome: &Outcome) -> anyhow::Result<()> {
     let parts = json!([{ "kind": "data", "data": outcome }]);
     sqlx::query!(
         r#"INSERT INTO artifacts (artifact_id, task_id, name, parts, metadata) VALUES ($1, $2, $3, $4, $5)"#,
@@ -235,13 +215,9 @@ pub async fn artifacts(conn: &mut PgConnection, task_id: Uuid) -> anyhow::Result
 
 /// The outcome of a task, if it has ended with one.
 pub async fn outcome(conn: &mut PgConnection, task_id: Uuid) -> anyhow::Result<Option<Outcome>> {
-    let parts = sqlx::query_scalar!(
-        "SELECT parts FROM artifacts WHERE task_id = $1 AND name = $2",
-        task_id,
-        OUTCOME_ARTIFACT
-    )
-    .fetch_optional(conn)
-    .await?;
+    let parts = sqlx::query_scalar!("SELECT parts FROM artifacts WHERE task_id = $1 AND name = $2", task_id, OUTCOME_ARTIFACT)
+        .fetch_optional(conn)
+        .await?;
     match parts {
         None => Ok(None),
         Some(p) => Ok(Some(serde_json::from_value(p[0]["data"].clone())?)),
@@ -254,32 +230,17 @@ pub async fn outcome(conn: &mut PgConnection, task_id: Uuid) -> anyhow::Result<O
 /// transaction): the answer is a cache, and a respond retried after a database crash that lost
 /// it recomputes it from the task (as it does after a crash just before this write). This saves
 /// one flush wait per respond. Call it outside any transaction.
-pub async fn set_response(
-    conn: &mut PgConnection,
-    message_id: Uuid,
-    response: &serde_json::Value,
-) -> sqlx::Result<()> {
+pub async fn set_response(conn: &mut PgConnection, message_id: Uuid, response: &serde_json::Value) -> sqlx::Result<()> {
     use sqlx::Connection;
     let mut tx = conn.begin().await?;
-    sqlx::query("SET LOCAL synchronous_commit = off")
-        .execute(&mut *tx)
-        .await?;
-    sqlx::query!(
-        "UPDATE messages SET response = $2 WHERE message_id = $1",
-        message_id,
-        response
-    )
-    .execute(&mut *tx)
-    .await?;
+    sqlx::query("SET LOCAL synchronous_commit = off").execute(&mut *tx).await?;
+    sqlx::query!("UPDATE messages SET response = $2 WHERE message_id = $1", message_id, response).execute(&mut *tx).await?;
     tx.commit().await?;
     Ok(())
 }
 
 /// The outcomes of these tasks, where they have one.
-pub async fn outcomes_for(
-    conn: &mut PgConnection,
-    task_ids: &[Uuid],
-) -> anyhow::Result<std::collections::HashMap<Uuid, Outcome>> {
+pub async fn outcomes_for(conn: &mut PgConnection, task_ids: &[Uuid]) -> anyhow::Result<std::collections::HashMap<Uuid, Outcome>> {
     let rows = sqlx::query!(
         "SELECT task_id, parts FROM artifacts WHERE task_id = ANY($1) AND name = $2",
         task_ids,
@@ -289,10 +250,7 @@ pub async fn outcomes_for(
     .await?;
     let mut out = std::collections::HashMap::new();
     for r in rows {
-        out.insert(
-            r.task_id,
-            serde_json::from_value(r.parts[0]["data"].clone())?,
-        );
+        out.insert(r.task_id, serde_json::from_value(r.parts[0]["data"].clone())?);
     }
     Ok(out)
 }

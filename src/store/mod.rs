@@ -26,13 +26,6 @@ pub struct CorruptRow {
 }
 
 /// Parses a stored enum value with `parse`, or reports a [`CorruptRow`].
-pub(crate) fn parse_enum<T>(
-    what: &'static str,
-    value: &str,
-    parse: impl Fn(&str) -> Option<T>,
-) -> Result<T, CorruptRow> {
-    parse(value).ok_or_else(|| CorruptRow {
-        what,
-        value: value.to_owned(),
-    })
+pub(crate) fn parse_enum<T>(what: &'static str, value: &str, parse: impl Fn(&str) -> Option<T>) -> Result<T, CorruptRow> {
+    parse(value).ok_or_else(|| CorruptRow { what, value: value.to_owned() })
 }

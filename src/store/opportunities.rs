@@ -171,10 +171,7 @@ pub async fn list(conn: &mut PgConnection, f: &ListFilter<'_>) -> anyhow::Result
     )
     .fetch_all(conn)
     .await?;
-    Ok(rows
-        .into_iter()
-        .map(Opportunity::try_from)
-        .collect::<Result<_, _>>()?)
+    Ok(rows.into_iter().map(Opportunity::try_from).collect::<Result<_, _>>()?)
 }
 
 /// Applies `event` to a locked opportunity through the transition table and stores the result.
@@ -195,11 +192,7 @@ pub async fn apply(
     )
     .execute(&mut *conn)
     .await?;
-    anyhow::ensure!(
-        updated.rows_affected() == 1,
-        "opportunity {} changed under its lock",
-        opportunity.id
-    );
+    anyhow::ensure!(updated.rows_affected() == 1, "opportunity {} changed under its lock", opportunity.id);
     super::events::record(
         conn,
         "opportunity.status",

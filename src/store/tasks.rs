@@ -90,9 +90,7 @@ impl Task {
             Side::Source => &self.source_context,
             Side::Candidate => &self.candidate_context,
         };
-        raw.get("name")
-            .and_then(serde_json::Value::as_str)
-            .map(str::to_owned)
+        raw.get("name").and_then(serde_json::Value::as_str).map(str::to_owned)
     }
 
     /// The side a user sits on, if they take part.
@@ -248,18 +246,14 @@ macro_rules! select_task {
 
 /// Loads a task.
 pub async fn get(conn: &mut PgConnection, id: Uuid) -> anyhow::Result<Option<Task>> {
-    let row = select_task!("WHERE task_id = $1", id)
-        .fetch_optional(conn)
-        .await?;
+    let row = select_task!("WHERE task_id = $1", id).fetch_optional(conn).await?;
     Ok(row.map(Task::try_from).transpose()?)
 }
 
 /// Loads a task and locks its row until the transaction ends: every state change of a task
 /// happens under this lock, so concurrent turns, claims and timers serialise on it.
 pub async fn lock(conn: &mut PgConnection, id: Uuid) -> anyhow::Result<Option<Task>> {
-    let row = select_task!("WHERE task_id = $1 FOR UPDATE", id)
-        .fetch_optional(conn)
-        .await?;
+    let row = select_task!("WHERE task_id = $1 FOR UPDATE", id).fetch_optional(conn).await?;
     Ok(row.map(Task::try_from).transpose()?)
 }
 
@@ -276,23 +270,14 @@ pub async fn user_names(
     )
     .fetch_all(conn)
     .await?;
-    Ok(rows
-        .into_iter()
-        .map(|r| (r.task_id, (r.source_name, r.candidate_name)))
-        .collect())
+    Ok(rows.into_iter().map(|r| (r.task_id, (r.source_name, r.candidate_name))).collect())
 }
 
 /// Loads the task that decides an opportunity now: its latest round's.
-pub async fn for_opportunity(
-    conn: &mut PgConnection,
-    opportunity_id: Uuid,
-) -> anyhow::Result<Option<Task>> {
-    let row = select_task!(
-        "WHERE opportunity_id = $1 ORDER BY round DESC LIMIT 1",
-        opportunity_id
-    )
-    .fetch_optional(conn)
-    .await?;
+pub async fn for_opportunity(conn: &mut PgConnection, opportunity_id: Uuid) -> anyhow::Result<Option<Task>> {
+    let row = select_task!("WHERE opportunity_id = $1 ORDER BY round DESC LIMIT 1", opportunity_id)
+        .fetch_optional(conn)
+        .await?;
     Ok(row.map(Task::try_from).transpose()?)
 }
 
@@ -308,13 +293,7 @@ pub async fn latest_round(
     )
     .fetch_optional(conn)
     .await?;
-    Ok(row.map(|r| {
-        (
-            r.task_id,
-            u32::try_from(r.round).unwrap_or(0),
-            r.previous_rounds,
-        )
-    }))
+    Ok(row.map(|r| (r.task_id, u32::try_from(r.round).unwrap_or(0), r.previous_rounds)))
 }
 
 /// Moves a locked task to `to` (from `from`), clearing parking and claim fields unless the new
@@ -358,11 +337,7 @@ pub async fn park(
         .bind(id)
         .bind(user_id)
         .bind(i32::try_from(turn_count)?)
-        .bind(
-            park_timeout
-                .map(super::turn_delivery::interval)
-                .transpose()?,
-        )
+        .bind(park_timeout.map(super::turn_delivery::interval).transpose()?)
         .bind(parley_jobs::new_timer_id())
         .fetch_one(conn)
         .await?;
@@ -373,16 +348,11 @@ pub async fn park(
 /// Kept exact by triggers in `task_counts` (16 rows summed), so reading it does not grow with
 /// the number of active tasks.
 pub async fn count_active(conn: &mut PgConnection) -> sqlx::Result<i64> {
-    sqlx::query_scalar("SELECT coalesce(sum(active), 0)::bigint FROM task_counts")
-        .fetch_one(conn)
-        .await
+    sqlx::query_scalar("SELECT coalesce(sum(active), 0)::bigint FROM task_counts").fetch_one(conn).await
 }
 
 /// Tasks left in `submitted`/`working` (a crash between turns); the recovery pass resumes them.
-pub async fn list_runnable(
-    conn: &mut PgConnection,
-    older_than: DateTime<Utc>,
-) -> sqlx::Result<Vec<Uuid>> {
+pub async fn list_runnable(conn: &mut PgConnection, older_than: DateTime<Utc>) -> sqlx::Result<Vec<Uuid>> {
     sqlx::query_scalar!(
         "SELECT task_id FROM tasks WHERE state IN ('submitted', 'working') AND updated_at < $1 ORDER BY task_id",
         older_than
@@ -393,22 +363,12 @@ pub async fn list_runnable(
 
 /// Wakes the long-polls of `user_id` in every Parley process once the transaction commits.
 pub async fn notify_parked(conn: &mut PgConnection, user_id: &str) -> sqlx::Result<()> {
-    sqlx::query!(
-        "SELECT pg_notify($1, $2)",
-        crate::delivery::TURNS_CHANNEL,
-        user_id
-    )
-    .execute(conn)
-    .await?;
+    sqlx::query!("SELECT pg_notify($1, $2)", crate::delivery::TURNS_CHANNEL, user_id).execute(conn).await?;
     Ok(())
 }
 
 /// Moves a locked claim's expiry.
-pub async fn extend_claim(
-    conn: &mut PgConnection,
-    id: Uuid,
-    expires_at: DateTime<Utc>,
-) -> anyhow::Result<()> {
+pub async fn extend_claim(conn: &mut PgConnection, id: Uuid, expires_at: DateTime<Utc>) -> anyhow::Result<()> {
     let r = sqlx::query!(
         "UPDATE tasks SET claim_expires_at = $2, updated_at = now() WHERE task_id = $1 AND state = 'claimed'",
         id,
@@ -442,18 +402,12 @@ pub async fn list_for_user(
     )
     .fetch_all(conn)
     .await?;
-    Ok(rows
-        .into_iter()
-        .map(Task::try_from)
-        .collect::<Result<_, _>>()?)
+    Ok(rows.into_iter().map(Task::try_from).collect::<Result<_, _>>()?)
 }
 
 /// The tasks an agent holds a claim on.
 pub async fn claimed_by(conn: &mut PgConnection, agent_id: Uuid) -> sqlx::Result<Vec<Uuid>> {
-    sqlx::query_scalar!(
-        "SELECT task_id FROM tasks WHERE state = 'claimed' AND claim_agent_id = $1",
-        agent_id
-    )
-    .fetch_all(conn)
-    .await
+    sqlx::query_scalar!("SELECT task_id FROM tasks WHERE state = 'claimed' AND claim_agent_id = $1", agent_id)
+        .fetch_all(conn)
+        .await
 }

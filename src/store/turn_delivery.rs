@@ -19,17 +19,9 @@ use crate::domain::{OpportunityStatus, PreviousRound, TaskEvent, TaskState, Turn
 
 /// The transitions the SQL of this module makes, as (from, event, to).
 pub const TRANSITIONS: [(TaskState, TaskEvent, TaskState); 3] = [
-    (
-        TaskState::WaitingForAgent,
-        TaskEvent::Claim,
-        TaskState::Claimed,
-    ),
+    (TaskState::WaitingForAgent, TaskEvent::Claim, TaskState::Claimed),
     (TaskState::Claimed, TaskEvent::Respond, TaskState::Working),
-    (
-        TaskState::Working,
-        TaskEvent::Park,
-        TaskState::WaitingForAgent,
-    ),
+    (TaskState::Working, TaskEvent::Park, TaskState::WaitingForAgent),
 ];
 
 /// What the API key says about the caller.
@@ -53,10 +45,7 @@ pub enum KeyCheck {
 fn key_check(row: &PgRow) -> sqlx::Result<KeyCheck> {
     let auth: String = row.try_get("auth")?;
     Ok(match auth.as_str() {
-        "ok" => KeyCheck::Ok {
-            agent_id: row.try_get("key_agent_id")?,
-            owner_user_id: row.try_get("key_owner_user_id")?,
-        },
+        "ok" => KeyCheck::Ok { agent_id: row.try_get("key_agent_id")?, owner_user_id: row.try_get("key_owner_user_id")? },
         "other_agent" => KeyCheck::OtherAgent,
         "inactive" => KeyCheck::Inactive,
         _ => KeyCheck::UnknownKey,
@@ -68,8 +57,7 @@ fn optional_task(row: &PgRow) -> sqlx::Result<Option<Task>> {
     if row.try_get::<Option<Uuid>, _>("task_id")?.is_none() {
         return Ok(None);
     }
-    let task =
-        Task::try_from(TaskRow::from_row(row)?).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+    let task = Task::try_from(TaskRow::from_row(row)?).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
     Ok(Some(task))
 }
 
@@ -118,11 +106,8 @@ impl<'r> FromRow<'r, PgRow> for Pickup {
             None => None,
             Some(task) => Some(PickedUp {
                 task,
-                claimed_now: row
-                    .try_get::<Option<bool>, _>("claimed_now")?
-                    .unwrap_or(false),
-                opportunity_status: opportunity_status(row)?
-                    .unwrap_or(OpportunityStatus::Negotiating),
+                claimed_now: row.try_get::<Option<bool>, _>("claimed_now")?.unwrap_or(false),
+                opportunity_status: opportunity_status(row)?.unwrap_or(OpportunityStatus::Negotiating),
                 history: history(row)?,
                 previous_rounds: row
                     .try_get::<Option<sqlx::types::Json<Vec<PreviousRound>>>, _>("previous_rounds")?
@@ -130,10 +115,7 @@ impl<'r> FromRow<'r, PgRow> for Pickup {
                     .unwrap_or_default(),
             }),
         };
-        Ok(Pickup {
-            key: key_check(row)?,
-            picked_up,
-        })
+        Ok(Pickup { key: key_check(row)?, picked_up })
     }
 }
 
@@ -151,17 +133,15 @@ pub async fn pickup(
     claim_timeout: std::time::Duration,
     park_timeout: std::time::Duration,
 ) -> anyhow::Result<Pickup> {
-    Ok(
-        sqlx::query_as::<_, Pickup>("SELECT * FROM parley_pickup($1, $2, $3, $4, $5, $6)")
-            .bind(key_hash)
-            .bind(agent_id)
-            .bind(interval(claim_timeout)?)
-            .bind(interval(park_timeout)?)
-            .bind(parley_jobs::new_timer_id())
-            .bind(parley_jobs::new_timer_id())
-            .fetch_one(conn)
-            .await?,
-    )
+    Ok(sqlx::query_as::<_, Pickup>("SELECT * FROM parley_pickup($1, $2, $3, $4, $5, $6)")
+        .bind(key_hash)
+        .bind(agent_id)
+        .bind(interval(claim_timeout)?)
+        .bind(interval(park_timeout)?)
+        .bind(parley_jobs::new_timer_id())
+        .bind(parley_jobs::new_timer_id())
+        .fetch_one(conn)
+        .await?)
 }
 
 /// A turn already stored under the claim a respond presents (a retry).
@@ -272,28 +252,23 @@ pub async fn apply_respond(conn: &mut PgConnection, a: &ApplyRespond<'_>) -> any
         Some((user, timeout)) => (Some(user), timeout),
         None => (None, None),
     };
-    Ok(
-        sqlx::query_scalar("SELECT parley_respond($1, $2, $3, $4, $5, $6, $7, $8, $9)")
-            .bind(a.key_hash)
-            .bind(a.task_id)
-            .bind(a.agent_id)
-            .bind(a.generation)
-            .bind(i32::try_from(a.turn_count)?)
-            .bind(sqlx::types::Json(&a.turns))
-            .bind(park_user)
-            .bind(park_timeout.map(interval).transpose()?)
-            .bind(parley_jobs::new_timer_id())
-            .fetch_one(conn)
-            .await?,
-    )
+    Ok(sqlx::query_scalar("SELECT parley_respond($1, $2, $3, $4, $5, $6, $7, $8, $9)")
+        .bind(a.key_hash)
+        .bind(a.task_id)
+        .bind(a.agent_id)
+        .bind(a.generation)
+        .bind(i32::try_from(a.turn_count)?)
+        .bind(sqlx::types::Json(&a.turns))
+        .bind(park_user)
+        .bind(park_timeout.map(interval).transpose()?)
+        .bind(parley_jobs::new_timer_id())
+        .fetch_one(conn)
+        .await?)
 }
 
 /// A duration as a PostgreSQL interval.
-pub(crate) fn interval(
-    d: std::time::Duration,
-) -> anyhow::Result<sqlx::postgres::types::PgInterval> {
-    sqlx::postgres::types::PgInterval::try_from(d)
-        .map_err(|e| anyhow::anyhow!("interval {d:?}: {e}"))
+pub(crate) fn interval(d: std::time::Duration) -> anyhow::Result<sqlx::postgres::types::PgInterval> {
+    sqlx::postgres::types::PgInterval::try_from(d).map_err(|e| anyhow::anyhow!("interval {d:?}: {e}"))
 }
 
 #[cfg(test)]
@@ -303,11 +278,7 @@ mod tests {
     #[test]
     fn the_sql_transitions_are_the_tables() {
         for (from, event, to) in TRANSITIONS {
-            assert_eq!(
-                from.transition(event).ok(),
-                Some(to),
-                "{from:?} + {event:?}"
-            );
+            assert_eq!(from.transition(event).ok(), Some(to), "{from:?} + {event:?}");
         }
     }
 }

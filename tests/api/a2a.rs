@@ -7,25 +7,11 @@ use crate::{fixtures, helpers::TestApp};
 #[tokio::test]
 async fn a_finished_negotiation_reads_as_an_a2a_task_with_messages_and_one_outcome_artifact() {
     let app = TestApp::spawn().await;
-    let created = app
-        .post(
-            "/api/negotiations",
-            &app.service_token(),
-            &fixtures::good_match(),
-        )
-        .await;
-    let id = created.body["negotiation"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let context = created.body["negotiation"]["conversationId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let created = app.post("/api/negotiations", &app.service_token(), &fixtures::good_match()).await;
+    let id = created.body["negotiation"]["id"].as_str().unwrap().to_owned();
+    let context = created.body["negotiation"]["conversationId"].as_str().unwrap().to_owned();
 
-    let task = app
-        .get(&format!("/api/tasks/{id}"), &app.user_token("user-maya"))
-        .await;
+    let task = app.get(&format!("/api/tasks/{id}"), &app.user_token("user-maya")).await;
     assert_eq!(task.status, StatusCode::OK, "{}", task.text);
     let t = &task.body;
     assert_eq!(t["id"], id.as_str());
@@ -41,21 +27,13 @@ async fn a_finished_negotiation_reads_as_an_a2a_task_with_messages_and_one_outco
         assert_eq!(m["taskId"], id.as_str());
         assert_eq!(m["contextId"], context.as_str());
         assert_eq!(m["metadata"]["turnNumber"], i as u64);
-        let expected_sender = if i % 2 == 0 {
-            "agent:user-maya"
-        } else {
-            "agent:user-tomas"
-        };
+        let expected_sender = if i % 2 == 0 { "agent:user-maya" } else { "agent:user-tomas" };
         assert_eq!(m["metadata"]["senderId"], expected_sender);
         let part = &m["parts"][0];
         assert_eq!(part["kind"], "data");
         assert!(part["data"]["action"].is_string());
         // Maya reads her own side's reasoning (even turns), never Tomas's.
-        assert_eq!(
-            part["data"]["assessment"]["reasoning"].is_string(),
-            i % 2 == 0,
-            "{m}"
-        );
+        assert_eq!(part["data"]["assessment"]["reasoning"].is_string(), i % 2 == 0, "{m}");
         assert!(part["data"]["assessment"]["suggestedRoles"]["ownUser"].is_string());
     }
     let artifacts = t["artifacts"].as_array().unwrap();
@@ -63,27 +41,15 @@ async fn a_finished_negotiation_reads_as_an_a2a_task_with_messages_and_one_outco
     assert_eq!(artifacts[0]["name"], "negotiation-outcome");
     assert_eq!(artifacts[0]["parts"][0]["data"]["hasOpportunity"], true);
 
-    let conversation = app
-        .get(
-            &format!("/api/conversations/{context}"),
-            &app.service_token(),
-        )
-        .await;
+    let conversation = app.get(&format!("/api/conversations/{context}"), &app.service_token()).await;
     assert_eq!(conversation.status, StatusCode::OK);
     let participants = conversation.body["participants"].as_array().unwrap();
-    let ids: Vec<&str> = participants
-        .iter()
-        .map(|p| p["id"].as_str().unwrap())
-        .collect();
+    let ids: Vec<&str> = participants.iter().map(|p| p["id"].as_str().unwrap()).collect();
     assert_eq!(ids, ["agent:user-maya", "agent:user-tomas"]);
     assert_eq!(conversation.body["taskIds"][0], id.as_str());
 
     // Strangers see neither.
     let eve = app.user_token("user-eve");
-    app.get(&format!("/api/tasks/{id}"), &eve)
-        .await
-        .assert_error(StatusCode::NOT_FOUND, "not_found");
-    app.get(&format!("/api/conversations/{context}"), &eve)
-        .await
-        .assert_error(StatusCode::NOT_FOUND, "not_found");
+    app.get(&format!("/api/tasks/{id}"), &eve).await.assert_error(StatusCode::NOT_FOUND, "not_found");
+    app.get(&format!("/api/conversations/{context}"), &eve).await.assert_error(StatusCode::NOT_FOUND, "not_found");
 }

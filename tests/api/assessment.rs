@@ -27,13 +27,7 @@ async fn a_matching_task_is_accepted_with_the_live_queue_depth() {
 
     // A parked negotiation is in a non-terminal state: the depth counts it.
     crate::negotiations::give_personal_agent(&app, "user-tomas").await;
-    let started = app
-        .post(
-            "/api/negotiations",
-            &app.service_token(),
-            &fixtures::good_match(),
-        )
-        .await;
+    let started = app.post("/api/negotiations", &app.service_token(), &fixtures::good_match()).await;
     assert_eq!(started.body["negotiation"]["status"], "waiting_for_agent");
     let answer = app.call(Method::POST, PATH, None, Some(&request)).await;
     assert_eq!(answer.body["queue_depth"], 1);
@@ -43,14 +37,7 @@ async fn a_matching_task_is_accepted_with_the_live_queue_depth() {
 #[tokio::test]
 async fn an_unrelated_task_is_rejected_below_threshold() {
     let app = TestApp::spawn().await;
-    let answer = app
-        .call(
-            Method::POST,
-            PATH,
-            None,
-            Some(&json!({ "task_summary": "Transcode 4K video files" })),
-        )
-        .await;
+    let answer = app.call(Method::POST, PATH, None, Some(&json!({ "task_summary": "Transcode 4K video files" }))).await;
     assert_eq!(answer.status, StatusCode::OK);
     assert_eq!(answer.body["accepted"], false);
     assert_eq!(answer.body["rejection_reason"], "score_below_threshold");
@@ -62,27 +49,13 @@ async fn malformed_requests_get_binduss_messages_and_never_a_5xx() {
     let cases: Vec<(String, &str)> = vec![
         ("{not json".into(), "Invalid JSON payload"),
         ("{}".into(), "'task_summary' is required"),
-        (
-            json!({ "task_summary": "" }).to_string(),
-            "'task_summary' is required",
-        ),
-        (
-            json!({ "task_summary": "x".repeat(10_001) }).to_string(),
-            "task_summary exceeds maximum length of 10000 characters",
-        ),
-        (
-            json!({ "task_summary": "ok", "weights": { "cost": -1 } }).to_string(),
-            "Invalid weights: Weight 'cost' must be non-negative",
-        ),
+        (json!({ "task_summary": "" }).to_string(), "'task_summary' is required"),
+        (json!({ "task_summary": "x".repeat(10_001) }).to_string(), "task_summary exceeds maximum length of 10000 characters"),
+        (json!({ "task_summary": "ok", "weights": { "cost": -1 } }).to_string(), "Invalid weights: Weight 'cost' must be non-negative"),
     ];
     for (body, message) in cases {
         let answer = app.call_raw(Method::POST, PATH, None, body.clone()).await;
-        assert_eq!(
-            answer.status,
-            StatusCode::BAD_REQUEST,
-            "{body}: {}",
-            answer.text
-        );
+        assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{body}: {}", answer.text);
         assert_eq!(answer.body["error"], message, "{body}");
     }
     for body in [
@@ -98,17 +71,8 @@ async fn malformed_requests_get_binduss_messages_and_never_a_5xx() {
         json!({ "task_summary": "ok", "task_details": 7 }),
     ] {
         let answer = app.call(Method::POST, PATH, None, Some(&body)).await;
-        assert_eq!(
-            answer.status,
-            StatusCode::BAD_REQUEST,
-            "{body}: {}",
-            answer.text
-        );
-        assert!(
-            answer.body["error"].as_str().is_some_and(|e| !e.is_empty()),
-            "{body}: {}",
-            answer.text
-        );
+        assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{body}: {}", answer.text);
+        assert!(answer.body["error"].as_str().is_some_and(|e| !e.is_empty()), "{body}: {}", answer.text);
     }
 }
 
@@ -117,11 +81,7 @@ async fn parley_assess_prints_exactly_what_the_endpoint_answers() {
     let app = TestApp::spawn().await;
     let dir = tempdir();
     let skills = dir.join("skills.json");
-    std::fs::write(
-        &skills,
-        serde_json::to_string(&vec![parley::scoring::default_skill()]).unwrap(),
-    )
-    .unwrap();
+    std::fs::write(&skills, serde_json::to_string(&vec![parley::scoring::default_skill()]).unwrap()).unwrap();
     let request = json!({
         "task_summary": "Negotiate a match between two people",
         "task_details": "Argue for the user, turn by turn",
@@ -142,15 +102,8 @@ async fn parley_assess_prints_exactly_what_the_endpoint_answers() {
         .args(["--queue-depth", "0"])
         .output()
         .unwrap();
-    assert!(
-        cli.status.success(),
-        "{}",
-        String::from_utf8_lossy(&cli.stderr)
-    );
-    assert_eq!(
-        String::from_utf8(cli.stdout).unwrap().trim(),
-        endpoint.text.trim()
-    );
+    assert!(cli.status.success(), "{}", String::from_utf8_lossy(&cli.stderr));
+    assert_eq!(String::from_utf8(cli.stdout).unwrap().trim(), endpoint.text.trim());
 
     // A bad request file is exit code 2 with a message.
     std::fs::write(&request_file, "{}").unwrap();
@@ -187,9 +140,7 @@ async fn embeddings_server(fail: bool) -> (String, std::sync::Arc<std::sync::ato
                     return Err(S::INTERNAL_SERVER_ERROR);
                 }
                 let n = body["input"].as_array().map(|a| a.len()).unwrap_or(1);
-                let data: Vec<Value> = (0..n)
-                    .map(|i| json!({ "embedding": [1.0, 0.0], "index": i }))
-                    .collect();
+                let data: Vec<Value> = (0..n).map(|i| json!({ "embedding": [1.0, 0.0], "index": i })).collect();
                 Ok(Json(json!({ "data": data, "model": body["model"] })))
             }
         }),
@@ -225,10 +176,7 @@ async fn an_embeddings_provider_adds_semantic_similarity_and_is_cached() {
     // Hybrid: 0.7 * cosine (1.0) + 0.3 * the keyword score the plain run reports.
     let jaccard = without.body["skill_matches"][0]["score"].as_f64().unwrap();
     let hybrid = with.body["skill_matches"][0]["score"].as_f64().unwrap();
-    assert!(
-        (hybrid - (0.7 + 0.3 * jaccard)).abs() < 1e-4,
-        "{hybrid} vs {jaccard}"
-    );
+    assert!((hybrid - (0.7 + 0.3 * jaccard)).abs() < 1e-4, "{hybrid} vs {jaccard}");
 
     // Skill embeddings once, the task once: a repeat is served from the cache.
     assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 2);
@@ -241,14 +189,10 @@ async fn a_failing_provider_falls_back_to_keywords_without_failing_the_request()
     let (url, calls) = embeddings_server(true).await;
     let app = TestApp::spawn_with(with_provider(&url)).await;
     let plain = TestApp::spawn().await;
-    let request =
-        json!({ "task_summary": "Negotiate a match between two people", "min_score": 0.1 });
+    let request = json!({ "task_summary": "Negotiate a match between two people", "min_score": 0.1 });
     let with = app.call(Method::POST, PATH, None, Some(&request)).await;
     let without = plain.call(Method::POST, PATH, None, Some(&request)).await;
     assert_eq!(with.status, StatusCode::OK);
-    assert_eq!(
-        with.text, without.text,
-        "keyword-only, exactly as without a provider"
-    );
+    assert_eq!(with.text, without.text, "keyword-only, exactly as without a provider");
     assert!(calls.load(std::sync::atomic::Ordering::SeqCst) >= 1);
 }

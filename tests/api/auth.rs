@@ -20,13 +20,7 @@ async fn bad_credentials_are_401_and_wrong_roles_403() {
         )
         .unwrap()
     };
-    let wrong_secret = JwtKeys::new(b"another-secret-entirely-123")
-        .mint(
-            "platform",
-            CallerRole::Service,
-            std::time::Duration::from_secs(60),
-        )
-        .unwrap();
+    let wrong_secret = JwtKeys::new(b"another-secret-entirely-123").mint("platform", CallerRole::Service, std::time::Duration::from_secs(60)).unwrap();
     let no_exp = jsonwebtoken::encode(
         &jsonwebtoken::Header::default(),
         &json!({ "sub": "platform", "role": "service" }),
@@ -34,26 +28,14 @@ async fn bad_credentials_are_401_and_wrong_roles_403() {
     )
     .unwrap();
 
-    for token in [
-        None,
-        Some("garbage"),
-        Some(expired.as_str()),
-        Some(wrong_secret.as_str()),
-        Some(no_exp.as_str()),
-    ] {
-        let answer = app
-            .call(Method::POST, "/api/negotiations", token, Some(&body))
-            .await;
+    for token in [None, Some("garbage"), Some(expired.as_str()), Some(wrong_secret.as_str()), Some(no_exp.as_str())] {
+        let answer = app.call(Method::POST, "/api/negotiations", token, Some(&body)).await;
         answer.assert_error(StatusCode::UNAUTHORIZED, "unauthorized");
-        let answer = app
-            .call(Method::GET, "/api/opportunities", token, None)
-            .await;
+        let answer = app.call(Method::GET, "/api/opportunities", token, None).await;
         answer.assert_error(StatusCode::UNAUTHORIZED, "unauthorized");
     }
     // A user may not start negotiations.
-    let answer = app
-        .post("/api/negotiations", &app.user_token("user-maya"), &body)
-        .await;
+    let answer = app.post("/api/negotiations", &app.user_token("user-maya"), &body).await;
     answer.assert_error(StatusCode::FORBIDDEN, "forbidden");
     // An unknown role in the token is not a valid token.
     let odd_role = jsonwebtoken::encode(
@@ -62,15 +44,10 @@ async fn bad_credentials_are_401_and_wrong_roles_403() {
         &jsonwebtoken::EncodingKey::from_secret(crate::helpers::TEST_SECRET.as_bytes()),
     )
     .unwrap();
-    app.call(Method::GET, "/api/opportunities", Some(&odd_role), None)
-        .await
-        .assert_error(StatusCode::UNAUTHORIZED, "unauthorized");
+    app.call(Method::GET, "/api/opportunities", Some(&odd_role), None).await.assert_error(StatusCode::UNAUTHORIZED, "unauthorized");
     // Admin may do what the service may.
     let admin = app.token("ops", CallerRole::Admin);
-    assert_eq!(
-        app.post("/api/negotiations", &admin, &body).await.status,
-        StatusCode::CREATED
-    );
+    assert_eq!(app.post("/api/negotiations", &admin, &body).await.status, StatusCode::CREATED);
     assert_eq!(app.count("opportunities").await, 1);
 }
 
@@ -82,7 +59,5 @@ async fn health_and_readiness_need_no_credentials() {
     let answer = app.call(Method::GET, "/readyz", None, None).await;
     assert_eq!(answer.status, StatusCode::OK);
     assert_eq!(answer.body["status"], "ready");
-    app.call(Method::GET, "/no/such/route", None, None)
-        .await
-        .assert_error(StatusCode::NOT_FOUND, "not_found");
+    app.call(Method::GET, "/no/such/route", None, None).await.assert_error(StatusCode::NOT_FOUND, "not_found");
 }

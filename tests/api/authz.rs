@@ -60,9 +60,7 @@ fn expected(audience: Audience, cred: Cred) -> StatusCode {
     use Audience as A;
     use Cred as C;
     match (audience, cred) {
-        (_, C::Nothing | C::Malformed | C::Expired | C::WrongSecret | C::RevokedKey) => {
-            StatusCode::UNAUTHORIZED
-        }
+        (_, C::Nothing | C::Malformed | C::Expired | C::WrongSecret | C::RevokedKey) => StatusCode::UNAUTHORIZED,
         // An API key is not a JWT, and a JWT is not an API key.
         (A::Service | A::Participant | A::Owner, C::OtherUsersAgentKey) => StatusCode::UNAUTHORIZED,
         (A::AgentKey, C::OtherUsersJwt | C::WrongRole) => StatusCode::UNAUTHORIZED,
@@ -72,14 +70,10 @@ fn expected(audience: Audience, cred: Cred) -> StatusCode {
         // Wrong role: a user token where the service is needed, the service where a user is.
         (A::Service | A::Owner, C::WrongRole) => StatusCode::FORBIDDEN,
         (A::AgentOrOwner, C::WrongRole) => StatusCode::NOT_FOUND,
-        (A::AgentManager | A::AgentReader, C::OtherUsersJwt | C::OtherUsersAgentKey) => {
-            StatusCode::FORBIDDEN
-        }
+        (A::AgentManager | A::AgentReader, C::OtherUsersJwt | C::OtherUsersAgentKey) => StatusCode::FORBIDDEN,
         (A::AgentManager, C::WrongRole) => StatusCode::FORBIDDEN,
         (A::Requester, C::OtherUsersJwt | C::OtherUsersAgentKey) => StatusCode::NOT_FOUND,
-        (A::Participant | A::AgentReader | A::Requester, C::WrongRole) => {
-            unreachable!("these routes accept every role")
-        }
+        (A::Participant | A::AgentReader | A::Requester, C::WrongRole) => unreachable!("these routes accept every role"),
         (A::Anyone, _) => unreachable!("any valid credentials may discover and rank"),
     }
 }
@@ -92,32 +86,12 @@ async fn every_route_refuses_every_wrong_credential_and_leaks_nothing() {
     let started = app.start(&fixtures::good_match()).await;
     let negotiation = started["negotiation"]["id"].as_str().unwrap().to_owned();
     let opportunity = started["opportunity"]["id"].as_str().unwrap().to_owned();
-    let context = started["negotiation"]["conversationId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let context = started["negotiation"]["conversationId"].as_str().unwrap().to_owned();
     let tomas_jwt = app.user_token("user-tomas");
     // A second key of Tomas's agent, revoked.
-    let extra = app
-        .call(
-            Method::POST,
-            &format!("/api/agents/{}/keys", tomas_agent.id),
-            Some(&tomas_jwt),
-            None,
-        )
-        .await;
+    let extra = app.call(Method::POST, &format!("/api/agents/{}/keys", tomas_agent.id), Some(&tomas_jwt), None).await;
     let revoked = extra.body["key"].as_str().unwrap().to_owned();
-    app.call(
-        Method::DELETE,
-        &format!(
-            "/api/agents/{}/keys/{}",
-            tomas_agent.id,
-            extra.body["id"].as_str().unwrap()
-        ),
-        Some(&tomas_jwt),
-        None,
-    )
-    .await;
+    app.call(Method::DELETE, &format!("/api/agents/{}/keys/{}", tomas_agent.id, extra.body["id"].as_str().unwrap()), Some(&tomas_jwt), None).await;
 
     let expired = jsonwebtoken::encode(
         &jsonwebtoken::Header::default(),
@@ -125,290 +99,72 @@ async fn every_route_refuses_every_wrong_credential_and_leaks_nothing() {
         &jsonwebtoken::EncodingKey::from_secret(TEST_SECRET.as_bytes()),
     )
     .unwrap();
-    let wrong_secret = JwtKeys::new(b"not-the-secret-at-all-1234")
-        .mint(
-            "user-tomas",
-            CallerRole::User,
-            std::time::Duration::from_secs(60),
-        )
-        .unwrap();
+    let wrong_secret = JwtKeys::new(b"not-the-secret-at-all-1234").mint("user-tomas", CallerRole::User, std::time::Duration::from_secs(60)).unwrap();
 
     let a = &tomas_agent.id;
     let n = &negotiation;
     let routes: Vec<(Method, String, Option<Value>, Audience)> = vec![
-        (
-            Method::POST,
-            "/api/negotiations".into(),
-            Some(fixtures::good_match()),
-            Audience::Service,
-        ),
-        (
-            Method::GET,
-            format!("/api/negotiations/{n}"),
-            None,
-            Audience::Participant,
-        ),
-        (
-            Method::DELETE,
-            format!("/api/negotiations/{n}"),
-            None,
-            Audience::Service,
-        ),
-        (
-            Method::GET,
-            "/api/opportunities".into(),
-            None,
-            Audience::Participant,
-        ),
-        (
-            Method::GET,
-            format!("/api/opportunities/{opportunity}"),
-            None,
-            Audience::Participant,
-        ),
-        (
-            Method::GET,
-            "/api/insights".into(),
-            None,
-            Audience::Participant,
-        ),
-        (
-            Method::POST,
-            format!("/api/opportunities/{opportunity}/decision"),
-            Some(json!({ "decision": "accept" })),
-            Audience::Owner,
-        ),
-        (
-            Method::POST,
-            format!("/api/opportunities/{opportunity}/reactivate"),
-            Some(json!({})),
-            Audience::Service,
-        ),
-        (
-            Method::GET,
-            format!("/api/tasks/{n}"),
-            None,
-            Audience::Participant,
-        ),
-        (
-            Method::GET,
-            format!("/api/conversations/{context}"),
-            None,
-            Audience::Participant,
-        ),
-        (
-            Method::GET,
-            "/api/events".into(),
-            None,
-            Audience::Participant,
-        ),
-        (
-            Method::POST,
-            "/api/agents".into(),
-            Some(json!({ "name": "x" })),
-            Audience::Owner,
-        ),
+        (Method::POST, "/api/negotiations".into(), Some(fixtures::good_match()), Audience::Service),
+        (Method::GET, format!("/api/negotiations/{n}"), None, Audience::Participant),
+        (Method::DELETE, format!("/api/negotiations/{n}"), None, Audience::Service),
+        (Method::GET, "/api/opportunities".into(), None, Audience::Participant),
+        (Method::GET, format!("/api/opportunities/{opportunity}"), None, Audience::Participant),
+        (Method::GET, "/api/insights".into(), None, Audience::Participant),
+        (Method::POST, format!("/api/opportunities/{opportunity}/decision"), Some(json!({ "decision": "accept" })), Audience::Owner),
+        (Method::POST, format!("/api/opportunities/{opportunity}/reactivate"), Some(json!({})), Audience::Service),
+        (Method::GET, format!("/api/tasks/{n}"), None, Audience::Participant),
+        (Method::GET, format!("/api/conversations/{context}"), None, Audience::Participant),
+        (Method::GET, "/api/events".into(), None, Audience::Participant),
+        (Method::POST, "/api/agents".into(), Some(json!({ "name": "x" })), Audience::Owner),
         (Method::GET, "/api/agents".into(), None, Audience::Owner),
-        (
-            Method::GET,
-            format!("/api/agents/{a}"),
-            None,
-            Audience::Owner,
-        ),
-        (
-            Method::PATCH,
-            format!("/api/agents/{a}"),
-            Some(json!({ "name": "y" })),
-            Audience::Owner,
-        ),
-        (
-            Method::DELETE,
-            format!("/api/agents/{a}"),
-            None,
-            Audience::Owner,
-        ),
-        (
-            Method::POST,
-            format!("/api/agents/{a}/keys"),
-            None,
-            Audience::Owner,
-        ),
-        (
-            Method::DELETE,
-            format!("/api/agents/{a}/keys/{}", tomas_agent.key_id),
-            None,
-            Audience::Owner,
-        ),
-        (
-            Method::POST,
-            format!("/api/agents/{a}/negotiations/pickup"),
-            None,
-            Audience::AgentKey,
-        ),
-        (
-            Method::POST,
-            format!("/api/agents/{a}/negotiations/{n}/respond"),
-            Some(answer("accept", None)),
-            Audience::AgentKey,
-        ),
-        (
-            Method::POST,
-            format!("/api/agents/{a}/negotiations/{n}/extend"),
-            None,
-            Audience::AgentKey,
-        ),
-        (
-            Method::POST,
-            format!("/api/agents/{a}/negotiations/{n}/release"),
-            None,
-            Audience::AgentKey,
-        ),
-        (
-            Method::POST,
-            format!("/api/agents/{a}/heartbeat"),
-            None,
-            Audience::AgentKey,
-        ),
-        (
-            Method::GET,
-            format!("/api/agents/{a}/negotiations"),
-            None,
-            Audience::AgentOrOwner,
-        ),
-        (
-            Method::GET,
-            format!("/api/agents/{a}/negotiations/{n}"),
-            None,
-            Audience::AgentOrOwner,
-        ),
-        (
-            Method::PUT,
-            format!("/api/agents/{a}/capabilities"),
-            Some(json!({ "taskType": "testing", "inputSchema": {}, "outputSchema": {} })),
-            Audience::AgentManager,
-        ),
-        (
-            Method::GET,
-            format!("/api/agents/{a}/capabilities"),
-            None,
-            Audience::AgentManager,
-        ),
-        (
-            Method::DELETE,
-            format!("/api/agents/{a}/capabilities/{n}"),
-            None,
-            Audience::AgentManager,
-        ),
-        (
-            Method::PUT,
-            format!("/api/agents/{a}/capabilities/{n}/permissions"),
-            Some(json!({ "enabled": false })),
-            Audience::AgentManager,
-        ),
-        (
-            Method::GET,
-            "/api/agents/discover?taskType=testing".into(),
-            None,
-            Audience::Anyone,
-        ),
-        (
-            Method::POST,
-            "/api/agents/rank".into(),
-            Some(json!({ "task_summary": "tests" })),
-            Audience::Anyone,
-        ),
-        (
-            Method::GET,
-            format!("/api/trust/{a}"),
-            None,
-            Audience::AgentReader,
-        ),
-        (
-            Method::POST,
-            "/api/agents/delegate".into(),
-            Some(json!({ "agentId": a, "taskType": "testing", "input": {} })),
-            Audience::AgentKey,
-        ),
-        (
-            Method::GET,
-            format!("/api/delegations/{n}"),
-            None,
-            Audience::Requester,
-        ),
-        (
-            Method::GET,
-            format!("/api/agents/{a}/delegations"),
-            None,
-            Audience::AgentReader,
-        ),
-        (
-            Method::GET,
-            format!("/api/agents/{a}/delegations/inbox"),
-            None,
-            Audience::AgentKey,
-        ),
-        (
-            Method::POST,
-            format!("/api/agents/{a}/delegations/{n}/accept"),
-            None,
-            Audience::AgentKey,
-        ),
-        (
-            Method::POST,
-            format!("/api/agents/{a}/delegations/{n}/complete"),
-            Some(json!({ "output": {} })),
-            Audience::AgentKey,
-        ),
-        (
-            Method::POST,
-            format!("/api/agents/{a}/delegations/{n}/reject"),
-            None,
-            Audience::AgentKey,
-        ),
-        (
-            Method::POST,
-            format!("/api/agents/{a}/delegations/{n}/fail"),
-            Some(json!({ "error": "x" })),
-            Audience::AgentKey,
-        ),
+        (Method::GET, format!("/api/agents/{a}"), None, Audience::Owner),
+        (Method::PATCH, format!("/api/agents/{a}"), Some(json!({ "name": "y" })), Audience::Owner),
+        (Method::DELETE, format!("/api/agents/{a}"), None, Audience::Owner),
+        (Method::POST, format!("/api/agents/{a}/keys"), None, Audience::Owner),
+        (Method::DELETE, format!("/api/agents/{a}/keys/{}", tomas_agent.key_id), None, Audience::Owner),
+        (Method::POST, format!("/api/agents/{a}/negotiations/pickup"), None, Audience::AgentKey),
+        (Method::POST, format!("/api/agents/{a}/negotiations/{n}/respond"), Some(answer("accept", None)), Audience::AgentKey),
+        (Method::POST, format!("/api/agents/{a}/negotiations/{n}/extend"), None, Audience::AgentKey),
+        (Method::POST, format!("/api/agents/{a}/negotiations/{n}/release"), None, Audience::AgentKey),
+        (Method::POST, format!("/api/agents/{a}/heartbeat"), None, Audience::AgentKey),
+        (Method::GET, format!("/api/agents/{a}/negotiations"), None, Audience::AgentOrOwner),
+        (Method::GET, format!("/api/agents/{a}/negotiations/{n}"), None, Audience::AgentOrOwner),
+        (Method::PUT, format!("/api/agents/{a}/capabilities"), Some(json!({ "taskType": "testing", "inputSchema": {}, "outputSchema": {} })), Audience::AgentManager),
+        (Method::GET, format!("/api/agents/{a}/capabilities"), None, Audience::AgentManager),
+        (Method::DELETE, format!("/api/agents/{a}/capabilities/{n}"), None, Audience::AgentManager),
+        (Method::PUT, format!("/api/agents/{a}/capabilities/{n}/permissions"), Some(json!({ "enabled": false })), Audience::AgentManager),
+        (Method::GET, "/api/agents/discover?taskType=testing".into(), None, Audience::Anyone),
+        (Method::POST, "/api/agents/rank".into(), Some(json!({ "task_summary": "tests" })), Audience::Anyone),
+        (Method::GET, format!("/api/trust/{a}"), None, Audience::AgentReader),
+        (Method::POST, "/api/agents/delegate".into(), Some(json!({ "agentId": a, "taskType": "testing", "input": {} })), Audience::AgentKey),
+        (Method::GET, format!("/api/delegations/{n}"), None, Audience::Requester),
+        (Method::GET, format!("/api/agents/{a}/delegations"), None, Audience::AgentReader),
+        (Method::GET, format!("/api/agents/{a}/delegations/inbox"), None, Audience::AgentKey),
+        (Method::POST, format!("/api/agents/{a}/delegations/{n}/accept"), None, Audience::AgentKey),
+        (Method::POST, format!("/api/agents/{a}/delegations/{n}/complete"), Some(json!({ "output": {} })), Audience::AgentKey),
+        (Method::POST, format!("/api/agents/{a}/delegations/{n}/reject"), None, Audience::AgentKey),
+        (Method::POST, format!("/api/agents/{a}/delegations/{n}/fail"), Some(json!({ "error": "x" })), Audience::AgentKey),
     ];
 
     let mut checked = 0;
     for (method, path, body, audience) in &routes {
         for cred in CREDS {
-            if matches!(
-                audience,
-                Audience::Participant | Audience::AgentReader | Audience::Requester
-            ) && matches!(cred, Cred::WrongRole)
-            {
+            if matches!(audience, Audience::Participant | Audience::AgentReader | Audience::Requester) && matches!(cred, Cred::WrongRole) {
                 continue;
             }
-            if *audience == Audience::Anyone
-                && matches!(
-                    cred,
-                    Cred::OtherUsersJwt | Cred::OtherUsersAgentKey | Cred::WrongRole
-                )
-            {
+            if *audience == Audience::Anyone && matches!(cred, Cred::OtherUsersJwt | Cred::OtherUsersAgentKey | Cred::WrongRole) {
                 continue; // any valid credentials may discover and rank: checked in directory.rs and rank.rs
             }
-            if matches!(cred, Cred::OtherUsersJwt)
-                && *audience == Audience::Participant
-                && (path == "/api/opportunities" || path == "/api/insights")
-            {
+            if matches!(cred, Cred::OtherUsersJwt) && *audience == Audience::Participant && (path == "/api/opportunities" || path == "/api/insights") {
                 continue; // a listing shows the caller's own (empty) list: checked below and in insights.rs
             }
             if matches!(cred, Cred::OtherUsersJwt) && path == "/api/events" {
                 continue; // a stream of the caller's own events: scoping is tested in ui.rs
             }
-            if matches!(cred, Cred::OtherUsersJwt)
-                && *audience == Audience::Owner
-                && (path == "/api/agents")
-            {
+            if matches!(cred, Cred::OtherUsersJwt) && *audience == Audience::Owner && (path == "/api/agents") {
                 continue; // creates/lists the caller's own agents
             }
-            let mut req = app
-                .client
-                .request(method.clone(), format!("{}{path}", app.base));
+            let mut req = app.client.request(method.clone(), format!("{}{path}", app.base));
             req = match cred {
                 Cred::Nothing => req,
                 Cred::Malformed => req.header("authorization", "Bearer not.a.jwt"),
@@ -431,26 +187,10 @@ async fn every_route_refuses_every_wrong_credential_and_leaks_nothing() {
             let want = expected(*audience, cred);
             assert_eq!(status, want, "{method} {path} with {cred:?}: {text}");
             let body: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-            let keys: Vec<&String> = body
-                .as_object()
-                .map(|o| o.keys().collect())
-                .unwrap_or_default();
-            assert_eq!(
-                keys,
-                ["error", "code"],
-                "{method} {path} with {cred:?}: {text}"
-            );
-            for secret in [
-                n.as_str(),
-                "user-maya",
-                "user-tomas",
-                &tomas_agent.key,
-                &revoked,
-            ] {
-                assert!(
-                    !text.contains(secret),
-                    "{method} {path} with {cred:?} leaked {secret}: {text}"
-                );
+            let keys: Vec<&String> = body.as_object().map(|o| o.keys().collect()).unwrap_or_default();
+            assert_eq!(keys, ["error", "code"], "{method} {path} with {cred:?}: {text}");
+            for secret in [n.as_str(), "user-maya", "user-tomas", &tomas_agent.key, &revoked] {
+                assert!(!text.contains(secret), "{method} {path} with {cred:?} leaked {secret}: {text}");
             }
             checked += 1;
         }
@@ -464,8 +204,6 @@ async fn every_route_refuses_every_wrong_credential_and_leaks_nothing() {
     assert_eq!(app.count("delegations").await, 0);
     assert_eq!(app.pickup(&tomas_agent, None).await.status, StatusCode::OK);
     // Another user's listing is their own: empty.
-    let eve = app
-        .get("/api/opportunities", &app.user_token("user-eve"))
-        .await;
+    let eve = app.get("/api/opportunities", &app.user_token("user-eve")).await;
     assert_eq!(eve.body["opportunities"], json!([]));
 }

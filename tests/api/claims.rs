@@ -18,26 +18,21 @@ async fn park_turns_for(app: &TestApp, user: &str, n: usize) {
         let mut body = fixtures::good_match();
         body["sourceUser"]["id"] = json!(format!("user-src-{i}"));
         body["candidateUser"]["id"] = json!(user);
-        assert_eq!(
-            app.start(&body).await["negotiation"]["status"],
-            "waiting_for_agent"
-        );
+        assert_eq!(app.start(&body).await["negotiation"]["status"], "waiting_for_agent");
     }
 }
 
 /// `(task id, state)` of every task claimed by `agent`, expired or not.
 async fn claims_of(app: &TestApp, agent: &TestAgent) -> Vec<String> {
     let agent_id: uuid::Uuid = agent.id.parse().unwrap();
-    sqlx::query_scalar::<_, uuid::Uuid>(
-        "SELECT task_id FROM tasks WHERE state = 'claimed' AND claim_agent_id = $1",
-    )
-    .bind(agent_id)
-    .fetch_all(&app.pool)
-    .await
-    .unwrap()
-    .into_iter()
-    .map(|id| id.to_string())
-    .collect()
+    sqlx::query_scalar::<_, uuid::Uuid>("SELECT task_id FROM tasks WHERE state = 'claimed' AND claim_agent_id = $1")
+        .bind(agent_id)
+        .fetch_all(&app.pool)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|id| id.to_string())
+        .collect()
 }
 
 #[tokio::test]
@@ -52,38 +47,19 @@ async fn concurrent_pickups_by_one_agent_all_get_its_one_claim() {
     let mut seen = Vec::new();
     for a in &answers {
         assert_eq!(a.status, StatusCode::OK, "{}", a.text);
-        seen.push((
-            a.body["negotiationId"].as_str().unwrap().to_owned(),
-            a.body["claimToken"].as_str().unwrap().to_owned(),
-        ));
+        seen.push((a.body["negotiationId"].as_str().unwrap().to_owned(), a.body["claimToken"].as_str().unwrap().to_owned()));
     }
     seen.sort();
     seen.dedup();
-    assert_eq!(
-        seen.len(),
-        1,
-        "every pickup answered with the same claim (turn and token): {seen:?}"
-    );
+    assert_eq!(seen.len(), 1, "every pickup answered with the same claim (turn and token): {seen:?}");
     let claimed = claims_of(&app, &agent).await;
-    assert_eq!(
-        claimed,
-        vec![seen[0].0.clone()],
-        "exactly one turn claimed, the one every answer carries"
-    );
-    let total: i64 = sqlx::query_scalar("SELECT count(*) FROM tasks WHERE state = 'claimed'")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    assert_eq!(claimed, vec![seen[0].0.clone()], "exactly one turn claimed, the one every answer carries");
+    let total: i64 = sqlx::query_scalar("SELECT count(*) FROM tasks WHERE state = 'claimed'").fetch_one(&app.pool).await.unwrap();
     assert_eq!(total, 1, "no other turn claimed");
 
     // That claim answers as usual; the next pickup claims the next turn.
     let (id, token) = &seen[0];
-    assert_eq!(
-        app.respond(&agent, id, &answer("reject", Some(token)))
-            .await
-            .status,
-        StatusCode::OK
-    );
+    assert_eq!(app.respond(&agent, id, &answer("reject", Some(token))).await.status, StatusCode::OK);
     let next = app.pickup(&agent, None).await;
     assert_eq!(next.status, StatusCode::OK, "{}", next.text);
     assert_ne!(next.body["negotiationId"].as_str().unwrap(), id.as_str());
@@ -106,11 +82,7 @@ async fn a_lapsed_claim_not_yet_swept_does_not_hold_the_next_pickup_back() {
     let first_id = first.body["negotiationId"].as_str().unwrap().to_owned();
     let first_token = first.body["claimToken"].as_str().unwrap().to_owned();
     tokio::time::sleep(Duration::from_millis(1300)).await;
-    assert_eq!(
-        claims_of(&app, &agent).await,
-        vec![first_id.clone()],
-        "lapsed, not swept yet"
-    );
+    assert_eq!(claims_of(&app, &agent).await, vec![first_id.clone()], "lapsed, not swept yet");
 
     // The lapsed claim is given back and the oldest parked turn claimed afresh: the same turn,
     // under a new token; the old token is stale.
@@ -120,15 +92,8 @@ async fn a_lapsed_claim_not_yet_swept_does_not_hold_the_next_pickup_back() {
     let token = again.body["claimToken"].as_str().unwrap().to_owned();
     assert_ne!(token, first_token);
     assert_eq!(claims_of(&app, &agent).await, vec![first_id.clone()]);
-    app.respond(&agent, &first_id, &answer("reject", Some(&first_token)))
-        .await
-        .assert_error(StatusCode::CONFLICT, "claim_stale");
-    assert_eq!(
-        app.respond(&agent, &first_id, &answer("reject", Some(&token)))
-            .await
-            .status,
-        StatusCode::OK
-    );
+    app.respond(&agent, &first_id, &answer("reject", Some(&first_token))).await.assert_error(StatusCode::CONFLICT, "claim_stale");
+    assert_eq!(app.respond(&agent, &first_id, &answer("reject", Some(&token))).await.status, StatusCode::OK);
 
     // Lapsing again, then the other turn: the lapsed turn went back to waiting.
     let second = app.pickup(&agent, None).await;
@@ -143,11 +108,7 @@ async fn a_lapsed_claim_not_yet_swept_does_not_hold_the_next_pickup_back() {
     assert_eq!(state, "claimed");
     let third = app.pickup(&agent, None).await;
     assert_eq!(third.status, StatusCode::OK, "{}", third.text);
-    assert_eq!(
-        third.body["negotiationId"],
-        second_id.as_str(),
-        "the only parked turn, claimed again"
-    );
+    assert_eq!(third.body["negotiationId"], second_id.as_str(), "the only parked turn, claimed again");
     assert_eq!(claims_of(&app, &agent).await, vec![second_id]);
 }
 
@@ -157,22 +118,11 @@ async fn the_migration_keeps_one_claim_per_agent_and_hands_the_others_back() {
     let app = TestApp::spawn_on(&url, |_| {}).await;
     let agent = app.register_agent("user-busy").await;
     park_turns_for(&app, "user-busy", 2).await;
-    let kept = app.pickup(&agent, None).await.body["negotiationId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let kept = app.pickup(&agent, None).await.body["negotiationId"].as_str().unwrap().to_owned();
 
     // Before the index: the same agent could come to hold a second claim.
-    let before_index = parley::db::MIGRATOR
-        .iter()
-        .map(|m| m.version)
-        .filter(|v| *v < 20261122000004)
-        .max()
-        .unwrap();
-    parley::db::MIGRATOR
-        .undo(&app.pool, before_index)
-        .await
-        .unwrap();
+    let before_index = parley::db::MIGRATOR.iter().map(|m| m.version).filter(|v| *v < 20261122000004).max().unwrap();
+    parley::db::MIGRATOR.undo(&app.pool, before_index).await.unwrap();
     let agent_id: uuid::Uuid = agent.id.parse().unwrap();
     let second: uuid::Uuid = sqlx::query_scalar(
         "UPDATE tasks SET state = 'claimed', claim_agent_id = $1, claim_generation = claim_generation + 1,
@@ -186,28 +136,19 @@ async fn the_migration_keeps_one_claim_per_agent_and_hands_the_others_back() {
     assert_eq!(claims_of(&app, &agent).await.len(), 2);
 
     parley::db::MIGRATOR.run(&app.pool).await.unwrap();
-    assert_eq!(
-        claims_of(&app, &agent).await,
-        vec![kept.clone()],
-        "the oldest live claim is kept"
-    );
-    let (state, seat): (String, Option<String>) =
-        sqlx::query_as("SELECT state, awaiting_user_id FROM tasks WHERE task_id = $1")
-            .bind(second)
-            .fetch_one(&app.pool)
-            .await
-            .unwrap();
+    assert_eq!(claims_of(&app, &agent).await, vec![kept.clone()], "the oldest live claim is kept");
+    let (state, seat): (String, Option<String>) = sqlx::query_as("SELECT state, awaiting_user_id FROM tasks WHERE task_id = $1")
+        .bind(second)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
     assert_eq!((state.as_str(), seat), ("working", None));
     // The recovery pass parks it again for the same user.
     app.state.engine.recover(Duration::ZERO).await.unwrap();
-    let (state, seat): (String, Option<String>) =
-        sqlx::query_as("SELECT state, awaiting_user_id FROM tasks WHERE task_id = $1")
-            .bind(second)
-            .fetch_one(&app.pool)
-            .await
-            .unwrap();
-    assert_eq!(
-        (state.as_str(), seat.as_deref()),
-        ("waiting_for_agent", Some("user-busy"))
-    );
+    let (state, seat): (String, Option<String>) = sqlx::query_as("SELECT state, awaiting_user_id FROM tasks WHERE task_id = $1")
+        .bind(second)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!((state.as_str(), seat.as_deref()), ("waiting_for_agent", Some("user-busy")));
 }

@@ -33,14 +33,7 @@ async fn setup(app: &TestApp, n: usize) -> (TestAgent, Vec<Target>) {
     let mut targets = Vec::new();
     for i in 0..n {
         let agent = app.register_agent(&format!("target-{i}")).await;
-        let put = app
-            .agent_call(
-                &agent,
-                Method::PUT,
-                "/capabilities",
-                Some(&capability(1.0 + i as f64 * 10.0)),
-            )
-            .await;
+        let put = app.agent_call(&agent, Method::PUT, "/capabilities", Some(&capability(1.0 + i as f64 * 10.0))).await;
         assert_eq!(put.status, StatusCode::CREATED, "{}", put.text);
         let anon = put.body["anonymousAgentId"].as_str().unwrap().to_owned();
         targets.push(Target { agent, anon });
@@ -50,49 +43,23 @@ async fn setup(app: &TestApp, n: usize) -> (TestAgent, Vec<Target>) {
 
 impl TestApp {
     /// A call on any path with the agent's key.
-    async fn keyed(
-        &self,
-        agent: &TestAgent,
-        method: Method,
-        path: &str,
-        body: Option<&Value>,
-    ) -> Answer {
-        let mut req = self
-            .client
-            .request(method, format!("{}{path}", self.base))
-            .header("x-api-key", &agent.key);
+    async fn keyed(&self, agent: &TestAgent, method: Method, path: &str, body: Option<&Value>) -> Answer {
+        let mut req = self.client.request(method, format!("{}{path}", self.base)).header("x-api-key", &agent.key);
         if let Some(b) = body {
             req = req.json(b);
         }
         let resp = req.send().await.unwrap();
         let status = resp.status();
         let text = resp.text().await.unwrap();
-        Answer {
-            status,
-            body: serde_json::from_str(&text).unwrap_or(Value::Null),
-            text,
-        }
+        Answer { status, body: serde_json::from_str(&text).unwrap_or(Value::Null), text }
     }
 
     async fn delegate(&self, requester: &TestAgent, body: &Value) -> Answer {
-        self.keyed(requester, Method::POST, "/api/agents/delegate", Some(body))
-            .await
+        self.keyed(requester, Method::POST, "/api/agents/delegate", Some(body)).await
     }
 
-    async fn act(
-        &self,
-        target: &TestAgent,
-        request_id: &str,
-        verb: &str,
-        body: Option<&Value>,
-    ) -> Answer {
-        self.agent_call(
-            target,
-            Method::POST,
-            &format!("/delegations/{request_id}/{verb}"),
-            body,
-        )
-        .await
+    async fn act(&self, target: &TestAgent, request_id: &str, verb: &str, body: Option<&Value>) -> Answer {
+        self.agent_call(target, Method::POST, &format!("/delegations/{request_id}/{verb}"), body).await
     }
 
     async fn inbox(&self, target: &TestAgent, wait: Option<u64>) -> Answer {
@@ -106,22 +73,10 @@ impl TestApp {
     }
 
     /// Waits (by long-polls, at most `limit`) for the delegation to end; returns the last answer.
-    async fn until_ended(
-        &self,
-        requester: &TestAgent,
-        request_id: &str,
-        limit: Duration,
-    ) -> Answer {
+    async fn until_ended(&self, requester: &TestAgent, request_id: &str, limit: Duration) -> Answer {
         let started = std::time::Instant::now();
         loop {
-            let a = self
-                .keyed(
-                    requester,
-                    Method::GET,
-                    &format!("/api/delegations/{request_id}?wait=5"),
-                    None,
-                )
-                .await;
+            let a = self.keyed(requester, Method::GET, &format!("/api/delegations/{request_id}?wait=5"), None).await;
             if a.status == StatusCode::OK || started.elapsed() > limit {
                 return a;
             }
@@ -133,12 +88,7 @@ impl TestApp {
         let started = std::time::Instant::now();
         loop {
             let inbox = self.inbox(target, Some(2)).await;
-            if inbox.body["requests"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|r| r["requestId"] == request_id)
-            {
+            if inbox.body["requests"].as_array().unwrap().iter().any(|r| r["requestId"] == request_id) {
                 return;
             }
             assert!(started.elapsed() < limit, "never offered to the target");
@@ -201,10 +151,7 @@ async fn request_accept_execute_return_with_waits_on_both_sides() {
         let (client, base, agent) = (app.client.clone(), app.base.clone(), target.agent.clone());
         tokio::spawn(async move {
             let r = client
-                .get(format!(
-                    "{base}/api/agents/{}/delegations/inbox?wait=5",
-                    agent.id
-                ))
+                .get(format!("{base}/api/agents/{}/delegations/inbox?wait=5", agent.id))
                 .header("x-api-key", &agent.key)
                 .send()
                 .await
@@ -213,18 +160,13 @@ async fn request_accept_execute_return_with_waits_on_both_sides() {
         })
     };
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let asked = app
-        .delegate(&requester, &body(&requester, &rid, Some(&target.anon)))
-        .await;
+    let asked = app.delegate(&requester, &body(&requester, &rid, Some(&target.anon))).await;
     assert_eq!(asked.status, StatusCode::ACCEPTED, "{}", asked.text);
     let d = &asked.body["delegation"];
     assert_eq!(d["status"], "request");
     assert_eq!(d["retriesUsed"], 0);
     assert_eq!(d["attempts"][0]["targetAnonymousId"], target.anon.as_str());
-    assert!(
-        !asked.text.contains(&target.agent.id),
-        "the requester sees the target only by anonymous id"
-    );
+    assert!(!asked.text.contains(&target.agent.id), "the requester sees the target only by anonymous id");
 
     let inbox = waiting_inbox.await.unwrap();
     assert_eq!(inbox["total"], 1, "{inbox}");
@@ -234,19 +176,11 @@ async fn request_accept_execute_return_with_waits_on_both_sides() {
     assert_eq!(item["timeoutMs"], 30000);
     let requester_anon = item["requesterAnonymousId"].as_str().unwrap();
     assert_ne!(requester_anon, requester.id);
-    assert!(
-        !inbox.to_string().contains(&requester.id),
-        "the target sees the requester only by anonymous id"
-    );
+    assert!(!inbox.to_string().contains(&requester.id), "the target sees the requester only by anonymous id");
 
     // The requester waits for the result.
     let waiting_result = {
-        let (client, base, agent, rid) = (
-            app.client.clone(),
-            app.base.clone(),
-            requester.clone(),
-            rid.clone(),
-        );
+        let (client, base, agent, rid) = (app.client.clone(), app.base.clone(), requester.clone(), rid.clone());
         tokio::spawn(async move {
             let r = client
                 .get(format!("{base}/api/delegations/{rid}?wait=5"))
@@ -263,40 +197,22 @@ async fn request_accept_execute_return_with_waits_on_both_sides() {
     assert_eq!(accepted.body["accepted"], true);
     let token = accepted.body["claimToken"].as_str().unwrap().to_owned();
     assert!(accepted.body["deadline"].is_string());
-    assert_eq!(
-        app.inbox(&target.agent, None).await.body["total"],
-        0,
-        "an accepted request leaves the inbox"
-    );
+    assert_eq!(app.inbox(&target.agent, None).await.body["total"], 0, "an accepted request leaves the inbox");
 
     // A wrong output is refused and the attempt stays accepted, so it can be fixed.
-    let wrong = app
-        .act(
-            &target.agent,
-            &rid,
-            "complete",
-            Some(&json!({"output": {"feedback": 5}, "claimToken": token})),
-        )
-        .await;
+    let wrong =
+        app.act(&target.agent, &rid, "complete", Some(&json!({"output": {"feedback": 5}, "claimToken": token}))).await;
     wrong.assert_error(StatusCode::BAD_REQUEST, "output_invalid");
     assert!(wrong.text.contains("feedback"), "{}", wrong.text);
     assert_eq!(app.stored(&rid).await.0, "accepted");
 
     let done = app
-        .act(
-            &target.agent,
-            &rid,
-            "complete",
-            Some(&json!({"output": {"feedback": "fine"}, "claimToken": token})),
-        )
+        .act(&target.agent, &rid, "complete", Some(&json!({"output": {"feedback": "fine"}, "claimToken": token})))
         .await;
     assert_eq!(done.status, StatusCode::OK, "{}", done.text);
     assert_eq!(done.body, json!({"completed": true}));
 
-    let (status, waited) = tokio::time::timeout(Duration::from_secs(10), waiting_result)
-        .await
-        .unwrap()
-        .unwrap();
+    let (status, waited) = tokio::time::timeout(Duration::from_secs(10), waiting_result).await.unwrap().unwrap();
     assert_eq!(status, StatusCode::OK, "{waited}");
     assert_eq!(waited["result"]["status"], "completed");
     assert_eq!(waited["result"]["output"], json!({"feedback": "fine"}));
@@ -305,49 +221,16 @@ async fn request_accept_execute_return_with_waits_on_both_sides() {
     assert_eq!(waited["delegation"]["attempts"][0]["status"], "completed");
 
     // Both sides' listings; the owner and the service read it too.
-    let out = app
-        .agent_call(
-            &requester,
-            Method::GET,
-            "/delegations?direction=outbound",
-            None,
-        )
-        .await;
-    assert_eq!(
-        out.body["delegations"][0]["requestId"],
-        rid.as_str(),
-        "{}",
-        out.text
-    );
-    let inbound = app
-        .agent_call(
-            &target.agent,
-            Method::GET,
-            "/delegations?direction=inbound&status=completed",
-            None,
-        )
-        .await;
-    assert_eq!(
-        inbound.body["requests"][0]["requestId"],
-        rid.as_str(),
-        "{}",
-        inbound.text
-    );
-    assert_eq!(
-        inbound.body["requests"][0]["output"],
-        json!({"feedback": "fine"})
-    );
+    let out = app.agent_call(&requester, Method::GET, "/delegations?direction=outbound", None).await;
+    assert_eq!(out.body["delegations"][0]["requestId"], rid.as_str(), "{}", out.text);
+    let inbound =
+        app.agent_call(&target.agent, Method::GET, "/delegations?direction=inbound&status=completed", None).await;
+    assert_eq!(inbound.body["requests"][0]["requestId"], rid.as_str(), "{}", inbound.text);
+    assert_eq!(inbound.body["requests"][0]["output"], json!({"feedback": "fine"}));
     assert!(!inbound.text.contains(&requester.id));
-    let by_owner = app
-        .get(
-            &format!("/api/delegations/{rid}"),
-            &app.user_token("requester"),
-        )
-        .await;
+    let by_owner = app.get(&format!("/api/delegations/{rid}"), &app.user_token("requester")).await;
     assert_eq!(by_owner.status, StatusCode::OK, "{}", by_owner.text);
-    let by_service = app
-        .get(&format!("/api/delegations/{rid}"), &app.service_token())
-        .await;
+    let by_service = app.get(&format!("/api/delegations/{rid}"), &app.service_token()).await;
     assert_eq!(by_service.status, StatusCode::OK, "{}", by_service.text);
 
     // Its end counted for the target.
@@ -367,12 +250,8 @@ async fn wait_on_delegate_answers_the_result_once_completed() {
     let (requester, targets) = setup(&app, 1).await;
     let rid = Uuid::new_v4().to_string();
     let asking = {
-        let (client, base, agent, b) = (
-            app.client.clone(),
-            app.base.clone(),
-            requester.clone(),
-            body(&requester, &rid, None),
-        );
+        let (client, base, agent, b) =
+            (app.client.clone(), app.base.clone(), requester.clone(), body(&requester, &rid, None));
         tokio::spawn(async move {
             let r = client
                 .post(format!("{base}/api/agents/delegate?wait=5"))
@@ -384,22 +263,9 @@ async fn wait_on_delegate_answers_the_result_once_completed() {
             (r.status(), r.json::<Value>().await.unwrap())
         })
     };
-    app.until_offered(&targets[0].agent, &rid, Duration::from_secs(10))
-        .await;
-    assert_eq!(
-        app.act(&targets[0].agent, &rid, "accept", None)
-            .await
-            .status,
-        StatusCode::OK
-    );
-    let done = app
-        .act(
-            &targets[0].agent,
-            &rid,
-            "complete",
-            Some(&json!({"output": {"feedback": "ok"}})),
-        )
-        .await;
+    app.until_offered(&targets[0].agent, &rid, Duration::from_secs(10)).await;
+    assert_eq!(app.act(&targets[0].agent, &rid, "accept", None).await.status, StatusCode::OK);
+    let done = app.act(&targets[0].agent, &rid, "complete", Some(&json!({"output": {"feedback": "ok"}}))).await;
     assert_eq!(done.status, StatusCode::OK, "{}", done.text);
     let (status, answer) = asking.await.unwrap();
     assert_eq!(status, StatusCode::OK, "{answer}");
@@ -417,29 +283,12 @@ async fn a_request_id_is_idempotent_for_the_same_body_and_refused_for_another() 
     assert_eq!(first.status, StatusCode::ACCEPTED, "{}", first.text);
     let again = app.delegate(&requester, &b).await;
     assert_eq!(again.status, StatusCode::ACCEPTED, "{}", again.text);
-    assert_eq!(
-        again.body["delegation"]["createdAt"],
-        first.body["delegation"]["createdAt"]
-    );
-    assert_eq!(
-        (
-            app.count("delegations").await,
-            app.count("delegation_attempts").await
-        ),
-        (1, 1)
-    );
+    assert_eq!(again.body["delegation"]["createdAt"], first.body["delegation"]["createdAt"]);
+    assert_eq!((app.count("delegations").await, app.count("delegation_attempts").await), (1, 1));
     let mut other = b.clone();
     other["input"] = json!({"code": "something else"});
-    app.delegate(&requester, &other)
-        .await
-        .assert_error(StatusCode::CONFLICT, "request_id_reused");
-    assert_eq!(
-        (
-            app.count("delegations").await,
-            app.count("delegation_attempts").await
-        ),
-        (1, 1)
-    );
+    app.delegate(&requester, &other).await.assert_error(StatusCode::CONFLICT, "request_id_reused");
+    assert_eq!((app.count("delegations").await, app.count("delegation_attempts").await), (1, 1));
 }
 
 #[tokio::test]
@@ -452,25 +301,16 @@ async fn every_refusal_is_the_documented_4xx_and_changes_nothing() {
     // Asking: another agent's id, bad input, an unknown target, an ineligible target, bad fields.
     let mut b = body(&requester, &rid, Some(&targets[0].anon));
     b["agentId"] = json!(stranger.id);
-    app.delegate(&requester, &b)
-        .await
-        .assert_error(StatusCode::FORBIDDEN, "forbidden");
+    app.delegate(&requester, &b).await.assert_error(StatusCode::FORBIDDEN, "forbidden");
     let mut b = body(&requester, &rid, Some(&targets[0].anon));
     b["input"] = json!({"code": 42});
     let bad = app.delegate(&requester, &b).await;
     bad.assert_error(StatusCode::BAD_REQUEST, "input_invalid");
     assert!(bad.text.contains("/code"), "names the field: {}", bad.text);
     let b = body(&requester, &rid, Some(&Uuid::new_v4().to_string()));
-    app.delegate(&requester, &b)
-        .await
-        .assert_error(StatusCode::NOT_FOUND, "unknown_target");
-    let caps = app
-        .agent_call(&targets[1].agent, Method::GET, "/capabilities", None)
-        .await;
-    let cap_id = caps.body["capabilities"][0]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    app.delegate(&requester, &b).await.assert_error(StatusCode::NOT_FOUND, "unknown_target");
+    let caps = app.agent_call(&targets[1].agent, Method::GET, "/capabilities", None).await;
+    let cap_id = caps.body["capabilities"][0]["id"].as_str().unwrap().to_owned();
     let off = app
         .agent_call(
             &targets[1].agent,
@@ -480,101 +320,47 @@ async fn every_refusal_is_the_documented_4xx_and_changes_nothing() {
         )
         .await;
     assert_eq!(off.status, StatusCode::OK, "{}", off.text);
-    let not_eligible = app
-        .delegate(&requester, &body(&requester, &rid, Some(&targets[1].anon)))
-        .await;
+    let not_eligible = app.delegate(&requester, &body(&requester, &rid, Some(&targets[1].anon))).await;
     not_eligible.assert_error(StatusCode::BAD_REQUEST, "target_not_eligible");
-    assert!(
-        not_eligible.text.contains("does not accept delegations"),
-        "{}",
-        not_eligible.text
-    );
-    let mine = app
-        .agent_call(
-            &requester,
-            Method::PUT,
-            "/capabilities",
-            Some(&capability(0.5)),
-        )
-        .await;
+    assert!(not_eligible.text.contains("does not accept delegations"), "{}", not_eligible.text);
+    let mine = app.agent_call(&requester, Method::PUT, "/capabilities", Some(&capability(0.5))).await;
     let own_anon = mine.body["anonymousAgentId"].as_str().unwrap().to_owned();
     app.delegate(&requester, &body(&requester, &rid, Some(&own_anon)))
         .await
         .assert_error(StatusCode::BAD_REQUEST, "target_not_eligible");
     let mut b = body(&requester, &rid, None);
     b["maxRetries"] = json!(11);
-    app.delegate(&requester, &b)
-        .await
-        .assert_error(StatusCode::BAD_REQUEST, "invalid_body");
+    app.delegate(&requester, &b).await.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
     let mut b = body(&requester, &rid, None);
     b["timeoutMs"] = json!(86_400_001);
-    app.delegate(&requester, &b)
-        .await
-        .assert_error(StatusCode::BAD_REQUEST, "invalid_body");
-    let no_key = app
-        .call(
-            Method::POST,
-            "/api/agents/delegate",
-            None,
-            Some(&body(&requester, &rid, None)),
-        )
-        .await;
+    app.delegate(&requester, &b).await.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
+    let no_key = app.call(Method::POST, "/api/agents/delegate", None, Some(&body(&requester, &rid, None))).await;
     no_key.assert_error(StatusCode::UNAUTHORIZED, "unauthorized");
-    assert_eq!(
-        (
-            app.count("delegations").await,
-            app.count("delegation_attempts").await
-        ),
-        (0, 0)
-    );
+    assert_eq!((app.count("delegations").await, app.count("delegation_attempts").await), (0, 0));
 
     // One real delegation to target 0.
-    let asked = app
-        .delegate(&requester, &body(&requester, &rid, Some(&targets[0].anon)))
-        .await;
+    let asked = app.delegate(&requester, &body(&requester, &rid, Some(&targets[0].anon))).await;
     assert_eq!(asked.status, StatusCode::ACCEPTED, "{}", asked.text);
     let before = app.stored(&rid).await;
 
     // Someone else's: the stranger can neither act on it nor read it.
-    app.act(&stranger, &rid, "accept", None)
+    app.act(&stranger, &rid, "accept", None).await.assert_error(StatusCode::NOT_FOUND, "not_found");
+    app.keyed(&stranger, Method::GET, &format!("/api/delegations/{rid}"), None)
         .await
         .assert_error(StatusCode::NOT_FOUND, "not_found");
-    app.keyed(
-        &stranger,
-        Method::GET,
-        &format!("/api/delegations/{rid}"),
-        None,
-    )
-    .await
-    .assert_error(StatusCode::NOT_FOUND, "not_found");
-    app.get(
-        &format!("/api/delegations/{rid}"),
-        &app.user_token("stranger"),
-    )
-    .await
-    .assert_error(StatusCode::NOT_FOUND, "not_found");
+    app.get(&format!("/api/delegations/{rid}"), &app.user_token("stranger"))
+        .await
+        .assert_error(StatusCode::NOT_FOUND, "not_found");
     // Another agent's path with the target's key.
     let path = format!("/api/agents/{}/delegations/{rid}/accept", stranger.id);
-    app.keyed(&targets[0].agent, Method::POST, &path, None)
-        .await
-        .assert_error(StatusCode::FORBIDDEN, "forbidden");
+    app.keyed(&targets[0].agent, Method::POST, &path, None).await.assert_error(StatusCode::FORBIDDEN, "forbidden");
     // Wrong state: fail and complete before accepting.
-    app.act(
-        &targets[0].agent,
-        &rid,
-        "fail",
-        Some(&json!({"error": "x"})),
-    )
-    .await
-    .assert_error(StatusCode::CONFLICT, "invalid_state");
-    app.act(
-        &targets[0].agent,
-        &rid,
-        "complete",
-        Some(&json!({"output": {"feedback": "x"}})),
-    )
-    .await
-    .assert_error(StatusCode::CONFLICT, "invalid_state");
+    app.act(&targets[0].agent, &rid, "fail", Some(&json!({"error": "x"})))
+        .await
+        .assert_error(StatusCode::CONFLICT, "invalid_state");
+    app.act(&targets[0].agent, &rid, "complete", Some(&json!({"output": {"feedback": "x"}})))
+        .await
+        .assert_error(StatusCode::CONFLICT, "invalid_state");
     // Bad bodies.
     app.act(&targets[0].agent, &rid, "fail", Some(&json!({})))
         .await
@@ -582,24 +368,13 @@ async fn every_refusal_is_the_documented_4xx_and_changes_nothing() {
     assert_eq!(app.stored(&rid).await, before);
 
     // Accepted: a second accept and a stale token are refused.
-    assert_eq!(
-        app.act(&targets[0].agent, &rid, "accept", None)
-            .await
-            .status,
-        StatusCode::OK
-    );
-    app.act(&targets[0].agent, &rid, "accept", None)
-        .await
-        .assert_error(StatusCode::CONFLICT, "invalid_state");
-    let stale = json!({"output": {"feedback": "x"}, "claimToken": "ct_AAAAAAAAAAEAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"});
-    app.act(&targets[0].agent, &rid, "complete", Some(&stale))
-        .await
-        .assert_error(StatusCode::CONFLICT, "claim_stale");
+    assert_eq!(app.act(&targets[0].agent, &rid, "accept", None).await.status, StatusCode::OK);
+    app.act(&targets[0].agent, &rid, "accept", None).await.assert_error(StatusCode::CONFLICT, "invalid_state");
+    let stale =
+        json!({"output": {"feedback": "x"}, "claimToken": "ct_AAAAAAAAAAEAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"});
+    app.act(&targets[0].agent, &rid, "complete", Some(&stale)).await.assert_error(StatusCode::CONFLICT, "claim_stale");
     let after = app.stored(&rid).await;
-    assert_eq!(
-        (after.0.as_str(), after.2[0].0.as_str()),
-        ("accepted", "accepted")
-    );
+    assert_eq!((after.0.as_str(), after.2[0].0.as_str()), ("accepted", "accepted"));
 }
 
 #[tokio::test]
@@ -608,62 +383,32 @@ async fn fallback_moves_through_reject_fail_and_accept_timeout_until_exhausted()
     let (requester, targets) = setup(&app, 3).await;
     let rid = Uuid::new_v4().to_string();
     // No target named: discovery's best (target 0) gets it first.
-    let asked = app
-        .delegate(&requester, &body(&requester, &rid, None))
-        .await;
+    let asked = app.delegate(&requester, &body(&requester, &rid, None)).await;
     assert_eq!(asked.status, StatusCode::ACCEPTED, "{}", asked.text);
-    assert_eq!(
-        asked.body["delegation"]["attempts"][0]["targetAnonymousId"],
-        targets[0].anon.as_str()
-    );
+    assert_eq!(asked.body["delegation"]["attempts"][0]["targetAnonymousId"], targets[0].anon.as_str());
 
     // Target 0 rejects: target 1 is offered it in the same transaction.
-    let r = app
-        .act(
-            &targets[0].agent,
-            &rid,
-            "reject",
-            Some(&json!({"reason": "busy"})),
-        )
-        .await;
+    let r = app.act(&targets[0].agent, &rid, "reject", Some(&json!({"reason": "busy"}))).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
     assert_eq!(app.inbox(&targets[1].agent, None).await.body["total"], 1);
     // A late call of the rejecting target is refused: it is addressed elsewhere now.
-    app.act(&targets[0].agent, &rid, "accept", None)
-        .await
-        .assert_error(StatusCode::CONFLICT, "not_addressed");
+    app.act(&targets[0].agent, &rid, "accept", None).await.assert_error(StatusCode::CONFLICT, "not_addressed");
 
     // Target 1 accepts, then fails: target 2 is offered it.
     let acc = app.act(&targets[1].agent, &rid, "accept", None).await;
     let token = acc.body["claimToken"].as_str().unwrap().to_owned();
-    let f = app
-        .act(
-            &targets[1].agent,
-            &rid,
-            "fail",
-            Some(&json!({"error": "crashed", "claimToken": token})),
-        )
-        .await;
+    let f = app.act(&targets[1].agent, &rid, "fail", Some(&json!({"error": "crashed", "claimToken": token}))).await;
     assert_eq!(f.status, StatusCode::OK, "{}", f.text);
     assert_eq!(app.inbox(&targets[2].agent, None).await.body["total"], 1);
 
     // Target 2 never accepts: the accept timeout (2 s here) ends it, nobody is left.
-    let ended = app
-        .until_ended(&requester, &rid, Duration::from_secs(20))
-        .await;
+    let ended = app.until_ended(&requester, &rid, Duration::from_secs(20)).await;
     assert_eq!(ended.status, StatusCode::OK, "{}", ended.text);
     assert_eq!(ended.body["result"]["status"], "timeout");
     assert_eq!(ended.body["result"]["retriesUsed"], 2);
     let attempts = ended.body["delegation"]["attempts"].as_array().unwrap();
-    let seen: Vec<(&str, &str)> = attempts
-        .iter()
-        .map(|a| {
-            (
-                a["targetAnonymousId"].as_str().unwrap(),
-                a["status"].as_str().unwrap(),
-            )
-        })
-        .collect();
+    let seen: Vec<(&str, &str)> =
+        attempts.iter().map(|a| (a["targetAnonymousId"].as_str().unwrap(), a["status"].as_str().unwrap())).collect();
     assert_eq!(
         seen,
         vec![
@@ -686,40 +431,17 @@ async fn an_execution_timeout_moves_to_the_next_target_within_max_retries() {
     let mut b = body(&requester, &rid, None);
     b["timeoutMs"] = json!(1500);
     b["maxRetries"] = json!(1);
-    assert_eq!(
-        app.delegate(&requester, &b).await.status,
-        StatusCode::ACCEPTED
-    );
-    assert_eq!(
-        app.act(&targets[0].agent, &rid, "accept", None)
-            .await
-            .status,
-        StatusCode::OK
-    );
+    assert_eq!(app.delegate(&requester, &b).await.status, StatusCode::ACCEPTED);
+    assert_eq!(app.act(&targets[0].agent, &rid, "accept", None).await.status, StatusCode::OK);
     // Not finished in time: target 1 gets it (the one retry).
-    app.until_offered(&targets[1].agent, &rid, Duration::from_secs(20))
-        .await;
+    app.until_offered(&targets[1].agent, &rid, Duration::from_secs(20)).await;
     let (status, retries, attempts) = app.stored(&rid).await;
     assert_eq!((status.as_str(), retries), ("request", 1));
-    assert_eq!(
-        attempts[0],
-        (
-            "timeout".to_owned(),
-            Some("not finished in time".to_owned())
-        )
-    );
+    assert_eq!(attempts[0], ("timeout".to_owned(), Some("not finished in time".to_owned())));
     // It rejects: retries are used up, so the delegation ends rejected though target 2 is left.
-    assert_eq!(
-        app.act(&targets[1].agent, &rid, "reject", None)
-            .await
-            .status,
-        StatusCode::OK
-    );
+    assert_eq!(app.act(&targets[1].agent, &rid, "reject", None).await.status, StatusCode::OK);
     let (status, retries, attempts) = app.stored(&rid).await;
-    assert_eq!(
-        (status.as_str(), retries, attempts.len()),
-        ("rejected", 1, 2)
-    );
+    assert_eq!((status.as_str(), retries, attempts.len()), ("rejected", 1, 2));
     assert_eq!(app.inbox(&targets[2].agent, None).await.body["total"], 0);
 }
 
@@ -730,21 +452,10 @@ async fn without_fallback_the_first_end_is_final() {
     let rid = Uuid::new_v4().to_string();
     let mut b = body(&requester, &rid, None);
     b["fallbackEnabled"] = json!(false);
-    assert_eq!(
-        app.delegate(&requester, &b).await.status,
-        StatusCode::ACCEPTED
-    );
-    assert_eq!(
-        app.act(&targets[0].agent, &rid, "reject", None)
-            .await
-            .status,
-        StatusCode::OK
-    );
+    assert_eq!(app.delegate(&requester, &b).await.status, StatusCode::ACCEPTED);
+    assert_eq!(app.act(&targets[0].agent, &rid, "reject", None).await.status, StatusCode::OK);
     let (status, retries, attempts) = app.stored(&rid).await;
-    assert_eq!(
-        (status.as_str(), retries, attempts.len()),
-        ("rejected", 0, 1)
-    );
+    assert_eq!((status.as_str(), retries, attempts.len()), ("rejected", 0, 1));
 }
 
 #[tokio::test]
@@ -752,25 +463,12 @@ async fn sixteen_concurrent_accepts_of_one_attempt_have_one_winner() {
     let app = spawn().await;
     let (requester, targets) = setup(&app, 1).await;
     let rid = Uuid::new_v4().to_string();
-    assert_eq!(
-        app.delegate(&requester, &body(&requester, &rid, None))
-            .await
-            .status,
-        StatusCode::ACCEPTED
-    );
+    assert_eq!(app.delegate(&requester, &body(&requester, &rid, None)).await.status, StatusCode::ACCEPTED);
     let calls = (0..16).map(|_| {
-        let (client, base, agent, rid) = (
-            app.client.clone(),
-            app.base.clone(),
-            targets[0].agent.clone(),
-            rid.clone(),
-        );
+        let (client, base, agent, rid) = (app.client.clone(), app.base.clone(), targets[0].agent.clone(), rid.clone());
         tokio::spawn(async move {
             client
-                .post(format!(
-                    "{base}/api/agents/{}/delegations/{rid}/accept",
-                    agent.id
-                ))
+                .post(format!("{base}/api/agents/{}/delegations/{rid}/accept", agent.id))
                 .header("x-api-key", &agent.key)
                 .send()
                 .await
@@ -778,24 +476,9 @@ async fn sixteen_concurrent_accepts_of_one_attempt_have_one_winner() {
                 .status()
         })
     });
-    let statuses: Vec<StatusCode> = futures::future::join_all(calls)
-        .await
-        .into_iter()
-        .map(Result::unwrap)
-        .collect();
-    assert_eq!(
-        statuses.iter().filter(|s| **s == StatusCode::OK).count(),
-        1,
-        "{statuses:?}"
-    );
-    assert_eq!(
-        statuses
-            .iter()
-            .filter(|s| **s == StatusCode::CONFLICT)
-            .count(),
-        15,
-        "{statuses:?}"
-    );
+    let statuses: Vec<StatusCode> = futures::future::join_all(calls).await.into_iter().map(Result::unwrap).collect();
+    assert_eq!(statuses.iter().filter(|s| **s == StatusCode::OK).count(), 1, "{statuses:?}");
+    assert_eq!(statuses.iter().filter(|s| **s == StatusCode::CONFLICT).count(), 15, "{statuses:?}");
     assert_eq!(app.stored(&rid).await.0, "accepted");
 }
 
@@ -808,62 +491,27 @@ async fn a_complete_after_the_deadline_loses_to_the_timeout_and_one_before_wins(
     let won = Uuid::new_v4().to_string();
     let mut b = body(&requester, &won, None);
     b["timeoutMs"] = json!(1000);
-    assert_eq!(
-        app.delegate(&requester, &b).await.status,
-        StatusCode::ACCEPTED
-    );
-    assert_eq!(
-        app.act(&targets[0].agent, &won, "accept", None)
-            .await
-            .status,
-        StatusCode::OK
-    );
-    let done = app
-        .act(
-            &targets[0].agent,
-            &won,
-            "complete",
-            Some(&json!({"output": {"feedback": "quick"}})),
-        )
-        .await;
+    assert_eq!(app.delegate(&requester, &b).await.status, StatusCode::ACCEPTED);
+    assert_eq!(app.act(&targets[0].agent, &won, "accept", None).await.status, StatusCode::OK);
+    let done = app.act(&targets[0].agent, &won, "complete", Some(&json!({"output": {"feedback": "quick"}}))).await;
     assert_eq!(done.status, StatusCode::OK, "{}", done.text);
 
     // After the deadline: the timeout is the one outcome, the complete is 409.
     let lost = Uuid::new_v4().to_string();
     let mut b = body(&requester, &lost, None);
     b["timeoutMs"] = json!(1000);
-    assert_eq!(
-        app.delegate(&requester, &b).await.status,
-        StatusCode::ACCEPTED
-    );
-    assert_eq!(
-        app.act(&targets[0].agent, &lost, "accept", None)
-            .await
-            .status,
-        StatusCode::OK
-    );
+    assert_eq!(app.delegate(&requester, &b).await.status, StatusCode::ACCEPTED);
+    assert_eq!(app.act(&targets[0].agent, &lost, "accept", None).await.status, StatusCode::OK);
     tokio::time::sleep(Duration::from_millis(1100)).await;
-    let late = app
-        .act(
-            &targets[0].agent,
-            &lost,
-            "complete",
-            Some(&json!({"output": {"feedback": "slow"}})),
-        )
-        .await;
+    let late = app.act(&targets[0].agent, &lost, "complete", Some(&json!({"output": {"feedback": "slow"}}))).await;
     assert_eq!(late.status, StatusCode::CONFLICT, "{}", late.text);
-    let ended = app
-        .until_ended(&requester, &lost, Duration::from_secs(20))
-        .await;
+    let ended = app.until_ended(&requester, &lost, Duration::from_secs(20)).await;
     assert_eq!(ended.body["result"]["status"], "timeout", "{}", ended.text);
     assert!(ended.body["result"].get("output").is_none());
 
     // By now the first one's timer has come due as well: still completed.
     let (status, _, attempts) = app.stored(&won).await;
-    assert_eq!(
-        (status.as_str(), attempts[0].0.as_str()),
-        ("completed", "completed")
-    );
+    assert_eq!((status.as_str(), attempts[0].0.as_str()), ("completed", "completed"));
 }
 
 #[tokio::test]
@@ -871,18 +519,10 @@ async fn duplicate_early_and_stale_timer_deliveries_change_nothing() {
     let app = spawn().await;
     let (requester, targets) = setup(&app, 2).await;
     let rid = Uuid::new_v4().to_string();
-    assert_eq!(
-        app.delegate(&requester, &body(&requester, &rid, None))
-            .await
-            .status,
-        StatusCode::ACCEPTED
-    );
+    assert_eq!(app.delegate(&requester, &body(&requester, &rid, None)).await.status, StatusCode::ACCEPTED);
     let id = app.delegation_id(&rid).await;
     let engine = &app.state.engine;
-    let timer = |attempt| parley_jobs::DelegationTimeout {
-        delegation_id: id,
-        attempt,
-    };
+    let timer = |attempt| parley_jobs::DelegationTimeout { delegation_id: id, attempt };
 
     // Early: the attempt is not due yet.
     assert!(!engine.time_out_delegation(timer(1)).await.unwrap());
@@ -891,31 +531,14 @@ async fn duplicate_early_and_stale_timer_deliveries_change_nothing() {
     assert_eq!(app.stored(&rid).await.0, "request");
 
     // Target 0 rejects; a late timer of attempt 1 does nothing to attempt 2.
-    assert_eq!(
-        app.act(&targets[0].agent, &rid, "reject", None)
-            .await
-            .status,
-        StatusCode::OK
-    );
+    assert_eq!(app.act(&targets[0].agent, &rid, "reject", None).await.status, StatusCode::OK);
     let before = app.stored(&rid).await;
     assert!(!engine.time_out_delegation(timer(1)).await.unwrap());
     assert_eq!(app.stored(&rid).await, before);
 
     // Completed: every delivery, again and again, does nothing.
-    assert_eq!(
-        app.act(&targets[1].agent, &rid, "accept", None)
-            .await
-            .status,
-        StatusCode::OK
-    );
-    let done = app
-        .act(
-            &targets[1].agent,
-            &rid,
-            "complete",
-            Some(&json!({"output": {"feedback": "ok"}})),
-        )
-        .await;
+    assert_eq!(app.act(&targets[1].agent, &rid, "accept", None).await.status, StatusCode::OK);
+    let done = app.act(&targets[1].agent, &rid, "complete", Some(&json!({"output": {"feedback": "ok"}}))).await;
     assert_eq!(done.status, StatusCode::OK, "{}", done.text);
     let finished = app.stored(&rid).await;
     for _ in 0..2 {
@@ -935,21 +558,9 @@ async fn duplicate_early_and_stale_timer_deliveries_change_nothing() {
 
 /// Sets a permission of the agent's one capability.
 async fn permit(app: &TestApp, agent: &TestAgent, patch: &Value) {
-    let caps = app
-        .agent_call(agent, Method::GET, "/capabilities", None)
-        .await;
-    let id = caps.body["capabilities"][0]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let r = app
-        .agent_call(
-            agent,
-            Method::PUT,
-            &format!("/capabilities/{id}/permissions"),
-            Some(patch),
-        )
-        .await;
+    let caps = app.agent_call(agent, Method::GET, "/capabilities", None).await;
+    let id = caps.body["capabilities"][0]["id"].as_str().unwrap().to_owned();
+    let r = app.agent_call(agent, Method::PUT, &format!("/capabilities/{id}/permissions"), Some(patch)).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
 }
 
@@ -970,25 +581,12 @@ async fn the_outbound_limit_refuses_with_retry_after_and_retries_of_a_request_st
     assert_eq!(own.status, StatusCode::CREATED, "{}", own.text);
     permit(&app, &requester, &json!({"outboundRateLimit": 2})).await;
     let first = body(&requester, &Uuid::new_v4().to_string(), None);
+    assert_eq!(app.delegate(&requester, &first).await.status, StatusCode::ACCEPTED);
     assert_eq!(
-        app.delegate(&requester, &first).await.status,
+        app.delegate(&requester, &body(&requester, &Uuid::new_v4().to_string(), None)).await.status,
         StatusCode::ACCEPTED
     );
-    assert_eq!(
-        app.delegate(
-            &requester,
-            &body(&requester, &Uuid::new_v4().to_string(), None)
-        )
-        .await
-        .status,
-        StatusCode::ACCEPTED
-    );
-    let refused = app
-        .delegate(
-            &requester,
-            &body(&requester, &Uuid::new_v4().to_string(), None),
-        )
-        .await;
+    let refused = app.delegate(&requester, &body(&requester, &Uuid::new_v4().to_string(), None)).await;
     refused.assert_error(StatusCode::TOO_MANY_REQUESTS, "rate_limited");
     let resp = app
         .client
@@ -998,18 +596,11 @@ async fn the_outbound_limit_refuses_with_retry_after_and_retries_of_a_request_st
         .send()
         .await
         .unwrap();
-    let retry_after: u64 = resp.headers()["retry-after"]
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let retry_after: u64 = resp.headers()["retry-after"].to_str().unwrap().parse().unwrap();
     assert!((1..=60).contains(&retry_after), "{retry_after}");
     assert_eq!(app.count("delegations").await, 2);
     // The same request again is an answer, not a new delegation.
-    assert_eq!(
-        app.delegate(&requester, &first).await.status,
-        StatusCode::ACCEPTED
-    );
+    assert_eq!(app.delegate(&requester, &first).await.status, StatusCode::ACCEPTED);
 }
 
 #[tokio::test]
@@ -1018,33 +609,16 @@ async fn a_target_at_its_inbound_limit_is_skipped_as_rejected_rate_limited() {
     let (requester, targets) = setup(&app, 2).await;
     permit(&app, &targets[0].agent, &json!({"inboundRateLimit": 1})).await;
     let first = Uuid::new_v4().to_string();
-    assert_eq!(
-        app.delegate(&requester, &body(&requester, &first, None))
-            .await
-            .status,
-        StatusCode::ACCEPTED
-    );
+    assert_eq!(app.delegate(&requester, &body(&requester, &first, None)).await.status, StatusCode::ACCEPTED);
     let second = Uuid::new_v4().to_string();
-    let asked = app
-        .delegate(&requester, &body(&requester, &second, None))
-        .await;
+    let asked = app.delegate(&requester, &body(&requester, &second, None)).await;
     assert_eq!(asked.status, StatusCode::ACCEPTED, "{}", asked.text);
     let d = &asked.body["delegation"];
-    assert_eq!(
-        (d["status"].as_str(), d["retriesUsed"].as_i64()),
-        (Some("request"), Some(1)),
-        "{d}"
-    );
-    assert_eq!(
-        d["attempts"][0]["targetAnonymousId"],
-        targets[0].anon.as_str()
-    );
+    assert_eq!((d["status"].as_str(), d["retriesUsed"].as_i64()), (Some("request"), Some(1)), "{d}");
+    assert_eq!(d["attempts"][0]["targetAnonymousId"], targets[0].anon.as_str());
     assert_eq!(d["attempts"][0]["status"], "rejected");
     assert_eq!(d["attempts"][0]["reason"], "rate_limited");
-    assert_eq!(
-        d["attempts"][1]["targetAnonymousId"],
-        targets[1].anon.as_str()
-    );
+    assert_eq!(d["attempts"][1]["targetAnonymousId"], targets[1].anon.as_str());
     assert_eq!(app.inbox(&targets[0].agent, None).await.body["total"], 1);
     assert_eq!(app.inbox(&targets[1].agent, None).await.body["total"], 1);
 
@@ -1053,11 +627,7 @@ async fn a_target_at_its_inbound_limit_is_skipped_as_rejected_rate_limited() {
     let mut b = body(&requester, &third, Some(&targets[0].anon));
     b["maxRetries"] = json!(0);
     let ended = app.delegate(&requester, &b).await;
-    assert_eq!(
-        ended.body["delegation"]["status"], "rejected",
-        "{}",
-        ended.text
-    );
+    assert_eq!(ended.body["delegation"]["status"], "rejected", "{}", ended.text);
     assert_eq!(ended.body["result"]["status"], "rejected");
 }
 

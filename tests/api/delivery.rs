@@ -15,10 +15,7 @@ async fn mixed(app: &TestApp) -> (crate::helpers::TestAgent, String) {
     let agent = app.register_agent("user-tomas").await;
     let started = app.start(&fixtures::good_match()).await;
     assert_eq!(started["negotiation"]["status"], "waiting_for_agent");
-    (
-        agent,
-        started["negotiation"]["id"].as_str().unwrap().to_owned(),
-    )
+    (agent, started["negotiation"]["id"].as_str().unwrap().to_owned())
 }
 
 #[tokio::test]
@@ -32,12 +29,7 @@ async fn pickup_returns_the_parked_turn_with_its_full_context() {
     assert_eq!(b["taskId"], id.as_str());
     assert!(b["claimToken"].as_str().unwrap().starts_with("ct_"));
     assert_eq!(b["opportunity"]["status"], "negotiating");
-    assert!(
-        b["opportunity"]["reasoning"]
-            .as_str()
-            .unwrap()
-            .contains("Evaluator")
-    );
+    assert!(b["opportunity"]["reasoning"].as_str().unwrap().contains("Evaluator"));
     let turn = &b["turn"];
     assert_eq!(turn["number"], 1);
     assert_eq!(turn["counterpartyAction"], "propose");
@@ -48,27 +40,14 @@ async fn pickup_returns_the_parked_turn_with_its_full_context() {
     assert_eq!(turn["history"][0]["side"], "source");
     assert_eq!(turn["history"][0]["agent"], "source");
     assert!(!turn["history"][0]["message"].as_str().unwrap().is_empty());
-    assert!(
-        turn["history"][0].get("reasoning").is_none(),
-        "the other side's reasoning stays private"
-    );
+    assert!(turn["history"][0].get("reasoning").is_none(), "the other side's reasoning stays private");
     let ctx = &b["context"];
     assert_eq!(ctx["ownUser"]["id"], "user-tomas");
-    assert_eq!(
-        ctx["ownUser"]["intents"][0]["text"],
-        fixtures::engineer()["intents"][0]["text"]
-    );
+    assert_eq!(ctx["ownUser"]["intents"][0]["text"], fixtures::engineer()["intents"][0]["text"]);
     assert_eq!(ctx["otherUser"]["id"], "user-maya");
-    assert_eq!(
-        ctx["otherUser"]["intents"],
-        json!([]),
-        "the other user's intents stay private"
-    );
+    assert_eq!(ctx["otherUser"]["intents"], json!([]), "the other user's intents stay private");
     assert_eq!(ctx["isDiscoverer"], false);
-    assert_eq!(
-        ctx["discoveryQuery"],
-        "senior rust backend engineer for payments"
-    );
+    assert_eq!(ctx["discoveryQuery"], "senior rust backend engineer for payments");
     assert_eq!(ctx["indexContext"]["index"], "founders-and-engineers");
     assert_eq!(ctx["seedAssessment"]["score"], 88.0);
 
@@ -84,13 +63,8 @@ async fn pickup_returns_the_parked_turn_with_its_full_context() {
 async fn a_mixed_negotiation_ends_pending_when_the_personal_agent_accepts() {
     let app = TestApp::spawn().await;
     let (agent, id) = mixed(&app).await;
-    let token = app.pickup(&agent, None).await.body["claimToken"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let done = app
-        .respond(&agent, &id, &answer("accept", Some(&token)))
-        .await;
+    let token = app.pickup(&agent, None).await.body["claimToken"].as_str().unwrap().to_owned();
+    let done = app.respond(&agent, &id, &answer("accept", Some(&token))).await;
     assert_eq!(done.status, StatusCode::OK, "{}", done.text);
     assert_eq!(done.body["success"], true);
     assert_eq!(done.body["turnNumber"], 1);
@@ -102,19 +76,13 @@ async fn a_mixed_negotiation_ends_pending_when_the_personal_agent_accepts() {
     assert_eq!(roles[1]["userId"], "user-maya");
 
     // The same token and body again: the same answer, nothing new stored.
-    let retry = app
-        .respond(&agent, &id, &answer("accept", Some(&token)))
-        .await;
+    let retry = app.respond(&agent, &id, &answer("accept", Some(&token))).await;
     assert_eq!(retry.status, StatusCode::OK);
     assert_eq!(retry.body, done.body);
     assert_eq!(app.snapshot(&id).await, ("completed".into(), 2, 2));
     // A different body under a used token is stale; after completion without a token, 409.
-    app.respond(&agent, &id, &answer("reject", Some(&token)))
-        .await
-        .assert_error(StatusCode::CONFLICT, "claim_stale");
-    app.respond(&agent, &id, &answer("reject", None))
-        .await
-        .assert_error(StatusCode::CONFLICT, "already_completed");
+    app.respond(&agent, &id, &answer("reject", Some(&token))).await.assert_error(StatusCode::CONFLICT, "claim_stale");
+    app.respond(&agent, &id, &answer("reject", None)).await.assert_error(StatusCode::CONFLICT, "already_completed");
     assert_eq!(app.count("artifacts").await, 1);
 }
 
@@ -128,9 +96,7 @@ async fn a_counter_lets_the_system_answer_and_parks_the_next_turn_until_the_cap_
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
     assert_eq!(r.body["turnNumber"], 1);
     // The system spoke turn 2 (not an end: it countered or accepted/rejected).
-    let view = app
-        .get(&format!("/api/negotiations/{id}"), &app.service_token())
-        .await;
+    let view = app.get(&format!("/api/negotiations/{id}"), &app.service_token()).await;
     let turns = view.body["turns"].as_array().unwrap().clone();
     if r.body["status"] == "completed" {
         // The system negotiator ended it at turn 2: that is a legitimate path too.
@@ -145,9 +111,7 @@ async fn a_counter_lets_the_system_answer_and_parks_the_next_turn_until_the_cap_
     assert_eq!(picked.body["turn"]["number"], 3);
     assert_eq!(picked.body["turn"]["isFinalTurn"], true);
     let token = picked.body["claimToken"].as_str().unwrap().to_owned();
-    let r = app
-        .respond(&agent, &id, &answer("question", Some(&token)))
-        .await;
+    let r = app.respond(&agent, &id, &answer("question", Some(&token))).await;
     assert_eq!(r.body["status"], "completed", "{}", r.text);
     assert_eq!(r.body["opportunity"]["status"], "stalled");
     assert_eq!(r.body["outcome"]["reason"], "turn_cap");
@@ -166,22 +130,15 @@ async fn personal_agents_on_both_sides_negotiate_without_a_cap() {
     let id = n["id"].as_str().unwrap().to_owned();
 
     // Not your seat: Tomas has nothing to pick up yet.
-    assert_eq!(
-        app.pickup(&tomas, None).await.status,
-        StatusCode::NO_CONTENT
-    );
+    assert_eq!(app.pickup(&tomas, None).await.status, StatusCode::NO_CONTENT);
     // Maya's agent must open with a propose.
     let picked = app.pickup(&maya, None).await;
     assert_eq!(picked.body["turn"]["counterpartyAction"], "none");
     assert_eq!(picked.body["context"]["isDiscoverer"], true);
     let token = picked.body["claimToken"].as_str().unwrap().to_owned();
-    app.respond(&maya, &id, &answer("counter", Some(&token)))
-        .await
-        .assert_error(StatusCode::BAD_REQUEST, "action_not_allowed");
+    app.respond(&maya, &id, &answer("counter", Some(&token))).await.assert_error(StatusCode::BAD_REQUEST, "action_not_allowed");
     assert_eq!(app.snapshot(&id).await, ("claimed".into(), 0, 0));
-    let r = app
-        .respond(&maya, &id, &answer("propose", Some(&token)))
-        .await;
+    let r = app.respond(&maya, &id, &answer("propose", Some(&token))).await;
     assert_eq!(r.body["status"], "waiting_for_agent");
 
     // Twelve more turns alternate between the agents: no cap applies.
@@ -191,19 +148,13 @@ async fn personal_agents_on_both_sides_negotiate_without_a_cap() {
         let picked = app.pickup(agent, None).await;
         assert_eq!(picked.body["turn"]["number"], turn);
         let token = picked.body["claimToken"].as_str().unwrap().to_owned();
-        app.respond(agent, &id, &answer("propose", Some(&token)))
-            .await
-            .assert_error(StatusCode::BAD_REQUEST, "action_not_allowed");
-        let r = app
-            .respond(agent, &id, &answer("question", Some(&token)))
-            .await;
+        app.respond(agent, &id, &answer("propose", Some(&token))).await.assert_error(StatusCode::BAD_REQUEST, "action_not_allowed");
+        let r = app.respond(agent, &id, &answer("question", Some(&token))).await;
         assert_eq!(r.body["status"], "waiting_for_agent", "{}", r.text);
     }
     let picked = app.pickup(&tomas, None).await;
     let token = picked.body["claimToken"].as_str().unwrap().to_owned();
-    let r = app
-        .respond(&tomas, &id, &answer("reject", Some(&token)))
-        .await;
+    let r = app.respond(&tomas, &id, &answer("reject", Some(&token))).await;
     assert_eq!(r.body["opportunity"]["status"], "rejected");
     assert_eq!(r.body["outcome"]["turnCount"], 14);
 }
@@ -213,56 +164,19 @@ async fn refused_responds_leave_the_negotiation_as_it_was() {
     let app = TestApp::spawn().await;
     let (agent, id) = mixed(&app).await;
     // Respond without a claim.
-    app.respond(&agent, &id, &answer("accept", None))
-        .await
-        .assert_error(StatusCode::CONFLICT, "not_claimed");
-    let token = app.pickup(&agent, None).await.body["claimToken"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    app.respond(&agent, &id, &answer("accept", None)).await.assert_error(StatusCode::CONFLICT, "not_claimed");
+    let token = app.pickup(&agent, None).await.body["claimToken"].as_str().unwrap().to_owned();
     let before = app.snapshot(&id).await;
 
     let mut cases: Vec<(Value, StatusCode, &str)> = vec![
-        (
-            answer("propose", Some(&token)),
-            StatusCode::BAD_REQUEST,
-            "action_not_allowed",
-        ),
-        (
-            answer("accept", Some("ct_not-the-token")),
-            StatusCode::CONFLICT,
-            "claim_stale",
-        ),
-        (
-            answer("shrug", Some(&token)),
-            StatusCode::BAD_REQUEST,
-            "invalid_body",
-        ),
-        (
-            json!({ "action": "accept" }),
-            StatusCode::BAD_REQUEST,
-            "invalid_body",
-        ),
-        (
-            json!({ "action": "accept", "assessment": { "reasoning": "  ", "suggestedRoles": { "ownUser": "peer", "otherUser": "peer" } } }),
-            StatusCode::BAD_REQUEST,
-            "invalid_body",
-        ),
-        (
-            json!({ "action": "accept", "assessment": { "reasoning": "ok", "suggestedRoles": { "ownUser": "boss", "otherUser": "peer" } } }),
-            StatusCode::BAD_REQUEST,
-            "invalid_body",
-        ),
-        (
-            json!({ "action": "accept", "assessment": { "reasoning": "x".repeat(10_001), "suggestedRoles": { "ownUser": "peer", "otherUser": "peer" } } }),
-            StatusCode::BAD_REQUEST,
-            "invalid_body",
-        ),
-        (
-            json!({ "action": "accept", "message": "m".repeat(10_001), "assessment": { "reasoning": "ok", "suggestedRoles": { "ownUser": "peer", "otherUser": "peer" } } }),
-            StatusCode::BAD_REQUEST,
-            "invalid_body",
-        ),
+        (answer("propose", Some(&token)), StatusCode::BAD_REQUEST, "action_not_allowed"),
+        (answer("accept", Some("ct_not-the-token")), StatusCode::CONFLICT, "claim_stale"),
+        (answer("shrug", Some(&token)), StatusCode::BAD_REQUEST, "invalid_body"),
+        (json!({ "action": "accept" }), StatusCode::BAD_REQUEST, "invalid_body"),
+        (json!({ "action": "accept", "assessment": { "reasoning": "  ", "suggestedRoles": { "ownUser": "peer", "otherUser": "peer" } } }), StatusCode::BAD_REQUEST, "invalid_body"),
+        (json!({ "action": "accept", "assessment": { "reasoning": "ok", "suggestedRoles": { "ownUser": "boss", "otherUser": "peer" } } }), StatusCode::BAD_REQUEST, "invalid_body"),
+        (json!({ "action": "accept", "assessment": { "reasoning": "x".repeat(10_001), "suggestedRoles": { "ownUser": "peer", "otherUser": "peer" } } }), StatusCode::BAD_REQUEST, "invalid_body"),
+        (json!({ "action": "accept", "message": "m".repeat(10_001), "assessment": { "reasoning": "ok", "suggestedRoles": { "ownUser": "peer", "otherUser": "peer" } } }), StatusCode::BAD_REQUEST, "invalid_body"),
         (json!([1]), StatusCode::BAD_REQUEST, "invalid_body"),
     ];
     // The token carries its claim's generation under the service's HMAC: the genuine tag with
@@ -273,31 +187,18 @@ async fn refused_responds_leave_the_negotiation_as_it_was() {
         let mut raw = b64.decode(token.strip_prefix("ct_").unwrap()).unwrap();
         assert_eq!(raw.len(), 40, "generation (8 bytes) + HMAC-SHA256 tag");
         raw[7] ^= 0x02;
-        cases.push((
-            answer("accept", Some(&format!("ct_{}", b64.encode(raw)))),
-            StatusCode::CONFLICT,
-            "claim_stale",
-        ));
+        cases.push((answer("accept", Some(&format!("ct_{}", b64.encode(raw)))), StatusCode::CONFLICT, "claim_stale"));
     }
     for (body, status, code) in cases.drain(..) {
-        app.respond(&agent, &id, &body)
-            .await
-            .assert_error(status, code);
+        app.respond(&agent, &id, &body).await.assert_error(status, code);
         assert_eq!(app.snapshot(&id).await, before, "after {body}");
     }
-    app.respond(
-        &agent,
-        "0192f4a0-0000-7000-8000-000000000009",
-        &answer("accept", Some(&token)),
-    )
-    .await
-    .assert_error(StatusCode::NOT_FOUND, "not_found");
+    app.respond(&agent, "0192f4a0-0000-7000-8000-000000000009", &answer("accept", Some(&token)))
+        .await
+        .assert_error(StatusCode::NOT_FOUND, "not_found");
     let raw = app
         .client
-        .post(format!(
-            "{}/api/agents/{}/negotiations/{id}/respond",
-            app.base, agent.id
-        ))
+        .post(format!("{}/api/agents/{}/negotiations/{id}/respond", app.base, agent.id))
         .header("x-api-key", &agent.key)
         .body("{broken")
         .send()
@@ -305,18 +206,11 @@ async fn refused_responds_leave_the_negotiation_as_it_was() {
         .unwrap();
     assert_eq!(raw.status(), StatusCode::BAD_REQUEST);
     // A token is bound to its negotiation: this one does not answer another negotiation's turn.
-    let other = app.start(&fixtures::good_match()).await["negotiation"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    app.respond(&agent, &other, &answer("accept", Some(&token)))
-        .await
-        .assert_error(StatusCode::CONFLICT, "claim_stale");
+    let other = app.start(&fixtures::good_match()).await["negotiation"]["id"].as_str().unwrap().to_owned();
+    app.respond(&agent, &other, &answer("accept", Some(&token))).await.assert_error(StatusCode::CONFLICT, "claim_stale");
     // Another user's agent cannot touch it.
     let eve = app.register_agent("user-eve").await;
-    app.respond(&eve, &id, &answer("accept", None))
-        .await
-        .assert_error(StatusCode::NOT_FOUND, "not_found");
+    app.respond(&eve, &id, &answer("accept", None)).await.assert_error(StatusCode::NOT_FOUND, "not_found");
     assert_eq!(app.snapshot(&id).await, before);
 }
 
@@ -325,69 +219,31 @@ async fn a_second_agent_of_the_same_user_sees_the_claim_as_someone_elses() {
     let app = TestApp::spawn().await;
     let (first, id) = mixed(&app).await;
     let second = app.register_agent("user-tomas").await;
-    let token = app.pickup(&first, None).await.body["claimToken"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let token = app.pickup(&first, None).await.body["claimToken"].as_str().unwrap().to_owned();
     // The turn is held: the second agent finds nothing to pick up.
-    assert_eq!(
-        app.pickup(&second, None).await.status,
-        StatusCode::NO_CONTENT
-    );
-    app.respond(&second, &id, &answer("accept", None))
-        .await
-        .assert_error(StatusCode::CONFLICT, "claimed_by_other");
-    app.respond(&second, &id, &answer("accept", Some(&token)))
-        .await
-        .assert_error(StatusCode::CONFLICT, "claim_stale");
+    assert_eq!(app.pickup(&second, None).await.status, StatusCode::NO_CONTENT);
+    app.respond(&second, &id, &answer("accept", None)).await.assert_error(StatusCode::CONFLICT, "claimed_by_other");
+    app.respond(&second, &id, &answer("accept", Some(&token))).await.assert_error(StatusCode::CONFLICT, "claim_stale");
 
     // Release gives it back; the second agent now gets it under a new token.
-    let released = app
-        .agent_call(
-            &first,
-            Method::POST,
-            &format!("/negotiations/{id}/release"),
-            Some(&json!({ "claimToken": token })),
-        )
-        .await;
+    let released = app.agent_call(&first, Method::POST, &format!("/negotiations/{id}/release"), Some(&json!({ "claimToken": token }))).await;
     assert_eq!(released.status, StatusCode::OK, "{}", released.text);
     assert_eq!(released.body["status"], "waiting_for_agent");
     let picked = app.pickup(&second, None).await;
     let new_token = picked.body["claimToken"].as_str().unwrap().to_owned();
     assert_ne!(new_token, token);
-    app.respond(&first, &id, &answer("accept", Some(&token)))
-        .await
-        .assert_error(StatusCode::CONFLICT, "claim_stale");
+    app.respond(&first, &id, &answer("accept", Some(&token))).await.assert_error(StatusCode::CONFLICT, "claim_stale");
 
     // Extend pushes the deadline.
     let before = picked.body["turn"]["deadline"].as_str().unwrap().to_owned();
     tokio::time::sleep(Duration::from_millis(1100)).await;
-    let extended = app
-        .agent_call(
-            &second,
-            Method::POST,
-            &format!("/negotiations/{id}/extend"),
-            Some(&json!({ "claimToken": new_token })),
-        )
-        .await;
+    let extended = app.agent_call(&second, Method::POST, &format!("/negotiations/{id}/extend"), Some(&json!({ "claimToken": new_token }))).await;
     assert_eq!(extended.status, StatusCode::OK, "{}", extended.text);
     assert!(extended.body["deadline"].as_str().unwrap() > before.as_str());
     assert_eq!(extended.body["claimToken"], new_token.as_str());
-    let extend_other = app
-        .agent_call(
-            &first,
-            Method::POST,
-            &format!("/negotiations/{id}/extend"),
-            None,
-        )
-        .await;
+    let extend_other = app.agent_call(&first, Method::POST, &format!("/negotiations/{id}/extend"), None).await;
     extend_other.assert_error(StatusCode::CONFLICT, "claimed_by_other");
-    assert_eq!(
-        app.respond(&second, &id, &answer("accept", Some(&new_token)))
-            .await
-            .status,
-        StatusCode::OK
-    );
+    assert_eq!(app.respond(&second, &id, &answer("accept", Some(&new_token))).await.status, StatusCode::OK);
 }
 
 #[tokio::test]
@@ -401,10 +257,7 @@ async fn a_waiting_pickup_wakes_when_a_turn_is_parked() {
         tokio::spawn(async move {
             let started = Instant::now();
             let resp = client
-                .post(format!(
-                    "{app_base}/api/agents/{}/negotiations/pickup?wait=5",
-                    agent.id
-                ))
+                .post(format!("{app_base}/api/agents/{}/negotiations/pickup?wait=5", agent.id))
                 .header("x-api-key", &agent.key)
                 .send()
                 .await
@@ -417,11 +270,7 @@ async fn a_waiting_pickup_wakes_when_a_turn_is_parked() {
     app.start(&fixtures::good_match()).await;
     let (status, _) = waiter.await.unwrap();
     assert_eq!(status, StatusCode::OK);
-    assert!(
-        parked_at.elapsed() < Duration::from_secs(3),
-        "woken late: {:?}",
-        parked_at.elapsed()
-    );
+    assert!(parked_at.elapsed() < Duration::from_secs(3), "woken late: {:?}", parked_at.elapsed());
 
     // Nothing parked: the wait ends with 204 after its time.
     let started = Instant::now();
@@ -431,14 +280,9 @@ async fn a_waiting_pickup_wakes_when_a_turn_is_parked() {
     assert!(started.elapsed() >= Duration::from_millis(950));
     // Bad waits are refused.
     for bad in ["0", "-1", "soon"] {
-        app.agent_call(
-            &other,
-            Method::POST,
-            &format!("/negotiations/pickup?wait={bad}"),
-            None,
-        )
-        .await
-        .assert_error(StatusCode::BAD_REQUEST, "invalid_body");
+        app.agent_call(&other, Method::POST, &format!("/negotiations/pickup?wait={bad}"), None)
+            .await
+            .assert_error(StatusCode::BAD_REQUEST, "invalid_body");
     }
 }
 
@@ -446,8 +290,7 @@ async fn a_waiting_pickup_wakes_when_a_turn_is_parked() {
 async fn concurrent_pickups_never_claim_the_same_turn() {
     let app = TestApp::spawn().await;
     const TURNS: usize = 40;
-    let agents: Vec<_> =
-        futures::future::join_all((0..16).map(|_| app.register_agent("user-busy"))).await;
+    let agents: Vec<_> = futures::future::join_all((0..16).map(|_| app.register_agent("user-busy"))).await;
     for i in 0..TURNS {
         let mut body = fixtures::good_match();
         body["sourceUser"]["id"] = json!(format!("user-src-{i}"));
@@ -469,9 +312,7 @@ async fn concurrent_pickups_never_claim_the_same_turn() {
                 assert_eq!(picked.status, StatusCode::OK, "{}", picked.text);
                 let id = picked.body["negotiationId"].as_str().unwrap().to_owned();
                 let token = picked.body["claimToken"].as_str().unwrap().to_owned();
-                let r = app
-                    .respond(&agent, &id, &answer("reject", Some(&token)))
-                    .await;
+                let r = app.respond(&agent, &id, &answer("reject", Some(&token))).await;
                 if r.status == StatusCode::OK {
                     claimed.lock().await.push(id);
                 } else {
@@ -494,9 +335,6 @@ async fn concurrent_pickups_never_claim_the_same_turn() {
     .fetch_one(&app.pool)
     .await
     .unwrap();
-    assert_eq!(
-        generations, TURNS as i64,
-        "each turn was claimed exactly once"
-    );
+    assert_eq!(generations, TURNS as i64, "each turn was claimed exactly once");
     assert_eq!(messages, TURNS as i64, "each turn stored once");
 }

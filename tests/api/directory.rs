@@ -28,8 +28,7 @@ fn capability(task_type: &str, cost: Option<f64>, latency: Option<i64>) -> Value
 }
 
 async fn put_capability(app: &TestApp, agent: &TestAgent, body: &Value) -> Answer {
-    app.agent_call(agent, Method::PUT, "/capabilities", Some(body))
-        .await
+    app.agent_call(agent, Method::PUT, "/capabilities", Some(body)).await
 }
 
 /// Writes a scripted record: `days_ago` days before today (UTC), so many claims answered and
@@ -51,13 +50,7 @@ async fn record(app: &TestApp, agent: &TestAgent, days_ago: i32, answered: i32, 
 /// Adds delegation attempt ends to the agent's counters of a day, as the ends of attempts
 /// addressed to it write them: `completed` and `unfinished` (rejected, timed out, in error) of
 /// all its attempts, and of those it had accepted.
-async fn record_attempts(
-    app: &TestApp,
-    agent: &TestAgent,
-    days_ago: i32,
-    all: (i32, i32),
-    accepted: (i32, i32),
-) {
+async fn record_attempts(app: &TestApp, agent: &TestAgent, days_ago: i32, all: (i32, i32), accepted: (i32, i32)) {
     sqlx::query(
         "INSERT INTO agent_trust_days AS d (agent_id, day, attempts_completed, attempts_unfinished,
                                             accepted_completed, accepted_unfinished)
@@ -80,17 +73,11 @@ async fn record_attempts(
 }
 
 async fn discover(app: &TestApp, query: &str) -> Answer {
-    app.get(
-        &format!("/api/agents/discover?{query}"),
-        &app.service_token(),
-    )
-    .await
+    app.get(&format!("/api/agents/discover?{query}"), &app.service_token()).await
 }
 
 async fn trust(app: &TestApp, agent: &TestAgent) -> Value {
-    let answer = app
-        .agent_call_path(agent, Method::GET, &format!("/api/trust/{}", agent.id))
-        .await;
+    let answer = app.agent_call_path(agent, Method::GET, &format!("/api/trust/{}", agent.id)).await;
     assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
     answer.body
 }
@@ -98,20 +85,10 @@ async fn trust(app: &TestApp, agent: &TestAgent) -> Value {
 impl TestApp {
     /// A call on any path with the agent's key.
     async fn agent_call_path(&self, agent: &TestAgent, method: Method, path: &str) -> Answer {
-        let resp = self
-            .client
-            .request(method, format!("{}{path}", self.base))
-            .header("x-api-key", &agent.key)
-            .send()
-            .await
-            .unwrap();
+        let resp = self.client.request(method, format!("{}{path}", self.base)).header("x-api-key", &agent.key).send().await.unwrap();
         let status = resp.status();
         let text = resp.text().await.unwrap();
-        Answer {
-            status,
-            body: serde_json::from_str(&text).unwrap_or(Value::Null),
-            text,
-        }
+        Answer { status, body: serde_json::from_str(&text).unwrap_or(Value::Null), text }
     }
 }
 
@@ -122,12 +99,7 @@ fn ranking(answer: &Answer) -> Vec<(String, f64)> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|r| {
-            (
-                r["anonymousAgentId"].as_str().unwrap().to_owned(),
-                r["compositeScore"].as_f64().unwrap(),
-            )
-        })
+        .map(|r| (r["anonymousAgentId"].as_str().unwrap().to_owned(), r["compositeScore"].as_f64().unwrap()))
         .collect()
 }
 
@@ -135,92 +107,44 @@ fn ranking(answer: &Answer) -> Vec<(String, f64)> {
 async fn a_capability_is_created_replaced_listed_and_deleted_by_its_agent_or_owner() {
     let app = TestApp::spawn().await;
     let agent = app.register_agent("user-tomas").await;
-    let created = put_capability(
-        &app,
-        &agent,
-        &capability("code-review", Some(0.05), Some(5000)),
-    )
-    .await;
+    let created = put_capability(&app, &agent, &capability("code-review", Some(0.05), Some(5000))).await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
-    let id = created.body["capability"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let anonymous = created.body["anonymousAgentId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    assert_eq!(
-        created.body["capability"]["permissions"],
-        json!({"enabled": true, "acceptDelegations": true, "inboundRateLimit": 10, "outboundRateLimit": 20})
-    );
+    let id = created.body["capability"]["id"].as_str().unwrap().to_owned();
+    let anonymous = created.body["anonymousAgentId"].as_str().unwrap().to_owned();
+    assert_eq!(created.body["capability"]["permissions"], json!({"enabled": true, "acceptDelegations": true, "inboundRateLimit": 10, "outboundRateLimit": 20}));
 
     // The owner's token replaces it: same id, new estimates.
     let owner = app.user_token("user-tomas");
     let replaced = app
-        .call(
-            Method::PUT,
-            &format!("/api/agents/{}/capabilities", agent.id),
-            Some(&owner),
-            Some(&capability("code-review", Some(1.0), None)),
-        )
+        .call(Method::PUT, &format!("/api/agents/{}/capabilities", agent.id), Some(&owner), Some(&capability("code-review", Some(1.0), None)))
         .await;
     assert_eq!(replaced.status, StatusCode::OK, "{}", replaced.text);
     assert_eq!(replaced.body["capability"]["id"], id.as_str());
     assert_eq!(replaced.body["capability"]["estimatedCostUsd"], 1.0);
-    assert!(
-        replaced.body["capability"]
-            .get("estimatedLatencyMs")
-            .is_none()
-    );
+    assert!(replaced.body["capability"].get("estimatedLatencyMs").is_none());
     assert_eq!(replaced.body["anonymousAgentId"], anonymous.as_str());
 
     // A custom one is another capability; two custom types are two more.
     let mut custom = capability("custom", None, None);
     custom["customType"] = json!("legal-review");
-    assert_eq!(
-        put_capability(&app, &agent, &custom).await.status,
-        StatusCode::CREATED
-    );
+    assert_eq!(put_capability(&app, &agent, &custom).await.status, StatusCode::CREATED);
     custom["customType"] = json!("contract-drafting");
-    assert_eq!(
-        put_capability(&app, &agent, &custom).await.status,
-        StatusCode::CREATED
-    );
-    let listed = app
-        .agent_call(&agent, Method::GET, "/capabilities", None)
-        .await;
-    assert_eq!(
-        listed.body["capabilities"].as_array().unwrap().len(),
-        3,
-        "{}",
-        listed.text
-    );
+    assert_eq!(put_capability(&app, &agent, &custom).await.status, StatusCode::CREATED);
+    let listed = app.agent_call(&agent, Method::GET, "/capabilities", None).await;
+    assert_eq!(listed.body["capabilities"].as_array().unwrap().len(), 3, "{}", listed.text);
     assert_eq!(listed.body["anonymousAgentId"], anonymous.as_str());
 
     // Permissions change only what is given.
     let p = app
-        .agent_call(
-            &agent,
-            Method::PUT,
-            &format!("/capabilities/{id}/permissions"),
-            Some(&json!({"enabled": false, "inboundRateLimit": 3})),
-        )
+        .agent_call(&agent, Method::PUT, &format!("/capabilities/{id}/permissions"), Some(&json!({"enabled": false, "inboundRateLimit": 3})))
         .await;
     assert_eq!(p.status, StatusCode::OK, "{}", p.text);
-    assert_eq!(
-        p.body["capability"]["permissions"],
-        json!({"enabled": false, "acceptDelegations": true, "inboundRateLimit": 3, "outboundRateLimit": 20})
-    );
+    assert_eq!(p.body["capability"]["permissions"], json!({"enabled": false, "acceptDelegations": true, "inboundRateLimit": 3, "outboundRateLimit": 20}));
 
-    let deleted = app
-        .agent_call(&agent, Method::DELETE, &format!("/capabilities/{id}"), None)
-        .await;
+    let deleted = app.agent_call(&agent, Method::DELETE, &format!("/capabilities/{id}"), None).await;
     assert_eq!(deleted.status, StatusCode::OK);
     assert_eq!(deleted.body, json!({"deleted": true}));
-    app.agent_call(&agent, Method::DELETE, &format!("/capabilities/{id}"), None)
-        .await
-        .assert_error(StatusCode::NOT_FOUND, "not_found");
+    app.agent_call(&agent, Method::DELETE, &format!("/capabilities/{id}"), None).await.assert_error(StatusCode::NOT_FOUND, "not_found");
     assert_eq!(app.count("capabilities").await, 2);
 }
 
@@ -232,46 +156,14 @@ async fn capability_routes_refuse_other_callers_and_unknown_agents() {
     let path = format!("/api/agents/{}/capabilities", tomas.id);
     let body = capability("testing", None, None);
     let eve_jwt = app.user_token("user-eve");
-    app.call(Method::PUT, &path, Some(&eve_jwt), Some(&body))
-        .await
-        .assert_error(StatusCode::FORBIDDEN, "forbidden");
-    app.call(Method::PUT, &path, Some(&app.service_token()), Some(&body))
-        .await
-        .assert_error(StatusCode::FORBIDDEN, "forbidden");
-    let with_eve_key = app
-        .client
-        .put(format!("{}{path}", app.base))
-        .header("x-api-key", &eve.key)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
+    app.call(Method::PUT, &path, Some(&eve_jwt), Some(&body)).await.assert_error(StatusCode::FORBIDDEN, "forbidden");
+    app.call(Method::PUT, &path, Some(&app.service_token()), Some(&body)).await.assert_error(StatusCode::FORBIDDEN, "forbidden");
+    let with_eve_key = app.client.put(format!("{}{path}", app.base)).header("x-api-key", &eve.key).json(&body).send().await.unwrap();
     assert_eq!(with_eve_key.status(), StatusCode::FORBIDDEN);
     let unknown = format!("/api/agents/{}/capabilities", Uuid::now_v7());
-    app.call(
-        Method::PUT,
-        &unknown,
-        Some(&app.user_token("user-tomas")),
-        Some(&body),
-    )
-    .await
-    .assert_error(StatusCode::NOT_FOUND, "not_found");
-    app.call(
-        Method::GET,
-        &format!("/api/trust/{}", Uuid::now_v7()),
-        Some(&app.service_token()),
-        None,
-    )
-    .await
-    .assert_error(StatusCode::NOT_FOUND, "not_found");
-    app.call(
-        Method::GET,
-        &format!("/api/trust/{}", tomas.id),
-        Some(&eve_jwt),
-        None,
-    )
-    .await
-    .assert_error(StatusCode::FORBIDDEN, "forbidden");
+    app.call(Method::PUT, &unknown, Some(&app.user_token("user-tomas")), Some(&body)).await.assert_error(StatusCode::NOT_FOUND, "not_found");
+    app.call(Method::GET, &format!("/api/trust/{}", Uuid::now_v7()), Some(&app.service_token()), None).await.assert_error(StatusCode::NOT_FOUND, "not_found");
+    app.call(Method::GET, &format!("/api/trust/{}", tomas.id), Some(&eve_jwt), None).await.assert_error(StatusCode::FORBIDDEN, "forbidden");
     assert_eq!(app.count("capabilities").await, 0);
 }
 
@@ -286,17 +178,8 @@ async fn bad_capabilities_are_refused_naming_the_field_and_store_nothing() {
         b
     };
     let cases = [
-        (
-            with("inputSchema", json!({"type": "no-such-type"})),
-            "inputSchema",
-        ),
-        (
-            with(
-                "outputSchema",
-                json!({"properties": {"a": {"minimum": "five"}}}),
-            ),
-            "outputSchema",
-        ),
+        (with("inputSchema", json!({"type": "no-such-type"})), "inputSchema"),
+        (with("outputSchema", json!({"properties": {"a": {"minimum": "five"}}})), "outputSchema"),
         (with("inputSchema", json!("not a schema")), "inputSchema"),
         (with("taskType", json!("cooking")), "taskType"),
         (with("taskType", json!("custom")), "customType"),
@@ -308,73 +191,36 @@ async fn bad_capabilities_are_refused_naming_the_field_and_store_nothing() {
         (with("skill", json!({"tags": "not a list"})), "skill"),
         (with("tags", json!([""])), "tags"),
         (with("unknownField", json!(1)), "unknownField"),
-        (
-            json!({"taskType": "testing", "outputSchema": {}}),
-            "inputSchema",
-        ),
+        (json!({"taskType": "testing", "outputSchema": {}}), "inputSchema"),
     ];
     for (body, field) in cases {
         let a = put_capability(&app, &agent, &body).await;
         a.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
-        assert!(
-            a.body["error"].as_str().unwrap().contains(field),
-            "{field}: {}",
-            a.text
-        );
+        assert!(a.body["error"].as_str().unwrap().contains(field), "{field}: {}", a.text);
     }
     assert_eq!(app.count("capabilities").await, 0);
     assert_eq!(app.count("anonymous_ids").await, 0);
 
     // Bad permissions and unknown capabilities change nothing either.
-    let id = put_capability(&app, &agent, &good).await.body["capability"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = put_capability(&app, &agent, &good).await.body["capability"]["id"].as_str().unwrap().to_owned();
     for (body, field) in [
         (json!({"inboundRateLimit": -1}), "inboundRateLimit"),
         (json!({"outboundRateLimit": 10001}), "outboundRateLimit"),
         (json!({"outboundRateLimit": "many"}), "outboundRateLimit"),
-        (
-            json!({"enabled": false, "inboundRateLimit": 2.5}),
-            "inboundRateLimit",
-        ),
+        (json!({"enabled": false, "inboundRateLimit": 2.5}), "inboundRateLimit"),
         (json!({"enabled": "no"}), "enabled"),
     ] {
-        let a = app
-            .agent_call(
-                &agent,
-                Method::PUT,
-                &format!("/capabilities/{id}/permissions"),
-                Some(&body),
-            )
-            .await;
+        let a = app.agent_call(&agent, Method::PUT, &format!("/capabilities/{id}/permissions"), Some(&body)).await;
         a.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
-        assert!(
-            a.text.contains(field) || field == "enabled",
-            "{field}: {}",
-            a.text
-        );
+        assert!(a.text.contains(field) || field == "enabled", "{field}: {}", a.text);
     }
     let unknown = Uuid::now_v7();
-    app.agent_call(
-        &agent,
-        Method::PUT,
-        &format!("/capabilities/{unknown}/permissions"),
-        Some(&json!({"enabled": false})),
-    )
-    .await
-    .assert_error(StatusCode::NOT_FOUND, "not_found");
-    let listed = app
-        .agent_call(&agent, Method::GET, "/capabilities", None)
-        .await;
-    assert_eq!(
-        listed.body["capabilities"][0]["permissions"]["enabled"],
-        true
-    );
-    assert_eq!(
-        listed.body["capabilities"][0]["permissions"]["inboundRateLimit"],
-        10
-    );
+    app.agent_call(&agent, Method::PUT, &format!("/capabilities/{unknown}/permissions"), Some(&json!({"enabled": false})))
+        .await
+        .assert_error(StatusCode::NOT_FOUND, "not_found");
+    let listed = app.agent_call(&agent, Method::GET, "/capabilities", None).await;
+    assert_eq!(listed.body["capabilities"][0]["permissions"]["enabled"], true);
+    assert_eq!(listed.body["capabilities"][0]["permissions"]["inboundRateLimit"], 10);
 }
 
 /// Six agents whose records put their trust at the percentiles 0, 20, 40, 60, 80 and 100, each
@@ -383,18 +229,9 @@ async fn ranked_six(app: &TestApp) -> Vec<(TestAgent, String)> {
     // (answered, expired) -> health 0, 25, 50, 75, 90, 100 -> raw 20, 35, 50, 65, 74, 80.
     let records = [(0, 1), (1, 3), (2, 2), (3, 1), (9, 1), (1, 0)];
     // (cost, latency) of each one's capability.
-    let estimates = [
-        (Some(1.0), Some(300)),
-        (Some(50.0), Some(15_000)),
-        (Some(200.0), Some(60_000)),
-        (Some(0.0), Some(0)),
-        (Some(5.0), Some(3000)),
-        (None, None),
-    ];
+    let estimates = [(Some(1.0), Some(300)), (Some(50.0), Some(15_000)), (Some(200.0), Some(60_000)), (Some(0.0), Some(0)), (Some(5.0), Some(3000)), (None, None)];
     let mut agents = Vec::new();
-    for (i, ((answered, expired), (cost, latency))) in
-        records.into_iter().zip(estimates).enumerate()
-    {
+    for (i, ((answered, expired), (cost, latency))) in records.into_iter().zip(estimates).enumerate() {
         let agent = app.register_agent(&format!("user-{i}")).await;
         record(app, &agent, 0, answered, expired).await;
         let a = put_capability(app, &agent, &capability("code-review", cost, latency)).await;
@@ -424,14 +261,7 @@ async fn discovery_ranks_by_the_composite_of_trust_cost_and_latency() {
     let all = discover(&app, "taskType=code-review").await;
     assert_eq!(
         ranking(&all),
-        [
-            (anon(4), 0.865),
-            (anon(3), 0.8),
-            (anon(5), 0.75),
-            (anon(0), 0.495),
-            (anon(1), 0.35),
-            (anon(2), 0.2)
-        ]
+        [(anon(4), 0.865), (anon(3), 0.8), (anon(5), 0.75), (anon(0), 0.495), (anon(1), 0.35), (anon(2), 0.2)]
     );
     let top = &all.body["results"][0];
     assert_eq!(top["trustScorePercentile"], 80);
@@ -446,64 +276,27 @@ async fn discovery_ranks_by_the_composite_of_trust_cost_and_latency() {
     // The caps filter where known and scale the scores.
     assert_eq!(
         ranking(&discover(&app, "taskType=code-review&maxCostUsd=10").await),
-        [
-            (anon(3), 0.8),
-            (anon(5), 0.75),
-            (anon(4), 0.73),
-            (anon(0), 0.468)
-        ]
+        [(anon(3), 0.8), (anon(5), 0.75), (anon(4), 0.73), (anon(0), 0.468)]
     );
     assert_eq!(
         ranking(&discover(&app, "taskType=code-review&maxLatencyMs=3000").await),
-        [
-            (anon(3), 0.8),
-            (anon(5), 0.75),
-            (anon(4), 0.685),
-            (anon(0), 0.477)
-        ]
+        [(anon(3), 0.8), (anon(5), 0.75), (anon(4), 0.685), (anon(0), 0.477)]
     );
     assert_eq!(
         ranking(&discover(&app, "taskType=code-review&minTrustScore=60").await),
         [(anon(4), 0.865), (anon(3), 0.8), (anon(5), 0.75)]
     );
-    assert_eq!(
-        ranking(&discover(&app, "taskType=code-review&limit=2").await),
-        [(anon(4), 0.865), (anon(3), 0.8)]
-    );
-    assert_eq!(
-        ranking(&discover(&app, "taskType=code-review&limit=500").await).len(),
-        6
-    );
+    assert_eq!(ranking(&discover(&app, "taskType=code-review&limit=2").await), [(anon(4), 0.865), (anon(3), 0.8)]);
+    assert_eq!(ranking(&discover(&app, "taskType=code-review&limit=500").await).len(), 6);
     assert_eq!(ranking(&discover(&app, "taskType=testing").await), []);
 
     // A disabled capability and an inactive agent are not shown.
     let (agent3, _) = &six[3];
-    let id = app
-        .agent_call(agent3, Method::GET, "/capabilities", None)
-        .await
-        .body["capabilities"][0]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    app.agent_call(
-        agent3,
-        Method::PUT,
-        &format!("/capabilities/{id}/permissions"),
-        Some(&json!({"enabled": false})),
-    )
-    .await;
+    let id = app.agent_call(agent3, Method::GET, "/capabilities", None).await.body["capabilities"][0]["id"].as_str().unwrap().to_owned();
+    app.agent_call(agent3, Method::PUT, &format!("/capabilities/{id}/permissions"), Some(&json!({"enabled": false}))).await;
     let (agent4, _) = &six[4];
-    app.call(
-        Method::PATCH,
-        &format!("/api/agents/{}", agent4.id),
-        Some(&app.user_token("user-4")),
-        Some(&json!({"status": "inactive"})),
-    )
-    .await;
-    let shown: Vec<String> = ranking(&discover(&app, "taskType=code-review").await)
-        .into_iter()
-        .map(|r| r.0)
-        .collect();
+    app.call(Method::PATCH, &format!("/api/agents/{}", agent4.id), Some(&app.user_token("user-4")), Some(&json!({"status": "inactive"}))).await;
+    let shown: Vec<String> = ranking(&discover(&app, "taskType=code-review").await).into_iter().map(|r| r.0).collect();
     assert_eq!(shown, [anon(5), anon(0), anon(1), anon(2)]);
 }
 
@@ -512,18 +305,9 @@ async fn the_configured_trust_floor_applies_with_the_callers_minimum() {
     let app = TestApp::spawn_with(|c| c.min_trust = 80).await;
     let six = ranked_six(&app).await;
     let shown = |a: &Answer| ranking(a).into_iter().map(|r| r.0).collect::<Vec<_>>();
-    assert_eq!(
-        shown(&discover(&app, "taskType=code-review").await),
-        [six[4].1.clone(), six[5].1.clone()]
-    );
-    assert_eq!(
-        shown(&discover(&app, "taskType=code-review&minTrustScore=10").await),
-        [six[4].1.clone(), six[5].1.clone()]
-    );
-    assert_eq!(
-        shown(&discover(&app, "taskType=code-review&minTrustScore=90").await),
-        [six[5].1.clone()]
-    );
+    assert_eq!(shown(&discover(&app, "taskType=code-review").await), [six[4].1.clone(), six[5].1.clone()]);
+    assert_eq!(shown(&discover(&app, "taskType=code-review&minTrustScore=10").await), [six[4].1.clone(), six[5].1.clone()]);
+    assert_eq!(shown(&discover(&app, "taskType=code-review&minTrustScore=90").await), [six[5].1.clone()]);
 }
 
 #[tokio::test]
@@ -545,10 +329,7 @@ async fn discovery_filters_custom_types_and_breaks_ties_by_anonymous_id() {
     let ids: Vec<String> = found.iter().map(|r| r.0.clone()).collect();
     assert_eq!(ids, legal);
     assert!(found.iter().all(|r| r.1 == found[0].1));
-    assert_eq!(
-        ranking(&discover(&app, "taskType=custom&customType=medical").await).len(),
-        1
-    );
+    assert_eq!(ranking(&discover(&app, "taskType=custom&customType=medical").await).len(), 1);
     assert_eq!(ranking(&discover(&app, "taskType=custom").await).len(), 4);
 }
 
@@ -559,36 +340,17 @@ async fn discovery_answers_show_neither_agent_ids_nor_owners() {
     let mut body = capability("analysis", Some(1.0), Some(100));
     body["description"] = json!("Reads your data");
     put_capability(&app, &agent, &body).await;
-    let by_key = app
-        .agent_call_path(
-            &agent,
-            Method::GET,
-            "/api/agents/discover?taskType=analysis",
-        )
-        .await;
+    let by_key = app.agent_call_path(&agent, Method::GET, "/api/agents/discover?taskType=analysis").await;
     for answer in [discover(&app, "taskType=analysis").await, by_key] {
         assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
         assert!(!answer.text.contains(&agent.id), "{}", answer.text);
         assert!(!answer.text.contains("user-tomas"), "{}", answer.text);
-        let keys: Vec<&String> = answer.body["results"][0]
-            .as_object()
-            .unwrap()
-            .keys()
-            .collect();
+        let keys: Vec<&String> = answer.body["results"][0].as_object().unwrap().keys().collect();
         assert_eq!(
             keys,
             [
-                "anonymousAgentId",
-                "capabilityId",
-                "taskType",
-                "inputSchema",
-                "outputSchema",
-                "trustScorePercentile",
-                "provisional",
-                "estimatedLatencyMs",
-                "estimatedCostUsd",
-                "compositeScore",
-                "qualityMetrics"
+                "anonymousAgentId", "capabilityId", "taskType", "inputSchema", "outputSchema", "trustScorePercentile",
+                "provisional", "estimatedLatencyMs", "estimatedCostUsd", "compositeScore", "qualityMetrics"
             ]
         );
     }
@@ -613,18 +375,9 @@ async fn bad_discovery_queries_are_refused_and_change_nothing() {
         "taskType=testing&limit=ten",
         "taskType=testing&customType=x",
     ] {
-        discover(&app, query)
-            .await
-            .assert_error(StatusCode::BAD_REQUEST, "invalid_body");
+        discover(&app, query).await.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
     }
-    let no_credentials = app
-        .call(
-            Method::GET,
-            "/api/agents/discover?taskType=testing",
-            None,
-            None,
-        )
-        .await;
+    let no_credentials = app.call(Method::GET, "/api/agents/discover?taskType=testing", None, None).await;
     no_credentials.assert_error(StatusCode::UNAUTHORIZED, "unauthorized");
     // Not even the expired anonymous id was replaced.
     assert_eq!(app.count("anonymous_ids").await, 1);
@@ -634,45 +387,25 @@ async fn bad_discovery_queries_are_refused_and_change_nothing() {
 async fn an_expired_anonymous_id_is_replaced_on_the_next_discovery_and_still_resolves() {
     let app = TestApp::spawn_with(|c| c.anonymous_id_ttl = Duration::from_secs(1)).await;
     let agent = app.register_agent("user-tomas").await;
-    let first = put_capability(&app, &agent, &capability("translation", None, None))
-        .await
-        .body["anonymousAgentId"]
+    let first = put_capability(&app, &agent, &capability("translation", None, None)).await.body["anonymousAgentId"]
         .as_str()
         .unwrap()
         .to_owned();
-    assert_eq!(
-        ranking(&discover(&app, "taskType=translation").await)[0].0,
-        first
-    );
+    assert_eq!(ranking(&discover(&app, "taskType=translation").await)[0].0, first);
     tokio::time::sleep(Duration::from_millis(1200)).await;
-    let second = ranking(&discover(&app, "taskType=translation").await)[0]
-        .0
-        .clone();
+    let second = ranking(&discover(&app, "taskType=translation").await)[0].0.clone();
     assert_ne!(second, first);
-    let listed = app
-        .agent_call(&agent, Method::GET, "/capabilities", None)
-        .await;
+    let listed = app.agent_call(&agent, Method::GET, "/capabilities", None).await;
     assert_eq!(listed.body["anonymousAgentId"], second.as_str());
     assert_eq!(app.count("anonymous_ids").await, 2);
 
     let mut conn = app.pool.acquire().await.unwrap();
-    let old = parley::directory::anonymity::resolve(&mut conn, first.parse().unwrap())
-        .await
-        .unwrap()
-        .unwrap();
+    let old = parley::directory::anonymity::resolve(&mut conn, first.parse().unwrap()).await.unwrap().unwrap();
     assert_eq!(old.agent_id.to_string(), agent.id);
     assert!(!old.live);
-    let new = parley::directory::anonymity::resolve(&mut conn, second.parse().unwrap())
-        .await
-        .unwrap()
-        .unwrap();
+    let new = parley::directory::anonymity::resolve(&mut conn, second.parse().unwrap()).await.unwrap().unwrap();
     assert!(new.live);
-    assert!(
-        parley::directory::anonymity::resolve(&mut conn, Uuid::new_v4())
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(parley::directory::anonymity::resolve(&mut conn, Uuid::new_v4()).await.unwrap().is_none());
 }
 
 #[tokio::test]
@@ -704,23 +437,10 @@ async fn trust_is_computed_from_the_record_with_exact_components_and_percentile(
     assert!(ta["updatedAt"].is_string());
 
     let tb = trust(&app, &b).await;
-    assert_eq!(
-        (tb["healthComponent"].as_f64(), tb["rawScore"].as_f64()),
-        (Some(100.0), Some(80.0))
-    );
-    assert_eq!(
-        (tb["percentile"].as_i64(), tb["provisional"].as_bool()),
-        (Some(100), Some(true))
-    );
+    assert_eq!((tb["healthComponent"].as_f64(), tb["rawScore"].as_f64()), (Some(100.0), Some(80.0)));
+    assert_eq!((tb["percentile"].as_i64(), tb["provisional"].as_bool()), (Some(100), Some(true)));
     let tc = trust(&app, &c).await;
-    assert_eq!(
-        (
-            tc["rawScore"].as_f64(),
-            tc["percentile"].as_i64(),
-            tc["provisional"].as_bool()
-        ),
-        (Some(50.0), Some(0), Some(true))
-    );
+    assert_eq!((tc["rawScore"].as_f64(), tc["percentile"].as_i64(), tc["provisional"].as_bool()), (Some(50.0), Some(0), Some(true)));
     assert!(tc["updatedAt"].is_null());
 
     // One more answered claim makes B's score rest on 10 events.
@@ -728,16 +448,9 @@ async fn trust_is_computed_from_the_record_with_exact_components_and_percentile(
     assert_eq!(trust(&app, &b).await["provisional"], false);
 
     // The owner and the service may read it too.
-    let by_owner = app
-        .get(&format!("/api/trust/{}", a.id), &app.user_token("user-a"))
-        .await;
+    let by_owner = app.get(&format!("/api/trust/{}", a.id), &app.user_token("user-a")).await;
     assert_eq!(by_owner.body, ta);
-    assert_eq!(
-        app.get(&format!("/api/trust/{}", a.id), &app.service_token())
-            .await
-            .status,
-        StatusCode::OK
-    );
+    assert_eq!(app.get(&format!("/api/trust/{}", a.id), &app.service_token()).await.status, StatusCode::OK);
 
     // D works for others. Today: 5 attempts ended, 3 completed; it had accepted 4 of them and
     // completed 3 in time, so the day's share is 3 / 4. Yesterday: 1 of 1 claims answered.
@@ -763,17 +476,8 @@ async fn trust_is_computed_from_the_record_with_exact_components_and_percentile(
     let e = app.register_agent("user-e").await;
     record_attempts(&app, &e, 2, (1, 0), (0, 0)).await;
     let te = trust(&app, &e).await;
-    assert_eq!(
-        (
-            te["healthComponent"].as_f64(),
-            te["delegationComponent"].as_f64()
-        ),
-        (Some(50.0), Some(100.0))
-    );
-    assert_eq!(
-        (te["rawScore"].as_f64(), te["provisional"].as_bool()),
-        (Some(70.0), Some(true))
-    );
+    assert_eq!((te["healthComponent"].as_f64(), te["delegationComponent"].as_f64()), (Some(50.0), Some(100.0)));
+    assert_eq!((te["rawScore"].as_f64(), te["provisional"].as_bool()), (Some(70.0), Some(true)));
 }
 
 #[tokio::test]
@@ -781,14 +485,7 @@ async fn an_agent_alone_is_at_the_100th_percentile() {
     let app = TestApp::spawn().await;
     let agent = app.register_agent("user-tomas").await;
     let t = trust(&app, &agent).await;
-    assert_eq!(
-        (
-            t["percentile"].as_i64(),
-            t["rawScore"].as_f64(),
-            t["provisional"].as_bool()
-        ),
-        (Some(100), Some(50.0), Some(true))
-    );
+    assert_eq!((t["percentile"].as_i64(), t["rawScore"].as_f64(), t["provisional"].as_bool()), (Some(100), Some(50.0), Some(true)));
     put_capability(&app, &agent, &capability("testing", None, None)).await;
     assert_eq!(trust(&app, &agent).await["percentile"], 100);
 }
@@ -806,25 +503,13 @@ async fn counters(app: &TestApp, agent: &TestAgent) -> (i32, i32, i32) {
 async fn the_end_of_each_claim_writes_the_holders_daily_counters() {
     let app = TestApp::spawn_with(|c| c.claim_timeout = Duration::from_secs(2)).await;
     let agent = app.register_agent("user-tomas").await;
-    let n1 = app.start(&fixtures::good_match()).await["negotiation"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let n2 = app.start(&fixtures::good_match()).await["negotiation"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let n1 = app.start(&fixtures::good_match()).await["negotiation"]["id"].as_str().unwrap().to_owned();
+    let n2 = app.start(&fixtures::good_match()).await["negotiation"]["id"].as_str().unwrap().to_owned();
 
     // Answered before the claim expired.
     let picked = app.pickup(&agent, None).await;
     assert_eq!(picked.body["negotiationId"], n1.as_str());
-    let responded = app
-        .respond(
-            &agent,
-            &n1,
-            &answer("accept", picked.body["claimToken"].as_str()),
-        )
-        .await;
+    let responded = app.respond(&agent, &n1, &answer("accept", picked.body["claimToken"].as_str())).await;
     assert_eq!(responded.status, StatusCode::OK, "{}", responded.text);
     assert_eq!(counters(&app, &agent).await, (1, 0, 0));
 
@@ -832,35 +517,19 @@ async fn the_end_of_each_claim_writes_the_holders_daily_counters() {
     let picked = app.pickup(&agent, None).await;
     assert_eq!(picked.body["negotiationId"], n2.as_str());
     let claim = json!({ "claimToken": picked.body["claimToken"] });
-    assert_eq!(
-        app.agent_call(
-            &agent,
-            Method::POST,
-            &format!("/negotiations/{n2}/release"),
-            Some(&claim)
-        )
-        .await
-        .status,
-        StatusCode::OK
-    );
+    assert_eq!(app.agent_call(&agent, Method::POST, &format!("/negotiations/{n2}/release"), Some(&claim)).await.status, StatusCode::OK);
     assert_eq!(counters(&app, &agent).await, (1, 0, 1));
 
     // Left to expire: the claim timer parks it again and counts it against the agent.
     assert_eq!(app.pickup(&agent, None).await.status, StatusCode::OK);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     while app.snapshot(&n2).await.0 != "waiting_for_agent" {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the claim never expired"
-        );
+        assert!(tokio::time::Instant::now() < deadline, "the claim never expired");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(counters(&app, &agent).await, (1, 1, 1));
     let t = trust(&app, &agent).await;
-    assert_eq!(
-        (t["healthComponent"].as_f64(), t["provisional"].as_bool()),
-        (Some(50.0), Some(true))
-    );
+    assert_eq!((t["healthComponent"].as_f64(), t["provisional"].as_bool()), (Some(50.0), Some(true)));
 }
 
 #[tokio::test]
@@ -868,19 +537,11 @@ async fn concurrent_discoveries_replacing_expired_ids_all_answer() {
     let app = TestApp::spawn().await;
     for i in 0..120 {
         let agent = app.register_agent(&format!("user-many-{i}")).await;
-        let a = put_capability(
-            &app,
-            &agent,
-            &capability("code-review", Some(i as f64), Some(100 * i)),
-        )
-        .await;
+        let a = put_capability(&app, &agent, &capability("code-review", Some(i as f64), Some(100 * i))).await;
         assert_eq!(a.status, StatusCode::CREATED, "{}", a.text);
     }
     // Every id expired at once: the next discoveries all replace them, at the same time.
-    sqlx::query("UPDATE anonymous_ids SET expires_at = now() - interval '1 second'")
-        .execute(&app.pool)
-        .await
-        .unwrap();
+    sqlx::query("UPDATE anonymous_ids SET expires_at = now() - interval '1 second'").execute(&app.pool).await.unwrap();
     let mut running = tokio::task::JoinSet::new();
     for _ in 0..16 {
         let base = app.base.clone();
@@ -888,9 +549,7 @@ async fn concurrent_discoveries_replacing_expired_ids_all_answer() {
         let token = app.service_token();
         running.spawn(async move {
             let answer = client
-                .get(format!(
-                    "{base}/api/agents/discover?taskType=code-review&limit=20"
-                ))
+                .get(format!("{base}/api/agents/discover?taskType=code-review&limit=20"))
                 .bearer_auth(token)
                 .send()
                 .await
@@ -908,11 +567,7 @@ async fn concurrent_discoveries_replacing_expired_ids_all_answer() {
     .fetch_one(&app.pool)
     .await
     .unwrap();
-    assert_eq!(
-        (agents, current),
-        (120, 120),
-        "each agent has exactly one live id"
-    );
+    assert_eq!((agents, current), (120, 120), "each agent has exactly one live id");
 }
 
 /// Every agent's (raw score, percentile, events) as the whole-population function computes them
@@ -922,12 +577,10 @@ async fn both_trusts(app: &TestApp) -> (Vec<(Uuid, f64, i32, i64)>, Vec<(Uuid, f
         .fetch_all(&app.pool)
         .await
         .unwrap();
-    let stored = sqlx::query_as(
-        "SELECT agent_id, raw::float8, percentile, events FROM trust_percentiles ORDER BY agent_id",
-    )
-    .fetch_all(&app.pool)
-    .await
-    .unwrap();
+    let stored = sqlx::query_as("SELECT agent_id, raw::float8, percentile, events FROM trust_percentiles ORDER BY agent_id")
+        .fetch_all(&app.pool)
+        .await
+        .unwrap();
     (full, stored)
 }
 
@@ -955,25 +608,17 @@ async fn stored_trust_follows_counters_and_capabilities_exactly() {
     record_attempts(&app, &a, 40, (0, 3), (0, 3)).await;
     record_attempts(&app, &a, 0, (1, 0), (1, 0)).await;
     // A capability, then none: outside it again.
-    let gone = put_capability(&app, &e, &capability("analysis", None, None))
-        .await
-        .body["capability"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let gone = put_capability(&app, &e, &capability("analysis", None, None)).await.body["capability"]["id"].as_str().unwrap().to_owned();
     let (full, stored) = both_trusts(&app).await;
     assert_eq!(full.len(), 4);
     assert_eq!(stored, full);
-    app.agent_call(&e, Method::DELETE, &format!("/capabilities/{gone}"), None)
-        .await;
+    app.agent_call(&e, Method::DELETE, &format!("/capabilities/{gone}"), None).await;
     // Counters changed by an update, as the end of a claim changes them.
-    sqlx::query(
-        "UPDATE agent_trust_days SET claims_expired = claims_expired + 3 WHERE agent_id = $1",
-    )
-    .bind(b.id.parse::<Uuid>().unwrap())
-    .execute(&app.pool)
-    .await
-    .unwrap();
+    sqlx::query("UPDATE agent_trust_days SET claims_expired = claims_expired + 3 WHERE agent_id = $1")
+        .bind(b.id.parse::<Uuid>().unwrap())
+        .execute(&app.pool)
+        .await
+        .unwrap();
     let (full, stored) = both_trusts(&app).await;
     assert_eq!(full.len(), 3);
     assert_eq!(stored, full);
@@ -995,10 +640,7 @@ async fn stored_trust_follows_counters_and_capabilities_exactly() {
         .await
         .unwrap();
     assert_ne!(both_trusts(&app).await.1, full);
-    assert_eq!(
-        discover(&app, "taskType=testing").await.status,
-        StatusCode::OK
-    );
+    assert_eq!(discover(&app, "taskType=testing").await.status, StatusCode::OK);
     assert_eq!(both_trusts(&app).await.1, full);
 }
 
@@ -1029,68 +671,32 @@ async fn discovery_and_ranking_never_run_the_full_trust_computation() {
     .execute(&app.pool)
     .await
     .unwrap();
-    let tripped = app
-        .agent_call_path(
-            &agents[0],
-            Method::GET,
-            &format!("/api/trust/{}", agents[0].id),
-        )
-        .await;
-    assert_eq!(
-        tripped.status,
-        StatusCode::INTERNAL_SERVER_ERROR,
-        "the trip wire is armed"
-    );
+    let tripped = app.agent_call_path(&agents[0], Method::GET, &format!("/api/trust/{}", agents[0].id)).await;
+    assert_eq!(tripped.status, StatusCode::INTERNAL_SERVER_ERROR, "the trip wire is armed");
 
     let percentiles = |answer: &Answer, list: &str| -> Vec<i64> {
         assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
-        let mut p: Vec<i64> = answer.body[list]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r["trustScorePercentile"].as_i64().unwrap())
-            .collect();
+        let mut p: Vec<i64> = answer.body[list].as_array().unwrap().iter().map(|r| r["trustScorePercentile"].as_i64().unwrap()).collect();
         p.sort();
         p
     };
     let found = discover(&app, "taskType=code-review").await;
     assert_eq!(percentiles(&found, "results"), expected);
-    let best = found.body["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["trustScorePercentile"] == 100)
-        .unwrap()["anonymousAgentId"]
-        .clone();
-    let ranked = app
-        .post(
-            "/api/agents/rank",
-            &app.service_token(),
-            &json!({"task_summary": "review", "taskType": "code-review"}),
-        )
-        .await;
+    let best = found.body["results"].as_array().unwrap().iter().find(|r| r["trustScorePercentile"] == 100).unwrap()["anonymousAgentId"].clone();
+    let ranked = app.post("/api/agents/rank", &app.service_token(), &json!({"task_summary": "review", "taskType": "code-review"})).await;
     assert_eq!(ranked.status, StatusCode::OK, "{}", ranked.text);
-    let assessed = ranked.body["candidates"].as_array().unwrap().len()
-        + ranked.body["rejected"].as_array().unwrap().len();
+    let assessed = ranked.body["candidates"].as_array().unwrap().len() + ranked.body["rejected"].as_array().unwrap().len();
     assert_eq!(assessed, 3, "{}", ranked.text);
 
     // New counters still reach discovery at once: the best agent's day turns very bad.
-    sqlx::query(
-        "UPDATE agent_trust_days SET claims_expired = claims_expired + 100 WHERE agent_id = $1",
-    )
-    .bind(agents[2].id.parse::<Uuid>().unwrap())
-    .execute(&app.pool)
-    .await
-    .unwrap();
+    sqlx::query("UPDATE agent_trust_days SET claims_expired = claims_expired + 100 WHERE agent_id = $1")
+        .bind(agents[2].id.parse::<Uuid>().unwrap())
+        .execute(&app.pool)
+        .await
+        .unwrap();
     let found = discover(&app, "taskType=code-review").await;
     assert_eq!(percentiles(&found, "results"), [0, 50, 100]);
-    let worst = found.body["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["trustScorePercentile"] == 0)
-        .unwrap()["anonymousAgentId"]
-        .clone();
+    let worst = found.body["results"].as_array().unwrap().iter().find(|r| r["trustScorePercentile"] == 0).unwrap()["anonymousAgentId"].clone();
     assert_eq!(worst, best, "{}", found.text);
 }
 
@@ -1099,44 +705,29 @@ async fn a_discovery_replaces_only_the_expired_ids_it_may_show_and_writes_nothin
     let app = TestApp::spawn().await;
     let translator = app.register_agent("user-translator").await;
     let tester = app.register_agent("user-tester").await;
-    let old = put_capability(&app, &translator, &capability("translation", None, None))
-        .await
-        .body["anonymousAgentId"]
+    let old = put_capability(&app, &translator, &capability("translation", None, None)).await.body["anonymousAgentId"]
         .as_str()
         .unwrap()
         .to_owned();
     put_capability(&app, &tester, &capability("testing", None, None)).await;
     assert_eq!(app.count("anonymous_ids").await, 2);
-    sqlx::query(
-        "UPDATE anonymous_ids SET expires_at = now() - interval '1 second' WHERE anonymous_id = $1",
-    )
-    .bind(old.parse::<Uuid>().unwrap())
-    .execute(&app.pool)
-    .await
-    .unwrap();
+    sqlx::query("UPDATE anonymous_ids SET expires_at = now() - interval '1 second' WHERE anonymous_id = $1")
+        .bind(old.parse::<Uuid>().unwrap())
+        .execute(&app.pool)
+        .await
+        .unwrap();
 
     // Another kind: the expired id is not one this discovery may show, so it stays.
     assert_eq!(ranking(&discover(&app, "taskType=testing").await).len(), 1);
     assert_eq!(app.count("anonymous_ids").await, 2);
     // Its kind: replaced once, then left alone.
-    let new = ranking(&discover(&app, "taskType=translation").await)[0]
-        .0
-        .clone();
+    let new = ranking(&discover(&app, "taskType=translation").await)[0].0.clone();
     assert_ne!(new, old);
-    assert_eq!(
-        ranking(&discover(&app, "taskType=translation").await)[0].0,
-        new
-    );
+    assert_eq!(ranking(&discover(&app, "taskType=translation").await)[0].0, new);
     assert_eq!(app.count("anonymous_ids").await, 3);
     let mut conn = app.pool.acquire().await.unwrap();
-    let resolved = parley::directory::anonymity::resolve(&mut conn, old.parse().unwrap())
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(
-        (resolved.agent_id.to_string(), resolved.live),
-        (translator.id.clone(), false)
-    );
+    let resolved = parley::directory::anonymity::resolve(&mut conn, old.parse().unwrap()).await.unwrap().unwrap();
+    assert_eq!((resolved.agent_id.to_string(), resolved.live), (translator.id.clone(), false));
     drop(conn);
 
     // A capability written without an id (straight into the table) still gets one, on the next
@@ -1153,13 +744,11 @@ async fn a_discovery_replaces_only_the_expired_ids_it_may_show_and_writes_nothin
     .unwrap();
     let shown = ranking(&discover(&app, "taskType=testing").await);
     assert_eq!(shown.len(), 2);
-    let live: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM anonymous_ids WHERE agent_id = $1 AND current AND expires_at > now()",
-    )
-    .bind(quiet.id.parse::<Uuid>().unwrap())
-    .fetch_one(&app.pool)
-    .await
-    .unwrap();
+    let live: i64 = sqlx::query_scalar("SELECT count(*) FROM anonymous_ids WHERE agent_id = $1 AND current AND expires_at > now()")
+        .bind(quiet.id.parse::<Uuid>().unwrap())
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
     assert_eq!(live, 1);
     for (id, _) in &shown {
         assert_ne!(id, &quiet.id);

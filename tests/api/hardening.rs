@@ -18,9 +18,7 @@ use crate::helpers::{TEST_SECRET, TestApp};
 const PATIENCE: Duration = Duration::from_secs(8);
 
 async fn connect(app: &TestApp) -> TcpStream {
-    TcpStream::connect(app.base.trim_start_matches("http://"))
-        .await
-        .unwrap()
+    TcpStream::connect(app.base.trim_start_matches("http://")).await.unwrap()
 }
 
 /// Reads until the server closes the connection; `None` if it is still open after [`PATIENCE`].
@@ -42,10 +40,7 @@ async fn read_answer(socket: &mut TcpStream, end: &str) -> String {
     let mut seen = String::new();
     let mut buf = [0u8; 4096];
     while !seen.ends_with(end) {
-        let n = tokio::time::timeout(PATIENCE, socket.read(&mut buf))
-            .await
-            .expect("an answer")
-            .unwrap();
+        let n = tokio::time::timeout(PATIENCE, socket.read(&mut buf)).await.expect("an answer").unwrap();
         assert!(n > 0, "closed before the answer ended: {seen}");
         seen.push_str(&String::from_utf8_lossy(&buf[..n]));
     }
@@ -64,42 +59,21 @@ fn timeouts(header: u64, idle: u64, body: u64) -> impl FnOnce(&mut parley::confi
 async fn a_connection_that_never_finishes_its_request_head_is_closed() {
     let app = TestApp::spawn_with(timeouts(1, 30, 30)).await;
     let mut socket = connect(&app).await;
-    socket
-        .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n")
-        .await
-        .unwrap();
-    assert!(
-        read_until_closed(&mut socket).await.is_some(),
-        "the server kept a half-sent request head open"
-    );
+    socket.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n").await.unwrap();
+    assert!(read_until_closed(&mut socket).await.is_some(), "the server kept a half-sent request head open");
     // The service still answers.
-    assert_eq!(
-        app.client
-            .get(format!("{}/healthz", app.base))
-            .send()
-            .await
-            .unwrap()
-            .status(),
-        StatusCode::OK
-    );
+    assert_eq!(app.client.get(format!("{}/healthz", app.base)).send().await.unwrap().status(), StatusCode::OK);
 }
 
 #[tokio::test]
 async fn an_idle_keep_alive_connection_is_closed() {
     let app = TestApp::spawn_with(timeouts(30, 1, 30)).await;
     let mut socket = connect(&app).await;
-    socket
-        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-        .await
-        .unwrap();
+    socket.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
     let answer = read_answer(&mut socket, r#"{"status":"ok"}"#).await;
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     // Kept alive, then nothing: the server hangs up.
-    assert_eq!(
-        read_until_closed(&mut socket).await.as_deref(),
-        Some(""),
-        "the idle connection stayed open"
-    );
+    assert_eq!(read_until_closed(&mut socket).await.as_deref(), Some(""), "the idle connection stayed open");
 }
 
 #[tokio::test]
@@ -112,12 +86,9 @@ async fn a_body_that_trickles_in_is_answered_408_with_the_error_body() {
          Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"sourceUser\""
     );
     socket.write_all(head.as_bytes()).await.unwrap();
-    let answer = read_until_closed(&mut socket)
-        .await
-        .expect("the server waited for the body forever");
+    let answer = read_until_closed(&mut socket).await.expect("the server waited for the body forever");
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
-    let body: Value =
-        serde_json::from_str(answer.split("\r\n\r\n").nth(1).unwrap_or_default()).unwrap();
+    let body: Value = serde_json::from_str(answer.split("\r\n\r\n").nth(1).unwrap_or_default()).unwrap();
     assert_eq!(body["code"], "request_timeout", "{answer}");
     assert!(body["error"].as_str().is_some_and(|e| !e.is_empty()));
     assert_eq!(app.count("tasks").await, 0);
@@ -131,15 +102,9 @@ async fn a_long_poll_longer_than_the_idle_timeout_still_answers() {
     })
     .await;
     let agent = app.register_agent("user-tomas").await;
-    let client = reqwest::Client::builder()
-        .pool_max_idle_per_host(0)
-        .build()
-        .unwrap();
+    let client = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
     let answer = client
-        .post(format!(
-            "{}/api/agents/{}/negotiations/pickup?wait=3",
-            app.base, agent.id
-        ))
+        .post(format!("{}/api/agents/{}/negotiations/pickup?wait=3", app.base, agent.id))
         .header("x-api-key", &agent.key)
         .send()
         .await
@@ -150,11 +115,7 @@ async fn a_long_poll_longer_than_the_idle_timeout_still_answers() {
 #[tokio::test]
 async fn the_event_stream_ends_when_its_token_expires() {
     let app = TestApp::spawn().await;
-    let token = app
-        .state
-        .jwt
-        .mint("user-maya", CallerRole::User, Duration::from_secs(2))
-        .unwrap();
+    let token = app.state.jwt.mint("user-maya", CallerRole::User, Duration::from_secs(2)).unwrap();
     let response = reqwest::Client::new()
         .get(format!("{}/api/events", app.base))
         .bearer_auth(&token)
@@ -175,18 +136,10 @@ async fn the_event_stream_ends_when_its_token_expires() {
 #[tokio::test]
 async fn answers_carry_the_security_headers() {
     let app = TestApp::spawn().await;
-    let page = app
-        .client
-        .get(format!("{}/", app.base))
-        .send()
-        .await
-        .unwrap();
+    let page = app.client.get(format!("{}/", app.base)).send().await.unwrap();
     assert_eq!(page.status(), StatusCode::OK);
     let csp = page.headers()["content-security-policy"].to_str().unwrap();
-    assert!(
-        csp.contains("frame-ancestors 'none'") && csp.contains("default-src 'none'"),
-        "{csp}"
-    );
+    assert!(csp.contains("frame-ancestors 'none'") && csp.contains("default-src 'none'"), "{csp}");
     assert_eq!(page.headers()["x-content-type-options"], "nosniff");
     assert_eq!(page.headers()["referrer-policy"], "no-referrer");
 
@@ -198,23 +151,10 @@ async fn answers_carry_the_security_headers() {
         .await
         .unwrap();
     assert_eq!(json.status(), StatusCode::OK);
-    for (name, value) in [
-        ("cache-control", "no-store"),
-        ("x-content-type-options", "nosniff"),
-        ("referrer-policy", "no-referrer"),
-    ] {
-        assert_eq!(
-            json.headers().get(name).map(|v| v.to_str().unwrap()),
-            Some(value),
-            "{name}"
-        );
+    for (name, value) in [("cache-control", "no-store"), ("x-content-type-options", "nosniff"), ("referrer-policy", "no-referrer")] {
+        assert_eq!(json.headers().get(name).map(|v| v.to_str().unwrap()), Some(value), "{name}");
     }
-    let refused = app
-        .client
-        .get(format!("{}/api/opportunities", app.base))
-        .send()
-        .await
-        .unwrap();
+    let refused = app.client.get(format!("{}/api/opportunities", app.base)).send().await.unwrap();
     assert_eq!(refused.headers()["cache-control"], "no-store");
 }
 
@@ -228,24 +168,16 @@ fn signed(claims: &Value) -> String {
 }
 
 fn now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()
 }
 
 #[tokio::test]
 async fn a_token_not_valid_yet_is_refused() {
     let app = TestApp::spawn().await;
     let early = signed(&json!({ "sub": "user-maya", "exp": now() + 7200, "nbf": now() + 3600 }));
-    app.get("/api/opportunities", &early)
-        .await
-        .assert_error(StatusCode::UNAUTHORIZED, "unauthorized");
+    app.get("/api/opportunities", &early).await.assert_error(StatusCode::UNAUTHORIZED, "unauthorized");
     let valid = signed(&json!({ "sub": "user-maya", "exp": now() + 7200, "nbf": now() - 10 }));
-    assert_eq!(
-        app.get("/api/opportunities", &valid).await.status,
-        StatusCode::OK
-    );
+    assert_eq!(app.get("/api/opportunities", &valid).await.status, StatusCode::OK);
     // What the service mints carries no nbf and reads back whole.
     let claims: Claims = app.state.jwt.verify(&app.user_token("user-maya")).unwrap();
     assert_eq!(claims.nbf, None);
@@ -259,17 +191,11 @@ async fn a_token_living_longer_than_the_maximum_is_refused() {
     let answer = app.get("/api/opportunities", &long).await;
     answer.assert_error(StatusCode::UNAUTHORIZED, "unauthorized");
     let within = signed(&json!({ "sub": "user-maya", "exp": now() + 29 * day }));
-    assert_eq!(
-        app.get("/api/opportunities", &within).await.status,
-        StatusCode::OK
-    );
+    assert_eq!(app.get("/api/opportunities", &within).await.status, StatusCode::OK);
 
     let strict = TestApp::spawn_with(|c| c.jwt_max_ttl = Duration::from_secs(3600)).await;
     let two_hours = signed(&json!({ "sub": "user-maya", "exp": now() + 7200 }));
-    strict
-        .get("/api/opportunities", &two_hours)
-        .await
-        .assert_error(StatusCode::UNAUTHORIZED, "unauthorized");
+    strict.get("/api/opportunities", &two_hours).await.assert_error(StatusCode::UNAUTHORIZED, "unauthorized");
 }
 
 #[test]
@@ -277,9 +203,7 @@ fn the_token_command_refuses_a_ttl_beyond_the_maximum() {
     let dir = std::env::temp_dir().join(format!("parley-token-ttl-{}", uuid::Uuid::now_v7()));
     let token = |ttl: &str, max: Option<&str>| {
         let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_parley"));
-        c.args(["token", "--sub", "user-maya", "--ttl", ttl])
-            .env("PARLEY_DATA_DIR", &dir)
-            .env_remove("PARLEY_JWT_MAX_TTL");
+        c.args(["token", "--sub", "user-maya", "--ttl", ttl]).env("PARLEY_DATA_DIR", &dir).env_remove("PARLEY_JWT_MAX_TTL");
         if let Some(max) = max {
             c.env("PARLEY_JWT_MAX_TTL", max);
         }
@@ -295,11 +219,7 @@ fn the_token_command_refuses_a_ttl_beyond_the_maximum() {
     assert!(token("30m", Some("1h")).status.success());
 }
 
-async fn mcp_post(
-    app: &TestApp,
-    key: &str,
-    body: impl Into<reqwest::Body>,
-) -> (StatusCode, String, Value) {
+async fn mcp_post(app: &TestApp, key: &str, body: impl Into<reqwest::Body>) -> (StatusCode, String, Value) {
     let response = app
         .client
         .post(format!("{}/mcp", app.base))
@@ -311,17 +231,9 @@ async fn mcp_post(
         .await
         .unwrap();
     let status = response.status();
-    let content_type = response
-        .headers()
-        .get("content-type")
-        .map(|v| v.to_str().unwrap().to_owned())
-        .unwrap_or_default();
+    let content_type = response.headers().get("content-type").map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default();
     let text = response.text().await.unwrap();
-    (
-        status,
-        content_type,
-        serde_json::from_str(&text).unwrap_or(Value::Null),
-    )
+    (status, content_type, serde_json::from_str(&text).unwrap_or(Value::Null))
 }
 
 #[tokio::test]
@@ -330,20 +242,11 @@ async fn mcp_transport_errors_answer_with_the_error_body() {
     let agent = app.register_agent("user-tomas").await;
     let (status, content_type, body) = mcp_post(&app, &agent.key, "{not json").await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
-    assert!(
-        content_type.starts_with("application/json"),
-        "{content_type}"
-    );
+    assert!(content_type.starts_with("application/json"), "{content_type}");
     assert_eq!(body["code"], "invalid_body", "{body}");
-    assert!(
-        body["error"].as_str().is_some_and(|e| e.contains("JSON")),
-        "{body}"
-    );
+    assert!(body["error"].as_str().is_some_and(|e| e.contains("JSON")), "{body}");
 
-    let huge = format!(
-        r#"{{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "pad": "{}"}}"#,
-        "x".repeat(300 * 1024)
-    );
+    let huge = format!(r#"{{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "pad": "{}"}}"#, "x".repeat(300 * 1024));
     let (status, _, body) = mcp_post(&app, &agent.key, huge).await;
     assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{body}");
     assert_eq!(body["code"], "payload_too_large", "{body}");
@@ -361,10 +264,7 @@ async fn mcp_transport_errors_answer_with_the_error_body() {
         .unwrap();
     assert!(response.status().is_client_error(), "{}", response.status());
     let body: Value = response.json().await.unwrap();
-    assert!(
-        body["code"].is_string() && body["error"].is_string(),
-        "{body}"
-    );
+    assert!(body["code"].is_string() && body["error"].is_string(), "{body}");
 }
 
 #[tokio::test]
@@ -376,51 +276,22 @@ async fn a_burst_of_failed_authentications_is_answered_429_and_successes_are_not
     .await;
     let good = app.user_token("user-maya");
     for _ in 0..10 {
-        assert_eq!(
-            app.get("/api/opportunities", &good).await.status,
-            StatusCode::OK
-        );
+        assert_eq!(app.get("/api/opportunities", &good).await.status, StatusCode::OK);
     }
     for _ in 0..3 {
-        app.get("/api/opportunities", "not-a-token")
-            .await
-            .assert_error(StatusCode::UNAUTHORIZED, "unauthorized");
+        app.get("/api/opportunities", "not-a-token").await.assert_error(StatusCode::UNAUTHORIZED, "unauthorized");
     }
-    let response = app
-        .client
-        .get(format!("{}/api/opportunities", app.base))
-        .bearer_auth("not-a-token")
-        .send()
-        .await
-        .unwrap();
+    let response = app.client.get(format!("{}/api/opportunities", app.base)).bearer_auth("not-a-token").send().await.unwrap();
     assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
-    let retry_after: u64 = response.headers()["retry-after"]
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let retry_after: u64 = response.headers()["retry-after"].to_str().unwrap().parse().unwrap();
     assert!((1..=600).contains(&retry_after), "{retry_after}");
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["code"], "rate_limited", "{body}");
     // Bad API keys from the same address are refused before they are looked up.
     let agent_path = format!("/api/agents/{}/negotiations", uuid::Uuid::now_v7());
-    let refused = app
-        .client
-        .get(format!("{}{agent_path}", app.base))
-        .header("x-api-key", "pk_wrong")
-        .send()
-        .await
-        .unwrap();
+    let refused = app.client.get(format!("{}{agent_path}", app.base)).header("x-api-key", "pk_wrong").send().await.unwrap();
     assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
     assert!(refused.headers().contains_key("retry-after"));
     // Requests without credentials to public routes still answer.
-    assert_eq!(
-        app.client
-            .get(format!("{}/healthz", app.base))
-            .send()
-            .await
-            .unwrap()
-            .status(),
-        StatusCode::OK
-    );
+    assert_eq!(app.client.get(format!("{}/healthz", app.base)).send().await.unwrap().status(), StatusCode::OK);
 }

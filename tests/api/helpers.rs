@@ -38,9 +38,7 @@ fn with_database(url: &str, name: &str) -> String {
         Some((b, q)) => (b, format!("?{q}")),
         None => (url, String::new()),
     };
-    let slash = base
-        .rfind('/')
-        .filter(|i| *i > base.find("://").map(|s| s + 2).unwrap_or(0));
+    let slash = base.rfind('/').filter(|i| *i > base.find("://").map(|s| s + 2).unwrap_or(0));
     let host_part = match slash {
         Some(i) => &base[..i],
         None => base,
@@ -51,27 +49,19 @@ fn with_database(url: &str, name: &str) -> String {
 async fn server() -> &'static Server {
     SERVER
         .get_or_init(|| async {
-            let (admin_url, embedded) =
-                match std::env::var("DATABASE_URL").ok().filter(|u| !u.is_empty()) {
-                    Some(url) => (with_database(&url, "postgres"), None),
-                    None => {
-                        let dir =
-                            std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("test-pg");
-                        let pg = tokio::task::spawn_blocking(move || {
-                            EmbeddedPostgres::start_or_attach(&dir)
-                        })
+            let (admin_url, embedded) = match std::env::var("DATABASE_URL").ok().filter(|u| !u.is_empty()) {
+                Some(url) => (with_database(&url, "postgres"), None),
+                None => {
+                    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("test-pg");
+                    let pg = tokio::task::spawn_blocking(move || EmbeddedPostgres::start_or_attach(&dir))
                         .await
                         .unwrap()
                         .expect("starting the embedded PostgreSQL for tests");
-                        (pg.url("postgres"), Some(pg))
-                    }
-                };
+                    (pg.url("postgres"), Some(pg))
+                }
+            };
             let template = prepare_template(&admin_url).await;
-            Server {
-                admin_url,
-                template,
-                _embedded: embedded,
-            }
+            Server { admin_url, template, _embedded: embedded }
         })
         .await
 }
@@ -87,49 +77,29 @@ async fn prepare_template(admin_url: &str) -> String {
         schema.update(&m.checksum);
     }
     schema.update(parley_jobs::TIMERS_SQL.as_bytes());
-    let checksum: String = schema
-        .finalize()
-        .iter()
-        .take(8)
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let checksum: String = schema.finalize().iter().take(8).map(|b| format!("{b:02x}")).collect();
     let template = format!("parley_tpl_{version}_{checksum}");
-    let mut conn = PgConnection::connect(admin_url)
-        .await
-        .expect("connecting to the test PostgreSQL");
-    sqlx::query("SELECT pg_advisory_lock(727274)")
-        .execute(&mut conn)
+    let mut conn = PgConnection::connect(admin_url).await.expect("connecting to the test PostgreSQL");
+    sqlx::query("SELECT pg_advisory_lock(727274)").execute(&mut conn).await.unwrap();
+    let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)")
+        .bind(&template)
+        .fetch_one(&mut conn)
         .await
         .unwrap();
-    let exists: bool =
-        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)")
-            .bind(&template)
-            .fetch_one(&mut conn)
-            .await
-            .unwrap();
     if !exists {
         let building = format!("{template}_building");
-        sqlx::query(sqlx::AssertSqlSafe(format!(
-            "DROP DATABASE IF EXISTS {building} WITH (FORCE)"
-        )))
-        .execute(&mut conn)
-        .await
-        .unwrap();
-        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {building}")))
+        sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {building} WITH (FORCE)")))
             .execute(&mut conn)
             .await
             .unwrap();
-        let pool = PgPool::connect(&with_database(admin_url, &building))
-            .await
-            .unwrap();
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {building}"))).execute(&mut conn).await.unwrap();
+        let pool = PgPool::connect(&with_database(admin_url, &building)).await.unwrap();
         db::migrate(&pool).await.expect("migrating the template");
         pool.close().await;
-        sqlx::query(sqlx::AssertSqlSafe(format!(
-            "ALTER DATABASE {building} RENAME TO {template}"
-        )))
-        .execute(&mut conn)
-        .await
-        .unwrap();
+        sqlx::query(sqlx::AssertSqlSafe(format!("ALTER DATABASE {building} RENAME TO {template}")))
+            .execute(&mut conn)
+            .await
+            .unwrap();
     }
     // Databases of test processes that are gone.
     let leftovers: Vec<String> =
@@ -138,41 +108,26 @@ async fn prepare_template(admin_url: &str) -> String {
             .await
             .unwrap();
     for name in leftovers {
-        let pid = name
-            .strip_prefix("parley_t_")
-            .and_then(|r| r.split('_').next())
-            .unwrap_or("");
+        let pid = name.strip_prefix("parley_t_").and_then(|r| r.split('_').next()).unwrap_or("");
         if !std::path::Path::new("/proc").join(pid).exists() {
-            let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
-                "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
-            )))
-            .execute(&mut conn)
-            .await;
+            let _ = sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")))
+                .execute(&mut conn)
+                .await;
         }
     }
-    sqlx::query("SELECT pg_advisory_unlock(727274)")
-        .execute(&mut conn)
-        .await
-        .unwrap();
+    sqlx::query("SELECT pg_advisory_unlock(727274)").execute(&mut conn).await.unwrap();
     template
 }
 
 /// A fresh, migrated database; returns its URL.
 pub async fn fresh_database() -> String {
     let server = server().await;
-    let name = format!(
-        "parley_t_{}_{}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::SeqCst)
-    );
+    let name = format!("parley_t_{}_{}", std::process::id(), COUNTER.fetch_add(1, Ordering::SeqCst));
     let mut conn = PgConnection::connect(&server.admin_url).await.unwrap();
-    sqlx::query(sqlx::AssertSqlSafe(format!(
-        "CREATE DATABASE {name} TEMPLATE {}",
-        server.template
-    )))
-    .execute(&mut conn)
-    .await
-    .expect("creating a test database");
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name} TEMPLATE {}", server.template)))
+        .execute(&mut conn)
+        .await
+        .expect("creating a test database");
     with_database(&server.admin_url, &name)
 }
 
@@ -239,29 +194,17 @@ impl TestApp {
         let mut config = test_config(database_url);
         adjust(&mut config);
         let pool = db::pool(database_url, config.pool_size).await.unwrap();
-        let app = Application::build(config, pool.clone())
-            .await
-            .expect("building the app");
+        let app = Application::build(config, pool.clone()).await.expect("building the app");
         let base = format!("http://127.0.0.1:{}", app.port());
         let metrics_port = app.metrics_port();
         let state = app.state().clone();
         tokio::spawn(app.run_until_stopped(std::future::pending()));
-        TestApp {
-            base,
-            client: reqwest::Client::new(),
-            pool,
-            database_url: database_url.to_owned(),
-            state,
-            metrics_port,
-        }
+        TestApp { base, client: reqwest::Client::new(), pool, database_url: database_url.to_owned(), state, metrics_port }
     }
 
     /// A token for `sub` with `role`, valid for an hour.
     pub fn token(&self, sub: &str, role: CallerRole) -> String {
-        self.state
-            .jwt
-            .mint(sub, role, Duration::from_secs(3600))
-            .unwrap()
+        self.state.jwt.mint(sub, role, Duration::from_secs(3600)).unwrap()
     }
 
     /// The platform's token.
@@ -275,13 +218,7 @@ impl TestApp {
     }
 
     /// Sends a request with an optional bearer token and JSON body.
-    pub async fn call(
-        &self,
-        method: Method,
-        path: &str,
-        token: Option<&str>,
-        body: Option<&Value>,
-    ) -> Answer {
+    pub async fn call(&self, method: Method, path: &str, token: Option<&str>, body: Option<&Value>) -> Answer {
         let mut req = self.client.request(method, format!("{}{path}", self.base));
         if let Some(t) = token {
             req = req.bearer_auth(t);
@@ -293,17 +230,8 @@ impl TestApp {
     }
 
     /// Sends a raw body.
-    pub async fn call_raw(
-        &self,
-        method: Method,
-        path: &str,
-        token: Option<&str>,
-        body: impl Into<reqwest::Body>,
-    ) -> Answer {
-        let mut req = self
-            .client
-            .request(method, format!("{}{path}", self.base))
-            .body(body);
+    pub async fn call_raw(&self, method: Method, path: &str, token: Option<&str>, body: impl Into<reqwest::Body>) -> Answer {
+        let mut req = self.client.request(method, format!("{}{path}", self.base)).body(body);
         req = req.header("content-type", "application/json");
         if let Some(t) = token {
             req = req.bearer_auth(t);
@@ -341,13 +269,7 @@ pub struct TestAgent {
 impl TestApp {
     /// Registers a personal agent for `user` and returns it with its first key.
     pub async fn register_agent(&self, user: &str) -> TestAgent {
-        let answer = self
-            .post(
-                "/api/agents",
-                &self.user_token(user),
-                &serde_json::json!({ "name": format!("{user}'s agent") }),
-            )
-            .await;
+        let answer = self.post("/api/agents", &self.user_token(user), &serde_json::json!({ "name": format!("{user}'s agent") })).await;
         assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.text);
         TestAgent {
             id: answer.body["agent"]["id"].as_str().unwrap().to_owned(),
@@ -357,17 +279,8 @@ impl TestApp {
     }
 
     /// An agent call authenticated with `x-api-key`.
-    pub async fn agent_call(
-        &self,
-        agent: &TestAgent,
-        method: Method,
-        path: &str,
-        body: Option<&Value>,
-    ) -> Answer {
-        let mut req = self.client.request(
-            method,
-            format!("{}/api/agents/{}{path}", self.base, agent.id),
-        );
+    pub async fn agent_call(&self, agent: &TestAgent, method: Method, path: &str, body: Option<&Value>) -> Answer {
+        let mut req = self.client.request(method, format!("{}/api/agents/{}{path}", self.base, agent.id));
         req = req.header("x-api-key", &agent.key);
         if let Some(b) = body {
             req = req.json(b);
@@ -386,40 +299,21 @@ impl TestApp {
 
     /// `POST .../negotiations/{id}/respond`.
     pub async fn respond(&self, agent: &TestAgent, negotiation: &str, body: &Value) -> Answer {
-        self.agent_call(
-            agent,
-            Method::POST,
-            &format!("/negotiations/{negotiation}/respond"),
-            Some(body),
-        )
-        .await
+        self.agent_call(agent, Method::POST, &format!("/negotiations/{negotiation}/respond"), Some(body)).await
     }
 
     /// Starts a negotiation as the platform; returns the 201 body.
     pub async fn start(&self, body: &Value) -> Value {
-        let answer = self
-            .post("/api/negotiations", &self.service_token(), body)
-            .await;
+        let answer = self.post("/api/negotiations", &self.service_token(), body).await;
         assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.text);
         answer.body
     }
 
     /// Polls `GET /api/negotiations/{id}` until `done` holds for it (at most `limit`).
-    pub async fn wait_for(
-        &self,
-        negotiation: &str,
-        limit: Duration,
-        done: impl Fn(&Value) -> bool,
-    ) -> Value {
+    pub async fn wait_for(&self, negotiation: &str, limit: Duration, done: impl Fn(&Value) -> bool) -> Value {
         let deadline = tokio::time::Instant::now() + limit;
         loop {
-            let view = self
-                .get(
-                    &format!("/api/negotiations/{negotiation}"),
-                    &self.service_token(),
-                )
-                .await
-                .body;
+            let view = self.get(&format!("/api/negotiations/{negotiation}"), &self.service_token()).await.body;
             if done(&view) {
                 return view;
             }
@@ -433,12 +327,11 @@ impl TestApp {
     /// `(state, turn_count, messages)` of a negotiation, read from the database.
     pub async fn snapshot(&self, negotiation: &str) -> (String, i32, i64) {
         let id: uuid::Uuid = negotiation.parse().unwrap();
-        let (state, turns): (String, i32) =
-            sqlx::query_as("SELECT state, turn_count FROM tasks WHERE task_id = $1")
-                .bind(id)
-                .fetch_one(&self.pool)
-                .await
-                .unwrap();
+        let (state, turns): (String, i32) = sqlx::query_as("SELECT state, turn_count FROM tasks WHERE task_id = $1")
+            .bind(id)
+            .fetch_one(&self.pool)
+            .await
+            .unwrap();
         let messages: i64 = sqlx::query_scalar("SELECT count(*) FROM messages WHERE task_id = $1")
             .bind(id)
             .fetch_one(&self.pool)
@@ -476,11 +369,7 @@ impl Answer {
     pub fn assert_error(&self, status: StatusCode, code: &str) {
         assert_eq!(self.status, status, "body: {}", self.text);
         assert_eq!(self.body["code"], code, "body: {}", self.text);
-        assert!(
-            self.body["error"].as_str().is_some_and(|e| !e.is_empty()),
-            "body: {}",
-            self.text
-        );
+        assert!(self.body["error"].as_str().is_some_and(|e| !e.is_empty()), "body: {}", self.text);
     }
 }
 
@@ -502,24 +391,14 @@ pub struct SseReader {
 impl SseReader {
     /// Opens `GET /api/events` with `token`, resuming after `last_id` when given.
     pub async fn open(base: &str, token: &str, last_id: Option<&str>) -> SseReader {
-        let mut req = reqwest::Client::new()
-            .get(format!("{base}/api/events"))
-            .bearer_auth(token);
+        let mut req = reqwest::Client::new().get(format!("{base}/api/events")).bearer_auth(token);
         if let Some(id) = last_id {
             req = req.header("Last-Event-ID", id);
         }
         let resp = req.send().await.unwrap();
         assert_eq!(resp.status(), StatusCode::OK);
-        let content_type = resp
-            .headers()
-            .get("content-type")
-            .map(|v| v.to_str().unwrap().to_owned())
-            .unwrap_or_default();
-        SseReader {
-            stream: Box::pin(resp.bytes_stream()),
-            buffer: String::new(),
-            content_type,
-        }
+        let content_type = resp.headers().get("content-type").map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default();
+        SseReader { stream: Box::pin(resp.bytes_stream()), buffer: String::new(), content_type }
     }
 
     /// The next event (comments skipped), or `None` if none arrives within `wait`.
@@ -529,11 +408,7 @@ impl SseReader {
         loop {
             if let Some(end) = self.buffer.find("\n\n") {
                 let block: String = self.buffer.drain(..end + 2).collect();
-                let mut ev = SseEvent {
-                    id: None,
-                    event: "message".into(),
-                    data: Value::Null,
-                };
+                let mut ev = SseEvent { id: None, event: "message".into(), data: Value::Null };
                 let mut data = String::new();
                 for line in block.lines() {
                     if let Some(v) = line.strip_prefix("id:") {

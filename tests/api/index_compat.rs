@@ -14,36 +14,24 @@ use crate::{
 /// or `.map` of something that is not a list) is an error naming the path.
 fn index_client_prompt(body: &Value) -> Result<String, String> {
     fn object<'a>(v: &'a Value, path: &str) -> Result<&'a Map<String, Value>, String> {
-        v.pointer(path)
-            .and_then(Value::as_object)
-            .ok_or_else(|| format!("{path} is not an object: {:?}", v.pointer(path)))
+        v.pointer(path).and_then(Value::as_object).ok_or_else(|| format!("{path} is not an object: {:?}", v.pointer(path)))
     }
     fn list<'a>(v: &'a Value, path: &str) -> Result<&'a Vec<Value>, String> {
-        v.pointer(path)
-            .and_then(Value::as_array)
-            .ok_or_else(|| format!("{path} is not a list: {:?}", v.pointer(path)))
+        v.pointer(path).and_then(Value::as_array).ok_or_else(|| format!("{path} is not a list: {:?}", v.pointer(path)))
     }
     fn text<'a>(v: &'a Value, path: &str) -> Result<&'a str, String> {
-        v.pointer(path)
-            .and_then(Value::as_str)
-            .ok_or_else(|| format!("{path} is not a string: {:?}", v.pointer(path)))
+        v.pointer(path).and_then(Value::as_str).ok_or_else(|| format!("{path} is not a string: {:?}", v.pointer(path)))
     }
     let mut prompt = String::new();
     text(body, "/negotiationId")?;
     object(body, "/context/indexContext")?;
     if let Some(p) = body.pointer("/context/indexContext/prompt") {
-        prompt += &format!(
-            "Index: {}\n",
-            p.as_str().ok_or("indexContext.prompt is not a string")?
-        );
+        prompt += &format!("Index: {}\n", p.as_str().ok_or("indexContext.prompt is not a string")?);
     }
     for who in ["ownUser", "otherUser"] {
         object(body, &format!("/context/{who}"))?;
         object(body, &format!("/context/{who}/profile"))?;
-        prompt += &format!(
-            "{who}: {}\n",
-            text(body, &format!("/context/{who}/profile/name"))?
-        );
+        prompt += &format!("{who}: {}\n", text(body, &format!("/context/{who}/profile/name"))?);
         let intents = list(body, &format!("/context/{who}/intents"))?;
         prompt += &format!("{} intents\n", intents.len());
         for (i, _) in intents.iter().enumerate() {
@@ -73,8 +61,7 @@ async fn a_pickup_with_the_full_context_reads_as_index_clients_expect() {
     let app = TestApp::spawn().await;
     let agent = app.register_agent("user-tomas").await;
     let mut request = fixtures::good_match();
-    request["indexContext"] =
-        json!({ "index": "founders-and-engineers", "prompt": "Founders meet engineers" });
+    request["indexContext"] = json!({ "index": "founders-and-engineers", "prompt": "Founders meet engineers" });
     request["candidateUser"]["intents"] = json!([
         { "id": "intent-fintech", "text": "Looking for a fintech startup to join as a senior backend engineer working on payments. Remote.",
           "confidence": 0.8 },
@@ -84,49 +71,26 @@ async fn a_pickup_with_the_full_context_reads_as_index_clients_expect() {
 
     let body = picked(&app, &agent).await;
     let prompt = index_client_prompt(&body).unwrap_or_else(|e| panic!("{e}\n{body:#}"));
-    assert!(
-        prompt.contains("Index: Founders meet engineers"),
-        "{prompt}"
-    );
+    assert!(prompt.contains("Index: Founders meet engineers"), "{prompt}");
     assert!(prompt.contains("ownUser: Tomas Novak"), "{prompt}");
     assert!(prompt.contains("otherUser: Maya Chen"), "{prompt}");
     assert!(prompt.contains("source: propose"), "{prompt}");
 
     let ctx = &body["context"];
     assert_eq!(ctx["ownUser"]["name"], "Tomas Novak");
-    assert_eq!(
-        ctx["ownUser"]["profile"]["skills"][0], "rust",
-        "the profile is passed through"
-    );
+    assert_eq!(ctx["ownUser"]["profile"]["skills"][0], "rust", "the profile is passed through");
     let intents = ctx["ownUser"]["intents"].as_array().unwrap();
     assert_eq!(intents[0]["id"], "intent-fintech");
-    assert_eq!(
-        intents[0]["text"], request["candidateUser"]["intents"][0]["text"],
-        "text is kept"
-    );
+    assert_eq!(intents[0]["text"], request["candidateUser"]["intents"][0]["text"], "text is kept");
     assert_eq!(intents[0]["description"], intents[0]["text"]);
-    assert_eq!(
-        intents[0]["title"],
-        "Looking for a fintech startup to join as a senior backend…"
-    );
+    assert_eq!(intents[0]["title"], "Looking for a fintech startup to join as a senior backend…");
     assert_eq!(intents[0]["confidence"], 0.8);
-    assert_eq!(
-        intents[1]["id"], "intent-2",
-        "an intent without an id is named by its position"
-    );
+    assert_eq!(intents[1]["id"], "intent-2", "an intent without an id is named by its position");
     assert_eq!(intents[1]["title"], "Mentor juniors");
-    assert!(
-        intents[1].get("confidence").is_none(),
-        "confidence is omitted when unknown"
-    );
+    assert!(intents[1].get("confidence").is_none(), "confidence is omitted when unknown");
     // The other user's intents stay private: the key is there, the list is empty.
     assert_eq!(ctx["otherUser"]["intents"], json!([]));
-    assert!(
-        !body
-            .to_string()
-            .contains("senior Rust backend engineer to build our payments API"),
-        "{body}"
-    );
+    assert!(!body.to_string().contains("senior Rust backend engineer to build our payments API"), "{body}");
 }
 
 #[tokio::test]
@@ -139,10 +103,7 @@ async fn pickups_without_index_context_or_profiles_read_as_index_clients_expect_
     for user in ["sourceUser", "candidateUser"] {
         request[user].as_object_mut().unwrap().remove("profile");
     }
-    request["candidateUser"]
-        .as_object_mut()
-        .unwrap()
-        .remove("name");
+    request["candidateUser"].as_object_mut().unwrap().remove("name");
     let started = app.start(&request).await;
     let id = started["negotiation"]["id"].as_str().unwrap().to_owned();
 
@@ -150,75 +111,36 @@ async fn pickups_without_index_context_or_profiles_read_as_index_clients_expect_
     let first = picked(&app, &maya).await;
     assert_eq!(first["turn"]["number"], 0);
     index_client_prompt(&first).unwrap_or_else(|e| panic!("{e}\n{first:#}"));
-    assert_eq!(
-        first["context"]["indexContext"],
-        json!({}),
-        "an object, never null"
-    );
-    assert_eq!(
-        first["context"]["ownUser"]["profile"],
-        json!({ "name": "Maya Chen" })
-    );
-    assert_eq!(
-        first["context"]["otherUser"]["name"], "user-tomas",
-        "no name given: the user id stands in"
-    );
-    assert_eq!(
-        first["context"]["otherUser"]["profile"]["name"],
-        "user-tomas"
-    );
+    assert_eq!(first["context"]["indexContext"], json!({}), "an object, never null");
+    assert_eq!(first["context"]["ownUser"]["profile"], json!({ "name": "Maya Chen" }));
+    assert_eq!(first["context"]["otherUser"]["name"], "user-tomas", "no name given: the user id stands in");
+    assert_eq!(first["context"]["otherUser"]["profile"]["name"], "user-tomas");
     let token = first["claimToken"].as_str().unwrap().to_owned();
-    assert_eq!(
-        app.respond(&maya, &id, &answer("propose", Some(&token)))
-            .await
-            .status,
-        StatusCode::OK
-    );
+    assert_eq!(app.respond(&maya, &id, &answer("propose", Some(&token))).await.status, StatusCode::OK);
 
     // Turns 1 and 2: the history grows, and still every read succeeds.
     for (agent, number) in [(&tomas, 1), (&maya, 2)] {
         let body = picked(&app, agent).await;
         assert_eq!(body["turn"]["number"], number);
         let prompt = index_client_prompt(&body).unwrap_or_else(|e| panic!("{e}\n{body:#}"));
-        assert_eq!(
-            body["turn"]["history"].as_array().unwrap().len(),
-            number as usize
-        );
+        assert_eq!(body["turn"]["history"].as_array().unwrap().len(), number as usize);
         assert!(prompt.contains("source: propose my propose"), "{prompt}");
         assert_eq!(body["context"]["otherUser"]["intents"], json!([]));
-        let other = if number == 1 {
-            fixtures::founder()
-        } else {
-            fixtures::engineer()
-        };
+        let other = if number == 1 { fixtures::founder() } else { fixtures::engineer() };
         assert!(
-            !body
-                .to_string()
-                .contains(other["intents"][0]["text"].as_str().unwrap()),
+            !body.to_string().contains(other["intents"][0]["text"].as_str().unwrap()),
             "the other user's intents never reach the agent: {body}"
         );
         let token = body["claimToken"].as_str().unwrap().to_owned();
-        assert_eq!(
-            app.respond(agent, &id, &answer("counter", Some(&token)))
-                .await
-                .status,
-            StatusCode::OK
-        );
+        assert_eq!(app.respond(agent, &id, &answer("counter", Some(&token))).await.status, StatusCode::OK);
     }
 }
 
 #[tokio::test]
 async fn api_health_answers_like_healthz() {
     let app = TestApp::spawn().await;
-    let health = app
-        .call(reqwest::Method::GET, "/api/health", None, None)
-        .await;
+    let health = app.call(reqwest::Method::GET, "/api/health", None, None).await;
     assert_eq!(health.status, StatusCode::OK);
-    assert_eq!(
-        health.body,
-        app.call(reqwest::Method::GET, "/healthz", None, None)
-            .await
-            .body
-    );
+    assert_eq!(health.body, app.call(reqwest::Method::GET, "/healthz", None, None).await.body);
     assert_eq!(health.body["status"], "ok");
 }

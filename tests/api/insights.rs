@@ -20,12 +20,7 @@ enum By {
 
 /// Plays one personal-vs-personal negotiation between Maya (source) and Tomas (candidate) turn
 /// by turn; returns the negotiation view once it ended.
-async fn play(
-    app: &TestApp,
-    maya: &TestAgent,
-    tomas: &TestAgent,
-    script: &[(By, &str, &str)],
-) -> Value {
+async fn play(app: &TestApp, maya: &TestAgent, tomas: &TestAgent, script: &[(By, &str, &str)]) -> Value {
     let started = app.start(&fixtures::good_match()).await;
     let id = started["negotiation"]["id"].as_str().unwrap().to_owned();
     for (by, action, reasoning) in script {
@@ -41,8 +36,7 @@ async fn play(
         let done = app.respond(agent, &id, &body).await;
         assert_eq!(done.status, StatusCode::OK, "{}", done.text);
     }
-    app.wait_for(&id, Duration::from_secs(10), |v| v["status"] == "completed")
-        .await
+    app.wait_for(&id, Duration::from_secs(10), |v| v["status"] == "completed").await
 }
 
 fn opportunity_of(view: &Value) -> String {
@@ -51,11 +45,7 @@ fn opportunity_of(view: &Value) -> String {
 
 async fn decide(app: &TestApp, user: &str, opportunity: &str, decision: &str) {
     let answer = app
-        .post(
-            &format!("/api/opportunities/{opportunity}/decision"),
-            &app.user_token(user),
-            &json!({ "decision": decision }),
-        )
+        .post(&format!("/api/opportunities/{opportunity}/decision"), &app.user_token(user), &json!({ "decision": decision }))
         .await;
     assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
 }
@@ -65,12 +55,7 @@ fn terms(figures: &Value) -> Vec<(String, i64)> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|o| {
-            (
-                o["term"].as_str().unwrap().to_owned(),
-                o["count"].as_i64().unwrap(),
-            )
-        })
+        .map(|o| (o["term"].as_str().unwrap().to_owned(), o["count"].as_i64().unwrap()))
         .collect()
 }
 
@@ -91,13 +76,7 @@ async fn insights_count_scripted_negotiations_and_decisions_and_show_each_user_o
     let propose = (Maya, "propose", "Proposing Tomas; missing: proposeonly");
 
     // Three accepted (2, 2 and 3 turns), two rejected (2 and 3), one stalled by the cap of 3.
-    let n1 = play(
-        &app,
-        &maya,
-        &tomas,
-        &[propose, (Tomas, "accept", "Fine; missing: acceptonly")],
-    )
-    .await;
+    let n1 = play(&app, &maya, &tomas, &[propose, (Tomas, "accept", "Fine; missing: acceptonly")]).await;
     decide(&app, "user-maya", &opportunity_of(&n1), "accept").await;
     decide(&app, "user-tomas", &opportunity_of(&n1), "accept").await;
     let n2 = play(&app, &maya, &tomas, &[propose, (Tomas, "accept", "Fine")]).await;
@@ -106,81 +85,39 @@ async fn insights_count_scripted_negotiations_and_decisions_and_show_each_user_o
         &app,
         &maya,
         &tomas,
-        &[
-            propose,
-            (Tomas, "counter", "Countering: missing: senior, rust"),
-            (Maya, "accept", "Accepting"),
-        ],
+        &[propose, (Tomas, "counter", "Countering: missing: senior, rust"), (Maya, "accept", "Accepting")],
     )
     .await;
+    play(&app, &maya, &tomas, &[propose, (Tomas, "reject", "Rejecting: matched: none; missing: rust, kubernetes")]).await;
     play(
         &app,
         &maya,
         &tomas,
-        &[
-            propose,
-            (
-                Tomas,
-                "reject",
-                "Rejecting: matched: none; missing: rust, kubernetes",
-            ),
-        ],
-    )
-    .await;
-    play(
-        &app,
-        &maya,
-        &tomas,
-        &[
-            propose,
-            (Tomas, "counter", "missing: rust (+2 more)"),
-            (Maya, "reject", "Rejecting; missing: Payments."),
-        ],
+        &[propose, (Tomas, "counter", "missing: rust (+2 more)"), (Maya, "reject", "Rejecting; missing: Payments.")],
     )
     .await;
     let stalled = play(
         &app,
         &maya,
         &tomas,
-        &[
-            propose,
-            (Tomas, "counter", "missing: rust, senior"),
-            (Maya, "counter", "fit 0.4; missing: payments"),
-        ],
+        &[propose, (Tomas, "counter", "missing: rust, senior"), (Maya, "counter", "fit 0.4; missing: payments")],
     )
     .await;
-    let o = app
-        .get(
-            &format!("/api/opportunities/{}", opportunity_of(&stalled)),
-            &app.service_token(),
-        )
-        .await;
+    let o = app.get(&format!("/api/opportunities/{}", opportunity_of(&stalled)), &app.service_token()).await;
     assert_eq!(o.body["status"], "stalled", "{}", o.text);
     // Someone else's negotiation (both sides played by the system negotiator).
     let other = app.start(&fixtures::mismatch()).await;
     let other_id = other["negotiation"]["id"].as_str().unwrap().to_owned();
-    app.wait_for(&other_id, Duration::from_secs(10), |v| {
-        v["status"] == "completed"
-    })
-    .await;
+    app.wait_for(&other_id, Duration::from_secs(10), |v| v["status"] == "completed").await;
     // N3's opportunity is left undecided until it expires.
     let n3_opportunity = opportunity_of(&n3);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {
-        let o = app
-            .get(
-                &format!("/api/opportunities/{n3_opportunity}"),
-                &app.service_token(),
-            )
-            .await;
+        let o = app.get(&format!("/api/opportunities/{n3_opportunity}"), &app.service_token()).await;
         if o.body["status"] == "expired" {
             break;
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the opportunity never expired: {}",
-            o.text
-        );
+        assert!(tokio::time::Instant::now() < deadline, "the opportunity never expired: {}", o.text);
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 
@@ -194,15 +131,9 @@ async fn insights_count_scripted_negotiations_and_decisions_and_show_each_user_o
         json!({ "total": 6, "accepted": 3, "rejected": 2, "stalled": { "turnCap": 1, "timeout": 0, "canceled": 0 } })
     );
     assert_eq!(total["meanTurns"], 2.5);
-    assert_eq!(
-        total["turnsToOutcome"],
-        json!([{ "turns": 2, "negotiations": 3 }, { "turns": 3, "negotiations": 3 }])
-    );
+    assert_eq!(total["turnsToOutcome"], json!([{ "turns": 2, "negotiations": 3 }, { "turns": 3, "negotiations": 3 }]));
     assert!(total["timeToOutcomeP50Seconds"].as_f64().unwrap() > 0.0);
-    assert_eq!(
-        total["decisions"],
-        json!({ "accepted": 1, "declined": 1, "expired": 1 })
-    );
+    assert_eq!(total["decisions"], json!({ "accepted": 1, "declined": 1, "expired": 1 }));
     // Her agent answered six opening turns and three third turns.
     assert_eq!(total["answerLatency"]["turns"], 9);
     assert!(total["answerLatency"]["meanSeconds"].as_f64().unwrap() >= 0.0);
@@ -211,41 +142,21 @@ async fn insights_count_scripted_negotiations_and_decisions_and_show_each_user_o
     assert_eq!(total["fallbacks"], 0);
     // Her own counter and reject (payments, twice) and the outcome of the negotiation Tomas
     // rejected; never Tomas's private counters (senior), a propose or an accept.
-    assert_eq!(
-        terms(total),
-        owned(&[("payments", 2), ("kubernetes", 1), ("rust", 1)])
-    );
+    assert_eq!(terms(total), owned(&[("payments", 2), ("kubernetes", 1), ("rust", 1)]));
     let days = got.body["days"].as_array().unwrap();
     assert_eq!(days.len(), 1, "{}", got.text);
     assert_eq!(&days[0]["figures"], total);
     for private in ["senior", "proposeonly", "acceptonly", "bakery", "investors"] {
-        assert!(
-            !got.text.contains(private),
-            "{private} leaked into {}",
-            got.text
-        );
+        assert!(!got.text.contains(private), "{private} leaked into {}", got.text);
     }
 
     // Tomas's view: the same negotiations, his side's decisions, turns and objections.
-    let got = app
-        .get("/api/insights", &app.user_token("user-tomas"))
-        .await;
+    let got = app.get("/api/insights", &app.user_token("user-tomas")).await;
     let total = &got.body["total"];
     assert_eq!(total["negotiations"]["total"], 6);
-    assert_eq!(
-        total["decisions"],
-        json!({ "accepted": 1, "declined": 0, "expired": 1 })
-    );
+    assert_eq!(total["decisions"], json!({ "accepted": 1, "declined": 0, "expired": 1 }));
     assert_eq!(total["answerLatency"]["turns"], 6);
-    assert_eq!(
-        terms(total),
-        owned(&[
-            ("rust", 4),
-            ("senior", 2),
-            ("kubernetes", 1),
-            ("payments", 1)
-        ])
-    );
+    assert_eq!(terms(total), owned(&[("rust", 4), ("senior", 2), ("kubernetes", 1), ("payments", 1)]));
 
     // The platform: everyone, or one user.
     let all = app.get("/api/insights", &app.service_token()).await;
@@ -254,13 +165,8 @@ async fn insights_count_scripted_negotiations_and_decisions_and_show_each_user_o
     assert_eq!(all.body["total"]["negotiations"]["total"], 7);
     assert_eq!(all.body["total"]["negotiations"]["accepted"], 3);
     assert_eq!(all.body["total"]["negotiations"]["rejected"], 3);
-    assert_eq!(
-        all.body["total"]["decisions"],
-        json!({ "accepted": 2, "declined": 1, "expired": 1 })
-    );
-    let one = app
-        .get("/api/insights?userId=user-maya", &app.service_token())
-        .await;
+    assert_eq!(all.body["total"]["decisions"], json!({ "accepted": 2, "declined": 1, "expired": 1 }));
+    let one = app.get("/api/insights?userId=user-maya", &app.service_token()).await;
     assert_eq!(one.body["total"], got_total(&app, "user-maya").await);
 
     // Someone with no negotiations sees nothing, and a range before it all is empty.
@@ -269,12 +175,7 @@ async fn insights_count_scripted_negotiations_and_decisions_and_show_each_user_o
     assert_eq!(eve.body["total"]["meanTurns"], Value::Null);
     assert_eq!(eve.body["total"]["topObjections"], json!([]));
     assert_eq!(eve.body["days"], json!([]));
-    let before = app
-        .get(
-            "/api/insights?from=2020-01-01&to=2020-12-31",
-            &app.user_token("user-maya"),
-        )
-        .await;
+    let before = app.get("/api/insights?from=2020-01-01&to=2020-12-31", &app.user_token("user-maya")).await;
     assert_eq!(before.status, StatusCode::OK, "{}", before.text);
     assert_eq!(before.body["total"]["negotiations"]["total"], 0);
     assert_eq!(before.body["from"], "2020-01-01T00:00:00Z");
@@ -298,18 +199,9 @@ async fn bad_ranges_and_other_users_are_refused() {
         "from=2026-11-01T00:00:00",
         "since=2026-11-01",
     ] {
-        app.get(&format!("/api/insights?{query}"), &maya)
-            .await
-            .assert_error(StatusCode::BAD_REQUEST, "invalid_body");
+        app.get(&format!("/api/insights?{query}"), &maya).await.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
     }
-    app.get("/api/insights?userId=user-tomas", &maya)
-        .await
-        .assert_error(StatusCode::FORBIDDEN, "forbidden");
-    let own = app
-        .get(
-            "/api/insights?userId=user-maya&from=2026-01-01&to=2026-06-30",
-            &maya,
-        )
-        .await;
+    app.get("/api/insights?userId=user-tomas", &maya).await.assert_error(StatusCode::FORBIDDEN, "forbidden");
+    let own = app.get("/api/insights?userId=user-maya&from=2026-01-01&to=2026-06-30", &maya).await;
     assert_eq!(own.status, StatusCode::OK, "{}", own.text);
 }

@@ -17,10 +17,7 @@ const WAIT: Duration = Duration::from_secs(15);
 async fn start_partial_fit(app: &TestApp) -> String {
     let mut body = fixtures::good_match();
     body["candidateUser"]["profile"]["skills"] = json!(["go", "kubernetes"]);
-    app.start(&body).await["negotiation"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned()
+    app.start(&body).await["negotiation"]["id"].as_str().unwrap().to_owned()
 }
 
 async fn played_by(app: &TestApp, turn: i32) -> String {
@@ -32,15 +29,11 @@ async fn played_by(app: &TestApp, turn: i32) -> String {
 }
 
 async fn heartbeat(app: &TestApp, agent: &TestAgent) -> StatusCode {
-    app.agent_call(agent, Method::POST, "/heartbeat", None)
-        .await
-        .status
+    app.agent_call(agent, Method::POST, "/heartbeat", None).await.status
 }
 
 async fn agent_view(app: &TestApp, user: &str, agent: &TestAgent) -> Value {
-    app.get(&format!("/api/agents/{}", agent.id), &app.user_token(user))
-        .await
-        .body
+    app.get(&format!("/api/agents/{}", agent.id), &app.user_token(user)).await.body
 }
 
 #[tokio::test]
@@ -50,14 +43,9 @@ async fn a_turn_parked_for_a_user_whose_agent_was_never_seen_is_taken_after_the_
     let id = start_partial_fit(&app).await;
 
     // The long window is two minutes: only the offline window can have run out.
-    let view = app
-        .wait_for(&id, WAIT, |v| v["turns"].as_array().unwrap().len() >= 2)
-        .await;
+    let view = app.wait_for(&id, WAIT, |v| v["turns"].as_array().unwrap().len() >= 2).await;
     assert_eq!(view["turns"][1]["userId"], "user-tomas");
-    assert!(
-        !view["turns"][1]["reasoning"].as_str().unwrap().is_empty(),
-        "taken with Tomas's full context"
-    );
+    assert!(!view["turns"][1]["reasoning"].as_str().unwrap().is_empty(), "taken with Tomas's full context");
     assert_eq!(played_by(&app, 1).await, "system");
 }
 
@@ -66,8 +54,7 @@ async fn an_offline_window_of_zero_hands_the_turn_to_the_system_at_once() {
     let app = TestApp::spawn_with(|c| c.park_timeout_offline = Duration::ZERO).await;
     app.register_agent("user-tomas").await;
     let id = start_partial_fit(&app).await;
-    app.wait_for(&id, WAIT, |v| v["turns"].as_array().unwrap().len() >= 2)
-        .await;
+    app.wait_for(&id, WAIT, |v| v["turns"].as_array().unwrap().len() >= 2).await;
     assert_eq!(played_by(&app, 1).await, "system");
 }
 
@@ -80,26 +67,14 @@ async fn a_user_whose_agent_just_long_polled_gets_the_long_window() {
     .await;
     let agent = app.register_agent("user-tomas").await;
     // A long-poll with nothing parked: the agent is seen, then it goes quiet.
-    assert_eq!(
-        app.pickup(&agent, Some(1)).await.status,
-        StatusCode::NO_CONTENT
-    );
+    assert_eq!(app.pickup(&agent, Some(1)).await.status, StatusCode::NO_CONTENT);
     let id = start_partial_fit(&app).await;
 
     tokio::time::sleep(Duration::from_secs(3)).await;
     let (state, turns, _) = app.snapshot(&id).await;
-    assert_eq!(
-        (state.as_str(), turns),
-        ("waiting_for_agent", 1),
-        "the offline window does not apply to a live agent"
-    );
-    app.wait_for(&id, WAIT, |v| v["turns"].as_array().unwrap().len() >= 2)
-        .await;
-    assert_eq!(
-        played_by(&app, 1).await,
-        "system",
-        "the long window still ends in a fallback"
-    );
+    assert_eq!((state.as_str(), turns), ("waiting_for_agent", 1), "the offline window does not apply to a live agent");
+    app.wait_for(&id, WAIT, |v| v["turns"].as_array().unwrap().len() >= 2).await;
+    assert_eq!(played_by(&app, 1).await, "system", "the long window still ends in a fallback");
 }
 
 #[tokio::test]
@@ -117,13 +92,8 @@ async fn an_agent_seen_before_the_offline_window_ends_moves_the_turn_to_the_long
 
     tokio::time::sleep(Duration::from_secs(4)).await;
     let (state, turns, _) = app.snapshot(&id).await;
-    assert_eq!(
-        (state.as_str(), turns),
-        ("waiting_for_agent", 1),
-        "the timer saw a live agent and re-armed"
-    );
-    app.wait_for(&id, WAIT, |v| v["turns"].as_array().unwrap().len() >= 2)
-        .await;
+    assert_eq!((state.as_str(), turns), ("waiting_for_agent", 1), "the timer saw a live agent and re-armed");
+    app.wait_for(&id, WAIT, |v| v["turns"].as_array().unwrap().len() >= 2).await;
     assert_eq!(played_by(&app, 1).await, "system");
 }
 
@@ -137,9 +107,7 @@ async fn a_claim_made_within_the_offline_window_wins() {
     let token = picked.body["claimToken"].as_str().unwrap().to_owned();
 
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let r = app
-        .respond(&agent, &id, &answer("accept", Some(&token)))
-        .await;
+    let r = app.respond(&agent, &id, &answer("accept", Some(&token))).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
     assert_eq!(r.body["turnNumber"], 1);
     assert_eq!(played_by(&app, 1).await, "personal");
@@ -152,36 +120,20 @@ async fn the_heartbeat_answers_the_agents_own_key_only_and_makes_it_live() {
     let maya = app.register_agent("user-maya").await;
 
     let before = agent_view(&app, "user-tomas", &tomas).await;
-    assert_eq!(
-        (before["lastSeenAt"].clone(), before["live"].clone()),
-        (Value::Null, json!(false))
-    );
+    assert_eq!((before["lastSeenAt"].clone(), before["live"].clone()), (Value::Null, json!(false)));
 
     let path = format!("{}/api/agents/{}/heartbeat", app.base, tomas.id);
     let without = app.client.post(&path).send().await.unwrap();
     assert_eq!(without.status(), StatusCode::UNAUTHORIZED);
-    let other = app
-        .client
-        .post(&path)
-        .header("x-api-key", &maya.key)
-        .send()
-        .await
-        .unwrap();
+    let other = app.client.post(&path).header("x-api-key", &maya.key).send().await.unwrap();
     assert_eq!(other.status(), StatusCode::FORBIDDEN);
-    assert_eq!(
-        agent_view(&app, "user-tomas", &tomas).await["live"],
-        false,
-        "refused calls see nobody"
-    );
+    assert_eq!(agent_view(&app, "user-tomas", &tomas).await["live"], false, "refused calls see nobody");
 
     assert_eq!(heartbeat(&app, &tomas).await, StatusCode::NO_CONTENT);
     let after = agent_view(&app, "user-tomas", &tomas).await;
     assert_eq!(after["live"], true);
     assert!(after["lastSeenAt"].is_string(), "{after}");
-    let listed = app
-        .get("/api/agents", &app.user_token("user-tomas"))
-        .await
-        .body;
+    let listed = app.get("/api/agents", &app.user_token("user-tomas")).await.body;
     assert_eq!(listed["agents"][0]["live"], true);
 }
 
@@ -202,21 +154,12 @@ async fn a_thousand_pickups_write_last_seen_at_only_a_handful_of_times() {
 
     let started = std::time::Instant::now();
     for _ in 0..1000 {
-        assert_eq!(
-            app.pickup(&agent, None).await.status,
-            StatusCode::NO_CONTENT
-        );
+        assert_eq!(app.pickup(&agent, None).await.status, StatusCode::NO_CONTENT);
     }
     let elapsed = started.elapsed();
-    let writes: i64 = sqlx::query_scalar("SELECT count(*) FROM seen_writes")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let writes: i64 = sqlx::query_scalar("SELECT count(*) FROM seen_writes").fetch_one(&app.pool).await.unwrap();
     // One write at the first pickup, then at most one per 15 s.
     let allowed = 1 + (elapsed.as_secs() / 15) as i64;
-    assert!(
-        (1..=allowed).contains(&writes),
-        "{writes} writes in {elapsed:?} (at most {allowed})"
-    );
+    assert!((1..=allowed).contains(&writes), "{writes} writes in {elapsed:?} (at most {allowed})");
     assert_eq!(agent_view(&app, "user-tomas", &agent).await["live"], true);
 }

@@ -2,14 +2,14 @@
 
 mod a2a;
 mod agents;
-mod assessment;
-mod auth;
 mod authz;
 mod claims;
 mod cli;
 mod delegation;
 mod delivery;
 mod directory;
+mod assessment;
+mod auth;
 mod fixtures;
 mod hardening;
 mod helpers;

@@ -44,12 +44,7 @@ pub(crate) async fn initialize(app: &TestApp, key: &str) -> Value {
     )
     .await;
     assert_eq!(status, StatusCode::OK, "{answer}");
-    let (status, _) = rpc(
-        app,
-        Key::Header(key),
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-    )
-    .await;
+    let (status, _) = rpc(app, Key::Header(key), json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
     assert!(status.is_success(), "initialized notification: {status}");
     answer["result"].clone()
 }
@@ -79,26 +74,13 @@ async fn an_agent_runtime_picks_up_and_answers_its_turn_over_mcp() {
     assert!(init["capabilities"]["tools"].is_object(), "{init}");
     assert_eq!(init["serverInfo"]["name"], "parley");
     let instructions = init["instructions"].as_str().unwrap();
-    assert!(
-        instructions.contains("no user-facing output")
-            || instructions.contains("Produce no user-facing output")
-    );
+    assert!(instructions.contains("no user-facing output") || instructions.contains("Produce no user-facing output"));
     assert!(instructions.contains("clarifying questions"));
     assert!(instructions.contains("most conservative action"));
 
-    let (status, listed) = rpc(
-        &app,
-        Key::Header(&agent.key),
-        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
-    )
-    .await;
+    let (status, listed) = rpc(&app, Key::Header(&agent.key), json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).await;
     assert_eq!(status, StatusCode::OK);
-    let mut names: Vec<&str> = listed["result"]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let mut names: Vec<&str> = listed["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     names.sort();
     assert_eq!(
         names,
@@ -118,37 +100,16 @@ async fn an_agent_runtime_picks_up_and_answers_its_turn_over_mcp() {
             "respond_to_negotiation"
         ]
     );
-    let respond_tool = listed["result"]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == "respond_to_negotiation")
-        .unwrap();
+    let respond_tool = listed["result"]["tools"].as_array().unwrap().iter().find(|t| t["name"] == "respond_to_negotiation").unwrap();
     // Index Network's era-B tool took {negotiationId, action, message}: only those two are required.
-    let mut required: Vec<&str> = respond_tool["inputSchema"]["required"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f.as_str().unwrap())
-        .collect();
+    let mut required: Vec<&str> =
+        respond_tool["inputSchema"]["required"].as_array().unwrap().iter().map(|f| f.as_str().unwrap()).collect();
     required.sort();
     assert_eq!(required, ["action", "negotiationId"], "{respond_tool}");
 
-    let waiting = call_tool(
-        &app,
-        &agent.key,
-        "list_negotiations",
-        json!({"status": "waiting_for_agent"}),
-    )
-    .await;
-    assert_eq!(
-        waiting["structuredContent"]["negotiations"][0]["negotiationId"],
-        id.as_str()
-    );
-    assert_eq!(
-        waiting["structuredContent"]["negotiations"][0]["isUsersTurn"],
-        true
-    );
+    let waiting = call_tool(&app, &agent.key, "list_negotiations", json!({"status": "waiting_for_agent"})).await;
+    assert_eq!(waiting["structuredContent"]["negotiations"][0]["negotiationId"], id.as_str());
+    assert_eq!(waiting["structuredContent"]["negotiations"][0]["isUsersTurn"], true);
 
     let picked = call_tool(&app, &agent.key, "pickup_negotiation", json!({})).await;
     let turn = &picked["structuredContent"];
@@ -169,12 +130,7 @@ async fn an_agent_runtime_picks_up_and_answers_its_turn_over_mcp() {
     )
     .await;
     assert_eq!(refused["isError"], true, "{refused}");
-    assert!(
-        refused["structuredContent"]["error"]
-            .as_str()
-            .unwrap()
-            .contains("message is required")
-    );
+    assert!(refused["structuredContent"]["error"].as_str().unwrap().contains("message is required"));
     assert_eq!(app.snapshot(&id).await.0, "claimed");
 
     // Propose is not allowed after turn 0: the engine's own refusal, as a tool error.
@@ -207,54 +163,22 @@ async fn an_agent_runtime_picks_up_and_answers_its_turn_over_mcp() {
     assert_eq!(done["outcome"]["hasOpportunity"], true);
 
     // The negotiation advanced: HTTP and MCP agree.
-    let shown = call_tool(
-        &app,
-        &agent.key,
-        "get_negotiation",
-        json!({"negotiationId": id}),
-    )
-    .await;
+    let shown = call_tool(&app, &agent.key, "get_negotiation", json!({"negotiationId": id})).await;
     assert_eq!(shown["structuredContent"]["status"], "completed");
-    assert_eq!(
-        shown["structuredContent"]["turns"]
-            .as_array()
-            .unwrap()
-            .len(),
-        2
-    );
+    assert_eq!(shown["structuredContent"]["turns"].as_array().unwrap().len(), 2);
     assert_eq!(shown["structuredContent"]["latestAction"], "accept");
-    let via_http = app
-        .get(&format!("/api/negotiations/{id}"), &app.service_token())
-        .await;
+    let via_http = app.get(&format!("/api/negotiations/{id}"), &app.service_token()).await;
     assert_eq!(via_http.body["turns"][1]["action"], "accept");
 
     let nothing = call_tool(&app, &agent.key, "pickup_negotiation", json!({})).await;
     assert_eq!(nothing["structuredContent"]["pickedUp"], false);
 
-    let bad_id = call_tool(
-        &app,
-        &agent.key,
-        "get_negotiation",
-        json!({"negotiationId": "not-an-id"}),
-    )
-    .await;
+    let bad_id = call_tool(&app, &agent.key, "get_negotiation", json!({"negotiationId": "not-an-id"})).await;
     assert_eq!(bad_id["isError"], true);
-    let unknown = call_tool(
-        &app,
-        &agent.key,
-        "get_negotiation",
-        json!({"negotiationId": uuid::Uuid::now_v7()}),
-    )
-    .await;
+    let unknown = call_tool(&app, &agent.key, "get_negotiation", json!({"negotiationId": uuid::Uuid::now_v7()})).await;
     assert_eq!(unknown["isError"], true);
     assert_eq!(unknown["structuredContent"]["code"], "not_found");
-    let bad_status = call_tool(
-        &app,
-        &agent.key,
-        "list_negotiations",
-        json!({"status": "sleeping"}),
-    )
-    .await;
+    let bad_status = call_tool(&app, &agent.key, "list_negotiations", json!({"status": "sleeping"})).await;
     assert_eq!(bad_status["isError"], true);
 }
 
@@ -271,24 +195,14 @@ async fn mcp_refuses_missing_bad_and_revoked_keys() {
     let (status, _) = rpc(&app, Key::Bearer("pk_not-a-real-key"), list.clone()).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     // A user's JWT is not an agent key.
-    let (status, _) = rpc(
-        &app,
-        Key::Bearer(&app.user_token("user-tomas")),
-        list.clone(),
-    )
-    .await;
+    let (status, _) = rpc(&app, Key::Bearer(&app.user_token("user-tomas")), list.clone()).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
 
     let (status, _) = rpc(&app, Key::Header(&agent.key), list.clone()).await;
     assert_eq!(status, StatusCode::OK);
 
     let revoke = app
-        .call(
-            Method::DELETE,
-            &format!("/api/agents/{}/keys/{}", agent.id, agent.key_id),
-            Some(&app.user_token("user-tomas")),
-            None,
-        )
+        .call(Method::DELETE, &format!("/api/agents/{}/keys/{}", agent.id, agent.key_id), Some(&app.user_token("user-tomas")), None)
         .await;
     assert_eq!(revoke.status, StatusCode::NO_CONTENT);
     let (status, body) = rpc(&app, Key::Header(&agent.key), list.clone()).await;
@@ -308,20 +222,13 @@ async fn era_b_respond_arguments_store_the_message_as_reasoning_and_peer_roles()
     call_tool(&app, &agent.key, "pickup_negotiation", json!({})).await;
 
     // Neither reasoning nor message: refused, nothing changes.
-    let refused = call_tool(
-        &app,
-        &agent.key,
-        "respond_to_negotiation",
-        json!({"negotiationId": id, "action": "accept"}),
-    )
-    .await;
+    let refused = call_tool(&app, &agent.key, "respond_to_negotiation", json!({"negotiationId": id, "action": "accept"})).await;
     assert_eq!(refused["isError"], true, "{refused}");
     assert_eq!(refused["structuredContent"]["code"], "invalid_body");
     assert_eq!(app.snapshot(&id).await, ("claimed".into(), 1, 1));
 
     // Index Network's era-B call: no claim token, no reasoning, no roles.
-    let message =
-        "Tomas has built payments APIs in Rust for eight years; this is the role he wants.";
+    let message = "Tomas has built payments APIs in Rust for eight years; this is the role he wants.";
     let answered = call_tool(
         &app,
         &agent.key,
@@ -332,20 +239,12 @@ async fn era_b_respond_arguments_store_the_message_as_reasoning_and_peer_roles()
     assert_eq!(answered["isError"], false, "{answered}");
     assert_eq!(answered["structuredContent"]["status"], "completed");
 
-    let stored = app
-        .get(&format!("/api/negotiations/{id}"), &app.service_token())
-        .await;
+    let stored = app.get(&format!("/api/negotiations/{id}"), &app.service_token()).await;
     let turn = &stored.body["turns"][1];
     assert_eq!(turn["action"], "accept");
     assert_eq!(turn["message"], message);
-    assert_eq!(
-        turn["reasoning"], message,
-        "the reasoning is taken from the message"
-    );
-    assert_eq!(
-        turn["suggestedRoles"],
-        json!({"ownUser": "peer", "otherUser": "peer"})
-    );
+    assert_eq!(turn["reasoning"], message, "the reasoning is taken from the message");
+    assert_eq!(turn["suggestedRoles"], json!({"ownUser": "peer", "otherUser": "peer"}));
 }
 
 #[tokio::test]
@@ -355,56 +254,24 @@ async fn discover_agents_and_rank_agents_answer_as_the_http_routes_do() {
     let worker = app.register_agent("user-tomas").await;
     let offer = json!({"taskType": "code-review", "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"},
         "estimatedCostUsd": 0.5, "estimatedLatencyMs": 2000, "tags": ["rust", "security"]});
-    let put = app
-        .agent_call(&worker, Method::PUT, "/capabilities", Some(&offer))
-        .await;
+    let put = app.agent_call(&worker, Method::PUT, "/capabilities", Some(&offer)).await;
     assert_eq!(put.status, StatusCode::CREATED, "{}", put.text);
     let anonymous = put.body["anonymousAgentId"].clone();
 
-    let listed = rpc(
-        &app,
-        Key::Header(&caller.key),
-        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
-    )
-    .await
-    .1;
-    let names: Vec<&str> = listed["result"]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
-    assert!(
-        names.contains(&"discover_agents") && names.contains(&"rank_agents"),
-        "{names:?}"
-    );
+    let listed = rpc(&app, Key::Header(&caller.key), json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).await.1;
+    let names: Vec<&str> = listed["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"discover_agents") && names.contains(&"rank_agents"), "{names:?}");
 
-    let found = call_tool(
-        &app,
-        &caller.key,
-        "discover_agents",
-        json!({"taskType": "code-review", "maxLatencyMs": 5000, "limit": 5}),
-    )
-    .await;
+    let found = call_tool(&app, &caller.key, "discover_agents", json!({"taskType": "code-review", "maxLatencyMs": 5000, "limit": 5})).await;
     assert_eq!(found["isError"], false, "{found}");
-    let over_http = app
-        .get(
-            "/api/agents/discover?taskType=code-review&maxLatencyMs=5000&limit=5",
-            &app.service_token(),
-        )
-        .await;
+    let over_http = app.get("/api/agents/discover?taskType=code-review&maxLatencyMs=5000&limit=5", &app.service_token()).await;
     assert_eq!(found["structuredContent"], over_http.body);
-    assert_eq!(
-        found["structuredContent"]["results"][0]["anonymousAgentId"],
-        anonymous
-    );
+    assert_eq!(found["structuredContent"]["results"][0]["anonymousAgentId"], anonymous);
 
     let task = json!({"task_summary": "review rust code for security", "max_cost_amount": "$1.00", "max_latency_ms": 4000, "taskType": "code-review"});
     let ranked = call_tool(&app, &caller.key, "rank_agents", task.clone()).await;
     assert_eq!(ranked["isError"], false, "{ranked}");
-    let over_http = app
-        .post("/api/agents/rank", &app.service_token(), &task)
-        .await;
+    let over_http = app.post("/api/agents/rank", &app.service_token(), &task).await;
     assert_eq!(ranked["structuredContent"], over_http.body);
     let top = &ranked["structuredContent"]["candidates"][0];
     assert_eq!(top["anonymousAgentId"], anonymous);
@@ -414,41 +281,16 @@ async fn discover_agents_and_rank_agents_answer_as_the_http_routes_do() {
 
     // Bad arguments are tool errors naming the field, as the routes' 400s.
     for (tool, args, field) in [
-        (
-            "discover_agents",
-            json!({"taskType": "cooking"}),
-            "taskType",
-        ),
-        (
-            "discover_agents",
-            json!({"taskType": "testing", "limit": 0}),
-            "limit",
-        ),
-        (
-            "rank_agents",
-            json!({"task_summary": "x", "limit": 0}),
-            "limit",
-        ),
+        ("discover_agents", json!({"taskType": "cooking"}), "taskType"),
+        ("discover_agents", json!({"taskType": "testing", "limit": 0}), "limit"),
+        ("rank_agents", json!({"task_summary": "x", "limit": 0}), "limit"),
         ("rank_agents", json!({"task_summary": ""}), "task_summary"),
-        (
-            "rank_agents",
-            json!({"task_summary": "x", "weights": {"cost": -1}}),
-            "cost",
-        ),
+        ("rank_agents", json!({"task_summary": "x", "weights": {"cost": -1}}), "cost"),
     ] {
         let refused = call_tool(&app, &caller.key, tool, args).await;
         assert_eq!(refused["isError"], true, "{refused}");
-        assert_eq!(
-            refused["structuredContent"]["code"], "invalid_body",
-            "{refused}"
-        );
-        assert!(
-            refused["structuredContent"]["error"]
-                .as_str()
-                .unwrap()
-                .contains(field),
-            "{refused}"
-        );
+        assert_eq!(refused["structuredContent"]["code"], "invalid_body", "{refused}");
+        assert!(refused["structuredContent"]["error"].as_str().unwrap().contains(field), "{refused}");
     }
 }
 

@@ -6,9 +6,7 @@ use serde_json::{Value, json};
 use crate::{fixtures, helpers::TestApp};
 
 async fn start(app: &TestApp, body: &Value) -> Value {
-    let answer = app
-        .post("/api/negotiations", &app.service_token(), body)
-        .await;
+    let answer = app.post("/api/negotiations", &app.service_token(), body).await;
     assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.text);
     answer.body
 }
@@ -50,14 +48,7 @@ async fn people_with_nothing_in_common_end_rejected() {
     let outcome = &body["negotiation"]["outcome"];
     assert_eq!(outcome["hasOpportunity"], false);
     assert_eq!(outcome["agreedRoles"], json!([]));
-    assert_eq!(
-        body["negotiation"]["turns"]
-            .as_array()
-            .unwrap()
-            .last()
-            .unwrap()["action"],
-        "reject"
-    );
+    assert_eq!(body["negotiation"]["turns"].as_array().unwrap().last().unwrap()["action"], "reject");
 }
 
 #[tokio::test]
@@ -79,14 +70,9 @@ async fn repeating_a_create_with_the_same_opportunity_id_returns_the_existing_on
     let mut body = fixtures::good_match();
     body["opportunityId"] = json!("0192f4a0-0000-7000-8000-000000000001");
     let first = start(&app, &body).await;
-    let again = app
-        .post("/api/negotiations", &app.service_token(), &body)
-        .await;
+    let again = app.post("/api/negotiations", &app.service_token(), &body).await;
     assert_eq!(again.status, StatusCode::OK, "{}", again.text);
-    assert_eq!(
-        again.body["opportunity"]["id"],
-        "0192f4a0-0000-7000-8000-000000000001"
-    );
+    assert_eq!(again.body["opportunity"]["id"], "0192f4a0-0000-7000-8000-000000000001");
     assert_eq!(again.body["negotiation"]["id"], first["negotiation"]["id"]);
     assert_eq!(app.count("opportunities").await, 1);
     assert_eq!(app.count("tasks").await, 1);
@@ -100,27 +86,16 @@ async fn concurrent_creates_with_one_opportunity_id_make_one_negotiation() {
     let token = app.service_token();
     let calls = (0..8).map(|_| app.post("/api/negotiations", &token, &body));
     let answers = futures::future::join_all(calls).await;
-    let created = answers
-        .iter()
-        .filter(|a| a.status == StatusCode::CREATED)
-        .count();
+    let created = answers.iter().filter(|a| a.status == StatusCode::CREATED).count();
     assert_eq!(created, 1);
     assert!(answers.iter().all(|a| a.status.is_success()));
     assert_eq!(app.count("tasks").await, 1);
     // Everyone got the same negotiation, and its turns were stored once.
     let id = answers[0].body["negotiation"]["id"].clone();
     assert!(answers.iter().all(|a| a.body["negotiation"]["id"] == id));
-    let final_view = app
-        .get(
-            &format!("/api/negotiations/{}", id.as_str().unwrap()),
-            &token,
-        )
-        .await;
+    let final_view = app.get(&format!("/api/negotiations/{}", id.as_str().unwrap()), &token).await;
     assert_eq!(final_view.body["status"], "completed");
-    assert_eq!(
-        app.count("messages").await as usize,
-        final_view.body["turns"].as_array().unwrap().len()
-    );
+    assert_eq!(app.count("messages").await as usize, final_view.body["turns"].as_array().unwrap().len());
 }
 
 #[tokio::test]
@@ -133,10 +108,7 @@ async fn bad_requests_are_refused_and_store_nothing() {
     same_user["candidateUser"]["id"] = json!("user-maya");
     cases.push(("same user on both sides", same_user));
     let mut no_candidate = good.clone();
-    no_candidate
-        .as_object_mut()
-        .unwrap()
-        .remove("candidateUser");
+    no_candidate.as_object_mut().unwrap().remove("candidateUser");
     cases.push(("missing candidateUser", no_candidate));
     let mut no_seed = good.clone();
     no_seed.as_object_mut().unwrap().remove("seedAssessment");
@@ -170,33 +142,18 @@ async fn bad_requests_are_refused_and_store_nothing() {
 
     for (what, body) in cases {
         let answer = app.post("/api/negotiations", &token, &body).await;
-        assert_eq!(
-            answer.status,
-            StatusCode::BAD_REQUEST,
-            "{what}: {}",
-            answer.text
-        );
+        assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{what}: {}", answer.text);
         answer.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
     }
     for raw in ["{not json", "", "null", "42"] {
-        let answer = app
-            .call_raw(Method::POST, "/api/negotiations", Some(&token), raw)
-            .await;
+        let answer = app.call_raw(Method::POST, "/api/negotiations", Some(&token), raw).await;
         answer.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
     }
     let huge = format!("{{\"pad\": \"{}\"}}", "x".repeat(300 * 1024));
-    let answer = app
-        .call_raw(Method::POST, "/api/negotiations", Some(&token), huge)
-        .await;
+    let answer = app.call_raw(Method::POST, "/api/negotiations", Some(&token), huge).await;
     answer.assert_error(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large");
 
-    for table in [
-        "opportunities",
-        "conversations",
-        "tasks",
-        "messages",
-        "artifacts",
-    ] {
+    for table in ["opportunities", "conversations", "tasks", "messages", "artifacts"] {
         assert_eq!(app.count(table).await, 0, "{table} must stay empty");
     }
 }
@@ -207,27 +164,16 @@ async fn participants_and_the_service_can_read_a_negotiation_and_nobody_else() {
     let body = start(&app, &fixtures::good_match()).await;
     let id = body["negotiation"]["id"].as_str().unwrap();
     let path = format!("/api/negotiations/{id}");
-    for who in [
-        app.service_token(),
-        app.user_token("user-maya"),
-        app.user_token("user-tomas"),
-    ] {
+    for who in [app.service_token(), app.user_token("user-maya"), app.user_token("user-tomas")] {
         let answer = app.get(&path, &who).await;
         assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
         assert_eq!(answer.body["id"], id);
     }
-    app.get(&path, &app.user_token("user-eve"))
+    app.get(&path, &app.user_token("user-eve")).await.assert_error(StatusCode::NOT_FOUND, "not_found");
+    app.get("/api/negotiations/not-a-uuid", &app.service_token()).await.assert_error(StatusCode::NOT_FOUND, "not_found");
+    app.get("/api/negotiations/0192f4a0-0000-7000-8000-000000000009", &app.service_token())
         .await
         .assert_error(StatusCode::NOT_FOUND, "not_found");
-    app.get("/api/negotiations/not-a-uuid", &app.service_token())
-        .await
-        .assert_error(StatusCode::NOT_FOUND, "not_found");
-    app.get(
-        "/api/negotiations/0192f4a0-0000-7000-8000-000000000009",
-        &app.service_token(),
-    )
-    .await
-    .assert_error(StatusCode::NOT_FOUND, "not_found");
 }
 
 #[tokio::test]
@@ -243,59 +189,25 @@ async fn opportunities_are_listed_for_their_people_and_filtered_for_the_service(
     let items = pending.body["opportunities"].as_array().unwrap();
     assert_eq!(items.len(), 1);
     assert_eq!(items[0]["sourceUserId"], "user-maya");
-    let by_user = app
-        .get("/api/opportunities?userId=user-raj", &service)
-        .await;
+    let by_user = app.get("/api/opportunities?userId=user-raj", &service).await;
     assert_eq!(by_user.body["opportunities"].as_array().unwrap().len(), 1);
 
-    let maya = app
-        .get("/api/opportunities", &app.user_token("user-maya"))
-        .await;
+    let maya = app.get("/api/opportunities", &app.user_token("user-maya")).await;
     let mine = maya.body["opportunities"].as_array().unwrap();
     assert_eq!(mine.len(), 1);
     let id = mine[0]["id"].as_str().unwrap();
-    assert_eq!(
-        app.get(
-            &format!("/api/opportunities/{id}"),
-            &app.user_token("user-tomas")
-        )
-        .await
-        .status,
-        StatusCode::OK
-    );
-    app.get(
-        &format!("/api/opportunities/{id}"),
-        &app.user_token("user-raj"),
-    )
-    .await
-    .assert_error(StatusCode::NOT_FOUND, "not_found");
-    app.get(
-        "/api/opportunities?userId=user-raj",
-        &app.user_token("user-maya"),
-    )
-    .await
-    .assert_error(StatusCode::FORBIDDEN, "forbidden");
-    app.get("/api/opportunities?status=maybe", &service)
-        .await
-        .assert_error(StatusCode::BAD_REQUEST, "invalid_body");
-    app.get("/api/opportunities?limit=0", &service)
-        .await
-        .assert_error(StatusCode::BAD_REQUEST, "invalid_body");
+    assert_eq!(app.get(&format!("/api/opportunities/{id}"), &app.user_token("user-tomas")).await.status, StatusCode::OK);
+    app.get(&format!("/api/opportunities/{id}"), &app.user_token("user-raj")).await.assert_error(StatusCode::NOT_FOUND, "not_found");
+    app.get("/api/opportunities?userId=user-raj", &app.user_token("user-maya")).await.assert_error(StatusCode::FORBIDDEN, "forbidden");
+    app.get("/api/opportunities?status=maybe", &service).await.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
+    app.get("/api/opportunities?limit=0", &service).await.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
 
     // Paging: one at a time, newest first, then nothing.
     let page1 = app.get("/api/opportunities?limit=1", &service).await;
     let cursor = page1.body["nextCursor"].as_str().unwrap().to_owned();
-    let page2 = app
-        .get(
-            &format!("/api/opportunities?limit=1&cursor={cursor}"),
-            &service,
-        )
-        .await;
+    let page2 = app.get(&format!("/api/opportunities?limit=1&cursor={cursor}"), &service).await;
     assert_eq!(page2.body["opportunities"].as_array().unwrap().len(), 1);
-    assert_ne!(
-        page2.body["opportunities"][0]["id"],
-        page1.body["opportunities"][0]["id"]
-    );
+    assert_ne!(page2.body["opportunities"][0]["id"], page1.body["opportunities"][0]["id"]);
     assert_eq!(page2.body["nextCursor"], Value::Null);
 }
 
@@ -333,36 +245,17 @@ async fn a_personal_seat_parks_its_turn_and_canceling_ends_the_negotiation_once(
 
     let id = n["id"].as_str().unwrap();
     let path = format!("/api/negotiations/{id}");
-    let answer = app
-        .call(
-            Method::DELETE,
-            &path,
-            Some(&app.user_token("user-maya")),
-            None,
-        )
-        .await;
+    let answer = app.call(Method::DELETE, &path, Some(&app.user_token("user-maya")), None).await;
     answer.assert_error(StatusCode::FORBIDDEN, "forbidden");
-    let answer = app
-        .call(Method::DELETE, &path, Some(&app.service_token()), None)
-        .await;
+    let answer = app.call(Method::DELETE, &path, Some(&app.service_token()), None).await;
     assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
     assert_eq!(answer.body["status"], "canceled");
     assert_eq!(answer.body["outcome"]["reason"], "canceled");
     assert_eq!(answer.body["outcome"]["hasOpportunity"], false);
-    let opportunity = app
-        .get(
-            &format!(
-                "/api/opportunities/{}",
-                body["opportunity"]["id"].as_str().unwrap()
-            ),
-            &app.service_token(),
-        )
-        .await;
+    let opportunity = app.get(&format!("/api/opportunities/{}", body["opportunity"]["id"].as_str().unwrap()), &app.service_token()).await;
     assert_eq!(opportunity.body["status"], "stalled");
 
-    let again = app
-        .call(Method::DELETE, &path, Some(&app.service_token()), None)
-        .await;
+    let again = app.call(Method::DELETE, &path, Some(&app.service_token()), None).await;
     again.assert_error(StatusCode::CONFLICT, "already_completed");
     assert_eq!(app.count("artifacts").await, 1);
 }
@@ -375,16 +268,8 @@ async fn a_negotiation_left_working_by_a_crash_is_resumed_at_start_up() {
     let body = start(&app, &fixtures::good_match()).await;
     let id: uuid::Uuid = body["negotiation"]["id"].as_str().unwrap().parse().unwrap();
     let opportunity: uuid::Uuid = body["opportunity"]["id"].as_str().unwrap().parse().unwrap();
-    sqlx::query("DELETE FROM messages WHERE task_id = $1 AND turn_number > 0")
-        .bind(id)
-        .execute(&app.pool)
-        .await
-        .unwrap();
-    sqlx::query("DELETE FROM artifacts WHERE task_id = $1")
-        .bind(id)
-        .execute(&app.pool)
-        .await
-        .unwrap();
+    sqlx::query("DELETE FROM messages WHERE task_id = $1 AND turn_number > 0").bind(id).execute(&app.pool).await.unwrap();
+    sqlx::query("DELETE FROM artifacts WHERE task_id = $1").bind(id).execute(&app.pool).await.unwrap();
     sqlx::query("UPDATE tasks SET state = 'working', turn_count = 1, completed_at = NULL WHERE task_id = $1")
         .bind(id)
         .execute(&app.pool)
@@ -406,12 +291,11 @@ async fn a_negotiation_left_working_by_a_crash_is_resumed_at_start_up() {
         if status == "completed" {
             assert_eq!(answer.body["outcome"]["hasOpportunity"], true);
             assert_eq!(answer.body["turns"][0]["turnNumber"], 0);
-            let artifacts: i64 =
-                sqlx::query_scalar("SELECT count(*) FROM artifacts WHERE task_id = $1")
-                    .bind(id)
-                    .fetch_one(&restarted.pool)
-                    .await
-                    .unwrap();
+            let artifacts: i64 = sqlx::query_scalar("SELECT count(*) FROM artifacts WHERE task_id = $1")
+                .bind(id)
+                .fetch_one(&restarted.pool)
+                .await
+                .unwrap();
             assert_eq!(artifacts, 1);
             return;
         }

@@ -28,16 +28,13 @@ fn capability(task_type: &str, cost: Option<f64>, latency: Option<i64>) -> Value
 
 /// Registers the capability; returns the agent's anonymous id.
 async fn offer(app: &TestApp, agent: &TestAgent, body: &Value) -> String {
-    let a = app
-        .agent_call(agent, Method::PUT, "/capabilities", Some(body))
-        .await;
+    let a = app.agent_call(agent, Method::PUT, "/capabilities", Some(body)).await;
     assert_eq!(a.status, StatusCode::CREATED, "{}", a.text);
     a.body["anonymousAgentId"].as_str().unwrap().to_owned()
 }
 
 async fn rank(app: &TestApp, body: &Value) -> Answer {
-    app.post("/api/agents/rank", &app.service_token(), body)
-        .await
+    app.post("/api/agents/rank", &app.service_token(), body).await
 }
 
 /// A perfect record today: health 100, raw score 80, above every agent without one.
@@ -130,10 +127,7 @@ async fn capabilities_are_assessed_with_live_queue_depth_and_ranked_by_score_and
     let rejected = answer.body["rejected"].as_array().unwrap();
     assert_eq!(rejected.len(), 1, "{}", answer.text);
     assert_eq!(rejected[0]["anonymousAgentId"], anon_c.as_str());
-    assert_eq!(
-        rejected[0]["assessment"],
-        json!({"accepted": false, "score": 0.0, "confidence": 0.9, "rejection_reason": "cost_exceeds_budget"})
-    );
+    assert_eq!(rejected[0]["assessment"], json!({"accepted": false, "score": 0.0, "confidence": 0.9, "rejection_reason": "cost_exceeds_budget"}));
 
     // Without a taskType every kind is assessed: D matches nothing; limit 1 shows one of each.
     let mut all = task();
@@ -142,18 +136,12 @@ async fn capabilities_are_assessed_with_live_queue_depth_and_ranked_by_score_and
     let answer = rank(&app, &all).await;
     assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
     assert_eq!(answer.body["candidates"].as_array().unwrap().len(), 1);
-    assert_eq!(
-        answer.body["candidates"][0]["anonymousAgentId"],
-        anon_b.as_str()
-    );
+    assert_eq!(answer.body["candidates"][0]["anonymousAgentId"], anon_b.as_str());
     let rejected = answer.body["rejected"].as_array().unwrap();
     assert_eq!(rejected.len(), 1);
     // D scores above C's hard rejection (0.0), so it comes first.
     assert_eq!(rejected[0]["anonymousAgentId"], anon_d.as_str());
-    assert_eq!(
-        rejected[0]["assessment"]["rejection_reason"],
-        "score_below_threshold"
-    );
+    assert_eq!(rejected[0]["assessment"]["rejection_reason"], "score_below_threshold");
 }
 
 #[tokio::test]
@@ -167,30 +155,13 @@ async fn the_configured_trust_floor_and_disabled_capabilities_keep_agents_out() 
     let body = json!({"task_summary": "analysis of sales data", "taskType": "analysis"});
     let answer = rank(&app, &body).await;
     assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
-    let shown: Vec<&Value> = answer.body["candidates"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .chain(answer.body["rejected"].as_array().unwrap())
-        .collect();
+    let shown: Vec<&Value> = answer.body["candidates"].as_array().unwrap().iter().chain(answer.body["rejected"].as_array().unwrap()).collect();
     assert_eq!(shown.len(), 1, "{}", answer.text);
     assert_eq!(shown[0]["anonymousAgentId"], anon_good.as_str());
 
-    let listed = app
-        .agent_call(&good, Method::GET, "/capabilities", None)
-        .await;
-    let id = listed.body["capabilities"][0]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let off = app
-        .agent_call(
-            &good,
-            Method::PUT,
-            &format!("/capabilities/{id}/permissions"),
-            Some(&json!({"enabled": false})),
-        )
-        .await;
+    let listed = app.agent_call(&good, Method::GET, "/capabilities", None).await;
+    let id = listed.body["capabilities"][0]["id"].as_str().unwrap().to_owned();
+    let off = app.agent_call(&good, Method::PUT, &format!("/capabilities/{id}/permissions"), Some(&json!({"enabled": false}))).await;
     assert_eq!(off.status, StatusCode::OK, "{}", off.text);
     let answer = rank(&app, &body).await;
     assert_eq!(answer.body, json!({"candidates": [], "rejected": []}));
@@ -219,46 +190,18 @@ async fn ranking_answers_show_neither_agent_ids_nor_owners() {
             .unwrap();
         let status = resp.status();
         let text = resp.text().await.unwrap();
-        Answer {
-            status,
-            body: serde_json::from_str(&text).unwrap_or(Value::Null),
-            text,
-        }
+        Answer { status, body: serde_json::from_str(&text).unwrap_or(Value::Null), text }
     };
-    let by_user = app
-        .post("/api/agents/rank", &app.user_token("user-lea"), &task())
-        .await;
+    let by_user = app.post("/api/agents/rank", &app.user_token("user-lea"), &task()).await;
     for answer in [rank(&app, &task()).await, by_key, by_user] {
         assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
         for secret in [&agent.id, &second.id, "user-tomas", "user-maya"] {
             assert!(!answer.text.contains(secret), "{}", answer.text);
         }
-        let keys: Vec<&String> = answer.body["candidates"][0]
-            .as_object()
-            .unwrap()
-            .keys()
-            .collect();
-        assert_eq!(
-            keys,
-            [
-                "anonymousAgentId",
-                "capabilityId",
-                "taskType",
-                "assessment",
-                "trustScorePercentile",
-                "provisional",
-                "rankScore"
-            ]
-        );
-        let keys: Vec<&String> = answer.body["rejected"][0]
-            .as_object()
-            .unwrap()
-            .keys()
-            .collect();
-        assert_eq!(
-            keys,
-            ["anonymousAgentId", "capabilityId", "taskType", "assessment"]
-        );
+        let keys: Vec<&String> = answer.body["candidates"][0].as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["anonymousAgentId", "capabilityId", "taskType", "assessment", "trustScorePercentile", "provisional", "rankScore"]);
+        let keys: Vec<&String> = answer.body["rejected"][0].as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["anonymousAgentId", "capabilityId", "taskType", "assessment"]);
     }
 }
 
@@ -273,41 +216,17 @@ async fn bad_ranking_bodies_are_refused_naming_the_field_and_change_nothing() {
         (json!({"task_summary": ""}), "task_summary"),
         (json!({"task_summary": 5}), "task_summary"),
         (json!({"task_summary": "x".repeat(10_001)}), "task_summary"),
-        (
-            json!({"task_summary": "tests", "taskType": "cooking"}),
-            "taskType",
-        ),
-        (
-            json!({"task_summary": "tests", "taskType": ["testing"]}),
-            "taskType",
-        ),
+        (json!({"task_summary": "tests", "taskType": "cooking"}), "taskType"),
+        (json!({"task_summary": "tests", "taskType": ["testing"]}), "taskType"),
         (json!({"task_summary": "tests", "taskType": "custom"}), "ok"),
-        (
-            json!({"task_summary": "tests", "customType": "legal"}),
-            "customType",
-        ),
-        (
-            json!({"task_summary": "tests", "taskType": "testing", "customType": "legal"}),
-            "customType",
-        ),
+        (json!({"task_summary": "tests", "customType": "legal"}), "customType"),
+        (json!({"task_summary": "tests", "taskType": "testing", "customType": "legal"}), "customType"),
         (json!({"task_summary": "tests", "limit": 0}), "limit"),
         (json!({"task_summary": "tests", "limit": "ten"}), "limit"),
-        (
-            json!({"task_summary": "tests", "max_latency_ms": -1}),
-            "max_latency_ms",
-        ),
-        (
-            json!({"task_summary": "tests", "min_score": "high"}),
-            "min_score",
-        ),
-        (
-            json!({"task_summary": "tests", "input_mime_types": "text/plain"}),
-            "input_mime_types",
-        ),
-        (
-            json!({"task_summary": "tests", "weights": {"load": -1}}),
-            "load",
-        ),
+        (json!({"task_summary": "tests", "max_latency_ms": -1}), "max_latency_ms"),
+        (json!({"task_summary": "tests", "min_score": "high"}), "min_score"),
+        (json!({"task_summary": "tests", "input_mime_types": "text/plain"}), "input_mime_types"),
+        (json!({"task_summary": "tests", "weights": {"load": -1}}), "load"),
         (json!([1, 2]), "body"),
     ] {
         let answer = rank(&app, &body).await;
@@ -317,24 +236,11 @@ async fn bad_ranking_bodies_are_refused_naming_the_field_and_change_nothing() {
             continue;
         }
         answer.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
-        assert!(
-            answer.body["error"].as_str().unwrap().contains(names),
-            "{names}: {}",
-            answer.text
-        );
+        assert!(answer.body["error"].as_str().unwrap().contains(names), "{names}: {}", answer.text);
     }
-    let not_json = app
-        .call_raw(
-            Method::POST,
-            "/api/agents/rank",
-            Some(&app.service_token()),
-            "{not json",
-        )
-        .await;
+    let not_json = app.call_raw(Method::POST, "/api/agents/rank", Some(&app.service_token()), "{not json").await;
     not_json.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
-    let no_credentials = app
-        .call(Method::POST, "/api/agents/rank", None, Some(&task()))
-        .await;
+    let no_credentials = app.call(Method::POST, "/api/agents/rank", None, Some(&task())).await;
     no_credentials.assert_error(StatusCode::UNAUTHORIZED, "unauthorized");
     // Not even the expired anonymous id was replaced.
     assert_eq!(app.count("anonymous_ids").await, 1);
@@ -349,24 +255,14 @@ async fn a_replaced_capability_is_assessed_as_it_now_reads() {
     offer(&app, &agent, &body).await;
     let score = |answer: &Answer| -> f64 {
         assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
-        let entry = answer.body["candidates"]
-            .get(0)
-            .or_else(|| answer.body["rejected"].get(0))
-            .unwrap()
-            .clone();
+        let entry = answer.body["candidates"].get(0).or_else(|| answer.body["rejected"].get(0)).unwrap().clone();
         entry["assessment"]["score"].as_f64().unwrap()
     };
     let before = score(&rank(&app, &task()).await);
-    assert_eq!(
-        score(&rank(&app, &task()).await),
-        before,
-        "the same capability is assessed the same way"
-    );
+    assert_eq!(score(&rank(&app, &task()).await), before, "the same capability is assessed the same way");
     // Replaced in place (same id): the next ranking reads the new tags, not the prepared old ones.
     body["tags"] = json!(["rust", "security"]);
-    let replaced = app
-        .agent_call(&agent, Method::PUT, "/capabilities", Some(&body))
-        .await;
+    let replaced = app.agent_call(&agent, Method::PUT, "/capabilities", Some(&body)).await;
     assert_eq!(replaced.status, StatusCode::OK, "{}", replaced.text);
     let after = score(&rank(&app, &task()).await);
     assert!(after > before, "{after} > {before}");

@@ -15,15 +15,8 @@ async fn every_migration_is_reversible() {
         .unwrap()
     };
     assert!(tables(pool.clone()).await >= 10);
-    parley::db::MIGRATOR
-        .undo(&pool, 0)
-        .await
-        .expect("running every migration down");
-    assert_eq!(
-        tables(pool.clone()).await,
-        0,
-        "down migrations leave no table behind"
-    );
+    parley::db::MIGRATOR.undo(&pool, 0).await.expect("running every migration down");
+    assert_eq!(tables(pool.clone()).await, 0, "down migrations leave no table behind");
     parley::db::MIGRATOR.run(&pool).await.expect("and up again");
     assert!(tables(pool.clone()).await >= 10);
 }

@@ -17,28 +17,16 @@ const WAIT: Duration = Duration::from_secs(15);
 async fn an_expired_claim_returns_the_turn_and_its_token_goes_stale() {
     let app = TestApp::spawn_with(|c| c.claim_timeout = Duration::from_secs(1)).await;
     let agent = app.register_agent("user-tomas").await;
-    let id = app.start(&fixtures::good_match()).await["negotiation"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let first = app.pickup(&agent, None).await.body["claimToken"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = app.start(&fixtures::good_match()).await["negotiation"]["id"].as_str().unwrap().to_owned();
+    let first = app.pickup(&agent, None).await.body["claimToken"].as_str().unwrap().to_owned();
 
-    app.wait_for(&id, WAIT, |v| v["status"] == "waiting_for_agent")
-        .await;
+    app.wait_for(&id, WAIT, |v| v["status"] == "waiting_for_agent").await;
     let second = app.pickup(&agent, None).await;
     assert_eq!(second.status, StatusCode::OK);
     let second = second.body["claimToken"].as_str().unwrap().to_owned();
     assert_ne!(first, second, "a new claim gets a new token");
-    app.respond(&agent, &id, &answer("accept", Some(&first)))
-        .await
-        .assert_error(StatusCode::CONFLICT, "claim_stale");
-    let generation: i64 = sqlx::query_scalar("SELECT claim_generation FROM tasks")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    app.respond(&agent, &id, &answer("accept", Some(&first))).await.assert_error(StatusCode::CONFLICT, "claim_stale");
+    let generation: i64 = sqlx::query_scalar("SELECT claim_generation FROM tasks").fetch_one(&app.pool).await.unwrap();
     assert_eq!(generation, 2);
 }
 
@@ -49,31 +37,21 @@ async fn a_parked_turn_falls_back_to_the_system_negotiator_and_the_next_one_is_p
     // A partial fit, so the system negotiator keeps the negotiation going after the fallback.
     let mut body = fixtures::good_match();
     body["candidateUser"]["profile"]["skills"] = json!(["go", "kubernetes"]);
-    let id = app.start(&body).await["negotiation"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = app.start(&body).await["negotiation"]["id"].as_str().unwrap().to_owned();
 
-    let view = app
-        .wait_for(&id, WAIT, |v| v["turns"].as_array().unwrap().len() >= 2)
-        .await;
+    let view = app.wait_for(&id, WAIT, |v| v["turns"].as_array().unwrap().len() >= 2).await;
     let fallback = &view["turns"][1];
     assert_eq!(fallback["userId"], "user-tomas");
-    assert!(
-        !fallback["reasoning"].as_str().unwrap().is_empty(),
-        "the fallback argues from Tomas's context"
-    );
-    let played_by: String =
-        sqlx::query_scalar("SELECT played_by FROM messages WHERE turn_number = 1")
-            .fetch_one(&app.pool)
-            .await
-            .unwrap();
+    assert!(!fallback["reasoning"].as_str().unwrap().is_empty(), "the fallback argues from Tomas's context");
+    let played_by: String = sqlx::query_scalar("SELECT played_by FROM messages WHERE turn_number = 1")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
     assert_eq!(played_by, "system");
     // The negotiation went on: it ended, or Tomas's next turn is parked for his agent again.
     let view = app
         .wait_for(&id, WAIT, |v| {
-            v["status"] == "completed"
-                || (v["status"] == "waiting_for_agent" && v["turns"].as_array().unwrap().len() == 3)
+            v["status"] == "completed" || (v["status"] == "waiting_for_agent" && v["turns"].as_array().unwrap().len() == 3)
         })
         .await;
     if view["status"] == "waiting_for_agent" {
@@ -89,62 +67,35 @@ async fn personal_agents_that_vanish_end_stalled_at_the_deadline() {
     let app = TestApp::spawn_with(|c| c.pvp_timeout = Duration::from_secs(2)).await;
     app.register_agent("user-maya").await;
     app.register_agent("user-tomas").await;
-    let id = app.start(&fixtures::good_match()).await["negotiation"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let view = app
-        .wait_for(&id, WAIT, |v| v["status"] == "completed")
-        .await;
+    let id = app.start(&fixtures::good_match()).await["negotiation"]["id"].as_str().unwrap().to_owned();
+    let view = app.wait_for(&id, WAIT, |v| v["status"] == "completed").await;
     assert_eq!(view["outcome"]["reason"], "timeout");
     assert_eq!(view["outcome"]["hasOpportunity"], false);
-    let status: String = sqlx::query_scalar("SELECT status FROM opportunities")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let status: String = sqlx::query_scalar("SELECT status FROM opportunities").fetch_one(&app.pool).await.unwrap();
     assert_eq!(status, "stalled");
 }
 
 #[tokio::test]
 async fn a_pending_opportunity_nobody_decides_on_expires_and_a_decided_one_does_not() {
     let app = TestApp::spawn_with(|c| c.pending_ttl = Duration::from_secs(1)).await;
-    let undecided = app.start(&fixtures::good_match()).await["opportunity"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let undecided = app.start(&fixtures::good_match()).await["opportunity"]["id"].as_str().unwrap().to_owned();
     let mut other = fixtures::good_match();
     other["sourceUser"]["id"] = json!("user-ana");
-    let decided = app.start(&other).await["opportunity"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let decided = app.start(&other).await["opportunity"]["id"].as_str().unwrap().to_owned();
     let path = format!("/api/opportunities/{decided}/decision");
-    app.post(
-        &path,
-        &app.user_token("user-ana"),
-        &json!({ "decision": "decline" }),
-    )
-    .await;
+    app.post(&path, &app.user_token("user-ana"), &json!({ "decision": "decline" })).await;
 
     let service = app.service_token();
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
-        let o = app
-            .get(&format!("/api/opportunities/{undecided}"), &service)
-            .await;
+        let o = app.get(&format!("/api/opportunities/{undecided}"), &service).await;
         if o.body["status"] == "expired" {
             break;
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "never expired: {}",
-            o.text
-        );
+        assert!(tokio::time::Instant::now() < deadline, "never expired: {}", o.text);
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let o = app
-        .get(&format!("/api/opportunities/{decided}"), &service)
-        .await;
+    let o = app.get(&format!("/api/opportunities/{decided}"), &service).await;
     assert_eq!(o.body["status"], "rejected");
 }
 
@@ -161,12 +112,7 @@ async fn respond_claim_expiry_and_fallback_racing_on_one_turn_leave_exactly_one_
     for i in 0..ROUNDS {
         let mut body = fixtures::good_match();
         body["sourceUser"]["id"] = json!(format!("user-src-{i}"));
-        ids.push(
-            app.start(&body).await["negotiation"]["id"]
-                .as_str()
-                .unwrap()
-                .to_owned(),
-        );
+        ids.push(app.start(&body).await["negotiation"]["id"].as_str().unwrap().to_owned());
     }
     // Claim each, then answer right around the moment the claim expires and the park timeout
     // is due, with different delays per round.
@@ -181,13 +127,7 @@ async fn respond_claim_expiry_and_fallback_racing_on_one_turn_leave_exactly_one_
         let agent_ref = &agent;
         let id = id.clone();
         tokio::time::sleep(delay).await;
-        let r = app_ref
-            .respond(
-                agent_ref,
-                picked.body["negotiationId"].as_str().unwrap(),
-                &answer("reject", Some(&token)),
-            )
-            .await;
+        let r = app_ref.respond(agent_ref, picked.body["negotiationId"].as_str().unwrap(), &answer("reject", Some(&token))).await;
         assert!(
             r.status == StatusCode::OK || r.status == StatusCode::CONFLICT,
             "{id}: unexpected {} {}",
@@ -204,16 +144,11 @@ async fn respond_claim_expiry_and_fallback_racing_on_one_turn_leave_exactly_one_
     .await
     .unwrap();
     assert_eq!(duplicates, 0, "no turn stored twice");
-    let turn_one: Vec<(i64,)> =
-        sqlx::query_as("SELECT count(*) FROM messages WHERE turn_number = 1 GROUP BY task_id")
-            .fetch_all(&app.pool)
-            .await
-            .unwrap();
-    assert_eq!(
-        turn_one.len(),
-        ROUNDS,
-        "every negotiation got its turn 1 from exactly one of the racers"
-    );
+    let turn_one: Vec<(i64,)> = sqlx::query_as("SELECT count(*) FROM messages WHERE turn_number = 1 GROUP BY task_id")
+        .fetch_all(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(turn_one.len(), ROUNDS, "every negotiation got its turn 1 from exactly one of the racers");
     let gaps: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM tasks t WHERE t.turn_count <> (SELECT count(*) FROM messages m WHERE m.task_id = t.task_id)",
     )
@@ -227,15 +162,11 @@ async fn respond_claim_expiry_and_fallback_racing_on_one_turn_leave_exactly_one_
     .fetch_one(&app.pool)
     .await
     .unwrap();
-    assert_eq!(
-        outcomes, 0,
-        "every completed negotiation has exactly one outcome"
-    );
-    let stuck: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM tasks WHERE state IN ('working', 'submitted')")
-            .fetch_one(&app.pool)
-            .await
-            .unwrap();
+    assert_eq!(outcomes, 0, "every completed negotiation has exactly one outcome");
+    let stuck: i64 = sqlx::query_scalar("SELECT count(*) FROM tasks WHERE state IN ('working', 'submitted')")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
     assert_eq!(stuck, 0);
 }
 
@@ -243,11 +174,7 @@ async fn respond_claim_expiry_and_fallback_racing_on_one_turn_leave_exactly_one_
 async fn a_timer_armed_before_the_process_was_killed_fires_after_a_restart() {
     let database_url = crate::helpers::fresh_database().await;
     let data_dir = std::env::temp_dir().join(format!("parley-kill-{}", uuid::Uuid::now_v7()));
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let env = |cmd: &mut std::process::Command| {
         cmd.env("DATABASE_URL", &database_url)
             .env("PARLEY_BIND", format!("127.0.0.1:{port}"))
@@ -267,10 +194,7 @@ async fn a_timer_armed_before_the_process_was_killed_fires_after_a_restart() {
     let app = TestApp::spawn_on(&database_url, |c| c.workers = false).await;
     let base = format!("http://127.0.0.1:{port}");
     for _ in 0..100 {
-        if reqwest::get(format!("{base}/readyz"))
-            .await
-            .is_ok_and(|r| r.status().is_success())
-        {
+        if reqwest::get(format!("{base}/readyz")).await.is_ok_and(|r| r.status().is_success()) {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -294,20 +218,14 @@ async fn a_timer_armed_before_the_process_was_killed_fires_after_a_restart() {
     child.kill().unwrap();
     child.wait().unwrap();
     tokio::time::sleep(Duration::from_secs(4)).await;
-    assert_eq!(
-        app.snapshot(&id).await.0,
-        "waiting_for_agent",
-        "nothing ran the timer while no worker lived"
-    );
+    assert_eq!(app.snapshot(&id).await.0, "waiting_for_agent", "nothing ran the timer while no worker lived");
 
     // A new process with workers picks the overdue timer up.
     let mut worker = std::process::Command::new(env!("CARGO_BIN_EXE_parley"));
     worker.arg("worker");
     env(&mut worker);
     let mut worker = worker.spawn().unwrap();
-    let view = app
-        .wait_for(&id, WAIT, |v| v["status"] == "completed")
-        .await;
+    let view = app.wait_for(&id, WAIT, |v| v["status"] == "completed").await;
     worker.kill().unwrap();
     worker.wait().unwrap();
     assert_eq!(view["outcome"]["reason"], "timeout");

@@ -22,9 +22,7 @@ async fn both_people_accepting_makes_the_opportunity_accepted() {
     let id = pending_opportunity(&app).await;
     let path = format!("/api/opportunities/{id}/decision");
     let maya = app.user_token("user-maya");
-    let first = app
-        .post(&path, &maya, &json!({ "decision": "accept" }))
-        .await;
+    let first = app.post(&path, &maya, &json!({ "decision": "accept" })).await;
     assert_eq!(first.status, StatusCode::OK, "{}", first.text);
     assert_eq!(first.body["status"], "pending");
     assert_eq!(first.body["myDecision"], "accept");
@@ -32,37 +30,21 @@ async fn both_people_accepting_makes_the_opportunity_accepted() {
     assert_eq!(first.body["counterpartUserId"], "user-tomas");
     assert_eq!(first.body["agreedRoles"].as_array().unwrap().len(), 2);
 
-    app.post(&path, &maya, &json!({ "decision": "decline" }))
-        .await
-        .assert_error(StatusCode::CONFLICT, "already_decided");
+    app.post(&path, &maya, &json!({ "decision": "decline" })).await.assert_error(StatusCode::CONFLICT, "already_decided");
     let tomas = app.user_token("user-tomas");
     let listed = app.get("/api/opportunities?status=pending", &tomas).await;
     assert_eq!(listed.body["opportunities"][0]["otherDecision"], "accept");
-    assert_eq!(
-        listed.body["opportunities"][0]["myDecision"],
-        serde_json::Value::Null
-    );
+    assert_eq!(listed.body["opportunities"][0]["myDecision"], serde_json::Value::Null);
 
-    let second = app
-        .post(&path, &tomas, &json!({ "decision": "accept" }))
-        .await;
+    let second = app.post(&path, &tomas, &json!({ "decision": "accept" })).await;
     assert_eq!(second.body["status"], "accepted");
-    let stored: Vec<(String, String)> =
-        sqlx::query_as("SELECT user_id, decision FROM opportunity_decisions ORDER BY user_id")
-            .fetch_all(&app.pool)
-            .await
-            .unwrap();
-    assert_eq!(
-        stored,
-        vec![
-            ("user-maya".into(), "accept".into()),
-            ("user-tomas".into(), "accept".into())
-        ]
-    );
-    // Deciding a non-pending opportunity is a conflict.
-    app.post(&path, &tomas, &json!({ "decision": "decline" }))
+    let stored: Vec<(String, String)> = sqlx::query_as("SELECT user_id, decision FROM opportunity_decisions ORDER BY user_id")
+        .fetch_all(&app.pool)
         .await
-        .assert_error(StatusCode::CONFLICT, "not_pending");
+        .unwrap();
+    assert_eq!(stored, vec![("user-maya".into(), "accept".into()), ("user-tomas".into(), "accept".into())]);
+    // Deciding a non-pending opportunity is a conflict.
+    app.post(&path, &tomas, &json!({ "decision": "decline" })).await.assert_error(StatusCode::CONFLICT, "not_pending");
 }
 
 #[tokio::test]
@@ -71,76 +53,29 @@ async fn the_first_decline_rejects_and_bad_decisions_change_nothing() {
     let id = pending_opportunity(&app).await;
     let path = format!("/api/opportunities/{id}/decision");
     let maya = app.user_token("user-maya");
-    for body in [
-        json!({ "decision": "maybe" }),
-        json!({}),
-        json!({ "decision": 1 }),
-        json!({ "decision": "accept", "x": 1 }),
-    ] {
-        app.post(&path, &maya, &body)
-            .await
-            .assert_error(StatusCode::BAD_REQUEST, "invalid_body");
+    for body in [json!({ "decision": "maybe" }), json!({}), json!({ "decision": 1 }), json!({ "decision": "accept", "x": 1 })] {
+        app.post(&path, &maya, &body).await.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
     }
-    app.post(
-        &path,
-        &app.user_token("user-eve"),
-        &json!({ "decision": "accept" }),
-    )
-    .await
-    .assert_error(StatusCode::NOT_FOUND, "not_found");
-    app.post(
-        &path,
-        &app.service_token(),
-        &json!({ "decision": "accept" }),
-    )
-    .await
-    .assert_error(StatusCode::FORBIDDEN, "forbidden");
-    app.call(
-        Method::POST,
-        &path,
-        None,
-        Some(&json!({ "decision": "accept" })),
-    )
-    .await
-    .assert_error(StatusCode::UNAUTHORIZED, "unauthorized");
+    app.post(&path, &app.user_token("user-eve"), &json!({ "decision": "accept" })).await.assert_error(StatusCode::NOT_FOUND, "not_found");
+    app.post(&path, &app.service_token(), &json!({ "decision": "accept" })).await.assert_error(StatusCode::FORBIDDEN, "forbidden");
+    app.call(Method::POST, &path, None, Some(&json!({ "decision": "accept" }))).await.assert_error(StatusCode::UNAUTHORIZED, "unauthorized");
     assert_eq!(app.count("opportunity_decisions").await, 0);
 
-    let declined = app
-        .post(
-            &path,
-            &app.user_token("user-tomas"),
-            &json!({ "decision": "decline" }),
-        )
-        .await;
+    let declined = app.post(&path, &app.user_token("user-tomas"), &json!({ "decision": "decline" })).await;
     assert_eq!(declined.body["status"], "rejected");
-    app.post(&path, &maya, &json!({ "decision": "accept" }))
-        .await
-        .assert_error(StatusCode::CONFLICT, "not_pending");
+    app.post(&path, &maya, &json!({ "decision": "accept" })).await.assert_error(StatusCode::CONFLICT, "not_pending");
 
     // A negotiation that ended rejected was never pending.
     let rejected = app.start(&fixtures::mismatch()).await;
-    let path = format!(
-        "/api/opportunities/{}/decision",
-        rejected["opportunity"]["id"].as_str().unwrap()
-    );
-    app.post(
-        &path,
-        &app.user_token("user-lea"),
-        &json!({ "decision": "accept" }),
-    )
-    .await
-    .assert_error(StatusCode::CONFLICT, "not_pending");
+    let path = format!("/api/opportunities/{}/decision", rejected["opportunity"]["id"].as_str().unwrap());
+    app.post(&path, &app.user_token("user-lea"), &json!({ "decision": "accept" })).await.assert_error(StatusCode::CONFLICT, "not_pending");
 }
 
 #[tokio::test]
 async fn the_event_stream_tells_one_negotiation_in_order_and_only_to_its_people() {
     let app = TestApp::spawn().await;
     let mut service = SseReader::open(&app.base, &app.service_token(), None).await;
-    assert!(
-        service.content_type.starts_with("text/event-stream"),
-        "{}",
-        service.content_type
-    );
+    assert!(service.content_type.starts_with("text/event-stream"), "{}", service.content_type);
     let mut maya = SseReader::open(&app.base, &app.user_token("user-maya"), None).await;
     let mut eve = SseReader::open(&app.base, &app.user_token("user-eve"), None).await;
 
@@ -175,10 +110,7 @@ async fn the_event_stream_tells_one_negotiation_in_order_and_only_to_its_people(
         assert_eq!(seen[turns + 1].data["hasOpportunity"], true);
         assert_eq!(seen[turns + 2].data["previousStatus"], "negotiating");
     }
-    assert!(
-        eve.next(Duration::from_millis(500)).await.is_none(),
-        "another user's stream sees nothing"
-    );
+    assert!(eve.next(Duration::from_millis(500)).await.is_none(), "another user's stream sees nothing");
 }
 
 #[tokio::test]
@@ -195,10 +127,7 @@ async fn a_second_process_on_the_same_database_delivers_every_event_too() {
             break;
         }
     }
-    assert_eq!(
-        kinds.first().map(String::as_str),
-        Some("opportunity.status")
-    );
+    assert_eq!(kinds.first().map(String::as_str), Some("opportunity.status"));
     assert_eq!(kinds.last().map(String::as_str), Some("opportunity.status"));
     assert!(kinds.iter().any(|k| k == "negotiation.outcome"));
 }
@@ -231,15 +160,8 @@ async fn the_status_page_is_served_from_the_binary() {
     let app = TestApp::spawn().await;
     let page = app.call(Method::GET, "/", None, None).await;
     assert_eq!(page.status, StatusCode::OK);
-    assert!(
-        page.text.contains("<html"),
-        "{}",
-        &page.text[..page.text.len().min(200)]
-    );
-    assert!(
-        !page.text.contains("http://") && !page.text.contains("https://"),
-        "no external fetches"
-    );
+    assert!(page.text.contains("<html"), "{}", &page.text[..page.text.len().min(200)]);
+    assert!(!page.text.contains("http://") && !page.text.contains("https://"), "no external fetches");
 }
 
 #[tokio::test]
@@ -255,71 +177,27 @@ async fn the_views_carry_the_names_the_platform_gave() {
     let one = app.get(&format!("/api/opportunities/{id}"), &maya).await;
     assert_eq!(one.body["counterpartUserId"], "user-tomas", "{}", one.text);
     assert_eq!(one.body["counterpartName"], "Tomas Novak");
-    let listed = app
-        .get("/api/opportunities", &app.user_token("user-tomas"))
-        .await;
-    assert_eq!(
-        listed.body["opportunities"][0]["counterpartName"], "Maya Chen",
-        "{}",
-        listed.text
-    );
-    assert_eq!(
-        listed.body["opportunities"][0]["sourceUserName"],
-        "Maya Chen"
-    );
+    let listed = app.get("/api/opportunities", &app.user_token("user-tomas")).await;
+    assert_eq!(listed.body["opportunities"][0]["counterpartName"], "Maya Chen", "{}", listed.text);
+    assert_eq!(listed.body["opportunities"][0]["sourceUserName"], "Maya Chen");
 
-    let seen = app
-        .get(&format!("/api/negotiations/{negotiation}"), &maya)
-        .await;
-    assert_eq!(
-        seen.body["sides"]["source"]["name"], "Maya Chen",
-        "{}",
-        seen.text
-    );
+    let seen = app.get(&format!("/api/negotiations/{negotiation}"), &maya).await;
+    assert_eq!(seen.body["sides"]["source"]["name"], "Maya Chen", "{}", seen.text);
     assert_eq!(seen.body["sides"]["candidate"]["name"], "Tomas Novak");
 
     // The owner's view of an agent's negotiations names the other person too.
     let agent = app.register_agent("user-maya").await;
-    let mine = app
-        .get(&format!("/api/agents/{}/negotiations", agent.id), &maya)
-        .await;
-    assert_eq!(
-        mine.body["negotiations"][0]["counterpartUserId"], "user-tomas",
-        "{}",
-        mine.text
-    );
-    assert_eq!(
-        mine.body["negotiations"][0]["counterpartName"],
-        "Tomas Novak"
-    );
+    let mine = app.get(&format!("/api/agents/{}/negotiations", agent.id), &maya).await;
+    assert_eq!(mine.body["negotiations"][0]["counterpartUserId"], "user-tomas", "{}", mine.text);
+    assert_eq!(mine.body["negotiations"][0]["counterpartName"], "Tomas Novak");
 
     // Without a name, the fields are null and the ids remain.
-    let mut nameless =
-        fixtures::request(fixtures::pastry_chef(), fixtures::kernel_developer(), 35.0);
-    nameless["sourceUser"]
-        .as_object_mut()
-        .unwrap()
-        .remove("name");
+    let mut nameless = fixtures::request(fixtures::pastry_chef(), fixtures::kernel_developer(), 35.0);
+    nameless["sourceUser"].as_object_mut().unwrap().remove("name");
     let started = app.start(&nameless).await;
-    assert_eq!(
-        started["opportunity"]["sourceUserName"],
-        serde_json::Value::Null
-    );
+    assert_eq!(started["opportunity"]["sourceUserName"], serde_json::Value::Null);
     assert_eq!(started["opportunity"]["candidateUserName"], "Raj Patel");
-    let lea = app
-        .get(
-            &format!(
-                "/api/opportunities/{}",
-                started["opportunity"]["id"].as_str().unwrap()
-            ),
-            &app.user_token("user-raj"),
-        )
-        .await;
-    assert_eq!(
-        lea.body["counterpartName"],
-        serde_json::Value::Null,
-        "{}",
-        lea.text
-    );
+    let lea = app.get(&format!("/api/opportunities/{}", started["opportunity"]["id"].as_str().unwrap()), &app.user_token("user-raj")).await;
+    assert_eq!(lea.body["counterpartName"], serde_json::Value::Null, "{}", lea.text);
     assert_eq!(lea.body["counterpartUserId"], "user-lea");
 }

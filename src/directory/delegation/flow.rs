@@ -77,9 +77,7 @@ async fn ineligible(
     if agent_id == requester {
         return Ok(Err("the target is the requesting agent itself".into()));
     }
-    let active = agents::get(conn, agent_id)
-        .await?
-        .is_some_and(|a| a.status == "active");
+    let active = agents::get(conn, agent_id).await?.is_some_and(|a| a.status == "active");
     if !active {
         return Ok(Err("the target agent is not active".into()));
     }
@@ -98,9 +96,7 @@ async fn ineligible(
     }
     let percentile = trust::of(conn, agent_id).await?.percentile;
     if percentile < i32::try_from(floor).unwrap_or(i32::MAX) {
-        return Ok(Err(format!(
-            "the target's trust percentile {percentile} is below the minimum {floor}"
-        )));
+        return Ok(Err(format!("the target's trust percentile {percentile} is below the minimum {floor}")));
     }
     Ok(Ok(capability))
 }
@@ -112,8 +108,8 @@ impl Engine {
         conn: &mut PgConnection,
         d: &Delegation,
     ) -> Result<Vec<discovery::Found>, DelegationError> {
-        let task_type = capabilities::TaskType::parse(&d.task_type)
-            .ok_or_else(|| anyhow::anyhow!("stored task type"))?;
+        let task_type =
+            capabilities::TaskType::parse(&d.task_type).ok_or_else(|| anyhow::anyhow!("stored task type"))?;
         let q = Query {
             task_type,
             custom_type: d.custom_type.clone(),
@@ -122,28 +118,16 @@ impl Engine {
             max_latency_ms: None,
             limit: discovery::MAX_LIMIT,
         };
-        Ok(discovery::discover(
-            conn,
-            &q,
-            self.config.min_trust,
-            self.config.anonymous_id_ttl,
-        )
-        .await?)
+        Ok(discovery::discover(conn, &q, self.config.min_trust, self.config.anonymous_id_ttl).await?)
     }
 
     /// The first target of a new delegation: the named one, or the top discovery result.
-    async fn first_target(
-        &self,
-        conn: &mut PgConnection,
-        d: &Delegation,
-    ) -> Result<Target, DelegationError> {
+    async fn first_target(&self, conn: &mut PgConnection, d: &Delegation) -> Result<Target, DelegationError> {
         let floor = self.config.min_trust;
         let (agent_id, anonymous_id) = match d.requested_target {
             Some(named) => {
-                let resolved = anonymity::resolve(conn, named)
-                    .await?
-                    .filter(|r| r.live)
-                    .ok_or(DelegationError::UnknownTarget)?;
+                let resolved =
+                    anonymity::resolve(conn, named).await?.filter(|r| r.live).ok_or(DelegationError::UnknownTarget)?;
                 (resolved.agent_id, named)
             }
             None => {
@@ -152,41 +136,24 @@ impl Engine {
                     let Some(r) = anonymity::resolve(conn, found.anonymous_agent_id).await? else {
                         continue;
                     };
-                    if ineligible(
-                        conn,
-                        r.agent_id,
-                        d.requester_agent_id,
-                        &d.task_type,
-                        d.custom_type.as_deref(),
-                        floor,
-                    )
-                    .await?
-                    .is_ok()
+                    if ineligible(conn, r.agent_id, d.requester_agent_id, &d.task_type, d.custom_type.as_deref(), floor)
+                        .await?
+                        .is_ok()
                     {
                         chosen = Some((r.agent_id, found.anonymous_agent_id));
                         break;
                     }
                 }
                 chosen.ok_or_else(|| {
-                    DelegationError::NotEligible(format!(
-                        "no eligible agent offers {} work",
-                        d.task_type
-                    ))
+                    DelegationError::NotEligible(format!("no eligible agent offers {} work", d.task_type))
                 })?
             }
         };
-        let capability = ineligible(
-            conn,
-            agent_id,
-            d.requester_agent_id,
-            &d.task_type,
-            d.custom_type.as_deref(),
-            floor,
-        )
-        .await?
-        .map_err(DelegationError::NotEligible)?;
-        check_against(&capability.input_schema, &d.input, "input")
-            .map_err(DelegationError::InputInvalid)?;
+        let capability =
+            ineligible(conn, agent_id, d.requester_agent_id, &d.task_type, d.custom_type.as_deref(), floor)
+                .await?
+                .map_err(DelegationError::NotEligible)?;
+        check_against(&capability.input_schema, &d.input, "input").map_err(DelegationError::InputInvalid)?;
         Ok(Target {
             agent_id,
             anonymous_id,
@@ -273,10 +240,7 @@ impl Engine {
             };
             store::insert_attempt(conn, &attempt).await?;
             if !over {
-                let timer = parley_jobs::DelegationTimeout {
-                    delegation_id: d.delegation_id,
-                    attempt: number,
-                };
+                let timer = parley_jobs::DelegationTimeout { delegation_id: d.delegation_id, attempt: number };
                 parley_jobs::schedule_delegation_timeout(conn, &timer, attempt.due_at()).await?;
                 store::notify(conn, &store::inbox_key(target_id)).await?;
                 return Ok(Some(target_id));
@@ -292,11 +256,8 @@ impl Engine {
             )
             .await?;
             if d.fallback_enabled && number - 1 < d.max_retries {
-                let tried: Vec<Uuid> = store::attempts(conn, d.delegation_id)
-                    .await?
-                    .iter()
-                    .map(|a| a.target_agent_id)
-                    .collect();
+                let tried: Vec<Uuid> =
+                    store::attempts(conn, d.delegation_id).await?.iter().map(|a| a.target_agent_id).collect();
                 if let Some(next) = self.next_target(conn, d, &tried).await? {
                     store::set_retries(conn, d.delegation_id, number).await?;
                     number += 1;
@@ -304,10 +265,7 @@ impl Engine {
                     continue;
                 }
             }
-            let asked = Delegation {
-                status: Status::Request.as_str().to_owned(),
-                ..d.clone()
-            };
+            let asked = Delegation { status: Status::Request.as_str().to_owned(), ..d.clone() };
             store::set_delegation(conn, &asked, number - 1, Status::Rejected, None).await?;
             parley_jobs::cancel_delegation_timeout(conn, d.delegation_id).await?;
             store::notify(conn, &store::delegation_key(d.delegation_id)).await?;
@@ -325,15 +283,9 @@ impl Engine {
 
     /// `POST /api/agents/delegate`: makes the delegation and its first attempt, or returns the
     /// one this request id already made (`false`) when the body is the same.
-    pub async fn delegate(
-        &self,
-        requester: &AgentIdentity,
-        req: &Request,
-    ) -> Result<(Record, bool), DelegationError> {
+    pub async fn delegate(&self, requester: &AgentIdentity, req: &Request) -> Result<(Record, bool), DelegationError> {
         if req.agent_id != requester.agent_id {
-            return Err(DelegationError::Forbidden(
-                "agentId must be the API key's own agent",
-            ));
+            return Err(DelegationError::Forbidden("agentId must be the API key's own agent"));
         }
         let mut tx = self.pool.begin().await?;
         // One requester's delegations wait for each other here, so that a second request with
@@ -349,24 +301,12 @@ impl Engine {
                 return Err(DelegationError::RequestIdReused);
             }
             let attempts = store::attempts(&mut tx, existing.delegation_id).await?;
-            return Ok((
-                Record {
-                    delegation: existing,
-                    attempts,
-                },
-                false,
-            ));
+            return Ok((Record { delegation: existing, attempts }, false));
         }
-        let (limit, sent, frees_at) = store::outbound_window(
-            &mut tx,
-            requester.agent_id,
-            super::DEFAULT_OUTBOUND_RATE_LIMIT,
-        )
-        .await?;
+        let (limit, sent, frees_at) =
+            store::outbound_window(&mut tx, requester.agent_id, super::DEFAULT_OUTBOUND_RATE_LIMIT).await?;
         if sent >= i64::from(limit) {
-            let wait = frees_at.map_or(Duration::from_secs(60), |t| {
-                (t - Utc::now()).to_std().unwrap_or_default()
-            });
+            let wait = frees_at.map_or(Duration::from_secs(60), |t| (t - Utc::now()).to_std().unwrap_or_default());
             return Err(DelegationError::RateLimited(limit, wait));
         }
         let d = Delegation {
@@ -389,20 +329,13 @@ impl Engine {
         let target = self.first_target(&mut tx, &d).await?;
         store::insert(&mut tx, &d).await?;
         let live = self.place(&mut tx, &d, 1, target).await?;
-        let d = store::get(&mut tx, d.delegation_id)
-            .await?
-            .ok_or_else(|| anyhow::anyhow!("the delegation just made"))?;
+        let d =
+            store::get(&mut tx, d.delegation_id).await?.ok_or_else(|| anyhow::anyhow!("the delegation just made"))?;
         let attempts = store::attempts(&mut tx, d.delegation_id).await?;
         tx.commit().await?;
         self.wake_delegation(&d, &live.into_iter().collect::<Vec<_>>());
         tracing::info!(delegation.id = %d.delegation_id, delegation.task_type = %d.task_type, "delegated");
-        Ok((
-            Record {
-                delegation: d,
-                attempts,
-            },
-            true,
-        ))
+        Ok((Record { delegation: d, attempts }, true))
     }
 
     /// Locks the delegation of `request_id` whose newest attempt addressed to `target` is the
@@ -413,12 +346,8 @@ impl Engine {
         target: Uuid,
         request_id: Uuid,
     ) -> Result<(Delegation, Attempt), DelegationError> {
-        let id = store::addressed_to(conn, target, request_id)
-            .await?
-            .ok_or(DelegationError::NotFound)?;
-        let d = store::lock(conn, id)
-            .await?
-            .ok_or(DelegationError::NotFound)?;
+        let id = store::addressed_to(conn, target, request_id).await?.ok_or(DelegationError::NotFound)?;
+        let d = store::lock(conn, id).await?.ok_or(DelegationError::NotFound)?;
         let attempt = store::attempts(conn, id)
             .await?
             .into_iter()
@@ -431,26 +360,15 @@ impl Engine {
     }
 
     /// Checks a claim token against the accepted attempt (when one was sent) and its deadline.
-    fn check_claim(
-        &self,
-        d: &Delegation,
-        a: &Attempt,
-        token: Option<&str>,
-    ) -> Result<(), DelegationError> {
+    fn check_claim(&self, d: &Delegation, a: &Attempt, token: Option<&str>) -> Result<(), DelegationError> {
         if a.status() != Status::Accepted {
             return Err(DelegationError::InvalidState(a.status().as_str()));
         }
-        if token.is_some()
-            && self.claim_proof(d.delegation_id, token).generation() != Some(i64::from(a.attempt))
-        {
-            return Err(DelegationError::ClaimStale(
-                "the claim token is not this attempt's",
-            ));
+        if token.is_some() && self.claim_proof(d.delegation_id, token).generation() != Some(i64::from(a.attempt)) {
+            return Err(DelegationError::ClaimStale("the claim token is not this attempt's"));
         }
         if a.deadline <= Utc::now() {
-            return Err(DelegationError::ClaimStale(
-                "the attempt's deadline has passed",
-            ));
+            return Err(DelegationError::ClaimStale("the attempt's deadline has passed"));
         }
         Ok(())
     }
@@ -462,39 +380,20 @@ impl Engine {
         request_id: Uuid,
     ) -> Result<Accepted, DelegationError> {
         let mut tx = self.pool.begin().await?;
-        let (d, a) = self
-            .lock_addressed(&mut tx, target.agent_id, request_id)
-            .await?;
-        let next = a
-            .status()
-            .transition(Event::Accept)
-            .map_err(|_| DelegationError::InvalidState(a.status().as_str()))?;
+        let (d, a) = self.lock_addressed(&mut tx, target.agent_id, request_id).await?;
+        let next =
+            a.status().transition(Event::Accept).map_err(|_| DelegationError::InvalidState(a.status().as_str()))?;
         if a.due_at() <= Utc::now() {
             return Err(DelegationError::InvalidState("past its accept deadline"));
         }
-        store::set_attempt(
-            &mut tx,
-            d.delegation_id,
-            a.attempt,
-            Status::Request,
-            next,
-            None,
-            None,
-        )
-        .await?;
+        store::set_attempt(&mut tx, d.delegation_id, a.attempt, Status::Request, next, None, None).await?;
         store::set_delegation(&mut tx, &d, d.retries_used, next, None).await?;
-        let timer = parley_jobs::DelegationTimeout {
-            delegation_id: d.delegation_id,
-            attempt: a.attempt,
-        };
+        let timer = parley_jobs::DelegationTimeout { delegation_id: d.delegation_id, attempt: a.attempt };
         parley_jobs::schedule_delegation_timeout(&mut tx, &timer, a.deadline).await?;
         store::notify(&mut tx, &store::delegation_key(d.delegation_id)).await?;
         tx.commit().await?;
         self.wake_delegation(&d, &[]);
-        Ok(Accepted {
-            claim_token: self.claim_token(d.delegation_id, i64::from(a.attempt)),
-            deadline: a.deadline,
-        })
+        Ok(Accepted { claim_token: self.claim_token(d.delegation_id, i64::from(a.attempt)), deadline: a.deadline })
     }
 
     /// Complete: the output, checked against the attempt's output schema, ends the delegation.
@@ -507,12 +406,9 @@ impl Engine {
         token: Option<&str>,
     ) -> Result<(), DelegationError> {
         let mut tx = self.pool.begin().await?;
-        let (d, a) = self
-            .lock_addressed(&mut tx, target.agent_id, request_id)
-            .await?;
+        let (d, a) = self.lock_addressed(&mut tx, target.agent_id, request_id).await?;
         self.check_claim(&d, &a, token)?;
-        check_against(&a.output_schema, output, "output")
-            .map_err(DelegationError::OutputInvalid)?;
+        check_against(&a.output_schema, output, "output").map_err(DelegationError::OutputInvalid)?;
         end_attempt(self, &mut tx, &d, &a, Event::Complete, Some(output), None).await?;
         tx.commit().await?;
         self.wake_delegation(&d, &[]);
@@ -530,14 +426,10 @@ impl Engine {
         token: Option<&str>,
     ) -> Result<(), DelegationError> {
         let mut tx = self.pool.begin().await?;
-        let (d, a) = self
-            .lock_addressed(&mut tx, target.agent_id, request_id)
-            .await?;
+        let (d, a) = self.lock_addressed(&mut tx, target.agent_id, request_id).await?;
         match (event, a.status()) {
             (Event::Reject, Status::Request) => {}
-            (Event::Reject, Status::Accepted) if token.is_some() => {
-                self.check_claim(&d, &a, token)?
-            }
+            (Event::Reject, Status::Accepted) if token.is_some() => self.check_claim(&d, &a, token)?,
             (Event::Reject, Status::Accepted) => {}
             (Event::Fail, _) => self.check_claim(&d, &a, token)?,
             (_, other) => return Err(DelegationError::InvalidState(other.as_str())),
@@ -551,10 +443,7 @@ impl Engine {
     /// The delegation timer: the attempt it was armed for times out if it is still the live one
     /// and its deadline (from where it stands) has passed. Anything else is a stale or early
     /// delivery and changes nothing.
-    pub async fn time_out_delegation(
-        &self,
-        t: parley_jobs::DelegationTimeout,
-    ) -> Result<bool, DelegationError> {
+    pub async fn time_out_delegation(&self, t: parley_jobs::DelegationTimeout) -> Result<bool, DelegationError> {
         let mut tx = self.pool.begin().await?;
         let Some(d) = store::lock(&mut tx, t.delegation_id).await? else {
             return Ok(false);
@@ -562,10 +451,7 @@ impl Engine {
         if d.status().is_terminal() || d.current_attempt() != t.attempt {
             return Ok(false);
         }
-        let Some(a) = store::attempts(&mut tx, d.delegation_id)
-            .await?
-            .into_iter()
-            .find(|a| a.attempt == t.attempt)
+        let Some(a) = store::attempts(&mut tx, d.delegation_id).await?.into_iter().find(|a| a.attempt == t.attempt)
         else {
             return Ok(false);
         };
@@ -590,14 +476,9 @@ impl Engine {
         requesters: Option<&[Uuid]>,
     ) -> Result<Record, DelegationError> {
         let mut conn = self.pool.acquire().await?;
-        let d = store::find_visible(&mut conn, request_id, requesters)
-            .await?
-            .ok_or(DelegationError::NotFound)?;
+        let d = store::find_visible(&mut conn, request_id, requesters).await?.ok_or(DelegationError::NotFound)?;
         let attempts = store::attempts(&mut conn, d.delegation_id).await?;
-        Ok(Record {
-            delegation: d,
-            attempts,
-        })
+        Ok(Record { delegation: d, attempts })
     }
 
     /// Reads a delegation, waiting up to `wait` for it to end (no connection held meanwhile).
@@ -610,31 +491,22 @@ impl Engine {
             let pool = this.pool.clone();
             async move {
                 let mut conn = pool.acquire().await?;
-                let d = store::get(&mut conn, delegation_id)
-                    .await?
-                    .ok_or(DelegationError::NotFound)?;
+                let d = store::get(&mut conn, delegation_id).await?.ok_or(DelegationError::NotFound)?;
                 let attempts = store::attempts(&mut conn, delegation_id).await?;
-                Ok::<_, DelegationError>(Record {
-                    delegation: d,
-                    attempts,
-                })
+                Ok::<_, DelegationError>(Record { delegation: d, attempts })
             }
         };
         let Some(wait) = wait else {
             return read(self).await;
         };
         let deadline = tokio::time::Instant::now() + wait;
-        let notify = self
-            .wakeups
-            .subscribe(&store::delegation_key(delegation_id));
+        let notify = self.wakeups.subscribe(&store::delegation_key(delegation_id));
         loop {
             let notified = notify.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
             let record = read(self).await?;
-            if record.delegation.status().is_terminal()
-                || tokio::time::timeout_at(deadline, notified).await.is_err()
-            {
+            if record.delegation.status().is_terminal() || tokio::time::timeout_at(deadline, notified).await.is_err() {
                 return Ok(record);
             }
         }
@@ -681,37 +553,16 @@ async fn end_attempt(
     reason: Option<&str>,
 ) -> Result<Vec<Uuid>, DelegationError> {
     let from = a.status();
-    let to = from
-        .transition(event)
-        .map_err(|_| DelegationError::InvalidState(from.as_str()))?;
+    let to = from.transition(event).map_err(|_| DelegationError::InvalidState(from.as_str()))?;
     let reason = super::reason_text(reason);
-    if !store::set_attempt(
-        conn,
-        d.delegation_id,
-        a.attempt,
-        from,
-        to,
-        output,
-        reason.as_deref(),
-    )
-    .await?
-    {
+    if !store::set_attempt(conn, d.delegation_id, a.attempt, from, to, output, reason.as_deref()).await? {
         return Err(DelegationError::InvalidState(from.as_str()));
     }
-    store::count_end(
-        conn,
-        a.target_agent_id,
-        to == Status::Completed,
-        from == Status::Accepted,
-    )
-    .await?;
+    store::count_end(conn, a.target_agent_id, to == Status::Completed, from == Status::Accepted).await?;
     store::notify(conn, &store::delegation_key(d.delegation_id)).await?;
     if to.falls_back() && d.fallback_enabled && d.retries_used < d.max_retries {
-        let tried: Vec<Uuid> = store::attempts(conn, d.delegation_id)
-            .await?
-            .iter()
-            .map(|a| a.target_agent_id)
-            .collect();
+        let tried: Vec<Uuid> =
+            store::attempts(conn, d.delegation_id).await?.iter().map(|a| a.target_agent_id).collect();
         if let Some(target) = engine.next_target(conn, d, &tried).await? {
             store::set_delegation(conn, d, d.retries_used + 1, Status::Request, None).await?;
             let asked = Delegation {

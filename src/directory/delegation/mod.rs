@@ -107,10 +107,7 @@ impl From<parley_jobs::JobsError> for DelegationError {
 
 impl From<CapabilityError> for DelegationError {
     fn from(e: CapabilityError) -> Self {
-        DelegationError::Invalid {
-            field: e.field,
-            message: e.message,
-        }
+        DelegationError::Invalid { field: e.field, message: e.message }
     }
 }
 
@@ -169,17 +166,11 @@ impl Request {
         let custom_type = custom_type_for(task_type, raw.custom_type)?;
         let timeout_ms = raw.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS);
         if !(1..=MAX_TIMEOUT_MS).contains(&timeout_ms) {
-            return Err(invalid(
-                "timeoutMs",
-                format!("must be from 1 to {MAX_TIMEOUT_MS} milliseconds"),
-            ));
+            return Err(invalid("timeoutMs", format!("must be from 1 to {MAX_TIMEOUT_MS} milliseconds")));
         }
         let max_retries = raw.max_retries.unwrap_or(i64::from(DEFAULT_MAX_RETRIES));
         if !(0..=i64::from(MAX_RETRIES)).contains(&max_retries) {
-            return Err(invalid(
-                "maxRetries",
-                format!("must be from 0 to {MAX_RETRIES}"),
-            ));
+            return Err(invalid("maxRetries", format!("must be from 0 to {MAX_RETRIES}")));
         }
         Ok(Request {
             request_id: raw.request_id.unwrap_or_else(Uuid::new_v4),
@@ -209,33 +200,21 @@ impl Request {
 /// Checks `value` against a JSON Schema: `Err` with the schema's messages (at most ten, each
 /// with the JSON pointer of the offending part of `what`).
 pub fn check_against(schema: &Value, value: &Value, what: &str) -> Result<(), String> {
-    let validator = jsonschema::validator_for(schema)
-        .map_err(|e| format!("the schema does not compile: {e}"))?;
+    let validator = jsonschema::validator_for(schema).map_err(|e| format!("the schema does not compile: {e}"))?;
     let messages: Vec<String> = validator
         .iter_errors(value)
         .take(10)
         .map(|e| {
             let path = e.instance_path().to_string();
-            if path.is_empty() {
-                format!("{what}: {e}")
-            } else {
-                format!("{what}{path}: {e}")
-            }
+            if path.is_empty() { format!("{what}: {e}") } else { format!("{what}{path}: {e}") }
         })
         .collect();
-    if messages.is_empty() {
-        Ok(())
-    } else {
-        Err(messages.join("; "))
-    }
+    if messages.is_empty() { Ok(()) } else { Err(messages.join("; ")) }
 }
 
 /// Trims a reason to [`MAX_REASON`] characters; blank is none.
 pub fn reason_text(reason: Option<&str>) -> Option<String> {
-    reason
-        .map(str::trim)
-        .filter(|r| !r.is_empty())
-        .map(|r| r.chars().take(MAX_REASON).collect())
+    reason.map(str::trim).filter(|r| !r.is_empty()).map(|r| r.chars().take(MAX_REASON).collect())
 }
 
 #[cfg(test)]
@@ -262,10 +241,7 @@ mod tests {
     fn defaults_and_bounds() {
         let input = json!({"code": "x"});
         let r = Request::parse(&raw(&input)).unwrap();
-        assert_eq!(
-            (r.timeout_ms, r.max_retries, r.fallback_enabled),
-            (30_000, 3, true)
-        );
+        assert_eq!((r.timeout_ms, r.max_retries, r.fallback_enabled), (30_000, 3, true));
         let field = |f: &dyn Fn(&mut RawRequest<'_>)| {
             let mut r = raw(&input);
             f(&mut r);
@@ -275,10 +251,7 @@ mod tests {
             }
         };
         assert_eq!(field(&|r| r.timeout_ms = Some(0)), "timeoutMs");
-        assert_eq!(
-            field(&|r| r.timeout_ms = Some(MAX_TIMEOUT_MS + 1)),
-            "timeoutMs"
-        );
+        assert_eq!(field(&|r| r.timeout_ms = Some(MAX_TIMEOUT_MS + 1)), "timeoutMs");
         assert_eq!(field(&|r| r.max_retries = Some(11)), "maxRetries");
         assert_eq!(field(&|r| r.max_retries = Some(-1)), "maxRetries");
         assert_eq!(field(&|r| r.task_type = "cooking"), "taskType");

@@ -53,14 +53,8 @@ impl Event {
 
 impl Status {
     /// Every status.
-    pub const ALL: [Status; 6] = [
-        Status::Request,
-        Status::Accepted,
-        Status::Completed,
-        Status::Rejected,
-        Status::Timeout,
-        Status::Error,
-    ];
+    pub const ALL: [Status; 6] =
+        [Status::Request, Status::Accepted, Status::Completed, Status::Rejected, Status::Timeout, Status::Error];
 
     /// The wire (and database) name.
     pub fn as_str(self) -> &'static str {
@@ -99,11 +93,7 @@ impl Status {
             (S::Request | S::Accepted, E::TimeOut) => Ok(S::Timeout),
             (S::Accepted, E::Complete) => Ok(S::Completed),
             (S::Accepted, E::Fail) => Ok(S::Error),
-            (from, event) => Err(TransitionError {
-                machine: "delegation",
-                from: from.as_str(),
-                event: event.name(),
-            }),
+            (from, event) => Err(TransitionError { machine: "delegation", from: from.as_str(), event: event.name() }),
         }
     }
 }
@@ -114,13 +104,7 @@ mod tests {
 
     #[test]
     fn the_table_allows_exactly_the_documented_moves() {
-        let events = [
-            Event::Accept,
-            Event::Complete,
-            Event::Reject,
-            Event::Fail,
-            Event::TimeOut,
-        ];
+        let events = [Event::Accept, Event::Complete, Event::Reject, Event::Fail, Event::TimeOut];
         let mut allowed = Vec::new();
         for from in Status::ALL {
             for event in events {
@@ -149,11 +133,7 @@ mod tests {
             assert_eq!(Status::parse(s.as_str()), Some(s));
             assert_eq!(s.is_terminal(), s.transition(Event::TimeOut).is_err());
         }
-        assert!(
-            Status::Rejected.falls_back()
-                && Status::Timeout.falls_back()
-                && Status::Error.falls_back()
-        );
+        assert!(Status::Rejected.falls_back() && Status::Timeout.falls_back() && Status::Error.falls_back());
         assert!(!Status::Completed.falls_back());
     }
 }

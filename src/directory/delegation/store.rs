@@ -131,11 +131,7 @@ pub async fn insert(conn: &mut PgConnection, d: &Delegation) -> sqlx::Result<()>
 }
 
 /// The requester's delegation of `request_id`.
-pub async fn find(
-    conn: &mut PgConnection,
-    requester: Uuid,
-    request_id: Uuid,
-) -> sqlx::Result<Option<Delegation>> {
+pub async fn find(conn: &mut PgConnection, requester: Uuid, request_id: Uuid) -> sqlx::Result<Option<Delegation>> {
     sqlx::query_as!(
         Delegation,
         r#"SELECT delegation_id, request_id, requester_agent_id, task_type, custom_type, input, requested_target,
@@ -170,10 +166,7 @@ pub async fn find_visible(
 }
 
 /// Locks a delegation for a state change: every change of it and its attempts holds this lock.
-pub async fn lock(
-    conn: &mut PgConnection,
-    delegation_id: Uuid,
-) -> sqlx::Result<Option<Delegation>> {
+pub async fn lock(conn: &mut PgConnection, delegation_id: Uuid) -> sqlx::Result<Option<Delegation>> {
     sqlx::query_as!(
         Delegation,
         r#"SELECT delegation_id, request_id, requester_agent_id, task_type, custom_type, input, requested_target,
@@ -199,11 +192,7 @@ pub async fn get(conn: &mut PgConnection, delegation_id: Uuid) -> sqlx::Result<O
 }
 
 /// The delegation whose attempt addressed to `target` is the newest for `request_id`.
-pub async fn addressed_to(
-    conn: &mut PgConnection,
-    target: Uuid,
-    request_id: Uuid,
-) -> sqlx::Result<Option<Uuid>> {
+pub async fn addressed_to(conn: &mut PgConnection, target: Uuid, request_id: Uuid) -> sqlx::Result<Option<Uuid>> {
     sqlx::query_scalar!(
         r#"SELECT a.delegation_id FROM delegation_attempts a JOIN delegations d ON d.delegation_id = a.delegation_id
            WHERE d.request_id = $1 AND a.target_agent_id = $2
@@ -222,13 +211,10 @@ pub async fn outbound_window(
     requester: Uuid,
     default: i32,
 ) -> sqlx::Result<(i32, i64, Option<DateTime<Utc>>)> {
-    let limit = sqlx::query_scalar!(
-        "SELECT min(outbound_rate_limit) FROM capabilities WHERE agent_id = $1",
-        requester
-    )
-    .fetch_one(&mut *conn)
-    .await?
-    .unwrap_or(default);
+    let limit = sqlx::query_scalar!("SELECT min(outbound_rate_limit) FROM capabilities WHERE agent_id = $1", requester)
+        .fetch_one(&mut *conn)
+        .await?
+        .unwrap_or(default);
     let row = sqlx::query!(
         r#"SELECT count(*) AS "sent!", min(created_at) + interval '60 seconds' AS frees_at
            FROM delegations WHERE requester_agent_id = $1 AND created_at > now() - interval '60 seconds'"#,
@@ -241,11 +227,7 @@ pub async fn outbound_window(
 
 /// Whether `target` already received as many attempts in the last 60 s as its capability's
 /// inbound limit allows.
-pub async fn inbound_full(
-    conn: &mut PgConnection,
-    target: Uuid,
-    capability_id: Uuid,
-) -> sqlx::Result<bool> {
+pub async fn inbound_full(conn: &mut PgConnection, target: Uuid, capability_id: Uuid) -> sqlx::Result<bool> {
     sqlx::query_scalar!(
         r#"SELECT (SELECT count(*) FROM delegation_attempts
                     WHERE target_agent_id = $1 AND created_at > now() - interval '60 seconds'
@@ -259,11 +241,7 @@ pub async fn inbound_full(
 }
 
 /// Records how many attempts after the first a delegation made (it stays `request`).
-pub async fn set_retries(
-    conn: &mut PgConnection,
-    delegation_id: Uuid,
-    retries_used: i32,
-) -> sqlx::Result<()> {
+pub async fn set_retries(conn: &mut PgConnection, delegation_id: Uuid, retries_used: i32) -> sqlx::Result<()> {
     sqlx::query!(
         "UPDATE delegations SET retries_used = $2, updated_at = now() WHERE delegation_id = $1 AND status = 'request'",
         delegation_id,
@@ -396,11 +374,7 @@ pub struct InboxItem {
 }
 
 /// Attempts in `request` addressed to `target`, oldest first, and how many there are.
-pub async fn inbox(
-    conn: &mut PgConnection,
-    target: Uuid,
-    limit: i64,
-) -> sqlx::Result<(Vec<InboxItem>, i64)> {
+pub async fn inbox(conn: &mut PgConnection, target: Uuid, limit: i64) -> sqlx::Result<(Vec<InboxItem>, i64)> {
     let items = sqlx::query_as!(
         InboxItem,
         r#"SELECT d.request_id, a.attempt, a.requester_anonymous_id, d.task_type, d.custom_type, d.input, d.timeout_ms,
@@ -474,12 +448,7 @@ pub async fn outbound(
 
 /// Counts an attempt's end for or against its target, on today's row: completed or not, and,
 /// when it had been accepted, whether it was completed in time.
-pub async fn count_end(
-    conn: &mut PgConnection,
-    target: Uuid,
-    completed: bool,
-    was_accepted: bool,
-) -> sqlx::Result<()> {
+pub async fn count_end(conn: &mut PgConnection, target: Uuid, completed: bool, was_accepted: bool) -> sqlx::Result<()> {
     let (done, undone) = if completed { (1, 0) } else { (0, 1) };
     let (acc_done, acc_undone) = if was_accepted { (done, undone) } else { (0, 0) };
     sqlx::query!(
@@ -505,13 +474,7 @@ pub async fn count_end(
 
 /// Wakes the long-polls waiting on `key` in every process, once the transaction commits.
 pub async fn notify(conn: &mut PgConnection, key: &str) -> sqlx::Result<()> {
-    sqlx::query!(
-        "SELECT pg_notify($1, $2)",
-        crate::delivery::TURNS_CHANNEL,
-        key
-    )
-    .execute(conn)
-    .await?;
+    sqlx::query!("SELECT pg_notify($1, $2)", crate::delivery::TURNS_CHANNEL, key).execute(conn).await?;
     Ok(())
 }
 
