@@ -1,16 +1,20 @@
 //! Trust: an agent's record as the one doing the work.
 //!
 //! - `healthComponent`: the mean, over the last 30 days that had any, of each day's share of
-//!   the turns the agent claimed that it answered before the claim expired, times 100; 50 with
-//!   none. A claim it gave back (release) counts neither way.
-//! - `delegationComponent`: the share of finished delegations addressed to it that it
-//!   completed; 50 until it has any.
+//!   the turns the agent claimed that it answered before the claim expired and the delegation
+//!   attempts it accepted that it completed in time, times 100; 50 with none. A claim it gave
+//!   back (release) counts neither way.
+//! - `delegationComponent`: 100 * completed / finished (completed, rejected, timed out, in
+//!   error) delegation attempts addressed to it in the last 90 days; 50 until it has any.
 //! - `rawScore` = 0.6 * health + 0.4 * delegation, to 2 decimals.
 //! - `percentile`: round(100 * agents with a strictly lower rawScore / (N - 1)) over the N
 //!   agents with a capability or a record in the last 90 days (and the agent asked about); 100
 //!   when N <= 1.
 //! - `provisional` while the agent has fewer than [`PROVISIONAL_BELOW`] events (claims answered
-//!   or expired in the last 90 days).
+//!   or expired and attempts finished in the last 90 days).
+//!
+//! The counters are written by the transactions that end claims (a trigger on `tasks`) and
+//! attempts ([`super::delegation::store::count_end`]).
 //!
 //! Two readers, one definition:
 //! - `GET /api/trust/:agentId` ([`of`]) computes the agent's numbers from the per-agent daily
@@ -44,9 +48,9 @@ pub struct Trust {
     pub raw_score: f64,
     /// 0-100 among all agents.
     pub percentile: i32,
-    /// Claims answered or expired in the last 90 days.
+    /// Claims answered or expired and attempts finished in the last 90 days.
     pub events: i64,
-    /// Delegations addressed to it that finished.
+    /// Delegation attempts addressed to it that finished in the last 90 days.
     pub total_delegations: i64,
     /// Of those, completed.
     pub successful_delegations: i64,
@@ -67,8 +71,8 @@ pub async fn of(conn: &mut PgConnection, agent_id: Uuid) -> sqlx::Result<Trust> 
         Trust,
         r#"SELECT agent_id AS "agent_id!", health::float8 AS "health_component!",
                   delegation::float8 AS "delegation_component!", raw::float8 AS "raw_score!",
-                  percentile AS "percentile!", events AS "events!", 0::bigint AS "total_delegations!",
-                  0::bigint AS "successful_delegations!", updated_at
+                  percentile AS "percentile!", events AS "events!", total_delegations AS "total_delegations!",
+                  successful_delegations AS "successful_delegations!", updated_at
            FROM parley_trust_scores($1) WHERE agent_id = $1"#,
         agent_id
     )

@@ -290,7 +290,7 @@ fn delegation_out(d: Delegation, attempts: Vec<Attempt>) -> DelegationOut {
     }
 }
 
-fn answer(record: Record) -> DelegationAnswer {
+pub(crate) fn answer(record: Record) -> DelegationAnswer {
     let d = record.delegation;
     let result = d.ended_at.filter(|_| d.status().is_terminal()).map(|ended| ResultOut {
         request_id: d.request_id,
@@ -421,7 +421,7 @@ pub struct InboundOut {
     pub deadline: DateTime<Utc>,
 }
 
-fn inbound_out(i: InboxItem) -> InboundOut {
+pub(crate) fn inbound_out(i: InboxItem) -> InboundOut {
     InboundOut {
         request_id: i.request_id,
         attempt: i.attempt,

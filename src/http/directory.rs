@@ -606,7 +606,7 @@ pub struct TrustOut {
     pub agent_id: Uuid,
     /// 0.6 * health + 0.4 * delegation, 2 decimals.
     pub raw_score: f64,
-    /// Mean daily share of claimed turns answered before the claim expired (last 30 days), times 100; 50 with none.
+    /// Mean daily share of claimed turns answered before the claim expired and accepted delegation attempts completed in time (last 30 days), times 100; 50 with none.
     pub health_component: f64,
     /// Share of finished delegations addressed to it that it completed (last 90 days), times 100; 50 with none.
     pub delegation_component: f64,
@@ -614,7 +614,7 @@ pub struct TrustOut {
     pub percentile: i32,
     /// Fewer than 10 events (claims answered or expired, finished delegations) so far.
     pub provisional: bool,
-    /// Finished delegations addressed to it.
+    /// Finished delegation attempts addressed to it (last 90 days).
     pub total_delegations: i64,
     /// Of those, completed.
     pub successful_delegations: i64,

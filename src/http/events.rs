@@ -1,6 +1,7 @@
 //! `GET /api/events`: Server-Sent Events for the web UI.
 //!
-//! A user sees events of their own opportunities; the service sees all. Events come from the
+//! A user sees events of their own opportunities and of the delegations their agents asked for
+//! or were offered; the service sees all. Events come from the
 //! process's [`crate::live::EventHub`] (every Parley process hears every committed event through
 //! PostgreSQL NOTIFY). `Last-Event-ID` replays what the client missed from the event log, up to
 //! [`RESUME_WINDOW`] back and at most [`RESUME_LIMIT`] events. A client that falls more than
@@ -55,7 +56,8 @@ struct Live {
     params(("Last-Event-ID" = Option<i64>, Header, description = "Resume after this event id (up to 24 hours back, at most 1 000 events)")),
     responses(
         (status = 200, description = "A Server-Sent Events stream: `opportunity.status`, `negotiation.turn`, \
-`negotiation.outcome`, `negotiation.round` (a reactivated opportunity's new negotiation) (and a final `reconnect` for a client that fell behind, or with `code: token_expired` \
+`negotiation.outcome`, `negotiation.round` (a reactivated opportunity's new negotiation), `delegation.status` \
+(`{requestId, attempt, status, taskType, requesterAnonymousId, targetAnonymousId}`, to the owners of both the requester and the target) (and a final `reconnect` for a client that fell behind, or with `code: token_expired` \
 when the token expires: reconnect with a fresh token and `Last-Event-ID`); a `: ping` comment every 15 s",
             content_type = "text/event-stream", body = String),
     ))]

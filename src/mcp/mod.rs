@@ -7,8 +7,11 @@
 //! a message with a NUL character in any string or key (PostgreSQL cannot store it): a tool call
 //! gets the tool error `invalid_body` naming the field, any other message a 400. The tools call the same
 //! functions as the HTTP routes: the engine's pickup and respond, the HTTP pickup body, the respond
-//! body's validation and the agent's negotiation views, and the directory's discovery and
-//! ranking (any agent may find others; answers show them only by anonymous id).
+//! body's validation and the agent's negotiation views, the directory's discovery and
+//! ranking (any agent may find others; answers show them only by anonymous id), and
+//! delegation's flow with the HTTP routes' answers (the requester's tools act for the key's
+//! agent; the target's tools for the agent the attempt is addressed to; each side sees the
+//! other only by anonymous id).
 //!
 //! Transport errors answer like the rest of the API: [`transport_errors`] reads the body itself
 //! (413 over the limit, 408 when it trickles, 400 `invalid_body` when it is not JSON) and turns
@@ -43,12 +46,16 @@ use uuid::Uuid;
 
 use crate::{
     delivery::{AgentIdentity, AgentKey, hash_secret},
-    directory::discovery::RawQuery,
+    directory::{
+        delegation::{self, Event, RawRequest},
+        discovery::RawQuery,
+    },
     domain::{Action, Role},
     http::{
         AppState,
         agent_auth::KEY_PREFIX,
         agent_turns::{AgentListQuery, RespondIn, agent_negotiation, agent_negotiations, pickup_body},
+        delegations::{AcceptedOut, CompletedOut, EndedOut, InboxOut, answer, inbound_out},
         directory,
         error::{ApiError, ErrorBody},
         extract::{BODY_LIMIT, body_bytes},
@@ -323,6 +330,73 @@ pub struct RankArgs {
     pub limit: Option<i64>,
 }
 
+/// Arguments of `delegate_task` (the body of `POST /api/agents/delegate`; `agentId` is always
+/// the key's own agent).
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DelegateArgs {
+    /// Your id for this delegation (a UUID): the same id and arguments again return the same
+    /// delegation. Issued when absent.
+    pub request_id: Option<String>,
+    /// The target's anonymous id (from discover_agents); without it, the top discovery result.
+    pub target_anonymous_id: Option<String>,
+    /// code-review, code-generation, testing, documentation, analysis, summarization,
+    /// translation or custom.
+    pub task_type: String,
+    /// Required for custom.
+    pub custom_type: Option<String>,
+    /// The work; must match the target capability's inputSchema.
+    pub input: Value,
+    /// Per attempt, from its start (1 to 86 400 000; default 30 000).
+    pub timeout_ms: Option<i64>,
+    /// Whether a rejected, timed-out or failed attempt goes to the next target (default true).
+    pub fallback_enabled: Option<bool>,
+    /// Attempts after the first (0 to 10; default 3).
+    pub max_retries: Option<i64>,
+}
+
+/// Arguments naming one delegation by its request id.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestIdArgs {
+    /// The delegation's requestId.
+    pub request_id: String,
+}
+
+/// Arguments of `complete_delegation`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CompleteArgs {
+    /// The delegation's requestId.
+    pub request_id: String,
+    /// The result; must match your capability's outputSchema.
+    pub output: Value,
+    /// The claimToken from accept_delegation (optional; when sent it must be this attempt's).
+    pub claim_token: Option<String>,
+}
+
+/// Arguments of `reject_delegation`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RejectArgs {
+    /// The delegation's requestId.
+    pub request_id: String,
+    /// Why (at most 2 000 characters).
+    pub reason: Option<String>,
+}
+
+/// Arguments of `fail_delegation`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FailArgs {
+    /// The delegation's requestId.
+    pub request_id: String,
+    /// What went wrong (at most 2 000 characters).
+    pub error: String,
+    /// The claimToken from accept_delegation (optional; when sent it must be this attempt's).
+    pub claim_token: Option<String>,
+}
+
 /// A tool's failure as a tool error: `{error, code}` like the HTTP API's, for the model to read.
 fn tool_error(code: &str, message: impl Into<String>) -> CallToolResult {
     CallToolResult::structured_error(json!({ "error": message.into(), "code": code }))
@@ -357,6 +431,11 @@ fn agent_of(parts: &Parts) -> Result<AgentIdentity, ErrorData> {
         .get::<AgentIdentity>()
         .cloned()
         .ok_or_else(|| ErrorData::internal_error("the request was not authenticated", None))
+}
+
+fn parse_uuid(raw: &str, field: &str) -> Result<Uuid, ApiError> {
+    Uuid::parse_str(raw.trim())
+        .map_err(|_| ApiError::invalid(format!("{field} {raw:?} is not a UUID")))
 }
 
 fn parse_id(raw: &str) -> Result<Uuid, ApiError> {
@@ -497,6 +576,238 @@ taskType, assessment}]}; each assessment explains its score (subscores, skill_ma
             Ok(ranked) => structured(ranked),
             Err(e) => api_error(e),
         })
+    }
+
+    /// Delegation, as `POST /api/agents/delegate`.
+    #[tool(
+        description = "Delegate a piece of work to another agent (yours is the requester). Without \
+targetAnonymousId the top discover_agents result for taskType takes it; input must match its inputSchema. \
+Returns {delegation: {requestId, status, attempts: [{attempt, targetAnonymousId, status, reason?}], ...}} at \
+once; follow it with get_delegation. A rejected, failed or timed-out attempt moves to the next target while \
+retries are left (fallbackEnabled, maxRetries)."
+    )]
+    async fn delegate_task(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(args): Parameters<DelegateArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let agent = agent_of(&parts)?;
+        Ok(match self.delegate(&agent, args).await {
+            Ok(value) => value,
+            Err(e) => api_error(e),
+        })
+    }
+
+    /// One of the agent's delegations, as `GET /api/delegations/:requestId`.
+    #[tool(
+        description = "Show one of your delegations by requestId: {result?: {requestId, status, output?, \
+executionTimeMs, retriesUsed} once it ended, delegation}. status: request, accepted, completed, rejected, \
+timeout or error."
+    )]
+    async fn get_delegation(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(args): Parameters<RequestIdArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let agent = agent_of(&parts)?;
+        let read = async {
+            let id = parse_uuid(&args.request_id, "requestId")?;
+            let requesters = [agent.agent_id];
+            let record = self
+                .state
+                .engine
+                .read_delegation(id, Some(&requesters[..]))
+                .await?;
+            Ok::<_, ApiError>(answer(record))
+        };
+        Ok(match read.await {
+            Ok(found) => structured(found),
+            Err(e) => api_error(e),
+        })
+    }
+
+    /// The agent's inbox, as `GET /api/agents/:id/delegations/inbox`.
+    #[tool(
+        description = "List the delegation requests waiting for you, oldest first: {requests: [{requestId, \
+attempt, requesterAnonymousId, taskType, customType?, input, timeoutMs, status, createdAt, deadline}], total}. \
+Take one with accept_delegation, then complete_delegation or fail_delegation; or reject_delegation."
+    )]
+    async fn list_delegation_inbox(
+        &self,
+        Extension(parts): Extension<Parts>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let agent = agent_of(&parts)?;
+        Ok(
+            match self
+                .state
+                .engine
+                .delegation_inbox(agent.agent_id, None)
+                .await
+            {
+                Ok((items, total)) => structured(InboxOut {
+                    requests: items.into_iter().map(inbound_out).collect(),
+                    total,
+                }),
+                Err(e) => api_error(e.into()),
+            },
+        )
+    }
+
+    /// Accept, as `POST /api/agents/:id/delegations/:requestId/accept`.
+    #[tool(
+        description = "Take a request addressed to you (from list_delegation_inbox). Returns {accepted: true, \
+claimToken, deadline}: finish before the deadline with complete_delegation or fail_delegation."
+    )]
+    async fn accept_delegation(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(args): Parameters<RequestIdArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let agent = agent_of(&parts)?;
+        let accept = async {
+            let id = parse_uuid(&args.request_id, "requestId")?;
+            let accepted = self.state.engine.accept_delegation(&agent, id).await?;
+            Ok::<_, ApiError>(AcceptedOut {
+                accepted: true,
+                claim_token: accepted.claim_token,
+                deadline: accepted.deadline,
+            })
+        };
+        Ok(match accept.await {
+            Ok(accepted) => structured(accepted),
+            Err(e) => api_error(e),
+        })
+    }
+
+    /// Complete, as `POST /api/agents/:id/delegations/:requestId/complete`.
+    #[tool(
+        description = "Hand back the result of a request you accepted: output must match your capability's \
+outputSchema (otherwise output_invalid, and the request stays yours to fix). Returns {completed: true}."
+    )]
+    async fn complete_delegation(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(args): Parameters<CompleteArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let agent = agent_of(&parts)?;
+        let complete = async {
+            let id = parse_uuid(&args.request_id, "requestId")?;
+            self.state
+                .engine
+                .complete_delegation(&agent, id, &args.output, args.claim_token.as_deref())
+                .await?;
+            Ok::<_, ApiError>(CompletedOut { completed: true })
+        };
+        Ok(match complete.await {
+            Ok(done) => structured(done),
+            Err(e) => api_error(e),
+        })
+    }
+
+    /// Reject, as `POST /api/agents/:id/delegations/:requestId/reject`.
+    #[tool(
+        description = "Decline a request addressed to you (waiting or accepted), with an optional reason; the \
+next target gets it when retries are left. Returns {ended: true}."
+    )]
+    async fn reject_delegation(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(args): Parameters<RejectArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let agent = agent_of(&parts)?;
+        Ok(
+            match self
+                .refuse(
+                    &agent,
+                    &args.request_id,
+                    Event::Reject,
+                    args.reason.as_deref(),
+                    None,
+                )
+                .await
+            {
+                Ok(ended) => structured(ended),
+                Err(e) => api_error(e),
+            },
+        )
+    }
+
+    /// Fail, as `POST /api/agents/:id/delegations/:requestId/fail`.
+    #[tool(
+        description = "Report that a request you accepted failed (error says what went wrong); the next \
+target gets it when retries are left. Returns {ended: true}."
+    )]
+    async fn fail_delegation(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(args): Parameters<FailArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let agent = agent_of(&parts)?;
+        Ok(
+            match self
+                .refuse(
+                    &agent,
+                    &args.request_id,
+                    Event::Fail,
+                    Some(&args.error),
+                    args.claim_token.as_deref(),
+                )
+                .await
+            {
+                Ok(ended) => structured(ended),
+                Err(e) => api_error(e),
+            },
+        )
+    }
+}
+
+impl ParleyMcp {
+    /// `delegate_task`: the HTTP route's parsing and flow, for the key's agent.
+    async fn delegate(
+        &self,
+        agent: &AgentIdentity,
+        args: DelegateArgs,
+    ) -> Result<CallToolResult, ApiError> {
+        let request_id = args
+            .request_id
+            .as_deref()
+            .map(|r| parse_uuid(r, "requestId"))
+            .transpose()?;
+        let target = args
+            .target_anonymous_id
+            .as_deref()
+            .map(|t| parse_uuid(t, "targetAnonymousId"))
+            .transpose()?;
+        let request = delegation::Request::parse(&RawRequest {
+            request_id,
+            agent_id: agent.agent_id,
+            target_anonymous_id: target,
+            task_type: &args.task_type,
+            custom_type: args.custom_type.as_deref(),
+            input: &args.input,
+            timeout_ms: args.timeout_ms,
+            fallback_enabled: args.fallback_enabled,
+            max_retries: args.max_retries,
+        })?;
+        let (record, _) = self.state.engine.delegate(agent, &request).await?;
+        Ok(structured(answer(record)))
+    }
+
+    /// `reject_delegation` and `fail_delegation`.
+    async fn refuse(
+        &self,
+        agent: &AgentIdentity,
+        request_id: &str,
+        event: Event,
+        reason: Option<&str>,
+        claim_token: Option<&str>,
+    ) -> Result<EndedOut, ApiError> {
+        let id = parse_uuid(request_id, "requestId")?;
+        self.state
+            .engine
+            .refuse_delegation(agent, id, event, reason, claim_token)
+            .await?;
+        Ok(EndedOut { ended: true })
     }
 }
 

@@ -16,7 +16,8 @@ pub const EVENTS_CHANNEL: &str = "parley_events";
 pub struct Event {
     /// Increasing id (the SSE `id:`).
     pub id: i64,
-    /// `opportunity.status`, `negotiation.turn`, `negotiation.outcome` or `negotiation.round`.
+    /// `opportunity.status`, `negotiation.turn`, `negotiation.outcome`, `negotiation.round` or
+    /// `delegation.status` (written by a trigger on delegation attempts).
     pub kind: String,
     /// The first person who may see it.
     pub source_user_id: String,

@@ -8,7 +8,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use crate::helpers::{Answer, TestAgent, TestApp};
+use crate::helpers::{Answer, SseReader, TestAgent, TestApp};
 
 /// A code-review capability taking `{code: string}` and giving `{feedback: string}`, with a cost
 /// that orders discovery (cheaper ranks higher).
@@ -629,4 +629,114 @@ async fn a_target_at_its_inbound_limit_is_skipped_as_rejected_rate_limited() {
     let ended = app.delegate(&requester, &b).await;
     assert_eq!(ended.body["delegation"]["status"], "rejected", "{}", ended.text);
     assert_eq!(ended.body["result"]["status"], "rejected");
+}
+
+/// The `(attempt, status)` of the next `n` events of a stream, each a `delegation.status` of
+/// `rid` naming both sides only by anonymous id.
+async fn delegation_events(
+    stream: &mut SseReader,
+    n: usize,
+    rid: &str,
+    hidden: &[&str],
+) -> Vec<(i64, String)> {
+    let mut seen = Vec::new();
+    while seen.len() < n {
+        let e = stream
+            .next(Duration::from_secs(10))
+            .await
+            .unwrap_or_else(|| panic!("only {seen:?} arrived"));
+        assert_eq!(e.event, "delegation.status", "{e:?}");
+        assert_eq!(e.data["requestId"], rid, "{e:?}");
+        assert!(
+            e.data["requesterAnonymousId"].is_string() && e.data["targetAnonymousId"].is_string(),
+            "{e:?}"
+        );
+        for h in hidden {
+            assert!(!e.data.to_string().contains(h), "{h} shows in {e:?}");
+        }
+        seen.push((
+            e.data["attempt"].as_i64().unwrap(),
+            e.data["status"].as_str().unwrap().to_owned(),
+        ));
+    }
+    seen
+}
+
+#[tokio::test]
+async fn every_attempt_status_reaches_both_owners_over_sse_by_anonymous_id_only() {
+    let app = spawn().await;
+    let (requester, targets) = setup(&app, 2).await;
+    let mut requester_owner = SseReader::open(&app.base, &app.user_token("requester"), None).await;
+    let mut first_owner = SseReader::open(&app.base, &app.user_token("target-0"), None).await;
+    let mut second_owner = SseReader::open(&app.base, &app.user_token("target-1"), None).await;
+    let mut outsider = SseReader::open(&app.base, &app.user_token("someone-else"), None).await;
+
+    let rid = Uuid::new_v4().to_string();
+    let asked = app
+        .delegate(&requester, &body(&requester, &rid, None))
+        .await;
+    assert_eq!(asked.status, StatusCode::ACCEPTED, "{}", asked.text);
+    let r = app
+        .act(
+            &targets[0].agent,
+            &rid,
+            "reject",
+            Some(&json!({"reason": "busy"})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let acc = app.act(&targets[1].agent, &rid, "accept", None).await;
+    assert_eq!(acc.status, StatusCode::OK, "{}", acc.text);
+    let done = app
+        .act(
+            &targets[1].agent,
+            &rid,
+            "complete",
+            Some(&json!({"output": {"feedback": "fine"}})),
+        )
+        .await;
+    assert_eq!(done.status, StatusCode::OK, "{}", done.text);
+
+    let ids = [
+        requester.id.as_str(),
+        targets[0].agent.id.as_str(),
+        targets[1].agent.id.as_str(),
+    ];
+    let owners = ["\"requester\"", "target-0", "target-1"];
+    let hidden: Vec<&str> = ids.iter().chain(owners.iter()).copied().collect();
+    let status = |a: i64, s: &str| (a, s.to_owned());
+    assert_eq!(
+        delegation_events(&mut requester_owner, 5, &rid, &hidden).await,
+        [
+            status(1, "request"),
+            status(1, "rejected"),
+            status(2, "request"),
+            status(2, "accepted"),
+            status(2, "completed")
+        ]
+    );
+    assert_eq!(
+        delegation_events(&mut first_owner, 2, &rid, &hidden).await,
+        [status(1, "request"), status(1, "rejected")]
+    );
+    assert_eq!(
+        delegation_events(&mut second_owner, 3, &rid, &hidden).await,
+        [
+            status(2, "request"),
+            status(2, "accepted"),
+            status(2, "completed")
+        ]
+    );
+    // Each target's owner sees only the attempt offered to it; nobody else sees any.
+    assert!(first_owner.next(Duration::from_millis(500)).await.is_none());
+    assert!(outsider.next(Duration::from_millis(500)).await.is_none());
+    // Recorded with the change: the log holds exactly these, for these two owners.
+    let logged: Vec<(String, String)> = sqlx::query_as(
+        "SELECT source_user_id, candidate_user_id FROM events WHERE kind = 'delegation.status' ORDER BY event_id",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(logged.len(), 5);
+    assert!(logged.iter().all(|(s, _)| s == "requester"));
 }

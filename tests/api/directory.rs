@@ -47,6 +47,31 @@ async fn record(app: &TestApp, agent: &TestAgent, days_ago: i32, answered: i32, 
     .unwrap();
 }
 
+/// Adds delegation attempt ends to the agent's counters of a day, as the ends of attempts
+/// addressed to it write them: `completed` and `unfinished` (rejected, timed out, in error) of
+/// all its attempts, and of those it had accepted.
+async fn record_attempts(app: &TestApp, agent: &TestAgent, days_ago: i32, all: (i32, i32), accepted: (i32, i32)) {
+    sqlx::query(
+        "INSERT INTO agent_trust_days AS d (agent_id, day, attempts_completed, attempts_unfinished,
+                                            accepted_completed, accepted_unfinished)
+         VALUES ($1, (now() AT TIME ZONE 'UTC')::date - $2, $3, $4, $5, $6)
+         ON CONFLICT (agent_id, day) DO UPDATE
+            SET attempts_completed = d.attempts_completed + EXCLUDED.attempts_completed,
+                attempts_unfinished = d.attempts_unfinished + EXCLUDED.attempts_unfinished,
+                accepted_completed = d.accepted_completed + EXCLUDED.accepted_completed,
+                accepted_unfinished = d.accepted_unfinished + EXCLUDED.accepted_unfinished",
+    )
+    .bind(agent.id.parse::<Uuid>().unwrap())
+    .bind(days_ago)
+    .bind(all.0)
+    .bind(all.1)
+    .bind(accepted.0)
+    .bind(accepted.1)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+}
+
 async fn discover(app: &TestApp, query: &str) -> Answer {
     app.get(&format!("/api/agents/discover?{query}"), &app.service_token()).await
 }
@@ -426,6 +451,33 @@ async fn trust_is_computed_from_the_record_with_exact_components_and_percentile(
     let by_owner = app.get(&format!("/api/trust/{}", a.id), &app.user_token("user-a")).await;
     assert_eq!(by_owner.body, ta);
     assert_eq!(app.get(&format!("/api/trust/{}", a.id), &app.service_token()).await.status, StatusCode::OK);
+
+    // D works for others. Today: 5 attempts ended, 3 completed; it had accepted 4 of them and
+    // completed 3 in time, so the day's share is 3 / 4. Yesterday: 1 of 1 claims answered.
+    // 40 days ago: 5 attempts ended unfinished (outside the health window, inside the
+    // delegation one).
+    let d = app.register_agent("user-d").await;
+    record_attempts(&app, &d, 0, (3, 2), (3, 1)).await;
+    record(&app, &d, 1, 1, 0).await;
+    record_attempts(&app, &d, 40, (0, 5), (0, 5)).await;
+    let td = trust(&app, &d).await;
+    assert_eq!(td["healthComponent"], 87.5); // (75 + 100) / 2
+    assert_eq!(td["delegationComponent"], 30.0); // 100 * 3 / 10
+    assert_eq!(td["rawScore"], 64.5); // 0.6 * 87.5 + 0.4 * 30
+    assert_eq!(td["totalDelegations"], 10);
+    assert_eq!(td["successfulDelegations"], 3);
+    assert_eq!(td["provisional"], false); // 1 claim + 10 attempts
+    // Among A 57.5, B 80, C 50, D 64.5: D is above two of the three others, A above one.
+    assert_eq!(td["percentile"], 67);
+    assert_eq!(trust(&app, &a).await["percentile"], 33);
+    assert_eq!(trust(&app, &b).await["percentile"], 100);
+    // Attempts addressed to it that end make up the whole delegation component, whatever the
+    // claims say.
+    let e = app.register_agent("user-e").await;
+    record_attempts(&app, &e, 2, (1, 0), (0, 0)).await;
+    let te = trust(&app, &e).await;
+    assert_eq!((te["healthComponent"].as_f64(), te["delegationComponent"].as_f64()), (Some(50.0), Some(100.0)));
+    assert_eq!((te["rawScore"].as_f64(), te["provisional"].as_bool()), (Some(70.0), Some(true)));
 }
 
 #[tokio::test]
@@ -550,6 +602,11 @@ async fn stored_trust_follows_counters_and_capabilities_exactly() {
     put_capability(&app, &c, &capability("analysis", None, None)).await;
     // A record older than 90 days only: outside the population.
     record(&app, &d, 95, 2, 2).await;
+    record_attempts(&app, &d, 95, (1, 1), (1, 1)).await;
+    // Delegation ends: C's today, A's 40 days ago and today.
+    record_attempts(&app, &c, 0, (2, 1), (2, 0)).await;
+    record_attempts(&app, &a, 40, (0, 3), (0, 3)).await;
+    record_attempts(&app, &a, 0, (1, 0), (1, 0)).await;
     // A capability, then none: outside it again.
     let gone = put_capability(&app, &e, &capability("analysis", None, None)).await.body["capability"]["id"].as_str().unwrap().to_owned();
     let (full, stored) = both_trusts(&app).await;
@@ -565,6 +622,15 @@ async fn stored_trust_follows_counters_and_capabilities_exactly() {
     let (full, stored) = both_trusts(&app).await;
     assert_eq!(full.len(), 3);
     assert_eq!(stored, full);
+    // An attempt's end, as the end of an attempt writes it.
+    record_attempts(&app, &b, 0, (0, 1), (0, 1)).await;
+    let (full, stored) = both_trusts(&app).await;
+    assert_eq!(stored, full);
+    // The delegation record moved the raw scores: A (health (80 + 50) / 2, today's share being
+    // (3 + 1) / (4 + 1); delegation 1 of 4) and C (health 2 of 2, delegation 2 of 3).
+    let raw = |id: &str| full.iter().find(|r| r.0.to_string() == id).unwrap().1;
+    assert_eq!(raw(&a.id), 49.0); // 0.6 * 65 + 0.4 * 25
+    assert_eq!(raw(&c.id), 86.67); // 0.6 * 100 + 0.4 * 66.67
 
     // A row computed on an earlier day (the windows have moved since) is recomputed by the next
     // discovery.
@@ -598,7 +664,8 @@ async fn discovery_and_ranking_never_run_the_full_trust_computation() {
     sqlx::query(
         "CREATE OR REPLACE FUNCTION parley_trust_scores(p_agent uuid)
          RETURNS TABLE (agent_id uuid, health numeric, delegation numeric, raw numeric, percentile integer,
-                        events bigint, updated_at timestamptz)
+                        events bigint, total_delegations bigint, successful_delegations bigint,
+                        updated_at timestamptz)
          LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'trust recomputed from history'; END $$",
     )
     .execute(&app.pool)

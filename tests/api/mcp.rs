@@ -82,7 +82,24 @@ async fn an_agent_runtime_picks_up_and_answers_its_turn_over_mcp() {
     assert_eq!(status, StatusCode::OK);
     let mut names: Vec<&str> = listed["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     names.sort();
-    assert_eq!(names, ["discover_agents", "get_negotiation", "list_negotiations", "pickup_negotiation", "rank_agents", "respond_to_negotiation"]);
+    assert_eq!(
+        names,
+        [
+            "accept_delegation",
+            "complete_delegation",
+            "delegate_task",
+            "discover_agents",
+            "fail_delegation",
+            "get_delegation",
+            "get_negotiation",
+            "list_delegation_inbox",
+            "list_negotiations",
+            "pickup_negotiation",
+            "rank_agents",
+            "reject_delegation",
+            "respond_to_negotiation"
+        ]
+    );
     let respond_tool = listed["result"]["tools"].as_array().unwrap().iter().find(|t| t["name"] == "respond_to_negotiation").unwrap();
     // Index Network's era-B tool took {negotiationId, action, message}: only those two are required.
     let mut required: Vec<&str> =
@@ -275,4 +292,225 @@ async fn discover_agents_and_rank_agents_answer_as_the_http_routes_do() {
         assert_eq!(refused["structuredContent"]["code"], "invalid_body", "{refused}");
         assert!(refused["structuredContent"]["error"].as_str().unwrap().contains(field), "{refused}");
     }
+}
+
+/// A code-review capability taking `{code}` and giving `{feedback}`.
+fn review_capability() -> Value {
+    json!({
+        "taskType": "code-review",
+        "inputSchema": {"type": "object", "required": ["code"], "properties": {"code": {"type": "string"}}},
+        "outputSchema": {"type": "object", "required": ["feedback"], "properties": {"feedback": {"type": "string"}}},
+    })
+}
+
+#[tokio::test]
+async fn a_delegation_runs_its_whole_loop_over_mcp_as_over_http() {
+    let app = TestApp::spawn().await;
+    let requester = app.register_agent("user-maya").await;
+    let worker = app.register_agent("user-tomas").await;
+    let put = app
+        .agent_call(
+            &worker,
+            Method::PUT,
+            "/capabilities",
+            Some(&review_capability()),
+        )
+        .await;
+    assert_eq!(put.status, StatusCode::CREATED, "{}", put.text);
+    let anonymous = put.body["anonymousAgentId"].as_str().unwrap().to_owned();
+    let rid = uuid::Uuid::new_v4().to_string();
+
+    let asked = call_tool(
+        &app,
+        &requester.key,
+        "delegate_task",
+        json!({"requestId": rid, "taskType": "code-review", "input": {"code": "fn main() {}"}}),
+    )
+    .await;
+    assert_eq!(asked["isError"], false, "{asked}");
+    let d = &asked["structuredContent"]["delegation"];
+    assert_eq!(d["status"], "request");
+    assert_eq!(d["attempts"][0]["targetAnonymousId"], anonymous.as_str());
+    assert!(
+        !asked.to_string().contains(&worker.id),
+        "the requester sees the target only by anonymous id"
+    );
+
+    let inbox = call_tool(&app, &worker.key, "list_delegation_inbox", json!({})).await;
+    assert_eq!(inbox["structuredContent"]["total"], 1, "{inbox}");
+    let item = &inbox["structuredContent"]["requests"][0];
+    assert_eq!(item["requestId"], rid.as_str());
+    assert_eq!(item["input"], json!({"code": "fn main() {}"}));
+    assert!(
+        !inbox.to_string().contains(&requester.id),
+        "the target sees the requester only by anonymous id"
+    );
+    // The same inbox as the HTTP route's.
+    let over_http = app
+        .agent_call(&worker, Method::GET, "/delegations/inbox", None)
+        .await;
+    assert_eq!(inbox["structuredContent"], over_http.body);
+
+    let accepted = call_tool(
+        &app,
+        &worker.key,
+        "accept_delegation",
+        json!({"requestId": rid}),
+    )
+    .await;
+    assert_eq!(
+        accepted["structuredContent"]["accepted"], true,
+        "{accepted}"
+    );
+    let token = accepted["structuredContent"]["claimToken"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // The output schema's refusal is the route's `output_invalid`, and the attempt stays accepted.
+    let wrong = call_tool(
+        &app,
+        &worker.key,
+        "complete_delegation",
+        json!({"requestId": rid, "output": {"feedback": 5}, "claimToken": token}),
+    )
+    .await;
+    assert_eq!(wrong["isError"], true, "{wrong}");
+    assert_eq!(wrong["structuredContent"]["code"], "output_invalid");
+    let done = call_tool(
+        &app,
+        &worker.key,
+        "complete_delegation",
+        json!({"requestId": rid, "output": {"feedback": "fine"}, "claimToken": token}),
+    )
+    .await;
+    assert_eq!(
+        done["structuredContent"],
+        json!({"completed": true}),
+        "{done}"
+    );
+
+    let got = call_tool(
+        &app,
+        &requester.key,
+        "get_delegation",
+        json!({"requestId": rid}),
+    )
+    .await;
+    assert_eq!(got["isError"], false, "{got}");
+    assert_eq!(got["structuredContent"]["result"]["status"], "completed");
+    assert_eq!(
+        got["structuredContent"]["result"]["output"],
+        json!({"feedback": "fine"})
+    );
+    let over_http = app
+        .get(
+            &format!("/api/delegations/{rid}"),
+            &app.user_token("user-maya"),
+        )
+        .await;
+    assert_eq!(got["structuredContent"], over_http.body);
+}
+
+#[tokio::test]
+async fn delegation_tools_refuse_as_the_routes_do_and_change_nothing() {
+    let app = TestApp::spawn().await;
+    let requester = app.register_agent("user-maya").await;
+    let worker = app.register_agent("user-tomas").await;
+    let outsider = app.register_agent("user-ines").await;
+    let put = app
+        .agent_call(
+            &worker,
+            Method::PUT,
+            "/capabilities",
+            Some(&review_capability()),
+        )
+        .await;
+    assert_eq!(put.status, StatusCode::CREATED, "{}", put.text);
+
+    for (args, code) in [
+        (
+            json!({"taskType": "code-review", "input": {"code": 7}}),
+            "input_invalid",
+        ),
+        (json!({"taskType": "cooking", "input": {}}), "invalid_body"),
+        (
+            json!({"requestId": "nope", "taskType": "code-review", "input": {"code": "x"}}),
+            "invalid_body",
+        ),
+        (
+            json!({"taskType": "code-review", "input": {"code": "x"}, "targetAnonymousId": uuid::Uuid::new_v4()}),
+            "unknown_target",
+        ),
+    ] {
+        let refused = call_tool(&app, &requester.key, "delegate_task", args.clone()).await;
+        assert_eq!(refused["isError"], true, "{args}: {refused}");
+        assert_eq!(
+            refused["structuredContent"]["code"], code,
+            "{args}: {refused}"
+        );
+    }
+    assert_eq!(app.count("delegations").await, 0);
+
+    let rid = uuid::Uuid::new_v4().to_string();
+    let asked = call_tool(
+        &app,
+        &requester.key,
+        "delegate_task",
+        json!({"requestId": rid, "taskType": "code-review", "input": {"code": "x"}}),
+    )
+    .await;
+    assert_eq!(asked["isError"], false, "{asked}");
+    // Another agent may neither read it nor act on it.
+    let read = call_tool(
+        &app,
+        &outsider.key,
+        "get_delegation",
+        json!({"requestId": rid}),
+    )
+    .await;
+    assert_eq!(read["structuredContent"]["code"], "not_found", "{read}");
+    let taken = call_tool(
+        &app,
+        &outsider.key,
+        "accept_delegation",
+        json!({"requestId": rid}),
+    )
+    .await;
+    assert_eq!(taken["structuredContent"]["code"], "not_found", "{taken}");
+    // Failing before accepting is the route's conflict.
+    let failed = call_tool(
+        &app,
+        &worker.key,
+        "fail_delegation",
+        json!({"requestId": rid, "error": "x"}),
+    )
+    .await;
+    assert_eq!(
+        failed["structuredContent"]["code"], "invalid_state",
+        "{failed}"
+    );
+    let rejected = call_tool(
+        &app,
+        &worker.key,
+        "reject_delegation",
+        json!({"requestId": rid, "reason": "busy"}),
+    )
+    .await;
+    assert_eq!(
+        rejected["structuredContent"],
+        json!({"ended": true}),
+        "{rejected}"
+    );
+    let got = call_tool(
+        &app,
+        &requester.key,
+        "get_delegation",
+        json!({"requestId": rid}),
+    )
+    .await;
+    assert_eq!(
+        got["structuredContent"]["delegation"]["attempts"][0]["reason"], "busy",
+        "{got}"
+    );
 }
