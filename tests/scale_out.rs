@@ -33,9 +33,10 @@ use sqlx::PgPool;
 /// How long a claim lives in this test: short, so that the worker's claim timers fire quickly.
 const CLAIM_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// Cross-process wake-up must be a notification, not a poll: the bound the contract cares about
-/// is 100 ms; the assertion allows for two shared cores, and the measured value is printed.
-const WAKE_BOUND: Duration = Duration::from_secs(1);
+/// Cross-process wake-up must be a notification, not a poll: a long-poll on B answers within
+/// 100 ms of the park through A (measured from A's answer, so the bound is if anything generous
+/// to the service; runs here measured 6 to 8 ms on two busy cores). The value is printed.
+const WAKE_BOUND: Duration = Duration::from_millis(100);
 
 /// A child process, killed (SIGKILL) and reaped when dropped, so that a failing test leaves no
 /// Parley running.
