@@ -228,6 +228,20 @@ async fn request_accept_execute_return_with_waits_on_both_sides() {
     assert_eq!(inbound.body["requests"][0]["requestId"], rid.as_str(), "{}", inbound.text);
     assert_eq!(inbound.body["requests"][0]["output"], json!({"feedback": "fine"}));
     assert!(!inbound.text.contains(&requester.id));
+    // The owners' console reads both listings with their user tokens; another user may not.
+    let outbound = format!("/api/agents/{}/delegations?direction=outbound&limit=5", requester.id);
+    let owner_out = app.get(&outbound, &app.user_token("requester")).await;
+    assert_eq!(owner_out.status, StatusCode::OK, "{}", owner_out.text);
+    assert_eq!(owner_out.body["delegations"][0]["requestId"], rid.as_str());
+    assert_eq!(owner_out.body["delegations"][0]["attempts"][0]["targetAnonymousId"], target.anon.as_str());
+    assert!(!owner_out.text.contains(&target.agent.id), "the owner sees the target only by anonymous id");
+    let inbound_path = format!("/api/agents/{}/delegations?direction=inbound&limit=5", target.agent.id);
+    let owner_in = app.get(&inbound_path, &app.user_token("target-0")).await;
+    assert_eq!(owner_in.status, StatusCode::OK, "{}", owner_in.text);
+    assert_eq!(owner_in.body["requests"][0]["requestId"], rid.as_str());
+    assert_eq!(owner_in.body["requests"][0]["status"], "completed");
+    assert!(!owner_in.text.contains(&requester.id), "the owner sees the requester only by anonymous id");
+    app.get(&inbound_path, &app.user_token("requester")).await.assert_error(StatusCode::FORBIDDEN, "forbidden");
     let by_owner = app.get(&format!("/api/delegations/{rid}"), &app.user_token("requester")).await;
     assert_eq!(by_owner.status, StatusCode::OK, "{}", by_owner.text);
     let by_service = app.get(&format!("/api/delegations/{rid}"), &app.service_token()).await;

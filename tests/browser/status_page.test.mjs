@@ -11,7 +11,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile, spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { createWriteStream, existsSync } from "node:fs";
 import { chmod, mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
 import { connect, createServer } from "node:net";
@@ -230,6 +230,7 @@ describe("status page", { timeout: 240_000 }, () => {
   const server = new Server();
   let proxy;
   let context, page, userDataDir, mayaToken, serviceToken, tomasToken, opportunityId;
+  let laptopId, laptopKey; // Maya's first agent and its live key, once registered
   const requests = [];
   const listRequests = () => requests.filter((r) => r.url.startsWith(`${proxy.base}/api/opportunities?`)).length;
   let listsLoaded = 0;
@@ -564,15 +565,75 @@ describe("status page", { timeout: 240_000 }, () => {
     const kept = await fetch(`${server.base}/api/agents/${agentId}/heartbeat`, { method: "POST", headers: { "x-api-key": second } });
     assert.equal(kept.status, 204, "the other key still works");
     await panel.screenshot({ path: join(OUTPUT_DIR, "agents.png") });
+    [laptopId, laptopKey] = [agentId, second];
+  });
+
+  step("My agents: a delegation shows as sent on the requester's card and received on the target's", async () => {
+    // A second agent of Maya's asks the laptop (which offers code-review) for a review, by API.
+    const created = await server.api(mayaToken, "POST", "/api/agents", { name: "Maya's build bot" });
+    assert.equal(created.status, 201, created.text);
+    const [botId, botKey] = [created.json.agent.id, created.json.apiKey.key];
+    const keyed = async (key, method, path, body) => {
+      const res = await fetch(`${server.base}${path}`, {
+        method,
+        headers: { "x-api-key": key, ...(body ? { "Content-Type": "application/json" } : {}) },
+        body: body ? JSON.stringify(body) : undefined,
+        signal: AbortSignal.timeout(WAIT_MS),
+      });
+      const raw = await res.text();
+      return { status: res.status, json: raw ? JSON.parse(raw) : null, text: raw };
+    };
+    const offered = await keyed(laptopKey, "GET", `/api/agents/${laptopId}/capabilities`);
+    assert.equal(offered.status, 200, offered.text);
+    const laptopAnon = offered.json.anonymousAgentId;
+    const requestId = randomUUID();
+    const asked = await keyed(botKey, "POST", "/api/agents/delegate",
+      { requestId, agentId: botId, taskType: "code-review", targetAnonymousId: laptopAnon, input: { code: "fn main() {}" } });
+    assert.equal(asked.status, 202, asked.text);
+    const accepted = await keyed(laptopKey, "POST", `/api/agents/${laptopId}/delegations/${requestId}/accept`);
+    assert.equal(accepted.status, 200, accepted.text);
+    const done = await keyed(laptopKey, "POST", `/api/agents/${laptopId}/delegations/${requestId}/complete`,
+      { output: { feedback: "fine" }, claimToken: accepted.json.claimToken });
+    assert.equal(done.status, 200, done.text);
+
+    // The delegation's events re-read the agents: the new one appears without a click, and each
+    // open panel shows its side of the delegation, the other agent by anonymous id only.
+    const panel = page.locator('[data-testid="agents"]');
+    const bot = panel.locator(`li[data-agent-id="${botId}"]`);
+    const laptop = panel.locator(`li[data-agent-id="${laptopId}"]`);
+    await bot.waitFor();
+    await bot.locator('[data-testid="agent-negotiations"] summary').focus();
+    await page.keyboard.press("Enter"); // the panel opens from the keyboard
+    const sent = bot.locator('[data-testid="delegations-sent"] [data-testid="delegation"]');
+    await eventually("the bot's sent delegation", () => sent.count(), 1);
+    await eventually("sent delegation completed", () => text(sent.locator('[data-testid="delegation-status"]')), "completed");
+    assert.equal(await text(sent.locator('[data-testid="delegation-task"]')), "code-review");
+    assert.equal(await text(sent.locator('[data-testid="delegation-other"]')), laptopAnon, "the target by its anonymous id");
+    assert.equal(await sent.getAttribute("data-delegation-id"), requestId);
+    assert.match(await text(sent.locator("time")), /ago$/);
+    assert.equal(await text(bot.locator('[data-testid="delegations-received-empty"]')), "No delegations received yet.");
+
+    if ((await laptop.locator("details").getAttribute("open")) === null) await laptop.locator('[data-testid="agent-negotiations"] summary').click();
+    const received = laptop.locator('[data-testid="delegations-received"] [data-testid="delegation"]');
+    await eventually("the laptop's received delegation", () => received.count(), 1);
+    await eventually("received delegation completed", () => text(received.locator('[data-testid="delegation-status"]')), "completed");
+    assert.equal(await text(received.locator('[data-testid="delegation-task"]')), "code-review");
+    const requesterAnon = await text(received.locator('[data-testid="delegation-other"]'));
+    assert.match(requesterAnon, /^[0-9a-f-]{36}$/, "the requester by an anonymous id");
+    assert.notEqual(requesterAnon, botId, "never the requester's agent id");
+    assert.equal(await text(laptop.locator('[data-testid="delegations-sent-empty"]')), "No delegations sent yet.");
+    assert.ok(!(await text(panel.locator("#agent-list"))).includes(`to ${botId}`), "no agent id as the other side");
+    await panel.screenshot({ path: join(OUTPUT_DIR, "agents_delegations.png") });
   });
 
   step("the whole console fits 375 px without sideways scrolling", async () => {
     await page.setViewportSize({ width: 375, height: 800 });
     try {
-      const card = page.locator('[data-testid="agents"] li[data-agent-id]');
+      const card = page.locator('[data-testid="agents"] li[data-agent-id]').filter({ has: page.locator('[data-testid="delegations-received"]') });
       await card.locator('[data-testid="agent-negotiations"] summary').scrollIntoViewIfNeeded();
       if ((await card.locator("details").getAttribute("open")) === null) await card.locator('[data-testid="agent-negotiations"] summary').click();
       await card.locator('[data-testid="agent-negotiation"]').first().waitFor();
+      await card.locator('[data-testid="delegations-received"] [data-testid="delegation"]').waitFor();
       await eventually("no horizontal scroll at 375 px", () => page.evaluate(() => document.scrollingElement.scrollWidth <= 375), true);
       assert.equal(await page.evaluate(() => document.scrollingElement.scrollWidth <= document.scrollingElement.clientWidth), true, "nothing sticks out sideways");
       for (const button of await page.locator('[data-testid="agents"] button:visible').all()) {
