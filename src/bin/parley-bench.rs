@@ -37,7 +37,10 @@ use tokio::task::JoinSet;
 
 /// Command line.
 #[derive(Debug, Parser)]
-#[command(name = "parley-bench", about = "Benchmarks a Parley started in process")]
+#[command(
+    name = "parley-bench",
+    about = "Benchmarks a Parley started in process"
+)]
 struct Args {
     /// Short run (under a minute on 2 cores): fewer turns, wakes and seconds per phase.
     #[arg(long)]
@@ -52,7 +55,7 @@ struct Args {
     #[arg(long, default_value_t = 32)]
     agents: usize,
     /// Run only these phases (comma-separated: cycles,pgbench,wake,svs,assess,longpoll,directory;
-    /// `metrics` and `liveness`, never part of a default run, compare the turn cycle with metrics
+    /// `delegation` (request, accept, complete round trips), `metrics` and `liveness`, never part of a default run, compare the turn cycle with metrics
     /// recording, or the agents' `last_seen_at` writes, off and on; `floor` is the SQL floor alone
     /// (also part of `pgbench`); `floor-variants`, never part of a default run, measures the floor
     /// with timer-row moves and with a NOTIFY added).
@@ -161,14 +164,17 @@ struct Server {
 
 impl Server {
     async fn open() -> anyhow::Result<Server> {
-        let (admin_url, embedded) = match std::env::var("DATABASE_URL").ok().filter(|u| !u.is_empty()) {
-            Some(url) => (with_database(&url, "postgres")?, None),
-            None => {
-                let dir = std::env::temp_dir().join(format!("parley-bench-{}", std::process::id()));
-                let pg = tokio::task::spawn_blocking(move || EmbeddedPostgres::start(&dir)).await??;
-                (pg.url("postgres"), Some(pg))
-            }
-        };
+        let (admin_url, embedded) =
+            match std::env::var("DATABASE_URL").ok().filter(|u| !u.is_empty()) {
+                Some(url) => (with_database(&url, "postgres")?, None),
+                None => {
+                    let dir =
+                        std::env::temp_dir().join(format!("parley-bench-{}", std::process::id()));
+                    let pg = tokio::task::spawn_blocking(move || EmbeddedPostgres::start(&dir))
+                        .await??;
+                    (pg.url("postgres"), Some(pg))
+                }
+            };
         let pid = std::process::id();
         let server = Server {
             app_db: format!("parley_bench_{pid}"),
@@ -176,12 +182,18 @@ impl Server {
             admin_url,
             _embedded: embedded,
         };
-        let mut conn = PgConnection::connect(&server.admin_url).await.context("connecting to PostgreSQL")?;
+        let mut conn = PgConnection::connect(&server.admin_url)
+            .await
+            .context("connecting to PostgreSQL")?;
         for name in [&server.app_db, &server.pgbench_db] {
-            sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")))
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+            )))
+            .execute(&mut conn)
+            .await?;
+            sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
                 .execute(&mut conn)
                 .await?;
-            sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"))).execute(&mut conn).await?;
         }
         Ok(server)
     }
@@ -193,9 +205,11 @@ impl Server {
     async fn drop_databases(&self) {
         if let Ok(mut conn) = PgConnection::connect(&self.admin_url).await {
             for name in [&self.app_db, &self.pgbench_db] {
-                let _ = sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")))
-                    .execute(&mut conn)
-                    .await;
+                let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+                )))
+                .execute(&mut conn)
+                .await;
             }
         }
     }
@@ -208,13 +222,26 @@ impl Server {
             .arg(&self.pgbench_db)
             .env("PGHOST", url.host_str().unwrap_or("127.0.0.1"))
             .env("PGPORT", url.port().unwrap_or(5432).to_string())
-            .env("PGUSER", if url.username().is_empty() { "postgres" } else { url.username() });
+            .env(
+                "PGUSER",
+                if url.username().is_empty() {
+                    "postgres"
+                } else {
+                    url.username()
+                },
+            );
         if let Some(p) = url.password() {
             cmd.env("PGPASSWORD", p);
         }
-        let out = cmd.output().context("running pgbench (install postgresql-contrib or put pgbench on PATH)")?;
+        let out = cmd
+            .output()
+            .context("running pgbench (install postgresql-contrib or put pgbench on PATH)")?;
         if !out.status.success() {
-            bail!("pgbench {:?} failed: {}", args, String::from_utf8_lossy(&out.stderr));
+            bail!(
+                "pgbench {:?} failed: {}",
+                args,
+                String::from_utf8_lossy(&out.stderr)
+            );
         }
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
@@ -253,13 +280,19 @@ struct Bench {
 fn extra_skills() -> Value {
     let topics = [
         ("pdf", ["pdf", "tables", "extraction", "invoice"]),
-        ("translate", ["translation", "french", "german", "localization"]),
+        (
+            "translate",
+            ["translation", "french", "german", "localization"],
+        ),
         ("summarize", ["summary", "report", "digest", "notes"]),
         ("code-review", ["rust", "review", "security", "lint"]),
         ("sql", ["postgresql", "sql", "query", "index"]),
         ("images", ["image", "caption", "ocr", "vision"]),
         ("calendar", ["meeting", "schedule", "calendar", "invite"]),
-        ("finance", ["payments", "ledger", "reconciliation", "fintech"]),
+        (
+            "finance",
+            ["payments", "ledger", "reconciliation", "fintech"],
+        ),
         ("support", ["ticket", "support", "triage", "customer"]),
     ];
     Value::Array(
@@ -302,7 +335,8 @@ impl Bench {
     async fn start(url: &str, pool_size: u32) -> anyhow::Result<Bench> {
         let pool = db::pool(url, pool_size).await?;
         db::migrate(&pool).await?;
-        let skills_dir = std::env::temp_dir().join(format!("parley-bench-skills-{}", std::process::id()));
+        let skills_dir =
+            std::env::temp_dir().join(format!("parley-bench-skills-{}", std::process::id()));
         std::fs::create_dir_all(&skills_dir)?;
         let skill_file = skills_dir.join("skills.json");
         std::fs::write(&skill_file, serde_json::to_vec_pretty(&extra_skills())?)?;
@@ -322,12 +356,33 @@ impl Bench {
         let server_task = tokio::spawn(app.run_until_stopped(async move {
             let _ = stopped.await;
         }));
-        let client = reqwest::Client::builder().pool_max_idle_per_host(2048).build()?;
-        let service = state.jwt.mint("parley-bench", CallerRole::Service, Duration::from_secs(6 * 3600))?;
-        let bench = Bench { base, client, state, pool, service, stop: Some(stop), server_task, _skills_dir: skills_dir };
+        let client = reqwest::Client::builder()
+            .pool_max_idle_per_host(2048)
+            .build()?;
+        let service = state.jwt.mint(
+            "parley-bench",
+            CallerRole::Service,
+            Duration::from_secs(6 * 3600),
+        )?;
+        let bench = Bench {
+            base,
+            client,
+            state,
+            pool,
+            service,
+            stop: Some(stop),
+            server_task,
+            _skills_dir: skills_dir,
+        };
         // Wait until the notification listener is up: long-polls depend on it.
         for _ in 0..200 {
-            if bench.client.get(format!("{}/readyz", bench.base)).send().await.is_ok_and(|r| r.status().is_success()) {
+            if bench
+                .client
+                .get(format!("{}/readyz", bench.base))
+                .send()
+                .await
+                .is_ok_and(|r| r.status().is_success())
+            {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(25)).await;
@@ -347,7 +402,10 @@ impl Bench {
 
     /// Registers a personal agent for `user`; returns (agent id, API key).
     async fn register_agent(&self, user: &str) -> anyhow::Result<(String, String)> {
-        let token = self.state.jwt.mint(user, CallerRole::User, Duration::from_secs(6 * 3600))?;
+        let token = self
+            .state
+            .jwt
+            .mint(user, CallerRole::User, Duration::from_secs(6 * 3600))?;
         let r = self
             .client
             .post(format!("{}/api/agents", self.base))
@@ -356,11 +414,18 @@ impl Bench {
             .send()
             .await?;
         if r.status() != StatusCode::CREATED {
-            bail!("registering an agent: {} {}", r.status(), r.text().await.unwrap_or_default());
+            bail!(
+                "registering an agent: {} {}",
+                r.status(),
+                r.text().await.unwrap_or_default()
+            );
         }
         let body: Value = r.json().await?;
         let id = body["agent"]["id"].as_str().context("agent.id")?.to_owned();
-        let key = body["apiKey"]["key"].as_str().context("apiKey.key")?.to_owned();
+        let key = body["apiKey"]["key"]
+            .as_str()
+            .context("apiKey.key")?
+            .to_owned();
         Ok((id, key))
     }
 
@@ -374,7 +439,11 @@ impl Bench {
             .send()
             .await?;
         if r.status() != StatusCode::CREATED {
-            bail!("creating a negotiation: {} {}", r.status(), r.text().await.unwrap_or_default());
+            bail!(
+                "creating a negotiation: {} {}",
+                r.status(),
+                r.text().await.unwrap_or_default()
+            );
         }
         Ok(r.json().await?)
     }
@@ -402,7 +471,12 @@ impl AgentClient {
             Some(w) => format!("{}/pickup?wait={w}", self.base),
             None => format!("{}/pickup", self.base),
         };
-        let r = self.client.post(url).header("x-api-key", &self.key).send().await?;
+        let r = self
+            .client
+            .post(url)
+            .header("x-api-key", &self.key)
+            .send()
+            .await?;
         match r.status() {
             StatusCode::NO_CONTENT => Ok(None),
             StatusCode::OK => Ok(Some(r.json().await?)),
@@ -421,9 +495,19 @@ impl AgentClient {
                 "suggestedRoles": {"ownUser": "peer", "otherUser": "peer"}
             }
         });
-        let r = self.client.post(format!("{}/{id}/respond", self.base)).header("x-api-key", &self.key).json(&body).send().await?;
+        let r = self
+            .client
+            .post(format!("{}/{id}/respond", self.base))
+            .header("x-api-key", &self.key)
+            .json(&body)
+            .send()
+            .await?;
         if r.status() != StatusCode::OK {
-            bail!("respond: {} {}", r.status(), r.text().await.unwrap_or_default());
+            bail!(
+                "respond: {} {}",
+                r.status(),
+                r.text().await.unwrap_or_default()
+            );
         }
         Ok(r.json().await?)
     }
@@ -467,7 +551,11 @@ fn negotiation_body(source: Value, candidate: Value) -> Value {
 }
 
 /// Runs `f(i)` for i in 0..n with at most `concurrency` at once.
-async fn for_each_concurrent<F, Fut, T>(n: usize, concurrency: usize, f: F) -> anyhow::Result<Vec<T>>
+async fn for_each_concurrent<F, Fut, T>(
+    n: usize,
+    concurrency: usize,
+    f: F,
+) -> anyhow::Result<Vec<T>>
 where
     F: Fn(usize) -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = anyhow::Result<T>> + Send + 'static,
@@ -475,14 +563,26 @@ where
 {
     use futures::StreamExt;
     let f = Arc::new(f);
-    let results: Vec<anyhow::Result<T>> =
-        futures::stream::iter(0..n).map(|i| (f.clone())(i)).buffer_unordered(concurrency).collect().await;
+    let results: Vec<anyhow::Result<T>> = futures::stream::iter(0..n)
+        .map(|i| (f.clone())(i))
+        .buffer_unordered(concurrency)
+        .collect()
+        .await;
     results.into_iter().collect()
 }
 
 /// Turn cycles: each of `agents` agents loops pickup + respond(counter) over HTTP.
-async fn turn_cycles(bench: &Arc<Bench>, plan: &Plan, agents: usize, r: &mut Results, json_out: bool) -> anyhow::Result<()> {
-    note(json_out, format!("turn cycles: registering {agents} agents"));
+async fn turn_cycles(
+    bench: &Arc<Bench>,
+    plan: &Plan,
+    agents: usize,
+    r: &mut Results,
+    json_out: bool,
+) -> anyhow::Result<()> {
+    note(
+        json_out,
+        format!("turn cycles: registering {agents} agents"),
+    );
     let b = bench.clone();
     let registered = for_each_concurrent(agents, 8, move |i| {
         let b = b.clone();
@@ -490,13 +590,19 @@ async fn turn_cycles(bench: &Arc<Bench>, plan: &Plan, agents: usize, r: &mut Res
     })
     .await?;
     let total = agents * plan.negotiations_per_agent;
-    note(json_out, format!("turn cycles: creating {total} mixed negotiations (each parks its turn 1)"));
+    note(
+        json_out,
+        format!("turn cycles: creating {total} mixed negotiations (each parks its turn 1)"),
+    );
     let started = Instant::now();
     let b = bench.clone();
     for_each_concurrent(total, 16, move |i| {
         let b = b.clone();
         async move {
-            let body = negotiation_body(source_user(i), candidate_user(&format!("bench-agent-user-{}", i % agents)));
+            let body = negotiation_body(
+                source_user(i),
+                candidate_user(&format!("bench-agent-user-{}", i % agents)),
+            );
             let created = b.create(&body).await?;
             anyhow::ensure!(
                 created["negotiation"]["status"] == "waiting_for_agent",
@@ -508,14 +614,23 @@ async fn turn_cycles(bench: &Arc<Bench>, plan: &Plan, agents: usize, r: &mut Res
     })
     .await?;
     let create_secs = started.elapsed().as_secs_f64();
-    r.insert("mixed_creates_per_s", json!(round(total as f64 / create_secs, 1)));
+    r.insert(
+        "mixed_creates_per_s",
+        json!(round(total as f64 / create_secs, 1)),
+    );
 
-    let clients: Vec<AgentClient> = registered.iter().map(|(id, key)| AgentClient::new(bench, id, key)).collect();
+    let clients: Vec<AgentClient> = registered
+        .iter()
+        .map(|(id, key)| AgentClient::new(bench, id, key))
+        .collect();
     // Let the creation phase's trailing work settle, so that neither its transactions nor its
     // CPU are counted in the cycles.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let xacts_before = local_xact_numbers(&bench.pool).await?;
-    let cpu_before = (process_cpu_secs("self"), backend_cpu_secs(&bench.pool).await?);
+    let cpu_before = (
+        process_cpu_secs("self"),
+        backend_cpu_secs(&bench.pool).await?,
+    );
     let all_cycles = Arc::new(AtomicU64::new(0));
     let start = Instant::now();
     let measure_from = start + WARMUP;
@@ -566,20 +681,41 @@ async fn turn_cycles(bench: &Arc<Bench>, plan: &Plan, agents: usize, r: &mut Res
     if out_of_work.load(Ordering::Relaxed) {
         // Some agent ran dry before the deadline: only count up to now, and say so.
         window_end = Instant::now().min(deadline);
-        note(json_out, "turn cycles: an agent ran out of parked turns before the deadline");
+        note(
+            json_out,
+            "turn cycles: an agent ran out of parked turns before the deadline",
+        );
     }
-    let secs = window_end.saturating_duration_since(measure_from).as_secs_f64().max(1e-3);
+    let secs = window_end
+        .saturating_duration_since(measure_from)
+        .as_secs_f64()
+        .max(1e-3);
     // Transactions of Parley's pool per cycle, warm-up included (read-only ones too: each
     // BEGIN..COMMIT and each autocommit statement counts one; the bench's two CPU readings on
     // the pool are in).
     let cycles_all = all_cycles.load(Ordering::Relaxed).max(1) as f64;
     let own_cpu = process_cpu_secs("self") - cpu_before.0;
     let backends_after = backend_cpu_secs(&bench.pool).await?;
-    let pg_cpu: f64 = backends_after.iter().map(|(pid, after)| after - cpu_before.1.get(pid).copied().unwrap_or(0.0)).sum();
-    r.insert("cpu_ms_per_cycle_parley_process", json!(round(own_cpu * 1e3 / cycles_all, 2)));
-    r.insert("cpu_ms_per_cycle_postgres_backends", json!(round(pg_cpu * 1e3 / cycles_all, 2)));
+    let pg_cpu: f64 = backends_after
+        .iter()
+        .map(|(pid, after)| after - cpu_before.1.get(pid).copied().unwrap_or(0.0))
+        .sum();
+    r.insert(
+        "cpu_ms_per_cycle_parley_process",
+        json!(round(own_cpu * 1e3 / cycles_all, 2)),
+    );
+    r.insert(
+        "cpu_ms_per_cycle_postgres_backends",
+        json!(round(pg_cpu * 1e3 / cycles_all, 2)),
+    );
     let xacts = xacts_between(&xacts_before, &local_xact_numbers(&bench.pool).await?);
-    r.insert("db_transactions_per_cycle", json!(round(xacts as f64 / all_cycles.load(Ordering::Relaxed).max(1) as f64, 2)));
+    r.insert(
+        "db_transactions_per_cycle",
+        json!(round(
+            xacts as f64 / all_cycles.load(Ordering::Relaxed).max(1) as f64,
+            2
+        )),
+    );
     pickups.sort_by(f64::total_cmp);
     responds.sort_by(f64::total_cmp);
     r.insert("turn_cycles_per_s", json!(round(cycles as f64 / secs, 1)));
@@ -589,8 +725,14 @@ async fn turn_cycles(bench: &Arc<Bench>, plan: &Plan, agents: usize, r: &mut Res
     r.insert("turn_cycle_agents", json!(agents));
     r.insert("pickup_p50_ms", json!(round(percentile(&pickups, 50.0), 2)));
     r.insert("pickup_p99_ms", json!(round(percentile(&pickups, 99.0), 2)));
-    r.insert("respond_p50_ms", json!(round(percentile(&responds, 50.0), 2)));
-    r.insert("respond_p99_ms", json!(round(percentile(&responds, 99.0), 2)));
+    r.insert(
+        "respond_p50_ms",
+        json!(round(percentile(&responds, 50.0), 2)),
+    );
+    r.insert(
+        "respond_p99_ms",
+        json!(round(percentile(&responds, 99.0), 2)),
+    );
     Ok(())
 }
 
@@ -615,15 +757,30 @@ async fn rounds_off_on(
     let mut rounds = BTreeMap::<bool, Vec<(f64, u64)>>::new();
     for on in [false, true, true, false, false, true, true, false] {
         switch(on);
-        note(json_out, format!("{what}: a round with it {}", if on { "on" } else { "off" }));
+        note(
+            json_out,
+            format!("{what}: a round with it {}", if on { "on" } else { "off" }),
+        );
         let before = measure();
         let mut round = Results::new();
         turn_cycles(bench, plan, agents, &mut round, json_out).await?;
-        let rate = round.get("turn_cycles_per_s").and_then(Value::as_f64).unwrap_or(0.0);
-        rounds.entry(on).or_default().push((rate, measure() - before));
+        let rate = round
+            .get("turn_cycles_per_s")
+            .and_then(Value::as_f64)
+            .unwrap_or(0.0);
+        rounds
+            .entry(on)
+            .or_default()
+            .push((rate, measure() - before));
     }
     switch(true);
-    Ok((warm_up.get("turn_cycles_per_s").cloned().unwrap_or(Value::Null), rounds))
+    Ok((
+        warm_up
+            .get("turn_cycles_per_s")
+            .cloned()
+            .unwrap_or(Value::Null),
+        rounds,
+    ))
 }
 
 fn mean_rate(v: &[(f64, u64)]) -> f64 {
@@ -635,26 +792,58 @@ fn rates(v: &[(f64, u64)]) -> Vec<f64> {
 }
 
 /// The turn cycle with metrics recording off and on ([`rounds_off_on`]).
-async fn metrics_overhead(bench: &Arc<Bench>, plan: &Plan, agents: usize, r: &mut Results, json_out: bool) -> anyhow::Result<()> {
-    let (warm_up, rounds) = rounds_off_on(bench, plan, agents, json_out, "metrics overhead", parley::metrics::install, || 0).await?;
+async fn metrics_overhead(
+    bench: &Arc<Bench>,
+    plan: &Plan,
+    agents: usize,
+    r: &mut Results,
+    json_out: bool,
+) -> anyhow::Result<()> {
+    let (warm_up, rounds) = rounds_off_on(
+        bench,
+        plan,
+        agents,
+        json_out,
+        "metrics overhead",
+        parley::metrics::install,
+        || 0,
+    )
+    .await?;
     r.insert("metrics_warm_up_round", warm_up);
     let (off, on) = (mean_rate(&rounds[&false]), mean_rate(&rounds[&true]));
     r.insert("turn_cycles_per_s_metrics_off", json!(round(off, 1)));
     r.insert("turn_cycles_per_s_metrics_on", json!(round(on, 1)));
     r.insert("metrics_rounds_off", json!(rates(&rounds[&false])));
     r.insert("metrics_rounds_on", json!(rates(&rounds[&true])));
-    r.insert("metrics_overhead_pct", json!(round((off - on) / off.max(1e-9) * 100.0, 2)));
+    r.insert(
+        "metrics_overhead_pct",
+        json!(round((off - on) / off.max(1e-9) * 100.0, 2)),
+    );
     Ok(())
 }
 
 /// The turn cycle with the agents' `last_seen_at` writes off and on ([`rounds_off_on`]); also
 /// how many of those writes each round made (none when off; with the throttle, about one per
 /// agent per round when on, since every round registers fresh agents).
-async fn liveness_overhead(bench: &Arc<Bench>, plan: &Plan, agents: usize, r: &mut Results, json_out: bool) -> anyhow::Result<()> {
+async fn liveness_overhead(
+    bench: &Arc<Bench>,
+    plan: &Plan,
+    agents: usize,
+    r: &mut Results,
+    json_out: bool,
+) -> anyhow::Result<()> {
     let (engine, counted) = (bench.state.engine.clone(), bench.state.engine.clone());
     let switch = move |on: bool| engine.record_liveness(on);
-    let (warm_up, rounds) =
-        rounds_off_on(bench, plan, agents, json_out, "liveness overhead", switch, move || counted.liveness_writes()).await?;
+    let (warm_up, rounds) = rounds_off_on(
+        bench,
+        plan,
+        agents,
+        json_out,
+        "liveness overhead",
+        switch,
+        move || counted.liveness_writes(),
+    )
+    .await?;
     r.insert("liveness_warm_up_round", warm_up);
     let (off, on) = (mean_rate(&rounds[&false]), mean_rate(&rounds[&true]));
     r.insert("turn_cycles_per_s_liveness_off", json!(round(off, 1)));
@@ -664,7 +853,10 @@ async fn liveness_overhead(bench: &Arc<Bench>, plan: &Plan, agents: usize, r: &m
     let writes = |on: bool| rounds[&on].iter().map(|(_, w)| *w).collect::<Vec<u64>>();
     r.insert("liveness_writes_per_round_off", json!(writes(false)));
     r.insert("liveness_writes_per_round_on", json!(writes(true)));
-    r.insert("liveness_overhead_pct", json!(round((off - on) / off.max(1e-9) * 100.0, 2)));
+    r.insert(
+        "liveness_overhead_pct",
+        json!(round((off - on) / off.max(1e-9) * 100.0, 2)),
+    );
     Ok(())
 }
 
@@ -681,10 +873,14 @@ fn process_cpu_secs(pid: &str) -> f64 {
 /// CPU seconds so far of every PostgreSQL backend connected to the current database (same
 /// machine only; 0 when /proc does not show them).
 async fn backend_cpu_secs(pool: &PgPool) -> anyhow::Result<std::collections::HashMap<i32, f64>> {
-    let pids: Vec<i32> = sqlx::query_scalar("SELECT pid FROM pg_stat_activity WHERE datname = current_database()")
-        .fetch_all(pool)
-        .await?;
-    Ok(pids.into_iter().map(|p| (p, process_cpu_secs(&p.to_string()))).collect())
+    let pids: Vec<i32> =
+        sqlx::query_scalar("SELECT pid FROM pg_stat_activity WHERE datname = current_database()")
+            .fetch_all(pool)
+            .await?;
+    Ok(pids
+        .into_iter()
+        .map(|p| (p, process_cpu_secs(&p.to_string())))
+        .collect())
 }
 
 /// Each pooled connection's backend pid and local transaction number: the count of
@@ -721,15 +917,38 @@ async fn local_xact_numbers(pool: &PgPool) -> anyhow::Result<std::collections::H
 /// the readings' own excluded. Only connections present at both readings count: the pool keeps
 /// its connections through a phase (it is filled before, and its idle timeout is minutes), so in
 /// practice that is all of them.
-fn xacts_between(before: &std::collections::HashMap<i32, i64>, after: &std::collections::HashMap<i32, i64>) -> i64 {
-    after.iter().filter_map(|(pid, n)| before.get(pid).map(|b| n - b - 1)).sum()
+fn xacts_between(
+    before: &std::collections::HashMap<i32, i64>,
+    after: &std::collections::HashMap<i32, i64>,
+) -> i64 {
+    after
+        .iter()
+        .filter_map(|(pid, n)| before.get(pid).map(|b| n - b - 1))
+        .sum()
 }
 
 /// `pgbench -N` at the same client count, on its own scratch database of the same server.
-fn pgbench(server: &Server, plan: &Plan, clients: usize, r: &mut Results, json_out: bool) -> anyhow::Result<()> {
-    note(json_out, format!("pgbench: initializing scale {}", plan.pgbench_scale));
-    server.pgbench(&["-i".into(), "-q".into(), "-s".into(), plan.pgbench_scale.to_string()])?;
-    note(json_out, format!("pgbench: -N -c {clients} -j 2 -T {}", plan.pgbench_secs));
+fn pgbench(
+    server: &Server,
+    plan: &Plan,
+    clients: usize,
+    r: &mut Results,
+    json_out: bool,
+) -> anyhow::Result<()> {
+    note(
+        json_out,
+        format!("pgbench: initializing scale {}", plan.pgbench_scale),
+    );
+    server.pgbench(&[
+        "-i".into(),
+        "-q".into(),
+        "-s".into(),
+        plan.pgbench_scale.to_string(),
+    ])?;
+    note(
+        json_out,
+        format!("pgbench: -N -c {clients} -j 2 -T {}", plan.pgbench_secs),
+    );
     let out = server.pgbench(&[
         "-N".into(),
         "-n".into(),
@@ -767,16 +986,27 @@ async fn sql_floor(
     r: &mut Results,
     json_out: bool,
 ) -> anyhow::Result<()> {
-    let script = std::env::temp_dir().join(format!("parley-bench-floor-{}.sql", std::process::id()));
+    let script =
+        std::env::temp_dir().join(format!("parley-bench-floor-{}.sql", std::process::id()));
     std::fs::write(&script, SQL_FLOOR_SCRIPT)?;
     let per_client = i32::try_from(plan.negotiations_per_agent)?;
     let outcome = async {
         for &(key, timers, notify) in variants {
             let mut conn = PgConnection::connect(&server.url(&server.pgbench_db)?).await?;
             sqlx::raw_sql(SQL_FLOOR_SETUP).execute(&mut conn).await?;
-            sqlx::query("SELECT floor_seed($1, $2)").bind(i32::try_from(clients)?).bind(per_client).execute(&mut conn).await?;
+            sqlx::query("SELECT floor_seed($1, $2)")
+                .bind(i32::try_from(clients)?)
+                .bind(per_client)
+                .execute(&mut conn)
+                .await?;
             conn.close().await?;
-            note(json_out, format!("sql floor ({key}): -M prepared -c {clients} -j 2 -T {}", plan.pgbench_secs));
+            note(
+                json_out,
+                format!(
+                    "sql floor ({key}): -M prepared -c {clients} -j 2 -T {}",
+                    plan.pgbench_secs
+                ),
+            );
             let out = server.pgbench(&[
                 "-n".into(),
                 "-M".into(),
@@ -807,7 +1037,10 @@ async fn sql_floor(
     .await;
     let _ = std::fs::remove_file(&script);
     outcome?;
-    let floor = variants.first().and_then(|(key, ..)| r.get(key)).and_then(Value::as_f64);
+    let floor = variants
+        .first()
+        .and_then(|(key, ..)| r.get(key))
+        .and_then(Value::as_f64);
     if let (Some(c), Some(f)) = (r.get("turn_cycles_per_s").and_then(Value::as_f64), floor) {
         r.insert("turn_cycle_vs_floor", json!(round(c / f, 3)));
     }
@@ -836,7 +1069,12 @@ fn floor_ratio_key(key: &'static str) -> &'static str {
 /// to the moment the pickup's 200 has been read by the client. Also reported: from the park
 /// transaction's `first_parked_at` (PostgreSQL's `now()`, the start of the park transaction, so
 /// an upper bound that includes the park's own statements and commit).
-async fn wake_latency(bench: &Arc<Bench>, plan: &Plan, r: &mut Results, json_out: bool) -> anyhow::Result<()> {
+async fn wake_latency(
+    bench: &Arc<Bench>,
+    plan: &Plan,
+    r: &mut Results,
+    json_out: bool,
+) -> anyhow::Result<()> {
     let user = "bench-wake-user";
     let (id, key) = bench.register_agent(user).await?;
     let agent = AgentClient::new(bench, &id, &key);
@@ -844,8 +1082,16 @@ async fn wake_latency(bench: &Arc<Bench>, plan: &Plan, r: &mut Results, json_out
     // An independent LISTEN on the channel parks notify: PostgreSQL delivers the notification
     // only after the park committed, so its arrival here is the earliest moment anyone can
     // observe the commit.
-    let mut listener =
-        sqlx::postgres::PgListener::connect(bench.state.engine.config().database_url.as_deref().unwrap_or_default()).await?;
+    let mut listener = sqlx::postgres::PgListener::connect(
+        bench
+            .state
+            .engine
+            .config()
+            .database_url
+            .as_deref()
+            .unwrap_or_default(),
+    )
+    .await?;
     listener.listen(parley::delivery::TURNS_CHANNEL).await?;
     let (notified_tx, mut notified_rx) = tokio::sync::mpsc::unbounded_channel::<SystemTime>();
     let listening = tokio::spawn(async move {
@@ -860,7 +1106,8 @@ async fn wake_latency(bench: &Arc<Bench>, plan: &Plan, r: &mut Results, json_out
     let mut from_park = Vec::with_capacity(plan.wakes);
     let mut from_create_return = Vec::with_capacity(plan.wakes);
     let mut missed = 0usize;
-    let phase_deadline = Instant::now() + Duration::from_secs(if plan.wakes > 500 { 240 } else { 60 });
+    let phase_deadline =
+        Instant::now() + Duration::from_secs(if plan.wakes > 500 { 240 } else { 60 });
     for i in 0..plan.wakes {
         if Instant::now() > phase_deadline {
             break;
@@ -886,7 +1133,9 @@ async fn wake_latency(bench: &Arc<Bench>, plan: &Plan, r: &mut Results, json_out
         let created = bench.create(&body).await?;
         let create_returned = SystemTime::now();
         let (turn, answered) = waiter.await?;
-        let notified = tokio::time::timeout(Duration::from_secs(5), notified_rx.recv()).await?.context("the listener stopped")?;
+        let notified = tokio::time::timeout(Duration::from_secs(5), notified_rx.recv())
+            .await?
+            .context("the listener stopped")?;
         from_notify.push(match answered.duration_since(notified) {
             Ok(d) => d.as_secs_f64() * 1e3,
             Err(e) => -e.duration().as_secs_f64() * 1e3,
@@ -895,7 +1144,8 @@ async fn wake_latency(bench: &Arc<Bench>, plan: &Plan, r: &mut Results, json_out
             missed += 1;
             continue;
         };
-        let task_id = uuid::Uuid::parse_str(turn["negotiationId"].as_str().context("negotiationId")?)?;
+        let task_id =
+            uuid::Uuid::parse_str(turn["negotiationId"].as_str().context("negotiationId")?)?;
         anyhow::ensure!(
             created["negotiation"]["id"] == turn["negotiationId"],
             "the woken pickup got another negotiation"
@@ -907,7 +1157,10 @@ async fn wake_latency(bench: &Arc<Bench>, plan: &Plan, r: &mut Results, json_out
                 .await?;
         let answered_at: chrono::DateTime<chrono::Utc> = answered.into();
         from_park.push((answered_at - parked_at).num_microseconds().unwrap_or(0) as f64 / 1e3);
-        let since_return = answered.duration_since(create_returned).map(|d| d.as_secs_f64() * 1e3).unwrap_or_else(|e| -e.duration().as_secs_f64() * 1e3);
+        let since_return = answered
+            .duration_since(create_returned)
+            .map(|d| d.as_secs_f64() * 1e3)
+            .unwrap_or_else(|e| -e.duration().as_secs_f64() * 1e3);
         from_create_return.push(since_return);
         // End it, so the next long-poll finds nothing and has to wait.
         agent.respond(&turn, "reject").await?;
@@ -918,19 +1171,51 @@ async fn wake_latency(bench: &Arc<Bench>, plan: &Plan, r: &mut Results, json_out
     from_create_return.sort_by(f64::total_cmp);
     r.insert("wake_latency_samples", json!(from_notify.len()));
     r.insert("wake_latency_missed", json!(missed));
-    r.insert("wake_latency_p50_ms", json!(round(percentile(&from_notify, 50.0), 3)));
-    r.insert("wake_latency_p99_ms", json!(round(percentile(&from_notify, 99.0), 3)));
-    r.insert("wake_latency_max_ms", json!(round(from_notify.last().copied().unwrap_or(f64::NAN), 3)));
-    r.insert("wake_from_park_tx_start_p50_ms", json!(round(percentile(&from_park, 50.0), 3)));
-    r.insert("wake_from_park_tx_start_p99_ms", json!(round(percentile(&from_park, 99.0), 3)));
-    r.insert("wake_after_create_returned_p50_ms", json!(round(percentile(&from_create_return, 50.0), 3)));
-    r.insert("wake_after_create_returned_p99_ms", json!(round(percentile(&from_create_return, 99.0), 3)));
+    r.insert(
+        "wake_latency_p50_ms",
+        json!(round(percentile(&from_notify, 50.0), 3)),
+    );
+    r.insert(
+        "wake_latency_p99_ms",
+        json!(round(percentile(&from_notify, 99.0), 3)),
+    );
+    r.insert(
+        "wake_latency_max_ms",
+        json!(round(from_notify.last().copied().unwrap_or(f64::NAN), 3)),
+    );
+    r.insert(
+        "wake_from_park_tx_start_p50_ms",
+        json!(round(percentile(&from_park, 50.0), 3)),
+    );
+    r.insert(
+        "wake_from_park_tx_start_p99_ms",
+        json!(round(percentile(&from_park, 99.0), 3)),
+    );
+    r.insert(
+        "wake_after_create_returned_p50_ms",
+        json!(round(percentile(&from_create_return, 50.0), 3)),
+    );
+    r.insert(
+        "wake_after_create_returned_p99_ms",
+        json!(round(percentile(&from_create_return, 99.0), 3)),
+    );
     Ok(())
 }
 
 /// System-vs-system negotiations, created concurrently; each is resolved inside its create call.
-async fn svs(bench: &Arc<Bench>, plan: &Plan, r: &mut Results, json_out: bool) -> anyhow::Result<()> {
-    note(json_out, format!("system vs system: {} s at {HTTP_CONCURRENCY} concurrent creates", plan.svs_secs));
+async fn svs(
+    bench: &Arc<Bench>,
+    plan: &Plan,
+    r: &mut Results,
+    json_out: bool,
+) -> anyhow::Result<()> {
+    note(
+        json_out,
+        format!(
+            "system vs system: {} s at {HTTP_CONCURRENCY} concurrent creates",
+            plan.svs_secs
+        ),
+    );
     let counter = Arc::new(AtomicU64::new(0));
     let start = Instant::now();
     let measure_from = start + WARMUP;
@@ -950,7 +1235,10 @@ async fn svs(bench: &Arc<Bench>, plan: &Plan, r: &mut Results, json_out: bool) -
                 });
                 i += 1;
                 let created = bench.create(&body).await?;
-                anyhow::ensure!(created["negotiation"]["status"] == "completed", "a system-vs-system negotiation did not end");
+                anyhow::ensure!(
+                    created["negotiation"]["status"] == "completed",
+                    "a system-vs-system negotiation did not end"
+                );
                 if Instant::now() >= measure_from && Instant::now() <= deadline {
                     counter.fetch_add(1, Ordering::Relaxed);
                     turns += created["negotiation"]["turnCount"].as_u64().unwrap_or(0);
@@ -964,22 +1252,39 @@ async fn svs(bench: &Arc<Bench>, plan: &Plan, r: &mut Results, json_out: bool) -
         turns += res??;
     }
     let n = counter.load(Ordering::Relaxed);
-    r.insert("svs_negotiations_per_s", json!(round(n as f64 / plan.svs_secs as f64, 1)));
-    r.insert("svs_turns_per_negotiation", json!(round(turns as f64 / n.max(1) as f64, 2)));
+    r.insert(
+        "svs_negotiations_per_s",
+        json!(round(n as f64 / plan.svs_secs as f64, 1)),
+    );
+    r.insert(
+        "svs_turns_per_negotiation",
+        json!(round(turns as f64 / n.max(1) as f64, 2)),
+    );
     Ok(())
 }
 
 /// POSTs `body` to `url` in `HTTP_CONCURRENCY` loops for `secs`; returns requests per second.
-async fn http_rate(client: &reqwest::Client, url: String, body: Vec<u8>, secs: u64) -> anyhow::Result<f64> {
+async fn http_rate(
+    client: &reqwest::Client,
+    url: String,
+    body: Vec<u8>,
+    secs: u64,
+) -> anyhow::Result<f64> {
     let counter = Arc::new(AtomicU64::new(0));
     let measure_from = Instant::now() + WARMUP;
     let deadline = measure_from + Duration::from_secs(secs);
     let mut set = JoinSet::new();
     for _ in 0..HTTP_CONCURRENCY {
-        let (client, url, body, counter) = (client.clone(), url.clone(), body.clone(), counter.clone());
+        let (client, url, body, counter) =
+            (client.clone(), url.clone(), body.clone(), counter.clone());
         set.spawn(async move {
             while Instant::now() < deadline {
-                let r = client.post(&url).header("content-type", "application/json").body(body.clone()).send().await?;
+                let r = client
+                    .post(&url)
+                    .header("content-type", "application/json")
+                    .body(body.clone())
+                    .send()
+                    .await?;
                 anyhow::ensure!(r.status() == StatusCode::OK, "POST {url}: {}", r.status());
                 let _ = r.bytes().await?;
                 let now = Instant::now();
@@ -997,14 +1302,22 @@ async fn http_rate(client: &reqwest::Client, url: String, body: Vec<u8>, secs: u
 }
 
 /// Assessments in process and over HTTP, and the empty-handler HTTP baseline.
-async fn assess(bench: &Arc<Bench>, plan: &Plan, r: &mut Results, json_out: bool) -> anyhow::Result<()> {
+async fn assess(
+    bench: &Arc<Bench>,
+    plan: &Plan,
+    r: &mut Results,
+    json_out: bool,
+) -> anyhow::Result<()> {
     let skills = parley::app::hub_skills(&bench.state.engine.config().clone())?;
     let calculator = scoring::Calculator::new(&skills, None);
     r.insert("assess_skills", json!(calculator.skill_count()));
     let body = serde_json::to_vec(&assess_request())?;
     let request = scoring::parse_request(&body).map_err(|e| anyhow::anyhow!("{e}"))?;
     let first = calculator.assess(&request, Some(3), None);
-    anyhow::ensure!(first.accepted, "the benchmark assessment should be accepted");
+    anyhow::ensure!(
+        first.accepted,
+        "the benchmark assessment should be accepted"
+    );
 
     note(json_out, "assessments in process (one thread)");
     let secs = plan.assess_inprocess_secs as f64;
@@ -1015,16 +1328,27 @@ async fn assess(bench: &Arc<Bench>, plan: &Plan, r: &mut Results, json_out: bool
         }
         n += 256;
     }
-    r.insert("assess_per_s_inprocess", json!(round(n as f64 / start.elapsed().as_secs_f64(), 0)));
+    r.insert(
+        "assess_per_s_inprocess",
+        json!(round(n as f64 / start.elapsed().as_secs_f64(), 0)),
+    );
     let (mut n, start) = (0u64, Instant::now());
     while start.elapsed().as_secs_f64() < secs {
         for _ in 0..64 {
-            let req = scoring::parse_request(std::hint::black_box(&body)).map_err(|e| anyhow::anyhow!("{e}"))?;
-            std::hint::black_box(scoring::assessment_json(&calculator.assess(&req, Some(3), None)));
+            let req = scoring::parse_request(std::hint::black_box(&body))
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            std::hint::black_box(scoring::assessment_json(&calculator.assess(
+                &req,
+                Some(3),
+                None,
+            )));
         }
         n += 64;
     }
-    r.insert("assess_with_parse_and_json_per_s_inprocess", json!(round(n as f64 / start.elapsed().as_secs_f64(), 0)));
+    r.insert(
+        "assess_with_parse_and_json_per_s_inprocess",
+        json!(round(n as f64 / start.elapsed().as_secs_f64(), 0)),
+    );
 
     // The baseline: the same router stack (body limit, trace layer) and the same `axum::serve`,
     // with one route answering a fixed body, in the same process and runtime.
@@ -1036,10 +1360,17 @@ async fn assess(bench: &Arc<Bench>, plan: &Plan, r: &mut Results, json_out: bool
             "/empty",
             axum::routing::post(move || {
                 let fixed = fixed.clone();
-                async move { ([(axum::http::header::CONTENT_TYPE, "application/json")], fixed) }
+                async move {
+                    (
+                        [(axum::http::header::CONTENT_TYPE, "application/json")],
+                        fixed,
+                    )
+                }
             }),
         )
-        .layer(axum::extract::DefaultBodyLimit::max(parley::http::extract::BODY_LIMIT))
+        .layer(axum::extract::DefaultBodyLimit::max(
+            parley::http::extract::BODY_LIMIT,
+        ))
         .layer(tower_http::trace::TraceLayer::new_for_http());
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let baseline = tokio::spawn(async move {
@@ -1049,12 +1380,30 @@ async fn assess(bench: &Arc<Bench>, plan: &Plan, r: &mut Results, json_out: bool
             })
             .await
     });
-    note(json_out, format!("empty-handler HTTP baseline: {} s", plan.http_secs));
-    let base = http_rate(&bench.client, format!("http://127.0.0.1:{port}/empty"), body.clone(), plan.http_secs).await?;
+    note(
+        json_out,
+        format!("empty-handler HTTP baseline: {} s", plan.http_secs),
+    );
+    let base = http_rate(
+        &bench.client,
+        format!("http://127.0.0.1:{port}/empty"),
+        body.clone(),
+        plan.http_secs,
+    )
+    .await?;
     let _ = stop_tx.send(());
     let _ = baseline.await;
-    note(json_out, format!("assessments over HTTP: {} s", plan.http_secs));
-    let http = http_rate(&bench.client, format!("{}/agent/negotiation", bench.base), body, plan.http_secs).await?;
+    note(
+        json_out,
+        format!("assessments over HTTP: {} s", plan.http_secs),
+    );
+    let http = http_rate(
+        &bench.client,
+        format!("{}/agent/negotiation", bench.base),
+        body,
+        plan.http_secs,
+    )
+    .await?;
     r.insert("http_baseline_per_s", json!(round(base, 1)));
     r.insert("assess_per_s_http", json!(round(http, 1)));
     r.insert("assess_http_ratio", json!(round(http / base, 3)));
@@ -1066,20 +1415,53 @@ const DIRECTORY_AGENTS: usize = 2000;
 const DIRECTORY_CAPABILITIES_PER_AGENT: usize = 5;
 /// Concurrent clients of the directory phase.
 const DIRECTORY_CONCURRENCY: usize = 16;
-const TASK_TYPES: [&str; 8] =
-    ["code-review", "code-generation", "testing", "documentation", "analysis", "summarization", "translation", "custom"];
+const TASK_TYPES: [&str; 8] = [
+    "code-review",
+    "code-generation",
+    "testing",
+    "documentation",
+    "analysis",
+    "summarization",
+    "translation",
+    "custom",
+];
 const VOCABULARY: [&str; 24] = [
-    "rust", "python", "security", "performance", "api", "database", "sql", "frontend", "react", "legal", "contract",
-    "finance", "invoice", "pdf", "report", "french", "german", "spanish", "unit", "integration", "docs", "markdown",
-    "metrics", "logs",
+    "rust",
+    "python",
+    "security",
+    "performance",
+    "api",
+    "database",
+    "sql",
+    "frontend",
+    "react",
+    "legal",
+    "contract",
+    "finance",
+    "invoice",
+    "pdf",
+    "report",
+    "french",
+    "german",
+    "spanish",
+    "unit",
+    "integration",
+    "docs",
+    "markdown",
+    "metrics",
+    "logs",
 ];
 
 /// Registers 10 000 capabilities over 2 000 agents in bulk SQL (varied kinds, costs, latencies,
 /// tags, descriptions; a third with their own skill) and trust records for every agent.
 async fn seed_directory(pool: &PgPool) -> anyhow::Result<()> {
     let word = |i: usize| VOCABULARY[i % VOCABULARY.len()];
-    let agent_ids: Vec<uuid::Uuid> = (0..DIRECTORY_AGENTS).map(|_| uuid::Uuid::now_v7()).collect();
-    let owners: Vec<String> = (0..DIRECTORY_AGENTS).map(|i| format!("bench-directory-user-{i}")).collect();
+    let agent_ids: Vec<uuid::Uuid> = (0..DIRECTORY_AGENTS)
+        .map(|_| uuid::Uuid::now_v7())
+        .collect();
+    let owners: Vec<String> = (0..DIRECTORY_AGENTS)
+        .map(|i| format!("bench-directory-user-{i}"))
+        .collect();
     sqlx::query(
         "INSERT INTO agents (agent_id, owner_user_id, name)
          SELECT a, o, 'bench directory agent' FROM UNNEST($1::uuid[], $2::text[]) AS t(a, o)",
@@ -1089,9 +1471,19 @@ async fn seed_directory(pool: &PgPool) -> anyhow::Result<()> {
     .execute(pool)
     .await?;
     let n = DIRECTORY_AGENTS * DIRECTORY_CAPABILITIES_PER_AGENT;
-    let (mut ids, mut agents, mut types, mut customs) = (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
-    let (mut latencies, mut costs, mut descriptions, mut tags, mut skills) =
-        (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+    let (mut ids, mut agents, mut types, mut customs) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    let (mut latencies, mut costs, mut descriptions, mut tags, mut skills) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
     for (i, agent) in agent_ids.iter().enumerate() {
         for k in 0..DIRECTORY_CAPABILITIES_PER_AGENT {
             let j = i * DIRECTORY_CAPABILITIES_PER_AGENT + k;
@@ -1100,9 +1492,17 @@ async fn seed_directory(pool: &PgPool) -> anyhow::Result<()> {
             agents.push(*agent);
             types.push(task_type.to_owned());
             customs.push((task_type == "custom").then(|| format!("custom-{}", i % 20)));
-            latencies.push((!j.is_multiple_of(10)).then_some(200 + ((i * 37 + k * 101) % 20_000) as i64));
+            latencies.push(
+                (!j.is_multiple_of(10)).then_some(200 + ((i * 37 + k * 101) % 20_000) as i64),
+            );
             costs.push((!j.is_multiple_of(7)).then_some(((i * 13 + k * 7) % 500) as f64 / 100.0));
-            descriptions.push(format!("{} {} for {} and {} work", task_type, word(i), word(i + k + 3), word(j * 7)));
+            descriptions.push(format!(
+                "{} {} for {} and {} work",
+                task_type,
+                word(i),
+                word(i + k + 3),
+                word(j * 7)
+            ));
             let t = json!([word(i * 3 + k), word(i + 11), word(j + 5)]);
             tags.push(t.to_string());
             skills.push((j.is_multiple_of(3)).then(|| {
@@ -1172,7 +1572,11 @@ async fn http_latencies(
                 let r = make(i).send().await?;
                 let status = r.status();
                 let body = r.bytes().await?;
-                anyhow::ensure!(status == StatusCode::OK, "{status}: {}", String::from_utf8_lossy(&body));
+                anyhow::ensure!(
+                    status == StatusCode::OK,
+                    "{status}: {}",
+                    String::from_utf8_lossy(&body)
+                );
                 if t >= measure_from {
                     samples.push(t.elapsed().as_secs_f64() * 1000.0);
                 }
@@ -1190,29 +1594,80 @@ async fn http_latencies(
 }
 
 /// Discovery and ranking over 10 000 capabilities of 2 000 agents, over HTTP.
-async fn directory(bench: &Arc<Bench>, plan: &Plan, r: &mut Results, json_out: bool) -> anyhow::Result<()> {
-    note(json_out, format!("directory: seeding {} capabilities over {DIRECTORY_AGENTS} agents", DIRECTORY_AGENTS * DIRECTORY_CAPABILITIES_PER_AGENT));
+async fn directory(
+    bench: &Arc<Bench>,
+    plan: &Plan,
+    r: &mut Results,
+    json_out: bool,
+) -> anyhow::Result<()> {
+    note(
+        json_out,
+        format!(
+            "directory: seeding {} capabilities over {DIRECTORY_AGENTS} agents",
+            DIRECTORY_AGENTS * DIRECTORY_CAPABILITIES_PER_AGENT
+        ),
+    );
     let t = Instant::now();
     seed_directory(&bench.pool).await?;
-    r.insert("directory_seed_s", json!(round(t.elapsed().as_secs_f64(), 2)));
-    r.insert("directory_capabilities", json!(DIRECTORY_AGENTS * DIRECTORY_CAPABILITIES_PER_AGENT));
+    r.insert(
+        "directory_seed_s",
+        json!(round(t.elapsed().as_secs_f64(), 2)),
+    );
+    r.insert(
+        "directory_capabilities",
+        json!(DIRECTORY_AGENTS * DIRECTORY_CAPABILITIES_PER_AGENT),
+    );
     r.insert("directory_agents", json!(DIRECTORY_AGENTS));
     r.insert("directory_clients", json!(DIRECTORY_CONCURRENCY));
 
-    note(json_out, format!("discovery: {} s, {DIRECTORY_CONCURRENCY} clients", plan.http_secs));
-    let (client, base, service) = (bench.client.clone(), bench.base.clone(), bench.service.clone());
+    note(
+        json_out,
+        format!(
+            "discovery: {} s, {DIRECTORY_CONCURRENCY} clients",
+            plan.http_secs
+        ),
+    );
+    let (client, base, service) = (
+        bench.client.clone(),
+        bench.base.clone(),
+        bench.service.clone(),
+    );
     let discover = http_latencies(bench, plan.http_secs, move |i| {
         let task_type = TASK_TYPES[i % TASK_TYPES.len()];
-        let caps = if i % 2 == 0 { "&maxCostUsd=3&maxLatencyMs=15000" } else { "" };
-        client.get(format!("{base}/api/agents/discover?taskType={task_type}{caps}")).bearer_auth(&service)
+        let caps = if i % 2 == 0 {
+            "&maxCostUsd=3&maxLatencyMs=15000"
+        } else {
+            ""
+        };
+        client
+            .get(format!(
+                "{base}/api/agents/discover?taskType={task_type}{caps}"
+            ))
+            .bearer_auth(&service)
     })
     .await?;
     r.insert("discover_requests", json!(discover.len()));
-    r.insert("discover_p50_ms", json!(round(percentile(&discover, 50.0), 2)));
-    r.insert("discover_p99_ms", json!(round(percentile(&discover, 99.0), 2)));
+    r.insert(
+        "discover_p50_ms",
+        json!(round(percentile(&discover, 50.0), 2)),
+    );
+    r.insert(
+        "discover_p99_ms",
+        json!(round(percentile(&discover, 99.0), 2)),
+    );
 
-    note(json_out, format!("ranking: {} s, {DIRECTORY_CONCURRENCY} clients", plan.http_secs));
-    let (client, base, service) = (bench.client.clone(), bench.base.clone(), bench.service.clone());
+    note(
+        json_out,
+        format!(
+            "ranking: {} s, {DIRECTORY_CONCURRENCY} clients",
+            plan.http_secs
+        ),
+    );
+    let (client, base, service) = (
+        bench.client.clone(),
+        bench.base.clone(),
+        bench.service.clone(),
+    );
     let rank = http_latencies(bench, plan.http_secs, move |i| {
         let body = json!({
             "task_summary": format!("{} {} work on {} and {}", TASK_TYPES[i % 7], VOCABULARY[i % 24], VOCABULARY[(i * 7) % 24], VOCABULARY[(i * 5 + 3) % 24]),
@@ -1230,39 +1685,278 @@ async fn directory(bench: &Arc<Bench>, plan: &Plan, r: &mut Results, json_out: b
     // Where a ranking's time goes, one request at a time in process: the candidates' query, then
     // the assessments.
     let body = json!({"task_summary": "code review of rust security work", "max_cost_amount": "$3.00", "max_latency_ms": 10000, "taskType": "code-review"});
-    let query = parley::directory::ranking::RankQuery::parse(&body).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let query =
+        parley::directory::ranking::RankQuery::parse(&body).map_err(|e| anyhow::anyhow!("{e}"))?;
     let config = bench.state.engine.config().clone();
     let (mut sql_ms, mut assess_ms, mut found_n) = (Vec::new(), Vec::new(), 0);
     for _ in 0..20 {
         let mut conn = bench.pool.acquire().await?;
         let t = Instant::now();
-        let found = parley::directory::ranking::candidates(&mut conn, &query, config.min_trust, config.anonymous_id_ttl).await?;
+        let found = parley::directory::ranking::candidates(
+            &mut conn,
+            &query,
+            config.min_trust,
+            config.anonymous_id_ttl,
+        )
+        .await?;
         sql_ms.push(t.elapsed().as_secs_f64() * 1000.0);
         found_n = found.len();
         let t = Instant::now();
-        std::hint::black_box(parley::directory::ranking::rank(&query.request, found, query.limit));
+        std::hint::black_box(parley::directory::ranking::rank(
+            &query.request,
+            found,
+            query.limit,
+        ));
         assess_ms.push(t.elapsed().as_secs_f64() * 1000.0);
     }
     sql_ms.sort_by(f64::total_cmp);
     assess_ms.sort_by(f64::total_cmp);
     r.insert("rank_candidates_per_request", json!(found_n));
-    r.insert("rank_inprocess_sql_p50_ms", json!(round(percentile(&sql_ms, 50.0), 2)));
-    r.insert("rank_inprocess_assess_p50_ms", json!(round(percentile(&assess_ms, 50.0), 2)));
+    r.insert(
+        "rank_inprocess_sql_p50_ms",
+        json!(round(percentile(&sql_ms, 50.0), 2)),
+    );
+    r.insert(
+        "rank_inprocess_assess_p50_ms",
+        json!(round(percentile(&assess_ms, 50.0), 2)),
+    );
+    Ok(())
+}
+
+/// Requester/target pairs of the delegation phase.
+const DELEGATION_PAIRS: usize = 16;
+/// Seconds the delegation phase measures (after the warm-up).
+const DELEGATION_SECS: u64 = 10;
+
+/// A call with an agent key; fails unless the answer has the expected status.
+async fn keyed(
+    bench: &Bench,
+    key: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<&Value>,
+    expect: StatusCode,
+) -> anyhow::Result<Value> {
+    let mut req = bench
+        .client
+        .request(method, format!("{}{path}", bench.base))
+        .header("x-api-key", key);
+    if let Some(b) = body {
+        req = req.json(b);
+    }
+    let r = req.send().await?;
+    let status = r.status();
+    let text = r.text().await?;
+    anyhow::ensure!(status == expect, "{path}: {status} {text}");
+    Ok(serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+/// Registers an agent with one capability of `task_type` and the rate limits at their maximum
+/// (the bench measures the flow, not the limiter); returns (id, key, anonymous id).
+async fn delegation_agent(
+    bench: &Bench,
+    user: &str,
+    task_type: &str,
+) -> anyhow::Result<(String, String, String)> {
+    use reqwest::Method;
+    let (id, key) = bench.register_agent(user).await?;
+    let capability = json!({
+        "taskType": task_type,
+        "inputSchema": {"type": "object", "required": ["code"], "properties": {"code": {"type": "string"}}},
+        "outputSchema": {"type": "object", "required": ["feedback"], "properties": {"feedback": {"type": "string"}}},
+        "estimatedCostUsd": 1.0,
+    });
+    let base = format!("/api/agents/{id}/capabilities");
+    let put = keyed(
+        bench,
+        &key,
+        Method::PUT,
+        &base,
+        Some(&capability),
+        StatusCode::CREATED,
+    )
+    .await?;
+    let anon = put["anonymousAgentId"]
+        .as_str()
+        .context("anonymousAgentId")?
+        .to_owned();
+    let cap = put["capability"]["id"]
+        .as_str()
+        .context("capability id")?
+        .to_owned();
+    let limits = json!({
+        "inboundRateLimit": parley::directory::capabilities::MAX_RATE_LIMIT,
+        "outboundRateLimit": parley::directory::capabilities::MAX_RATE_LIMIT,
+    });
+    keyed(
+        bench,
+        &key,
+        Method::PUT,
+        &format!("{base}/{cap}/permissions"),
+        Some(&limits),
+        StatusCode::OK,
+    )
+    .await?;
+    Ok((id, key, anon))
+}
+
+/// Delegation round trips over HTTP: 16 requesters each delegate (`?wait=` long-poll) to their
+/// own target by anonymous id; each target long-polls its inbox, accepts and completes. The round
+/// trip is from the delegate call sent to the requester's wait answered with the result.
+async fn delegation(bench: &Arc<Bench>, r: &mut Results, json_out: bool) -> anyhow::Result<()> {
+    use reqwest::Method;
+    note(
+        json_out,
+        format!("delegation: {DELEGATION_PAIRS} pairs, {DELEGATION_SECS} s"),
+    );
+    let mut pairs = Vec::new();
+    for i in 0..DELEGATION_PAIRS {
+        let requester =
+            delegation_agent(bench, &format!("bench-delegation-requester-{i}"), "testing").await?;
+        let target = delegation_agent(
+            bench,
+            &format!("bench-delegation-target-{i}"),
+            "code-review",
+        )
+        .await?;
+        pairs.push((requester, target));
+    }
+    let measure_from = Instant::now() + WARMUP;
+    let deadline = measure_from + Duration::from_secs(DELEGATION_SECS);
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut targets = JoinSet::new();
+    let mut requesters = JoinSet::new();
+    for ((rid, rkey, _), (tid, tkey, tanon)) in pairs {
+        let (b, done) = (bench.clone(), done.clone());
+        targets.spawn(async move {
+            let inbox = format!("/api/agents/{tid}/delegations/inbox?wait=5");
+            let mut served = 0u64;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let answer = keyed(&b, &tkey, Method::GET, &inbox, None, StatusCode::OK).await?;
+                for item in answer["requests"].as_array().context("requests")? {
+                    let id = item["requestId"].as_str().context("requestId")?;
+                    let path = format!("/api/agents/{tid}/delegations/{id}");
+                    let accepted = keyed(
+                        &b,
+                        &tkey,
+                        Method::POST,
+                        &format!("{path}/accept"),
+                        None,
+                        StatusCode::OK,
+                    )
+                    .await?;
+                    let token = accepted["claimToken"].as_str().context("claimToken")?;
+                    let output = json!({"output": {"feedback": "looks fine"}, "claimToken": token});
+                    keyed(
+                        &b,
+                        &tkey,
+                        Method::POST,
+                        &format!("{path}/complete"),
+                        Some(&output),
+                        StatusCode::OK,
+                    )
+                    .await?;
+                    served += 1;
+                }
+            }
+            anyhow::Ok(served)
+        });
+        let b = bench.clone();
+        requesters.spawn(async move {
+            let mut samples = Vec::new();
+            while Instant::now() < deadline {
+                let body = json!({
+                    "requestId": uuid::Uuid::new_v4(), "agentId": rid, "taskType": "code-review",
+                    "targetAnonymousId": tanon, "input": {"code": "fn main() {}"}, "timeoutMs": 60000,
+                });
+                let t = Instant::now();
+                let answer = keyed(
+                    &b,
+                    &rkey,
+                    Method::POST,
+                    "/api/agents/delegate?wait=10",
+                    Some(&body),
+                    StatusCode::OK,
+                )
+                .await?;
+                anyhow::ensure!(answer["result"]["status"] == "completed", "{answer}");
+                if t >= measure_from {
+                    samples.push(t.elapsed().as_secs_f64() * 1000.0);
+                }
+            }
+            anyhow::Ok(samples)
+        });
+    }
+    let mut all = Vec::new();
+    let mut failed = None;
+    while let Some(res) = requesters.join_next().await {
+        match res? {
+            Ok(s) => all.extend(s),
+            Err(e) => failed = failed.or(Some(e)),
+        }
+    }
+    let elapsed = Instant::now()
+        .saturating_duration_since(measure_from)
+        .as_secs_f64();
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    while let Some(res) = targets.join_next().await {
+        res??;
+    }
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    all.sort_by(f64::total_cmp);
+    r.insert("delegation_pairs", json!(DELEGATION_PAIRS));
+    r.insert(
+        "delegations_per_s",
+        json!(round(all.len() as f64 / elapsed, 1)),
+    );
+    r.insert(
+        "delegation_rtt_p50_ms",
+        json!(round(percentile(&all, 50.0), 2)),
+    );
+    r.insert(
+        "delegation_rtt_p99_ms",
+        json!(round(percentile(&all, 99.0), 2)),
+    );
     Ok(())
 }
 
 /// 1 000 concurrent long-polls: RSS and database connections while they wait.
-async fn longpolls(bench: &Arc<Bench>, plan: &Plan, r: &mut Results, json_out: bool) -> anyhow::Result<()> {
+async fn longpolls(
+    bench: &Arc<Bench>,
+    plan: &Plan,
+    r: &mut Results,
+    json_out: bool,
+) -> anyhow::Result<()> {
     let users = 50usize;
-    note(json_out, format!("long-polls: {} concurrent, over {users} agents", plan.longpolls));
+    note(
+        json_out,
+        format!(
+            "long-polls: {} concurrent, over {users} agents",
+            plan.longpolls
+        ),
+    );
     let b = bench.clone();
     let agents = for_each_concurrent(users, 8, move |i| {
         let b = b.clone();
         async move { b.register_agent(&format!("bench-longpoll-user-{i}")).await }
     })
     .await?;
-    let clients: Vec<AgentClient> = agents.iter().map(|(id, key)| AgentClient::new(bench, id, key)).collect();
-    let mut monitor = PgConnection::connect(&bench.state.engine.config().database_url.clone().unwrap_or_default()).await?;
+    let clients: Vec<AgentClient> = agents
+        .iter()
+        .map(|(id, key)| AgentClient::new(bench, id, key))
+        .collect();
+    let mut monitor = PgConnection::connect(
+        &bench
+            .state
+            .engine
+            .config()
+            .database_url
+            .clone()
+            .unwrap_or_default(),
+    )
+    .await?;
     let rss_before = rss_mb();
     let wait_secs = 8u64;
     let mut set = JoinSet::new();
@@ -1295,45 +1989,189 @@ async fn longpolls(bench: &Arc<Bench>, plan: &Plan, r: &mut Results, json_out: b
             answered_empty += 1;
         }
     }
-    anyhow::ensure!(answered_empty == plan.longpolls, "a long-poll got a turn although none was parked");
+    anyhow::ensure!(
+        answered_empty == plan.longpolls,
+        "a long-poll got a turn although none was parked"
+    );
     r.insert("longpoll_waiters", json!(plan.longpolls));
     r.insert("longpoll_rss_mb", json!(round(rss_peak, 1)));
     r.insert("longpoll_rss_before_mb", json!(round(rss_before, 1)));
     r.insert("longpoll_db_connections", json!(db_peak));
     r.insert("longpoll_pool_in_use_peak", json!(in_use_peak));
     r.insert("longpoll_pool_open", json!(pool_size_now));
-    r.insert("longpoll_all_waiting_after_ms", json!(ready_at.map(|d| d.as_millis() as u64)));
+    r.insert(
+        "longpoll_all_waiting_after_ms",
+        json!(ready_at.map(|d| d.as_millis() as u64)),
+    );
     Ok(())
 }
 
 fn print_table(r: &Results) {
     let g = |k: &str| r.get(k).cloned().unwrap_or(Value::Null);
     let rows: Vec<(&str, String, String)> = vec![
-        ("turn cycles (pickup+respond) /s", g("turn_cycles_per_s").to_string(), format!("{} agents", g("turn_cycle_agents"))),
-        ("pgbench -N TPS (same clients)", g("pgbench_tps").to_string(), format!("-c {} -j 2", g("pgbench_clients"))),
-        ("  ratio (target >= 0.5)", g("turn_cycle_ratio").to_string(), String::new()),
-        ("SQL floor cycles /s (pgbench script)", g("sql_floor_tps").to_string(), format!("ratio to pgbench -N {}", g("sql_floor_ratio"))),
-        ("  turn cycles vs floor", g("turn_cycle_vs_floor").to_string(), String::new()),
-        ("  floor + timer moves /s", g("sql_floor_timers_tps").to_string(), format!("ratio {}", g("sql_floor_timers_ratio"))),
-        ("  floor + timers + NOTIFY /s", g("sql_floor_timers_notify_tps").to_string(), format!("ratio {}", g("sql_floor_timers_notify_ratio"))),
-        ("  pickup p50 / p99 ms", format!("{} / {}", g("pickup_p50_ms"), g("pickup_p99_ms")), String::new()),
-        ("  respond p50 / p99 ms", format!("{} / {}", g("respond_p50_ms"), g("respond_p99_ms")), String::new()),
-        ("wake latency p50 / p99 ms", format!("{} / {}", g("wake_latency_p50_ms"), g("wake_latency_p99_ms")), format!("{} wakes, target p99 < 10", g("wake_latency_samples"))),
-        ("  from park tx start p50 / p99 ms", format!("{} / {}", g("wake_from_park_tx_start_p50_ms"), g("wake_from_park_tx_start_p99_ms")), "upper bound".into()),
-        ("system-vs-system negotiations /s", g("svs_negotiations_per_s").to_string(), format!("{} turns each", g("svs_turns_per_negotiation"))),
-        ("assessments /s in process", g("assess_per_s_inprocess").to_string(), format!("{} skills, one thread", g("assess_skills"))),
-        ("assessments /s over HTTP", g("assess_per_s_http").to_string(), format!("{HTTP_CONCURRENCY} concurrent")),
-        ("empty handler /s over HTTP", g("http_baseline_per_s").to_string(), format!("ratio {}", g("assess_http_ratio"))),
-        ("discovery p50 / p99 ms", format!("{} / {}", g("discover_p50_ms"), g("discover_p99_ms")), format!("{} capabilities, {} clients, target p99 <= 20", g("directory_capabilities"), g("directory_clients"))),
-        ("ranking p50 / p99 ms", format!("{} / {}", g("rank_p50_ms"), g("rank_p99_ms")), format!("{} candidates each, target p99 <= 50", g("rank_candidates_per_request"))),
-        ("  in process: query / assess p50 ms", format!("{} / {}", g("rank_inprocess_sql_p50_ms"), g("rank_inprocess_assess_p50_ms")), "one at a time".into()),
-        ("long-polls waiting", g("longpoll_waiters").to_string(), String::new()),
-        ("  process RSS MB (peak)", g("longpoll_rss_mb").to_string(), format!("before {}", g("longpoll_rss_before_mb"))),
-        ("  DB connections (pg_stat_activity)", g("longpoll_db_connections").to_string(), format!("pool size {}", g("pool_size"))),
-        ("turn cycles /s, metrics off / on", format!("{} / {}", g("turn_cycles_per_s_metrics_off"), g("turn_cycles_per_s_metrics_on")), format!("overhead {} %, target <= 3", g("metrics_overhead_pct"))),
-        ("turn cycles /s, liveness off / on", format!("{} / {}", g("turn_cycles_per_s_liveness_off"), g("turn_cycles_per_s_liveness_on")), format!("overhead {} %", g("liveness_overhead_pct"))),
+        (
+            "turn cycles (pickup+respond) /s",
+            g("turn_cycles_per_s").to_string(),
+            format!("{} agents", g("turn_cycle_agents")),
+        ),
+        (
+            "pgbench -N TPS (same clients)",
+            g("pgbench_tps").to_string(),
+            format!("-c {} -j 2", g("pgbench_clients")),
+        ),
+        (
+            "  ratio (target >= 0.5)",
+            g("turn_cycle_ratio").to_string(),
+            String::new(),
+        ),
+        (
+            "SQL floor cycles /s (pgbench script)",
+            g("sql_floor_tps").to_string(),
+            format!("ratio to pgbench -N {}", g("sql_floor_ratio")),
+        ),
+        (
+            "  turn cycles vs floor",
+            g("turn_cycle_vs_floor").to_string(),
+            String::new(),
+        ),
+        (
+            "  floor + timer moves /s",
+            g("sql_floor_timers_tps").to_string(),
+            format!("ratio {}", g("sql_floor_timers_ratio")),
+        ),
+        (
+            "  floor + timers + NOTIFY /s",
+            g("sql_floor_timers_notify_tps").to_string(),
+            format!("ratio {}", g("sql_floor_timers_notify_ratio")),
+        ),
+        (
+            "  pickup p50 / p99 ms",
+            format!("{} / {}", g("pickup_p50_ms"), g("pickup_p99_ms")),
+            String::new(),
+        ),
+        (
+            "  respond p50 / p99 ms",
+            format!("{} / {}", g("respond_p50_ms"), g("respond_p99_ms")),
+            String::new(),
+        ),
+        (
+            "wake latency p50 / p99 ms",
+            format!(
+                "{} / {}",
+                g("wake_latency_p50_ms"),
+                g("wake_latency_p99_ms")
+            ),
+            format!("{} wakes, target p99 < 10", g("wake_latency_samples")),
+        ),
+        (
+            "  from park tx start p50 / p99 ms",
+            format!(
+                "{} / {}",
+                g("wake_from_park_tx_start_p50_ms"),
+                g("wake_from_park_tx_start_p99_ms")
+            ),
+            "upper bound".into(),
+        ),
+        (
+            "system-vs-system negotiations /s",
+            g("svs_negotiations_per_s").to_string(),
+            format!("{} turns each", g("svs_turns_per_negotiation")),
+        ),
+        (
+            "assessments /s in process",
+            g("assess_per_s_inprocess").to_string(),
+            format!("{} skills, one thread", g("assess_skills")),
+        ),
+        (
+            "assessments /s over HTTP",
+            g("assess_per_s_http").to_string(),
+            format!("{HTTP_CONCURRENCY} concurrent"),
+        ),
+        (
+            "empty handler /s over HTTP",
+            g("http_baseline_per_s").to_string(),
+            format!("ratio {}", g("assess_http_ratio")),
+        ),
+        (
+            "discovery p50 / p99 ms",
+            format!("{} / {}", g("discover_p50_ms"), g("discover_p99_ms")),
+            format!(
+                "{} capabilities, {} clients, target p99 <= 20",
+                g("directory_capabilities"),
+                g("directory_clients")
+            ),
+        ),
+        (
+            "ranking p50 / p99 ms",
+            format!("{} / {}", g("rank_p50_ms"), g("rank_p99_ms")),
+            format!(
+                "{} candidates each, target p99 <= 50",
+                g("rank_candidates_per_request")
+            ),
+        ),
+        (
+            "  in process: query / assess p50 ms",
+            format!(
+                "{} / {}",
+                g("rank_inprocess_sql_p50_ms"),
+                g("rank_inprocess_assess_p50_ms")
+            ),
+            "one at a time".into(),
+        ),
+        (
+            "delegations /s (request-accept-complete)",
+            g("delegations_per_s").to_string(),
+            format!("{} requester/target pairs", g("delegation_pairs")),
+        ),
+        (
+            "  round trip p50 / p99 ms",
+            format!(
+                "{} / {}",
+                g("delegation_rtt_p50_ms"),
+                g("delegation_rtt_p99_ms")
+            ),
+            "delegate sent -> result answered, target p99 < 25".into(),
+        ),
+        (
+            "long-polls waiting",
+            g("longpoll_waiters").to_string(),
+            String::new(),
+        ),
+        (
+            "  process RSS MB (peak)",
+            g("longpoll_rss_mb").to_string(),
+            format!("before {}", g("longpoll_rss_before_mb")),
+        ),
+        (
+            "  DB connections (pg_stat_activity)",
+            g("longpoll_db_connections").to_string(),
+            format!("pool size {}", g("pool_size")),
+        ),
+        (
+            "turn cycles /s, metrics off / on",
+            format!(
+                "{} / {}",
+                g("turn_cycles_per_s_metrics_off"),
+                g("turn_cycles_per_s_metrics_on")
+            ),
+            format!("overhead {} %, target <= 3", g("metrics_overhead_pct")),
+        ),
+        (
+            "turn cycles /s, liveness off / on",
+            format!(
+                "{} / {}",
+                g("turn_cycles_per_s_liveness_off"),
+                g("turn_cycles_per_s_liveness_on")
+            ),
+            format!("overhead {} %", g("liveness_overhead_pct")),
+        ),
     ];
-    println!("parley-bench ({}; load before: {}, after: {})", g("mode").as_str().unwrap_or(""), g("load_before").as_str().unwrap_or(""), g("load_after").as_str().unwrap_or(""));
+    println!(
+        "parley-bench ({}; load before: {}, after: {})",
+        g("mode").as_str().unwrap_or(""),
+        g("load_before").as_str().unwrap_or(""),
+        g("load_after").as_str().unwrap_or("")
+    );
     for (name, value, note) in rows {
         if value == "null" || value == "null / null" {
             continue;
@@ -1348,7 +2186,14 @@ async fn run(args: Args) -> anyhow::Result<Results> {
     let mut r = Results::new();
     r.insert("mode", json!(if args.quick { "quick" } else { "full" }));
     r.insert("load_before", json!(load_average()));
-    r.insert("cores", json!(std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0)));
+    r.insert(
+        "cores",
+        json!(
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(0)
+        ),
+    );
     r.insert("pool_size", json!(args.pool_size));
     let began = Instant::now();
     let server = Server::open().await?;
@@ -1362,7 +2207,15 @@ async fn run(args: Args) -> anyhow::Result<Results> {
                 pgbench(&server, &plan, args.agents, &mut r, args.json)?;
             }
             if phase("pgbench") || phase("floor") {
-                sql_floor(&server, &plan, args.agents, &[("sql_floor_tps", false, false)], &mut r, args.json).await?;
+                sql_floor(
+                    &server,
+                    &plan,
+                    args.agents,
+                    &[("sql_floor_tps", false, false)],
+                    &mut r,
+                    args.json,
+                )
+                .await?;
             }
             if args.only.iter().any(|o| o == "floor-variants") {
                 let variants = [
@@ -1372,7 +2225,10 @@ async fn run(args: Args) -> anyhow::Result<Results> {
                 ];
                 sql_floor(&server, &plan, args.agents, &variants, &mut r, args.json).await?;
             }
-            if let (Some(c), Some(p)) = (r.get("turn_cycles_per_s").and_then(Value::as_f64), r.get("pgbench_tps").and_then(Value::as_f64)) {
+            if let (Some(c), Some(p)) = (
+                r.get("turn_cycles_per_s").and_then(Value::as_f64),
+                r.get("pgbench_tps").and_then(Value::as_f64),
+            ) {
                 r.insert("turn_cycle_ratio", json!(round(c / p, 3)));
             }
             if phase("wake") {
@@ -1390,6 +2246,9 @@ async fn run(args: Args) -> anyhow::Result<Results> {
             if phase("directory") {
                 directory(&bench, &plan, &mut r, args.json).await?;
             }
+            if args.only.iter().any(|o| o == "delegation") {
+                delegation(&bench, &mut r, args.json).await?;
+            }
             if args.only.iter().any(|o| o == "metrics") {
                 metrics_overhead(&bench, &plan, args.agents, &mut r, args.json).await?;
             }
@@ -1401,7 +2260,10 @@ async fn run(args: Args) -> anyhow::Result<Results> {
         .await;
         match Arc::try_unwrap(bench) {
             Ok(b) => b.shutdown().await,
-            Err(_) => note(args.json, "the service is still referenced; not waiting for its shutdown"),
+            Err(_) => note(
+                args.json,
+                "the service is still referenced; not waiting for its shutdown",
+            ),
         }
         result
     }
@@ -1416,7 +2278,10 @@ async fn run(args: Args) -> anyhow::Result<Results> {
 fn main() -> std::process::ExitCode {
     let args = Args::parse();
     let json_out = args.json;
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a tokio runtime");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
     match runtime.block_on(run(args)) {
         Ok(r) => {
             if json_out {

@@ -754,3 +754,60 @@ async fn every_attempt_status_reaches_both_owners_over_sse_by_anonymous_id_only(
     assert_eq!(logged.len(), 5);
     assert!(logged.iter().all(|(s, _)| s == "requester"));
 }
+
+#[tokio::test]
+async fn two_instances_on_one_database_share_the_outbound_count() {
+    let first = spawn().await;
+    let second = TestApp::spawn_on(&first.database_url, |c| {
+        c.delegation_accept_timeout = Duration::from_secs(2)
+    })
+    .await;
+    let (requester, _targets) = setup(&first, 1).await;
+    let own = first
+        .agent_call(
+            &requester,
+            Method::PUT,
+            "/capabilities",
+            Some(&json!({"taskType": "testing", "inputSchema": {}, "outputSchema": {}})),
+        )
+        .await;
+    assert_eq!(own.status, StatusCode::CREATED, "{}", own.text);
+    let limit = 4;
+    permit(&first, &requester, &json!({"outboundRateLimit": limit})).await;
+    // Alternating instances: each sees only half the limit itself.
+    for i in 0..limit {
+        let app = if i % 2 == 0 { &first } else { &second };
+        let asked = app
+            .delegate(
+                &requester,
+                &body(&requester, &Uuid::new_v4().to_string(), None),
+            )
+            .await;
+        assert_eq!(
+            asked.status,
+            StatusCode::ACCEPTED,
+            "delegation {i}: {}",
+            asked.text
+        );
+    }
+    for app in [&first, &second] {
+        let resp = app
+            .client
+            .post(format!("{}/api/agents/delegate", app.base))
+            .header("x-api-key", &requester.key)
+            .json(&body(&requester, &Uuid::new_v4().to_string(), None))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), StatusCode::TOO_MANY_REQUESTS);
+        let retry_after: u64 = resp.headers()["retry-after"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!((1..=60).contains(&retry_after), "{retry_after}");
+        let refused: Value = resp.json().await.unwrap();
+        assert_eq!(refused["code"], "rate_limited", "{refused}");
+    }
+    assert_eq!(first.count("delegations").await, limit as i64);
+}
