@@ -8,8 +8,10 @@
 //! kind for a ranking without one).
 //!
 //! Freshness: the database keeps a version (`directory_version`) that moves when any
-//! transaction that changed capabilities, agents' status or owner, anonymous ids or trust
-//! records commits. Every request reads it first (one row) and uses its snapshot only when the
+//! transaction that changed capabilities, agents' status or owner, anonymous ids or what a
+//! snapshot reads of a trust record (its raw score, or whether it is provisional) commits; a
+//! claim's end that leaves both as they were does not move it, so responds do not contend on
+//! the version row for nothing. Every request reads it first (one row) and uses its snapshot only when the
 //! snapshot was built at that version, so an answer is exactly as fresh as a query would give:
 //! a write is visible to the very next request. The version is read before the snapshot is
 //! built, so a write committed in between only costs one more rebuild. A snapshot is also
