@@ -50,8 +50,8 @@ use super::{
     index::{self, Entry},
 };
 use crate::scoring::{
-    Assessment, AssessmentRequest, Calculator, Performance, RequestError, Skill, SkillAssessment, lowercase,
-    parse_request_value, round4, tokenize,
+    Assessment, AssessmentRequest, Calculator, Detail, Performance, PreparedTask, RequestError, Skill,
+    SkillAssessment, lowercase, parse_request_value, round4, tokenize,
 };
 
 /// The most candidates (and rejected entries) one ranking shows, and the default.
@@ -353,23 +353,43 @@ pub fn rank_score(score: f64, percentile: i32) -> f64 {
 }
 
 /// Assesses every candidate and ranks them; pure and synchronous.
+///
+/// The task is prepared once for all candidates. Every candidate is first scored without its
+/// explanation ([`Detail::Score`]: the verdict and score only, the same numbers a full
+/// assessment gives); only the ones shown (the best `limit` accepted by `rankScore` and the best
+/// `limit` rejected by score) are then assessed in full, so a ranking over a large directory
+/// builds at most `2 * limit` explanations.
 pub fn rank(request: &AssessmentRequest, found: Vec<Candidate>, limit: usize) -> Ranking {
-    let mut ranking = Ranking::default();
-    for candidate in found {
-        let assessment = candidate.calculator.assess(request, Some(candidate.queue_depth), None);
-        if assessment.accepted {
-            let rank_score = Some(rank_score(assessment.score, candidate.trust_score_percentile));
-            ranking.candidates.push(Ranked { candidate, assessment, rank_score });
+    let task = PreparedTask::new(request);
+    let key = |c: &Candidate| (c.anonymous_agent_id, c.capability_id);
+    // (index into `found`, what it is ordered by: rankScore when accepted, score when not)
+    let mut accepted: Vec<(usize, f64)> = Vec::new();
+    let mut rejected: Vec<(usize, f64)> = Vec::new();
+    for (i, candidate) in found.iter().enumerate() {
+        let a = candidate.calculator.assess_prepared(&task, Some(candidate.queue_depth), None, Detail::Score);
+        if a.accepted {
+            accepted.push((i, rank_score(a.score, candidate.trust_score_percentile)));
         } else {
-            ranking.rejected.push(Ranked { candidate, assessment, rank_score: None });
+            rejected.push((i, a.score));
         }
     }
-    let key = |r: &Ranked| (r.candidate.anonymous_agent_id, r.candidate.capability_id);
-    ranking.candidates.sort_by(|a, b| b.rank_score.unwrap_or(0.0).total_cmp(&a.rank_score.unwrap_or(0.0)).then_with(|| key(a).cmp(&key(b))));
-    ranking.rejected.sort_by(|a, b| b.assessment.score.total_cmp(&a.assessment.score).then_with(|| key(a).cmp(&key(b))));
-    ranking.candidates.truncate(limit);
-    ranking.rejected.truncate(limit);
-    ranking
+    let best_first = |list: &mut Vec<(usize, f64)>| {
+        let order = |a: &(usize, f64), b: &(usize, f64)| b.1.total_cmp(&a.1).then_with(|| key(&found[a.0]).cmp(&key(&found[b.0])));
+        if list.len() > limit {
+            list.select_nth_unstable_by(limit, order);
+            list.truncate(limit);
+        }
+        list.sort_by(order);
+    };
+    best_first(&mut accepted);
+    best_first(&mut rejected);
+    let full = |&(i, _): &(usize, f64)| {
+        let candidate = &found[i];
+        let assessment = candidate.calculator.assess_prepared(&task, Some(candidate.queue_depth), None, Detail::Full);
+        let rank_score = assessment.accepted.then(|| rank_score(assessment.score, candidate.trust_score_percentile));
+        Ranked { candidate: candidate.clone(), assessment, rank_score }
+    };
+    Ranking { candidates: accepted.iter().map(full).collect(), rejected: rejected.iter().map(full).collect() }
 }
 
 #[cfg(test)]
@@ -415,6 +435,96 @@ mod tests {
         let s = derived_skill("custom", Some("legal-review"), None, &[]);
         assert_eq!(s.id.as_deref(), Some("legal-review"));
         assert!(s.assessment.is_none());
+    }
+
+    /// What `rank` promises, computed the slow way: every candidate assessed in full, sorted,
+    /// cut at `limit`.
+    fn rank_by_full_assessment(request: &AssessmentRequest, found: &[Candidate], limit: usize) -> Vec<(Uuid, Option<f64>, Assessment)> {
+        let mut all: Vec<(Candidate, Assessment)> = found
+            .iter()
+            .map(|c| (c.clone(), c.calculator.assess(request, Some(c.queue_depth), None)))
+            .collect();
+        let key = |c: &Candidate| (c.anonymous_agent_id, c.capability_id);
+        let (mut acc, mut rej): (Vec<_>, Vec<_>) = all.drain(..).partition(|(_, a)| a.accepted);
+        let rs = |(c, a): &(Candidate, Assessment)| rank_score(a.score, c.trust_score_percentile);
+        acc.sort_by(|a, b| rs(b).total_cmp(&rs(a)).then_with(|| key(&a.0).cmp(&key(&b.0))));
+        rej.sort_by(|a, b| b.1.score.total_cmp(&a.1.score).then_with(|| key(&a.0).cmp(&key(&b.0))));
+        acc.truncate(limit);
+        rej.truncate(limit);
+        acc.iter()
+            .map(|e| (e.0.capability_id, Some(rs(e)), e.1.clone()))
+            .chain(rej.into_iter().map(|(c, a)| (c.capability_id, None, a)))
+            .collect()
+    }
+
+    #[test]
+    fn ranking_shows_what_assessing_every_candidate_in_full_would_show() {
+        const WORDS: [&str; 8] = ["rust", "review", "security", "python", "tests", "docs", "api", "legal"];
+        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let found: Vec<Candidate> = (0..300u32)
+            .map(|i| {
+                let tags: Vec<Value> = (0..1 + next(3)).map(|_| Value::from(WORDS[next(8) as usize])).collect();
+                let description = format!("{} {}", WORDS[next(8) as usize], WORDS[next(8) as usize]);
+                let source = Source {
+                    capability_id: Uuid::from_u128(u128::from(i) + 1),
+                    updated_at: Utc::now(),
+                    task_type: "code-review".into(),
+                    custom_type: None,
+                    estimated_latency_ms: (next(4) > 0).then(|| 500 * (1 + next(40) as i64)),
+                    estimated_cost_usd: (next(3) > 0).then(|| next(100) as f64 / 10.0),
+                    description: Some(description),
+                    tags: Value::Array(tags),
+                    skill: None,
+                };
+                Candidate {
+                    // Some agents offer several capabilities: equal rank scores are common.
+                    anonymous_agent_id: Uuid::from_u128(u128::from(i % 97) + 1),
+                    capability_id: source.capability_id,
+                    task_type: source.task_type.clone(),
+                    custom_type: None,
+                    estimated_latency_ms: source.estimated_latency_ms,
+                    estimated_cost_usd: source.estimated_cost_usd,
+                    trust_score_percentile: [0, 50, 100][next(3) as usize],
+                    trust_events: 0,
+                    queue_depth: next(5) as i64,
+                    calculator: Arc::new(calculator_of(&source)),
+                }
+            })
+            .collect();
+        let mut requests = Vec::new();
+        for (summary, budget, latency, min) in [
+            ("review my rust code for security", Some("5"), Some(4000.0), 0.5),
+            ("python tests", None, None, 0.0),
+            ("legal docs api", Some("0.5"), Some(20000.0), 0.3),
+            ("", None, None, 0.5),
+        ] {
+            let mut r = AssessmentRequest::new(summary);
+            r.max_cost_amount = budget.map(str::to_owned);
+            r.max_latency_ms = latency;
+            r.min_score = min;
+            requests.push(r);
+        }
+        for request in &requests {
+            for limit in [1, 3, 7, MAX_LIMIT] {
+                let ranking = rank(request, found.clone(), limit);
+                let shown: Vec<(Uuid, Option<f64>, Assessment)> = ranking
+                    .candidates
+                    .iter()
+                    .chain(&ranking.rejected)
+                    .map(|r| (r.candidate.capability_id, r.rank_score, r.assessment.clone()))
+                    .collect();
+                assert_eq!(shown, rank_by_full_assessment(request, &found, limit), "{:?} limit {limit}", request.task_summary);
+            }
+        }
+        // The inputs reach every outcome this test means to cover.
+        let full = rank(&requests[0], found.clone(), 300);
+        assert!(full.candidates.len() > 20 && full.rejected.len() > 20, "{} / {}", full.candidates.len(), full.rejected.len());
     }
 
     #[test]

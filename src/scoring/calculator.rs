@@ -18,7 +18,13 @@
 //!
 //! Everything that depends only on the skills (keyword sets, lowercased anti-patterns and
 //! domains, the MIME and tool unions, the latency estimate) is computed once in
-//! [`Calculator::new`]; [`Calculator::assess`] then tokenizes the task once and walks the skills.
+//! [`Calculator::new`]; everything that depends only on the request (the task's keyword set,
+//! the lowercased text anti-patterns and domains are looked for in, the normalised weights, the
+//! parsed budget) is computed once in [`PreparedTask::new`], so assessing one task against many
+//! calculators (a ranking over a whole directory) does that work once, not once per calculator.
+//! [`Calculator::assess_prepared`] with [`Detail::Score`] computes the verdict and the score
+//! alone (no reasons, no matched names, no allocation per skill); [`Detail::Full`] also builds the
+//! explanation. Both run the same code, so the score and the verdict are the same.
 //! The arithmetic mirrors Bindu's reference operation by operation (same order of float
 //! additions, same rounding points), so results agree to the last digit.
 
@@ -130,7 +136,10 @@ impl PreparedSkill {
 /// What the skill-match step produced.
 #[derive(Debug, Default)]
 struct SkillMatchOutcome {
+    /// The best match's score (0.0 without one; 0.5 for an empty task).
     best: f64,
+    /// Whether any skill matched.
+    any: bool,
     matches: Vec<SkillMatch>,
     tags: Vec<String>,
     capabilities: Vec<String>,
@@ -151,7 +160,65 @@ pub struct Calculator {
     output_modes: HashSet<String>,
     tools: HashSet<String>,
     latency_estimate: Number,
-    price: Option<String>,
+    /// The price as Bindu parses it: `None` when the agent charges nothing, `Some(None)` when
+    /// the price does not parse.
+    price: Option<Option<f64>>,
+}
+
+/// How much of an assessment to build.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detail {
+    /// The verdict, the score, the subscores and the confidence; no skill matches, matched tags
+    /// or matched capabilities (their lists stay empty).
+    Score,
+    /// Everything, as the wire answer shows it.
+    Full,
+}
+
+/// What the calculator needs from a request, computed once for any number of assessments.
+#[derive(Debug, Clone)]
+pub struct PreparedTask<'r> {
+    req: &'r AssessmentRequest,
+    weights: super::request::Weights,
+    /// Step 3: the task's keywords.
+    task: HashSet<String>,
+    /// The lowercased summary (specialization domains are looked for in it).
+    summary_lower: String,
+    /// The lowercased summary plus details (anti-patterns are looked for in it).
+    anti_text: String,
+    /// The budget as Bindu parses it: `None` without one, `Some(None)` when it does not parse.
+    budget: Option<Option<f64>>,
+}
+
+impl<'r> PreparedTask<'r> {
+    /// Prepares `req` for assessment.
+    pub fn new(req: &'r AssessmentRequest) -> Self {
+        let summary = req.task_summary.as_str();
+        let details = req.task_details.as_deref().filter(|d| !d.is_empty());
+        let lowered = task_text_lowered(summary, details);
+        let summary_lower = lowercase(summary).into_owned();
+        let anti_text = match details {
+            Some(d) => format!("{summary_lower} {}", lowercase(d)),
+            None => summary_lower.clone(),
+        };
+        PreparedTask {
+            req,
+            weights: req.weights.normalized(),
+            task: tokenize(&lowered).map(str::to_owned).collect(),
+            summary_lower,
+            anti_text,
+            budget: req
+                .max_cost_amount
+                .as_deref()
+                .filter(|b| !b.is_empty())
+                .map(parse_amount),
+        }
+    }
+
+    /// The request it was prepared from.
+    pub fn request(&self) -> &'r AssessmentRequest {
+        self.req
+    }
 }
 
 /// Bindu's price parsing: keep ASCII digits and `.`; empty is 0; unparseable is `None`.
@@ -214,7 +281,7 @@ impl Calculator {
             latency_estimate: latency
                 .cloned()
                 .unwrap_or_else(|| Number::from(DEFAULT_LATENCY_MS)),
-            price,
+            price: price.as_deref().map(parse_amount),
         }
     }
 
@@ -231,27 +298,38 @@ impl Calculator {
         queue_depth: Option<i64>,
         cosines: Option<&[f64]>,
     ) -> Assessment {
-        let weights = req.weights.normalized();
+        self.assess_prepared(&PreparedTask::new(req), queue_depth, cosines, Detail::Full)
+    }
+
+    /// Assesses a prepared task (see [`Calculator::assess`]), building as much as `detail` asks.
+    pub fn assess_prepared(
+        &self,
+        task: &PreparedTask<'_>,
+        queue_depth: Option<i64>,
+        cosines: Option<&[f64]>,
+        detail: Detail,
+    ) -> Assessment {
+        let req = task.req;
+        let weights = &task.weights;
         if self.skills.is_empty() {
             return Assessment::rejected(RejectionReason::NoSkillsAdvertised, 1.0);
         }
         if let Some(reason) = self.hard_gate(req) {
             return Assessment::rejected(reason, 1.0);
         }
-        let sm = self.skill_match(req, cosines);
+        let sm = self.skill_match(task, cosines, detail);
         let io = self.io_compatibility(req);
         let load = match queue_depth {
             None => 0.5,
             Some(q) => round4(1.0 / (1.0 + q.max(0) as f64)),
         };
-        let budget = req.max_cost_amount.as_deref().filter(|b| !b.is_empty());
-        let cost = match self.cost(budget) {
+        let cost = match self.cost(task.budget) {
             Cost::OverBudget => {
                 return Assessment::rejected(RejectionReason::CostExceedsBudget, 0.9);
             }
             Cost::Score(c) => c,
         };
-        let latency = (!sm.matches.is_empty()).then(|| self.latency_estimate.clone());
+        let latency = sm.any.then(|| self.latency_estimate.clone());
         let limit = req.latency_limit();
         if let (Some(max), Some(est)) = (limit, latency.as_ref()) {
             let est_f = as_f64(est);
@@ -282,7 +360,7 @@ impl Calculator {
         score += weights.cost * subscores.cost;
         score += weights.performance * subscores.performance;
 
-        let confidence = self.confidence(&sm.matches, req, queue_depth.is_some());
+        let confidence = self.confidence(sm.any.then_some(sm.best), req, queue_depth.is_some());
         let accepted = score >= req.min_score && sm.best > 0.0;
         Assessment {
             accepted,
@@ -325,44 +403,38 @@ impl Calculator {
         None
     }
 
-    /// Steps 3, 5 and 6: per-skill keyword (or hybrid) scores, boosts, reasons and ordering.
-    fn skill_match(&self, req: &AssessmentRequest, cosines: Option<&[f64]>) -> SkillMatchOutcome {
-        let summary = req.task_summary.as_str();
-        let details = req.task_details.as_deref().filter(|d| !d.is_empty());
-        let lowered = task_text_lowered(summary, details);
-        let task: HashSet<&str> = tokenize(&lowered).collect();
+    /// Steps 3, 5 and 6: per-skill keyword (or hybrid) scores, boosts, reasons and ordering
+    /// (reasons and the matched names only for [`Detail::Full`]).
+    fn skill_match(&self, prepared: &PreparedTask<'_>, cosines: Option<&[f64]>, detail: Detail) -> SkillMatchOutcome {
+        let summary = prepared.req.task_summary.as_str();
+        let task = &prepared.task;
         if task.is_empty() && summary.is_empty() {
             return SkillMatchOutcome {
                 best: 0.5,
                 ..SkillMatchOutcome::default()
             };
         }
-        let summary_lower = lowercase(summary);
-        let mut anti_text: Option<String> = None;
+        let summary_lower = prepared.summary_lower.as_str();
         let mut out = SkillMatchOutcome::default();
         let mut tag_hits: Vec<&str> = Vec::new();
         let mut cap_hits: Vec<&str> = Vec::new();
         for (i, skill) in self.skills.iter().enumerate() {
-            if !skill.anti_patterns.is_empty() && !summary.is_empty() {
-                let text = anti_text.get_or_insert_with(|| match details {
-                    Some(d) => format!("{summary_lower} {}", lowercase(d)),
-                    None => summary_lower.clone().into_owned(),
-                });
-                if skill
+            if !skill.anti_patterns.is_empty()
+                && !summary.is_empty()
+                && skill
                     .anti_patterns
                     .iter()
-                    .any(|p| text.contains(p.as_str()))
-                {
-                    continue;
-                }
+                    .any(|p| prepared.anti_text.contains(p.as_str()))
+            {
+                continue;
             }
             let common = if task.len() <= skill.keywords.len() {
-                task.iter().filter(|t| skill.keywords.contains(**t)).count()
+                task.iter().filter(|t| skill.keywords.contains(*t)).count()
             } else {
                 skill
                     .keywords
                     .iter()
-                    .filter(|k| task.contains(k.as_str()))
+                    .filter(|k| task.contains(*k))
                     .count()
             };
             let union = task.len() + skill.keywords.len() - common;
@@ -382,11 +454,22 @@ impl Calculator {
                     score = if boosted < 1.0 { boosted } else { 1.0 };
                 }
             }
+            if detail == Detail::Score {
+                if score > 0.0 {
+                    let rounded = round4(score);
+                    // The best of the matches, as the sorted list's first would be.
+                    if !out.any || rounded > out.best {
+                        out.best = rounded;
+                    }
+                    out.any = true;
+                }
+                continue;
+            }
             let mut reasons = Vec::new();
             if let Some(c) = cosine {
                 reasons.push(format!("semantic similarity: {c:.2}"));
             }
-            let hit = |l: &&Label| l.words.iter().any(|w| task.contains(w.as_str()));
+            let hit = |l: &&Label| l.words.iter().any(|w| task.contains(w));
             tag_hits.clear();
             tag_hits.extend(skill.tags.iter().filter(hit).map(|l| l.text.as_str()));
             if !tag_hits.is_empty() {
@@ -414,9 +497,12 @@ impl Calculator {
                 });
             }
         }
-        // Stable: equal scores keep declaration order.
-        out.matches.sort_by(|a, b| b.score.total_cmp(&a.score));
-        out.best = out.matches.first().map_or(0.0, |m| m.score);
+        if detail == Detail::Full {
+            // Stable: equal scores keep declaration order.
+            out.matches.sort_by(|a, b| b.score.total_cmp(&a.score));
+            out.any = !out.matches.is_empty();
+            out.best = out.matches.first().map_or(0.0, |m| m.score);
+        }
         out
     }
 
@@ -444,15 +530,15 @@ impl Calculator {
         }
     }
 
-    /// Step 9 (`budget` is already known non-empty when `Some`).
-    fn cost(&self, budget: Option<&str>) -> Cost {
-        let Some(price) = &self.price else {
+    /// Step 9, over the parsed price and budget (see [`PreparedTask`]).
+    fn cost(&self, budget: Option<Option<f64>>) -> Cost {
+        let Some(price) = self.price else {
             return Cost::Score(1.0);
         };
         let Some(budget) = budget else {
             return Cost::Score(0.5);
         };
-        let (Some(agent), Some(max)) = (parse_amount(price), parse_amount(budget)) else {
+        let (Some(agent), Some(max)) = (price, budget) else {
             return Cost::Score(0.5);
         };
         if max <= 0.0 {
@@ -468,13 +554,13 @@ impl Calculator {
     /// Step 13, before rounding.
     fn confidence(
         &self,
-        matches: &[SkillMatch],
+        best_match: Option<f64>,
         req: &AssessmentRequest,
         queue_known: bool,
     ) -> f64 {
         let mut c = 0.5;
-        match matches.first() {
-            Some(m) if m.score > 0.3 => c += 0.2,
+        match best_match {
+            Some(m) if m > 0.3 => c += 0.2,
             Some(_) => c += 0.1,
             None => {}
         }
@@ -528,8 +614,9 @@ mod tests {
     fn cost_outcomes() {
         let priced = Calculator::new(&[Skill::default()], Some("$2".into()));
         assert_eq!(priced.cost(None), Cost::Score(0.5));
-        assert_eq!(priced.cost(Some("4")), Cost::Score(0.75));
-        assert_eq!(priced.cost(Some("1")), Cost::OverBudget);
-        assert_eq!(calc().cost(Some("1")), Cost::Score(1.0));
+        assert_eq!(priced.cost(Some(Some(4.0))), Cost::Score(0.75));
+        assert_eq!(priced.cost(Some(Some(1.0))), Cost::OverBudget);
+        assert_eq!(priced.cost(Some(None)), Cost::Score(0.5));
+        assert_eq!(calc().cost(Some(Some(1.0))), Cost::Score(1.0));
     }
 }

@@ -30,7 +30,7 @@ pub mod text;
 mod tests;
 
 pub use assessment::{Assessment, RejectionReason, SkillMatch, Subscores, assessment_json};
-pub use calculator::{Calculator, DEFAULT_LATENCY_MS, parse_amount};
+pub use calculator::{Calculator, DEFAULT_LATENCY_MS, Detail, PreparedTask, parse_amount};
 pub use pyfloat::{python_repr, round4, to_python_json};
 pub use request::{AssessmentRequest, RequestError, Weights, parse_request, parse_request_value};
 pub use skill::{

@@ -755,6 +755,25 @@ proptest! {
     }
 
     #[test]
+    fn a_score_only_assessment_is_the_full_one_without_its_explanation(
+        skills in proptest::collection::vec(arb_skill(), 0..4),
+        r in arb_request(),
+        q in proptest::option::of(0i64..50),
+        price in proptest::option::of(prop_oneof![Just("1"), Just("0.25"), Just("abc")]),
+    ) {
+        let calculator = Calculator::new(&skills, price.map(str::to_owned));
+        let task = PreparedTask::new(&r);
+        let full = calculator.assess(&r, q, None);
+        prop_assert_eq!(&calculator.assess_prepared(&task, q, None, Detail::Full), &full);
+        let score_only = calculator.assess_prepared(&task, q, None, Detail::Score);
+        let mut expected = full;
+        expected.skill_matches.clear();
+        expected.matched_tags.clear();
+        expected.matched_capabilities.clear();
+        prop_assert_eq!(score_only, expected);
+    }
+
+    #[test]
     fn weights_always_normalise_to_one(w in proptest::collection::vec(0.0f64..1e6, 5)) {
         let n = Weights { skill_match: w[0], io_compatibility: w[1], performance: w[2], load: w[3], cost: w[4] }.normalized();
         let sum = n.skill_match + n.io_compatibility + n.performance + n.load + n.cost;
