@@ -610,6 +610,9 @@ pub struct AgentListQuery {
     pub limit: Option<i64>,
     /// The previous page's `nextCursor`.
     pub cursor: Option<String>,
+    /// `true`: only the negotiations in which this agent answered at least one turn (another
+    /// agent of the same user, or the system negotiator, may have answered the others).
+    pub answered: Option<bool>,
 }
 
 fn is_users_turn(task: &tasks::Task, agent: &AgentIdentity) -> bool {
@@ -641,6 +644,8 @@ pub struct AgentNegotiationItem {
     pub counterpart_user_id: Option<String>,
     /// The other user's display name, when the platform gave one.
     pub counterpart_name: Option<String>,
+    /// Turns this agent answered in it (any agent of the user may answer the user's turns).
+    pub answered_turns: i64,
     /// Last changed.
     pub updated_at: DateTime<Utc>,
 }
@@ -686,8 +691,12 @@ pub async fn agent_negotiations(state: &AppState, agent: &AgentIdentity, q: &Age
     };
     let Page { limit, before } = Page::parse(q.limit, q.cursor.as_deref())?;
     let mut conn = state.pool().acquire().await?;
-    let page = tasks::list_for_user(&mut conn, &agent.owner_user_id, &states, awaiting_only, before, limit + 1).await?;
+    let answered_by = q.answered.unwrap_or(false).then_some(agent.agent_id);
+    let page =
+        tasks::list_for_user(&mut conn, &agent.owner_user_id, &states, awaiting_only, answered_by, before, limit + 1).await?;
     let has_more = page.len() as i64 > limit;
+    let shown: Vec<Uuid> = page.iter().take(limit as usize).map(|t| t.id).collect();
+    let answered = tasks::turns_answered_by(&mut conn, agent.agent_id, &shown).await?;
     let mut items = Vec::new();
     for task in page.iter().take(limit as usize) {
         let turns = messages::turns(&mut conn, task.id).await?;
@@ -703,6 +712,7 @@ pub async fn agent_negotiations(state: &AppState, agent: &AgentIdentity, q: &Age
             own_side,
             counterpart_user_id: own_side.map(|s| task.user_id(s.other()).to_owned()),
             counterpart_name: own_side.and_then(|s| task.user_name(s.other())),
+            answered_turns: answered.get(&task.id).copied().unwrap_or(0),
             updated_at: task.updated_at,
         });
     }

@@ -225,6 +225,8 @@ fn refuse_nul(bytes: &[u8], refused: ApiError) -> Response {
 pub struct ListArgs {
     /// `waiting_for_agent` (the user's turns), `active`, `completed` or `all` (the default).
     pub status: Option<String>,
+    /// `true`: only the negotiations in which you answered at least one turn.
+    pub answered: Option<bool>,
 }
 
 /// Arguments of `get_negotiation`.
@@ -460,14 +462,15 @@ impl ParleyMcp {
 impl ParleyMcp {
     /// The agent's user's negotiations, newest first.
     #[tool(description = "List your user's negotiations, newest first, each with isUsersTurn, latestAction, \
-turnCount and status. status: waiting_for_agent (turns waiting for you), active, completed or all (default).")]
+turnCount, answeredTurns and status. status: waiting_for_agent (turns waiting for you), active, completed or all \
+(default); answered: true for only the negotiations you answered a turn in.")]
     async fn list_negotiations(
         &self,
         Extension(parts): Extension<Parts>,
         Parameters(args): Parameters<ListArgs>,
     ) -> Result<CallToolResult, ErrorData> {
         let agent = agent_of(&parts)?;
-        let query = AgentListQuery { status: args.status, ..AgentListQuery::default() };
+        let query = AgentListQuery { status: args.status, answered: args.answered, ..AgentListQuery::default() };
         Ok(match agent_negotiations(&self.state, &agent, &query).await {
             Ok(page) => structured(page),
             Err(e) => api_error(e),

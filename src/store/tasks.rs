@@ -386,6 +386,7 @@ pub async fn list_for_user(
     user_id: &str,
     states: &[&str],
     awaiting_only: bool,
+    answered_by: Option<Uuid>,
     before: Option<Uuid>,
     limit: i64,
 ) -> anyhow::Result<Vec<Task>> {
@@ -393,16 +394,36 @@ pub async fn list_for_user(
     let rows = select_task!(
         "WHERE (source_user_id = $1 OR candidate_user_id = $1) AND state = ANY($2)
            AND (NOT $3 OR awaiting_user_id = $1) AND ($4::uuid IS NULL OR task_id < $4)
+           AND ($6::uuid IS NULL
+                OR EXISTS (SELECT 1 FROM messages m WHERE m.task_id = tasks.task_id AND m.agent_id = $6))
          ORDER BY task_id DESC LIMIT $5",
         user_id,
         &states,
         awaiting_only,
         before,
-        limit
+        limit,
+        answered_by
     )
     .fetch_all(conn)
     .await?;
     Ok(rows.into_iter().map(Task::try_from).collect::<Result<_, _>>()?)
+}
+
+/// How many turns `agent_id` answered in each of `task_ids` (tasks it answered none in are absent).
+pub async fn turns_answered_by(
+    conn: &mut PgConnection,
+    agent_id: Uuid,
+    task_ids: &[Uuid],
+) -> sqlx::Result<std::collections::HashMap<Uuid, i64>> {
+    let rows = sqlx::query!(
+        r#"SELECT task_id, count(*) AS "turns!" FROM messages
+            WHERE agent_id = $1 AND task_id = ANY($2) GROUP BY task_id"#,
+        agent_id,
+        task_ids
+    )
+    .fetch_all(conn)
+    .await?;
+    Ok(rows.into_iter().map(|r| (r.task_id, r.turns)).collect())
 }
 
 /// The tasks an agent holds a claim on.

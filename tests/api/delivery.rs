@@ -338,3 +338,41 @@ async fn concurrent_pickups_never_claim_the_same_turn() {
     assert_eq!(generations, TURNS as i64, "each turn was claimed exactly once");
     assert_eq!(messages, TURNS as i64, "each turn stored once");
 }
+
+#[tokio::test]
+async fn an_agents_listing_says_which_negotiations_it_answered_in() {
+    let app = TestApp::spawn().await;
+    let (first, answered) = mixed(&app).await;
+    let second = app.register_agent("user-tomas").await;
+    let untouched = app.start(&fixtures::good_match()).await["negotiation"]["id"].as_str().unwrap().to_owned();
+    // The second agent takes the oldest parked turn and answers it.
+    let picked = app.pickup(&second, None).await;
+    assert_eq!(picked.body["negotiationId"], answered.as_str());
+    let token = picked.body["claimToken"].as_str().unwrap().to_owned();
+    assert_eq!(app.respond(&second, &answered, &answer("accept", Some(&token))).await.status, StatusCode::OK);
+
+    let listed = |agent: crate::helpers::TestAgent, query: &'static str| {
+        let app = &app;
+        async move {
+            let page = app.agent_call(&agent, Method::GET, &format!("/negotiations?status=all{query}"), None).await;
+            assert_eq!(page.status, StatusCode::OK, "{}", page.text);
+            page.body["negotiations"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|n| (n["negotiationId"].as_str().unwrap().to_owned(), n["answeredTurns"].as_i64().unwrap()))
+                .collect::<Vec<_>>()
+        }
+    };
+    // Both agents speak for the same user, so both list both negotiations, newest first, each
+    // with the turns that agent answered.
+    assert_eq!(listed(second.clone(), "").await, [(untouched.clone(), 0), (answered.clone(), 1)]);
+    assert_eq!(listed(first.clone(), "").await, [(untouched.clone(), 0), (answered.clone(), 0)]);
+    // `answered=true` keeps the ones it answered a turn in.
+    assert_eq!(listed(second.clone(), "&answered=true").await, [(answered.clone(), 1)]);
+    assert_eq!(listed(first.clone(), "&answered=true").await, []);
+    assert_eq!(listed(first.clone(), "&answered=false").await.len(), 2);
+    app.agent_call(&first, Method::GET, "/negotiations?answered=maybe", None)
+        .await
+        .assert_error(StatusCode::BAD_REQUEST, "invalid_body");
+}

@@ -522,6 +522,12 @@ describe("status page", { timeout: 240_000 }, () => {
     await eventually("the capability listed", () => text(card.locator('[data-testid="capability"] strong')), "code-review");
     await eventually("the agent's negotiations listed", async () => (await card.locator('[data-testid="agent-negotiation"]').count()) >= 3, true);
     assert.match(await text(card.locator('[data-testid="agent-negotiation"]').first()), /^With (Raj Patel|Tomas Novak)/);
+    // Each says how many of its turns this agent answered, as the API counts them.
+    const listed = await (await fetch(`${server.base}/api/agents/${agentId}/negotiations?status=all&limit=20`, { headers: { "x-api-key": key } })).json();
+    for (const n of listed.negotiations) {
+      const label = await text(card.locator(`[data-testid="agent-negotiation"][data-negotiation-id="${n.negotiationId}"] [data-testid="answered-by-agent"]`));
+      assert.equal(label, n.answeredTurns ? `this agent answered ${n.answeredTurns} turn${n.answeredTurns === 1 ? "" : "s"}` : "not answered by this agent");
+    }
     // "Show" takes the keyboard to the opportunity's card.
     const show = card.locator('[data-testid="agent-negotiation"] button').first();
     await show.focus();
