@@ -15,7 +15,7 @@ use std::{
     collections::BTreeMap,
     path::PathBuf,
     sync::{
-        Arc,
+        Arc, Mutex,
         atomic::{AtomicBool, AtomicU64, Ordering},
     },
     time::{Duration, Instant, SystemTime},
@@ -55,8 +55,10 @@ struct Args {
     #[arg(long, default_value_t = 32)]
     agents: usize,
     /// Run only these phases (comma-separated: cycles,pgbench,wake,svs,assess,longpoll,directory;
-    /// `delegation` (request, accept, complete round trips), `metrics` and `liveness`, never part of a default run, compare the turn cycle with metrics
-    /// recording, or the agents' `last_seen_at` writes, off and on; `floor` is the SQL floor alone
+    /// `delegation` (request, accept, complete round trips); `metrics` (recording flipped on and
+    /// off every half second within one 30 s turn-cycle phase) and `liveness` (the agents'
+    /// `last_seen_at` writes off and on, round by round), never part of a default run, compare
+    /// the turn cycle with and without them; `floor` is the SQL floor alone
     /// (also part of `pgbench`); `floor-variants`, never part of a default run, measures the floor
     /// with timer-row moves and with a NOTIFY added).
     #[arg(long, value_delimiter = ',')]
@@ -635,6 +637,7 @@ async fn turn_cycles(
     let start = Instant::now();
     let measure_from = start + WARMUP;
     let deadline = measure_from + Duration::from_secs(plan.cycle_secs);
+    *CYCLE_WINDOW.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some((measure_from, deadline));
     let out_of_work = Arc::new(AtomicBool::new(false));
     let mut set = JoinSet::new();
     for agent in clients {
@@ -656,6 +659,7 @@ async fn turn_cycles(
                 let answer = agent.respond(&turn, "counter").await?;
                 let t2 = Instant::now();
                 all_cycles.fetch_add(1, Ordering::Relaxed);
+                CYCLES_DONE.fetch_add(1, Ordering::Relaxed);
                 last = t2;
                 if t2 >= measure_from && t2 <= deadline {
                     counted += 1;
@@ -791,34 +795,81 @@ fn rates(v: &[(f64, u64)]) -> Vec<f64> {
     v.iter().map(|(rate, _)| *rate).collect()
 }
 
-/// The turn cycle with metrics recording off and on ([`rounds_off_on`]).
+/// The measurement window of the turn-cycle phase under way, for a sampler running beside it.
+static CYCLE_WINDOW: Mutex<Option<(Instant, Instant)>> = Mutex::new(None);
+/// Turn cycles completed by every phase so far.
+static CYCLES_DONE: AtomicU64 = AtomicU64::new(0);
+/// Length of one slice of [`sliced_off_on`].
+const SLICE: Duration = Duration::from_millis(500);
+/// The start of a slice that is not counted: requests begun under the other setting finish.
+const SLICE_SETTLE: Duration = Duration::from_millis(100);
+
+/// One long turn-cycle phase (30 s) with a switch flipped every [`SLICE`], in pairs of adjacent
+/// slices (on then off, then off then on, alternately), so that both settings see the same
+/// database, the same agents and the same moment of the run. Returns each pair's cycle rates
+/// `(on, off)`, counted over the slice after its first [`SLICE_SETTLE`].
+async fn sliced_off_on(
+    bench: &Arc<Bench>,
+    agents: usize,
+    json_out: bool,
+    switch: impl Fn(bool),
+) -> anyhow::Result<Vec<(f64, f64)>> {
+    let plan = Plan { negotiations_per_agent: 200, cycle_secs: 30, ..Plan::new(false) };
+    *CYCLE_WINDOW.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+    let sampler = async {
+        let (from, to) = loop {
+            if let Some(w) = *CYCLE_WINDOW.lock().unwrap_or_else(std::sync::PoisonError::into_inner) {
+                break w;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        };
+        let counted = (SLICE - SLICE_SETTLE).as_secs_f64();
+        let (mut pairs, mut t) = (Vec::new(), from);
+        while t + 2 * SLICE <= to {
+            let order = if pairs.len() % 2 == 0 { [true, false] } else { [false, true] };
+            let mut rate = [0.0; 2];
+            for on in order {
+                switch(on);
+                tokio::time::sleep_until((t + SLICE_SETTLE).into()).await;
+                let before = CYCLES_DONE.load(Ordering::Relaxed);
+                tokio::time::sleep_until((t + SLICE).into()).await;
+                rate[usize::from(on)] = (CYCLES_DONE.load(Ordering::Relaxed) - before) as f64 / counted;
+                t += SLICE;
+            }
+            pairs.push((rate[1], rate[0]));
+        }
+        switch(true);
+        pairs
+    };
+    let mut phase = Results::new();
+    let (done, pairs) = tokio::join!(turn_cycles(bench, &plan, agents, &mut phase, json_out), sampler);
+    done?;
+    // A pair in which the agents ran out of parked turns compares nothing.
+    Ok(pairs.into_iter().filter(|(on, off)| *on > 0.0 && *off > 0.0).collect())
+}
+
+/// The turn cycle with metrics recording on and off, flipped every half second within one phase
+/// ([`sliced_off_on`]): the overhead is the mean over the pairs of `(off - on) / off`, with its
+/// 95 % confidence interval (two standard errors of that mean).
 async fn metrics_overhead(
     bench: &Arc<Bench>,
-    plan: &Plan,
     agents: usize,
     r: &mut Results,
     json_out: bool,
 ) -> anyhow::Result<()> {
-    let (warm_up, rounds) = rounds_off_on(
-        bench,
-        plan,
-        agents,
-        json_out,
-        "metrics overhead",
-        parley::metrics::install,
-        || 0,
-    )
-    .await?;
-    r.insert("metrics_warm_up_round", warm_up);
-    let (off, on) = (mean_rate(&rounds[&false]), mean_rate(&rounds[&true]));
-    r.insert("turn_cycles_per_s_metrics_off", json!(round(off, 1)));
-    r.insert("turn_cycles_per_s_metrics_on", json!(round(on, 1)));
-    r.insert("metrics_rounds_off", json!(rates(&rounds[&false])));
-    r.insert("metrics_rounds_on", json!(rates(&rounds[&true])));
-    r.insert(
-        "metrics_overhead_pct",
-        json!(round((off - on) / off.max(1e-9) * 100.0, 2)),
-    );
+    note(json_out, "metrics overhead: one 30 s turn-cycle phase, recording flipped every 0.5 s");
+    let pairs = sliced_off_on(bench, agents, json_out, parley::metrics::install).await?;
+    let n = pairs.len().max(1) as f64;
+    let pct: Vec<f64> = pairs.iter().map(|(on, off)| (off - on) / off * 100.0).collect();
+    let mean = pct.iter().sum::<f64>() / n;
+    let sd = (pct.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0)).sqrt();
+    let mean_of = |f: fn(&(f64, f64)) -> f64| pairs.iter().map(f).sum::<f64>() / n;
+    r.insert("metrics_slice_pairs", json!(pairs.len()));
+    r.insert("turn_cycles_per_s_metrics_on", json!(round(mean_of(|p| p.0), 1)));
+    r.insert("turn_cycles_per_s_metrics_off", json!(round(mean_of(|p| p.1), 1)));
+    r.insert("metrics_overhead_pct", json!(round(mean, 2)));
+    r.insert("metrics_overhead_ci95_pct", json!(round(2.0 * sd / n.sqrt(), 2)));
+    r.insert("metrics_overhead_pair_sd_pct", json!(round(sd, 2)));
     Ok(())
 }
 
@@ -2166,7 +2217,12 @@ fn print_table(r: &Results) {
                 g("turn_cycles_per_s_metrics_off"),
                 g("turn_cycles_per_s_metrics_on")
             ),
-            format!("overhead {} %, target <= 3", g("metrics_overhead_pct")),
+            format!(
+                "overhead {} % ± {} (95 %, {} half-second pairs), target <= 3",
+                g("metrics_overhead_pct"),
+                g("metrics_overhead_ci95_pct"),
+                g("metrics_slice_pairs")
+            ),
         ),
         (
             "turn cycles /s, liveness off / on",
@@ -2262,7 +2318,7 @@ async fn run(args: Args) -> anyhow::Result<Results> {
                 delegation(&bench, &mut r, args.json).await?;
             }
             if args.only.iter().any(|o| o == "metrics") {
-                metrics_overhead(&bench, &plan, args.agents, &mut r, args.json).await?;
+                metrics_overhead(&bench, args.agents, &mut r, args.json).await?;
             }
             if args.only.iter().any(|o| o == "liveness") {
                 liveness_overhead(&bench, &plan, args.agents, &mut r, args.json).await?;
