@@ -385,3 +385,24 @@ pub async fn get_conversation(
         "createdAt": c.created_at,
     })))
 }
+
+#[cfg(test)]
+mod tests {
+    use utoipa::PartialSchema;
+
+    use super::*;
+    use crate::{directory::delegation::Status, domain::TaskState};
+
+    #[test]
+    fn the_state_schema_names_every_state_a_task_can_show() {
+        let schema = serde_json::to_value(TaskStateDoc::schema()).unwrap();
+        let names: Vec<&str> = schema["enum"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+        for state in TaskState::ALL {
+            let name = serde_json::to_value(state).unwrap();
+            assert!(names.contains(&name.as_str().unwrap()), "{name} is missing from {names:?}");
+        }
+        for status in Status::ALL {
+            assert!(names.contains(&status.a2a_state()), "{} is missing from {names:?}", status.a2a_state());
+        }
+    }
+}
