@@ -1,19 +1,31 @@
 //! The A2A views of a negotiation: the task with its messages and artifacts, and the context.
 //! A participant reads the other side's turns without their `reasoning` (see [`Viewer`]).
+//! A delegation attempt is an A2A task too, read at the same `GET /api/tasks/{id}` by its
+//! parties, agent keys included ([`super::a2a_attempts`]); a negotiation's task is read by user,
+//! service and admin tokens only, and an agent key is told it does not exist.
 
-use axum::{Json, Router, extract::State, routing::get};
+use axum::{
+    Json, Router,
+    extract::{FromRequestParts, State},
+    http::request::Parts,
+    routing::get,
+};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::{
-    AppState,
+    AppState, a2a_attempts,
+    agent_auth::presented_key,
     auth::Caller,
+    delegations::AnyAgent,
     error::{ApiError, ApiResult},
     extract::Ids,
     views::Viewer,
 };
 use crate::{
-    domain::{Side, SideKind, TaskState},
+    delivery::AgentIdentity,
+    directory::delegation::store as delegation_store,
+    domain::{Side, SideKind},
     store::{conversations, messages, tasks},
 };
 
@@ -24,27 +36,49 @@ pub fn router() -> Router<AppState> {
         .route("/api/conversations/{id}", get(get_conversation))
 }
 
+/// Who reads an A2A task: a token (user, service or admin), or a personal agent's API key.
+pub enum TaskReader {
+    /// A JWT.
+    Jwt(Caller),
+    /// An active agent, by its key.
+    Agent(AgentIdentity),
+}
+
+impl FromRequestParts<AppState> for TaskReader {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        if presented_key(parts).is_some() {
+            let AnyAgent(agent) = AnyAgent::from_request_parts(parts, state).await?;
+            return Ok(TaskReader::Agent(agent));
+        }
+        Caller::from_request_parts(parts, state).await.map(TaskReader::Jwt)
+    }
+}
+
 /// The A2A Task `{id, contextId, kind, status, history, artifacts, metadata}` (schema of the
-/// answer of `GET /api/tasks/{id}`).
+/// answer of `GET /api/tasks/{id}`), of a negotiation or of a delegation attempt.
 #[derive(Debug, serde::Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 #[schema(as = A2aTask)]
 #[allow(dead_code)]
 pub struct TaskDoc {
-    /// The task id (= the negotiation id).
+    /// The task id: the negotiation id, or a delegation attempt's `taskId`.
     id: Uuid,
-    /// The A2A context (conversation) id.
+    /// The A2A context: a negotiation's conversation id, or the delegation an attempt belongs
+    /// to (the same for all its attempts).
     context_id: Uuid,
     /// Always `task`.
     #[schema(pattern = "^task$")]
     kind: String,
     /// The task's state and when it last changed.
     status: TaskStatusDoc,
-    /// One message per turn.
+    /// A negotiation: one message per turn. An attempt: the delegation's input.
     history: Vec<MessageDoc>,
-    /// The `negotiation-outcome` artifact once it ended.
+    /// A negotiation: the `negotiation-outcome` artifact once it ended. An attempt: the
+    /// `delegation-result` artifact once completed, else none.
     artifacts: Vec<ArtifactDoc>,
-    /// Negotiation facts.
+    /// Negotiation or delegation attempt facts.
     metadata: TaskMetadataDoc,
 }
 
@@ -55,12 +89,29 @@ pub struct TaskDoc {
 #[allow(dead_code)]
 pub struct TaskStatusDoc {
     /// The task state.
-    state: TaskState,
+    state: TaskStateDoc,
     /// When it last changed.
     timestamp: chrono::DateTime<chrono::Utc>,
 }
 
-/// An A2A message: one turn.
+/// An A2A task state: a negotiation's (`TaskState`), or a delegation attempt's (`submitted`,
+/// `working`, `completed`, `rejected` or `failed`).
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[schema(as = A2aTaskState)]
+#[allow(dead_code)]
+pub enum TaskStateDoc {
+    Submitted,
+    Working,
+    WaitingForAgent,
+    Claimed,
+    Completed,
+    Canceled,
+    Failed,
+    Rejected,
+}
+
+/// An A2A message: a negotiation's turn, or a delegation attempt's input.
 #[derive(Debug, serde::Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 #[schema(as = A2aMessage)]
@@ -75,14 +126,17 @@ pub struct MessageDoc {
     /// Always `message`.
     #[schema(pattern = "^message$")]
     kind: String,
-    /// Always `agent`.
-    #[schema(pattern = "^agent$")]
+    /// `agent` (a turn) or `user` (a delegation's input, from its requester).
+    #[schema(pattern = "^(agent|user)$")]
     role: String,
-    /// `[{kind: "data", data: {action, assessment: {reasoning, suggestedRoles}, message}}]`;
-    /// `assessment.reasoning` only on the reader's own side's turns (the service sees all).
+    /// A turn: `[{kind: "data", data: {action, assessment: {reasoning, suggestedRoles},
+    /// message}}]`, `assessment.reasoning` only on the reader's own side's turns (the service
+    /// sees all). A delegation's input: `[{kind: "data", data: input}]`.
     parts: Vec<serde_json::Value>,
-    /// Who spoke (`agent:{userId}`) and the 0-based turn number.
-    metadata: MessageMetadataDoc,
+    /// A turn: who spoke (`agent:{userId}`) and the 0-based turn number. Absent on a
+    /// delegation's input.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    metadata: Option<MessageMetadataDoc>,
 }
 
 /// An A2A message's metadata.
@@ -106,20 +160,73 @@ pub struct MessageMetadataDoc {
 pub struct ArtifactDoc {
     /// Its id.
     artifact_id: Uuid,
-    /// `negotiation-outcome`.
+    /// `negotiation-outcome` or `delegation-result`.
     name: String,
-    /// `[{kind: "data", data: Outcome}]`.
+    /// `[{kind: "data", data: Outcome}]`, or `[{kind: "data", data: output}]`.
     parts: Vec<serde_json::Value>,
     /// Free-form metadata.
     metadata: Option<serde_json::Value>,
 }
 
+/// The facts on an A2A task: a negotiation's or a delegation attempt's.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[serde(untagged)]
+#[schema(as = A2aTaskMetadata)]
+#[allow(dead_code)]
+pub enum TaskMetadataDoc {
+    /// A negotiation.
+    Negotiation(NegotiationMetadataDoc),
+    /// A delegation attempt.
+    Attempt(AttemptMetadataDoc),
+}
+
+/// A delegation attempt's facts on its A2A task. The other side appears only by anonymous id.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = A2aAttemptMetadata)]
+#[allow(dead_code)]
+pub struct AttemptMetadataDoc {
+    /// The delegation's request id.
+    request_id: Uuid,
+    /// The kind of work.
+    task_type: String,
+    /// Set for `custom`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    custom_type: Option<String>,
+    /// 1-based.
+    #[schema(minimum = 1)]
+    attempt: i32,
+    /// The attempt's own status: `request`, `accepted`, `completed`, `rejected`, `timeout` or
+    /// `error`.
+    #[schema(pattern = "^(request|accepted|completed|rejected|timeout|error)$")]
+    attempt_status: String,
+    /// The requester, by the anonymous id its target sees.
+    requester_anonymous_id: Uuid,
+    /// The target, by the anonymous id the requester sees.
+    target_anonymous_id: Uuid,
+    /// How long the attempt may take from its start.
+    timeout_ms: i64,
+    /// Offered.
+    created_at: chrono::DateTime<chrono::Utc>,
+    /// Taken.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    accepted_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// Ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ended_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// When it times out.
+    deadline: chrono::DateTime<chrono::Utc>,
+    /// Why it ended without completing (the target's reason or error, or `rate_limited`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+}
+
 /// Negotiation facts on an A2A task.
 #[derive(Debug, serde::Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-#[schema(as = A2aTaskMetadata)]
+#[schema(as = A2aNegotiationMetadata)]
 #[allow(dead_code)]
-pub struct TaskMetadataDoc {
+pub struct NegotiationMetadataDoc {
     opportunity_id: Uuid,
     source_user_id: String,
     candidate_user_id: String,
@@ -167,18 +274,32 @@ pub struct ParticipantDoc {
     side: Side,
 }
 
-/// The A2A Task `{id, contextId, kind, status, history, artifacts, metadata}`.
+/// The A2A Task `{id, contextId, kind, status, history, artifacts, metadata}` of a negotiation
+/// (its participants' user tokens and the service) or of a delegation attempt (the requesting
+/// and the target agent's keys, their owners' user tokens and the service).
 #[utoipa::path(get, path = "/api/tasks/{id}", tag = "a2a", operation_id = "getTask",
-    security(("bearerJwt" = [])),
-    params(("id" = Uuid, Path, description = "The task (= negotiation) id")),
+    security(("bearerJwt" = []), ("agentKeyBearer" = []), ("agentKey" = [])),
+    params(("id" = Uuid, Path, description = "The task id: a negotiation id, or a delegation attempt's `taskId`")),
     responses(
         (status = 200, description = "The A2A task", body = TaskDoc),
+        (status = 403, description = "The key's agent is inactive"),
         (status = 404, description = "Unknown, or not visible to the caller"),
     ))]
-pub async fn get_task(State(state): State<AppState>, caller: Caller, Ids(id): Ids<Uuid>) -> ApiResult<Json<Value>> {
+pub async fn get_task(
+    State(state): State<AppState>,
+    reader: TaskReader,
+    Ids(id): Ids<Uuid>,
+) -> ApiResult<Json<Value>> {
     let mut conn = state.pool().acquire().await?;
-    let task = tasks::get(&mut conn, id).await?.ok_or(ApiError::NotFound("task"))?;
-    let viewer = Viewer::of_caller(&caller, &task).ok_or(ApiError::NotFound("task"))?;
+    let Some(task) = tasks::get(&mut conn, id).await? else {
+        let attempt = delegation_store::attempt_task(&mut conn, id).await?;
+        return attempt
+            .filter(|t| a2a_attempts::may_read(&reader, t))
+            .map(|t| Json(a2a_attempts::task(&t)))
+            .ok_or(ApiError::NotFound("task"));
+    };
+    let TaskReader::Jwt(caller) = &reader else { return Err(ApiError::NotFound("task")) };
+    let viewer = Viewer::of_caller(caller, &task).ok_or(ApiError::NotFound("task"))?;
     let turns = messages::turns(&mut conn, task.id).await?;
     let artifacts = messages::artifacts(&mut conn, task.id).await?;
     let history: Vec<Value> = turns
@@ -263,4 +384,25 @@ pub async fn get_conversation(
         "taskIds": c.task_ids,
         "createdAt": c.created_at,
     })))
+}
+
+#[cfg(test)]
+mod tests {
+    use utoipa::PartialSchema;
+
+    use super::*;
+    use crate::{directory::delegation::Status, domain::TaskState};
+
+    #[test]
+    fn the_state_schema_names_every_state_a_task_can_show() {
+        let schema = serde_json::to_value(TaskStateDoc::schema()).unwrap();
+        let names: Vec<&str> = schema["enum"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+        for state in TaskState::ALL {
+            let name = serde_json::to_value(state).unwrap();
+            assert!(names.contains(&name.as_str().unwrap()), "{name} is missing from {names:?}");
+        }
+        for status in Status::ALL {
+            assert!(names.contains(&status.a2a_state()), "{} is missing from {names:?}", status.a2a_state());
+        }
+    }
 }

@@ -174,6 +174,8 @@ pub struct WaitQuery {
 pub struct AttemptOut {
     /// 1-based.
     pub attempt: i32,
+    /// The attempt as an A2A task: `GET /api/tasks/{taskId}`.
+    pub task_id: Uuid,
     /// The target, by anonymous id.
     pub target_anonymous_id: Uuid,
     /// `request`, `accepted`, `completed`, `rejected`, `timeout` or `error`.
@@ -262,6 +264,7 @@ pub struct DelegationAnswer {
 fn attempt_out(a: Attempt) -> AttemptOut {
     AttemptOut {
         attempt: a.attempt,
+        task_id: a.task_id,
         target_anonymous_id: a.target_anonymous_id,
         status: a.status,
         reason: a.reason,
@@ -394,6 +397,8 @@ pub struct InboundOut {
     pub request_id: Uuid,
     /// Which attempt of the delegation this is.
     pub attempt: i32,
+    /// The attempt as an A2A task: `GET /api/tasks/{taskId}`.
+    pub task_id: Uuid,
     /// The requester, by anonymous id.
     pub requester_anonymous_id: Uuid,
     /// The kind of work.
@@ -425,6 +430,7 @@ pub(crate) fn inbound_out(i: InboxItem) -> InboundOut {
     InboundOut {
         request_id: i.request_id,
         attempt: i.attempt,
+        task_id: i.task_id,
         requester_anonymous_id: i.requester_anonymous_id,
         task_type: i.task_type,
         custom_type: i.custom_type,

@@ -3,6 +3,7 @@
 //! state. Handlers are thin: validate, call the engine or the store, shape the answer.
 
 pub mod a2a;
+pub mod a2a_attempts;
 pub mod agent_auth;
 pub mod agent_turns;
 pub mod agents;

@@ -54,7 +54,7 @@ use crate::{
     http::{
         AppState,
         agent_auth::KEY_PREFIX,
-        agent_turns::{AgentListQuery, RespondIn, agent_negotiation, agent_negotiations, pickup_body},
+        agent_turns::{AgentListQuery, RespondIn, agent_negotiation, agent_negotiations, parse_wait, pickup_body},
         delegations::{AcceptedOut, CompletedOut, EndedOut, InboxOut, answer, inbound_out},
         directory,
         error::{ApiError, ErrorBody},
@@ -365,6 +365,26 @@ pub struct RequestIdArgs {
     pub request_id: String,
 }
 
+/// Arguments of `get_delegation`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GetDelegationArgs {
+    /// The delegation's requestId.
+    pub request_id: String,
+    /// Seconds to wait for it to end (from 1; more than the server's long-poll maximum, 30 by
+    /// default, is capped); without it, the answer is immediate.
+    pub wait: Option<i64>,
+}
+
+/// Arguments of `list_delegation_inbox`.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InboxArgs {
+    /// Seconds to wait for a request when none is waiting (from 1; more than the server's
+    /// long-poll maximum, 30 by default, is capped); without it, the answer is immediate.
+    pub wait: Option<i64>,
+}
+
 /// Arguments of `complete_delegation`.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -455,6 +475,11 @@ impl ParleyMcp {
     /// A server over `state`.
     pub fn new(state: AppState) -> ParleyMcp {
         ParleyMcp { state }
+    }
+
+    /// A tool's `wait`, checked and capped as the HTTP `?wait=` is.
+    fn wait_of(&self, wait: Option<i64>) -> Result<Option<std::time::Duration>, ApiError> {
+        parse_wait(wait.map(|w| w.to_string()).as_deref(), self.state.engine.config().long_poll_max)
     }
 }
 
@@ -585,8 +610,8 @@ taskType, assessment}]}; each assessment explains its score (subscores, skill_ma
     #[tool(
         description = "Delegate a piece of work to another agent (yours is the requester). Without \
 targetAnonymousId the top discover_agents result for taskType takes it; input must match its inputSchema. \
-Returns {delegation: {requestId, status, attempts: [{attempt, targetAnonymousId, status, reason?}], ...}} at \
-once; follow it with get_delegation. A rejected, failed or timed-out attempt moves to the next target while \
+Returns {delegation: {requestId, status, attempts: [{attempt, taskId, targetAnonymousId, status, reason?}], \
+...}} at once; follow it with get_delegation (with wait to hold until it ends). A rejected, failed or timed-out attempt moves to the next target while \
 retries are left (fallbackEnabled, maxRetries)."
     )]
     async fn delegate_task(
@@ -601,27 +626,33 @@ retries are left (fallbackEnabled, maxRetries)."
         })
     }
 
-    /// One of the agent's delegations, as `GET /api/delegations/:requestId`.
+    /// One of the agent's delegations, as `GET /api/delegations/:requestId` (with its `wait`).
     #[tool(
         description = "Show one of your delegations by requestId: {result?: {requestId, status, output?, \
 executionTimeMs, retriesUsed} once it ended, delegation}. status: request, accepted, completed, rejected, \
-timeout or error."
+timeout or error. With wait (seconds), holds until it ends or the time passes; no result means it has not \
+ended yet."
     )]
     async fn get_delegation(
         &self,
         Extension(parts): Extension<Parts>,
-        Parameters(args): Parameters<RequestIdArgs>,
+        Parameters(args): Parameters<GetDelegationArgs>,
     ) -> Result<CallToolResult, ErrorData> {
         let agent = agent_of(&parts)?;
         let read = async {
             let id = parse_uuid(&args.request_id, "requestId")?;
+            let wait = self.wait_of(args.wait)?;
             let requesters = [agent.agent_id];
             let record = self
                 .state
                 .engine
                 .read_delegation(id, Some(&requesters[..]))
                 .await?;
-            Ok::<_, ApiError>(answer(record))
+            if wait.is_none() {
+                return Ok::<_, ApiError>(answer(record));
+            }
+            let record = self.state.engine.await_delegation(record.delegation.delegation_id, wait).await?;
+            Ok(answer(record))
         };
         Ok(match read.await {
             Ok(found) => structured(found),
@@ -629,31 +660,28 @@ timeout or error."
         })
     }
 
-    /// The agent's inbox, as `GET /api/agents/:id/delegations/inbox`.
+    /// The agent's inbox, as `GET /api/agents/:id/delegations/inbox` (with its `wait`).
     #[tool(
         description = "List the delegation requests waiting for you, oldest first: {requests: [{requestId, \
-attempt, requesterAnonymousId, taskType, customType?, input, timeoutMs, status, createdAt, deadline}], total}. \
-Take one with accept_delegation, then complete_delegation or fail_delegation; or reject_delegation."
+attempt, taskId, requesterAnonymousId, taskType, customType?, input, timeoutMs, status, createdAt, deadline}], \
+total}. With wait (seconds), holds until one arrives or the time passes. Take one with accept_delegation, then \
+complete_delegation or fail_delegation; or reject_delegation."
     )]
     async fn list_delegation_inbox(
         &self,
         Extension(parts): Extension<Parts>,
+        Parameters(args): Parameters<InboxArgs>,
     ) -> Result<CallToolResult, ErrorData> {
         let agent = agent_of(&parts)?;
-        Ok(
-            match self
-                .state
-                .engine
-                .delegation_inbox(agent.agent_id, None)
-                .await
-            {
-                Ok((items, total)) => structured(InboxOut {
-                    requests: items.into_iter().map(inbound_out).collect(),
-                    total,
-                }),
-                Err(e) => api_error(e.into()),
-            },
-        )
+        let list = async {
+            let wait = self.wait_of(args.wait)?;
+            let (items, total) = self.state.engine.delegation_inbox(agent.agent_id, wait).await?;
+            Ok::<_, ApiError>(InboxOut { requests: items.into_iter().map(inbound_out).collect(), total })
+        };
+        Ok(match list.await {
+            Ok(inbox) => structured(inbox),
+            Err(e) => api_error(e),
+        })
     }
 
     /// Accept, as `POST /api/agents/:id/delegations/:requestId/accept`.

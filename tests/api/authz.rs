@@ -29,6 +29,8 @@ enum Audience {
     AgentReader,
     /// A requester's key, its owner's JWT, or the service; anyone else is told 404.
     Requester,
+    /// Any JWT or agent key, showing only what the caller may see (404 for others): an A2A task.
+    TaskReader,
     /// Any valid credentials.
     Anyone,
 }
@@ -72,8 +74,10 @@ fn expected(audience: Audience, cred: Cred) -> StatusCode {
         (A::AgentOrOwner, C::WrongRole) => StatusCode::NOT_FOUND,
         (A::AgentManager | A::AgentReader, C::OtherUsersJwt | C::OtherUsersAgentKey) => StatusCode::FORBIDDEN,
         (A::AgentManager, C::WrongRole) => StatusCode::FORBIDDEN,
-        (A::Requester, C::OtherUsersJwt | C::OtherUsersAgentKey) => StatusCode::NOT_FOUND,
-        (A::Participant | A::AgentReader | A::Requester, C::WrongRole) => unreachable!("these routes accept every role"),
+        (A::Requester | A::TaskReader, C::OtherUsersJwt | C::OtherUsersAgentKey) => StatusCode::NOT_FOUND,
+        (A::Participant | A::AgentReader | A::Requester | A::TaskReader, C::WrongRole) => {
+            unreachable!("these routes accept every role")
+        }
         (A::Anyone, _) => unreachable!("any valid credentials may discover and rank"),
     }
 }
@@ -101,6 +105,24 @@ async fn every_route_refuses_every_wrong_credential_and_leaks_nothing() {
     .unwrap();
     let wrong_secret = JwtKeys::new(b"not-the-secret-at-all-1234").mint("user-tomas", CallerRole::User, std::time::Duration::from_secs(60)).unwrap();
 
+    // Tomas's agent delegates to Ana's: the attempt is an A2A task its parties read.
+    let ana_agent = app.register_agent("user-ana").await;
+    let offer = json!({ "taskType": "testing", "inputSchema": {"type": "object"}, "outputSchema": {} });
+    let put = app.agent_call(&ana_agent, Method::PUT, "/capabilities", Some(&offer)).await;
+    assert_eq!(put.status, StatusCode::CREATED, "{}", put.text);
+    let asked = app
+        .client
+        .post(format!("{}/api/agents/delegate", app.base))
+        .header("x-api-key", &tomas_agent.key)
+        .json(&json!({ "agentId": tomas_agent.id, "taskType": "testing", "input": {} }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(asked.status(), StatusCode::ACCEPTED);
+    let asked: Value = asked.json().await.unwrap();
+    let attempt_task = asked["delegation"]["attempts"][0]["taskId"].as_str().unwrap().to_owned();
+    let (capabilities, delegations) = (app.count("capabilities").await, app.count("delegations").await);
+
     let a = &tomas_agent.id;
     let n = &negotiation;
     let routes: Vec<(Method, String, Option<Value>, Audience)> = vec![
@@ -112,7 +134,8 @@ async fn every_route_refuses_every_wrong_credential_and_leaks_nothing() {
         (Method::GET, "/api/insights".into(), None, Audience::Participant),
         (Method::POST, format!("/api/opportunities/{opportunity}/decision"), Some(json!({ "decision": "accept" })), Audience::Owner),
         (Method::POST, format!("/api/opportunities/{opportunity}/reactivate"), Some(json!({})), Audience::Service),
-        (Method::GET, format!("/api/tasks/{n}"), None, Audience::Participant),
+        (Method::GET, format!("/api/tasks/{n}"), None, Audience::TaskReader),
+        (Method::GET, format!("/api/tasks/{attempt_task}"), None, Audience::TaskReader),
         (Method::GET, format!("/api/conversations/{context}"), None, Audience::Participant),
         (Method::GET, "/api/events".into(), None, Audience::Participant),
         (Method::POST, "/api/agents".into(), Some(json!({ "name": "x" })), Audience::Owner),
@@ -149,7 +172,9 @@ async fn every_route_refuses_every_wrong_credential_and_leaks_nothing() {
     let mut checked = 0;
     for (method, path, body, audience) in &routes {
         for cred in CREDS {
-            if matches!(audience, Audience::Participant | Audience::AgentReader | Audience::Requester) && matches!(cred, Cred::WrongRole) {
+            if matches!(audience, Audience::Participant | Audience::AgentReader | Audience::Requester | Audience::TaskReader)
+                && matches!(cred, Cred::WrongRole)
+            {
                 continue;
             }
             if *audience == Audience::Anyone && matches!(cred, Cred::OtherUsersJwt | Cred::OtherUsersAgentKey | Cred::WrongRole) {
@@ -189,7 +214,7 @@ async fn every_route_refuses_every_wrong_credential_and_leaks_nothing() {
             let body: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
             let keys: Vec<&String> = body.as_object().map(|o| o.keys().collect()).unwrap_or_default();
             assert_eq!(keys, ["error", "code"], "{method} {path} with {cred:?}: {text}");
-            for secret in [n.as_str(), "user-maya", "user-tomas", &tomas_agent.key, &revoked] {
+            for secret in [n.as_str(), &attempt_task, "user-maya", "user-tomas", "user-ana", &tomas_agent.key, &revoked] {
                 assert!(!text.contains(secret), "{method} {path} with {cred:?} leaked {secret}: {text}");
             }
             checked += 1;
@@ -200,8 +225,8 @@ async fn every_route_refuses_every_wrong_credential_and_leaks_nothing() {
     // Nothing changed: the negotiation still waits for Tomas, the agent and its key still work.
     assert_eq!(app.snapshot(n).await.0, "waiting_for_agent");
     assert_eq!(app.count("opportunity_decisions").await, 0);
-    assert_eq!(app.count("capabilities").await, 0);
-    assert_eq!(app.count("delegations").await, 0);
+    assert_eq!(app.count("capabilities").await, capabilities);
+    assert_eq!(app.count("delegations").await, delegations);
     assert_eq!(app.pickup(&tomas_agent, None).await.status, StatusCode::OK);
     // Another user's listing is their own: empty.
     let eve = app.get("/api/opportunities", &app.user_token("user-eve")).await;

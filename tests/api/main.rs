@@ -6,6 +6,7 @@ mod authz;
 mod claims;
 mod cli;
 mod delegation;
+mod delegation_tasks;
 mod delivery;
 mod directory;
 mod assessment;

@@ -350,8 +350,15 @@ async fn every_operation_answers_as_its_spec_declares() {
     ch.expect(&app, call(Method::POST, fail, format!("{t}/delegations/{r3}/fail"), &tkey, Some(json!({"error": "crashed"}))), S::OK).await;
     ch.expect(&app, call(Method::POST, delegate, format!("{delegate}?wait=1"), &key, Some(ask(&r1))), S::OK).await;
     let read = "/api/delegations/{requestId}";
-    ch.expect(&app, call(Method::GET, read, format!("/api/delegations/{r1}?wait=1"), &key, None), S::OK).await;
-    ch.expect(&app, call(Method::GET, read, format!("/api/delegations/{r2}"), &tomas, None), S::OK).await;
+    let done = ch.expect(&app, call(Method::GET, read, format!("/api/delegations/{r1}?wait=1"), &key, None), S::OK).await;
+    let declined = ch.expect(&app, call(Method::GET, read, format!("/api/delegations/{r2}"), &tomas, None), S::OK).await;
+    // Each attempt is an A2A task: completed (with its artifact) and rejected.
+    let tasks = "/api/tasks/{id}";
+    let done_task = done["delegation"]["attempts"][0]["taskId"].as_str().unwrap().to_owned();
+    let declined_task = declined["delegation"]["attempts"][0]["taskId"].as_str().unwrap().to_owned();
+    ch.expect(&app, call(Method::GET, tasks, format!("/api/tasks/{done_task}"), &tkey, None), S::OK).await;
+    ch.expect(&app, call(Method::GET, tasks, format!("/api/tasks/{declined_task}"), &tomas, None), S::OK).await;
+    ch.expect(&app, call(Method::GET, tasks, format!("/api/tasks/{done_task}"), &maya, None), S::NOT_FOUND).await;
     let list = "/api/agents/{id}/delegations";
     ch.expect(&app, call(Method::GET, list, format!("{a}/delegations?direction=outbound&limit=2"), &key, None), S::OK).await;
     ch.expect(&app, call(Method::GET, list, format!("{t}/delegations?direction=inbound"), &tkey, None), S::OK).await;

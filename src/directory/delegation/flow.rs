@@ -224,6 +224,7 @@ impl Engine {
             let attempt = Attempt {
                 delegation_id: d.delegation_id,
                 attempt: number,
+                task_id: Uuid::now_v7(),
                 target_agent_id: target.agent_id,
                 target_anonymous_id: target.anonymous_id,
                 requester_anonymous_id,

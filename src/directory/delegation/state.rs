@@ -2,7 +2,8 @@
 //!
 //! An attempt is offered (`request`), taken (`accepted`), and ends `completed`, `rejected`,
 //! `timeout` or `error`. A delegation's status is its last attempt's, so the same names serve
-//! both. Pure: no IO.
+//! both. Each status also has the A2A task state an attempt shows at `GET /api/tasks/{id}`
+//! ([`Status::a2a_state`]). Pure: no IO.
 
 use crate::domain::TransitionError;
 
@@ -83,6 +84,20 @@ impl Status {
         matches!(self, Status::Rejected | Status::Timeout | Status::Error)
     }
 
+    /// The state of the attempt's A2A task: offered is `submitted`, taken is `working`, a timeout
+    /// or a reported failure is `failed`; `completed` and `rejected` keep their names. (An
+    /// attempt is never cancelled, so `canceled` does not occur.)
+    pub fn a2a_state(self) -> &'static str {
+        match self {
+            Status::Request => "submitted",
+            Status::Accepted => "working",
+            Status::Completed => "completed",
+            Status::Rejected => "rejected",
+            Status::Timeout => "failed",
+            Status::Error => "failed",
+        }
+    }
+
     /// The transition table: every allowed move, nothing else.
     pub fn transition(self, event: Event) -> Result<Status, TransitionError> {
         use Event as E;
@@ -125,6 +140,26 @@ mod tests {
                 ("accepted", Event::TimeOut, "timeout"),
             ]
         );
+    }
+
+    #[test]
+    fn every_status_has_its_a2a_task_state() {
+        let table: Vec<(&str, &str)> = Status::ALL.iter().map(|s| (s.as_str(), s.a2a_state())).collect();
+        assert_eq!(
+            table,
+            vec![
+                ("request", "submitted"),
+                ("accepted", "working"),
+                ("completed", "completed"),
+                ("rejected", "rejected"),
+                ("timeout", "failed"),
+                ("error", "failed"),
+            ]
+        );
+        // A live attempt is a live task; an ended one an ended task.
+        for s in Status::ALL {
+            assert_eq!(s.is_terminal(), !matches!(s.a2a_state(), "submitted" | "working"), "{}", s.as_str());
+        }
     }
 
     #[test]

@@ -63,6 +63,8 @@ pub struct Attempt {
     pub delegation_id: Uuid,
     /// 1-based.
     pub attempt: i32,
+    /// Its id as an A2A task (`GET /api/tasks/{id}`), issued when it is made.
+    pub task_id: Uuid,
     /// The agent it is addressed to.
     pub target_agent_id: Uuid,
     /// The name the requester sees the target under.
@@ -257,8 +259,8 @@ pub async fn insert_attempt(conn: &mut PgConnection, a: &Attempt) -> sqlx::Resul
     sqlx::query!(
         r#"INSERT INTO delegation_attempts (delegation_id, attempt, target_agent_id, target_anonymous_id,
                                             requester_anonymous_id, capability_id, output_schema, status, created_at,
-                                            accept_deadline, deadline)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, 'request', $8, $9, $10)"#,
+                                            accept_deadline, deadline, task_id)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, 'request', $8, $9, $10, $11)"#,
         a.delegation_id,
         a.attempt,
         a.target_agent_id,
@@ -268,7 +270,8 @@ pub async fn insert_attempt(conn: &mut PgConnection, a: &Attempt) -> sqlx::Resul
         a.output_schema,
         a.created_at,
         a.accept_deadline,
-        a.deadline
+        a.deadline,
+        a.task_id
     )
     .execute(conn)
     .await?;
@@ -279,13 +282,60 @@ pub async fn insert_attempt(conn: &mut PgConnection, a: &Attempt) -> sqlx::Resul
 pub async fn attempts(conn: &mut PgConnection, delegation_id: Uuid) -> sqlx::Result<Vec<Attempt>> {
     sqlx::query_as!(
         Attempt,
-        r#"SELECT delegation_id, attempt, target_agent_id, target_anonymous_id, requester_anonymous_id, capability_id,
-                  output_schema, status, output, reason, created_at, accept_deadline, deadline, accepted_at, ended_at
+        r#"SELECT delegation_id, attempt, task_id, target_agent_id, target_anonymous_id, requester_anonymous_id,
+                  capability_id, output_schema, status, output, reason, created_at, accept_deadline, deadline,
+                  accepted_at, ended_at
            FROM delegation_attempts WHERE delegation_id = $1 ORDER BY attempt"#,
         delegation_id
     )
     .fetch_all(conn)
     .await
+}
+
+/// The attempt whose A2A task id is `task_id`, with its delegation and the owners of its
+/// requester and of its target (who, besides the two agents, may read it).
+pub async fn attempt_task(conn: &mut PgConnection, task_id: Uuid) -> sqlx::Result<Option<AttemptTask>> {
+    let Some(attempt) = sqlx::query_as!(
+        Attempt,
+        r#"SELECT delegation_id, attempt, task_id, target_agent_id, target_anonymous_id, requester_anonymous_id,
+                  capability_id, output_schema, status, output, reason, created_at, accept_deadline, deadline,
+                  accepted_at, ended_at
+           FROM delegation_attempts WHERE task_id = $1"#,
+        task_id
+    )
+    .fetch_optional(&mut *conn)
+    .await?
+    else {
+        return Ok(None);
+    };
+    let Some(delegation) = get(&mut *conn, attempt.delegation_id).await? else { return Ok(None) };
+    let owners = sqlx::query!(
+        r#"SELECT (SELECT owner_user_id FROM agents WHERE agent_id = $1) AS "requester_owner!",
+                  (SELECT owner_user_id FROM agents WHERE agent_id = $2) AS "target_owner!""#,
+        delegation.requester_agent_id,
+        attempt.target_agent_id
+    )
+    .fetch_one(conn)
+    .await?;
+    Ok(Some(AttemptTask {
+        attempt,
+        delegation,
+        requester_owner: owners.requester_owner,
+        target_owner: owners.target_owner,
+    }))
+}
+
+/// One attempt read as an A2A task: the attempt, its delegation, and both agents' owners.
+#[derive(Debug, Clone)]
+pub struct AttemptTask {
+    /// The attempt.
+    pub attempt: Attempt,
+    /// Its delegation.
+    pub delegation: Delegation,
+    /// The user who owns the requesting agent.
+    pub requester_owner: String,
+    /// The user who owns the target agent.
+    pub target_owner: String,
 }
 
 /// Moves an attempt from `from` to `to` (with its output or reason when it ends); false when it
@@ -349,6 +399,8 @@ pub struct InboxItem {
     pub request_id: Uuid,
     /// The attempt's number.
     pub attempt: i32,
+    /// The attempt's id as an A2A task.
+    pub task_id: Uuid,
     /// The requester's anonymous id.
     pub requester_anonymous_id: Uuid,
     /// The kind of work.
@@ -377,8 +429,8 @@ pub struct InboxItem {
 pub async fn inbox(conn: &mut PgConnection, target: Uuid, limit: i64) -> sqlx::Result<(Vec<InboxItem>, i64)> {
     let items = sqlx::query_as!(
         InboxItem,
-        r#"SELECT d.request_id, a.attempt, a.requester_anonymous_id, d.task_type, d.custom_type, d.input, d.timeout_ms,
-                  a.status, a.output, a.reason, a.created_at, a.deadline, d.delegation_id
+        r#"SELECT d.request_id, a.attempt, a.task_id, a.requester_anonymous_id, d.task_type, d.custom_type, d.input,
+                  d.timeout_ms, a.status, a.output, a.reason, a.created_at, a.deadline, d.delegation_id
            FROM delegation_attempts a JOIN delegations d ON d.delegation_id = a.delegation_id
            WHERE a.target_agent_id = $1 AND a.status = 'request'
            ORDER BY a.created_at, a.delegation_id LIMIT $2"#,
@@ -406,8 +458,8 @@ pub async fn inbound(
 ) -> sqlx::Result<Vec<InboxItem>> {
     sqlx::query_as!(
         InboxItem,
-        r#"SELECT d.request_id, a.attempt, a.requester_anonymous_id, d.task_type, d.custom_type, d.input, d.timeout_ms,
-                  a.status, a.output, a.reason, a.created_at, a.deadline, d.delegation_id
+        r#"SELECT d.request_id, a.attempt, a.task_id, a.requester_anonymous_id, d.task_type, d.custom_type, d.input,
+                  d.timeout_ms, a.status, a.output, a.reason, a.created_at, a.deadline, d.delegation_id
            FROM delegation_attempts a JOIN delegations d ON d.delegation_id = a.delegation_id
            WHERE a.target_agent_id = $1 AND ($2::text IS NULL OR a.status = $2)
              AND ($3::uuid IS NULL OR d.delegation_id < $3)
