@@ -18,7 +18,28 @@ pub fn round_to(x: f64, digits: usize) -> f64 {
     if !x.is_finite() {
         return x;
     }
+    if let Some(rounded) = round_scaled(x, digits) {
+        return rounded;
+    }
     format!("{x:.digits$}").parse::<f64>().unwrap_or(x)
+}
+
+/// [`round_to`] without formatting, for every value not within a hair of a tie.
+///
+/// `y = x * 10^digits` differs from the exact product by at most half an ulp of `y` (below 2^-23
+/// while `|y| < 10^9`), so unless `y`'s fraction lies within 10^-6 of one half, the integer
+/// nearest to `y` is the integer nearest to the exact product: the `k` whose decimal `k / 10^digits`
+/// formatting would print. Dividing `k` by `10^digits` (both exact) is one correctly rounded
+/// operation, so it gives the double nearest to that decimal, which is what parsing the printed
+/// decimal gives. Near a tie, or for larger values, `None`: the exact path decides.
+fn round_scaled(x: f64, digits: usize) -> Option<f64> {
+    const POWERS: [f64; 9] = [1.0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8];
+    let scale = *POWERS.get(digits)?;
+    let y = x * scale;
+    if y.abs() >= 1e9 || ((y - y.trunc()).abs() - 0.5).abs() < 1e-6 {
+        return None;
+    }
+    Some(y.round() / scale)
 }
 
 /// `round(x, 4)`, the precision of every score Bindu reports.
@@ -121,7 +142,32 @@ pub fn to_python_json<T: Serialize + ?Sized>(value: &T) -> Result<String, serde_
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
+
+    /// The formatting path alone, which [`round_to`] must agree with.
+    fn round_by_formatting(x: f64, digits: usize) -> f64 {
+        format!("{x:.digits$}").parse::<f64>().unwrap_or(x)
+    }
+
+    proptest! {
+        #[test]
+        fn rounding_without_formatting_agrees_with_formatting(
+            x in prop_oneof![
+                -2.0f64..2.0,
+                -1e6f64..1e6,
+                proptest::num::f64::NORMAL | proptest::num::f64::SUBNORMAL | proptest::num::f64::ZERO,
+                // Decimals at and next to ties: k/10^5 with k odd ends in 5 at the fifth place.
+                (-200_000i64..200_000).prop_map(|k| k as f64 / 1e5),
+                (-200_000i64..200_000, -3i64..=3).prop_map(|(k, ulps)| f64::from_bits((k as f64 / 1e5).to_bits().wrapping_add_signed(ulps))),
+            ],
+            digits in 0usize..9,
+        ) {
+            let (fast, exact) = (round_to(x, digits), round_by_formatting(x, digits));
+            prop_assert!(fast.to_bits() == exact.to_bits(), "round({x:e}, {digits}): {fast:e} vs {exact:e}");
+        }
+    }
 
     #[test]
     fn rust_precision_formatting_rounds_exact_ties_to_even() {
