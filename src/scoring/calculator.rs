@@ -59,6 +59,8 @@ struct PreparedSkill {
     id: String,
     name: String,
     keywords: HashSet<String>,
+    /// The same keywords as a list, for walking them (a set is slower to walk than to probe).
+    keyword_list: Vec<String>,
     tags: Vec<Label>,
     capabilities: Vec<Label>,
     anti_patterns: Vec<String>,
@@ -124,6 +126,7 @@ impl PreparedSkill {
         PreparedSkill {
             id: skill.id_or_unknown().to_owned(),
             name: skill.name_or_unknown().to_owned(),
+            keyword_list: keywords.iter().cloned().collect(),
             keywords,
             tags,
             capabilities,
@@ -182,6 +185,8 @@ pub struct PreparedTask<'r> {
     weights: super::request::Weights,
     /// Step 3: the task's keywords.
     task: HashSet<String>,
+    /// The same, as a list to walk.
+    task_list: Vec<String>,
     /// The lowercased summary (specialization domains are looked for in it).
     summary_lower: String,
     /// The lowercased summary plus details (anti-patterns are looked for in it).
@@ -201,10 +206,12 @@ impl<'r> PreparedTask<'r> {
             Some(d) => format!("{summary_lower} {}", lowercase(d)),
             None => summary_lower.clone(),
         };
+        let task: HashSet<String> = tokenize(&lowered).map(str::to_owned).collect();
         PreparedTask {
             req,
             weights: req.weights.normalized(),
-            task: tokenize(&lowered).map(str::to_owned).collect(),
+            task_list: task.iter().cloned().collect(),
+            task,
             summary_lower,
             anti_text,
             budget: req
@@ -428,14 +435,11 @@ impl Calculator {
             {
                 continue;
             }
+            // Walk the shorter list, probe the other's set.
             let common = if task.len() <= skill.keywords.len() {
-                task.iter().filter(|t| skill.keywords.contains(*t)).count()
+                prepared.task_list.iter().filter(|t| skill.keywords.contains(*t)).count()
             } else {
-                skill
-                    .keywords
-                    .iter()
-                    .filter(|k| task.contains(*k))
-                    .count()
+                skill.keyword_list.iter().filter(|k| task.contains(*k)).count()
             };
             let union = task.len() + skill.keywords.len() - common;
             let jaccard = if union == 0 {
