@@ -115,6 +115,9 @@ pub async fn cast(client: &reqwest::Client, base: &str, jwt: &JwtKeys, requester
     Cast { requesters, targets }
 }
 
+/// (request id, attempt) -> the status an acknowledged end gave the attempt, and its output.
+type Ended = HashMap<(Uuid, i64), (&'static str, Option<Value>)>;
+
 /// What the requesters and targets were told.
 #[derive(Default)]
 pub struct Ledger {
@@ -128,7 +131,7 @@ pub struct Ledger {
     accepted: Mutex<HashMap<(Uuid, i64), u32>>,
     /// (request id, attempt) -> the status (and output) an acknowledged complete, reject or fail
     /// gave it.
-    ended: Mutex<HashMap<(Uuid, i64), (&'static str, Option<Value>)>>,
+    ended: Mutex<Ended>,
     /// 5xx answers (other than 503) and answers that broke the contract.
     pub unexpected: AtomicU64,
     /// Requests that failed to connect or got 503 during a fault.
