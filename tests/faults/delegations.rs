@@ -235,7 +235,7 @@ pub async fn requester_loop(
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        tokio::time::sleep(Duration::from_millis(100 + rng.below(300))).await;
+        tokio::time::sleep(Duration::from_millis(250 + rng.below(500))).await;
     }
 }
 
