@@ -4,6 +4,12 @@
 //! live claims; afterwards every negotiation must have ended and every invariant must hold in
 //! SQL. Counts are reported the Jepsen way: lost, duplicated, unexpected, recovered.
 //!
+//! Delegations run through the same faults (`delegations`): requesters keep delegating with
+//! their own request ids (resent after a lost answer), targets accept, complete, reject, fail or
+//! vanish, and the timers end the rest. Afterwards every delegation must have ended, nothing the
+//! clients were told may be missing or doubled, in SQL and over HTTP; their counts are reported
+//! on a line of their own the same way.
+//!
 //! `cargo test --test faults` runs the short version (CI runs it). Set
 //! `PARLEY_FAULT_SCALE=full` for the long one (more negotiations, more agents, more kills).
 
@@ -13,6 +19,8 @@ mod fixtures;
 #[path = "api/helpers.rs"]
 #[allow(dead_code)]
 mod helpers;
+#[path = "faults/delegations.rs"]
+mod delegations;
 
 use std::{
     collections::{HashMap, HashSet},
@@ -34,12 +42,15 @@ struct Scale {
     negotiations: usize,
     agents: usize,
     kills: usize,
+    /// Agents that keep delegating, and agents that take the work.
+    requesters: usize,
+    targets: usize,
 }
 
 fn scale() -> Scale {
     match std::env::var("PARLEY_FAULT_SCALE").as_deref() {
-        Ok("full") => Scale { negotiations: 1500, agents: 32, kills: 8 },
-        _ => Scale { negotiations: 120, agents: 12, kills: 3 },
+        Ok("full") => Scale { negotiations: 1500, agents: 32, kills: 8, requesters: 6, targets: 8 },
+        _ => Scale { negotiations: 120, agents: 12, kills: 3, requesters: 3, targets: 4 },
     }
 }
 
@@ -197,6 +208,7 @@ impl Service {
             .env("PARLEY_CLAIM_TIMEOUT", "1s")
             .env("PARLEY_PARK_TIMEOUT", "2s")
             .env("PARLEY_PVP_TIMEOUT", "20s")
+            .env("PARLEY_DELEGATION_ACCEPT_TIMEOUT", "2s")
             .env("PARLEY_TIMER_POLL", "200ms")
             .env("PARLEY_HOUSEKEEPING_EVERY", "2s")
             .env("PARLEY_DB_POOL_SIZE", "24")
@@ -361,6 +373,7 @@ async fn wait_all_ended(pool: &sqlx::PgPool, limit: Duration) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kills_restarts_and_dropped_connections_lose_nothing() {
     let scale = scale();
+    let started = Instant::now();
     // A private PostgreSQL, so that restarting it disturbs nothing else.
     let pg_dir = std::env::temp_dir().join(format!("parley-faults-{}", uuid::Uuid::now_v7()));
     let mut pg = parley::db::EmbeddedPostgres::start(&pg_dir).expect("a private PostgreSQL for the fault run");
@@ -404,6 +417,21 @@ async fn kills_restarts_and_dropped_connections_lose_nothing() {
         pollers.push(tokio::spawn(agent_loop(shared_base.clone(), agent.clone(), ledger.clone(), stop.clone(), 7 + i as u64)));
     }
     pollers.push(tokio::spawn(watch_claims(database_url.clone(), ledger.clone(), stop.clone())));
+    // Delegations in flight through the same faults: the requesters stop with the faults, the
+    // targets with the agents.
+    let cast = delegations::cast(&client, &base, &jwt, scale.requesters, scale.targets).await;
+    let delegation_ledger = Arc::new(delegations::Ledger::default());
+    let stop_delegating = Arc::new(AtomicBool::new(false));
+    let mut requesters = Vec::new();
+    for (i, agent) in cast.requesters.iter().enumerate() {
+        let (base, ledger, stop) = (shared_base.clone(), delegation_ledger.clone(), stop_delegating.clone());
+        requesters.push(tokio::spawn(delegations::requester_loop(base, i, agent.clone(), ledger, stop, 1000 + i as u64)));
+    }
+    for (i, agent) in cast.targets.iter().enumerate() {
+        let (base, ledger) = (shared_base.clone(), delegation_ledger.clone());
+        pollers.push(tokio::spawn(delegations::target_loop(base, agent.clone(), ledger, stop.clone(), 2000 + i as u64)));
+    }
+    let mut delegations_in_flight_at_faults = HashSet::new();
 
     // Negotiations arrive while faults happen.
     let mut rng = Lcg(42);
@@ -458,6 +486,7 @@ async fn kills_restarts_and_dropped_connections_lose_nothing() {
         let load = tokio::spawn(post_all(create(per_phase, &mut rng)));
         tokio::time::sleep(Duration::from_millis(300 + rng.below(700))).await;
         in_flight_at_faults.extend(in_flight(&pool).await);
+        delegations_in_flight_at_faults.extend(delegations::in_flight(&pool).await);
         match round % 3 {
             // SIGKILL of the service under load, then a restart on the same database.
             0 => {
@@ -486,14 +515,26 @@ async fn kills_restarts_and_dropped_connections_lose_nothing() {
         wait_ready(&base).await;
     }
     post_all(create(per_phase, &mut rng)).await;
+    stop_delegating.store(true, Ordering::Relaxed);
+    for r in requesters {
+        let _ = r.await;
+    }
+    let faults_over = started.elapsed();
 
     // Let the agents and the timers finish everything.
     wait_all_ended(&pool, Duration::from_secs(90)).await;
+    let negotiations_over = started.elapsed();
     stop.store(true, Ordering::Relaxed);
     for p in pollers {
         let _ = p.await;
     }
     let report = check(&pool, &ledger, &in_flight_at_faults).await;
+    // Nobody answers delegations any more: the timers end what is left.
+    let targets_stopped = Instant::now();
+    delegations::wait_all_ended(&pool, Duration::from_secs(60)).await;
+    let delegations_ended_after = targets_stopped.elapsed();
+    let (delegation_report, delegation_counts) =
+        delegations::check(&pool, &base, &cast, &delegation_ledger, &delegations_in_flight_at_faults).await;
     let total: i64 = sqlx::query_scalar("SELECT count(*) FROM tasks").fetch_one(&pool).await.unwrap();
     let turns: i64 = sqlx::query_scalar("SELECT count(*) FROM messages").fetch_one(&pool).await.unwrap();
     let acknowledged = ledger.acknowledged.lock().unwrap().len();
@@ -509,6 +550,22 @@ async fn kills_restarts_and_dropped_connections_lose_nothing() {
         report.recovered,
         in_flight_at_faults.len(),
     );
+    eprintln!(
+        "delegations: {delegation_counts}; all ended {:.1} s after the targets stopped | lost {} duplicated {} \
+         unexpected {} recovered {} (of {} in flight at faults)",
+        delegations_ended_after.as_secs_f64(),
+        delegation_report.lost,
+        delegation_report.duplicated,
+        delegation_report.unexpected,
+        delegation_report.recovered,
+        delegations_in_flight_at_faults.len(),
+    );
+    eprintln!(
+        "fault run took {:.0} s: faults over at {:.0} s, every negotiation ended at {:.0} s",
+        started.elapsed().as_secs_f64(),
+        faults_over.as_secs_f64(),
+        negotiations_over.as_secs_f64(),
+    );
     service.kill9();
     pool.close().await;
     drop(pg);
@@ -519,4 +576,13 @@ async fn kills_restarts_and_dropped_connections_lose_nothing() {
     assert_eq!(report.duplicated, 0, "duplicated");
     assert_eq!(report.unexpected, 0, "unexpected");
     assert_eq!(report.recovered as usize, in_flight_at_faults.len(), "every negotiation in flight at a fault ended");
+    assert_eq!(delegation_report.lost, 0, "delegations lost");
+    assert_eq!(delegation_report.duplicated, 0, "delegations duplicated");
+    assert_eq!(delegation_report.unexpected, 0, "delegations unexpected");
+    assert_eq!(
+        delegation_report.recovered as usize,
+        delegations_in_flight_at_faults.len(),
+        "every delegation in flight at a fault ended"
+    );
+    assert!(delegation_counts.acknowledged > 0 && delegation_counts.completed > 0, "delegations ran and completed");
 }
