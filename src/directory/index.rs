@@ -27,7 +27,7 @@
 
 use std::{
     collections::HashMap,
-    sync::{Arc, LazyLock, Mutex, PoisonError},
+    sync::{Arc, LazyLock, Mutex, OnceLock, PoisonError},
     time::Duration,
 };
 
@@ -37,6 +37,7 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 use super::{anonymity, capabilities::TaskType, trust};
+use crate::scoring::Calculator;
 
 /// One discoverable capability, with what its agent's record says.
 #[derive(Debug, Clone)]
@@ -82,6 +83,9 @@ pub struct Snapshot {
     first_expiry: Option<DateTime<Utc>>,
     /// Its capabilities, in no particular order.
     pub entries: Vec<Entry>,
+    /// Each entry's prepared calculator (same order; `None` for a capability deleted since),
+    /// filled by the first ranking that reads this snapshot (see `super::ranking`).
+    pub calculators: OnceLock<Vec<Option<Arc<Calculator>>>>,
 }
 
 impl Snapshot {
@@ -174,6 +178,7 @@ async fn build(
         day,
         first_expiry,
         entries,
+        calculators: OnceLock::new(),
     })
 }
 

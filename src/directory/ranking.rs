@@ -24,7 +24,12 @@
 //! A capability's calculator (its decoded skill, prepared for matching, and its price) is built
 //! once per version of the capability (its id and `updated_at`) and kept in process (bounded,
 //! least recently used first out), so a ranking reads no JSON and prepares nothing for the
-//! capabilities it has seen before.
+//! capabilities it has seen before. The directory's snapshot of a kind also keeps its entries'
+//! calculators once a ranking has looked them up, so the rankings that follow on the same
+//! snapshot look up nothing.
+//!
+//! Every candidate is first scored without its explanation; only the entries shown are then
+//! assessed in full (see [`rank`]).
 //!
 //! Assessments are keyword-only (no embeddings). Accepted assessments are candidates, best
 //! `rankScore` first, ties by anonymous id and capability id; the others are listed as rejected
@@ -47,7 +52,7 @@ use uuid::Uuid;
 
 use super::{
     capabilities::{CapabilityError, TaskType, custom_type_for},
-    index::{self, Entry},
+    index,
 };
 use crate::scoring::{
     Assessment, AssessmentRequest, Calculator, Detail, Performance, PreparedTask, RequestError, Skill,
@@ -197,9 +202,8 @@ fn prepared() -> MutexGuard<'static, LruCache<Version, Arc<Calculator>>> {
 
 /// Every capability a ranking assesses, from the directory's snapshot of the asked kind (see
 /// [`super::index`]; expired anonymous ids are replaced before it is rebuilt), with its agent's
-/// live queue depth (one query over the open turns) and its prepared calculator: from the
-/// in-process cache, or prepared now for the capabilities not seen before (one more query, for
-/// those only). `floor` is the configured lowest trust percentile.
+/// live queue depth (one query over the open turns) and its prepared calculator (see
+/// [`calculators`]). `floor` is the configured lowest trust percentile.
 pub async fn candidates(
     conn: &mut PgConnection,
     q: &RankQuery,
@@ -208,28 +212,60 @@ pub async fn candidates(
 ) -> sqlx::Result<Vec<Candidate>> {
     let snapshot = index::snapshot(conn, q.task_type, ttl).await?;
     let floor = i32::try_from(floor).unwrap_or(i32::MAX);
-    let rows: Vec<&Entry> = snapshot
+    let depths = index::queue_depths(conn, &snapshot.entries).await?;
+    let calculators = calculators(conn, &snapshot).await?;
+    // A capability deleted between the two reads has no calculator: it is no longer offered.
+    Ok(snapshot
         .entries
         .iter()
-        .filter(|e| {
+        .zip(calculators)
+        .filter(|(e, _)| {
             q.custom_type
                 .as_deref()
                 .is_none_or(|c| e.custom_type.as_deref() == Some(c))
         })
-        .filter(|e| e.trust_score_percentile >= floor)
-        .collect();
-    let depths = index::queue_depths(conn, &snapshot.entries).await?;
+        .filter(|(e, _)| e.trust_score_percentile >= floor)
+        .filter_map(|(e, calculator)| {
+            Some(Candidate {
+                anonymous_agent_id: e.anonymous_agent_id,
+                capability_id: e.capability_id,
+                task_type: e.task_type.clone(),
+                custom_type: e.custom_type.clone(),
+                estimated_latency_ms: e.estimated_latency_ms,
+                estimated_cost_usd: e.estimated_cost_usd,
+                trust_score_percentile: e.trust_score_percentile,
+                trust_events: e.trust_events,
+                queue_depth: depths.get(&e.agent_id).copied().unwrap_or(0),
+                calculator: calculator.clone()?,
+            })
+        })
+        .collect())
+}
+
+/// The prepared calculator of each of a snapshot's entries, in its order. The first ranking to
+/// read a snapshot fills them in: from the process's cache of calculators per capability
+/// version, or prepared now for the capabilities not seen before (one query, for those only);
+/// every later ranking on that snapshot reads them as they are.
+async fn calculators<'s>(
+    conn: &mut PgConnection,
+    snapshot: &'s index::Snapshot,
+) -> sqlx::Result<&'s [Option<Arc<Calculator>>]> {
+    if let Some(done) = snapshot.calculators.get() {
+        return Ok(done);
+    }
+    let entries = &snapshot.entries;
     let mut found: Vec<Option<Arc<Calculator>>> = {
         let mut cache = prepared();
-        rows.iter()
-            .map(|r| cache.get(&(r.capability_id, r.updated_at)).cloned())
+        entries
+            .iter()
+            .map(|e| cache.get(&(e.capability_id, e.updated_at)).cloned())
             .collect()
     };
-    let missing: Vec<Uuid> = rows
+    let missing: Vec<Uuid> = entries
         .iter()
         .zip(&found)
         .filter(|(_, c)| c.is_none())
-        .map(|(r, _)| r.capability_id)
+        .map(|(e, _)| e.capability_id)
         .collect();
     if !missing.is_empty() {
         let sources = sqlx::query_as!(
@@ -249,33 +285,16 @@ pub async fn candidates(
         for (id, (updated_at, calculator)) in &fresh {
             cache.put((*id, *updated_at), calculator.clone());
         }
-        for (r, c) in rows.iter().zip(found.iter_mut()) {
+        for (e, c) in entries.iter().zip(found.iter_mut()) {
             if c.is_none() {
                 *c = fresh
-                    .get(&r.capability_id)
+                    .get(&e.capability_id)
                     .map(|(_, calculator)| calculator.clone());
             }
         }
     }
-    // A capability deleted between the two reads has no calculator: it is no longer offered.
-    Ok(rows
-        .into_iter()
-        .zip(found)
-        .filter_map(|(r, calculator)| {
-            Some(Candidate {
-                anonymous_agent_id: r.anonymous_agent_id,
-                capability_id: r.capability_id,
-                task_type: r.task_type.clone(),
-                custom_type: r.custom_type.clone(),
-                estimated_latency_ms: r.estimated_latency_ms,
-                estimated_cost_usd: r.estimated_cost_usd,
-                trust_score_percentile: r.trust_score_percentile,
-                trust_events: r.trust_events,
-                queue_depth: depths.get(&r.agent_id).copied().unwrap_or(0),
-                calculator: calculator?,
-            })
-        })
-        .collect())
+    // Two rankings may fill it at once; both computed the same calculators.
+    Ok(snapshot.calculators.get_or_init(|| found))
 }
 
 /// The skill of a capability registered without one: id and name from its kind of work (the
