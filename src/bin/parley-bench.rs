@@ -629,6 +629,7 @@ async fn turn_cycles(
     // CPU are counted in the cycles.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let xacts_before = local_xact_numbers(&bench.pool).await?;
+    let updates_before = row_updates(&bench.pool).await?;
     let cpu_before = (
         process_cpu_secs("self"),
         backend_cpu_secs(&bench.pool).await?,
@@ -712,6 +713,10 @@ async fn turn_cycles(
         "cpu_ms_per_cycle_postgres_backends",
         json!(round(pg_cpu * 1e3 / cycles_all, 2)),
     );
+    // A backend publishes its table counts when it goes idle, at most once a second: after a
+    // pause, the statement `local_xact_numbers` runs on every pool connection makes each publish
+    // what it holds (before answering), so the row counts below cover the whole phase.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
     let xacts = xacts_between(&xacts_before, &local_xact_numbers(&bench.pool).await?);
     r.insert(
         "db_transactions_per_cycle",
@@ -719,6 +724,29 @@ async fn turn_cycles(
             xacts as f64 / all_cycles.load(Ordering::Relaxed).max(1) as f64,
             2
         )),
+    );
+    let updates_after = row_updates(&bench.pool).await?;
+    let mut updated = serde_json::Map::new();
+    for (table, (upd, hot, dead, live)) in &updates_after {
+        let (upd0, hot0, _, _) = updates_before.get(table).copied().unwrap_or_default();
+        if upd - upd0 > 0 {
+            updated.insert(
+                table.clone(),
+                json!({"updates": upd - upd0, "hot": hot - hot0, "dead_after": dead, "live_after": live}),
+            );
+        }
+    }
+    let (upd, hot) = updates_after
+        .iter()
+        .map(|(t, (u, h, _, _))| {
+            let (u0, h0, _, _) = updates_before.get(t).copied().unwrap_or_default();
+            (u - u0, h - h0)
+        })
+        .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+    r.insert("row_updates_in_cycles", Value::Object(updated));
+    r.insert(
+        "hot_update_share_in_cycles",
+        json!(round(hot as f64 / upd.max(1) as f64, 3)),
     );
     pickups.sort_by(f64::total_cmp);
     responds.sort_by(f64::total_cmp);
@@ -962,6 +990,25 @@ async fn local_xact_numbers(pool: &PgPool) -> anyhow::Result<std::collections::H
         held.push(conn);
     }
     Ok(numbers)
+}
+
+/// Per table of the service's database (the timer queue's included): row updates so far, how
+/// many of them were HOT (a new row version on the same page with no new index entry, which
+/// page pruning reclaims without a vacuum), dead and live row versions, from
+/// `pg_stat_user_tables`.
+async fn row_updates(
+    pool: &PgPool,
+) -> anyhow::Result<BTreeMap<String, (i64, i64, i64, i64)>> {
+    let rows: Vec<(String, i64, i64, i64, i64)> = sqlx::query_as(
+        "SELECT CASE WHEN schemaname = 'public' THEN relname ELSE schemaname || '.' || relname END, \
+                n_tup_upd, n_tup_hot_upd, n_dead_tup, n_live_tup FROM pg_stat_user_tables",
+    )
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(t, u, h, d, l)| (t, (u, h, d, l)))
+        .collect())
 }
 
 /// Transactions the pool's connections ran between two readings of [`local_xact_numbers`],
@@ -2106,6 +2153,11 @@ fn print_table(r: &Results) {
             "  floor + timers + NOTIFY /s",
             g("sql_floor_timers_notify_tps").to_string(),
             format!("ratio {}", g("sql_floor_timers_notify_ratio")),
+        ),
+        (
+            "  row updates in the cycles: HOT share",
+            g("hot_update_share_in_cycles").to_string(),
+            g("row_updates_in_cycles").to_string(),
         ),
         (
             "  pickup p50 / p99 ms",
