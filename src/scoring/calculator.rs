@@ -35,6 +35,7 @@ use super::skill::Skill;
 use super::text::{lowercase, split_whitespace_py, task_text_lowered, tokenize};
 use serde_json::Number;
 use std::collections::HashSet;
+use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
 
 /// Latency assumed when no skill declares `performance.avg_processing_time_ms`.
 pub const DEFAULT_LATENCY_MS: u64 = 5000;
@@ -59,8 +60,8 @@ struct PreparedSkill {
     id: String,
     name: String,
     keywords: HashSet<String>,
-    /// The same keywords as a list, for walking them (a set is slower to walk than to probe).
-    keyword_list: Vec<String>,
+    /// The same keywords with their [`word_hash`], in hash order (see [`common_words`]).
+    keyword_hashes: Vec<(u64, String)>,
     tags: Vec<Label>,
     capabilities: Vec<Label>,
     anti_patterns: Vec<String>,
@@ -126,7 +127,7 @@ impl PreparedSkill {
         PreparedSkill {
             id: skill.id_or_unknown().to_owned(),
             name: skill.name_or_unknown().to_owned(),
-            keyword_list: keywords.iter().cloned().collect(),
+            keyword_hashes: hashed(keywords.iter()),
             keywords,
             tags,
             capabilities,
@@ -185,8 +186,8 @@ pub struct PreparedTask<'r> {
     weights: super::request::Weights,
     /// Step 3: the task's keywords.
     task: HashSet<String>,
-    /// The same, as a list to walk.
-    task_list: Vec<String>,
+    /// The same with their [`word_hash`], in hash order.
+    task_hashes: Vec<(u64, String)>,
     /// The lowercased summary (specialization domains are looked for in it).
     summary_lower: String,
     /// The lowercased summary plus details (anti-patterns are looked for in it).
@@ -210,7 +211,7 @@ impl<'r> PreparedTask<'r> {
         PreparedTask {
             req,
             weights: req.weights.normalized(),
-            task_list: task.iter().cloned().collect(),
+            task_hashes: hashed(task.iter()),
             task,
             summary_lower,
             anti_text,
@@ -226,6 +227,40 @@ impl<'r> PreparedTask<'r> {
     pub fn request(&self) -> &'r AssessmentRequest {
         self.req
     }
+}
+
+/// A fixed 64-bit hash of a word (the same in every process and run).
+fn word_hash(word: &str) -> u64 {
+    BuildHasherDefault::<DefaultHasher>::default().hash_one(word)
+}
+
+/// Words with their [`word_hash`], sorted by hash (then by word).
+fn hashed<'w>(words: impl Iterator<Item = &'w String>) -> Vec<(u64, String)> {
+    let mut out: Vec<(u64, String)> = words.map(|w| (word_hash(w), w.clone())).collect();
+    out.sort_unstable();
+    out
+}
+
+/// How many words two sets (as [`hashed`] lists) share: one merge over the two hash-ordered
+/// lists, the words themselves compared only where hashes are equal, so that a ranking over
+/// thousands of skills reads two short arrays per skill instead of probing a hash table per
+/// word. Exact: words that merely share a hash are told apart by comparing them.
+fn common_words(a: &[(u64, String)], b: &[(u64, String)]) -> usize {
+    let (mut i, mut j, mut n) = (0, 0, 0);
+    while i < a.len() && j < b.len() {
+        match a[i].0.cmp(&b[j].0) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                let h = a[i].0;
+                let a_end = i + a[i..].iter().take_while(|x| x.0 == h).count();
+                let b_end = j + b[j..].iter().take_while(|x| x.0 == h).count();
+                n += a[i..a_end].iter().filter(|x| b[j..b_end].iter().any(|y| y.1 == x.1)).count();
+                (i, j) = (a_end, b_end);
+            }
+        }
+    }
+    n
 }
 
 /// Bindu's price parsing: keep ASCII digits and `.`; empty is 0; unparseable is `None`.
@@ -435,12 +470,7 @@ impl Calculator {
             {
                 continue;
             }
-            // Walk the shorter list, probe the other's set.
-            let common = if task.len() <= skill.keywords.len() {
-                prepared.task_list.iter().filter(|t| skill.keywords.contains(*t)).count()
-            } else {
-                skill.keyword_list.iter().filter(|k| task.contains(*k)).count()
-            };
+            let common = common_words(&prepared.task_hashes, &skill.keyword_hashes);
             let union = task.len() + skill.keywords.len() - common;
             let jaccard = if union == 0 {
                 0.0
@@ -612,6 +642,18 @@ mod tests {
         assert_eq!(io(&["image/png"], &[]), 0.0);
         assert_eq!(io(&[], &["application/json"]), 1.0);
         assert_eq!(io(&[], &["image/png"]), 0.0);
+    }
+
+    #[test]
+    fn common_words_counts_the_shared_words_even_when_hashes_collide() {
+        let words = |w: &[&str]| w.iter().map(|s| (*s).to_owned()).collect::<Vec<String>>();
+        let (a, b) = (words(&["rust", "review", "code", "tests"]), words(&["code", "rust", "docs"]));
+        assert_eq!(common_words(&hashed(a.iter()), &hashed(b.iter())), 2);
+        assert_eq!(common_words(&hashed(a.iter()), &[]), 0);
+        // Equal hashes of different words (forced here) are not a shared word.
+        let a = vec![(7, "alpha".to_owned()), (7, "beta".to_owned()), (9, "gamma".to_owned())];
+        let b = vec![(7, "beta".to_owned()), (7, "delta".to_owned()), (9, "omega".to_owned())];
+        assert_eq!(common_words(&a, &b), 1);
     }
 
     #[test]
