@@ -56,7 +56,7 @@ struct Args {
     agents: usize,
     /// Run only these phases (comma-separated: cycles,pgbench,wake,svs,assess,longpoll,directory;
     /// `delegation` (request, accept, complete round trips); `metrics` (recording flipped on and
-    /// off every half second within one 30 s turn-cycle phase) and `liveness` (the agents'
+    /// off every half second within one 90 s turn-cycle phase) and `liveness` (the agents'
     /// `last_seen_at` writes off and on, round by round), never part of a default run, compare
     /// the turn cycle with and without them; `floor` is the SQL floor alone
     /// (also part of `pgbench`); `floor-variants`, never part of a default run, measures the floor
@@ -832,7 +832,7 @@ const SLICE: Duration = Duration::from_millis(500);
 /// The start of a slice that is not counted: requests begun under the other setting finish.
 const SLICE_SETTLE: Duration = Duration::from_millis(100);
 
-/// One long turn-cycle phase (30 s) with a switch flipped every [`SLICE`], in pairs of adjacent
+/// One long turn-cycle phase (90 s) with a switch flipped every [`SLICE`], in pairs of adjacent
 /// slices (on then off, then off then on, alternately), so that both settings see the same
 /// database, the same agents and the same moment of the run. Returns each pair's cycle rates
 /// `(on, off)`, counted over the slice after its first [`SLICE_SETTLE`].
@@ -842,7 +842,7 @@ async fn sliced_off_on(
     json_out: bool,
     switch: impl Fn(bool),
 ) -> anyhow::Result<Vec<(f64, f64)>> {
-    let plan = Plan { negotiations_per_agent: 200, cycle_secs: 30, ..Plan::new(false) };
+    let plan = Plan { negotiations_per_agent: 600, cycle_secs: 90, ..Plan::new(false) };
     *CYCLE_WINDOW.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
     let sampler = async {
         let (from, to) = loop {
@@ -885,7 +885,7 @@ async fn metrics_overhead(
     r: &mut Results,
     json_out: bool,
 ) -> anyhow::Result<()> {
-    note(json_out, "metrics overhead: one 30 s turn-cycle phase, recording flipped every 0.5 s");
+    note(json_out, "metrics overhead: one 90 s turn-cycle phase, recording flipped every 0.5 s");
     let pairs = sliced_off_on(bench, agents, json_out, parley::metrics::install).await?;
     let n = pairs.len().max(1) as f64;
     let pct: Vec<f64> = pairs.iter().map(|(on, off)| (off - on) / off * 100.0).collect();
