@@ -59,8 +59,7 @@ struct Label {
 struct PreparedSkill {
     id: String,
     name: String,
-    keywords: HashSet<String>,
-    /// The same keywords with their [`word_hash`], in hash order (see [`common_words`]).
+    /// Its keywords with their [`word_hash`], in hash order (see [`common_words`]).
     keyword_hashes: Vec<(u64, String)>,
     tags: Vec<Label>,
     capabilities: Vec<Label>,
@@ -128,7 +127,6 @@ impl PreparedSkill {
             id: skill.id_or_unknown().to_owned(),
             name: skill.name_or_unknown().to_owned(),
             keyword_hashes: hashed(keywords.iter()),
-            keywords,
             tags,
             capabilities,
             anti_patterns,
@@ -221,11 +219,6 @@ impl<'r> PreparedTask<'r> {
                 .filter(|b| !b.is_empty())
                 .map(parse_amount),
         }
-    }
-
-    /// The request it was prepared from.
-    pub fn request(&self) -> &'r AssessmentRequest {
-        self.req
     }
 }
 
@@ -471,7 +464,7 @@ impl Calculator {
                 continue;
             }
             let common = common_words(&prepared.task_hashes, &skill.keyword_hashes);
-            let union = task.len() + skill.keywords.len() - common;
+            let union = task.len() + skill.keyword_hashes.len() - common;
             let jaccard = if union == 0 {
                 0.0
             } else {
