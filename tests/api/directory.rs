@@ -884,3 +884,63 @@ async fn every_kind_of_write_shows_in_the_very_next_discovery_and_ranking() {
         0
     );
 }
+
+/// The trust record each counter write leaves (one row trigger per counter row) is the record
+/// the full recomputation over the agent's whole 90-day history gives, whatever mix of claims,
+/// attempts, days and statements wrote the counters.
+#[tokio::test]
+async fn each_counter_write_leaves_the_record_a_full_recomputation_gives() {
+    let app = TestApp::spawn().await;
+    let agents = [
+        app.register_agent("user-a").await,
+        app.register_agent("user-b").await,
+        app.register_agent("user-c").await,
+    ];
+    let records = || async {
+        sqlx::query_as::<_, (Uuid, String, String, i64, String)>(
+            "SELECT agent_id, health::text, raw::text, events, updated_at::text FROM trust_records ORDER BY agent_id",
+        )
+        .fetch_all(&app.pool)
+        .await
+        .unwrap()
+    };
+    // Claims answered and expired over several days (one in the 30-day window only, one outside
+    // the 90-day window), attempts finished and accepted, and one statement writing two agents.
+    record(&app, &agents[0], 0, 7, 2).await;
+    record(&app, &agents[0], 12, 3, 3).await;
+    record(&app, &agents[0], 45, 1, 4).await;
+    record(&app, &agents[0], 120, 9, 0).await;
+    record_attempts(&app, &agents[0], 0, (4, 1), (3, 1)).await;
+    record_attempts(&app, &agents[1], 3, (0, 2), (0, 1)).await;
+    record(&app, &agents[2], 200, 5, 5).await;
+    sqlx::query(
+        "UPDATE agent_trust_days SET claims_expired = claims_expired + 1, updated_at = now()
+          WHERE agent_id = ANY($1)",
+    )
+    .bind(agents[..2].iter().map(|a| a.id.parse::<Uuid>().unwrap()).collect::<Vec<_>>())
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let incremental = records().await;
+    // Agent c's only record is 200 days old: it is in no population.
+    let ids: Vec<Uuid> = incremental.iter().map(|r| r.0).collect();
+    assert_eq!(ids.len(), 2, "{incremental:?}");
+    assert!(!ids.contains(&agents[2].id.parse().unwrap()));
+
+    sqlx::query("SELECT parley_refresh_trust_records(ARRAY(SELECT agent_id FROM agents ORDER BY agent_id))")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(records().await, incremental);
+    // And the record reads as the trust route defines it (health to 2 decimals), from the same
+    // counters.
+    let health: String = sqlx::query_scalar(
+        "SELECT health::text FROM parley_trust_scores($1) WHERE agent_id = $1",
+    )
+    .bind(agents[0].id.parse::<Uuid>().unwrap())
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    let stored = incremental.iter().find(|r| r.0 == agents[0].id.parse::<Uuid>().unwrap()).unwrap();
+    assert_eq!(health.parse::<f64>().unwrap(), (stored.1.parse::<f64>().unwrap() * 100.0).round() / 100.0);
+}
