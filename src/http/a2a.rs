@@ -92,6 +92,10 @@ pub struct TaskStatusDoc {
     state: TaskStateDoc,
     /// When it last changed.
     timestamp: chrono::DateTime<chrono::Utc>,
+    /// A delegation attempt that ended `rejected` or `failed` with a reason: the reason, as an
+    /// `agent` message with one text part. Absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<MessageDoc>,
 }
 
 /// An A2A task state: a negotiation's (`TaskState`), or a delegation attempt's (`submitted`,

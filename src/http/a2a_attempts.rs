@@ -7,7 +7,8 @@
 //! so the task names no agent and no owner. Its context is the delegation (all its attempts
 //! share it); its one message is the delegation's input, from the requester (`user`); a
 //! completed attempt carries the output as its `delegation-result` artifact, an attempt that
-//! ended otherwise carries none (`metadata.reason` says why).
+//! ended otherwise carries none, and its status carries the reason as an `agent` message (also
+//! in `metadata.reason`).
 
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -83,14 +84,25 @@ pub fn task(t: &AttemptTask) -> Value {
             metadata[key] = value;
         }
     }
+    let mut status = json!({
+        "state": a.status().a2a_state(),
+        "timestamp": a.ended_at.or(a.accepted_at).unwrap_or(a.created_at),
+    });
+    if let (true, Some(reason)) = (a.status().is_terminal() && a.status() != Status::Completed, &a.reason) {
+        status["message"] = json!({
+            "messageId": derived_id(a.task_id, "reason"),
+            "contextId": context_id,
+            "taskId": a.task_id,
+            "kind": "message",
+            "role": "agent",
+            "parts": [{ "kind": "text", "text": reason }],
+        });
+    }
     json!({
         "id": a.task_id,
         "contextId": context_id,
         "kind": "task",
-        "status": {
-            "state": a.status().a2a_state(),
-            "timestamp": a.ended_at.or(a.accepted_at).unwrap_or(a.created_at),
-        },
+        "status": status,
         "history": [message],
         "artifacts": artifacts,
         "metadata": metadata,

@@ -57,7 +57,7 @@ struct Live {
     responses(
         (status = 200, description = "A Server-Sent Events stream: `opportunity.status`, `negotiation.turn`, \
 `negotiation.outcome`, `negotiation.round` (a reactivated opportunity's new negotiation), `delegation.status` \
-(`{requestId, attempt, status, taskType, requesterAnonymousId, targetAnonymousId}`, to the owners of both the requester and the target) (and a final `reconnect` for a client that fell behind, or with `code: token_expired` \
+(`{requestId, attempt, status, taskId, taskType, requesterAnonymousId, targetAnonymousId}`, to the owners of both the requester and the target) (and a final `reconnect` for a client that fell behind, or with `code: token_expired` \
 when the token expires: reconnect with a fresh token and `Last-Event-ID`); a `: ping` comment every 15 s",
             content_type = "text/event-stream", body = String),
     ))]

@@ -646,12 +646,14 @@ async fn a_target_at_its_inbound_limit_is_skipped_as_rejected_rate_limited() {
 }
 
 /// The `(attempt, status)` of the next `n` events of a stream, each a `delegation.status` of
-/// `rid` naming both sides only by anonymous id.
+/// `rid` naming both sides only by anonymous id and its attempt by the A2A task id in
+/// `task_ids` (attempt 1 first).
 async fn delegation_events(
     stream: &mut SseReader,
     n: usize,
     rid: &str,
     hidden: &[&str],
+    task_ids: &[String],
 ) -> Vec<(i64, String)> {
     let mut seen = Vec::new();
     while seen.len() < n {
@@ -668,10 +670,9 @@ async fn delegation_events(
         for h in hidden {
             assert!(!e.data.to_string().contains(h), "{h} shows in {e:?}");
         }
-        seen.push((
-            e.data["attempt"].as_i64().unwrap(),
-            e.data["status"].as_str().unwrap().to_owned(),
-        ));
+        let attempt = e.data["attempt"].as_i64().unwrap();
+        assert_eq!(e.data["taskId"], task_ids[attempt as usize - 1].as_str(), "{e:?}");
+        seen.push((attempt, e.data["status"].as_str().unwrap().to_owned()));
     }
     seen
 }
@@ -719,8 +720,17 @@ async fn every_attempt_status_reaches_both_owners_over_sse_by_anonymous_id_only(
     let owners = ["\"requester\"", "target-0", "target-1"];
     let hidden: Vec<&str> = ids.iter().chain(owners.iter()).copied().collect();
     let status = |a: i64, s: &str| (a, s.to_owned());
+    // The attempts' A2A task ids, as the requester's view of the delegation shows them.
+    let record = app.keyed(&requester, Method::GET, &format!("/api/delegations/{rid}"), None).await;
+    let task_ids: Vec<String> = record.body["delegation"]["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["taskId"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(task_ids.len(), 2, "{}", record.text);
     assert_eq!(
-        delegation_events(&mut requester_owner, 5, &rid, &hidden).await,
+        delegation_events(&mut requester_owner, 5, &rid, &hidden, &task_ids).await,
         [
             status(1, "request"),
             status(1, "rejected"),
@@ -730,11 +740,11 @@ async fn every_attempt_status_reaches_both_owners_over_sse_by_anonymous_id_only(
         ]
     );
     assert_eq!(
-        delegation_events(&mut first_owner, 2, &rid, &hidden).await,
+        delegation_events(&mut first_owner, 2, &rid, &hidden, &task_ids).await,
         [status(1, "request"), status(1, "rejected")]
     );
     assert_eq!(
-        delegation_events(&mut second_owner, 3, &rid, &hidden).await,
+        delegation_events(&mut second_owner, 3, &rid, &hidden, &task_ids).await,
         [
             status(2, "request"),
             status(2, "accepted"),

@@ -166,10 +166,19 @@ async fn each_attempt_of_a_fallback_is_an_a2a_task_its_parties_read_and_nobody_e
     assert_eq!(rejected["metadata"]["attempt"], 1);
     assert_eq!(rejected["metadata"]["attemptStatus"], "rejected");
     assert_eq!(rejected["metadata"]["reason"], "busy");
+    // The reason is also the status message, as A2A clients read it.
+    let message = &rejected["status"]["message"];
+    assert_eq!(message["kind"], "message", "{rejected}");
+    assert_eq!(message["role"], "agent");
+    assert_eq!(message["taskId"], rejected["id"]);
+    assert_eq!(message["contextId"], rejected["contextId"]);
+    assert_eq!(message["parts"], json!([{"kind": "text", "text": "busy"}]));
+    assert_ne!(message["messageId"], rejected["history"][0]["messageId"]);
     assert_eq!(rejected["metadata"]["targetAnonymousId"], attempts[0]["targetAnonymousId"]);
 
     let completed = read(&app, &format!("/api/tasks/{completed_task}"), &By::Key(&second)).await.body;
     assert_eq!(completed["status"]["state"], "completed");
+    assert!(completed["status"].get("message").is_none(), "{completed}");
     assert_eq!(completed["metadata"]["attempt"], 2);
     assert_eq!(completed["metadata"]["requesterAnonymousId"], offered["requesterAnonymousId"]);
     let artifacts = completed["artifacts"].as_array().unwrap();
