@@ -80,6 +80,26 @@ pub async fn of(conn: &mut PgConnection, agent_id: Uuid) -> sqlx::Result<Trust> 
     .await
 }
 
+/// The percentile of one agent, as [`of`] gives it, read from the stored records (after
+/// [`roll`]): one count over `trust_records`, no agent's history. An agent without a record
+/// (outside the population: no capability and no recent record) is ranked by [`of`].
+pub async fn percentile(conn: &mut PgConnection, agent_id: Uuid) -> sqlx::Result<i32> {
+    roll(conn).await?;
+    let stored = sqlx::query_scalar!(
+        r#"SELECT CASE WHEN s.n <= 1 THEN 100 ELSE round(100.0 * s.lower / (s.n - 1))::integer END AS "percentile!"
+             FROM (SELECT raw FROM trust_records WHERE agent_id = $1) me,
+                  LATERAL (SELECT count(*) AS n, count(*) FILTER (WHERE t.raw < me.raw) AS lower
+                             FROM trust_records t) s"#,
+        agent_id
+    )
+    .fetch_optional(&mut *conn)
+    .await?;
+    match stored {
+        Some(p) => Ok(p),
+        None => Ok(of(conn, agent_id).await?.percentile),
+    }
+}
+
 /// Recomputes the trust rows computed on an earlier UTC day, when there are any (one indexed
 /// check otherwise). One caller does it at a time (a transaction-scoped advisory lock); the
 /// others wait, then find nothing left to do.

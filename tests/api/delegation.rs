@@ -821,3 +821,40 @@ async fn two_instances_on_one_database_share_the_outbound_count() {
     }
     assert_eq!(first.count("delegations").await, limit as i64);
 }
+
+/// With `PARLEY_MIN_TRUST` set, a target whose trust percentile is below it is refused, and the
+/// percentile the refusal names is the one its trust record reads.
+#[tokio::test]
+async fn a_target_below_the_minimum_trust_is_refused_naming_its_percentile() {
+    let app = TestApp::spawn_with(|c| c.min_trust = 50).await;
+    let (requester, targets) = setup(&app, 2).await;
+    // The first target let most of its claims expire, the second answered every one.
+    for (target, answered, expired) in [(&targets[0], 1, 9), (&targets[1], 10, 0)] {
+        sqlx::query(
+            "INSERT INTO agent_trust_days (agent_id, day, claims_answered, claims_expired)
+             VALUES ($1, (now() AT TIME ZONE 'UTC')::date, $2, $3)",
+        )
+        .bind(target.agent.id.parse::<Uuid>().unwrap())
+        .bind(answered)
+        .bind(expired)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    }
+    let trust = app.get(&format!("/api/trust/{}", targets[0].agent.id), &app.service_token()).await;
+    assert_eq!(trust.status, StatusCode::OK, "{}", trust.text);
+    let percentile = trust.body["percentile"].as_i64().unwrap();
+    assert!(percentile < 50, "{}", trust.text);
+
+    let rid = Uuid::new_v4().to_string();
+    let refused = app.delegate(&requester, &body(&requester, &rid, Some(&targets[0].anon))).await;
+    refused.assert_error(StatusCode::BAD_REQUEST, "target_not_eligible");
+    assert!(
+        refused.text.contains(&format!("trust percentile {percentile} is below the minimum 50")),
+        "{}",
+        refused.text
+    );
+    assert_eq!(app.count("delegations").await, 0);
+    let asked = app.delegate(&requester, &body(&requester, &rid, Some(&targets[1].anon))).await;
+    assert_eq!(asked.status, StatusCode::ACCEPTED, "{}", asked.text);
+}

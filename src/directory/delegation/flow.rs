@@ -94,9 +94,12 @@ async fn ineligible(
     if !capability.accept_delegations {
         return Ok(Err("the target does not accept delegations".into()));
     }
-    let percentile = trust::of(conn, agent_id).await?.percentile;
-    if percentile < i32::try_from(floor).unwrap_or(i32::MAX) {
-        return Ok(Err(format!("the target's trust percentile {percentile} is below the minimum {floor}")));
+    // Every percentile is at least 0, so without a minimum there is nothing to read.
+    if floor > 0 {
+        let percentile = trust::percentile(conn, agent_id).await?;
+        if percentile < i32::try_from(floor).unwrap_or(i32::MAX) {
+            return Ok(Err(format!("the target's trust percentile {percentile} is below the minimum {floor}")));
+        }
     }
     Ok(Ok(capability))
 }

@@ -196,8 +196,12 @@ pub async fn get(conn: &mut PgConnection, delegation_id: Uuid) -> sqlx::Result<O
 /// The delegation whose attempt addressed to `target` is the newest for `request_id`.
 pub async fn addressed_to(conn: &mut PgConnection, target: Uuid, request_id: Uuid) -> sqlx::Result<Option<Uuid>> {
     sqlx::query_scalar!(
-        r#"SELECT a.delegation_id FROM delegation_attempts a JOIN delegations d ON d.delegation_id = a.delegation_id
-           WHERE d.request_id = $1 AND a.target_agent_id = $2
+        // The delegations of this request id first (an init plan over their index), then their
+        // attempts by primary key: left to itself, the planner's generic plan walked every
+        // attempt ever addressed to the target.
+        r#"SELECT a.delegation_id FROM delegation_attempts a
+           WHERE a.delegation_id = ANY(ARRAY(SELECT d.delegation_id FROM delegations d WHERE d.request_id = $1))
+             AND a.target_agent_id = $2
            ORDER BY a.created_at DESC, a.attempt DESC LIMIT 1"#,
         request_id,
         target
