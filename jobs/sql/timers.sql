@@ -112,6 +112,20 @@ BEGIN
 END
 $$;
 
+-- When the task's pending turn timer (park or claim) is due, if it has one: the earliest, should
+-- there ever be two. Only `Pending` rows count: a timer already fetched or running is no longer
+-- a promise about the future. Pickup and respond keep the task's turn timer when it is due at or
+-- before their new deadline (see `schedule.rs`).
+CREATE OR REPLACE FUNCTION parley_jobs.turn_timer_at(p_task uuid) RETURNS timestamptz
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN (SELECT min(run_at) FROM apalis.jobs
+             WHERE ((job_type = 'parley.park_timeout' AND idempotency_key = 'park:' || p_task)
+                 OR (job_type = 'parley.claim_timeout' AND idempotency_key = 'claim:' || p_task))
+               AND status = 'Pending');
+END
+$$;
+
 -- Disarms the claim timer of a task.
 CREATE OR REPLACE FUNCTION parley_jobs.disarm_claim_timeout(p_task uuid) RETURNS bigint
 LANGUAGE plpgsql AS $$ BEGIN RETURN parley_jobs.disarm('parley.claim_timeout', 'claim:' || p_task); END $$;

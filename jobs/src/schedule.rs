@@ -33,6 +33,12 @@
 //! A task waits on at most one turn timer, since it is either parked or claimed: arming its park
 //! timer moves a pending claim timer of the task into it, and arming its claim timer moves a
 //! pending park timer, with one UPDATE of the row instead of a DELETE and an INSERT.
+//!
+//! A turn timer need not fire exactly at its turn's deadline, only no later: the service's
+//! pickup and respond keep the pending turn timer when it is due at or before their new deadline
+//! ([`turn_timer_at`]), so a negotiation whose turns come faster than the claim window writes no
+//! timer row per turn. A timer that fires for a state that has moved on re-arms the turn timer
+//! for the deadline the task has then (the service's handlers do this).
 
 use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
@@ -160,6 +166,11 @@ pub async fn cancel_timers_for_task(
         deleted += disarm(conn, kind.queue(), &kind.key(task_id)).await?;
     }
     Ok(deleted)
+}
+
+/// When the pending turn timer (park or claim) of `task_id` is due, if it has one.
+pub async fn turn_timer_at(conn: &mut PgConnection, task_id: Uuid) -> Result<Option<DateTime<Utc>>, JobsError> {
+    Ok(sqlx::query_scalar("SELECT parley_jobs.turn_timer_at($1)").bind(task_id).fetch_one(conn).await?)
 }
 
 /// Cancels the still-pending expiry timer of `opportunity_id`; returns how many were deleted.

@@ -5,7 +5,14 @@
 //! (`parley_jobs` writes apalis rows on the caller's connection), so a timer exists iff the
 //! change that needs it committed. Each handler is one transaction that locks the task and acts
 //! only if the state and claim generation are still the ones the timer was armed for; a
-//! duplicate, retried or stale delivery changes nothing.
+//! duplicate, retried or stale delivery changes nothing in the negotiation.
+//!
+//! A task's turn timer (park or claim) is due no later than its turn's deadline, not exactly at
+//! it: pickup and respond keep the pending turn timer when it is due by their new deadline, so
+//! turns that come faster than the claim window write no timer row. Such a kept timer fires
+//! early for a state that has moved on, and then re-arms the turn timer for the deadline the
+//! task has now ([`Engine::ensure_turn_timer`]); a duplicate of it finds that timer pending and
+//! does nothing.
 //!
 //! The park timer of a mixed negotiation has two windows: the long one (`PARLEY_PARK_TIMEOUT`)
 //! and, for a user with no live agent, the offline one (`PARLEY_PARK_TIMEOUT_OFFLINE`); see
@@ -78,6 +85,35 @@ impl Engine {
         Ok(())
     }
 
+    /// Makes sure the task's turn deadline, if it has one now, has a pending turn timer due at
+    /// or before it: the claim's expiry when it is claimed, the long park window from the turn's
+    /// first parking when it is parked in a mixed negotiation. Called by a turn timer that fired
+    /// for a state that has moved on: pickup and respond keep a pending turn timer that is due
+    /// by their new deadline instead of moving it (`parley_jobs::turn_timer_at`), so such a
+    /// timer fires early, and this re-arms the turn timer for the real deadline. A parked turn
+    /// whose timer was kept was parked by a respond, which always uses the long window; a turn
+    /// parked with the offline window has its timer armed exactly, so this finds it pending
+    /// and leaves it.
+    pub(crate) async fn ensure_turn_timer(&self, conn: &mut PgConnection, task: &Task) -> Result<(), DeliveryError> {
+        let deadline = match (task.state, task.first_parked_at) {
+            (TaskState::Claimed, _) => task.claim_expires_at,
+            (TaskState::WaitingForAgent, Some(parked)) if Self::falls_back(task) => {
+                Some(after(parked, self.config.park_timeout))
+            }
+            _ => None,
+        };
+        let Some(deadline) = deadline else { return Ok(()) };
+        if parley_jobs::turn_timer_at(conn, task.id).await.map_err(jobs)?.is_some_and(|at| at <= deadline) {
+            return Ok(());
+        }
+        match (task.state, task.first_parked_at) {
+            (TaskState::WaitingForAgent, Some(parked)) => {
+                self.arm_park_timer(conn, task, task.turn_count, task.claim_generation, parked).await
+            }
+            _ => self.arm_claim_timer(conn, task.id, task.claim_generation, deadline).await,
+        }
+    }
+
     /// Arms the personal-vs-personal deadline at start.
     pub(crate) async fn arm_deadline(&self, conn: &mut PgConnection, task_id: Uuid, started: DateTime<Utc>) -> Result<(), DeliveryError> {
         parley_jobs::schedule_deadline(conn, &NegotiationDeadline { task_id }, after(started, self.config.pvp_timeout))
@@ -110,6 +146,8 @@ impl Engine {
         let Some(task) = tasks::lock(&mut tx, t.task_id).await? else { return Ok(false) };
         let lapsed = task.claim_expires_at.is_some_and(|e| e <= Utc::now());
         if task.state != TaskState::Claimed || task.claim_generation != t.generation || !lapsed {
+            self.ensure_turn_timer(&mut tx, &task).await?;
+            tx.commit().await?;
             return Ok(false);
         }
         let next = task.state.transition(TaskEvent::Unclaim)?;
@@ -138,14 +176,21 @@ impl Engine {
     pub async fn fall_back(&self, t: ParkTimeout) -> Result<bool, DeliveryError> {
         let mut tx = self.pool.begin().await?;
         let Some(mut task) = tasks::lock(&mut tx, t.task_id).await? else { return Ok(false) };
-        let Some(first_parked_at) = task.first_parked_at else { return Ok(false) };
-        if task.state != TaskState::WaitingForAgent
-            || task.turn_count != t.turn_number
-            || task.claim_generation != t.generation
-            || !Self::falls_back(&task)
-        {
-            return Ok(false);
-        }
+        let first_parked_at = match task.first_parked_at {
+            Some(at)
+                if task.state == TaskState::WaitingForAgent
+                    && task.turn_count == t.turn_number
+                    && task.claim_generation == t.generation
+                    && Self::falls_back(&task) =>
+            {
+                at
+            }
+            _ => {
+                self.ensure_turn_timer(&mut tx, &task).await?;
+                tx.commit().await?;
+                return Ok(false);
+            }
+        };
         let now = Utc::now();
         let window = if after(first_parked_at, self.config.park_timeout) <= now {
             "park_timeout"
@@ -160,6 +205,8 @@ impl Engine {
             }
             "offline"
         } else {
+            self.ensure_turn_timer(&mut tx, &task).await?;
+            tx.commit().await?;
             return Ok(false);
         };
         let working = task.state.transition(TaskEvent::FallBack)?;

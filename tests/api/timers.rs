@@ -230,3 +230,94 @@ async fn a_timer_armed_before_the_process_was_killed_fires_after_a_restart() {
     worker.wait().unwrap();
     assert_eq!(view["outcome"]["reason"], "timeout");
 }
+
+/// The pending turn timer of `task` as `(queue, generation in its payload, run_at)`; exactly one
+/// must be pending.
+async fn pending_turn_timer(app: &TestApp, task: &str) -> (String, i64, chrono::DateTime<chrono::Utc>) {
+    let rows: Vec<(String, Value, chrono::DateTime<chrono::Utc>)> = sqlx::query_as(
+        "SELECT job_type, convert_from(job, 'UTF8')::jsonb, run_at FROM apalis.jobs
+          WHERE idempotency_key IN ('park:' || $1, 'claim:' || $1) AND status = 'Pending'",
+    )
+    .bind(task)
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(rows.len(), 1, "one pending turn timer: {rows:?}");
+    let (queue, payload, run_at) = rows.into_iter().next().unwrap();
+    (queue, payload["generation"].as_i64().unwrap(), run_at)
+}
+
+/// Turns that come faster than the claim window keep the task's turn timer where it is instead
+/// of moving it on every pickup and respond; the kept timer fires early, finds a newer claim and
+/// re-arms for that claim's own expiry, which then expires it: never earlier, never missed.
+#[tokio::test]
+async fn a_kept_turn_timer_fires_early_and_re_arms_for_the_real_deadline() {
+    let app = TestApp::spawn_with(|c| {
+        c.claim_timeout = Duration::from_secs(3);
+        c.park_timeout = Duration::from_secs(60);
+    })
+    .await;
+    let agent = app.register_agent("user-tomas").await;
+    // The agent is live (it polled), so its turns are parked with the long window.
+    assert_eq!(app.pickup(&agent, None).await.status, StatusCode::NO_CONTENT);
+    // A partial fit (Tomas has the data engineering, not the Kubernetes and Terraform Maya asks
+    // for), so that her system negotiator answers a counter with a counter.
+    let maya = json!({
+        "id": "user-maya", "name": "Maya Chen",
+        "profile": {"bio": "CTO of a climate analytics startup.", "skills": ["data architecture", "climate science"]},
+        "intents": [{"text": "Looking for a data engineer with Python, Kubernetes and Terraform for our climate analytics platform"}]
+    });
+    let tomas = json!({
+        "id": "user-tomas", "name": "Tomas Novak",
+        "profile": {"bio": "Data engineer building Python pipelines with Spark and Airflow for climate research.",
+            "skills": ["Python", "Spark", "Airflow", "data engineering"], "interests": ["climate"]},
+        "intents": [{"text": "Looking for a mission-driven climate startup"}]
+    });
+    let id = app.start(&fixtures::request(maya, tomas, 70.0)).await["negotiation"]["id"].as_str().unwrap().to_owned();
+    let (queue, _, parked_timer) = pending_turn_timer(&app, &id).await;
+    assert_eq!(queue, "parley.park_timeout");
+
+    // First claim: the park timer (due in 60 s) is later than the claim's expiry, so it moves.
+    let first = app.pickup(&agent, None).await;
+    assert_eq!(first.status, StatusCode::OK, "{}", first.text);
+    let (queue, generation, claim_timer) = pending_turn_timer(&app, &id).await;
+    assert_eq!((queue.as_str(), generation), ("parley.claim_timeout", 1));
+    assert!(claim_timer < parked_timer);
+
+    // Respond: the next turn is parked (due in 60 s); the claim timer is due sooner, so it stays.
+    let token = first.body["claimToken"].as_str().unwrap();
+    let r = app.respond(&agent, &id, &answer("counter", Some(token))).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    assert_eq!(r.body["status"], "waiting_for_agent", "the system countered: {}", r.text);
+    assert_eq!(pending_turn_timer(&app, &id).await, ("parley.claim_timeout".to_owned(), 1, claim_timer));
+
+    // A second claim a moment later expires after the kept timer: the kept one stays again.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let second = app.pickup(&agent, None).await;
+    assert_eq!(second.status, StatusCode::OK, "{}", second.text);
+    let claimed_at = std::time::Instant::now();
+    assert_eq!(pending_turn_timer(&app, &id).await, ("parley.claim_timeout".to_owned(), 1, claim_timer));
+
+    // The kept timer fires (its claim is long gone) and re-arms for the second claim's expiry.
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let rearmed = loop {
+        let t = pending_turn_timer(&app, &id).await;
+        if t.1 == 2 {
+            break t;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the kept timer never re-armed: {t:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(rearmed.0, "parley.claim_timeout");
+    let expires: chrono::DateTime<chrono::Utc> =
+        sqlx::query_scalar("SELECT claim_expires_at FROM tasks").fetch_one(&app.pool).await.unwrap();
+    assert!(rearmed.2 >= expires && rearmed.2 > claim_timer, "{rearmed:?} vs {expires}");
+    let state: String = sqlx::query_scalar("SELECT state FROM tasks").fetch_one(&app.pool).await.unwrap();
+    assert_eq!(state, "claimed", "the second claim did not expire early");
+
+    // The second claim expires at its own deadline, and the turn is parked again.
+    app.wait_for(&id, WAIT, |v| v["status"] == "waiting_for_agent").await;
+    assert!(claimed_at.elapsed() >= Duration::from_millis(2900), "expired early: {:?}", claimed_at.elapsed());
+    let (queue, _, _) = pending_turn_timer(&app, &id).await;
+    assert_eq!(queue, "parley.park_timeout");
+}
