@@ -119,10 +119,14 @@ $$;
 CREATE OR REPLACE FUNCTION parley_jobs.turn_timer_at(p_task uuid) RETURNS timestamptz
 LANGUAGE plpgsql STABLE AS $$
 BEGIN
-    RETURN (SELECT min(run_at) FROM apalis.jobs
-             WHERE ((job_type = 'parley.park_timeout' AND idempotency_key = 'park:' || p_task)
-                 OR (job_type = 'parley.claim_timeout' AND idempotency_key = 'claim:' || p_task))
-               AND status = 'Pending');
+    -- Two probes of the unique (job_type, idempotency_key) index. The status is tested in the
+    -- SELECT list, not the WHERE clause, so that the planner cannot prefer apalis's partial
+    -- index of pending jobs, which would walk every pending timer of the queue.
+    RETURN least(
+        (SELECT CASE WHEN status = 'Pending' THEN run_at END FROM apalis.jobs
+          WHERE job_type = 'parley.park_timeout' AND idempotency_key = 'park:' || p_task),
+        (SELECT CASE WHEN status = 'Pending' THEN run_at END FROM apalis.jobs
+          WHERE job_type = 'parley.claim_timeout' AND idempotency_key = 'claim:' || p_task));
 END
 $$;
 
