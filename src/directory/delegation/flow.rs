@@ -350,8 +350,8 @@ impl Engine {
         target: Uuid,
         request_id: Uuid,
     ) -> Result<(Delegation, Attempt), DelegationError> {
-        let id = store::addressed_to(conn, target, request_id).await?.ok_or(DelegationError::NotFound)?;
-        let d = store::lock(conn, id).await?.ok_or(DelegationError::NotFound)?;
+        let d = store::lock_addressed(conn, target, request_id).await?.ok_or(DelegationError::NotFound)?;
+        let id = d.delegation_id;
         let attempt = store::attempts(conn, id)
             .await?
             .into_iter()

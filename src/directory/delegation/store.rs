@@ -193,16 +193,23 @@ pub async fn get(conn: &mut PgConnection, delegation_id: Uuid) -> sqlx::Result<O
     .await
 }
 
-/// The delegation whose attempt addressed to `target` is the newest for `request_id`.
-pub async fn addressed_to(conn: &mut PgConnection, target: Uuid, request_id: Uuid) -> sqlx::Result<Option<Uuid>> {
-    sqlx::query_scalar!(
+/// Locks the delegation of `request_id` whose attempt addressed to `target` is the newest (see
+/// [`lock`]), in one statement.
+pub async fn lock_addressed(conn: &mut PgConnection, target: Uuid, request_id: Uuid) -> sqlx::Result<Option<Delegation>> {
+    sqlx::query_as!(
+        Delegation,
         // The delegations of this request id first (an init plan over their index), then their
         // attempts by primary key: left to itself, the planner's generic plan walked every
         // attempt ever addressed to the target.
-        r#"SELECT a.delegation_id FROM delegation_attempts a
-           WHERE a.delegation_id = ANY(ARRAY(SELECT d.delegation_id FROM delegations d WHERE d.request_id = $1))
-             AND a.target_agent_id = $2
-           ORDER BY a.created_at DESC, a.attempt DESC LIMIT 1"#,
+        r#"SELECT delegation_id, request_id, requester_agent_id, task_type, custom_type, input, requested_target,
+                  timeout_ms, fallback_enabled, max_retries, retries_used, status, output, created_at, ended_at
+           FROM delegations
+           WHERE delegation_id = (
+               SELECT a.delegation_id FROM delegation_attempts a
+                WHERE a.delegation_id = ANY(ARRAY(SELECT d.delegation_id FROM delegations d WHERE d.request_id = $1))
+                  AND a.target_agent_id = $2
+                ORDER BY a.created_at DESC, a.attempt DESC LIMIT 1)
+           FOR UPDATE"#,
         request_id,
         target
     )
@@ -217,17 +224,15 @@ pub async fn outbound_window(
     requester: Uuid,
     default: i32,
 ) -> sqlx::Result<(i32, i64, Option<DateTime<Utc>>)> {
-    let limit = sqlx::query_scalar!("SELECT min(outbound_rate_limit) FROM capabilities WHERE agent_id = $1", requester)
-        .fetch_one(&mut *conn)
-        .await?
-        .unwrap_or(default);
     let row = sqlx::query!(
-        r#"SELECT count(*) AS "sent!", min(created_at) + interval '60 seconds' AS frees_at
+        r#"SELECT (SELECT min(outbound_rate_limit) FROM capabilities WHERE agent_id = $1) AS "limit",
+                  count(*) AS "sent!", min(created_at) + interval '60 seconds' AS frees_at
            FROM delegations WHERE requester_agent_id = $1 AND created_at > now() - interval '60 seconds'"#,
         requester
     )
     .fetch_one(conn)
     .await?;
+    let limit = row.limit.unwrap_or(default);
     Ok((limit, row.sent, row.frees_at))
 }
 
@@ -431,24 +436,39 @@ pub struct InboxItem {
 
 /// Attempts in `request` addressed to `target`, oldest first, and how many there are.
 pub async fn inbox(conn: &mut PgConnection, target: Uuid, limit: i64) -> sqlx::Result<(Vec<InboxItem>, i64)> {
-    let items = sqlx::query_as!(
-        InboxItem,
+    // The count is a window over every waiting attempt, taken before the limit applies.
+    let rows = sqlx::query!(
         r#"SELECT d.request_id, a.attempt, a.task_id, a.requester_anonymous_id, d.task_type, d.custom_type, d.input,
-                  d.timeout_ms, a.status, a.output, a.reason, a.created_at, a.deadline, d.delegation_id
+                  d.timeout_ms, a.status, a.output, a.reason, a.created_at, a.deadline, d.delegation_id,
+                  count(*) OVER () AS "total!"
            FROM delegation_attempts a JOIN delegations d ON d.delegation_id = a.delegation_id
            WHERE a.target_agent_id = $1 AND a.status = 'request'
            ORDER BY a.created_at, a.delegation_id LIMIT $2"#,
         target,
         limit
     )
-    .fetch_all(&mut *conn)
+    .fetch_all(conn)
     .await?;
-    let total = sqlx::query_scalar!(
-        r#"SELECT count(*) AS "n!" FROM delegation_attempts WHERE target_agent_id = $1 AND status = 'request'"#,
-        target
-    )
-    .fetch_one(conn)
-    .await?;
+    let total = rows.first().map_or(0, |r| r.total);
+    let items = rows
+        .into_iter()
+        .map(|r| InboxItem {
+            request_id: r.request_id,
+            attempt: r.attempt,
+            task_id: r.task_id,
+            requester_anonymous_id: r.requester_anonymous_id,
+            task_type: r.task_type,
+            custom_type: r.custom_type,
+            input: r.input,
+            timeout_ms: r.timeout_ms,
+            status: r.status,
+            output: r.output,
+            reason: r.reason,
+            created_at: r.created_at,
+            deadline: r.deadline,
+            delegation_id: r.delegation_id,
+        })
+        .collect();
     Ok((items, total))
 }
 
