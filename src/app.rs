@@ -151,8 +151,15 @@ impl Application {
             None
         };
         if let Some(url) = engine.config().database_url.clone() {
-            tokio::spawn(crate::live::listen(url, engine.wakeups().clone(), self.state.events.clone()));
+            tokio::spawn(crate::live::listen(url, engine.wakeups().clone()));
         }
+        // Both end with the service (the listener above outlives it, as before).
+        let sender = crate::live::send_wakeups(engine.pool().clone(), engine.wakeups().clone());
+        let until = stopped();
+        tokio::spawn(async move { tokio::select! { () = sender => {}, () = until => {} } });
+        let tail = crate::live::tail_events(engine.pool().clone(), engine.wakeups().clone(), self.state.events.clone());
+        let until = stopped();
+        tokio::spawn(async move { tokio::select! { () = tail => {}, () = until => {} } });
         tokio::spawn(async move {
             if let Err(e) = engine.recover(Duration::ZERO).await {
                 tracing::error!(error = %e, "the recovery pass failed");

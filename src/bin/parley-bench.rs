@@ -1161,12 +1161,15 @@ fn floor_ratio_key(key: &'static str) -> &'static str {
     }
 }
 
-/// Wake latency: a long-poll waits; a park commits (a negotiation is created whose turn 1 is
-/// the waiting agent's); the long-poll answers. The headline is measured from the arrival of the
-/// park's NOTIFY at an independent listener in this process (delivered only after the commit)
-/// to the moment the pickup's 200 has been read by the client. Also reported: from the park
+/// Wake latency across processes: a long-poll waits on a second Parley instance (its own
+/// pool, listener and waiters, on the same database, as a second process would be); a park
+/// commits on the first (a negotiation is created whose turn 1 is the waiting agent's); the
+/// long-poll answers. The first instance wakes the second only through PostgreSQL: its wake-up
+/// sender's NOTIFY, sent after the park's commit, reaches the second's listener. The headline is
+/// measured from the arrival of that NOTIFY at an independent listener in this process to the
+/// moment the pickup's 200 has been read by the client. Also reported: from the park
 /// transaction's `first_parked_at` (PostgreSQL's `now()`, the start of the park transaction, so
-/// an upper bound that includes the park's own statements and commit).
+/// an upper bound that includes the park's own statements, its commit and the sender's batching).
 async fn wake_latency(
     bench: &Arc<Bench>,
     plan: &Plan,
@@ -1175,7 +1178,28 @@ async fn wake_latency(
 ) -> anyhow::Result<()> {
     let user = "bench-wake-user";
     let (id, key) = bench.register_agent(user).await?;
-    let agent = AgentClient::new(bench, &id, &key);
+    // The second instance the long-polls wait on.
+    let url = bench.state.engine.config().database_url.clone().unwrap_or_default();
+    let other_config = Config {
+        bind: "127.0.0.1:0".parse()?,
+        workers: false,
+        pool_size: 4,
+        ..bench.state.engine.config().clone()
+    };
+    let other_app = Application::build(other_config, db::pool(&url, 4).await?).await?;
+    let other_base = format!("http://127.0.0.1:{}", other_app.port());
+    let other_state = other_app.state().clone();
+    let (stop_other, other_stopped) = tokio::sync::oneshot::channel::<()>();
+    let other_task = tokio::spawn(other_app.run_until_stopped(async move {
+        let _ = other_stopped.await;
+    }));
+    // Its listener is up once it answers (it listens before serving long-polls' wake-ups).
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let agent = AgentClient {
+        client: bench.client.clone(),
+        base: format!("{other_base}/api/agents/{id}/negotiations"),
+        key: key.clone(),
+    };
     note(json_out, format!("wake latency: {} wakes", plan.wakes));
     // An independent LISTEN on the channel parks notify: PostgreSQL delivers the notification
     // only after the park committed, so its arrival here is the earliest moment anyone can
@@ -1190,12 +1214,14 @@ async fn wake_latency(
             .unwrap_or_default(),
     )
     .await?;
-    listener.listen(parley::delivery::TURNS_CHANNEL).await?;
+    listener.listen(parley::delivery::wakeups::WAKE_CHANNEL).await?;
     let (notified_tx, mut notified_rx) = tokio::sync::mpsc::unbounded_channel::<SystemTime>();
     let listening = tokio::spawn(async move {
         while let Ok(n) = listener.recv().await {
             let at = SystemTime::now();
-            if n.payload() == "bench-wake-user" && notified_tx.send(at).is_err() {
+            let names_user = serde_json::from_str::<parley::delivery::wakeups::WakePayload>(n.payload())
+                .is_ok_and(|p| p.keys.iter().any(|k| k == "bench-wake-user"));
+            if names_user && notified_tx.send(at).is_err() {
                 break;
             }
         }
@@ -1219,7 +1245,7 @@ async fn wake_latency(
         };
         // The long-poll is registered once its user has a live waiter.
         let t = Instant::now();
-        while bench.state.engine.wakeups().waiting_users() == 0 {
+        while other_state.engine.wakeups().waiting_users() == 0 {
             if t.elapsed() > Duration::from_secs(5) {
                 bail!("the long-poll never started waiting");
             }
@@ -1264,6 +1290,8 @@ async fn wake_latency(
         agent.respond(&turn, "reject").await?;
     }
     listening.abort();
+    let _ = stop_other.send(());
+    let _ = other_task.await;
     from_notify.sort_by(f64::total_cmp);
     from_park.sort_by(f64::total_cmp);
     from_create_return.sort_by(f64::total_cmp);

@@ -204,7 +204,10 @@ impl Engine {
             if let (_, Some(claim)) = self.try_pickup(key).await? {
                 break Some(claim);
             }
-            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+            // Woken, or RECHECK passed (a wake-up lost between another process's commit and its
+            // NOTIFY costs at most that): look again, until the deadline.
+            let until = deadline.min(tokio::time::Instant::now() + super::wakeups::RECHECK);
+            if tokio::time::timeout_at(until, notified).await.is_err() && tokio::time::Instant::now() >= deadline {
                 break None;
             }
         };
@@ -259,9 +262,8 @@ impl Engine {
         self.disarm_claim_timer(&mut tx, task.id).await?;
         let first_parked_at = task.first_parked_at.unwrap_or_else(Utc::now);
         self.arm_park_timer(&mut tx, &task, task.turn_count, task.claim_generation, first_parked_at).await?;
-        tasks::notify_parked(&mut tx, &user).await?;
         tx.commit().await?;
-        self.wakeups.wake(&user);
+        self.wakeups.announce(&user);
         task.state = next;
         task.claim_agent_id = None;
         task.claim_expires_at = None;

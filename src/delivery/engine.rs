@@ -218,16 +218,18 @@ impl Engine {
     pub(crate) fn after_commit(&self, task: &tasks::Task, concluded: Concluded) -> Concluded {
         match concluded {
             Concluded::Parked(turn_number) => self.parked(task, turn_number),
-            Concluded::Ended(has_opportunity, reason) => crate::metrics::negotiation_ended(has_opportunity, reason),
+            Concluded::Ended(has_opportunity, reason) => {
+                self.wakeups.events_written();
+                crate::metrics::negotiation_ended(has_opportunity, reason);
+            }
             Concluded::Continues => {}
         }
         concluded
     }
 
     /// Parks turn `turn_number` of a locked `working` task for the personal agent of the side
-    /// whose turn it is, inside the caller's transaction: `waiting_for_agent`, the park timer,
-    /// and the notification that wakes long-polls once the transaction commits. Call
-    /// [`Engine::parked`] after the commit.
+    /// whose turn it is, inside the caller's transaction: `waiting_for_agent` and the park timer.
+    /// Call [`Engine::parked`] after the commit to wake the long-polls.
     ///
     /// In a mixed negotiation the park timer is armed for the park window of that user: the
     /// offline window when none of the user's agents is live, else `PARLEY_PARK_TIMEOUT`
@@ -240,11 +242,12 @@ impl Engine {
         Ok(())
     }
 
-    /// After a park committed: wakes this process's long-polls of that user at once (the
-    /// NOTIFY reaches the other processes).
+    /// After a park committed: wakes the long-polls of that user (this process's at once, the
+    /// others' through the wake-up sender) and pokes the event log's reader for the turn events.
     pub(crate) fn parked(&self, task: &tasks::Task, turn_number: u32) {
         let side = Side::for_turn(turn_number);
-        self.wakeups.wake(task.user_id(side));
+        self.wakeups.announce(task.user_id(side));
+        self.wakeups.events_written();
         tracing::info!(negotiation.id = %task.id, turn.number = turn_number, turn.side = side.as_str(), "parked");
     }
 

@@ -155,10 +155,9 @@ impl Engine {
         let user = task.awaiting_user_id.clone().unwrap_or_default();
         let first_parked_at = task.first_parked_at.unwrap_or_else(Utc::now);
         self.arm_park_timer(&mut tx, &task, task.turn_count, task.claim_generation, first_parked_at).await?;
-        tasks::notify_parked(&mut tx, &user).await?;
         tx.commit().await?;
         crate::metrics::claim_expired();
-        self.wakeups.wake(&user);
+        self.wakeups.announce(&user);
         tracing::info!(negotiation.id = %task.id, claim.generation = t.generation, "claim expired; turn parked again");
         Ok(true)
     }

@@ -1,9 +1,10 @@
 //! `GET /api/events`: Server-Sent Events for the web UI.
 //!
 //! A user sees events of their own opportunities and of the delegations their agents asked for
-//! or were offered; the service sees all. Events come from the
-//! process's [`crate::live::EventHub`] (every Parley process hears every committed event through
-//! PostgreSQL NOTIFY). `Last-Event-ID` replays what the client missed from the event log, up to
+//! or were offered; the service sees all. Events come from the process's
+//! [`crate::live::EventHub`], fed by the process's reader of the event log
+//! ([`crate::live::tail_events`]: at once after a local commit, within 250 ms of another
+//! process's). `Last-Event-ID` replays what the client missed from the event log, up to
 //! [`RESUME_WINDOW`] back and at most [`RESUME_LIMIT`] events. A client that falls more than
 //! `EventHub::CAPACITY` events behind gets a final `reconnect` event and is dropped. A `: ping`
 //! comment every 15 s keeps proxies from closing the stream.
@@ -46,7 +47,11 @@ fn to_sse(e: &Event) -> SseEvent {
 struct Live {
     rx: Receiver<Arc<Event>>,
     user: Option<String>,
-    after: i64,
+    /// The client's `Last-Event-ID` (it has everything up to there), else the newest event
+    /// when it connected.
+    seen_up_to: i64,
+    /// What the replay sent.
+    replayed: std::collections::HashSet<i64>,
     done: bool,
 }
 
@@ -78,9 +83,24 @@ pub async fn stream_events(
             events::after(&mut conn, after, user.as_deref(), since, RESUME_LIMIT).await?
         }
     };
-    let after = replay.last().map(|e| e.id).or(last_id).unwrap_or(0);
+    // Live events skip what the replay sent and what the client said it has. An event whose
+    // transaction committed after one with a higher id still comes (ids are taken in insert
+    // order, not commit order).
+    // A stream without Last-Event-ID starts now: the log's reader may still publish events
+    // committed before it connected, which it must not show.
+    let seen_up_to = match last_id {
+        Some(id) => id,
+        None => events::newest_id(&mut *state.pool().acquire().await?).await?,
+    };
+    let live_state = Live {
+        rx,
+        user,
+        seen_up_to,
+        replayed: replay.iter().map(|e| e.id).collect(),
+        done: false,
+    };
     let replayed = stream::iter(replay.into_iter().map(|e| Ok(to_sse(&e))));
-    let live = stream::unfold(Live { rx, user, after, done: false }, |mut s| async move {
+    let live = stream::unfold(live_state, |mut s| async move {
         if s.done {
             return None;
         }
@@ -88,8 +108,7 @@ pub async fn stream_events(
             match s.rx.recv().await {
                 Ok(e) => {
                     let visible = s.user.as_deref().is_none_or(|u| e.visible_to(u));
-                    if visible && e.id > s.after {
-                        s.after = e.id;
+                    if visible && e.id > s.seen_up_to && !s.replayed.contains(&e.id) {
                         return Some((Ok(to_sse(&e)), s));
                     }
                 }

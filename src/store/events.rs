@@ -1,15 +1,12 @@
 //! The event log behind `GET /api/events`: written in the transaction of the change it
-//! describes, and announced to every Parley process by NOTIFY once that transaction commits.
+//! describes, and read back in id order by every Parley process (`crate::live::tail_events`),
+//! which fans the new rows out to its streams.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sqlx::PgConnection;
 use uuid::Uuid;
-
-/// The NOTIFY channel events are announced on (by the `events_announce` trigger of the
-/// migrations).
-pub const EVENTS_CHANNEL: &str = "parley_events";
 
 /// An event as streamed.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -44,8 +41,7 @@ pub struct Audience<'a> {
     pub candidate_user_id: &'a str,
 }
 
-/// Records an event. It announces itself: the `events_announce` trigger NOTIFYs every inserted
-/// event, delivered when the transaction commits.
+/// Records an event (streamed once its transaction commits and the log's readers look).
 pub async fn record(conn: &mut PgConnection, kind: &str, to: &Audience<'_>, data: Value) -> sqlx::Result<i64> {
     sqlx::query_scalar!(
         r#"INSERT INTO events (kind, opportunity_id, source_user_id, candidate_user_id, data)
@@ -90,6 +86,29 @@ pub async fn after(
             candidate_user_id: r.candidate_user_id,
             data: r.data,
         })
+        .collect())
+}
+
+/// The newest event's id (0 without any).
+pub async fn newest_id(conn: &mut PgConnection) -> sqlx::Result<i64> {
+    sqlx::query_scalar("SELECT coalesce(max(event_id), 0)::bigint FROM events").fetch_one(conn).await
+}
+
+/// Events with an id after `after`, or one of `also` (ids skipped earlier whose transactions
+/// may have committed since), in id order, at most `limit`.
+pub async fn tail(conn: &mut PgConnection, after: i64, also: &[i64], limit: i64) -> sqlx::Result<Vec<Event>> {
+    let rows: Vec<(i64, String, String, String, Value)> = sqlx::query_as(
+        "SELECT event_id, kind, source_user_id, candidate_user_id, data FROM events
+          WHERE event_id > $1 OR event_id = ANY($2) ORDER BY event_id LIMIT $3",
+    )
+    .bind(after)
+    .bind(also)
+    .bind(limit)
+    .fetch_all(conn)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(id, kind, source_user_id, candidate_user_id, data)| Event { id, kind, source_user_id, candidate_user_id, data })
         .collect())
 }
 

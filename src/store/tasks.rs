@@ -361,12 +361,6 @@ pub async fn list_runnable(conn: &mut PgConnection, older_than: DateTime<Utc>) -
     .await
 }
 
-/// Wakes the long-polls of `user_id` in every Parley process once the transaction commits.
-pub async fn notify_parked(conn: &mut PgConnection, user_id: &str) -> sqlx::Result<()> {
-    sqlx::query!("SELECT pg_notify($1, $2)", crate::delivery::TURNS_CHANNEL, user_id).execute(conn).await?;
-    Ok(())
-}
-
 /// Moves a locked claim's expiry.
 pub async fn extend_claim(conn: &mut PgConnection, id: Uuid, expires_at: DateTime<Utc>) -> anyhow::Result<()> {
     let r = sqlx::query!(

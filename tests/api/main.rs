@@ -28,3 +28,4 @@ mod reactivate;
 mod schema;
 mod timers;
 mod ui;
+mod wakeups;

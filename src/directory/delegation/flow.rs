@@ -246,7 +246,6 @@ impl Engine {
             if !over {
                 let timer = parley_jobs::DelegationTimeout { delegation_id: d.delegation_id, attempt: number };
                 parley_jobs::schedule_delegation_timeout(conn, &timer, attempt.due_at()).await?;
-                store::notify(conn, &store::inbox_key(target_id)).await?;
                 return Ok(Some(target_id));
             }
             store::set_attempt(
@@ -272,17 +271,19 @@ impl Engine {
             let asked = Delegation { status: Status::Request.as_str().to_owned(), ..d.clone() };
             store::set_delegation(conn, &asked, number - 1, Status::Rejected, None).await?;
             parley_jobs::cancel_delegation_timeout(conn, d.delegation_id).await?;
-            store::notify(conn, &store::delegation_key(d.delegation_id)).await?;
             return Ok(None);
         }
     }
 
-    /// Wakes this process's waiters at once (the NOTIFYs reach the others after commit).
+    /// After a commit: wakes the waiters of the delegation and the inboxes of `targets` (this
+    /// process's at once, the others' through the wake-up sender), and pokes the event log's
+    /// reader for the `delegation.status` events.
     fn wake_delegation(&self, d: &Delegation, targets: &[Uuid]) {
-        self.wakeups.wake(&store::delegation_key(d.delegation_id));
+        self.wakeups.announce(&store::delegation_key(d.delegation_id));
         for t in targets {
-            self.wakeups.wake(&store::inbox_key(*t));
+            self.wakeups.announce(&store::inbox_key(*t));
         }
+        self.wakeups.events_written();
     }
 
     /// `POST /api/agents/delegate`: makes the delegation and its first attempt, or returns the
@@ -394,7 +395,6 @@ impl Engine {
         store::set_delegation(&mut tx, &d, d.retries_used, next, None).await?;
         let timer = parley_jobs::DelegationTimeout { delegation_id: d.delegation_id, attempt: a.attempt };
         parley_jobs::schedule_delegation_timeout(&mut tx, &timer, a.deadline).await?;
-        store::notify(&mut tx, &store::delegation_key(d.delegation_id)).await?;
         tx.commit().await?;
         self.wake_delegation(&d, &[]);
         Ok(Accepted { claim_token: self.claim_token(d.delegation_id, i64::from(a.attempt)), deadline: a.deadline })
@@ -510,14 +510,15 @@ impl Engine {
             tokio::pin!(notified);
             notified.as_mut().enable();
             let record = read(self).await?;
-            if record.delegation.status().is_terminal() || tokio::time::timeout_at(deadline, notified).await.is_err() {
+            if record.delegation.status().is_terminal() || !wait_or_recheck(deadline, notified).await {
                 return Ok(record);
             }
         }
     }
 
     /// The attempts waiting for `target`, oldest first, and how many; with `wait`, holds until
-    /// one arrives or the time passes (woken by NOTIFY, no connection held meanwhile).
+    /// one arrives or the time passes (woken after the commit that offers one, no connection held
+    /// meanwhile).
     pub async fn delegation_inbox(
         &self,
         target: Uuid,
@@ -537,11 +538,20 @@ impl Engine {
             tokio::pin!(notified);
             notified.as_mut().enable();
             let found = read().await?;
-            if !found.0.is_empty() || tokio::time::timeout_at(deadline, notified).await.is_err() {
+            if !found.0.is_empty() || !wait_or_recheck(deadline, notified).await {
                 return Ok(found);
             }
         }
     }
+}
+
+/// Waits for `notified` or [`RECHECK`](crate::delivery::wakeups::RECHECK), whichever comes
+/// first (a wake-up lost between another process's commit and its NOTIFY costs at most that);
+/// false once `deadline` has passed.
+async fn wait_or_recheck(deadline: tokio::time::Instant, notified: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>) -> bool {
+    let until = deadline.min(tokio::time::Instant::now() + crate::delivery::wakeups::RECHECK);
+    let _ = tokio::time::timeout_at(until, notified).await;
+    tokio::time::Instant::now() < deadline
 }
 
 /// Ends the live attempt `a` of `d` by `event` (output or reason with it), counts it for its
@@ -563,7 +573,6 @@ async fn end_attempt(
         return Err(DelegationError::InvalidState(from.as_str()));
     }
     store::count_end(conn, a.target_agent_id, to == Status::Completed, from == Status::Accepted).await?;
-    store::notify(conn, &store::delegation_key(d.delegation_id)).await?;
     if to.falls_back() && d.fallback_enabled && d.retries_used < d.max_retries {
         let tried: Vec<Uuid> =
             store::attempts(conn, d.delegation_id).await?.iter().map(|a| a.target_agent_id).collect();

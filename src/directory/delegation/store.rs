@@ -548,12 +548,6 @@ pub async fn count_end(conn: &mut PgConnection, target: Uuid, completed: bool, w
     Ok(())
 }
 
-/// Wakes the long-polls waiting on `key` in every process, once the transaction commits.
-pub async fn notify(conn: &mut PgConnection, key: &str) -> sqlx::Result<()> {
-    sqlx::query!("SELECT pg_notify($1, $2)", crate::delivery::TURNS_CHANNEL, key).execute(conn).await?;
-    Ok(())
-}
-
 /// The wake-up key of a target's inbox.
 pub fn inbox_key(target: Uuid) -> String {
     format!("delegation-inbox:{target}")
