@@ -150,10 +150,12 @@ impl Application {
         } else {
             None
         };
+        // The listener, the wake-up sender and the event log's reader end with the service.
         if let Some(url) = engine.config().database_url.clone() {
-            tokio::spawn(crate::live::listen(url, engine.wakeups().clone()));
+            let listen = crate::live::listen(url, engine.wakeups().clone());
+            let until = stopped();
+            tokio::spawn(async move { tokio::select! { () = listen => {}, () = until => {} } });
         }
-        // Both end with the service (the listener above outlives it, as before).
         let sender = crate::live::send_wakeups(engine.pool().clone(), engine.wakeups().clone());
         let until = stopped();
         tokio::spawn(async move { tokio::select! { () = sender => {}, () = until => {} } });

@@ -1186,7 +1186,8 @@ async fn wake_latency(
         pool_size: 4,
         ..bench.state.engine.config().clone()
     };
-    let other_app = Application::build(other_config, db::pool(&url, 4).await?).await?;
+    let other_pool = db::pool(&url, 4).await?;
+    let other_app = Application::build(other_config, other_pool.clone()).await?;
     let other_base = format!("http://127.0.0.1:{}", other_app.port());
     let other_state = other_app.state().clone();
     let (stop_other, other_stopped) = tokio::sync::oneshot::channel::<()>();
@@ -1292,6 +1293,7 @@ async fn wake_latency(
     listening.abort();
     let _ = stop_other.send(());
     let _ = other_task.await;
+    other_pool.close().await;
     from_notify.sort_by(f64::total_cmp);
     from_park.sort_by(f64::total_cmp);
     from_create_return.sort_by(f64::total_cmp);
