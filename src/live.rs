@@ -33,6 +33,10 @@ use crate::{
 /// How long the sender gathers keys after the first before sending them.
 pub const COALESCE: Duration = Duration::from_millis(1);
 
+/// How long the event log's reader waits after a poke before reading, gathering the pokes of
+/// other commits meanwhile.
+pub const EVENTS_COALESCE: Duration = Duration::from_millis(2);
+
 /// How often the event log is read when nothing pokes it.
 pub const EVENTS_TICK: Duration = Duration::from_millis(250);
 
@@ -186,7 +190,11 @@ pub async fn tail_events(pool: PgPool, wakeups: Arc<Wakeups>, hub: Arc<EventHub>
     };
     let mut gaps: BTreeMap<i64, Instant> = BTreeMap::new();
     loop {
-        let _ = tokio::time::timeout(EVENTS_TICK, wakeups.events_poked().notified()).await;
+        if tokio::time::timeout(EVENTS_TICK, wakeups.events_poked().notified()).await.is_ok() {
+            // Let the commits of the next moment join this read: under load one read then
+            // serves many commits instead of one each.
+            tokio::time::sleep(EVENTS_COALESCE).await;
+        }
         let now = Instant::now();
         gaps.retain(|_, since| now.duration_since(*since) < GAP_TTL);
         let looked_for: Vec<i64> = gaps.keys().copied().collect();
