@@ -196,7 +196,12 @@ pub async fn run_workers(engine: Engine, shutdown: impl std::future::Future<Outp
         ..parley_jobs::WorkerConfig::default()
     };
     let pool = engine.pool().clone();
-    parley_jobs::run_workers(pool, engine, cfg, shutdown).await?;
+    // What the timers change wakes long-polls in the API processes: this process sends its
+    // wake-ups too (a no-op when `run_until_stopped` already started the sender).
+    let sender = tokio::spawn(crate::live::send_wakeups(pool.clone(), engine.wakeups().clone()));
+    let ran = parley_jobs::run_workers(pool, engine, cfg, shutdown).await;
+    sender.abort();
+    ran?;
     Ok(())
 }
 

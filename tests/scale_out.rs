@@ -505,6 +505,13 @@ async fn two_api_processes_and_a_worker_behave_as_one_service() {
         lapsed_after + Duration::from_millis(100) >= CLAIM_TIMEOUT,
         "the claim was taken back early: {lapsed_after:?}"
     );
+    // The worker's wake-up reached B: the claim timer fires within a second of the expiry (its
+    // time is rounded up to a whole second) plus a poll, and B answers at once. A waiter that
+    // only found the turn by looking again on its own would answer 4 s after it started.
+    assert!(
+        lapsed_after <= CLAIM_TIMEOUT + Duration::from_millis(1800),
+        "B's long-poll was not woken by the worker's wake-up: {lapsed_after:?}"
+    );
     let stale = d.respond(&a, &noor, &claimed, "counter").await;
     assert_eq!(
         stale.status(),
