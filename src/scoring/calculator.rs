@@ -32,10 +32,9 @@ use super::assessment::{Assessment, RejectionReason, SkillMatch, Subscores};
 use super::pyfloat::round4;
 use super::request::AssessmentRequest;
 use super::skill::Skill;
-use super::text::{lowercase, split_whitespace_py, task_text_lowered, tokenize};
+use super::text::{WordSet, lowercase, split_whitespace_py, task_text_lowered, tokenize};
 use serde_json::Number;
-use std::collections::HashSet;
-use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+use std::sync::OnceLock;
 
 /// Latency assumed when no skill declares `performance.avg_processing_time_ms`.
 pub const DEFAULT_LATENCY_MS: u64 = 5000;
@@ -69,7 +68,7 @@ struct PreparedSkill {
 
 impl PreparedSkill {
     fn new(skill: &Skill) -> Self {
-        let mut keywords: HashSet<String> = HashSet::new();
+        let mut keywords = WordSet::default();
         if let Some(a) = &skill.assessment {
             keywords.extend(a.keywords.iter().map(|k| lowercase(k).into_owned()));
         }
@@ -158,9 +157,9 @@ enum Cost {
 #[derive(Debug, Clone)]
 pub struct Calculator {
     skills: Vec<PreparedSkill>,
-    input_modes: HashSet<String>,
-    output_modes: HashSet<String>,
-    tools: HashSet<String>,
+    input_modes: WordSet,
+    output_modes: WordSet,
+    tools: WordSet,
     latency_estimate: Number,
     /// The price as Bindu parses it: `None` when the agent charges nothing, `Some(None)` when
     /// the price does not parse.
@@ -183,7 +182,7 @@ pub struct PreparedTask<'r> {
     req: &'r AssessmentRequest,
     weights: super::request::Weights,
     /// Step 3: the task's keywords.
-    task: HashSet<String>,
+    task: WordSet,
     /// The same with their [`word_hash`], in hash order.
     task_hashes: Vec<(u64, String)>,
     /// The lowercased summary (specialization domains are looked for in it).
@@ -205,7 +204,7 @@ impl<'r> PreparedTask<'r> {
             Some(d) => format!("{summary_lower} {}", lowercase(d)),
             None => summary_lower.clone(),
         };
-        let task: HashSet<String> = tokenize(&lowered).map(str::to_owned).collect();
+        let task: WordSet = tokenize(&lowered).map(str::to_owned).collect();
         PreparedTask {
             req,
             weights: req.weights.normalized(),
@@ -222,9 +221,11 @@ impl<'r> PreparedTask<'r> {
     }
 }
 
-/// A fixed 64-bit hash of a word (the same in every process and run).
+/// A 64-bit hash of a word, the same for the whole process (aHash with one key per process:
+/// every list compared by [`common_words`] is made in the process that compares it).
 fn word_hash(word: &str) -> u64 {
-    BuildHasherDefault::<DefaultHasher>::default().hash_one(word)
+    static KEYS: OnceLock<ahash::RandomState> = OnceLock::new();
+    KEYS.get_or_init(ahash::RandomState::new).hash_one(word)
 }
 
 /// Words with their [`word_hash`], sorted by hash (then by word).

@@ -8,6 +8,10 @@
 use std::borrow::Cow;
 use std::collections::HashSet;
 
+/// A set of words: hashed with aHash, keyed per process (fast, and not open to crafted
+/// collisions in request text).
+pub type WordSet = HashSet<String, ahash::RandomState>;
+
 /// Shortest token kept by the tokenizer.
 pub const MIN_KEYWORD_LEN: usize = 2;
 /// Longest token kept by the tokenizer (Bindu's `max_keyword_length`).
@@ -57,7 +61,7 @@ pub fn tokenize(lowered: &str) -> impl Iterator<Item = &str> {
 }
 
 /// Lowercases `text` and returns its distinct tokens as owned strings.
-pub fn keyword_set(text: &str) -> HashSet<String> {
+pub fn keyword_set(text: &str) -> WordSet {
     tokenize(&lowercase(text)).map(str::to_owned).collect()
 }
 
