@@ -152,16 +152,13 @@ impl Application {
         };
         // The listener, the wake-up sender and the event log's reader end with the service.
         if let Some(url) = engine.config().database_url.clone() {
-            let listen = crate::live::listen(url, engine.wakeups().clone());
-            let until = stopped();
-            tokio::spawn(async move { tokio::select! { () = listen => {}, () = until => {} } });
+            spawn_until(crate::live::listen(url, engine.wakeups().clone()), stopped());
         }
-        let sender = crate::live::send_wakeups(engine.pool().clone(), engine.wakeups().clone());
-        let until = stopped();
-        tokio::spawn(async move { tokio::select! { () = sender => {}, () = until => {} } });
-        let tail = crate::live::tail_events(engine.pool().clone(), engine.wakeups().clone(), self.state.events.clone());
-        let until = stopped();
-        tokio::spawn(async move { tokio::select! { () = tail => {}, () = until => {} } });
+        spawn_until(crate::live::send_wakeups(engine.pool().clone(), engine.wakeups().clone()), stopped());
+        spawn_until(
+            crate::live::tail_events(engine.pool().clone(), engine.wakeups().clone(), self.state.events.clone()),
+            stopped(),
+        );
         tokio::spawn(async move {
             if let Err(e) = engine.recover(Duration::ZERO).await {
                 tracing::error!(error = %e, "the recovery pass failed");
@@ -186,6 +183,19 @@ impl Application {
         }
         Ok(())
     }
+}
+
+/// Runs `task` in the background until it ends or `until` resolves.
+fn spawn_until(
+    task: impl std::future::Future<Output = ()> + Send + 'static,
+    until: impl std::future::Future<Output = ()> + Send + 'static,
+) {
+    tokio::spawn(async move {
+        tokio::select! {
+            () = task => {}
+            () = until => {}
+        }
+    });
 }
 
 /// Runs the timer workers on the engine's pool until `shutdown` resolves.

@@ -204,10 +204,7 @@ impl Engine {
             if let (_, Some(claim)) = self.try_pickup(key).await? {
                 break Some(claim);
             }
-            // Woken, or RECHECK passed (a wake-up lost between another process's commit and its
-            // NOTIFY costs at most that): look again, until the deadline.
-            let until = deadline.min(tokio::time::Instant::now() + super::wakeups::RECHECK);
-            if tokio::time::timeout_at(until, notified).await.is_err() && tokio::time::Instant::now() >= deadline {
+            if !super::wakeups::wait_or_recheck(deadline, notified).await {
                 break None;
             }
         };

@@ -95,22 +95,21 @@ impl Engine {
     /// parked with the offline window has its timer armed exactly, so this finds it pending
     /// and leaves it.
     pub(crate) async fn ensure_turn_timer(&self, conn: &mut PgConnection, task: &Task) -> Result<(), DeliveryError> {
-        let deadline = match (task.state, task.first_parked_at) {
-            (TaskState::Claimed, _) => task.claim_expires_at,
+        // The deadline, and when the turn was first parked if it is a park deadline.
+        let (deadline, parked) = match (task.state, task.first_parked_at) {
+            (TaskState::Claimed, _) => (task.claim_expires_at, None),
             (TaskState::WaitingForAgent, Some(parked)) if Self::falls_back(task) => {
-                Some(after(parked, self.config.park_timeout))
+                (Some(after(parked, self.config.park_timeout)), Some(parked))
             }
-            _ => None,
+            _ => (None, None),
         };
         let Some(deadline) = deadline else { return Ok(()) };
         if parley_jobs::turn_timer_at(conn, task.id).await.map_err(jobs)?.is_some_and(|at| at <= deadline) {
             return Ok(());
         }
-        match (task.state, task.first_parked_at) {
-            (TaskState::WaitingForAgent, Some(parked)) => {
-                self.arm_park_timer(conn, task, task.turn_count, task.claim_generation, parked).await
-            }
-            _ => self.arm_claim_timer(conn, task.id, task.claim_generation, deadline).await,
+        match parked {
+            Some(parked) => self.arm_park_timer(conn, task, task.turn_count, task.claim_generation, parked).await,
+            None => self.arm_claim_timer(conn, task.id, task.claim_generation, deadline).await,
         }
     }
 

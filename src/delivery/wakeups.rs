@@ -40,6 +40,17 @@ pub const RECHECK: Duration = Duration::from_secs(2);
 /// waiters by at most [`RECHECK`]).
 const OUTBOX_CAPACITY: usize = 65_536;
 
+/// Waits for `notified` until `deadline`, but no longer than [`RECHECK`]; whether the waiter
+/// should look again: it was woken, or it timed out before the deadline (a wake-up lost between
+/// another process's commit and its NOTIFY costs it at most [`RECHECK`]).
+pub async fn wait_or_recheck(
+    deadline: tokio::time::Instant,
+    notified: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>,
+) -> bool {
+    let until = deadline.min(tokio::time::Instant::now() + RECHECK);
+    tokio::time::timeout_at(until, notified).await.is_ok() || tokio::time::Instant::now() < deadline
+}
+
 /// What one cross-process NOTIFY carries: the sending process and the keys it woke.
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct WakePayload {

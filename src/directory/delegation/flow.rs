@@ -510,7 +510,7 @@ impl Engine {
             tokio::pin!(notified);
             notified.as_mut().enable();
             let record = read(self).await?;
-            if record.delegation.status().is_terminal() || !wait_or_recheck(deadline, notified).await {
+            if record.delegation.status().is_terminal() || !crate::delivery::wakeups::wait_or_recheck(deadline, notified).await {
                 return Ok(record);
             }
         }
@@ -538,20 +538,11 @@ impl Engine {
             tokio::pin!(notified);
             notified.as_mut().enable();
             let found = read().await?;
-            if !found.0.is_empty() || !wait_or_recheck(deadline, notified).await {
+            if !found.0.is_empty() || !crate::delivery::wakeups::wait_or_recheck(deadline, notified).await {
                 return Ok(found);
             }
         }
     }
-}
-
-/// Waits for `notified` or [`RECHECK`](crate::delivery::wakeups::RECHECK), whichever comes
-/// first (a wake-up lost between another process's commit and its NOTIFY costs at most that);
-/// false once `deadline` has passed.
-async fn wait_or_recheck(deadline: tokio::time::Instant, notified: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>) -> bool {
-    let until = deadline.min(tokio::time::Instant::now() + crate::delivery::wakeups::RECHECK);
-    let _ = tokio::time::timeout_at(until, notified).await;
-    tokio::time::Instant::now() < deadline
 }
 
 /// Ends the live attempt `a` of `d` by `event` (output or reason with it), counts it for its

@@ -436,39 +436,29 @@ pub struct InboxItem {
 
 /// Attempts in `request` addressed to `target`, oldest first, and how many there are.
 pub async fn inbox(conn: &mut PgConnection, target: Uuid, limit: i64) -> sqlx::Result<(Vec<InboxItem>, i64)> {
-    // The count is a window over every waiting attempt, taken before the limit applies.
-    let rows = sqlx::query!(
+    let items = sqlx::query_as!(
+        InboxItem,
         r#"SELECT d.request_id, a.attempt, a.task_id, a.requester_anonymous_id, d.task_type, d.custom_type, d.input,
-                  d.timeout_ms, a.status, a.output, a.reason, a.created_at, a.deadline, d.delegation_id,
-                  count(*) OVER () AS "total!"
+                  d.timeout_ms, a.status, a.output, a.reason, a.created_at, a.deadline, d.delegation_id
            FROM delegation_attempts a JOIN delegations d ON d.delegation_id = a.delegation_id
            WHERE a.target_agent_id = $1 AND a.status = 'request'
            ORDER BY a.created_at, a.delegation_id LIMIT $2"#,
         target,
         limit
     )
-    .fetch_all(conn)
+    .fetch_all(&mut *conn)
     .await?;
-    let total = rows.first().map_or(0, |r| r.total);
-    let items = rows
-        .into_iter()
-        .map(|r| InboxItem {
-            request_id: r.request_id,
-            attempt: r.attempt,
-            task_id: r.task_id,
-            requester_anonymous_id: r.requester_anonymous_id,
-            task_type: r.task_type,
-            custom_type: r.custom_type,
-            input: r.input,
-            timeout_ms: r.timeout_ms,
-            status: r.status,
-            output: r.output,
-            reason: r.reason,
-            created_at: r.created_at,
-            deadline: r.deadline,
-            delegation_id: r.delegation_id,
-        })
-        .collect();
+    // A page short of the limit holds every waiting attempt: only a full one needs counting.
+    if (items.len() as i64) < limit {
+        let total = items.len() as i64;
+        return Ok((items, total));
+    }
+    let total = sqlx::query_scalar!(
+        r#"SELECT count(*) AS "n!" FROM delegation_attempts WHERE target_agent_id = $1 AND status = 'request'"#,
+        target
+    )
+    .fetch_one(conn)
+    .await?;
     Ok((items, total))
 }
 
