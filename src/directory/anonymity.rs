@@ -75,6 +75,16 @@ pub async fn refresh_expired(
 
 /// The agent's current anonymous id, issuing a new one first when it has none or it expired.
 pub async fn current(conn: &mut PgConnection, agent_id: Uuid, ttl: Duration) -> sqlx::Result<Uuid> {
+    // The usual case, read without writing: a current id that has not expired.
+    let live = sqlx::query_scalar!(
+        "SELECT anonymous_id FROM anonymous_ids WHERE agent_id = $1 AND current AND expires_at > now()",
+        agent_id
+    )
+    .fetch_optional(&mut *conn)
+    .await?;
+    if let Some(id) = live {
+        return Ok(id);
+    }
     refresh(conn, &[agent_id], ttl).await?;
     sqlx::query_scalar!("SELECT anonymous_id FROM anonymous_ids WHERE agent_id = $1 AND current", agent_id)
         .fetch_one(conn)

@@ -14,7 +14,7 @@
 //!   or expired and attempts finished in the last 90 days).
 //!
 //! The counters are written by the transactions that end claims (a trigger on `tasks`) and
-//! attempts ([`super::delegation::store::count_end`]).
+//! attempts ([`super::delegation::store::move_attempt`]).
 //!
 //! Two readers, one definition:
 //! - `GET /api/trust/:agentId` ([`of`]) computes the agent's numbers from the per-agent daily

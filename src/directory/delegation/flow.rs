@@ -31,7 +31,6 @@ use crate::{
         discovery::{self, Query},
         trust,
     },
-    store::agents,
 };
 
 /// The target an attempt goes to.
@@ -65,6 +64,14 @@ fn after(start: DateTime<Utc>, d: Duration) -> DateTime<Utc> {
     (start + chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX)).trunc_subsecs(6)
 }
 
+/// The capability an eligible target offers for the work.
+#[derive(Debug, Clone)]
+struct Offered {
+    capability_id: Uuid,
+    input_schema: Value,
+    output_schema: Value,
+}
+
 /// Why an agent may not take `kind` work from `requester`, if it may not.
 async fn ineligible(
     conn: &mut PgConnection,
@@ -73,27 +80,26 @@ async fn ineligible(
     task_type: &str,
     custom_type: Option<&str>,
     floor: u32,
-) -> Result<Result<capabilities::Capability, String>, DelegationError> {
+) -> Result<Result<Offered, String>, DelegationError> {
     if agent_id == requester {
         return Ok(Err("the target is the requesting agent itself".into()));
     }
-    let active = agents::get(conn, agent_id).await?.is_some_and(|a| a.status == "active");
-    if !active {
+    let offer = store::target_offer(conn, agent_id, task_type, custom_type).await?;
+    let Some(offer) = offer.filter(|o| o.active) else {
         return Ok(Err("the target agent is not active".into()));
-    }
-    let found = capabilities::list(conn, agent_id)
-        .await?
-        .into_iter()
-        .find(|c| c.task_type == task_type && c.custom_type.as_deref() == custom_type);
-    let Some(capability) = found else {
+    };
+    let (Some(capability_id), Some(input_schema), Some(output_schema)) =
+        (offer.capability_id, offer.input_schema, offer.output_schema)
+    else {
         return Ok(Err(format!("the target has no {task_type} capability")));
     };
-    if !capability.enabled {
+    if !offer.enabled {
         return Ok(Err("the target's capability is disabled".into()));
     }
-    if !capability.accept_delegations {
+    if !offer.accept_delegations {
         return Ok(Err("the target does not accept delegations".into()));
     }
+    let capability = Offered { capability_id, input_schema, output_schema };
     // Every percentile is at least 0, so without a minimum there is nothing to read.
     if floor > 0 {
         let percentile = trust::percentile(conn, agent_id).await?;
@@ -301,18 +307,20 @@ impl Engine {
         )
         .execute(&mut *tx)
         .await?;
-        if let Some(existing) = store::find(&mut tx, requester.agent_id, req.request_id).await? {
+        let window =
+            store::outbound_window(&mut tx, requester.agent_id, req.request_id, super::DEFAULT_OUTBOUND_RATE_LIMIT).await?;
+        if let Some(existing) = window.existing {
+            let (existing, attempts) =
+                store::record(&mut tx, existing).await?.ok_or_else(|| anyhow::anyhow!("a delegation just found"))?;
             if !req.same_as(&existing) {
                 return Err(DelegationError::RequestIdReused);
             }
-            let attempts = store::attempts(&mut tx, existing.delegation_id).await?;
             return Ok((Record { delegation: existing, attempts }, false));
         }
-        let (limit, sent, frees_at) =
-            store::outbound_window(&mut tx, requester.agent_id, super::DEFAULT_OUTBOUND_RATE_LIMIT).await?;
-        if sent >= i64::from(limit) {
-            let wait = frees_at.map_or(Duration::from_secs(60), |t| (t - Utc::now()).to_std().unwrap_or_default());
-            return Err(DelegationError::RateLimited(limit, wait));
+        if window.sent >= i64::from(window.limit) {
+            let wait =
+                window.frees_at.map_or(Duration::from_secs(60), |t| (t - Utc::now()).to_std().unwrap_or_default());
+            return Err(DelegationError::RateLimited(window.limit, wait));
         }
         let d = Delegation {
             delegation_id: Uuid::now_v7(),
@@ -334,9 +342,8 @@ impl Engine {
         let target = self.first_target(&mut tx, &d).await?;
         store::insert(&mut tx, &d).await?;
         let live = self.place(&mut tx, &d, 1, target).await?;
-        let d =
-            store::get(&mut tx, d.delegation_id).await?.ok_or_else(|| anyhow::anyhow!("the delegation just made"))?;
-        let attempts = store::attempts(&mut tx, d.delegation_id).await?;
+        let (d, attempts) =
+            store::record(&mut tx, d.delegation_id).await?.ok_or_else(|| anyhow::anyhow!("the delegation just made"))?;
         tx.commit().await?;
         self.wake_delegation(&d, &live.into_iter().collect::<Vec<_>>());
         tracing::info!(delegation.id = %d.delegation_id, delegation.task_type = %d.task_type, "delegated");
@@ -353,10 +360,8 @@ impl Engine {
     ) -> Result<(Delegation, Attempt), DelegationError> {
         let d = store::lock_addressed(conn, target, request_id).await?.ok_or(DelegationError::NotFound)?;
         let id = d.delegation_id;
-        let attempt = store::attempts(conn, id)
+        let attempt = store::attempt(conn, id, d.current_attempt())
             .await?
-            .into_iter()
-            .find(|a| a.attempt == d.current_attempt())
             .ok_or_else(|| anyhow::anyhow!("delegation {id} has no live attempt"))?;
         if attempt.target_agent_id != target {
             return Err(DelegationError::NotAddressed);
@@ -391,12 +396,26 @@ impl Engine {
         if a.due_at() <= Utc::now() {
             return Err(DelegationError::InvalidState("past its accept deadline"));
         }
-        store::set_attempt(&mut tx, d.delegation_id, a.attempt, Status::Request, next, None, None).await?;
-        store::set_delegation(&mut tx, &d, d.retries_used, next, None).await?;
-        let timer = parley_jobs::DelegationTimeout { delegation_id: d.delegation_id, attempt: a.attempt };
-        parley_jobs::schedule_delegation_timeout(&mut tx, &timer, a.deadline).await?;
+        let accepted = store::AttemptMove {
+            attempt: a.attempt,
+            from: Status::Request,
+            to: next,
+            output: None,
+            reason: None,
+            delegation: Some((d.retries_used, next)),
+        };
+        if !store::move_attempt(&mut tx, &d, accepted).await? {
+            return Err(DelegationError::InvalidState(a.status().as_str()));
+        }
+        // The timer moves to the execution deadline, unless it is already set for it (an accept
+        // window no shorter than the execution's).
+        if a.due_at() != a.deadline {
+            let timer = parley_jobs::DelegationTimeout { delegation_id: d.delegation_id, attempt: a.attempt };
+            parley_jobs::schedule_delegation_timeout(&mut tx, &timer, a.deadline).await?;
+        }
         tx.commit().await?;
-        self.wake_delegation(&d, &[]);
+        // Only the event streams: the requester's waits are for the end.
+        self.wakeups.events_written();
         Ok(Accepted { claim_token: self.claim_token(d.delegation_id, i64::from(a.attempt)), deadline: a.deadline })
     }
 
@@ -455,8 +474,7 @@ impl Engine {
         if d.status().is_terminal() || d.current_attempt() != t.attempt {
             return Ok(false);
         }
-        let Some(a) = store::attempts(&mut tx, d.delegation_id).await?.into_iter().find(|a| a.attempt == t.attempt)
-        else {
+        let Some(a) = store::attempt(&mut tx, d.delegation_id, t.attempt).await? else {
             return Ok(false);
         };
         if a.status().is_terminal() || a.due_at() > Utc::now() {
@@ -481,8 +499,9 @@ impl Engine {
     ) -> Result<Record, DelegationError> {
         let mut conn = self.pool.acquire().await?;
         let d = store::find_visible(&mut conn, request_id, requesters).await?.ok_or(DelegationError::NotFound)?;
-        let attempts = store::attempts(&mut conn, d.delegation_id).await?;
-        Ok(Record { delegation: d, attempts })
+        let (delegation, attempts) =
+            store::record(&mut conn, d.delegation_id).await?.ok_or(DelegationError::NotFound)?;
+        Ok(Record { delegation, attempts })
     }
 
     /// Reads a delegation, waiting up to `wait` for it to end (no connection held meanwhile).
@@ -495,9 +514,9 @@ impl Engine {
             let pool = this.pool.clone();
             async move {
                 let mut conn = pool.acquire().await?;
-                let d = store::get(&mut conn, delegation_id).await?.ok_or(DelegationError::NotFound)?;
-                let attempts = store::attempts(&mut conn, delegation_id).await?;
-                Ok::<_, DelegationError>(Record { delegation: d, attempts })
+                let (delegation, attempts) =
+                    store::record(&mut conn, delegation_id).await?.ok_or(DelegationError::NotFound)?;
+                Ok::<_, DelegationError>(Record { delegation, attempts })
             }
         };
         let Some(wait) = wait else {
@@ -560,11 +579,20 @@ async fn end_attempt(
     let from = a.status();
     let to = from.transition(event).map_err(|_| DelegationError::InvalidState(from.as_str()))?;
     let reason = super::reason_text(reason);
-    if !store::set_attempt(conn, d.delegation_id, a.attempt, from, to, output, reason.as_deref()).await? {
+    let may_fall_back = to.falls_back() && d.fallback_enabled && d.retries_used < d.max_retries;
+    // Without a fallback to look for, the attempt's end settles the delegation in the same statement.
+    let ended = store::AttemptMove {
+        attempt: a.attempt,
+        from,
+        to,
+        output,
+        reason: reason.as_deref(),
+        delegation: (!may_fall_back).then_some((d.retries_used, to)),
+    };
+    if !store::move_attempt(conn, d, ended).await? {
         return Err(DelegationError::InvalidState(from.as_str()));
     }
-    store::count_end(conn, a.target_agent_id, to == Status::Completed, from == Status::Accepted).await?;
-    if to.falls_back() && d.fallback_enabled && d.retries_used < d.max_retries {
+    if may_fall_back {
         let tried: Vec<Uuid> =
             store::attempts(conn, d.delegation_id).await?.iter().map(|a| a.target_agent_id).collect();
         if let Some(target) = engine.next_target(conn, d, &tried).await? {
@@ -577,8 +605,8 @@ async fn end_attempt(
             let live = engine.place(conn, &asked, a.attempt + 1, target).await?;
             return Ok(live.into_iter().collect());
         }
+        store::set_delegation(conn, d, d.retries_used, to, output).await?;
     }
-    store::set_delegation(conn, d, d.retries_used, to, output).await?;
     parley_jobs::cancel_delegation_timeout(conn, d.delegation_id).await?;
     Ok(Vec::new())
 }

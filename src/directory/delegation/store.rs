@@ -132,20 +132,6 @@ pub async fn insert(conn: &mut PgConnection, d: &Delegation) -> sqlx::Result<()>
     Ok(())
 }
 
-/// The requester's delegation of `request_id`.
-pub async fn find(conn: &mut PgConnection, requester: Uuid, request_id: Uuid) -> sqlx::Result<Option<Delegation>> {
-    sqlx::query_as!(
-        Delegation,
-        r#"SELECT delegation_id, request_id, requester_agent_id, task_type, custom_type, input, requested_target,
-                  timeout_ms, fallback_enabled, max_retries, retries_used, status, output, created_at, ended_at
-           FROM delegations WHERE requester_agent_id = $1 AND request_id = $2"#,
-        requester,
-        request_id
-    )
-    .fetch_optional(conn)
-    .await
-}
-
 /// The newest delegation of `request_id` whose requester is one of `requesters` (any
 /// requester when `None`).
 pub async fn find_visible(
@@ -193,6 +179,123 @@ pub async fn get(conn: &mut PgConnection, delegation_id: Uuid) -> sqlx::Result<O
     .await
 }
 
+/// A delegation and its attempts, first first, in one read.
+pub async fn record(conn: &mut PgConnection, delegation_id: Uuid) -> sqlx::Result<Option<(Delegation, Vec<Attempt>)>> {
+    // One row per attempt (a delegation is made with its first), the delegation's columns on each.
+    let rows = sqlx::query!(
+        r#"SELECT d.request_id, d.requester_agent_id, d.task_type, d.custom_type, d.input, d.requested_target,
+                  d.timeout_ms, d.fallback_enabled, d.max_retries, d.retries_used, d.status, d.output,
+                  d.created_at, d.ended_at,
+                  a.attempt, a.task_id, a.target_agent_id, a.target_anonymous_id, a.requester_anonymous_id,
+                  a.capability_id, a.output_schema, a.status AS a_status, a.output AS a_output, a.reason,
+                  a.created_at AS a_created_at, a.accept_deadline, a.deadline, a.accepted_at,
+                  a.ended_at AS a_ended_at
+           FROM delegations d JOIN delegation_attempts a ON a.delegation_id = d.delegation_id
+           WHERE d.delegation_id = $1 ORDER BY a.attempt"#,
+        delegation_id
+    )
+    .fetch_all(conn)
+    .await?;
+    let Some(first) = rows.first() else { return Ok(None) };
+    let delegation = Delegation {
+        delegation_id,
+        request_id: first.request_id,
+        requester_agent_id: first.requester_agent_id,
+        task_type: first.task_type.clone(),
+        custom_type: first.custom_type.clone(),
+        input: first.input.clone(),
+        requested_target: first.requested_target,
+        timeout_ms: first.timeout_ms,
+        fallback_enabled: first.fallback_enabled,
+        max_retries: first.max_retries,
+        retries_used: first.retries_used,
+        status: first.status.clone(),
+        output: first.output.clone(),
+        created_at: first.created_at,
+        ended_at: first.ended_at,
+    };
+    let attempts = rows
+        .into_iter()
+        .map(|r| Attempt {
+            delegation_id,
+            attempt: r.attempt,
+            task_id: r.task_id,
+            target_agent_id: r.target_agent_id,
+            target_anonymous_id: r.target_anonymous_id,
+            requester_anonymous_id: r.requester_anonymous_id,
+            capability_id: r.capability_id,
+            output_schema: r.output_schema,
+            status: r.a_status,
+            output: r.a_output,
+            reason: r.reason,
+            created_at: r.a_created_at,
+            accept_deadline: r.accept_deadline,
+            deadline: r.deadline,
+            accepted_at: r.accepted_at,
+            ended_at: r.a_ended_at,
+        })
+        .collect();
+    Ok(Some((delegation, attempts)))
+}
+
+/// One attempt of a delegation.
+pub async fn attempt(conn: &mut PgConnection, delegation_id: Uuid, attempt: i32) -> sqlx::Result<Option<Attempt>> {
+    sqlx::query_as!(
+        Attempt,
+        r#"SELECT delegation_id, attempt, task_id, target_agent_id, target_anonymous_id, requester_anonymous_id,
+                  capability_id, output_schema, status, output, reason, created_at, accept_deadline, deadline,
+                  accepted_at, ended_at
+           FROM delegation_attempts WHERE delegation_id = $1 AND attempt = $2"#,
+        delegation_id,
+        attempt
+    )
+    .fetch_optional(conn)
+    .await
+}
+
+/// What a delegation needs to know of a target agent for one kind of work.
+#[derive(Debug, Clone)]
+pub struct TargetOffer {
+    /// Whether the agent is active.
+    pub active: bool,
+    /// Its capability for the kind of work, if it has one.
+    pub capability_id: Option<Uuid>,
+    /// What the capability's input must match.
+    pub input_schema: Option<Value>,
+    /// What the capability's output must match.
+    pub output_schema: Option<Value>,
+    /// Whether the capability is enabled.
+    pub enabled: bool,
+    /// Whether it takes delegations.
+    pub accept_delegations: bool,
+}
+
+/// The agent's status and its capability of `task_type`/`custom_type`, in one read; `None` for
+/// an unknown agent.
+pub async fn target_offer(
+    conn: &mut PgConnection,
+    agent_id: Uuid,
+    task_type: &str,
+    custom_type: Option<&str>,
+) -> sqlx::Result<Option<TargetOffer>> {
+    sqlx::query_as!(
+        TargetOffer,
+        r#"SELECT a.status = 'active' AS "active!", c.capability_id AS "capability_id?",
+                  c.input_schema AS "input_schema?", c.output_schema AS "output_schema?",
+                  coalesce(c.enabled, false) AS "enabled!",
+                  coalesce(c.accept_delegations, false) AS "accept_delegations!"
+           FROM agents a
+           LEFT JOIN capabilities c
+             ON c.agent_id = a.agent_id AND c.task_type = $2 AND c.custom_type IS NOT DISTINCT FROM $3
+           WHERE a.agent_id = $1"#,
+        agent_id,
+        task_type,
+        custom_type
+    )
+    .fetch_optional(conn)
+    .await
+}
+
 /// Locks the delegation of `request_id` whose attempt addressed to `target` is the newest (see
 /// [`lock`]), in one statement.
 pub async fn lock_addressed(conn: &mut PgConnection, target: Uuid, request_id: Uuid) -> sqlx::Result<Option<Delegation>> {
@@ -217,23 +320,32 @@ pub async fn lock_addressed(conn: &mut PgConnection, target: Uuid, request_id: U
     .await
 }
 
-/// The requester's outbound limit (the smallest over its capabilities; `default` without any),
-/// its delegations of the last 60 s, and when the oldest of those leaves the window.
-pub async fn outbound_window(
-    conn: &mut PgConnection,
-    requester: Uuid,
-    default: i32,
-) -> sqlx::Result<(i32, i64, Option<DateTime<Utc>>)> {
-    let row = sqlx::query!(
-        r#"SELECT (SELECT min(outbound_rate_limit) FROM capabilities WHERE agent_id = $1) AS "limit",
+/// What a new delegation checks first, in one read (under the requester's lock): whether this
+/// request id made a delegation already, and the requester's outbound window.
+pub struct OutboundWindow {
+    /// The delegation this request id already made (a retried request; read in full apart).
+    pub existing: Option<Uuid>,
+    /// The requester's outbound limit (the smallest over its capabilities; the default without any).
+    pub limit: i32,
+    /// Its delegations of the last 60 s.
+    pub sent: i64,
+    /// When the oldest of those leaves the window.
+    pub frees_at: Option<DateTime<Utc>>,
+}
+
+/// The requester's delegation of `request_id`, if any, and its outbound window ([`OutboundWindow`]).
+pub async fn outbound_window(conn: &mut PgConnection, requester: Uuid, request_id: Uuid, default: i32) -> sqlx::Result<OutboundWindow> {
+    let r = sqlx::query!(
+        r#"SELECT (SELECT delegation_id FROM delegations WHERE requester_agent_id = $1 AND request_id = $2) AS existing,
+                  (SELECT min(outbound_rate_limit) FROM capabilities WHERE agent_id = $1) AS "limit",
                   count(*) AS "sent!", min(created_at) + interval '60 seconds' AS frees_at
            FROM delegations WHERE requester_agent_id = $1 AND created_at > now() - interval '60 seconds'"#,
-        requester
+        requester,
+        request_id
     )
     .fetch_one(conn)
     .await?;
-    let limit = row.limit.unwrap_or(default);
-    Ok((limit, row.sent, row.frees_at))
+    Ok(OutboundWindow { existing: r.existing, limit: r.limit.unwrap_or(default), sent: r.sent, frees_at: r.frees_at })
 }
 
 /// Whether `target` already received as many attempts in the last 60 s as its capability's
@@ -345,6 +457,72 @@ pub struct AttemptTask {
     pub requester_owner: String,
     /// The user who owns the target agent.
     pub target_owner: String,
+}
+
+/// One move of an attempt, written by [`move_attempt`].
+#[derive(Debug, Clone, Copy)]
+pub struct AttemptMove<'a> {
+    /// The attempt's number.
+    pub attempt: i32,
+    /// The status it was read in.
+    pub from: Status,
+    /// The status it moves to.
+    pub to: Status,
+    /// The output, when it completes.
+    pub output: Option<&'a Value>,
+    /// Why it ended, when it did not complete.
+    pub reason: Option<&'a str>,
+    /// The delegation's new retries used and status, when the move settles the delegation too.
+    pub delegation: Option<(i32, Status)>,
+}
+
+/// Moves an attempt of `d` (see [`AttemptMove`]) in one statement: the attempt; when it ends,
+/// its count for or against its target on today's row (completed or not, and, when it had been
+/// accepted, whether it was completed in time); and the delegation's status when given, from
+/// the status `d` was read in. False, having changed nothing, when the attempt was not in `from`.
+pub async fn move_attempt(conn: &mut PgConnection, d: &Delegation, m: AttemptMove<'_>) -> sqlx::Result<bool> {
+    let (retries_used, delegation_to) = m.delegation.map_or((None, None), |(r, s)| (Some(r), Some(s.as_str())));
+    sqlx::query_scalar!(
+        r#"WITH moved AS (
+               UPDATE delegation_attempts
+                  SET status = $4, output = $5, reason = $6,
+                      accepted_at = CASE WHEN $4 = 'accepted' THEN now() ELSE accepted_at END,
+                      ended_at = CASE WHEN $4 IN ('completed', 'rejected', 'timeout', 'error') THEN now() ELSE NULL END
+                WHERE delegation_id = $1 AND attempt = $2 AND status = $3
+               RETURNING target_agent_id
+           ), counted AS (
+               INSERT INTO agent_trust_days AS t (agent_id, day, attempts_completed, attempts_unfinished,
+                                                  accepted_completed, accepted_unfinished)
+               SELECT target_agent_id, (now() AT TIME ZONE 'UTC')::date,
+                      ($4 = 'completed')::int, ($4 <> 'completed')::int,
+                      ($4 = 'completed' AND $3 = 'accepted')::int, ($4 <> 'completed' AND $3 = 'accepted')::int
+                 FROM moved WHERE $4 IN ('completed', 'rejected', 'timeout', 'error')
+               ON CONFLICT (agent_id, day) DO UPDATE
+                  SET attempts_completed = t.attempts_completed + EXCLUDED.attempts_completed,
+                      attempts_unfinished = t.attempts_unfinished + EXCLUDED.attempts_unfinished,
+                      accepted_completed = t.accepted_completed + EXCLUDED.accepted_completed,
+                      accepted_unfinished = t.accepted_unfinished + EXCLUDED.accepted_unfinished,
+                      updated_at = now()
+           ), settled AS (
+               UPDATE delegations
+                  SET retries_used = $8, status = $9, output = $5, updated_at = now(),
+                      ended_at = CASE WHEN $9 IN ('completed', 'rejected', 'timeout', 'error') THEN now() ELSE NULL END
+                WHERE delegation_id = $1 AND status = $7 AND $9::text IS NOT NULL AND EXISTS (SELECT 1 FROM moved)
+           )
+           SELECT count(*) AS "moved!" FROM moved"#,
+        d.delegation_id,
+        m.attempt,
+        m.from.as_str(),
+        m.to.as_str(),
+        m.output,
+        m.reason,
+        d.status,
+        retries_used,
+        delegation_to
+    )
+    .fetch_one(conn)
+    .await
+    .map(|n| n == 1)
 }
 
 /// Moves an attempt from `from` to `to` (with its output or reason when it ends); false when it
@@ -510,32 +688,6 @@ pub async fn outbound(
     )
     .fetch_all(conn)
     .await
-}
-
-/// Counts an attempt's end for or against its target, on today's row: completed or not, and,
-/// when it had been accepted, whether it was completed in time.
-pub async fn count_end(conn: &mut PgConnection, target: Uuid, completed: bool, was_accepted: bool) -> sqlx::Result<()> {
-    let (done, undone) = if completed { (1, 0) } else { (0, 1) };
-    let (acc_done, acc_undone) = if was_accepted { (done, undone) } else { (0, 0) };
-    sqlx::query!(
-        r#"INSERT INTO agent_trust_days AS d (agent_id, day, attempts_completed, attempts_unfinished,
-                                             accepted_completed, accepted_unfinished)
-           VALUES ($1, (now() AT TIME ZONE 'UTC')::date, $2, $3, $4, $5)
-           ON CONFLICT (agent_id, day) DO UPDATE
-              SET attempts_completed = d.attempts_completed + EXCLUDED.attempts_completed,
-                  attempts_unfinished = d.attempts_unfinished + EXCLUDED.attempts_unfinished,
-                  accepted_completed = d.accepted_completed + EXCLUDED.accepted_completed,
-                  accepted_unfinished = d.accepted_unfinished + EXCLUDED.accepted_unfinished,
-                  updated_at = now()"#,
-        target,
-        done,
-        undone,
-        acc_done,
-        acc_undone
-    )
-    .execute(conn)
-    .await?;
-    Ok(())
 }
 
 /// The wake-up key of a target's inbox.
