@@ -1961,6 +1961,14 @@ async fn delegation(bench: &Arc<Bench>, r: &mut Results, json_out: bool) -> anyh
         .await?;
         pairs.push((requester, target));
     }
+    // As for the turn cycles: what one round trip costs the service's process and PostgreSQL's
+    // backends, and how many transactions the service's pool runs for it (warm-up included).
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let xacts_before = local_xact_numbers(&bench.pool).await?;
+    let cpu_before = (
+        process_cpu_secs("self"),
+        backend_cpu_secs(&bench.pool).await?,
+    );
     let measure_from = Instant::now() + WARMUP;
     let deadline = measure_from + Duration::from_secs(DELEGATION_SECS);
     let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -2003,7 +2011,7 @@ async fn delegation(bench: &Arc<Bench>, r: &mut Results, json_out: bool) -> anyh
         });
         let b = bench.clone();
         requesters.spawn(async move {
-            let mut samples = Vec::new();
+            let (mut samples, mut total) = (Vec::new(), 0u64);
             while Instant::now() < deadline {
                 let body = json!({
                     "requestId": uuid::Uuid::new_v4(), "agentId": rid, "taskType": "code-review",
@@ -2020,18 +2028,22 @@ async fn delegation(bench: &Arc<Bench>, r: &mut Results, json_out: bool) -> anyh
                 )
                 .await?;
                 anyhow::ensure!(answer["result"]["status"] == "completed", "{answer}");
+                total += 1;
                 if t >= measure_from {
                     samples.push(t.elapsed().as_secs_f64() * 1000.0);
                 }
             }
-            anyhow::Ok(samples)
+            anyhow::Ok((samples, total))
         });
     }
-    let mut all = Vec::new();
+    let (mut all, mut total) = (Vec::new(), 0u64);
     let mut failed = None;
     while let Some(res) = requesters.join_next().await {
         match res? {
-            Ok(s) => all.extend(s),
+            Ok((s, n)) => {
+                all.extend(s);
+                total += n;
+            }
             Err(e) => failed = failed.or(Some(e)),
         }
     }
@@ -2045,6 +2057,17 @@ async fn delegation(bench: &Arc<Bench>, r: &mut Results, json_out: bool) -> anyh
     if let Some(e) = failed {
         return Err(e);
     }
+    let own_cpu = process_cpu_secs("self") - cpu_before.0;
+    let pg_cpu: f64 = backend_cpu_secs(&bench.pool)
+        .await?
+        .iter()
+        .map(|(pid, after)| after - cpu_before.1.get(pid).copied().unwrap_or(0.0))
+        .sum();
+    let xacts = xacts_between(&xacts_before, &local_xact_numbers(&bench.pool).await?);
+    let per = |v: f64| json!(round(v / total.max(1) as f64, 2));
+    r.insert("cpu_ms_per_delegation_parley_process", per(own_cpu * 1e3));
+    r.insert("cpu_ms_per_delegation_postgres_backends", per(pg_cpu * 1e3));
+    r.insert("db_transactions_per_delegation", per(xacts as f64));
     all.sort_by(f64::total_cmp);
     r.insert("delegation_pairs", json!(DELEGATION_PAIRS));
     r.insert(

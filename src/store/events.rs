@@ -98,8 +98,8 @@ pub async fn newest_id(conn: &mut PgConnection) -> sqlx::Result<i64> {
 /// whose transactions may have committed since), in id order, at most `limit`.
 pub async fn tail(conn: &mut PgConnection, after: i64, also: &[i64], limit: i64) -> sqlx::Result<Vec<Event>> {
     // Two range reads of the primary key, never one filter: written as `event_id > $1 OR
-    // event_id = ANY($2)`, the prepared statement's plan walked the key from the log's first
-    // event on every read (9.7 ms at 50 000 events, growing with the log).
+    // event_id = ANY($2)`, the plan walked the key from the log's first event on every read
+    // whenever the log had no statistics yet (2.7 ms at 50 000 events, growing with the log).
     let rows: Vec<(i64, String, String, String, Value)> = sqlx::query_as(
         "(SELECT event_id, kind, source_user_id, candidate_user_id, data FROM events
            WHERE event_id > $1 ORDER BY event_id LIMIT $3)
