@@ -339,21 +339,27 @@ pub async fn put_permissions(
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
 pub struct DiscoverParams {
-    /// Required: the kind of work.
+    /// The kind of work.
+    // Required, and documented so; optional in the type so that its absence gets the API's own
+    // error body, naming the field.
+    #[param(required = true, value_type = String,
+        pattern = "^(code-review|code-generation|testing|documentation|analysis|summarization|translation|custom)$")]
     pub task_type: Option<String>,
-    /// Only this custom type (with `taskType=custom`).
+    /// With `taskType=custom` only (refused otherwise): only this custom type. Without it, a
+    /// custom discovery shows every custom capability.
+    #[param(max_length = 100)]
     pub custom_type: Option<String>,
     /// Lowest trust percentile, 0-100 (the service's own floor applies too).
-    #[param(value_type = Option<f64>)]
+    #[param(value_type = Option<f64>, minimum = 0, maximum = 100)]
     pub min_trust_score: Option<String>,
     /// Cost cap in US dollars (> 0; also the cost that scores 0; default 100).
-    #[param(value_type = Option<f64>)]
+    #[param(value_type = Option<f64>, exclusive_minimum = 0)]
     pub max_cost_usd: Option<String>,
     /// Latency cap in milliseconds (> 0; also the latency that scores 0; default 30 000).
-    #[param(value_type = Option<f64>)]
+    #[param(value_type = Option<f64>, exclusive_minimum = 0)]
     pub max_latency_ms: Option<String>,
     /// Results, 1 or more; at most 20 are shown (default 20).
-    #[param(value_type = Option<i64>)]
+    #[param(value_type = Option<i64>, minimum = 1)]
     pub limit: Option<String>,
 }
 

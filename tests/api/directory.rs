@@ -383,6 +383,48 @@ async fn bad_discovery_queries_are_refused_and_change_nothing() {
     assert_eq!(app.count("anonymous_ids").await, 1);
 }
 
+/// The published spec documents discovery's bounds (`taskType` required, `minTrustScore` 0-100,
+/// the caps above 0, `limit` from 1, `customType` up to 100 characters): a value at each edge
+/// is served, and the next one past it refused.
+#[tokio::test]
+async fn discovery_serves_the_edges_its_spec_documents_and_refuses_past_them() {
+    let app = TestApp::spawn().await;
+    let agent = app.register_agent("user-tomas").await;
+    let mut body = capability("custom", Some(1.0), Some(100));
+    body["customType"] = json!("x".repeat(100));
+    put_capability(&app, &agent, &body).await;
+    let longest = "x".repeat(100);
+    for query in [
+        "taskType=testing&minTrustScore=0".to_owned(),
+        "taskType=testing&minTrustScore=100".to_owned(),
+        "taskType=testing&maxCostUsd=0.0001&maxLatencyMs=0.5".to_owned(),
+        "taskType=testing&limit=1".to_owned(),
+        format!("taskType=custom&customType={longest}&limit=9223372036854775807"),
+    ] {
+        let answer = discover(&app, &query).await;
+        assert_eq!(answer.status, StatusCode::OK, "{query}: {}", answer.text);
+    }
+    assert_eq!(ranking(&discover(&app, &format!("taskType=custom&customType={longest}")).await).len(), 1);
+    for query in [
+        "taskType=testing&minTrustScore=-0.5".to_owned(),
+        "taskType=testing&minTrustScore=100.5".to_owned(),
+        "taskType=testing&maxLatencyMs=0".to_owned(),
+        format!("taskType=custom&customType={longest}x"),
+    ] {
+        discover(&app, &query).await.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
+    }
+    let spec = parley::openapi::spec();
+    let params = spec["paths"]["/api/agents/discover"]["get"]["parameters"].as_array().unwrap().clone();
+    let param = |name: &str| params.iter().find(|p| p["name"] == name).unwrap().clone();
+    assert_eq!(param("taskType")["required"], true);
+    assert_eq!(param("minTrustScore")["schema"]["minimum"], 0);
+    assert_eq!(param("minTrustScore")["schema"]["maximum"], 100);
+    assert_eq!(param("maxCostUsd")["schema"]["exclusiveMinimum"], 0);
+    assert_eq!(param("maxLatencyMs")["schema"]["exclusiveMinimum"], 0);
+    assert_eq!(param("limit")["schema"]["minimum"], 1);
+    assert_eq!(param("customType")["schema"]["maxLength"], 100);
+}
+
 #[tokio::test]
 async fn an_expired_anonymous_id_is_replaced_on_the_next_discovery_and_still_resolves() {
     let app = TestApp::spawn_with(|c| c.anonymous_id_ttl = Duration::from_secs(1)).await;
