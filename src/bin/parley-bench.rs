@@ -628,12 +628,8 @@ async fn turn_cycles(
     // Let the creation phase's trailing work settle, so that neither its transactions nor its
     // CPU are counted in the cycles.
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    let xacts_before = local_xact_numbers(&bench.pool).await?;
+    let meter = CostMeter::start(&bench.pool).await?;
     let updates_before = row_updates(&bench.pool).await?;
-    let cpu_before = (
-        process_cpu_secs("self"),
-        backend_cpu_secs(&bench.pool).await?,
-    );
     let all_cycles = Arc::new(AtomicU64::new(0));
     let start = Instant::now();
     let measure_from = start + WARMUP;
@@ -699,12 +695,7 @@ async fn turn_cycles(
     // BEGIN..COMMIT and each autocommit statement counts one; the bench's two CPU readings on
     // the pool are in).
     let cycles_all = all_cycles.load(Ordering::Relaxed).max(1) as f64;
-    let own_cpu = process_cpu_secs("self") - cpu_before.0;
-    let backends_after = backend_cpu_secs(&bench.pool).await?;
-    let pg_cpu: f64 = backends_after
-        .iter()
-        .map(|(pid, after)| after - cpu_before.1.get(pid).copied().unwrap_or(0.0))
-        .sum();
+    let (own_cpu, pg_cpu) = meter.cpu_secs(&bench.pool).await?;
     r.insert(
         "cpu_ms_per_cycle_parley_process",
         json!(round(own_cpu * 1e3 / cycles_all, 2)),
@@ -717,7 +708,7 @@ async fn turn_cycles(
     // pause, the statement `local_xact_numbers` runs on every pool connection makes each publish
     // what it holds (before answering), so the row counts below cover the whole phase.
     tokio::time::sleep(Duration::from_millis(1100)).await;
-    let xacts = xacts_between(&xacts_before, &local_xact_numbers(&bench.pool).await?);
+    let xacts = meter.transactions(&bench.pool).await?;
     r.insert(
         "db_transactions_per_cycle",
         json!(round(
@@ -937,6 +928,38 @@ async fn liveness_overhead(
         json!(round((off - on) / off.max(1e-9) * 100.0, 2)),
     );
     Ok(())
+}
+
+/// What a phase costs from its start: the CPU of this process (the service and its clients)
+/// and of the database's backends, and the transactions of the service's pool.
+struct CostMeter {
+    transactions: std::collections::HashMap<i32, i64>,
+    process_cpu: f64,
+    backends_cpu: std::collections::HashMap<i32, f64>,
+}
+
+impl CostMeter {
+    /// Reads the counts the phase starts from.
+    async fn start(pool: &PgPool) -> anyhow::Result<CostMeter> {
+        let transactions = local_xact_numbers(pool).await?;
+        Ok(CostMeter { transactions, process_cpu: process_cpu_secs("self"), backends_cpu: backend_cpu_secs(pool).await? })
+    }
+
+    /// CPU seconds since the start: this process's, and the backends' together.
+    async fn cpu_secs(&self, pool: &PgPool) -> anyhow::Result<(f64, f64)> {
+        let own = process_cpu_secs("self") - self.process_cpu;
+        let backends = backend_cpu_secs(pool)
+            .await?
+            .iter()
+            .map(|(pid, after)| after - self.backends_cpu.get(pid).copied().unwrap_or(0.0))
+            .sum();
+        Ok((own, backends))
+    }
+
+    /// Transactions of the pool since the start (see [`xacts_between`]).
+    async fn transactions(&self, pool: &PgPool) -> anyhow::Result<i64> {
+        Ok(xacts_between(&self.transactions, &local_xact_numbers(pool).await?))
+    }
 }
 
 /// User + system CPU seconds of a process (`self` or a pid), from `/proc/<pid>/stat`.
@@ -1964,11 +1987,7 @@ async fn delegation(bench: &Arc<Bench>, r: &mut Results, json_out: bool) -> anyh
     // As for the turn cycles: what one round trip costs the service's process and PostgreSQL's
     // backends, and how many transactions the service's pool runs for it (warm-up included).
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let xacts_before = local_xact_numbers(&bench.pool).await?;
-    let cpu_before = (
-        process_cpu_secs("self"),
-        backend_cpu_secs(&bench.pool).await?,
-    );
+    let meter = CostMeter::start(&bench.pool).await?;
     let measure_from = Instant::now() + WARMUP;
     let deadline = measure_from + Duration::from_secs(DELEGATION_SECS);
     let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -2057,13 +2076,8 @@ async fn delegation(bench: &Arc<Bench>, r: &mut Results, json_out: bool) -> anyh
     if let Some(e) = failed {
         return Err(e);
     }
-    let own_cpu = process_cpu_secs("self") - cpu_before.0;
-    let pg_cpu: f64 = backend_cpu_secs(&bench.pool)
-        .await?
-        .iter()
-        .map(|(pid, after)| after - cpu_before.1.get(pid).copied().unwrap_or(0.0))
-        .sum();
-    let xacts = xacts_between(&xacts_before, &local_xact_numbers(&bench.pool).await?);
+    let (own_cpu, pg_cpu) = meter.cpu_secs(&bench.pool).await?;
+    let xacts = meter.transactions(&bench.pool).await?;
     let per = |v: f64| json!(round(v / total.max(1) as f64, 2));
     r.insert("cpu_ms_per_delegation_parley_process", per(own_cpu * 1e3));
     r.insert("cpu_ms_per_delegation_postgres_backends", per(pg_cpu * 1e3));

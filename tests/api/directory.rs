@@ -390,10 +390,10 @@ async fn bad_discovery_queries_are_refused_and_change_nothing() {
 async fn discovery_serves_the_edges_its_spec_documents_and_refuses_past_them() {
     let app = TestApp::spawn().await;
     let agent = app.register_agent("user-tomas").await;
-    let mut body = capability("custom", Some(1.0), Some(100));
-    body["customType"] = json!("x".repeat(100));
-    put_capability(&app, &agent, &body).await;
     let longest = "x".repeat(100);
+    let mut body = capability("custom", Some(1.0), Some(100));
+    body["customType"] = json!(longest);
+    put_capability(&app, &agent, &body).await;
     for query in [
         "taskType=testing&minTrustScore=0".to_owned(),
         "taskType=testing&minTrustScore=100".to_owned(),
