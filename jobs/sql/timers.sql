@@ -134,3 +134,19 @@ $$;
 CREATE OR REPLACE FUNCTION parley_jobs.disarm_claim_timeout(p_task uuid) RETURNS bigint
 LANGUAGE plpgsql AS $$ BEGIN RETURN parley_jobs.disarm('parley.claim_timeout', 'claim:' || p_task); END $$;
 
+
+-- A delegation waits on one timer (key `delegation:{id}`), armed for its live attempt: when it
+-- times out from where it stands. Arming replaces the pending one (an earlier attempt's too).
+CREATE OR REPLACE FUNCTION parley_jobs.arm_delegation_timeout(
+    p_delegation uuid, p_attempt integer, p_run_at timestamptz, p_id text
+) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM parley_jobs.arm('parley.delegation_timeout', 'delegation:' || p_delegation, p_id,
+        json_build_object('delegationId', p_delegation, 'attempt', p_attempt)::text, p_run_at, 20);
+END
+$$;
+
+-- Disarms the timer of a delegation.
+CREATE OR REPLACE FUNCTION parley_jobs.disarm_delegation_timeout(p_delegation uuid) RETURNS bigint
+LANGUAGE plpgsql AS $$ BEGIN RETURN parley_jobs.disarm('parley.delegation_timeout', 'delegation:' || p_delegation); END $$;

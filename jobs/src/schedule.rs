@@ -49,7 +49,7 @@ use ulid::Ulid;
 use crate::JobsError;
 use crate::payload::{
     ClaimTimeout, DelegationTimeout, NegotiationDeadline, ParkTimeout, PendingExpiry, TimerKind,
-    delegation_timeout_key, pending_expiry_key, queues,
+    pending_expiry_key, queues,
 };
 
 /// How many times a timer whose handler keeps failing is retried (with backoff) before it is
@@ -131,14 +131,14 @@ pub async fn schedule_delegation_timeout(
     t: &DelegationTimeout,
     run_at: DateTime<Utc>,
 ) -> Result<(), JobsError> {
-    arm(
-        conn,
-        queues::DELEGATION_TIMEOUT,
-        &delegation_timeout_key(t.delegation_id),
-        t,
-        run_at,
-    )
-    .await
+    sqlx::query("SELECT parley_jobs.arm_delegation_timeout($1, $2, $3, $4)")
+        .bind(t.delegation_id)
+        .bind(t.attempt)
+        .bind(run_at)
+        .bind(new_timer_id())
+        .execute(conn)
+        .await?;
+    Ok(())
 }
 
 /// Cancels the still-pending timer of `delegation_id`; returns how many were deleted.
@@ -146,12 +146,11 @@ pub async fn cancel_delegation_timeout(
     conn: &mut PgConnection,
     delegation_id: Uuid,
 ) -> Result<u64, JobsError> {
-    disarm(
-        conn,
-        queues::DELEGATION_TIMEOUT,
-        &delegation_timeout_key(delegation_id),
-    )
-    .await
+    let deleted: i64 = sqlx::query_scalar("SELECT parley_jobs.disarm_delegation_timeout($1)")
+        .bind(delegation_id)
+        .fetch_one(conn)
+        .await?;
+    Ok(u64::try_from(deleted).unwrap_or(0))
 }
 
 /// Cancels the still-pending timers of the given kinds for `task_id`; returns how many pending

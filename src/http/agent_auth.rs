@@ -2,8 +2,9 @@
 //!
 //! The key's agent must be the `{id}` of the path (403 otherwise); an unknown, revoked or
 //! expired key is a 401 at once (keys are looked up by hash on every request, never cached).
-//! Pickup and respond look the key up inside their own statement ([`PresentedAgentKey`]), so a
-//! turn costs no separate round trip for it; every other agent route uses [`AgentCaller`].
+//! Pickup and respond, and delegation's delegate, inbox, accept and complete, look the key up
+//! inside their own statement ([`PresentedAgentKey`], [`PresentedKey`]), so those calls cost no
+//! separate round trip for it; every other agent route uses [`AgentCaller`].
 //!
 //! Every call a key authenticates marks its agent seen (`Engine::seen`, throttled to one
 //! write per agent per 15 s); pickup and respond do so in the engine once their statement
@@ -50,17 +51,18 @@ async fn path_agent_id(parts: &mut Parts, state: &AppState) -> Result<Uuid, ApiE
 }
 
 async fn authenticate_key(state: &AppState, key: &str, path_agent: Uuid) -> Result<AgentIdentity, ApiError> {
-    authenticate_hash(state, &hash_secret(key), path_agent).await
+    authenticate_hash(state, &hash_secret(key), Some(path_agent)).await
 }
 
-/// Every agent authenticated here is marked seen (throttled: see `delivery::liveness`).
-async fn authenticate_hash(state: &AppState, key_hash: &[u8], path_agent: Uuid) -> Result<AgentIdentity, ApiError> {
+/// Every agent authenticated here is marked seen (throttled: see `delivery::liveness`). With
+/// `path_agent` `None`, the key may be any agent's.
+async fn authenticate_hash(state: &AppState, key_hash: &[u8], path_agent: Option<Uuid>) -> Result<AgentIdentity, ApiError> {
     let mut conn = state.pool().acquire().await?;
     let owner = agents::authenticate(&mut conn, key_hash)
         .await?
         .ok_or_else(|| ApiError::Unauthorized("the API key is unknown, revoked or expired".into()))?;
     drop(conn);
-    if owner.agent_id != path_agent {
+    if path_agent.is_some_and(|agent| agent != owner.agent_id) {
         return Err(ApiError::Forbidden("this API key belongs to another agent".into()));
     }
     if owner.status != "active" {
@@ -126,11 +128,36 @@ impl PresentedAgentKey {
     /// For a request refused before its statement ran (a bad query, path or body): the key's
     /// own verdict comes first, as on every other agent route (401/403 before 400/404).
     pub async fn refuse(&self, state: &AppState, error: ApiError) -> ApiError {
-        let agent = self.0.agent_id.unwrap_or_default();
-        match authenticate_hash(state, &self.0.key_hash, agent).await {
-            Ok(_) => error,
-            Err(refused) => refused,
-        }
+        refuse(state, &self.0, error).await
+    }
+}
+
+/// The API key of a call whose path names no agent (`POST /api/agents/delegate`): any active
+/// agent's, not yet looked up; the call's own statement authenticates it.
+#[derive(Debug, Clone)]
+pub struct PresentedKey(pub AgentKey);
+
+impl FromRequestParts<AppState> for PresentedKey {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &AppState) -> Result<Self, ApiError> {
+        let key = presented_key(parts).ok_or_else(|| ApiError::Unauthorized("missing API key".into()))?;
+        Ok(PresentedKey(AgentKey::new(&key, None)))
+    }
+}
+
+impl PresentedKey {
+    /// As [`PresentedAgentKey::refuse`].
+    pub async fn refuse(&self, state: &AppState, error: ApiError) -> ApiError {
+        refuse(state, &self.0, error).await
+    }
+}
+
+/// `error`, unless the key itself is refused (401/403), which comes first.
+async fn refuse(state: &AppState, key: &AgentKey, error: ApiError) -> ApiError {
+    match authenticate_hash(state, &key.key_hash, key.agent_id).await {
+        Ok(_) => error,
+        Err(refused) => refused,
     }
 }
 

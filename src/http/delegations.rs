@@ -19,7 +19,7 @@ use uuid::Uuid;
 
 use super::{
     AppState,
-    agent_auth::{AgentCaller, AgentReader, presented_key},
+    agent_auth::{AgentCaller, AgentReader, PresentedAgentKey, PresentedKey, presented_key},
     agent_turns::parse_wait,
     auth::{Caller, CallerRole},
     error::{ApiError, ApiResult},
@@ -53,6 +53,7 @@ impl From<DelegationError> for ApiError {
         let message = e.to_string();
         match e {
             DelegationError::Invalid { .. } => ApiError::invalid(message),
+            DelegationError::Unauthorized => ApiError::Unauthorized(message),
             DelegationError::Forbidden(m) => ApiError::Forbidden(m.into()),
             DelegationError::NotFound => ApiError::NotFound("delegation"),
             DelegationError::UnknownTarget => ApiError::NotFoundCode { code: "unknown_target", message },
@@ -334,27 +335,33 @@ fn wait_of(state: &AppState, q: Result<ApiQuery<WaitQuery>, ApiError>) -> ApiRes
     ))]
 pub async fn delegate(
     State(state): State<AppState>,
-    AnyAgent(agent): AnyAgent,
+    key: PresentedKey,
     query: Result<ApiQuery<WaitQuery>, ApiError>,
-    ApiJson(body): ApiJson<DelegateIn>,
+    body: Result<ApiJson<DelegateIn>, ApiError>,
 ) -> ApiResult<Response> {
-    let wait = wait_of(&state, query)?;
-    let request = Request::parse(&RawRequest {
-        request_id: body.request_id,
-        agent_id: body.agent_id,
-        target_anonymous_id: body.target_anonymous_id,
-        task_type: &body.task_type,
-        custom_type: body.custom_type.as_deref(),
-        input: &body.input,
-        timeout_ms: body.timeout_ms,
-        fallback_enabled: body.fallback_enabled,
-        max_retries: body.max_retries,
-    })?;
-    let (record, _) = state.engine.delegate(&agent, &request).await?;
-    let Some(wait) = wait else {
-        return Ok((StatusCode::ACCEPTED, Json(answer(record))).into_response());
+    let checked = wait_of(&state, query).and_then(|wait| {
+        let ApiJson(body) = body?;
+        let request = Request::parse(&RawRequest {
+            request_id: body.request_id,
+            agent_id: body.agent_id,
+            target_anonymous_id: body.target_anonymous_id,
+            task_type: &body.task_type,
+            custom_type: body.custom_type.as_deref(),
+            input: &body.input,
+            timeout_ms: body.timeout_ms,
+            fallback_enabled: body.fallback_enabled,
+            max_retries: body.max_retries,
+        })?;
+        Ok((wait, request))
+    });
+    let (wait, request) = match checked {
+        Ok(checked) => checked,
+        Err(e) => return Err(key.refuse(&state, e).await),
     };
-    let record = state.engine.await_delegation(record.delegation.delegation_id, Some(wait)).await?;
+    let record = state.engine.delegate(&key.0, &request, wait).await?;
+    if wait.is_none() {
+        return Ok((StatusCode::ACCEPTED, Json(answer(record))).into_response());
+    }
     Ok(waited(record))
 }
 
@@ -466,11 +473,14 @@ pub struct InboxOut {
     ))]
 pub async fn delegation_inbox(
     State(state): State<AppState>,
-    AgentCaller(agent): AgentCaller,
+    key: PresentedAgentKey,
     query: Result<ApiQuery<WaitQuery>, ApiError>,
 ) -> ApiResult<Json<InboxOut>> {
-    let wait = wait_of(&state, query)?;
-    let (items, total) = state.engine.delegation_inbox(agent.agent_id, wait).await?;
+    let wait = match wait_of(&state, query) {
+        Ok(wait) => wait,
+        Err(e) => return Err(key.refuse(&state, e).await),
+    };
+    let (items, total) = state.engine.delegation_inbox(&key.0, wait).await?;
     Ok(Json(InboxOut { requests: items.into_iter().map(inbound_out).collect(), total }))
 }
 
@@ -588,10 +598,14 @@ pub struct AcceptedOut {
     ))]
 pub async fn accept_delegation(
     State(state): State<AppState>,
-    AgentCaller(agent): AgentCaller,
-    Ids((_, request_id)): Ids<(Uuid, Uuid)>,
+    key: PresentedAgentKey,
+    ids: Result<Ids<(Uuid, Uuid)>, ApiError>,
 ) -> ApiResult<Json<AcceptedOut>> {
-    let accepted = state.engine.accept_delegation(&agent, request_id).await?;
+    let request_id = match ids {
+        Ok(Ids((_, request_id))) => request_id,
+        Err(e) => return Err(key.refuse(&state, e).await),
+    };
+    let accepted = state.engine.accept_delegation(&key.0, request_id).await?;
     Ok(Json(AcceptedOut { accepted: true, claim_token: accepted.claim_token, deadline: accepted.deadline }))
 }
 
@@ -629,11 +643,15 @@ pub struct CompletedOut {
     ))]
 pub async fn complete_delegation(
     State(state): State<AppState>,
-    AgentCaller(agent): AgentCaller,
-    Ids((_, request_id)): Ids<(Uuid, Uuid)>,
-    ApiJson(body): ApiJson<CompleteIn>,
+    key: PresentedAgentKey,
+    ids: Result<Ids<(Uuid, Uuid)>, ApiError>,
+    body: Result<ApiJson<CompleteIn>, ApiError>,
 ) -> ApiResult<Json<CompletedOut>> {
-    state.engine.complete_delegation(&agent, request_id, &body.output, body.claim_token.as_deref()).await?;
+    let (request_id, body) = match ids.and_then(|Ids((_, id))| body.map(|ApiJson(b)| (id, b))) {
+        Ok(checked) => checked,
+        Err(e) => return Err(key.refuse(&state, e).await),
+    };
+    state.engine.complete_delegation(&key.0, request_id, &body.output, body.claim_token.as_deref()).await?;
     Ok(Json(CompletedOut { completed: true }))
 }
 

@@ -619,8 +619,8 @@ retries are left (fallbackEnabled, maxRetries)."
         Extension(parts): Extension<Parts>,
         Parameters(args): Parameters<DelegateArgs>,
     ) -> Result<CallToolResult, ErrorData> {
-        let agent = agent_of(&parts)?;
-        Ok(match self.delegate(&agent, args).await {
+        let (agent, key) = (agent_of(&parts)?, key_of(&parts)?);
+        Ok(match self.delegate(&agent, &key, args).await {
             Ok(value) => value,
             Err(e) => api_error(e),
         })
@@ -672,10 +672,10 @@ complete_delegation or fail_delegation; or reject_delegation."
         Extension(parts): Extension<Parts>,
         Parameters(args): Parameters<InboxArgs>,
     ) -> Result<CallToolResult, ErrorData> {
-        let agent = agent_of(&parts)?;
+        let key = key_of(&parts)?;
         let list = async {
             let wait = self.wait_of(args.wait)?;
-            let (items, total) = self.state.engine.delegation_inbox(agent.agent_id, wait).await?;
+            let (items, total) = self.state.engine.delegation_inbox(&key, wait).await?;
             Ok::<_, ApiError>(InboxOut { requests: items.into_iter().map(inbound_out).collect(), total })
         };
         Ok(match list.await {
@@ -694,10 +694,10 @@ claimToken, deadline}: finish before the deadline with complete_delegation or fa
         Extension(parts): Extension<Parts>,
         Parameters(args): Parameters<RequestIdArgs>,
     ) -> Result<CallToolResult, ErrorData> {
-        let agent = agent_of(&parts)?;
+        let key = key_of(&parts)?;
         let accept = async {
             let id = parse_uuid(&args.request_id, "requestId")?;
-            let accepted = self.state.engine.accept_delegation(&agent, id).await?;
+            let accepted = self.state.engine.accept_delegation(&key, id).await?;
             Ok::<_, ApiError>(AcceptedOut {
                 accepted: true,
                 claim_token: accepted.claim_token,
@@ -720,12 +720,12 @@ outputSchema (otherwise output_invalid, and the request stays yours to fix). Ret
         Extension(parts): Extension<Parts>,
         Parameters(args): Parameters<CompleteArgs>,
     ) -> Result<CallToolResult, ErrorData> {
-        let agent = agent_of(&parts)?;
+        let key = key_of(&parts)?;
         let complete = async {
             let id = parse_uuid(&args.request_id, "requestId")?;
             self.state
                 .engine
-                .complete_delegation(&agent, id, &args.output, args.claim_token.as_deref())
+                .complete_delegation(&key, id, &args.output, args.claim_token.as_deref())
                 .await?;
             Ok::<_, ApiError>(CompletedOut { completed: true })
         };
@@ -797,6 +797,7 @@ impl ParleyMcp {
     async fn delegate(
         &self,
         agent: &AgentIdentity,
+        key: &AgentKey,
         args: DelegateArgs,
     ) -> Result<CallToolResult, ApiError> {
         let request_id = args
@@ -820,7 +821,7 @@ impl ParleyMcp {
             fallback_enabled: args.fallback_enabled,
             max_retries: args.max_retries,
         })?;
-        let (record, _) = self.state.engine.delegate(agent, &request).await?;
+        let record = self.state.engine.delegate(key, &request, None).await?;
         Ok(structured(answer(record)))
     }
 

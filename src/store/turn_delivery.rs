@@ -42,14 +42,22 @@ pub enum KeyCheck {
     Inactive,
 }
 
+impl KeyCheck {
+    /// What `parley_agent_of_key` (or a statement that calls it) answered: its `auth`, and the
+    /// key's agent and user.
+    pub fn from_parts(auth: &str, agent_id: Option<Uuid>, owner_user_id: Option<String>) -> KeyCheck {
+        match (auth, agent_id, owner_user_id) {
+            ("ok", Some(agent_id), Some(owner_user_id)) => KeyCheck::Ok { agent_id, owner_user_id },
+            ("other_agent", ..) => KeyCheck::OtherAgent,
+            ("inactive", ..) => KeyCheck::Inactive,
+            _ => KeyCheck::UnknownKey,
+        }
+    }
+}
+
 fn key_check(row: &PgRow) -> sqlx::Result<KeyCheck> {
     let auth: String = row.try_get("auth")?;
-    Ok(match auth.as_str() {
-        "ok" => KeyCheck::Ok { agent_id: row.try_get("key_agent_id")?, owner_user_id: row.try_get("key_owner_user_id")? },
-        "other_agent" => KeyCheck::OtherAgent,
-        "inactive" => KeyCheck::Inactive,
-        _ => KeyCheck::UnknownKey,
-    })
+    Ok(KeyCheck::from_parts(&auth, row.try_get("key_agent_id")?, row.try_get("key_owner_user_id")?))
 }
 
 /// The task columns of a row, or `None` when the row has no task.

@@ -11,26 +11,35 @@
 //! `delegation:{id}`), always set to when its live attempt times out from where it stands: the
 //! accept deadline (or the execution deadline, if sooner) while in `request`, the execution
 //! deadline once accepted. Its handler acts only when that attempt is still live and due.
+//!
+//! The calls on the usual path cost few round trips to PostgreSQL, each authenticating the
+//! caller's key inside its own statement (see [`store`]): a delegation is one transaction of
+//! four statements (its reads under the requester's lock, the row, the attempt with its timer,
+//! the record), an accept one statement, a complete a read and one statement (its output is
+//! checked between them), an inbox read one statement. A requester that waits subscribes to
+//! its delegation's wake-ups before the delegation commits, so it needs no read before waiting.
 
-use std::time::Duration;
+use std::{pin::Pin, time::Duration};
 
 use chrono::{DateTime, SubsecRound, Utc};
 use serde_json::Value;
 use sqlx::PgConnection;
+use tokio::sync::{Notify, futures::Notified};
 use uuid::Uuid;
 
 use super::{
     DelegationError, Request, check_against,
     state::{Event, Status},
-    store::{self, Attempt, Delegation, InboxItem},
+    store::{self, Attempt, Delegation, InboxItem, TargetOffer},
 };
 use crate::{
-    delivery::{AgentIdentity, Engine},
+    delivery::{AgentIdentity, AgentKey, Engine, wakeups::wait_or_recheck},
     directory::{
         anonymity, capabilities,
         discovery::{self, Query},
         trust,
     },
+    store::turn_delivery::KeyCheck,
 };
 
 /// The target an attempt goes to.
@@ -72,8 +81,46 @@ struct Offered {
     output_schema: Value,
 }
 
-/// Why an agent may not take `kind` work from `requester`, if it may not.
-async fn ineligible(
+/// Whether `agent_id`, offering `offer` for `task_type` work (`None`: no such agent), may take it
+/// from `requester`: the capability when it may, else why not. The trust minimum is checked
+/// apart ([`above_floor`]).
+fn judge(offer: Option<TargetOffer>, agent_id: Uuid, requester: Uuid, task_type: &str) -> Result<Offered, String> {
+    if agent_id == requester {
+        return Err("the target is the requesting agent itself".into());
+    }
+    let Some(offer) = offer.filter(|o| o.active) else {
+        return Err("the target agent is not active".into());
+    };
+    let (Some(capability_id), Some(input_schema), Some(output_schema)) =
+        (offer.capability_id, offer.input_schema, offer.output_schema)
+    else {
+        return Err(format!("the target has no {task_type} capability"));
+    };
+    if !offer.enabled {
+        return Err("the target's capability is disabled".into());
+    }
+    if !offer.accept_delegations {
+        return Err("the target does not accept delegations".into());
+    }
+    Ok(Offered { capability_id, input_schema, output_schema })
+}
+
+/// Whether `agent_id`'s trust percentile reaches `floor`, else why not.
+async fn above_floor(conn: &mut PgConnection, agent_id: Uuid, floor: u32) -> Result<Result<(), String>, DelegationError> {
+    // Every percentile is at least 0, so without a minimum there is nothing to read.
+    if floor == 0 {
+        return Ok(Ok(()));
+    }
+    let percentile = trust::percentile(conn, agent_id).await?;
+    if percentile < i32::try_from(floor).unwrap_or(i32::MAX) {
+        return Ok(Err(format!("the target's trust percentile {percentile} is below the minimum {floor}")));
+    }
+    Ok(Ok(()))
+}
+
+/// Why an agent may not take `kind` work from `requester`, if it may not: its offer read, then
+/// judged, then its trust.
+async fn eligibility(
     conn: &mut PgConnection,
     agent_id: Uuid,
     requester: Uuid,
@@ -81,33 +128,32 @@ async fn ineligible(
     custom_type: Option<&str>,
     floor: u32,
 ) -> Result<Result<Offered, String>, DelegationError> {
-    if agent_id == requester {
-        return Ok(Err("the target is the requesting agent itself".into()));
-    }
     let offer = store::target_offer(conn, agent_id, task_type, custom_type).await?;
-    let Some(offer) = offer.filter(|o| o.active) else {
-        return Ok(Err("the target agent is not active".into()));
+    let offered = match judge(offer, agent_id, requester, task_type) {
+        Ok(offered) => offered,
+        Err(why) => return Ok(Err(why)),
     };
-    let (Some(capability_id), Some(input_schema), Some(output_schema)) =
-        (offer.capability_id, offer.input_schema, offer.output_schema)
-    else {
-        return Ok(Err(format!("the target has no {task_type} capability")));
-    };
-    if !offer.enabled {
-        return Ok(Err("the target's capability is disabled".into()));
+    Ok(above_floor(conn, agent_id, floor).await?.map(|()| offered))
+}
+
+/// The agent a key speaks for, or why the call is refused (401 or 403).
+fn identity(key: KeyCheck) -> Result<AgentIdentity, DelegationError> {
+    key.identity().map_err(|e| match e {
+        crate::delivery::DeliveryError::Unauthorized => DelegationError::Unauthorized,
+        crate::delivery::DeliveryError::Forbidden(why) => DelegationError::Forbidden(why),
+        other => DelegationError::Unexpected(other.into()),
+    })
+}
+
+/// The refusal an accept or complete statement answered with, when it did not move.
+fn refusal(moved: &store::Moved) -> DelegationError {
+    let status = || moved.status.as_deref().and_then(Status::parse).map_or("unknown", Status::as_str);
+    match moved.outcome.as_deref() {
+        Some("not_found") => DelegationError::NotFound,
+        Some("not_addressed") => DelegationError::NotAddressed,
+        Some("invalid_state") => DelegationError::InvalidState(status()),
+        other => DelegationError::Unexpected(anyhow::anyhow!("unexpected delegation outcome {other:?}")),
     }
-    if !offer.accept_delegations {
-        return Ok(Err("the target does not accept delegations".into()));
-    }
-    let capability = Offered { capability_id, input_schema, output_schema };
-    // Every percentile is at least 0, so without a minimum there is nothing to read.
-    if floor > 0 {
-        let percentile = trust::percentile(conn, agent_id).await?;
-        if percentile < i32::try_from(floor).unwrap_or(i32::MAX) {
-            return Ok(Err(format!("the target's trust percentile {percentile} is below the minimum {floor}")));
-        }
-    }
-    Ok(Ok(capability))
 }
 
 impl Engine {
@@ -130,14 +176,22 @@ impl Engine {
         Ok(discovery::discover(conn, &q, self.config.min_trust, self.config.anonymous_id_ttl).await?)
     }
 
-    /// The first target of a new delegation: the named one, or the top discovery result.
-    async fn first_target(&self, conn: &mut PgConnection, d: &Delegation) -> Result<Target, DelegationError> {
+    /// The first target of a new delegation: the named one (as [`store::open`] read it), or the
+    /// top discovery result.
+    async fn first_target(
+        &self,
+        conn: &mut PgConnection,
+        d: &Delegation,
+        opened: &store::Opened,
+    ) -> Result<Target, DelegationError> {
         let floor = self.config.min_trust;
-        let (agent_id, anonymous_id) = match d.requested_target {
+        let (agent_id, anonymous_id, capability) = match d.requested_target {
             Some(named) => {
-                let resolved =
-                    anonymity::resolve(conn, named).await?.filter(|r| r.live).ok_or(DelegationError::UnknownTarget)?;
-                (resolved.agent_id, named)
+                let (agent_id, _) = opened.target.filter(|(_, live)| *live).ok_or(DelegationError::UnknownTarget)?;
+                let capability = judge(opened.offer.clone(), agent_id, d.requester_agent_id, &d.task_type)
+                    .map_err(DelegationError::NotEligible)?;
+                above_floor(conn, agent_id, floor).await?.map_err(DelegationError::NotEligible)?;
+                (agent_id, named, capability)
             }
             None => {
                 let mut chosen = None;
@@ -145,11 +199,11 @@ impl Engine {
                     let Some(r) = anonymity::resolve(conn, found.anonymous_agent_id).await? else {
                         continue;
                     };
-                    if ineligible(conn, r.agent_id, d.requester_agent_id, &d.task_type, d.custom_type.as_deref(), floor)
-                        .await?
-                        .is_ok()
-                    {
-                        chosen = Some((r.agent_id, found.anonymous_agent_id));
+                    let eligible =
+                        eligibility(conn, r.agent_id, d.requester_agent_id, &d.task_type, d.custom_type.as_deref(), floor)
+                            .await?;
+                    if let Ok(capability) = eligible {
+                        chosen = Some((r.agent_id, found.anonymous_agent_id, capability));
                         break;
                     }
                 }
@@ -158,10 +212,6 @@ impl Engine {
                 })?
             }
         };
-        let capability =
-            ineligible(conn, agent_id, d.requester_agent_id, &d.task_type, d.custom_type.as_deref(), floor)
-                .await?
-                .map_err(DelegationError::NotEligible)?;
         check_against(&capability.input_schema, &d.input, "input").map_err(DelegationError::InputInvalid)?;
         Ok(Target {
             agent_id,
@@ -186,7 +236,7 @@ impl Engine {
             if tried.contains(&r.agent_id) {
                 continue;
             }
-            let eligible = ineligible(
+            let eligible = eligibility(
                 conn,
                 r.agent_id,
                 d.requester_agent_id,
@@ -210,24 +260,23 @@ impl Engine {
     }
 
     /// Offers attempt `number` of `d` (stored as `request`, with `number - 1` retries used) to
-    /// `target`. A target that already received its inbound limit of attempts in the last 60 s
-    /// is skipped: the attempt is recorded `rejected` (`rate_limited`) and the next target not
-    /// yet tried gets the next one, while retries are left. The attempt that stays live gets the
-    /// delegation's timer and wakes its target's inbox; when none does, the delegation ends
-    /// `rejected`. All in the caller's transaction; returns the live attempt's target, if any.
+    /// `target`, the requester named to it as `requester_anonymous_id`. A target that already
+    /// received its inbound limit of attempts in the last 60 s is skipped: the attempt is
+    /// recorded `rejected` (`rate_limited`) and the next target not yet tried gets the next one,
+    /// while retries are left. The attempt that stays live gets the delegation's timer; when none
+    /// does, the delegation ends `rejected`. All in the caller's transaction; returns the live
+    /// attempt's target, if any (whose inbox to wake after the commit).
     async fn place(
         &self,
         conn: &mut PgConnection,
         d: &Delegation,
         first_number: i32,
         first: Target,
+        requester_anonymous_id: Uuid,
     ) -> Result<Option<Uuid>, DelegationError> {
-        let requester_anonymous_id =
-            anonymity::current(conn, d.requester_agent_id, self.config.anonymous_id_ttl).await?;
         let timeout = Duration::from_millis(u64::try_from(d.timeout_ms).unwrap_or(0));
         let (mut number, mut target) = (first_number, first);
         loop {
-            let over = store::inbound_full(conn, target.agent_id, target.capability_id).await?;
             let now = Utc::now().trunc_subsecs(6);
             let target_id = target.agent_id;
             let attempt = Attempt {
@@ -248,22 +297,9 @@ impl Engine {
                 accepted_at: None,
                 ended_at: None,
             };
-            store::insert_attempt(conn, &attempt).await?;
-            if !over {
-                let timer = parley_jobs::DelegationTimeout { delegation_id: d.delegation_id, attempt: number };
-                parley_jobs::schedule_delegation_timeout(conn, &timer, attempt.due_at()).await?;
+            if store::offer(conn, &attempt).await? {
                 return Ok(Some(target_id));
             }
-            store::set_attempt(
-                conn,
-                d.delegation_id,
-                number,
-                Status::Request,
-                Status::Rejected,
-                None,
-                Some("rate_limited"),
-            )
-            .await?;
             if d.fallback_enabled && number - 1 < d.max_retries {
                 let tried: Vec<Uuid> =
                     store::attempts(conn, d.delegation_id).await?.iter().map(|a| a.target_agent_id).collect();
@@ -284,39 +320,91 @@ impl Engine {
     /// After a commit: wakes the waiters of the delegation and the inboxes of `targets` (this
     /// process's at once, the others' through the wake-up sender), and pokes the event log's
     /// reader for the `delegation.status` events.
-    fn wake_delegation(&self, d: &Delegation, targets: &[Uuid]) {
-        self.wakeups.announce(&store::delegation_key(d.delegation_id));
+    fn wake_delegation(&self, delegation_id: Uuid, targets: &[Uuid]) {
+        self.wakeups.announce(&store::delegation_key(delegation_id));
         for t in targets {
             self.wakeups.announce(&store::inbox_key(*t));
         }
         self.wakeups.events_written();
     }
 
-    /// `POST /api/agents/delegate`: makes the delegation and its first attempt, or returns the
-    /// one this request id already made (`false`) when the body is the same.
-    pub async fn delegate(&self, requester: &AgentIdentity, req: &Request) -> Result<(Record, bool), DelegationError> {
-        if req.agent_id != requester.agent_id {
+    /// `POST /api/agents/delegate`, for the agent of `key`: makes the delegation and its first
+    /// attempt, or returns the one this request id already made when the body is the same. With
+    /// `wait`, then holds until the delegation ends or the time passes (no connection held).
+    pub async fn delegate(
+        &self,
+        key: &AgentKey,
+        req: &Request,
+        wait: Option<Duration>,
+    ) -> Result<Record, DelegationError> {
+        let mut tx = self.pool.begin().await?;
+        let opened = store::open(
+            &mut tx,
+            &key.key_hash,
+            req.agent_id,
+            req.request_id,
+            req.target_anonymous_id,
+            req.task_type.as_str(),
+            req.custom_type.as_deref(),
+            super::DEFAULT_OUTBOUND_RATE_LIMIT,
+        )
+        .await?;
+        let requester = identity(opened.key.clone())?;
+        let made = self.make_delegation(&mut tx, &requester, req, &opened).await;
+        let made = match made {
+            Ok(made) => made,
+            Err(e) => {
+                drop(tx);
+                self.seen(requester.agent_id).await;
+                return Err(e);
+            }
+        };
+        // Subscribed before the commit: an end committed right after it still wakes this wait.
+        let deadline = wait.map(|w| tokio::time::Instant::now() + w);
+        let notify = deadline.map(|_| self.wakeups.subscribe(&store::delegation_key(made.record.delegation.delegation_id)));
+        let mut notified = std::pin::pin!(notify.as_deref().map(Notify::notified));
+        if let Some(n) = notified.as_mut().as_pin_mut() {
+            n.enable();
+        }
+        tx.commit().await?;
+        self.seen(requester.agent_id).await;
+        if made.fresh {
+            // Nobody waits on a delegation that did not exist before this commit (this call's
+            // own wait is subscribed already): only its target's inbox and the event streams.
+            if let Some(target) = made.live {
+                self.wakeups.announce(&store::inbox_key(target));
+            }
+            self.wakeups.events_written();
+            tracing::info!(delegation.id = %made.record.delegation.delegation_id,
+                delegation.task_type = %made.record.delegation.task_type, "delegated");
+        }
+        match (notify.as_deref(), notified.as_mut().as_pin_mut(), deadline) {
+            (Some(notify), Some(notified), Some(deadline)) => self.follow(notify, notified, made.record, deadline).await,
+            _ => Ok(made.record),
+        }
+    }
+
+    /// The checks and writes of a delegation, in the caller's transaction, from what
+    /// [`store::open`] read for it under the requester's lock.
+    async fn make_delegation(
+        &self,
+        conn: &mut PgConnection,
+        requester: &AgentIdentity,
+        req: &Request,
+        opened: &store::Opened,
+    ) -> Result<Made, DelegationError> {
+        if !opened.own {
             return Err(DelegationError::Forbidden("agentId must be the API key's own agent"));
         }
-        let mut tx = self.pool.begin().await?;
-        // One requester's delegations wait for each other here, so that a second request with
-        // the same id sees the first, and the outbound count is exact.
-        sqlx::query!(
-            "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
-            format!("delegation-outbound:{}", requester.agent_id)
-        )
-        .execute(&mut *tx)
-        .await?;
-        let window =
-            store::outbound_window(&mut tx, requester.agent_id, req.request_id, super::DEFAULT_OUTBOUND_RATE_LIMIT).await?;
-        if let Some(existing) = window.existing {
+        if let Some(existing) = opened.existing {
             let (existing, attempts) =
-                store::record(&mut tx, existing).await?.ok_or_else(|| anyhow::anyhow!("a delegation just found"))?;
+                store::record(conn, existing).await?.ok_or_else(|| anyhow::anyhow!("a delegation just found"))?;
             if !req.same_as(&existing) {
                 return Err(DelegationError::RequestIdReused);
             }
-            return Ok((Record { delegation: existing, attempts }, false));
+            return Ok(Made { record: Record { delegation: existing, attempts }, live: None, fresh: false });
         }
+        let window = opened.window.clone().ok_or_else(|| anyhow::anyhow!("no outbound window read"))?;
         if window.sent >= i64::from(window.limit) {
             let wait =
                 window.frees_at.map_or(Duration::from_secs(60), |t| (t - Utc::now()).to_std().unwrap_or_default());
@@ -339,15 +427,16 @@ impl Engine {
             created_at: Utc::now().trunc_subsecs(6),
             ended_at: None,
         };
-        let target = self.first_target(&mut tx, &d).await?;
-        store::insert(&mut tx, &d).await?;
-        let live = self.place(&mut tx, &d, 1, target).await?;
-        let (d, attempts) =
-            store::record(&mut tx, d.delegation_id).await?.ok_or_else(|| anyhow::anyhow!("the delegation just made"))?;
-        tx.commit().await?;
-        self.wake_delegation(&d, &live.into_iter().collect::<Vec<_>>());
-        tracing::info!(delegation.id = %d.delegation_id, delegation.task_type = %d.task_type, "delegated");
-        Ok((Record { delegation: d, attempts }, true))
+        let target = self.first_target(conn, &d, opened).await?;
+        let requester_anonymous_id = match opened.requester_anonymous_id {
+            Some(id) => id,
+            None => anonymity::current(conn, requester.agent_id, self.config.anonymous_id_ttl).await?,
+        };
+        store::insert(conn, &d).await?;
+        let live = self.place(conn, &d, 1, target, requester_anonymous_id).await?;
+        let (delegation, attempts) =
+            store::record(conn, d.delegation_id).await?.ok_or_else(|| anyhow::anyhow!("the delegation just made"))?;
+        Ok(Made { record: Record { delegation, attempts }, live, fresh: true })
     }
 
     /// Locks the delegation of `request_id` whose newest attempt addressed to `target` is the
@@ -369,73 +458,84 @@ impl Engine {
         Ok((d, attempt))
     }
 
-    /// Checks a claim token against the accepted attempt (when one was sent) and its deadline.
-    fn check_claim(&self, d: &Delegation, a: &Attempt, token: Option<&str>) -> Result<(), DelegationError> {
-        if a.status() != Status::Accepted {
-            return Err(DelegationError::InvalidState(a.status().as_str()));
+    /// Checks that attempt `attempt` of `delegation_id`, in `status`, is accepted, that a claim
+    /// token (when one was sent) is its, and that its deadline has not passed.
+    fn check_claim(
+        &self,
+        delegation_id: Uuid,
+        attempt: i32,
+        status: Status,
+        deadline: DateTime<Utc>,
+        token: Option<&str>,
+    ) -> Result<(), DelegationError> {
+        if status != Status::Accepted {
+            return Err(DelegationError::InvalidState(status.as_str()));
         }
-        if token.is_some() && self.claim_proof(d.delegation_id, token).generation() != Some(i64::from(a.attempt)) {
+        if token.is_some() && self.claim_proof(delegation_id, token).generation() != Some(i64::from(attempt)) {
             return Err(DelegationError::ClaimStale("the claim token is not this attempt's"));
         }
-        if a.deadline <= Utc::now() {
+        if deadline <= Utc::now() {
             return Err(DelegationError::ClaimStale("the attempt's deadline has passed"));
         }
         Ok(())
     }
 
-    /// Accept: `request -> accepted` for the attempt addressed to `target`, once.
-    pub async fn accept_delegation(
-        &self,
-        target: &AgentIdentity,
-        request_id: Uuid,
-    ) -> Result<Accepted, DelegationError> {
-        let mut tx = self.pool.begin().await?;
-        let (d, a) = self.lock_addressed(&mut tx, target.agent_id, request_id).await?;
-        let next =
-            a.status().transition(Event::Accept).map_err(|_| DelegationError::InvalidState(a.status().as_str()))?;
-        if a.due_at() <= Utc::now() {
-            return Err(DelegationError::InvalidState("past its accept deadline"));
-        }
-        let accepted = store::AttemptMove {
-            attempt: a.attempt,
-            from: Status::Request,
-            to: next,
-            output: None,
-            reason: None,
-            delegation: Some((d.retries_used, next)),
+    /// Accept, for the agent of `key`: `request -> accepted` for the attempt addressed to it,
+    /// once; one statement.
+    pub async fn accept_delegation(&self, key: &AgentKey, request_id: Uuid) -> Result<Accepted, DelegationError> {
+        let moved = {
+            let mut conn = self.pool.acquire().await?;
+            store::accept(&mut conn, &key.key_hash, key.agent_id, request_id).await?
         };
-        if !store::move_attempt(&mut tx, &d, accepted).await? {
-            return Err(DelegationError::InvalidState(a.status().as_str()));
+        let target = identity(moved.key.clone())?;
+        self.seen(target.agent_id).await;
+        match (moved.outcome.as_deref(), moved.delegation_id, moved.attempt, moved.deadline) {
+            (Some("accepted"), Some(delegation_id), Some(attempt), Some(deadline)) => {
+                // Only the event streams: the requester's waits are for the end.
+                self.wakeups.events_written();
+                Ok(Accepted { claim_token: self.claim_token(delegation_id, i64::from(attempt)), deadline })
+            }
+            (Some("past_deadline"), ..) => Err(DelegationError::InvalidState("past its accept deadline")),
+            _ => Err(refusal(&moved)),
         }
-        // The timer moves to the execution deadline, unless it is already set for it (an accept
-        // window no shorter than the execution's).
-        if a.due_at() != a.deadline {
-            let timer = parley_jobs::DelegationTimeout { delegation_id: d.delegation_id, attempt: a.attempt };
-            parley_jobs::schedule_delegation_timeout(&mut tx, &timer, a.deadline).await?;
-        }
-        tx.commit().await?;
-        // Only the event streams: the requester's waits are for the end.
-        self.wakeups.events_written();
-        Ok(Accepted { claim_token: self.claim_token(d.delegation_id, i64::from(a.attempt)), deadline: a.deadline })
     }
 
-    /// Complete: the output, checked against the attempt's output schema, ends the delegation.
-    /// A refused output leaves the attempt `accepted`, to be fixed.
+    /// Complete, for the agent of `key`: the output, checked against the attempt's output
+    /// schema, ends the delegation. A refused output leaves the attempt `accepted`, to be fixed.
+    /// A read (the attempt and its schema), then one statement that completes it only if it is
+    /// still that attempt, accepted and in time.
     pub async fn complete_delegation(
         &self,
-        target: &AgentIdentity,
+        key: &AgentKey,
         request_id: Uuid,
         output: &Value,
         token: Option<&str>,
     ) -> Result<(), DelegationError> {
-        let mut tx = self.pool.begin().await?;
-        let (d, a) = self.lock_addressed(&mut tx, target.agent_id, request_id).await?;
-        self.check_claim(&d, &a, token)?;
-        check_against(&a.output_schema, output, "output").map_err(DelegationError::OutputInvalid)?;
-        end_attempt(self, &mut tx, &d, &a, Event::Complete, Some(output), None).await?;
-        tx.commit().await?;
-        self.wake_delegation(&d, &[]);
-        Ok(())
+        let (checked, view) = {
+            let mut conn = self.pool.acquire().await?;
+            store::target_view(&mut conn, &key.key_hash, key.agent_id, request_id).await?
+        };
+        let target = identity(checked)?;
+        self.seen(target.agent_id).await;
+        let view = view.ok_or(DelegationError::NotFound)?;
+        if view.target_agent_id != target.agent_id {
+            return Err(DelegationError::NotAddressed);
+        }
+        self.check_claim(view.delegation_id, view.attempt, view.status, view.deadline, token)?;
+        check_against(&view.output_schema, output, "output").map_err(DelegationError::OutputInvalid)?;
+        let moved = {
+            let mut conn = self.pool.acquire().await?;
+            store::complete(&mut conn, &key.key_hash, key.agent_id, request_id, view.attempt, output).await?
+        };
+        identity(moved.key.clone())?;
+        match moved.outcome.as_deref() {
+            Some("completed") => {
+                self.wake_delegation(view.delegation_id, &[]);
+                Ok(())
+            }
+            Some("past_deadline") => Err(DelegationError::ClaimStale("the attempt's deadline has passed")),
+            _ => Err(refusal(&moved)),
+        }
     }
 
     /// Reject (from `request` or `accepted`) or fail (from `accepted`): the attempt ends and the
@@ -450,16 +550,17 @@ impl Engine {
     ) -> Result<(), DelegationError> {
         let mut tx = self.pool.begin().await?;
         let (d, a) = self.lock_addressed(&mut tx, target.agent_id, request_id).await?;
+        let claim = |token| self.check_claim(d.delegation_id, a.attempt, a.status(), a.deadline, token);
         match (event, a.status()) {
             (Event::Reject, Status::Request) => {}
-            (Event::Reject, Status::Accepted) if token.is_some() => self.check_claim(&d, &a, token)?,
+            (Event::Reject, Status::Accepted) if token.is_some() => claim(token)?,
             (Event::Reject, Status::Accepted) => {}
-            (Event::Fail, _) => self.check_claim(&d, &a, token)?,
+            (Event::Fail, _) => claim(token)?,
             (_, other) => return Err(DelegationError::InvalidState(other.as_str())),
         }
         let next = end_attempt(self, &mut tx, &d, &a, event, None, reason).await?;
         tx.commit().await?;
-        self.wake_delegation(&d, &next);
+        self.wake_delegation(d.delegation_id, &next);
         Ok(())
     }
 
@@ -486,7 +587,7 @@ impl Engine {
         };
         let next = end_attempt(self, &mut tx, &d, &a, Event::TimeOut, None, Some(reason)).await?;
         tx.commit().await?;
-        self.wake_delegation(&d, &next);
+        self.wake_delegation(d.delegation_id, &next);
         tracing::info!(delegation.id = %d.delegation_id, delegation.attempt = t.attempt, "{reason}");
         Ok(true)
     }
@@ -504,64 +605,100 @@ impl Engine {
         Ok(Record { delegation, attempts })
     }
 
+    /// A delegation and its attempts as committed now.
+    async fn read_record(&self, delegation_id: Uuid) -> Result<Record, DelegationError> {
+        let mut conn = self.pool.acquire().await?;
+        let (delegation, attempts) = store::record(&mut conn, delegation_id).await?.ok_or(DelegationError::NotFound)?;
+        Ok(Record { delegation, attempts })
+    }
+
     /// Reads a delegation, waiting up to `wait` for it to end (no connection held meanwhile).
     pub async fn await_delegation(
         &self,
         delegation_id: Uuid,
         wait: Option<Duration>,
     ) -> Result<Record, DelegationError> {
-        let read = |this: &Engine| {
-            let pool = this.pool.clone();
-            async move {
-                let mut conn = pool.acquire().await?;
-                let (delegation, attempts) =
-                    store::record(&mut conn, delegation_id).await?.ok_or(DelegationError::NotFound)?;
-                Ok::<_, DelegationError>(Record { delegation, attempts })
-            }
-        };
         let Some(wait) = wait else {
-            return read(self).await;
+            return self.read_record(delegation_id).await;
         };
         let deadline = tokio::time::Instant::now() + wait;
         let notify = self.wakeups.subscribe(&store::delegation_key(delegation_id));
+        let mut notified = std::pin::pin!(notify.notified());
+        notified.as_mut().enable();
+        let record = self.read_record(delegation_id).await?;
+        self.follow(&notify, notified, record, deadline).await
+    }
+
+    /// From `record`, read after `notified` was enabled: waits until the delegation has ended or
+    /// `deadline` passes, reading it again after each wake-up (and at least every
+    /// [`crate::delivery::wakeups::RECHECK`]); returns the last record read.
+    async fn follow<'a>(
+        &self,
+        notify: &'a Notify,
+        mut notified: Pin<&mut Notified<'a>>,
+        mut record: Record,
+        deadline: tokio::time::Instant,
+    ) -> Result<Record, DelegationError> {
         loop {
-            let notified = notify.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            let record = read(self).await?;
-            if record.delegation.status().is_terminal() || !crate::delivery::wakeups::wait_or_recheck(deadline, notified).await {
+            if record.delegation.status().is_terminal() || !wait_or_recheck(deadline, notified.as_mut()).await {
                 return Ok(record);
             }
+            // Registered before reading again, so an end committed in between still wakes us.
+            notified.set(notify.notified());
+            notified.as_mut().enable();
+            record = self.read_record(record.delegation.delegation_id).await?;
         }
     }
 
-    /// The attempts waiting for `target`, oldest first, and how many; with `wait`, holds until
-    /// one arrives or the time passes (woken after the commit that offers one, no connection held
-    /// meanwhile).
+    /// The attempts waiting for the agent of `key`, oldest first, and how many; with `wait`,
+    /// holds until one arrives or the time passes (woken after the commit that offers one, no
+    /// connection held meanwhile). Each look is one statement, the key's check included. The
+    /// key must name its agent (`key.agent_id`: the path's, or MCP's key's own), whose wake-ups
+    /// are subscribed to before the first look.
     pub async fn delegation_inbox(
         &self,
-        target: Uuid,
+        key: &AgentKey,
         wait: Option<Duration>,
     ) -> Result<(Vec<InboxItem>, i64), DelegationError> {
         let read = || async {
             let mut conn = self.pool.acquire().await?;
-            Ok::<_, DelegationError>(store::inbox(&mut conn, target, 100).await?)
+            let (checked, items, total) = store::inbox_for_key(&mut conn, &key.key_hash, key.agent_id, 100).await?;
+            Ok::<_, DelegationError>((identity(checked)?, items, total))
         };
         let Some(wait) = wait else {
-            return read().await;
+            let (target, items, total) = read().await?;
+            self.seen(target.agent_id).await;
+            return Ok((items, total));
         };
+        let agent = key.agent_id.ok_or_else(|| anyhow::anyhow!("an inbox is read for a named agent"))?;
         let deadline = tokio::time::Instant::now() + wait;
-        let notify = self.wakeups.subscribe(&store::inbox_key(target));
+        let notify = self.wakeups.subscribe(&store::inbox_key(agent));
+        let mut first = true;
         loop {
             let notified = notify.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            let found = read().await?;
-            if !found.0.is_empty() || !crate::delivery::wakeups::wait_or_recheck(deadline, notified).await {
-                return Ok(found);
+            let (target, items, total) = read().await?;
+            if first {
+                // Marked at the start: a long-poll counts as seen while it waits.
+                self.seen(target.agent_id).await;
+                first = false;
+            }
+            if !items.is_empty() || !wait_or_recheck(deadline, notified).await {
+                return Ok((items, total));
             }
         }
     }
+}
+
+/// A delegation as [`Engine::make_delegation`] left it, before the commit.
+struct Made {
+    /// The delegation with its attempts.
+    record: Record,
+    /// The target of its live attempt, whose inbox to wake.
+    live: Option<Uuid>,
+    /// False when the request id had made it already (nothing was written).
+    fresh: bool,
 }
 
 /// Ends the live attempt `a` of `d` by `event` (output or reason with it), counts it for its
@@ -602,7 +739,9 @@ async fn end_attempt(
                 retries_used: d.retries_used + 1,
                 ..d.clone()
             };
-            let live = engine.place(conn, &asked, a.attempt + 1, target).await?;
+            let requester_anonymous_id =
+                anonymity::current(conn, d.requester_agent_id, engine.config.anonymous_id_ttl).await?;
+            let live = engine.place(conn, &asked, a.attempt + 1, target, requester_anonymous_id).await?;
             return Ok(live.into_iter().collect());
         }
         store::set_delegation(conn, d, d.retries_used, to, output).await?;

@@ -12,7 +12,7 @@
 //! - [`state`]: the attempt statuses and their transition table (pure);
 //! - [`store`]: the SQL (delegations, attempts, inbox, trust counters);
 //! - [`flow`]: the state changes, each one transaction holding the delegation's row lock, with
-//!   its timer armed or cancelled and its wake-ups sent inside it.
+//!   its timer armed or cancelled inside it and its wake-ups sent after its commit.
 //!
 //! Unlike the rest of the directory, `flow` owns its transactions (like `crate::delivery`):
 //! an attempt's end, its trust counts, the next attempt and the timers commit together.
@@ -54,6 +54,9 @@ pub enum DelegationError {
         /// What is wrong.
         message: String,
     },
+    /// The API key is unknown, revoked or expired (401).
+    #[error("the API key is unknown, revoked or expired")]
+    Unauthorized,
     /// The key may not do this (403).
     #[error("{0}")]
     Forbidden(&'static str),

@@ -1,13 +1,30 @@
 //! The SQL of delegation: delegations, their attempts, the target's inbox and the trust counters
 //! an attempt's end writes. Every function takes the caller's connection and never commits; state
 //! moves come from [`super::state`]'s table and are written only from the state that was read.
+//!
+//! The calls on a delegation's usual path are few statements each, their SQL functions in
+//! `migrations/20261224000001_delegation_statements.up.sql`: [`open`] (what a new delegation
+//! reads under its requester's lock) and [`offer`] (one attempt, with its timer), [`accept`]
+//! (the whole accept), [`target_view`] then [`complete`] (the output is checked in between),
+//! and [`inbox_for_key`]. Each of those authenticates the caller's API key itself, so the
+//! call costs no separate lookup for it. The moves their SQL writes are [`SQL_MOVES`].
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use super::state::Status;
+use super::state::{Event, Status};
+use crate::store::turn_delivery::KeyCheck;
+
+/// The moves the delegation statements' SQL writes as literals, as (from, event, to): an
+/// accept, a complete, and an attempt skipped at its offer because its target is at its
+/// inbound limit. A unit test pins them against [`Status::transition`].
+pub const SQL_MOVES: [(Status, Event, Status); 3] = [
+    (Status::Request, Event::Accept, Status::Accepted),
+    (Status::Accepted, Event::Complete, Status::Completed),
+    (Status::Request, Event::Reject, Status::Rejected),
+];
 
 /// A delegation as stored.
 #[derive(Debug, Clone)]
@@ -301,17 +318,10 @@ pub async fn target_offer(
 pub async fn lock_addressed(conn: &mut PgConnection, target: Uuid, request_id: Uuid) -> sqlx::Result<Option<Delegation>> {
     sqlx::query_as!(
         Delegation,
-        // The delegations of this request id first (an init plan over their index), then their
-        // attempts by primary key: left to itself, the planner's generic plan walked every
-        // attempt ever addressed to the target.
         r#"SELECT delegation_id, request_id, requester_agent_id, task_type, custom_type, input, requested_target,
                   timeout_ms, fallback_enabled, max_retries, retries_used, status, output, created_at, ended_at
            FROM delegations
-           WHERE delegation_id = (
-               SELECT a.delegation_id FROM delegation_attempts a
-                WHERE a.delegation_id = ANY(ARRAY(SELECT d.delegation_id FROM delegations d WHERE d.request_id = $1))
-                  AND a.target_agent_id = $2
-                ORDER BY a.created_at DESC, a.attempt DESC LIMIT 1)
+           WHERE delegation_id = parley_delegation_addressed($2, $1)
            FOR UPDATE"#,
         request_id,
         target
@@ -320,11 +330,138 @@ pub async fn lock_addressed(conn: &mut PgConnection, target: Uuid, request_id: U
     .await
 }
 
-/// What a new delegation checks first, in one read (under the requester's lock): whether this
-/// request id made a delegation already, and the requester's outbound window.
+/// What an accept or a complete answered (`parley_delegation_accept`, `parley_delegation_complete`).
+#[derive(Debug, Clone)]
+pub struct Moved {
+    /// The key.
+    pub key: KeyCheck,
+    /// With a valid key: `accepted` or `completed`, else why not: `not_found`, `not_addressed`,
+    /// `invalid_state` (see `status`) or `past_deadline`.
+    pub outcome: Option<String>,
+    /// The live attempt's status, after the call.
+    pub status: Option<String>,
+    /// The delegation (accept only).
+    pub delegation_id: Option<Uuid>,
+    /// The attempt's number (accept only).
+    pub attempt: Option<i32>,
+    /// When the attempt times out (accept only).
+    pub deadline: Option<DateTime<Utc>>,
+}
+
+/// Accept, in one statement: the attempt of `request_id` addressed to the key's agent (which
+/// must be `agent`'s when given) moves `request -> accepted`, and the delegation's timer to its
+/// execution deadline. Autocommit: call it on a pooled connection, outside any transaction.
+pub async fn accept(conn: &mut PgConnection, key_hash: &[u8], agent: Option<Uuid>, request_id: Uuid) -> sqlx::Result<Moved> {
+    let r = sqlx::query!(
+        r#"SELECT auth AS "auth!", key_agent_id, key_owner_user_id, outcome, status, delegation_id, attempt, deadline
+           FROM parley_delegation_accept($1, $2, $3, $4)"#,
+        key_hash,
+        agent,
+        request_id,
+        parley_jobs::new_timer_id()
+    )
+    .fetch_one(conn)
+    .await?;
+    Ok(Moved {
+        key: KeyCheck::from_parts(&r.auth, r.key_agent_id, r.key_owner_user_id),
+        outcome: r.outcome,
+        status: r.status,
+        delegation_id: r.delegation_id,
+        attempt: r.attempt,
+        deadline: r.deadline,
+    })
+}
+
+/// The live attempt of a delegation as its target sees it before completing it.
+#[derive(Debug, Clone)]
+pub struct TargetView {
+    /// The delegation.
+    pub delegation_id: Uuid,
+    /// The live attempt's number.
+    pub attempt: i32,
+    /// The agent the live attempt is addressed to.
+    pub target_agent_id: Uuid,
+    /// Its status.
+    pub status: Status,
+    /// When it times out.
+    pub deadline: DateTime<Utc>,
+    /// What its output must match.
+    pub output_schema: Value,
+}
+
+/// The key's verdict and the live attempt of the delegation of `request_id` addressed to the
+/// key's agent (`None`: none ever was), in one read.
+pub async fn target_view(
+    conn: &mut PgConnection,
+    key_hash: &[u8],
+    agent: Option<Uuid>,
+    request_id: Uuid,
+) -> sqlx::Result<(KeyCheck, Option<TargetView>)> {
+    let r = sqlx::query!(
+        r#"SELECT k.auth AS "auth!", k.agent_id AS key_agent_id, k.owner_user_id AS key_owner_user_id,
+                  a.delegation_id AS "delegation_id?", a.attempt AS "attempt?",
+                  a.target_agent_id AS "target_agent_id?", a.status AS "status?", a.deadline AS "deadline?",
+                  a.output_schema AS "output_schema?"
+           FROM parley_agent_of_key($1, $2) k
+           LEFT JOIN LATERAL (SELECT parley_delegation_addressed(k.agent_id, $3) AS id WHERE k.auth = 'ok') x ON true
+           LEFT JOIN delegations d ON d.delegation_id = x.id
+           LEFT JOIN delegation_attempts a ON a.delegation_id = d.delegation_id AND a.attempt = d.retries_used + 1"#,
+        key_hash,
+        agent,
+        request_id
+    )
+    .fetch_one(conn)
+    .await?;
+    let key = KeyCheck::from_parts(&r.auth, r.key_agent_id, r.key_owner_user_id);
+    let view = (|| {
+        Some(TargetView {
+            delegation_id: r.delegation_id?,
+            attempt: r.attempt?,
+            target_agent_id: r.target_agent_id?,
+            status: Status::parse(r.status.as_deref()?)?,
+            deadline: r.deadline?,
+            output_schema: r.output_schema?,
+        })
+    })();
+    Ok((key, view))
+}
+
+/// Complete, in one statement, once `output` was checked against the schema of attempt
+/// `attempt` ([`target_view`]): that attempt, still live, addressed to the key's agent, accepted
+/// and within its deadline, completes, the delegation ends with `output`, and its timer is
+/// cancelled. Autocommit: call it on a pooled connection, outside any transaction.
+pub async fn complete(
+    conn: &mut PgConnection,
+    key_hash: &[u8],
+    agent: Option<Uuid>,
+    request_id: Uuid,
+    attempt: i32,
+    output: &Value,
+) -> sqlx::Result<Moved> {
+    let r = sqlx::query!(
+        r#"SELECT auth AS "auth!", key_agent_id, key_owner_user_id, outcome, status
+           FROM parley_delegation_complete($1, $2, $3, $4, $5)"#,
+        key_hash,
+        agent,
+        request_id,
+        attempt,
+        output
+    )
+    .fetch_one(conn)
+    .await?;
+    Ok(Moved {
+        key: KeyCheck::from_parts(&r.auth, r.key_agent_id, r.key_owner_user_id),
+        outcome: r.outcome,
+        status: r.status,
+        delegation_id: None,
+        attempt: Some(attempt),
+        deadline: None,
+    })
+}
+
+/// A requester's outbound window: how many delegations it may send per 60 s, and what it sent.
+#[derive(Debug, Clone)]
 pub struct OutboundWindow {
-    /// The delegation this request id already made (a retried request; read in full apart).
-    pub existing: Option<Uuid>,
     /// The requester's outbound limit (the smallest over its capabilities; the default without any).
     pub limit: i32,
     /// Its delegations of the last 60 s.
@@ -333,34 +470,73 @@ pub struct OutboundWindow {
     pub frees_at: Option<DateTime<Utc>>,
 }
 
-/// The requester's delegation of `request_id`, if any, and its outbound window ([`OutboundWindow`]).
-pub async fn outbound_window(conn: &mut PgConnection, requester: Uuid, request_id: Uuid, default: i32) -> sqlx::Result<OutboundWindow> {
+/// What a new delegation reads first, in one statement under its requester's lock
+/// (`parley_delegation_open`), for the agent of the key whose hash is `key_hash`.
+#[derive(Debug, Clone)]
+pub struct Opened {
+    /// The key.
+    pub key: KeyCheck,
+    /// Whether the key's agent is the requester the body names.
+    pub own: bool,
+    /// The delegation this request id already made (a retried request; read in full apart).
+    pub existing: Option<Uuid>,
+    /// The requester's outbound window (when there is no existing delegation).
+    pub window: Option<OutboundWindow>,
+    /// The named target's agent and whether its anonymous id is live; `None` when none was
+    /// named or the id was never issued.
+    pub target: Option<(Uuid, bool)>,
+    /// What the named target offers for the kind of work; `None` for an unknown agent.
+    pub offer: Option<TargetOffer>,
+    /// The requester's current anonymous id, unless it has none that is still valid.
+    pub requester_anonymous_id: Option<Uuid>,
+}
+
+/// Reads what a new delegation of `request_id` by `requester` needs to decide, after taking the
+/// requester's lock (held to the end of the caller's transaction): see [`Opened`].
+#[allow(clippy::too_many_arguments)]
+pub async fn open(
+    conn: &mut PgConnection,
+    key_hash: &[u8],
+    requester: Uuid,
+    request_id: Uuid,
+    target: Option<Uuid>,
+    task_type: &str,
+    custom_type: Option<&str>,
+    default_limit: i32,
+) -> sqlx::Result<Opened> {
     let r = sqlx::query!(
-        r#"SELECT (SELECT delegation_id FROM delegations WHERE requester_agent_id = $1 AND request_id = $2) AS existing,
-                  (SELECT min(outbound_rate_limit) FROM capabilities WHERE agent_id = $1) AS "limit",
-                  count(*) AS "sent!", min(created_at) + interval '60 seconds' AS frees_at
-           FROM delegations WHERE requester_agent_id = $1 AND created_at > now() - interval '60 seconds'"#,
+        r#"SELECT auth AS "auth!", key_agent_id, key_owner_user_id, own, existing, outbound_limit, sent, frees_at,
+                  target_agent_id, target_live, target_active, capability_id, input_schema, output_schema, enabled,
+                  accept_delegations, requester_anonymous_id
+           FROM parley_delegation_open($1, $2, $3, $4, $5, $6, $7)"#,
+        key_hash,
         requester,
-        request_id
+        request_id,
+        target,
+        task_type,
+        custom_type,
+        default_limit
     )
     .fetch_one(conn)
     .await?;
-    Ok(OutboundWindow { existing: r.existing, limit: r.limit.unwrap_or(default), sent: r.sent, frees_at: r.frees_at })
-}
-
-/// Whether `target` already received as many attempts in the last 60 s as its capability's
-/// inbound limit allows.
-pub async fn inbound_full(conn: &mut PgConnection, target: Uuid, capability_id: Uuid) -> sqlx::Result<bool> {
-    sqlx::query_scalar!(
-        r#"SELECT (SELECT count(*) FROM delegation_attempts
-                    WHERE target_agent_id = $1 AND created_at > now() - interval '60 seconds'
-                      AND reason IS DISTINCT FROM 'rate_limited')
-                  >= coalesce((SELECT inbound_rate_limit FROM capabilities WHERE capability_id = $2), 0) AS "full!""#,
-        target,
-        capability_id
-    )
-    .fetch_one(conn)
-    .await
+    let window = r.outbound_limit.map(|limit| OutboundWindow { limit, sent: r.sent.unwrap_or(0), frees_at: r.frees_at });
+    let offer = r.target_active.map(|active| TargetOffer {
+        active,
+        capability_id: r.capability_id,
+        input_schema: r.input_schema,
+        output_schema: r.output_schema,
+        enabled: r.enabled.unwrap_or(false),
+        accept_delegations: r.accept_delegations.unwrap_or(false),
+    });
+    Ok(Opened {
+        key: KeyCheck::from_parts(&r.auth, r.key_agent_id, r.key_owner_user_id),
+        own: r.own.unwrap_or(false),
+        existing: r.existing,
+        window,
+        target: r.target_agent_id.map(|agent| (agent, r.target_live.unwrap_or(false))),
+        offer,
+        requester_anonymous_id: r.requester_anonymous_id,
+    })
 }
 
 /// Records how many attempts after the first a delegation made (it stays `request`).
@@ -375,15 +551,16 @@ pub async fn set_retries(conn: &mut PgConnection, delegation_id: Uuid, retries_u
     Ok(())
 }
 
-/// A new attempt, in `request`.
-pub async fn insert_attempt(conn: &mut PgConnection, a: &Attempt) -> sqlx::Result<()> {
-    sqlx::query!(
-        r#"INSERT INTO delegation_attempts (delegation_id, attempt, target_agent_id, target_anonymous_id,
-                                            requester_anonymous_id, capability_id, output_schema, status, created_at,
-                                            accept_deadline, deadline, task_id)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, 'request', $8, $9, $10, $11)"#,
+/// Offers attempt `a` (in `request`) to its target, arming the delegation's timer for when it
+/// times out from there; false when the target is at its inbound limit, in which case the
+/// attempt is recorded `rejected` (`rate_limited`) at once and no timer is armed
+/// (`parley_delegation_offer`).
+pub async fn offer(conn: &mut PgConnection, a: &Attempt) -> sqlx::Result<bool> {
+    sqlx::query_scalar!(
+        r#"SELECT parley_delegation_offer($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) AS "live!""#,
         a.delegation_id,
         a.attempt,
+        a.task_id,
         a.target_agent_id,
         a.target_anonymous_id,
         a.requester_anonymous_id,
@@ -392,11 +569,10 @@ pub async fn insert_attempt(conn: &mut PgConnection, a: &Attempt) -> sqlx::Resul
         a.created_at,
         a.accept_deadline,
         a.deadline,
-        a.task_id
+        parley_jobs::new_timer_id()
     )
-    .execute(conn)
-    .await?;
-    Ok(())
+    .fetch_one(conn)
+    .await
 }
 
 /// Every attempt of a delegation, first first.
@@ -476,40 +652,15 @@ pub struct AttemptMove<'a> {
     pub delegation: Option<(i32, Status)>,
 }
 
-/// Moves an attempt of `d` (see [`AttemptMove`]) in one statement: the attempt; when it ends,
-/// its count for or against its target on today's row (completed or not, and, when it had been
-/// accepted, whether it was completed in time); and the delegation's status when given, from
-/// the status `d` was read in. False, having changed nothing, when the attempt was not in `from`.
+/// Moves an attempt of `d` (see [`AttemptMove`]) in one statement (`parley_delegation_move`):
+/// the attempt; when it ends, its count for or against its target on today's row (completed or
+/// not, and, when it had been accepted, whether it was completed in time); and the delegation's
+/// status when given, from the status `d` was read in. False, having changed nothing, when the
+/// attempt was not in `from`.
 pub async fn move_attempt(conn: &mut PgConnection, d: &Delegation, m: AttemptMove<'_>) -> sqlx::Result<bool> {
     let (retries_used, delegation_to) = m.delegation.map_or((None, None), |(r, s)| (Some(r), Some(s.as_str())));
     sqlx::query_scalar!(
-        r#"WITH moved AS (
-               UPDATE delegation_attempts
-                  SET status = $4, output = $5, reason = $6,
-                      accepted_at = CASE WHEN $4 = 'accepted' THEN now() ELSE accepted_at END,
-                      ended_at = CASE WHEN $4 IN ('completed', 'rejected', 'timeout', 'error') THEN now() ELSE NULL END
-                WHERE delegation_id = $1 AND attempt = $2 AND status = $3
-               RETURNING target_agent_id
-           ), counted AS (
-               INSERT INTO agent_trust_days AS t (agent_id, day, attempts_completed, attempts_unfinished,
-                                                  accepted_completed, accepted_unfinished)
-               SELECT target_agent_id, (now() AT TIME ZONE 'UTC')::date,
-                      ($4 = 'completed')::int, ($4 <> 'completed')::int,
-                      ($4 = 'completed' AND $3 = 'accepted')::int, ($4 <> 'completed' AND $3 = 'accepted')::int
-                 FROM moved WHERE $4 IN ('completed', 'rejected', 'timeout', 'error')
-               ON CONFLICT (agent_id, day) DO UPDATE
-                  SET attempts_completed = t.attempts_completed + EXCLUDED.attempts_completed,
-                      attempts_unfinished = t.attempts_unfinished + EXCLUDED.attempts_unfinished,
-                      accepted_completed = t.accepted_completed + EXCLUDED.accepted_completed,
-                      accepted_unfinished = t.accepted_unfinished + EXCLUDED.accepted_unfinished,
-                      updated_at = now()
-           ), settled AS (
-               UPDATE delegations
-                  SET retries_used = $8, status = $9, output = $5, updated_at = now(),
-                      ended_at = CASE WHEN $9 IN ('completed', 'rejected', 'timeout', 'error') THEN now() ELSE NULL END
-                WHERE delegation_id = $1 AND status = $7 AND $9::text IS NOT NULL AND EXISTS (SELECT 1 FROM moved)
-           )
-           SELECT count(*) AS "moved!" FROM moved"#,
+        r#"SELECT parley_delegation_move($1, $2, $3, $4, $5, $6, $7, $8, $9) AS "moved!""#,
         d.delegation_id,
         m.attempt,
         m.from.as_str(),
@@ -522,36 +673,6 @@ pub async fn move_attempt(conn: &mut PgConnection, d: &Delegation, m: AttemptMov
     )
     .fetch_one(conn)
     .await
-    .map(|n| n == 1)
-}
-
-/// Moves an attempt from `from` to `to` (with its output or reason when it ends); false when it
-/// was not in `from`.
-pub async fn set_attempt(
-    conn: &mut PgConnection,
-    delegation_id: Uuid,
-    attempt: i32,
-    from: Status,
-    to: Status,
-    output: Option<&Value>,
-    reason: Option<&str>,
-) -> sqlx::Result<bool> {
-    let r = sqlx::query!(
-        r#"UPDATE delegation_attempts
-              SET status = $4, output = $5, reason = $6,
-                  accepted_at = CASE WHEN $4 = 'accepted' THEN now() ELSE accepted_at END,
-                  ended_at = CASE WHEN $4 IN ('completed', 'rejected', 'timeout', 'error') THEN now() ELSE NULL END
-            WHERE delegation_id = $1 AND attempt = $2 AND status = $3"#,
-        delegation_id,
-        attempt,
-        from.as_str(),
-        to.as_str(),
-        output,
-        reason
-    )
-    .execute(conn)
-    .await?;
-    Ok(r.rows_affected() == 1)
 }
 
 /// Writes the delegation's status from its live attempt: `retries_used`, the status, and when
@@ -612,32 +733,71 @@ pub struct InboxItem {
     pub delegation_id: Uuid,
 }
 
-/// Attempts in `request` addressed to `target`, oldest first, and how many there are.
-pub async fn inbox(conn: &mut PgConnection, target: Uuid, limit: i64) -> sqlx::Result<(Vec<InboxItem>, i64)> {
-    let items = sqlx::query_as!(
-        InboxItem,
-        r#"SELECT d.request_id, a.attempt, a.task_id, a.requester_anonymous_id, d.task_type, d.custom_type, d.input,
-                  d.timeout_ms, a.status, a.output, a.reason, a.created_at, a.deadline, d.delegation_id
-           FROM delegation_attempts a JOIN delegations d ON d.delegation_id = a.delegation_id
-           WHERE a.target_agent_id = $1 AND a.status = 'request'
-           ORDER BY a.created_at, a.delegation_id LIMIT $2"#,
-        target,
+/// The waiting attempts addressed to the agent of the key whose hash is `key_hash` (which must
+/// be `agent`'s when given), oldest first, at most `limit`, and how many there are; the key's
+/// verdict first, in the same statement.
+pub async fn inbox_for_key(
+    conn: &mut PgConnection,
+    key_hash: &[u8],
+    agent: Option<Uuid>,
+    limit: i64,
+) -> sqlx::Result<(KeyCheck, Vec<InboxItem>, i64)> {
+    let rows = sqlx::query!(
+        r#"SELECT k.auth AS "auth!", k.agent_id AS key_agent_id, k.owner_user_id AS key_owner_user_id,
+                  i.request_id AS "request_id?", i.attempt AS "attempt?", i.task_id AS "task_id?",
+                  i.requester_anonymous_id AS "requester_anonymous_id?", i.task_type AS "task_type?",
+                  i.custom_type, i.input AS "input?", i.timeout_ms AS "timeout_ms?", i.status AS "status?",
+                  i.output, i.reason, i.created_at AS "created_at?", i.deadline AS "deadline?",
+                  i.delegation_id AS "delegation_id?"
+           FROM parley_agent_of_key($1, $2) k
+           LEFT JOIN LATERAL (
+               SELECT d.request_id, a.attempt, a.task_id, a.requester_anonymous_id, d.task_type, d.custom_type,
+                      d.input, d.timeout_ms, a.status, a.output, a.reason, a.created_at, a.deadline, d.delegation_id
+                 FROM delegation_attempts a JOIN delegations d ON d.delegation_id = a.delegation_id
+                WHERE k.auth = 'ok' AND a.target_agent_id = k.agent_id AND a.status = 'request'
+                ORDER BY a.created_at, a.delegation_id LIMIT $3) i ON true
+           ORDER BY i.created_at, i.delegation_id"#,
+        key_hash,
+        agent,
         limit
     )
     .fetch_all(&mut *conn)
     .await?;
+    let key = rows.first().map_or(KeyCheck::UnknownKey, |r| {
+        KeyCheck::from_parts(&r.auth, r.key_agent_id, r.key_owner_user_id.clone())
+    });
+    let items: Vec<InboxItem> = rows
+        .into_iter()
+        .filter_map(|r| {
+            Some(InboxItem {
+                request_id: r.request_id?,
+                attempt: r.attempt?,
+                task_id: r.task_id?,
+                requester_anonymous_id: r.requester_anonymous_id?,
+                task_type: r.task_type?,
+                custom_type: r.custom_type,
+                input: r.input?,
+                timeout_ms: r.timeout_ms?,
+                status: r.status?,
+                output: r.output,
+                reason: r.reason,
+                created_at: r.created_at?,
+                deadline: r.deadline?,
+                delegation_id: r.delegation_id?,
+            })
+        })
+        .collect();
     // A page short of the limit holds every waiting attempt: only a full one needs counting.
-    if (items.len() as i64) < limit {
-        let total = items.len() as i64;
-        return Ok((items, total));
-    }
-    let total = sqlx::query_scalar!(
-        r#"SELECT count(*) AS "n!" FROM delegation_attempts WHERE target_agent_id = $1 AND status = 'request'"#,
-        target
-    )
-    .fetch_one(conn)
-    .await?;
-    Ok((items, total))
+    let total = match (&key, items.len() as i64) {
+        (KeyCheck::Ok { agent_id, .. }, n) if n >= limit => sqlx::query_scalar!(
+            r#"SELECT count(*) AS "n!" FROM delegation_attempts WHERE target_agent_id = $1 AND status = 'request'"#,
+            agent_id
+        )
+        .fetch_one(conn)
+        .await?,
+        (_, n) => n,
+    };
+    Ok((key, items, total))
 }
 
 /// Attempts addressed to `target`, newest first, optionally of one status, older than `before`.
@@ -698,4 +858,16 @@ pub fn inbox_key(target: Uuid) -> String {
 /// The wake-up key of one delegation (its requester's waits).
 pub fn delegation_key(delegation_id: Uuid) -> String {
     format!("delegation:{delegation_id}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_moves_written_in_sql_are_the_tables() {
+        for (from, event, to) in SQL_MOVES {
+            assert_eq!(from.transition(event).ok(), Some(to), "{from:?} --{event:?}--> {to:?}");
+        }
+    }
 }
