@@ -1,6 +1,15 @@
 DROP FUNCTION parley_delegation_offer(uuid, integer, uuid, uuid, uuid, uuid, uuid, jsonb, timestamptz, timestamptz, timestamptz, text);
+DROP FUNCTION parley_delegation_inbound_full(uuid, integer);
 DROP FUNCTION parley_delegation_open(bytea, uuid, uuid, uuid, text, text, integer);
 DROP FUNCTION parley_delegation_complete(bytea, uuid, uuid, integer, jsonb);
 DROP FUNCTION parley_delegation_accept(bytea, uuid, uuid, text);
 DROP FUNCTION parley_delegation_move(uuid, integer, text, text, jsonb, text, text, integer, text);
 DROP FUNCTION parley_delegation_addressed(uuid, uuid);
+ALTER TABLE delegation_attempts RESET (fillfactor);
+ALTER TABLE delegations RESET (fillfactor);
+CREATE INDEX delegation_attempts_target_recent_idx ON delegation_attempts (target_agent_id, created_at);
+DROP INDEX delegation_attempts_target_seq_key;
+ALTER TABLE delegation_attempts DROP COLUMN target_seq;
+CREATE INDEX delegations_requester_recent_idx ON delegations (requester_agent_id, created_at);
+DROP INDEX delegations_requester_seq_key;
+ALTER TABLE delegations DROP COLUMN requester_seq;

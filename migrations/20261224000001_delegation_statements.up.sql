@@ -15,8 +15,40 @@
 --   ends, the delegation's status), called by these and by the service's own statements;
 -- - `parley_delegation_addressed` is the one definition of "the delegation of this request id
 --   addressed to this agent".
+-- - the rate windows are read in two index probes each, not counted row by row (below).
 -- The statuses are written as literals; `src/directory/delegation/store.rs` lists the moves
 -- they make and a unit test pins them against the transition table in `state.rs`.
+
+-- The rate windows. "More than N in the last 60 s" was a count of the rows in the window, which
+-- grows with the agent's rate: an agent allowed 10 000 a minute paid for reading up to 10 000
+-- rows on every delegation. Now each counted row carries its rank among its agent's (a
+-- requester's delegations: `requester_seq`; a target's attempts, rate-limited skips not
+-- counted: `target_seq`), ranks are handed out under the agent's lock with times that never go
+-- backwards, so "N or more in the window" is "the N-th newest is in the window": the newest
+-- rank, then that one row, two probes of a unique index whatever the rate.
+ALTER TABLE delegations ADD COLUMN requester_seq BIGINT;
+UPDATE delegations d SET requester_seq = r.n
+  FROM (SELECT delegation_id, row_number() OVER (PARTITION BY requester_agent_id ORDER BY created_at, delegation_id) AS n
+          FROM delegations) r
+ WHERE r.delegation_id = d.delegation_id;
+ALTER TABLE delegations ALTER COLUMN requester_seq SET NOT NULL;
+CREATE UNIQUE INDEX delegations_requester_seq_key ON delegations (requester_agent_id, requester_seq);
+DROP INDEX delegations_requester_recent_idx;
+
+ALTER TABLE delegation_attempts ADD COLUMN target_seq BIGINT;
+UPDATE delegation_attempts a SET target_seq = r.n
+  FROM (SELECT delegation_id, attempt,
+               row_number() OVER (PARTITION BY target_agent_id ORDER BY created_at, delegation_id, attempt) AS n
+          FROM delegation_attempts WHERE reason IS DISTINCT FROM 'rate_limited') r
+ WHERE r.delegation_id = a.delegation_id AND r.attempt = a.attempt;
+CREATE UNIQUE INDEX delegation_attempts_target_seq_key ON delegation_attempts (target_agent_id, target_seq);
+DROP INDEX delegation_attempts_target_recent_idx;
+
+-- Room on each page for the new versions of rows updated soon after they are written (a
+-- delegation is updated at its accept and its end): such an update stays on its page, and
+-- when it changes no indexed column, adds no index entries.
+ALTER TABLE delegations SET (fillfactor = 70);
+ALTER TABLE delegation_attempts SET (fillfactor = 70);
 
 -- The delegation of `p_request` whose newest attempt addressed to `p_target` is the newest of
 -- all (several requesters may use one request id); NULL when none was ever addressed to it.
@@ -191,8 +223,9 @@ $$;
 -- `parley_agent_of_key` says it for any agent of the key; `own` is false when the key's agent is
 -- not `p_agent` (the body's `agentId`, checked after the key itself). Then: the delegation this
 -- request id already made (`existing`); the outbound window (the smallest outbound limit over the
--- requester's capabilities, else `p_default_limit`; its delegations of the last 60 s; when the
--- oldest of those leaves the window); the named target `p_target` resolved (`target_agent_id`,
+-- requester's capabilities, else `p_default_limit`; whether that many were sent in the last
+-- 60 s, and then when the oldest of them leaves the window); the rank and the earliest time
+-- (`next_seq`, `not_before`) the new delegation takes; the named target `p_target` resolved (`target_agent_id`,
 -- and whether that anonymous id is `target_live`) with what it offers for the kind of work (as
 -- `store::target_offer` reads it); and the requester's current anonymous id, when it has one
 -- that has not expired.
@@ -201,13 +234,15 @@ CREATE FUNCTION parley_delegation_open(
     p_default_limit integer
 ) RETURNS TABLE (
     auth text, key_agent_id uuid, key_owner_user_id text, own boolean, existing uuid,
-    outbound_limit integer, sent bigint, frees_at timestamptz,
+    outbound_limit integer, window_full boolean, frees_at timestamptz, next_seq bigint, not_before timestamptz,
     target_agent_id uuid, target_live boolean, target_active boolean, capability_id uuid,
     input_schema jsonb, output_schema jsonb, enabled boolean, accept_delegations boolean,
     requester_anonymous_id uuid
 )
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
+DECLARE
+    v_seq bigint;
 BEGIN
     SELECT k.auth, k.agent_id, k.owner_user_id INTO auth, key_agent_id, key_owner_user_id
       FROM parley_agent_of_key(p_key_hash, NULL) k;
@@ -225,12 +260,20 @@ BEGIN
     END IF;
     SELECT coalesce(min(c.outbound_rate_limit), p_default_limit) INTO outbound_limit
       FROM capabilities c WHERE c.agent_id = key_agent_id;
-    -- Counted up to the limit only: whether it is reached is all that matters, and when the
-    -- oldest of the window leaves it.
-    SELECT count(*), min(w.created_at) + interval '60 seconds' INTO sent, frees_at
-      FROM (SELECT x.created_at FROM delegations x
-             WHERE x.requester_agent_id = key_agent_id AND x.created_at > now() - interval '60 seconds'
-             ORDER BY x.created_at LIMIT outbound_limit) w;
+    -- The requester's newest delegation, then its `outbound_limit`-th newest: the window is full
+    -- while that one is in it, and frees up when it leaves.
+    SELECT x.requester_seq, x.created_at INTO v_seq, not_before FROM delegations x
+     WHERE x.requester_agent_id = key_agent_id ORDER BY x.requester_seq DESC LIMIT 1;
+    next_seq := coalesce(v_seq, 0) + 1;
+    IF outbound_limit <= 0 THEN
+        window_full := true;
+    ELSIF coalesce(v_seq, 0) < outbound_limit THEN
+        window_full := false;
+    ELSE
+        SELECT x.created_at + interval '60 seconds' INTO frees_at FROM delegations x
+         WHERE x.requester_agent_id = key_agent_id AND x.requester_seq = v_seq - outbound_limit + 1;
+        window_full := frees_at > now();
+    END IF;
     IF p_target IS NOT NULL THEN
         SELECT i.agent_id, i.current AND i.expires_at > now() INTO target_agent_id, target_live
           FROM anonymous_ids i WHERE i.anonymous_id = p_target;
@@ -248,12 +291,36 @@ BEGIN
 END
 $$;
 
+-- Whether `p_target` received `p_limit` counted attempts in the last 60 s: its newest rank,
+-- then the `p_limit`-th newest attempt's time.
+CREATE FUNCTION parley_delegation_inbound_full(p_target uuid, p_limit integer) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_seq bigint;
+BEGIN
+    IF p_limit <= 0 THEN
+        RETURN true;
+    END IF;
+    SELECT a.target_seq INTO v_seq FROM delegation_attempts a
+     WHERE a.target_agent_id = p_target AND a.target_seq IS NOT NULL ORDER BY a.target_seq DESC LIMIT 1;
+    IF coalesce(v_seq, 0) < p_limit THEN
+        RETURN false;
+    END IF;
+    RETURN (SELECT a.created_at > now() - interval '60 seconds' FROM delegation_attempts a
+             WHERE a.target_agent_id = p_target AND a.target_seq = v_seq - p_limit + 1);
+END
+$$;
+
 -- Offers attempt `p_attempt` of `p_delegation` to `p_target`: the row in `request`, and the
 -- delegation's timer armed for when the attempt times out from there (the accept deadline, or
 -- the execution deadline if sooner). A target that already received its capability's inbound
 -- limit of attempts in the last 60 s (rate-limited skips not counted) is skipped instead: the
 -- attempt is recorded and at once `rejected` with reason `rate_limited` (not counted against
--- its trust: the target never saw it), no timer is armed, and the result is false.
+-- its trust: the target never saw it, nor in its window), no timer is armed, and the result is
+-- false. The window is read first without a lock; only a target it leaves room at is locked
+-- (to the end of the transaction: offers to one target take their ranks one at a time) and
+-- read again. So a transaction holds at most one target's lock unless it lost a race for the
+-- last place in a window, and always takes it last.
 CREATE FUNCTION parley_delegation_offer(
     p_delegation uuid, p_attempt integer, p_task uuid, p_target uuid, p_target_anonymous uuid,
     p_requester_anonymous uuid, p_capability uuid, p_output_schema jsonb, p_created_at timestamptz,
@@ -262,19 +329,26 @@ CREATE FUNCTION parley_delegation_offer(
 LANGUAGE plpgsql AS $$
 DECLARE
     v_limit integer;
+    v_seq bigint;
+    v_at timestamptz;
     v_full boolean;
 BEGIN
     v_limit := coalesce((SELECT inbound_rate_limit FROM capabilities WHERE capability_id = p_capability), 0);
-    -- Counted up to the limit only: whether it is reached is all that matters.
-    v_full := (SELECT count(*) FROM (SELECT 1 FROM delegation_attempts
-                                      WHERE target_agent_id = p_target AND created_at > now() - interval '60 seconds'
-                                        AND reason IS DISTINCT FROM 'rate_limited'
-                                      LIMIT v_limit) w) >= v_limit;
+    v_full := parley_delegation_inbound_full(p_target, v_limit);
+    IF NOT v_full THEN
+        PERFORM pg_advisory_xact_lock(hashtextextended('delegation-inbound:' || p_target, 0));
+        v_full := parley_delegation_inbound_full(p_target, v_limit);
+    END IF;
+    IF NOT v_full THEN
+        SELECT a.target_seq, a.created_at INTO v_seq, v_at FROM delegation_attempts a
+         WHERE a.target_agent_id = p_target AND a.target_seq IS NOT NULL ORDER BY a.target_seq DESC LIMIT 1;
+    END IF;
     INSERT INTO delegation_attempts (delegation_id, attempt, target_agent_id, target_anonymous_id,
                                      requester_anonymous_id, capability_id, output_schema, status, created_at,
-                                     accept_deadline, deadline, task_id)
+                                     accept_deadline, deadline, task_id, target_seq)
     VALUES (p_delegation, p_attempt, p_target, p_target_anonymous, p_requester_anonymous, p_capability,
-            p_output_schema, 'request', p_created_at, p_accept_deadline, p_deadline, p_task);
+            p_output_schema, 'request', greatest(p_created_at, v_at), p_accept_deadline, p_deadline, p_task,
+            CASE WHEN NOT v_full THEN coalesce(v_seq, 0) + 1 END);
     IF v_full THEN
         UPDATE delegation_attempts SET status = 'rejected', reason = 'rate_limited', ended_at = now()
          WHERE delegation_id = p_delegation AND attempt = p_attempt;

@@ -63,6 +63,10 @@ struct Args {
     /// with timer-row moves and with a NOTIFY added).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
+    /// Seconds the delegation phase measures (after its warm-up). Its rate windows span 60 s,
+    /// so only a run longer than that shows their cost at a steady rate.
+    #[arg(long, default_value_t = DELEGATION_SECS)]
+    delegation_secs: u64,
 }
 
 /// Sizes of one run.
@@ -1888,7 +1892,7 @@ async fn directory(
 
 /// Requester/target pairs of the delegation phase.
 const DELEGATION_PAIRS: usize = 16;
-/// Seconds the delegation phase measures (after the warm-up).
+/// Seconds the delegation phase measures (after the warm-up), unless `--delegation-secs` says.
 const DELEGATION_SECS: u64 = 10;
 
 /// A call with an agent key; fails unless the answer has the expected status.
@@ -1966,11 +1970,11 @@ async fn delegation_agent(
 /// Delegation round trips over HTTP: 16 requesters each delegate (`?wait=` long-poll) to their
 /// own target by anonymous id; each target long-polls its inbox, accepts and completes. The round
 /// trip is from the delegate call sent to the requester's wait answered with the result.
-async fn delegation(bench: &Arc<Bench>, r: &mut Results, json_out: bool) -> anyhow::Result<()> {
+async fn delegation(bench: &Arc<Bench>, r: &mut Results, secs: u64, json_out: bool) -> anyhow::Result<()> {
     use reqwest::Method;
     note(
         json_out,
-        format!("delegation: {DELEGATION_PAIRS} pairs, {DELEGATION_SECS} s"),
+        format!("delegation: {DELEGATION_PAIRS} pairs, {secs} s"),
     );
     let mut pairs = Vec::new();
     for i in 0..DELEGATION_PAIRS {
@@ -1989,7 +1993,7 @@ async fn delegation(bench: &Arc<Bench>, r: &mut Results, json_out: bool) -> anyh
     tokio::time::sleep(Duration::from_millis(500)).await;
     let meter = CostMeter::start(&bench.pool).await?;
     let measure_from = Instant::now() + WARMUP;
-    let deadline = measure_from + Duration::from_secs(DELEGATION_SECS);
+    let deadline = measure_from + Duration::from_secs(secs);
     let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut targets = JoinSet::new();
     let mut requesters = JoinSet::new();
@@ -2084,6 +2088,7 @@ async fn delegation(bench: &Arc<Bench>, r: &mut Results, json_out: bool) -> anyh
     r.insert("db_transactions_per_delegation", per(xacts as f64));
     all.sort_by(f64::total_cmp);
     r.insert("delegation_pairs", json!(DELEGATION_PAIRS));
+    r.insert("delegation_secs", json!(secs));
     r.insert(
         "delegations_per_s",
         json!(round(all.len() as f64 / elapsed, 1)),
@@ -2434,7 +2439,7 @@ async fn run(args: Args) -> anyhow::Result<Results> {
                 directory(&bench, &plan, &mut r, args.json).await?;
             }
             if args.only.iter().any(|o| o == "delegation") {
-                delegation(&bench, &mut r, args.json).await?;
+                delegation(&bench, &mut r, args.delegation_secs, args.json).await?;
             }
             if args.only.iter().any(|o| o == "metrics") {
                 metrics_overhead(&bench, args.agents, &mut r, args.json).await?;

@@ -645,6 +645,124 @@ async fn a_target_at_its_inbound_limit_is_skipped_as_rejected_rate_limited() {
     assert_eq!(ended.body["result"]["status"], "rejected");
 }
 
+/// The windows are the last 60 s, read from the agent's newest delegation (or attempt) and its
+/// limit-th newest: once the oldest counted one is older than 60 s (its time moved back here,
+/// as the clock would have), there is room again, and `Retry-After` says when that happens.
+#[tokio::test]
+async fn the_rate_windows_free_up_when_their_oldest_leaves_the_last_minute() {
+    let app = spawn().await;
+    let (requester, targets) = setup(&app, 1).await;
+    let own = app
+        .agent_call(&requester, Method::PUT, "/capabilities", Some(&json!({"taskType": "testing", "inputSchema": {}, "outputSchema": {}})))
+        .await;
+    assert_eq!(own.status, StatusCode::CREATED, "{}", own.text);
+    permit(&app, &requester, &json!({"outboundRateLimit": 2})).await;
+    permit(&app, &targets[0].agent, &json!({"inboundRateLimit": 2})).await;
+    let to_target = |rid: &str| {
+        let mut b = body(&requester, rid, Some(&targets[0].anon));
+        b["maxRetries"] = json!(0);
+        b
+    };
+    let (first, second) = (Uuid::new_v4().to_string(), Uuid::new_v4().to_string());
+    for rid in [&first, &second] {
+        let asked = app.delegate(&requester, &to_target(rid)).await;
+        assert_eq!(asked.body["delegation"]["status"], "request", "{}", asked.text);
+    }
+    app.delegate(&requester, &to_target(&Uuid::new_v4().to_string()))
+        .await
+        .assert_error(StatusCode::TOO_MANY_REQUESTS, "rate_limited");
+
+    // The first delegation and its attempt leave the window (40 s ago for the second).
+    let backdate = |rid: &str, secs: i64| {
+        let pool = app.pool.clone();
+        let id: Uuid = rid.parse().unwrap();
+        async move {
+            sqlx::query("UPDATE delegations SET created_at = created_at - make_interval(secs => $2) WHERE request_id = $1")
+                .bind(id)
+                .bind(secs as f64)
+                .execute(&pool)
+                .await
+                .unwrap();
+            sqlx::query(
+                "UPDATE delegation_attempts SET created_at = created_at - make_interval(secs => $2)
+                  WHERE delegation_id = (SELECT delegation_id FROM delegations WHERE request_id = $1)",
+            )
+            .bind(id)
+            .bind(secs as f64)
+            .execute(&pool)
+            .await
+            .unwrap();
+        }
+    };
+    backdate(&second, 40).await;
+    backdate(&first, 61).await;
+    let third = Uuid::new_v4().to_string();
+    let asked = app.delegate(&requester, &to_target(&third)).await;
+    assert_eq!(asked.status, StatusCode::ACCEPTED, "{}", asked.text);
+    assert_eq!(asked.body["delegation"]["status"], "request", "the target had room: {}", asked.text);
+
+    // Full again (the second and the third); room once the second leaves, in about 20 s.
+    let resp = app
+        .client
+        .post(format!("{}/api/agents/delegate", app.base))
+        .header("x-api-key", &requester.key)
+        .json(&to_target(&Uuid::new_v4().to_string()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::TOO_MANY_REQUESTS);
+    let retry_after: u64 = resp.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((18..=21).contains(&retry_after), "{retry_after}");
+
+    // The target's window: the second and third attempts fill it; another requester's
+    // delegation is skipped as rate-limited until the second leaves it.
+    let other = app.register_agent("other-requester").await;
+    let other_body = |rid: &str| {
+        let mut b = body(&other, rid, Some(&targets[0].anon));
+        b["maxRetries"] = json!(0);
+        b
+    };
+    let skipped = app.delegate(&other, &other_body(&Uuid::new_v4().to_string())).await;
+    assert_eq!(skipped.body["delegation"]["attempts"][0]["reason"], "rate_limited", "{}", skipped.text);
+    backdate(&second, 30).await;
+    let offered = app.delegate(&other, &other_body(&Uuid::new_v4().to_string())).await;
+    assert_eq!(offered.body["delegation"]["status"], "request", "{}", offered.text);
+    assert_eq!(app.inbox(&targets[0].agent, None).await.body["total"], 4);
+}
+
+/// Offers to one target take their places in its inbound window one at a time: of sixteen
+/// requesters delegating to it at once, exactly its limit get through; the others are skipped
+/// as rate-limited.
+#[tokio::test]
+async fn concurrent_offers_to_one_target_never_overrun_its_inbound_limit() {
+    let app = spawn().await;
+    let (_requester, targets) = setup(&app, 1).await;
+    let limit = 5;
+    permit(&app, &targets[0].agent, &json!({"inboundRateLimit": limit})).await;
+    let mut requesters = Vec::new();
+    for i in 0..16 {
+        requesters.push(app.register_agent(&format!("requester-{i}")).await);
+    }
+    let asked = futures::future::join_all(requesters.iter().map(|r| {
+        let mut b = body(r, &Uuid::new_v4().to_string(), Some(&targets[0].anon));
+        b["maxRetries"] = json!(0);
+        let app = &app;
+        async move { app.delegate(r, &b).await }
+    }))
+    .await;
+    let mut live = 0;
+    for a in &asked {
+        assert_eq!(a.status, StatusCode::ACCEPTED, "{}", a.text);
+        match a.body["delegation"]["status"].as_str() {
+            Some("request") => live += 1,
+            Some("rejected") => assert_eq!(a.body["delegation"]["attempts"][0]["reason"], "rate_limited"),
+            other => panic!("{other:?}: {}", a.text),
+        }
+    }
+    assert_eq!(live, limit);
+    assert_eq!(app.inbox(&targets[0].agent, None).await.body["total"], limit);
+}
+
 /// The `(attempt, status)` of the next `n` events of a stream, each a `delegation.status` of
 /// `rid` naming both sides only by anonymous id and its attempt by the A2A task id in
 /// `task_ids` (attempt 1 first).

@@ -405,11 +405,12 @@ impl Engine {
             return Ok(Made { record: Record { delegation: existing, attempts }, live: None, fresh: false });
         }
         let window = opened.window.clone().ok_or_else(|| anyhow::anyhow!("no outbound window read"))?;
-        if window.sent >= i64::from(window.limit) {
+        if window.full {
             let wait =
                 window.frees_at.map_or(Duration::from_secs(60), |t| (t - Utc::now()).to_std().unwrap_or_default());
             return Err(DelegationError::RateLimited(window.limit, wait));
         }
+        let now = Utc::now().trunc_subsecs(6);
         let d = Delegation {
             delegation_id: Uuid::now_v7(),
             request_id: req.request_id,
@@ -424,7 +425,7 @@ impl Engine {
             retries_used: 0,
             status: Status::Request.as_str().to_owned(),
             output: None,
-            created_at: Utc::now().trunc_subsecs(6),
+            created_at: window.not_before.map_or(now, |t| t.max(now)),
             ended_at: None,
         };
         let target = self.first_target(conn, &d, opened).await?;
@@ -432,7 +433,7 @@ impl Engine {
             Some(id) => id,
             None => anonymity::current(conn, requester.agent_id, self.config.anonymous_id_ttl).await?,
         };
-        store::insert(conn, &d).await?;
+        store::insert(conn, &d, window.next_seq).await?;
         let live = self.place(conn, &d, 1, target, requester_anonymous_id).await?;
         let (delegation, attempts) =
             store::record(conn, d.delegation_id).await?.ok_or_else(|| anyhow::anyhow!("the delegation just made"))?;

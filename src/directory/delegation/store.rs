@@ -125,13 +125,13 @@ impl Attempt {
     }
 }
 
-/// A new delegation (its first attempt is inserted beside it).
-pub async fn insert(conn: &mut PgConnection, d: &Delegation) -> sqlx::Result<()> {
+/// A new delegation, the `seq`-th of its requester (its first attempt is offered beside it).
+pub async fn insert(conn: &mut PgConnection, d: &Delegation, seq: i64) -> sqlx::Result<()> {
     sqlx::query!(
         r#"INSERT INTO delegations (delegation_id, request_id, requester_agent_id, task_type, custom_type, input,
                                     requested_target, timeout_ms, fallback_enabled, max_retries, retries_used, status,
-                                    created_at, updated_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 0, 'request', $11, $11)"#,
+                                    created_at, updated_at, requester_seq)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 0, 'request', $11, $11, $12)"#,
         d.delegation_id,
         d.request_id,
         d.requester_agent_id,
@@ -142,7 +142,8 @@ pub async fn insert(conn: &mut PgConnection, d: &Delegation) -> sqlx::Result<()>
         d.timeout_ms,
         d.fallback_enabled,
         d.max_retries,
-        d.created_at
+        d.created_at,
+        seq
     )
     .execute(conn)
     .await?;
@@ -459,15 +460,20 @@ pub async fn complete(
     })
 }
 
-/// A requester's outbound window: how many delegations it may send per 60 s, and what it sent.
+/// A requester's outbound window: how many delegations it may send per 60 s, and whether it did.
 #[derive(Debug, Clone)]
 pub struct OutboundWindow {
     /// The requester's outbound limit (the smallest over its capabilities; the default without any).
     pub limit: i32,
-    /// Its delegations of the last 60 s.
-    pub sent: i64,
-    /// When the oldest of those leaves the window.
+    /// Whether it sent that many in the last 60 s.
+    pub full: bool,
+    /// When a full window frees up (the oldest delegation counted leaves it).
     pub frees_at: Option<DateTime<Utc>>,
+    /// The rank the requester's next delegation takes among its own.
+    pub next_seq: i64,
+    /// The earliest `created_at` the next delegation may have: its newest one's (ranks and
+    /// times go up together, which is what lets the window be read in two probes).
+    pub not_before: Option<DateTime<Utc>>,
 }
 
 /// What a new delegation reads first, in one statement under its requester's lock
@@ -505,7 +511,8 @@ pub async fn open(
     default_limit: i32,
 ) -> sqlx::Result<Opened> {
     let r = sqlx::query!(
-        r#"SELECT auth AS "auth!", key_agent_id, key_owner_user_id, own, existing, outbound_limit, sent, frees_at,
+        r#"SELECT auth AS "auth!", key_agent_id, key_owner_user_id, own, existing, outbound_limit, window_full,
+                  frees_at, next_seq, not_before,
                   target_agent_id, target_live, target_active, capability_id, input_schema, output_schema, enabled,
                   accept_delegations, requester_anonymous_id
            FROM parley_delegation_open($1, $2, $3, $4, $5, $6, $7)"#,
@@ -519,7 +526,13 @@ pub async fn open(
     )
     .fetch_one(conn)
     .await?;
-    let window = r.outbound_limit.map(|limit| OutboundWindow { limit, sent: r.sent.unwrap_or(0), frees_at: r.frees_at });
+    let window = r.outbound_limit.map(|limit| OutboundWindow {
+        limit,
+        full: r.window_full.unwrap_or(true),
+        frees_at: r.frees_at,
+        next_seq: r.next_seq.unwrap_or(1),
+        not_before: r.not_before,
+    });
     let offer = r.target_active.map(|active| TargetOffer {
         active,
         capability_id: r.capability_id,
