@@ -1,9 +1,11 @@
+DROP FUNCTION parley_delegation_make(uuid, uuid, uuid, text, text, jsonb, uuid, bigint, boolean, integer, timestamptz, bigint, uuid, uuid, uuid, uuid, uuid, jsonb, timestamptz, timestamptz, text);
 DROP FUNCTION parley_delegation_offer(uuid, integer, uuid, uuid, uuid, uuid, uuid, jsonb, timestamptz, timestamptz, timestamptz, text);
 DROP FUNCTION parley_delegation_inbound_full(uuid, integer);
 DROP FUNCTION parley_delegation_open(bytea, uuid, uuid, uuid, text, text, integer);
 DROP FUNCTION parley_delegation_complete(bytea, uuid, uuid, integer, jsonb);
 DROP FUNCTION parley_delegation_accept(bytea, uuid, uuid, text);
 DROP FUNCTION parley_delegation_move(uuid, integer, text, text, jsonb, text, text, integer, text);
+DROP FUNCTION parley_delegation_record(uuid);
 DROP FUNCTION parley_delegation_addressed(uuid, uuid);
 ALTER TABLE delegation_attempts RESET (fillfactor);
 ALTER TABLE delegations RESET (fillfactor);

@@ -9,8 +9,11 @@
 --   output schema (the output is checked in the service, between the two);
 -- - `parley_delegation_open` is everything a new delegation reads under its requester's lock
 --   (key, request id, outbound window, the named target and its offer, the requester's
---   anonymous id), and `parley_delegation_offer` makes one attempt (the target's inbound
---   window, the row, the timer);
+--   anonymous id), `parley_delegation_offer` makes one attempt (the target's inbound window,
+--   the row, the timer), and `parley_delegation_make` writes the delegation with its first
+--   attempt and answers its record;
+-- - `parley_delegation_record` is a delegation with its attempts as one JSON value, what
+--   `make` and `complete` answer (so the service reads no record after them);
 -- - `parley_delegation_move` is the one move of an attempt (the attempt, its trust count when it
 --   ends, the delegation's status), called by these and by the service's own statements;
 -- - `parley_delegation_addressed` is the one definition of "the delegation of this request id
@@ -67,6 +70,18 @@ BEGIN
 END
 $$;
 
+-- A delegation and its attempts (first first) as one JSON value, each row as its columns:
+-- `{"delegation": {...}, "attempts": [{...}, ...]}`; NULL for an unknown delegation.
+CREATE FUNCTION parley_delegation_record(p_delegation uuid) RETURNS jsonb
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN (SELECT jsonb_build_object('delegation', to_jsonb(d), 'attempts',
+                       (SELECT jsonb_agg(to_jsonb(a) ORDER BY a.attempt) FROM delegation_attempts a
+                         WHERE a.delegation_id = d.delegation_id))
+              FROM delegations d WHERE d.delegation_id = p_delegation);
+END
+$$;
+
 -- Moves attempt `p_attempt` of `p_delegation` from `p_from` to `p_to`, with its output or
 -- reason. When the move ends the attempt, it counts for (completed) or against its target on
 -- today's trust row, and whether an accepted attempt was completed. With `p_delegation_to`, the
@@ -119,10 +134,11 @@ $$;
 -- the execution deadline unless it is already set for it. `auth` as `parley_agent_of_key` says
 -- it; then `outcome`: `accepted`, `not_found` (never addressed to the agent), `not_addressed`
 -- (addressed elsewhere now), `invalid_state` (with the attempt's `status`) or `past_deadline`.
+-- An accepted attempt's `output_schema` comes back too: the service keeps it for the complete.
 CREATE FUNCTION parley_delegation_accept(p_key_hash bytea, p_agent uuid, p_request uuid, p_timer_id text)
 RETURNS TABLE (
     auth text, key_agent_id uuid, key_owner_user_id text, outcome text, status text,
-    delegation_id uuid, attempt integer, deadline timestamptz
+    delegation_id uuid, attempt integer, deadline timestamptz, output_schema jsonb
 )
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
@@ -143,7 +159,8 @@ BEGIN
         RETURN NEXT;
         RETURN;
     END IF;
-    SELECT y.attempt, y.target_agent_id, y.status, y.accept_deadline, y.deadline INTO a FROM delegation_attempts y
+    SELECT y.attempt, y.target_agent_id, y.status, y.accept_deadline, y.deadline, y.output_schema INTO a
+      FROM delegation_attempts y
      WHERE y.delegation_id = d.delegation_id AND y.attempt = d.retries_used + 1;
     delegation_id := d.delegation_id;
     attempt := a.attempt;
@@ -164,6 +181,7 @@ BEGIN
         END IF;
         outcome := 'accepted';
         status := 'accepted';
+        output_schema := a.output_schema;
     END IF;
     RETURN NEXT;
 END
@@ -173,10 +191,11 @@ $$;
 -- schema of attempt `p_attempt` (read before, with the attempt's number): that attempt, still
 -- the live one, addressed to the key's agent, `accepted` and within its deadline, moves to
 -- `completed`, the delegation ends with its output, and its timer is cancelled. `outcome`:
--- `completed`, or why not, as for accept (`past_deadline` when the deadline has passed).
+-- `completed` (with the delegation's final `delegation_record`), or why not, as for accept
+-- (`past_deadline` when the deadline has passed).
 CREATE FUNCTION parley_delegation_complete(
     p_key_hash bytea, p_agent uuid, p_request uuid, p_attempt integer, p_output jsonb
-) RETURNS TABLE (auth text, key_agent_id uuid, key_owner_user_id text, outcome text, status text)
+) RETURNS TABLE (auth text, key_agent_id uuid, key_owner_user_id text, outcome text, status text, delegation_record jsonb)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
@@ -212,6 +231,7 @@ BEGIN
         PERFORM parley_jobs.disarm_delegation_timeout(d.delegation_id);
         outcome := 'completed';
         status := 'completed';
+        delegation_record := parley_delegation_record(d.delegation_id);
     END IF;
     RETURN NEXT;
 END
@@ -356,5 +376,31 @@ BEGIN
     END IF;
     PERFORM parley_jobs.arm_delegation_timeout(p_delegation, p_attempt, least(p_accept_deadline, p_deadline), p_timer_id);
     RETURN true;
+END
+$$;
+
+-- A new delegation with its first attempt: the row (the `p_seq`-th of its requester, in
+-- `request`), then `parley_delegation_offer` for attempt 1. Answers whether that attempt is
+-- live (false: its target was at its inbound limit, and the caller looks for the next one) and
+-- the delegation's record as `parley_delegation_record` makes it.
+CREATE FUNCTION parley_delegation_make(
+    p_delegation uuid, p_request uuid, p_requester uuid, p_task_type text, p_custom_type text, p_input jsonb,
+    p_requested_target uuid, p_timeout_ms bigint, p_fallback_enabled boolean, p_max_retries integer,
+    p_created_at timestamptz, p_seq bigint,
+    p_task uuid, p_target uuid, p_target_anonymous uuid, p_requester_anonymous uuid, p_capability uuid,
+    p_output_schema jsonb, p_accept_deadline timestamptz, p_deadline timestamptz, p_timer_id text
+) RETURNS TABLE (live boolean, delegation_record jsonb)
+LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO delegations (delegation_id, request_id, requester_agent_id, task_type, custom_type, input,
+                             requested_target, timeout_ms, fallback_enabled, max_retries, retries_used, status,
+                             created_at, updated_at, requester_seq)
+    VALUES (p_delegation, p_request, p_requester, p_task_type, p_custom_type, p_input, p_requested_target,
+            p_timeout_ms, p_fallback_enabled, p_max_retries, 0, 'request', p_created_at, p_created_at, p_seq);
+    live := parley_delegation_offer(p_delegation, 1, p_task, p_target, p_target_anonymous, p_requester_anonymous,
+                                    p_capability, p_output_schema, p_created_at, p_accept_deadline, p_deadline,
+                                    p_timer_id);
+    delegation_record := parley_delegation_record(p_delegation);
+    RETURN NEXT;
 END
 $$;

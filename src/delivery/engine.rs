@@ -28,6 +28,8 @@ pub struct Engine {
     pub(crate) recent_claims: Arc<super::recent_claims::RecentClaims>,
     /// When this process last wrote each agent's `last_seen_at`.
     pub(crate) seen_throttle: Arc<super::liveness::SeenThrottle>,
+    /// Attempts accepted and delegations ended lately, for the calls that follow them.
+    pub(crate) recent_delegations: Arc<crate::directory::delegation::recent::RecentDelegations>,
 }
 
 /// How a turn was concluded.
@@ -92,6 +94,7 @@ impl Engine {
             wakeups: Arc::new(Wakeups::default()),
             recent_claims: Arc::default(),
             seen_throttle: Arc::default(),
+            recent_delegations: Arc::default(),
         }
     }
 

@@ -126,6 +126,12 @@ impl Wakeups {
         }
     }
 
+    /// Whether this process has a waiter of `key` now.
+    pub fn has_waiters(&self, key: &str) -> bool {
+        let map = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
+        map.get(key).is_some_and(|w| w.strong_count() > 0)
+    }
+
     /// Wakes everyone (after a lost listener connection).
     pub fn wake_all(&self) {
         let map = self.waiters.lock().unwrap_or_else(|e| e.into_inner());

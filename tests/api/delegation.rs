@@ -258,6 +258,78 @@ async fn request_accept_execute_return_with_waits_on_both_sides() {
     assert_eq!(counted, 2);
 }
 
+/// A process that accepted an attempt completes it without reading it first, and one that did
+/// not reads it: both give the same answers. Here the requester waits on one instance, the
+/// target accepts through the other and completes through the first; and a second attempt,
+/// accepted and then refused a forged token and a wrong output through the accepting instance,
+/// is completed there.
+#[tokio::test]
+async fn a_complete_answers_alike_through_the_instance_that_accepted_and_through_another() {
+    let first = spawn().await;
+    let second = TestApp::spawn_on(&first.database_url, |c| c.delegation_accept_timeout = Duration::from_secs(2)).await;
+    let (requester, targets) = setup(&first, 1).await;
+    let target = &targets[0];
+    let rid = Uuid::new_v4().to_string();
+    let waiting = {
+        let (client, base, b) = (first.client.clone(), first.base.clone(), body(&requester, &rid, Some(&target.anon)));
+        let key = requester.key.clone();
+        tokio::spawn(async move {
+            let r = client
+                .post(format!("{base}/api/agents/delegate?wait=10"))
+                .header("x-api-key", key)
+                .json(&b)
+                .send()
+                .await
+                .unwrap();
+            (r.status(), r.json::<Value>().await.unwrap())
+        })
+    };
+    second.until_offered(&target.agent, &rid, Duration::from_secs(5)).await;
+    let accepted = second.act(&target.agent, &rid, "accept", None).await;
+    assert_eq!(accepted.status, StatusCode::OK, "{}", accepted.text);
+    let token = accepted.body["claimToken"].as_str().unwrap().to_owned();
+    let wrong = first
+        .act(&target.agent, &rid, "complete", Some(&json!({"output": {"feedback": 5}, "claimToken": token})))
+        .await;
+    wrong.assert_error(StatusCode::BAD_REQUEST, "output_invalid");
+    let done = first
+        .act(&target.agent, &rid, "complete", Some(&json!({"output": {"feedback": "read first"}, "claimToken": token})))
+        .await;
+    assert_eq!(done.status, StatusCode::OK, "{}", done.text);
+    let (status, waited) = tokio::time::timeout(Duration::from_secs(10), waiting).await.unwrap().unwrap();
+    assert_eq!(status, StatusCode::OK, "{waited}");
+    assert_eq!(waited["result"]["output"], json!({"feedback": "read first"}));
+    assert_eq!(waited["delegation"]["attempts"][0]["status"], "completed");
+
+    let again = Uuid::new_v4().to_string();
+    let asked = second.delegate(&requester, &body(&requester, &again, Some(&target.anon))).await;
+    assert_eq!(asked.status, StatusCode::ACCEPTED, "{}", asked.text);
+    let accepted = second.act(&target.agent, &again, "accept", None).await;
+    let token = accepted.body["claimToken"].as_str().unwrap().to_owned();
+    let forged = second
+        .act(&target.agent, &again, "complete", Some(&json!({"output": {"feedback": "x"}, "claimToken": "ct_forged"})))
+        .await;
+    forged.assert_error(StatusCode::CONFLICT, "claim_stale");
+    let wrong = second.act(&target.agent, &again, "complete", Some(&json!({"output": {}, "claimToken": token}))).await;
+    wrong.assert_error(StatusCode::BAD_REQUEST, "output_invalid");
+    assert_eq!(second.stored(&again).await.0, "accepted");
+    let done = second
+        .act(
+            &target.agent,
+            &again,
+            "complete",
+            Some(&json!({"output": {"feedback": "as accepted"}, "claimToken": token})),
+        )
+        .await;
+    assert_eq!(done.status, StatusCode::OK, "{}", done.text);
+    let twice = second
+        .act(&target.agent, &again, "complete", Some(&json!({"output": {"feedback": "again"}, "claimToken": token})))
+        .await;
+    twice.assert_error(StatusCode::CONFLICT, "invalid_state");
+    let ended = second.until_ended(&requester, &again, Duration::from_secs(5)).await;
+    assert_eq!(ended.body["result"]["output"], json!({"feedback": "as accepted"}), "{}", ended.text);
+}
+
 #[tokio::test]
 async fn wait_on_delegate_answers_the_result_once_completed() {
     let app = spawn().await;

@@ -14,12 +14,15 @@
 //!
 //! The calls on the usual path cost few round trips to PostgreSQL, each authenticating the
 //! caller's key inside its own statement (see [`store`]): a delegation is one transaction of
-//! four statements (its reads under the requester's lock, the row, the attempt with its timer,
-//! the record), an accept one statement, a complete a read and one statement (its output is
-//! checked between them), an inbox read one statement. A requester that waits subscribes to
-//! its delegation's wake-ups before the delegation commits, so it needs no read before waiting.
+//! two statements (its reads under the requester's lock; the row with its first attempt and
+//! timer, answering the record), an accept one statement, a complete one statement when this
+//! process accepted the attempt (its output checked against the schema the accept kept, see
+//! [`super::recent`]) and otherwise a read first, an inbox read one statement. A requester
+//! that waits subscribes to its delegation's wake-ups before the delegation commits, so it
+//! needs no read before waiting, and the complete that wakes it through this process hands it
+//! the final record.
 
-use std::{pin::Pin, time::Duration};
+use std::{pin::Pin, sync::Arc, time::Duration};
 
 use chrono::{DateTime, SubsecRound, Utc};
 use serde_json::Value;
@@ -28,7 +31,8 @@ use tokio::sync::{Notify, futures::Notified};
 use uuid::Uuid;
 
 use super::{
-    DelegationError, Request, check_against,
+    DelegationError, Request, check_against, check_with, compile,
+    recent::AcceptedAttempt,
     state::{Event, Status},
     store::{self, Attempt, Delegation, InboxItem, TargetOffer},
 };
@@ -259,62 +263,78 @@ impl Engine {
         Ok(None)
     }
 
+    /// Attempt `number` of `d` to `target`, as it is offered now (in `request`).
+    fn attempt_for(&self, d: &Delegation, number: i32, target: Target, requester_anonymous_id: Uuid) -> Attempt {
+        let now = Utc::now().trunc_subsecs(6);
+        let timeout = Duration::from_millis(u64::try_from(d.timeout_ms).unwrap_or(0));
+        Attempt {
+            delegation_id: d.delegation_id,
+            attempt: number,
+            task_id: Uuid::now_v7(),
+            target_agent_id: target.agent_id,
+            target_anonymous_id: target.anonymous_id,
+            requester_anonymous_id,
+            capability_id: target.capability_id,
+            output_schema: target.output_schema,
+            status: Status::Request.as_str().to_owned(),
+            output: None,
+            reason: None,
+            created_at: now,
+            accept_deadline: after(now, self.config.delegation_accept_timeout),
+            deadline: after(now, timeout),
+            accepted_at: None,
+            ended_at: None,
+        }
+    }
+
     /// Offers attempt `number` of `d` (stored as `request`, with `number - 1` retries used) to
-    /// `target`, the requester named to it as `requester_anonymous_id`. A target that already
-    /// received its inbound limit of attempts in the last 60 s is skipped: the attempt is
-    /// recorded `rejected` (`rate_limited`) and the next target not yet tried gets the next one,
-    /// while retries are left. The attempt that stays live gets the delegation's timer; when none
-    /// does, the delegation ends `rejected`. All in the caller's transaction; returns the live
-    /// attempt's target, if any (whose inbox to wake after the commit).
+    /// `target`, the requester named to it as `requester_anonymous_id`, with the delegation's
+    /// timer; a target at its inbound limit is skipped (see [`Engine::after_skip`]). All in the
+    /// caller's transaction; returns the live attempt's target, if any (whose inbox to wake
+    /// after the commit).
     async fn place(
         &self,
         conn: &mut PgConnection,
         d: &Delegation,
-        first_number: i32,
-        first: Target,
+        number: i32,
+        target: Target,
         requester_anonymous_id: Uuid,
     ) -> Result<Option<Uuid>, DelegationError> {
-        let timeout = Duration::from_millis(u64::try_from(d.timeout_ms).unwrap_or(0));
-        let (mut number, mut target) = (first_number, first);
-        loop {
-            let now = Utc::now().trunc_subsecs(6);
-            let target_id = target.agent_id;
-            let attempt = Attempt {
-                delegation_id: d.delegation_id,
-                attempt: number,
-                task_id: Uuid::now_v7(),
-                target_agent_id: target.agent_id,
-                target_anonymous_id: target.anonymous_id,
-                requester_anonymous_id,
-                capability_id: target.capability_id,
-                output_schema: target.output_schema,
-                status: Status::Request.as_str().to_owned(),
-                output: None,
-                reason: None,
-                created_at: now,
-                accept_deadline: after(now, self.config.delegation_accept_timeout),
-                deadline: after(now, timeout),
-                accepted_at: None,
-                ended_at: None,
+        let target_id = target.agent_id;
+        if store::offer(conn, &self.attempt_for(d, number, target, requester_anonymous_id)).await? {
+            return Ok(Some(target_id));
+        }
+        self.after_skip(conn, d, number, requester_anonymous_id).await
+    }
+
+    /// After attempt `number` of `d` was skipped (recorded `rejected`, `rate_limited`: its target
+    /// already received its inbound limit of attempts in the last 60 s): the next target not yet
+    /// tried gets the next attempt, while retries are left, and so on; when no attempt stays
+    /// live, the delegation ends `rejected` and its timer is cancelled.
+    async fn after_skip(
+        &self,
+        conn: &mut PgConnection,
+        d: &Delegation,
+        mut number: i32,
+        requester_anonymous_id: Uuid,
+    ) -> Result<Option<Uuid>, DelegationError> {
+        while d.fallback_enabled && number - 1 < d.max_retries {
+            let tried: Vec<Uuid> =
+                store::attempts(conn, d.delegation_id).await?.iter().map(|a| a.target_agent_id).collect();
+            let Some(next) = self.next_target(conn, d, &tried).await? else {
+                break;
             };
-            if store::offer(conn, &attempt).await? {
+            store::set_retries(conn, d.delegation_id, number).await?;
+            number += 1;
+            let target_id = next.agent_id;
+            if store::offer(conn, &self.attempt_for(d, number, next, requester_anonymous_id)).await? {
                 return Ok(Some(target_id));
             }
-            if d.fallback_enabled && number - 1 < d.max_retries {
-                let tried: Vec<Uuid> =
-                    store::attempts(conn, d.delegation_id).await?.iter().map(|a| a.target_agent_id).collect();
-                if let Some(next) = self.next_target(conn, d, &tried).await? {
-                    store::set_retries(conn, d.delegation_id, number).await?;
-                    number += 1;
-                    target = next;
-                    continue;
-                }
-            }
-            let asked = Delegation { status: Status::Request.as_str().to_owned(), ..d.clone() };
-            store::set_delegation(conn, &asked, number - 1, Status::Rejected, None).await?;
-            parley_jobs::cancel_delegation_timeout(conn, d.delegation_id).await?;
-            return Ok(None);
         }
+        let asked = Delegation { status: Status::Request.as_str().to_owned(), ..d.clone() };
+        store::set_delegation(conn, &asked, number - 1, Status::Rejected, None).await?;
+        parley_jobs::cancel_delegation_timeout(conn, d.delegation_id).await?;
+        Ok(None)
     }
 
     /// After a commit: wakes the waiters of the delegation and the inboxes of `targets` (this
@@ -433,8 +453,13 @@ impl Engine {
             Some(id) => id,
             None => anonymity::current(conn, requester.agent_id, self.config.anonymous_id_ttl).await?,
         };
-        store::insert(conn, &d, window.next_seq).await?;
-        let live = self.place(conn, &d, 1, target, requester_anonymous_id).await?;
+        let target_id = target.agent_id;
+        let first = self.attempt_for(&d, 1, target, requester_anonymous_id);
+        let (live, (delegation, attempts)) = store::make(conn, &d, window.next_seq, &first).await?;
+        if live {
+            return Ok(Made { record: Record { delegation, attempts }, live: Some(target_id), fresh: true });
+        }
+        let live = self.after_skip(conn, &d, 1, requester_anonymous_id).await?;
         let (delegation, attempts) =
             store::record(conn, d.delegation_id).await?.ok_or_else(|| anyhow::anyhow!("the delegation just made"))?;
         Ok(Made { record: Record { delegation, attempts }, live, fresh: true })
@@ -494,6 +519,11 @@ impl Engine {
             (Some("accepted"), Some(delegation_id), Some(attempt), Some(deadline)) => {
                 // Only the event streams: the requester's waits are for the end.
                 self.wakeups.events_written();
+                if let Some(schema) = moved.output_schema.as_ref().and_then(|s| compile(s).ok()) {
+                    let remembered =
+                        AcceptedAttempt { delegation_id, attempt, deadline, output_schema: Arc::new(schema) };
+                    self.recent_delegations.accepted(target.agent_id, request_id, remembered);
+                }
                 Ok(Accepted { claim_token: self.claim_token(delegation_id, i64::from(attempt)), deadline })
             }
             (Some("past_deadline"), ..) => Err(DelegationError::InvalidState("past its accept deadline")),
@@ -503,8 +533,9 @@ impl Engine {
 
     /// Complete, for the agent of `key`: the output, checked against the attempt's output
     /// schema, ends the delegation. A refused output leaves the attempt `accepted`, to be fixed.
-    /// A read (the attempt and its schema), then one statement that completes it only if it is
-    /// still that attempt, accepted and in time.
+    /// One statement that completes the attempt only if it is still that attempt, accepted and
+    /// in time; before it, the attempt and its schema as this process accepted it, or else as
+    /// read (see [`super::recent`]).
     pub async fn complete_delegation(
         &self,
         key: &AgentKey,
@@ -512,6 +543,46 @@ impl Engine {
         output: &Value,
         token: Option<&str>,
     ) -> Result<(), DelegationError> {
+        let remembered = key.agent_id.and_then(|agent| self.recent_delegations.accepted_by(agent, request_id));
+        let checked_here = remembered.filter(|a| {
+            self.check_claim(a.delegation_id, a.attempt, Status::Accepted, a.deadline, token).is_ok()
+                && check_with(&a.output_schema, output, "output").is_ok()
+        });
+        let (delegation_id, attempt) = match checked_here {
+            Some(a) => (a.delegation_id, a.attempt),
+            None => self.check_completion(key, request_id, output, token).await?,
+        };
+        let moved = {
+            let mut conn = self.pool.acquire().await?;
+            store::complete(&mut conn, &key.key_hash, key.agent_id, request_id, attempt, output).await?
+        };
+        let target = identity(moved.key.clone())?;
+        match moved.outcome.as_deref() {
+            Some("completed") => {
+                self.recent_delegations.forget_accepted(target.agent_id, request_id);
+                let key = store::delegation_key(delegation_id);
+                if let Some((delegation, attempts)) = moved.record.filter(|_| self.wakeups.has_waiters(&key)) {
+                    self.recent_delegations.ended(Record { delegation, attempts });
+                }
+                self.wake_delegation(delegation_id, &[]);
+                Ok(())
+            }
+            Some("past_deadline") => Err(DelegationError::ClaimStale("the attempt's deadline has passed")),
+            _ => Err(refusal(&moved)),
+        }
+    }
+
+    /// What a complete checks when this process did not accept the attempt (or a check on what
+    /// it remembered failed): the attempt as read now, in the order its refusals are answered
+    /// (the key, the delegation, whom it is addressed to, its state, the token, the deadline,
+    /// the output). Returns the delegation and the attempt's number.
+    async fn check_completion(
+        &self,
+        key: &AgentKey,
+        request_id: Uuid,
+        output: &Value,
+        token: Option<&str>,
+    ) -> Result<(Uuid, i32), DelegationError> {
         let (checked, view) = {
             let mut conn = self.pool.acquire().await?;
             store::target_view(&mut conn, &key.key_hash, key.agent_id, request_id).await?
@@ -524,19 +595,7 @@ impl Engine {
         }
         self.check_claim(view.delegation_id, view.attempt, view.status, view.deadline, token)?;
         check_against(&view.output_schema, output, "output").map_err(DelegationError::OutputInvalid)?;
-        let moved = {
-            let mut conn = self.pool.acquire().await?;
-            store::complete(&mut conn, &key.key_hash, key.agent_id, request_id, view.attempt, output).await?
-        };
-        identity(moved.key.clone())?;
-        match moved.outcome.as_deref() {
-            Some("completed") => {
-                self.wake_delegation(view.delegation_id, &[]);
-                Ok(())
-            }
-            Some("past_deadline") => Err(DelegationError::ClaimStale("the attempt's deadline has passed")),
-            _ => Err(refusal(&moved)),
-        }
+        Ok((view.delegation_id, view.attempt))
     }
 
     /// Reject (from `request` or `accepted`) or fail (from `accepted`): the attempt ends and the
@@ -647,7 +706,11 @@ impl Engine {
             // Registered before reading again, so an end committed in between still wakes us.
             notified.set(notify.notified());
             notified.as_mut().enable();
-            record = self.read_record(record.delegation.delegation_id).await?;
+            let id = record.delegation.delegation_id;
+            record = match self.recent_delegations.take_ended(id) {
+                Some(ended) => ended,
+                None => self.read_record(id).await?,
+            };
         }
     }
 

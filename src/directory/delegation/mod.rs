@@ -12,7 +12,9 @@
 //! - [`state`]: the attempt statuses and their transition table (pure);
 //! - [`store`]: the SQL (delegations, attempts, inbox, trust counters);
 //! - [`flow`]: the state changes, each one transaction holding the delegation's row lock, with
-//!   its timer armed or cancelled inside it and its wake-ups sent after its commit.
+//!   its timer armed or cancelled inside it and its wake-ups sent after its commit;
+//! - [`recent`]: what this process learned of the attempts it accepted and the delegations it
+//!   ended, so that the calls that follow need not read them again.
 //!
 //! Unlike the rest of the directory, `flow` owns its transactions (like `crate::delivery`):
 //! an attempt's end, its trust counts, the next attempt and the timers commit together.
@@ -20,6 +22,7 @@
 //! the requester sees each target's.
 
 pub mod flow;
+pub mod recent;
 pub mod state;
 pub mod store;
 
@@ -200,10 +203,15 @@ impl Request {
     }
 }
 
-/// Checks `value` against a JSON Schema: `Err` with the schema's messages (at most ten, each
+/// Compiles a JSON Schema (capabilities' schemas were checked at registration; a failure here
+/// is reported like a refused value).
+pub fn compile(schema: &Value) -> Result<jsonschema::Validator, String> {
+    jsonschema::validator_for(schema).map_err(|e| format!("the schema does not compile: {e}"))
+}
+
+/// Checks `value` against a compiled schema: `Err` with the schema's messages (at most ten, each
 /// with the JSON pointer of the offending part of `what`).
-pub fn check_against(schema: &Value, value: &Value, what: &str) -> Result<(), String> {
-    let validator = jsonschema::validator_for(schema).map_err(|e| format!("the schema does not compile: {e}"))?;
+pub fn check_with(validator: &jsonschema::Validator, value: &Value, what: &str) -> Result<(), String> {
     let messages: Vec<String> = validator
         .iter_errors(value)
         .take(10)
@@ -213,6 +221,11 @@ pub fn check_against(schema: &Value, value: &Value, what: &str) -> Result<(), St
         })
         .collect();
     if messages.is_empty() { Ok(()) } else { Err(messages.join("; ")) }
+}
+
+/// Checks `value` against a JSON Schema ([`compile`], then [`check_with`]).
+pub fn check_against(schema: &Value, value: &Value, what: &str) -> Result<(), String> {
+    check_with(&compile(schema)?, value, what)
 }
 
 /// Trims a reason to [`MAX_REASON`] characters; blank is none.

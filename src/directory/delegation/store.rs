@@ -7,9 +7,13 @@
 //! reads under its requester's lock) and [`offer`] (one attempt, with its timer), [`accept`]
 //! (the whole accept), [`target_view`] then [`complete`] (the output is checked in between),
 //! and [`inbox_for_key`]. Each of those authenticates the caller's API key itself, so the
-//! call costs no separate lookup for it. The moves their SQL writes are [`SQL_MOVES`].
+//! call costs no separate lookup for it. [`make`] writes a delegation with its first attempt.
+//! A delegation's record (the row and its attempts) is read as one JSON value that SQL builds
+//! (`parley_delegation_record`), which [`make`] and [`complete`] also answer. The moves their
+//! SQL writes are [`SQL_MOVES`].
 
 use chrono::{DateTime, Utc};
+use serde::Deserialize;
 use serde_json::Value;
 use sqlx::PgConnection;
 use uuid::Uuid;
@@ -26,8 +30,8 @@ pub const SQL_MOVES: [(Status, Event, Status); 3] = [
     (Status::Request, Event::Reject, Status::Rejected),
 ];
 
-/// A delegation as stored.
-#[derive(Debug, Clone)]
+/// A delegation as stored (the fields are its columns).
+#[derive(Debug, Clone, Deserialize)]
 pub struct Delegation {
     /// Its id (a UUIDv7: listings page by it).
     pub delegation_id: Uuid,
@@ -73,8 +77,8 @@ impl Delegation {
     }
 }
 
-/// One attempt, as stored.
-#[derive(Debug, Clone)]
+/// One attempt, as stored (the fields are its columns).
+#[derive(Debug, Clone, Deserialize)]
 pub struct Attempt {
     /// Its delegation.
     pub delegation_id: Uuid,
@@ -123,31 +127,6 @@ impl Attempt {
             _ => self.deadline,
         }
     }
-}
-
-/// A new delegation, the `seq`-th of its requester (its first attempt is offered beside it).
-pub async fn insert(conn: &mut PgConnection, d: &Delegation, seq: i64) -> sqlx::Result<()> {
-    sqlx::query!(
-        r#"INSERT INTO delegations (delegation_id, request_id, requester_agent_id, task_type, custom_type, input,
-                                    requested_target, timeout_ms, fallback_enabled, max_retries, retries_used, status,
-                                    created_at, updated_at, requester_seq)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 0, 'request', $11, $11, $12)"#,
-        d.delegation_id,
-        d.request_id,
-        d.requester_agent_id,
-        d.task_type,
-        d.custom_type,
-        d.input,
-        d.requested_target,
-        d.timeout_ms,
-        d.fallback_enabled,
-        d.max_retries,
-        d.created_at,
-        seq
-    )
-    .execute(conn)
-    .await?;
-    Ok(())
 }
 
 /// The newest delegation of `request_id` whose requester is one of `requesters` (any
@@ -199,61 +178,61 @@ pub async fn get(conn: &mut PgConnection, delegation_id: Uuid) -> sqlx::Result<O
 
 /// A delegation and its attempts, first first, in one read.
 pub async fn record(conn: &mut PgConnection, delegation_id: Uuid) -> sqlx::Result<Option<(Delegation, Vec<Attempt>)>> {
-    // One row per attempt (a delegation is made with its first), the delegation's columns on each.
-    let rows = sqlx::query!(
-        r#"SELECT d.request_id, d.requester_agent_id, d.task_type, d.custom_type, d.input, d.requested_target,
-                  d.timeout_ms, d.fallback_enabled, d.max_retries, d.retries_used, d.status, d.output,
-                  d.created_at, d.ended_at,
-                  a.attempt, a.task_id, a.target_agent_id, a.target_anonymous_id, a.requester_anonymous_id,
-                  a.capability_id, a.output_schema, a.status AS a_status, a.output AS a_output, a.reason,
-                  a.created_at AS a_created_at, a.accept_deadline, a.deadline, a.accepted_at,
-                  a.ended_at AS a_ended_at
-           FROM delegations d JOIN delegation_attempts a ON a.delegation_id = d.delegation_id
-           WHERE d.delegation_id = $1 ORDER BY a.attempt"#,
-        delegation_id
+    let found = sqlx::query_scalar!(r#"SELECT parley_delegation_record($1) AS "record""#, delegation_id)
+        .fetch_one(conn)
+        .await?;
+    found.map(decode_record).transpose()
+}
+
+/// A delegation's record as `parley_delegation_record` builds it.
+fn decode_record(record: Value) -> sqlx::Result<(Delegation, Vec<Attempt>)> {
+    #[derive(Deserialize)]
+    struct Record {
+        delegation: Delegation,
+        attempts: Vec<Attempt>,
+    }
+    let r: Record = serde_json::from_value(record).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+    Ok((r.delegation, r.attempts))
+}
+
+/// Writes the new delegation `d`, the `seq`-th of its requester, and offers its first attempt
+/// `a` as [`offer`] does (`parley_delegation_make`); returns whether that attempt is live and
+/// the delegation's record.
+pub async fn make(
+    conn: &mut PgConnection,
+    d: &Delegation,
+    seq: i64,
+    a: &Attempt,
+) -> sqlx::Result<(bool, (Delegation, Vec<Attempt>))> {
+    let r = sqlx::query!(
+        r#"SELECT live AS "live!", delegation_record AS "record!"
+           FROM parley_delegation_make($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
+                                       $18, $19, $20, $21)"#,
+        d.delegation_id,
+        d.request_id,
+        d.requester_agent_id,
+        d.task_type,
+        d.custom_type,
+        d.input,
+        d.requested_target,
+        d.timeout_ms,
+        d.fallback_enabled,
+        d.max_retries,
+        d.created_at,
+        seq,
+        a.task_id,
+        a.target_agent_id,
+        a.target_anonymous_id,
+        a.requester_anonymous_id,
+        a.capability_id,
+        a.output_schema,
+        a.accept_deadline,
+        a.deadline,
+        parley_jobs::new_timer_id()
     )
-    .fetch_all(conn)
+    .fetch_one(conn)
     .await?;
-    let Some(first) = rows.first() else { return Ok(None) };
-    let delegation = Delegation {
-        delegation_id,
-        request_id: first.request_id,
-        requester_agent_id: first.requester_agent_id,
-        task_type: first.task_type.clone(),
-        custom_type: first.custom_type.clone(),
-        input: first.input.clone(),
-        requested_target: first.requested_target,
-        timeout_ms: first.timeout_ms,
-        fallback_enabled: first.fallback_enabled,
-        max_retries: first.max_retries,
-        retries_used: first.retries_used,
-        status: first.status.clone(),
-        output: first.output.clone(),
-        created_at: first.created_at,
-        ended_at: first.ended_at,
-    };
-    let attempts = rows
-        .into_iter()
-        .map(|r| Attempt {
-            delegation_id,
-            attempt: r.attempt,
-            task_id: r.task_id,
-            target_agent_id: r.target_agent_id,
-            target_anonymous_id: r.target_anonymous_id,
-            requester_anonymous_id: r.requester_anonymous_id,
-            capability_id: r.capability_id,
-            output_schema: r.output_schema,
-            status: r.a_status,
-            output: r.a_output,
-            reason: r.reason,
-            created_at: r.a_created_at,
-            accept_deadline: r.accept_deadline,
-            deadline: r.deadline,
-            accepted_at: r.accepted_at,
-            ended_at: r.a_ended_at,
-        })
-        .collect();
-    Ok(Some((delegation, attempts)))
+    Ok((r.live, decode_record(r.record)?))
 }
 
 /// One attempt of a delegation.
@@ -347,6 +326,10 @@ pub struct Moved {
     pub attempt: Option<i32>,
     /// When the attempt times out (accept only).
     pub deadline: Option<DateTime<Utc>>,
+    /// What the attempt's output must match (accept only).
+    pub output_schema: Option<Value>,
+    /// The delegation's record once it ended (complete only).
+    pub record: Option<(Delegation, Vec<Attempt>)>,
 }
 
 /// Accept, in one statement: the attempt of `request_id` addressed to the key's agent (which
@@ -354,7 +337,8 @@ pub struct Moved {
 /// execution deadline. Autocommit: call it on a pooled connection, outside any transaction.
 pub async fn accept(conn: &mut PgConnection, key_hash: &[u8], agent: Option<Uuid>, request_id: Uuid) -> sqlx::Result<Moved> {
     let r = sqlx::query!(
-        r#"SELECT auth AS "auth!", key_agent_id, key_owner_user_id, outcome, status, delegation_id, attempt, deadline
+        r#"SELECT auth AS "auth!", key_agent_id, key_owner_user_id, outcome, status, delegation_id, attempt, deadline,
+                  output_schema
            FROM parley_delegation_accept($1, $2, $3, $4)"#,
         key_hash,
         agent,
@@ -370,6 +354,8 @@ pub async fn accept(conn: &mut PgConnection, key_hash: &[u8], agent: Option<Uuid
         delegation_id: r.delegation_id,
         attempt: r.attempt,
         deadline: r.deadline,
+        output_schema: r.output_schema,
+        record: None,
     })
 }
 
@@ -430,7 +416,8 @@ pub async fn target_view(
 /// Complete, in one statement, once `output` was checked against the schema of attempt
 /// `attempt` ([`target_view`]): that attempt, still live, addressed to the key's agent, accepted
 /// and within its deadline, completes, the delegation ends with `output`, and its timer is
-/// cancelled. Autocommit: call it on a pooled connection, outside any transaction.
+/// cancelled; answers the delegation's final record. Autocommit: call it on a pooled
+/// connection, outside any transaction.
 pub async fn complete(
     conn: &mut PgConnection,
     key_hash: &[u8],
@@ -440,7 +427,7 @@ pub async fn complete(
     output: &Value,
 ) -> sqlx::Result<Moved> {
     let r = sqlx::query!(
-        r#"SELECT auth AS "auth!", key_agent_id, key_owner_user_id, outcome, status
+        r#"SELECT auth AS "auth!", key_agent_id, key_owner_user_id, outcome, status, delegation_record
            FROM parley_delegation_complete($1, $2, $3, $4, $5)"#,
         key_hash,
         agent,
@@ -457,6 +444,8 @@ pub async fn complete(
         delegation_id: None,
         attempt: Some(attempt),
         deadline: None,
+        output_schema: None,
+        record: r.delegation_record.map(decode_record).transpose()?,
     })
 }
 
