@@ -188,13 +188,15 @@ END
 $$;
 
 -- Complete, authentication included, once the service has checked the output against the
--- schema of attempt `p_attempt` (read before, with the attempt's number): that attempt, still
--- the live one, addressed to the key's agent, `accepted` and within its deadline, moves to
+-- schema of attempt `p_attempt` of delegation `p_delegation` (read before, or kept by the
+-- accept): that attempt, still the live one of the delegation of `p_request` addressed to the
+-- key's agent (not another delegation that took the same request id since), `accepted` and
+-- within its deadline, moves to
 -- `completed`, the delegation ends with its output, and its timer is cancelled. `outcome`:
 -- `completed` (with the delegation's final `delegation_record`), or why not, as for accept
 -- (`past_deadline` when the deadline has passed).
 CREATE FUNCTION parley_delegation_complete(
-    p_key_hash bytea, p_agent uuid, p_request uuid, p_attempt integer, p_output jsonb
+    p_key_hash bytea, p_agent uuid, p_request uuid, p_delegation uuid, p_attempt integer, p_output jsonb
 ) RETURNS TABLE (auth text, key_agent_id uuid, key_owner_user_id text, outcome text, status text, delegation_record jsonb)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
@@ -220,7 +222,7 @@ BEGIN
     status := a.status;
     IF a.target_agent_id IS DISTINCT FROM key_agent_id THEN
         outcome := 'not_addressed';
-    ELSIF a.status <> 'accepted' OR a.attempt <> p_attempt THEN
+    ELSIF a.status <> 'accepted' OR a.attempt <> p_attempt OR d.delegation_id <> p_delegation THEN
         outcome := 'invalid_state';
     ELSIF a.deadline <= now() THEN
         outcome := 'past_deadline';

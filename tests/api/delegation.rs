@@ -330,6 +330,61 @@ async fn a_complete_answers_alike_through_the_instance_that_accepted_and_through
     assert_eq!(ended.body["result"]["output"], json!({"feedback": "as accepted"}), "{}", ended.text);
 }
 
+/// Two requesters may use the same request id; when both delegations reach one target, the
+/// newer is the one its calls address. An instance that remembers accepting the older must
+/// not complete the newer against the older's output schema: the complete is answered as if
+/// nothing were remembered (the newer's schema refuses an output only the older's accepts).
+#[tokio::test]
+async fn a_remembered_accept_never_completes_another_delegation_of_the_same_request_id() {
+    let first = spawn().await;
+    let second = TestApp::spawn_on(&first.database_url, |c| c.delegation_accept_timeout = Duration::from_secs(2)).await;
+    let (requester, targets) = setup(&first, 1).await;
+    let target = &targets[0];
+    let testing = json!({
+        "taskType": "testing",
+        "inputSchema": {},
+        "outputSchema": {"type": "object", "required": ["passed"], "properties": {"passed": {"type": "boolean"}}},
+    });
+    let put = first.agent_call(&target.agent, Method::PUT, "/capabilities", Some(&testing)).await;
+    assert_eq!(put.status, StatusCode::CREATED, "{}", put.text);
+    let other = first.register_agent("other-requester").await;
+    let rid = Uuid::new_v4().to_string();
+
+    let older = first.delegate(&requester, &body(&requester, &rid, Some(&target.anon))).await;
+    assert_eq!(older.status, StatusCode::ACCEPTED, "{}", older.text);
+    let accepted = first.act(&target.agent, &rid, "accept", None).await;
+    assert_eq!(accepted.status, StatusCode::OK, "{}", accepted.text);
+
+    let mut newer_body = body(&other, &rid, put.body["anonymousAgentId"].as_str());
+    newer_body["taskType"] = json!("testing");
+    let newer = first.delegate(&other, &newer_body).await;
+    assert_eq!(newer.status, StatusCode::ACCEPTED, "{}", newer.text);
+    let accepted = second.act(&target.agent, &rid, "accept", None).await;
+    assert_eq!(accepted.status, StatusCode::OK, "{}", accepted.text);
+
+    let refused = first.act(&target.agent, &rid, "complete", Some(&json!({"output": {"feedback": "older"}}))).await;
+    refused.assert_error(StatusCode::BAD_REQUEST, "output_invalid");
+    let statuses: Vec<String> = sqlx::query_scalar("SELECT status FROM delegations WHERE request_id = $1")
+        .bind(rid.parse::<Uuid>().unwrap())
+        .fetch_all(&first.pool)
+        .await
+        .unwrap();
+    assert_eq!(statuses, ["accepted", "accepted"], "the refused complete changed nothing");
+
+    let done = first.act(&target.agent, &rid, "complete", Some(&json!({"output": {"passed": true}}))).await;
+    assert_eq!(done.status, StatusCode::OK, "{}", done.text);
+    let ended = first.until_ended(&other, &rid, Duration::from_secs(5)).await;
+    assert_eq!(ended.body["result"]["output"], json!({"passed": true}), "{}", ended.text);
+    let older: String =
+        sqlx::query_scalar("SELECT status FROM delegations WHERE request_id = $1 AND requester_agent_id = $2")
+            .bind(rid.parse::<Uuid>().unwrap())
+            .bind(requester.id.parse::<Uuid>().unwrap())
+            .fetch_one(&first.pool)
+            .await
+            .unwrap();
+    assert_eq!(older, "accepted", "the older delegation is untouched");
+}
+
 #[tokio::test]
 async fn wait_on_delegate_answers_the_result_once_completed() {
     let app = spawn().await;

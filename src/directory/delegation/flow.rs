@@ -535,7 +535,8 @@ impl Engine {
     /// schema, ends the delegation. A refused output leaves the attempt `accepted`, to be fixed.
     /// One statement that completes the attempt only if it is still that attempt, accepted and
     /// in time; before it, the attempt and its schema as this process accepted it, or else as
-    /// read (see [`super::recent`]).
+    /// read (see [`super::recent`]). When the statement refuses what was remembered, the
+    /// complete is answered as the path that reads first answers it.
     pub async fn complete_delegation(
         &self,
         key: &AgentKey,
@@ -548,14 +549,36 @@ impl Engine {
             self.check_claim(a.delegation_id, a.attempt, Status::Accepted, a.deadline, token).is_ok()
                 && check_with(&a.output_schema, output, "output").is_ok()
         });
-        let (delegation_id, attempt) = match checked_here {
-            Some(a) => (a.delegation_id, a.attempt),
-            None => self.check_completion(key, request_id, output, token).await?,
-        };
-        let moved = {
-            let mut conn = self.pool.acquire().await?;
-            store::complete(&mut conn, &key.key_hash, key.agent_id, request_id, attempt, output).await?
-        };
+        if let Some(a) = checked_here {
+            let moved = self.complete_statement(key, request_id, a.delegation_id, a.attempt, output).await?;
+            if moved.outcome.as_deref() == Some("completed") || !matches!(moved.key, KeyCheck::Ok { .. }) {
+                return self.completed(moved, request_id, a.delegation_id);
+            }
+            if let Some(agent) = key.agent_id {
+                self.recent_delegations.forget_accepted(agent, request_id);
+            }
+        }
+        let (delegation_id, attempt) = self.check_completion(key, request_id, output, token).await?;
+        let moved = self.complete_statement(key, request_id, delegation_id, attempt, output).await?;
+        self.completed(moved, request_id, delegation_id)
+    }
+
+    /// The complete's one statement, on a pooled connection.
+    async fn complete_statement(
+        &self,
+        key: &AgentKey,
+        request_id: Uuid,
+        delegation_id: Uuid,
+        attempt: i32,
+        output: &Value,
+    ) -> Result<store::Moved, DelegationError> {
+        let mut conn = self.pool.acquire().await?;
+        Ok(store::complete(&mut conn, &key.key_hash, key.agent_id, request_id, delegation_id, attempt, output).await?)
+    }
+
+    /// The answer to a complete's statement: once completed, the delegation's waiters are woken
+    /// (a waiter of this process handed the final record).
+    fn completed(&self, moved: store::Moved, request_id: Uuid, delegation_id: Uuid) -> Result<(), DelegationError> {
         let target = identity(moved.key.clone())?;
         match moved.outcome.as_deref() {
             Some("completed") => {

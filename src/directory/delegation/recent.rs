@@ -5,10 +5,11 @@
 //!   which that agent's complete checks its output against before its one statement (instead of
 //!   reading the attempt first). An attempt's number, deadline and output schema never change;
 //!   whether it is still the live one, accepted, in time and addressed to the caller, and
-//!   whether the key is still good, `parley_delegation_complete` checks itself, so an entry
-//!   that is out of date costs nothing but that statement's refusal. Any check that fails in the
-//!   service sends the complete down the path that reads first, so its answer is the one that
-//!   path gives.
+//!   whether the key is still good, `parley_delegation_complete` checks itself, given the
+//!   delegation and attempt remembered (so it never completes another delegation that took the
+//!   same request id since). An entry that is out of date costs that statement's refusal; then,
+//!   as when any check fails in the service, the complete goes down the path that reads first,
+//!   so its answer is the one that path gives.
 //! - a delegation it ended, with its final record, kept only while a long-poll of this process
 //!   waits for it: the woken wait takes it instead of reading it. A record that ended never
 //!   changes again.

@@ -414,8 +414,8 @@ pub async fn target_view(
 }
 
 /// Complete, in one statement, once `output` was checked against the schema of attempt
-/// `attempt` ([`target_view`]): that attempt, still live, addressed to the key's agent, accepted
-/// and within its deadline, completes, the delegation ends with `output`, and its timer is
+/// `attempt` of `delegation_id` ([`target_view`]): that attempt, still live in the delegation of
+/// `request_id` addressed to the key's agent, accepted and within its deadline, completes, the delegation ends with `output`, and its timer is
 /// cancelled; answers the delegation's final record. Autocommit: call it on a pooled
 /// connection, outside any transaction.
 pub async fn complete(
@@ -423,15 +423,17 @@ pub async fn complete(
     key_hash: &[u8],
     agent: Option<Uuid>,
     request_id: Uuid,
+    delegation_id: Uuid,
     attempt: i32,
     output: &Value,
 ) -> sqlx::Result<Moved> {
     let r = sqlx::query!(
         r#"SELECT auth AS "auth!", key_agent_id, key_owner_user_id, outcome, status, delegation_record
-           FROM parley_delegation_complete($1, $2, $3, $4, $5)"#,
+           FROM parley_delegation_complete($1, $2, $3, $4, $5, $6)"#,
         key_hash,
         agent,
         request_id,
+        delegation_id,
         attempt,
         output
     )
