@@ -139,6 +139,13 @@ async fn spawn() -> TestApp {
     TestApp::spawn_with(|c| c.delegation_accept_timeout = Duration::from_secs(2)).await
 }
 
+/// Two instances on one database, each configured as [`spawn`] configures one.
+async fn spawn_two() -> (TestApp, TestApp) {
+    let first = spawn().await;
+    let second = TestApp::spawn_on(&first.database_url, |c| c.delegation_accept_timeout = Duration::from_secs(2)).await;
+    (first, second)
+}
+
 #[tokio::test]
 async fn request_accept_execute_return_with_waits_on_both_sides() {
     let app = spawn().await;
@@ -265,8 +272,7 @@ async fn request_accept_execute_return_with_waits_on_both_sides() {
 /// is completed there.
 #[tokio::test]
 async fn a_complete_answers_alike_through_the_instance_that_accepted_and_through_another() {
-    let first = spawn().await;
-    let second = TestApp::spawn_on(&first.database_url, |c| c.delegation_accept_timeout = Duration::from_secs(2)).await;
+    let (first, second) = spawn_two().await;
     let (requester, targets) = setup(&first, 1).await;
     let target = &targets[0];
     let rid = Uuid::new_v4().to_string();
@@ -336,8 +342,7 @@ async fn a_complete_answers_alike_through_the_instance_that_accepted_and_through
 /// nothing were remembered (the newer's schema refuses an output only the older's accepts).
 #[tokio::test]
 async fn a_remembered_accept_never_completes_another_delegation_of_the_same_request_id() {
-    let first = spawn().await;
-    let second = TestApp::spawn_on(&first.database_url, |c| c.delegation_accept_timeout = Duration::from_secs(2)).await;
+    let (first, second) = spawn_two().await;
     let (requester, targets) = setup(&first, 1).await;
     let target = &targets[0];
     let testing = json!({
@@ -1012,11 +1017,7 @@ async fn every_attempt_status_reaches_both_owners_over_sse_by_anonymous_id_only(
 
 #[tokio::test]
 async fn two_instances_on_one_database_share_the_outbound_count() {
-    let first = spawn().await;
-    let second = TestApp::spawn_on(&first.database_url, |c| {
-        c.delegation_accept_timeout = Duration::from_secs(2)
-    })
-    .await;
+    let (first, second) = spawn_two().await;
     let (requester, _targets) = setup(&first, 1).await;
     let own = first
         .agent_call(
