@@ -552,7 +552,7 @@ impl Engine {
         if let Some(a) = checked_here {
             let moved = self.complete_statement(key, request_id, a.delegation_id, a.attempt, output).await?;
             if moved.outcome.as_deref() == Some("completed") || !matches!(moved.key, KeyCheck::Ok { .. }) {
-                return self.completed(moved, request_id, a.delegation_id);
+                return self.answer_complete(moved, request_id, a.delegation_id);
             }
             if let Some(agent) = key.agent_id {
                 self.recent_delegations.forget_accepted(agent, request_id);
@@ -560,7 +560,7 @@ impl Engine {
         }
         let (delegation_id, attempt) = self.check_completion(key, request_id, output, token).await?;
         let moved = self.complete_statement(key, request_id, delegation_id, attempt, output).await?;
-        self.completed(moved, request_id, delegation_id)
+        self.answer_complete(moved, request_id, delegation_id)
     }
 
     /// The complete's one statement, on a pooled connection.
@@ -578,7 +578,7 @@ impl Engine {
 
     /// The answer to a complete's statement: once completed, the delegation's waiters are woken
     /// (a waiter of this process handed the final record).
-    fn completed(&self, moved: store::Moved, request_id: Uuid, delegation_id: Uuid) -> Result<(), DelegationError> {
+    fn answer_complete(&self, moved: store::Moved, request_id: Uuid, delegation_id: Uuid) -> Result<(), DelegationError> {
         let target = identity(moved.key.clone())?;
         match moved.outcome.as_deref() {
             Some("completed") => {

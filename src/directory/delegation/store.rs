@@ -415,9 +415,9 @@ pub async fn target_view(
 
 /// Complete, in one statement, once `output` was checked against the schema of attempt
 /// `attempt` of `delegation_id` ([`target_view`]): that attempt, still live in the delegation of
-/// `request_id` addressed to the key's agent, accepted and within its deadline, completes, the delegation ends with `output`, and its timer is
-/// cancelled; answers the delegation's final record. Autocommit: call it on a pooled
-/// connection, outside any transaction.
+/// `request_id` addressed to the key's agent, accepted and within its deadline, completes, the
+/// delegation ends with `output`, and its timer is cancelled; answers the delegation's final
+/// record. Autocommit: call it on a pooled connection, outside any transaction.
 pub async fn complete(
     conn: &mut PgConnection,
     key_hash: &[u8],
