@@ -55,10 +55,11 @@ struct Args {
     #[arg(long, default_value_t = 32)]
     agents: usize,
     /// Run only these phases (comma-separated: cycles,pgbench,wake,svs,assess,longpoll,directory;
-    /// `delegation` (request, accept, complete round trips); `metrics` (recording flipped on and
-    /// off every half second within one 90 s turn-cycle phase) and `liveness` (the agents'
-    /// `last_seen_at` writes off and on, round by round), never part of a default run, compare
-    /// the turn cycle with and without them; `floor` is the SQL floor alone
+    /// `delegation` (request, accept, complete round trips over HTTP, then the same work's SQL
+    /// under pgbench); `metrics` (recording flipped on and off every half second within one 90 s
+    /// turn-cycle phase) and `liveness` (the agents' `last_seen_at` writes off and on, round by
+    /// round), never part of a default run, compare the turn cycle with and without them;
+    /// `floor` is the SQL floor alone
     /// (also part of `pgbench`); `floor-variants`, never part of a default run, measures the floor
     /// with timer-row moves and with a NOTIFY added).
     #[arg(long, value_delimiter = ',')]
@@ -222,10 +223,15 @@ impl Server {
 
     /// `pgbench` with the server's host, port and user, on the pgbench scratch database.
     fn pgbench(&self, args: &[String]) -> anyhow::Result<String> {
+        self.pgbench_on(&self.pgbench_db, args)
+    }
+
+    /// `pgbench` with the server's host, port and user, on database `db`.
+    fn pgbench_on(&self, db: &str, args: &[String]) -> anyhow::Result<String> {
         let url = Url::parse(&self.admin_url)?;
         let mut cmd = std::process::Command::new(pgbench_path());
         cmd.args(args)
-            .arg(&self.pgbench_db)
+            .arg(db)
             .env("PGHOST", url.host_str().unwrap_or("127.0.0.1"))
             .env("PGPORT", url.port().unwrap_or(5432).to_string())
             .env(
@@ -1967,10 +1973,106 @@ async fn delegation_agent(
     Ok((id, key, anon))
 }
 
+/// The SQL floor of a delegation's round trip and its pgbench script (BENCHMARKS.md,
+/// "Delegation against its own SQL").
+const DELEGATION_FLOOR_SCRIPT: &str = include_str!("delegation_floor.sql");
+
+/// The SQL floor of a delegation round trip: `delegation_floor.sql` under pgbench (`-M prepared`,
+/// one client per pair, as many pairs as the HTTP phase, the same seconds) on the service's own
+/// database and functions, with pairs of agents of its own registered through the API as the
+/// HTTP phase's are. Every delegation the script made must have ended `completed`, or the floor
+/// did not do the work it stands for and the phase fails. Returns (delegations/s, mean ms).
+async fn delegation_floor(
+    server: &Server,
+    bench: &Arc<Bench>,
+    secs: u64,
+    json_out: bool,
+) -> anyhow::Result<(f64, f64)> {
+    let mut conn = PgConnection::connect(&server.url(&server.app_db)?).await?;
+    sqlx::raw_sql(
+        "CREATE TABLE delegation_floor_pairs (n integer PRIMARY KEY, rid uuid NOT NULL, rhash bytea NOT NULL,
+                                              tid uuid NOT NULL, thash bytea NOT NULL, tanon uuid NOT NULL)",
+    )
+    .execute(&mut conn)
+    .await?;
+    let mut requesters = Vec::new();
+    // pgbench numbers its clients from 0.
+    for n in 0..DELEGATION_PAIRS {
+        let (rid, rkey, _) =
+            delegation_agent(bench, &format!("bench-floor-requester-{n}"), "testing").await?;
+        let (tid, tkey, tanon) =
+            delegation_agent(bench, &format!("bench-floor-target-{n}"), "code-review").await?;
+        let (rid, tid, tanon): (uuid::Uuid, uuid::Uuid, uuid::Uuid) =
+            (rid.parse()?, tid.parse()?, tanon.parse()?);
+        sqlx::query("INSERT INTO delegation_floor_pairs VALUES ($1, $2, $3, $4, $5, $6)")
+            .bind(i32::try_from(n)?)
+            .bind(rid)
+            .bind(parley::delivery::hash_secret(&rkey))
+            .bind(tid)
+            .bind(parley::delivery::hash_secret(&tkey))
+            .bind(tanon)
+            .execute(&mut conn)
+            .await?;
+        requesters.push(rid);
+    }
+    let script = std::env::temp_dir()
+        .join(format!("parley-bench-delegation-floor-{}.sql", std::process::id()));
+    std::fs::write(&script, DELEGATION_FLOOR_SCRIPT)?;
+    note(
+        json_out,
+        format!("delegation sql floor: -M prepared -c {DELEGATION_PAIRS} -j 2 -T {secs}"),
+    );
+    let out = server.pgbench_on(
+        &server.app_db,
+        &[
+            "-n".into(),
+            "-M".into(),
+            "prepared".into(),
+            "-f".into(),
+            script.display().to_string(),
+            "-c".into(),
+            DELEGATION_PAIRS.to_string(),
+            "-j".into(),
+            "2".into(),
+            "-T".into(),
+            secs.to_string(),
+        ],
+    );
+    let _ = std::fs::remove_file(&script);
+    let out = out?;
+    let field = |prefix: &str| {
+        out.lines()
+            .find(|l| l.starts_with(prefix))
+            .and_then(|l| l.trim_start_matches(prefix).split_whitespace().next())
+            .and_then(|v| v.parse::<f64>().ok())
+            .with_context(|| format!("no {prefix:?} in pgbench's output:\n{out}"))
+    };
+    let (tps, latency_ms) = (field("tps = ")?, field("latency average = ")?);
+    let ended: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT status, count(*) FROM delegations WHERE requester_agent_id = ANY($1) GROUP BY status",
+    )
+    .bind(&requesters)
+    .fetch_all(&mut conn)
+    .await?;
+    anyhow::ensure!(
+        !ended.is_empty() && ended.iter().all(|(status, _)| status == "completed"),
+        "the delegation floor's delegations did not all complete: {ended:?}"
+    );
+    sqlx::raw_sql("DROP TABLE delegation_floor_pairs").execute(&mut conn).await?;
+    conn.close().await?;
+    Ok((tps, latency_ms))
+}
+
 /// Delegation round trips over HTTP: 16 requesters each delegate (`?wait=` long-poll) to their
 /// own target by anonymous id; each target long-polls its inbox, accepts and completes. The round
 /// trip is from the delegate call sent to the requester's wait answered with the result.
-async fn delegation(bench: &Arc<Bench>, r: &mut Results, secs: u64, json_out: bool) -> anyhow::Result<()> {
+async fn delegation(
+    server: &Server,
+    bench: &Arc<Bench>,
+    r: &mut Results,
+    secs: u64,
+    json_out: bool,
+) -> anyhow::Result<()> {
     use reqwest::Method;
     note(
         json_out,
@@ -2101,6 +2203,12 @@ async fn delegation(bench: &Arc<Bench>, r: &mut Results, secs: u64, json_out: bo
         "delegation_rtt_p99_ms",
         json!(round(percentile(&all, 99.0), 2)),
     );
+    let (floor, floor_ms) = delegation_floor(server, bench, secs, json_out).await?;
+    r.insert("delegation_sql_floor_per_s", json!(round(floor, 1)));
+    r.insert("delegation_sql_floor_mean_ms", json!(round(floor_ms, 2)));
+    if let Some(rate) = r.get("delegations_per_s").and_then(Value::as_f64) {
+        r.insert("delegation_vs_sql_floor", json!(round(rate / floor, 3)));
+    }
     Ok(())
 }
 
@@ -2320,6 +2428,18 @@ fn print_table(r: &Results) {
             "delegate sent -> result answered, target p99 < 25".into(),
         ),
         (
+            "  SQL floor: delegations /s (mean ms)",
+            format!(
+                "{} ({})",
+                g("delegation_sql_floor_per_s"),
+                g("delegation_sql_floor_mean_ms")
+            ),
+            format!(
+                "the same functions under pgbench; HTTP / floor {}",
+                g("delegation_vs_sql_floor")
+            ),
+        ),
+        (
             "long-polls waiting",
             g("longpoll_waiters").to_string(),
             String::new(),
@@ -2439,7 +2559,7 @@ async fn run(args: Args) -> anyhow::Result<Results> {
                 directory(&bench, &plan, &mut r, args.json).await?;
             }
             if args.only.iter().any(|o| o == "delegation") {
-                delegation(&bench, &mut r, args.delegation_secs, args.json).await?;
+                delegation(&server, &bench, &mut r, args.delegation_secs, args.json).await?;
             }
             if args.only.iter().any(|o| o == "metrics") {
                 metrics_overhead(&bench, args.agents, &mut r, args.json).await?;
