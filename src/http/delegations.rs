@@ -685,7 +685,7 @@ pub struct EndedOut {
     security(("agentKeyBearer" = []), ("agentKey" = [])),
     params(("id" = Uuid, Path, description = "The agent id (the key's own agent)"),
            ("requestId" = Uuid, Path, description = "The delegation's request id")),
-    request_body(content = RejectIn, description = "Optional"),
+    request_body(content = Option<RejectIn>, description = "Optional; an empty body rejects without a reason"),
     responses(
         (status = 200, description = "Rejected", body = EndedOut),
         (status = 400, description = "Invalid body"),

@@ -245,7 +245,7 @@ impl ReactivateIn {
     operation_id = "reactivateOpportunity",
     security(("bearerJwt" = [])),
     params(("id" = Uuid, Path, description = "The opportunity id")),
-    request_body(content = ReactivateIn, description = "Optional; an empty body keeps every context"),
+    request_body(content = Option<ReactivateIn>, description = "Optional; an empty body keeps every context"),
     responses(
         (status = 201, description = "A new round started and ran as far as it goes in process", body = CreatedOut),
         (status = 200, description = "The round an earlier reactivation started is still running: that round", body = CreatedOut),

@@ -53,6 +53,24 @@ fn the_spec_is_openapi_3_1_with_both_kinds_of_credentials() {
     }
 }
 
+/// The operations that accept an empty body declare their body optional, so that a client
+/// generated from the document does not demand one.
+#[test]
+fn bodies_the_operations_do_without_are_optional() {
+    let spec = parley::openapi::spec();
+    for path in [
+        "/api/agents/{id}/keys",
+        "/api/agents/{id}/negotiations/{negotiationId}/extend",
+        "/api/agents/{id}/negotiations/{negotiationId}/release",
+        "/api/agents/{id}/delegations/{requestId}/reject",
+        "/api/opportunities/{id}/reactivate",
+    ] {
+        let body = &spec["paths"][path]["post"]["requestBody"];
+        assert!(body["content"]["application/json"]["schema"].is_object(), "POST {path}: {body}");
+        assert_ne!(body["required"], json!(true), "POST {path}");
+    }
+}
+
 #[tokio::test]
 async fn the_spec_is_served() {
     let app = TestApp::spawn().await;
