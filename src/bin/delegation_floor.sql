@@ -9,12 +9,13 @@
 -- Left out, because the service's round trip can do without them or shares them: the inbox read
 -- that finds nothing before the target's long-poll waits, the event log's batched reads, the
 -- batched wake-up NOTIFYs, the throttled `last_seen_at` writes.
+-- `-D default_limit=N`: the service's default outbound limit, which `open` takes as it does.
 BEGIN;
 SELECT p.rhash, p.rid, p.thash, p.tid, p.tanon, g.req, g.did, g.task, o.next_seq,
        o.requester_anonymous_id AS ranon, o.capability_id AS cap, o.output_schema AS oschema
   FROM delegation_floor_pairs p
  CROSS JOIN (SELECT gen_random_uuid() AS req, gen_random_uuid() AS did, gen_random_uuid() AS task) g
- CROSS JOIN LATERAL parley_delegation_open(p.rhash, p.rid, g.req, p.tanon, 'code-review', NULL, 20) o
+ CROSS JOIN LATERAL parley_delegation_open(p.rhash, p.rid, g.req, p.tanon, 'code-review', NULL, :default_limit) o
  WHERE p.n = :client_id \gset
 SELECT live, delegation_record
   FROM parley_delegation_make(:did, :req, :rid, 'code-review', NULL, '{"code": "fn main() {}"}', :tanon, 60000, true,

@@ -1090,15 +1090,20 @@ fn pgbench(
         "-T".into(),
         plan.pgbench_secs.to_string(),
     ])?;
-    let tps = out
-        .lines()
-        .find(|l| l.starts_with("tps = "))
-        .and_then(|l| l.trim_start_matches("tps = ").split_whitespace().next())
-        .and_then(|v| v.parse::<f64>().ok())
-        .with_context(|| format!("no tps in pgbench's output:\n{out}"))?;
+    let tps = pgbench_figure(&out, "tps = ")?;
     r.insert("pgbench_tps", json!(round(tps, 1)));
     r.insert("pgbench_clients", json!(clients));
     Ok(())
+}
+
+/// The number after `prefix` on the line of pgbench's report that starts with it (`tps = `,
+/// `latency average = `).
+fn pgbench_figure(out: &str, prefix: &str) -> anyhow::Result<f64> {
+    out.lines()
+        .find_map(|l| l.strip_prefix(prefix))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|v| v.parse::<f64>().ok())
+        .with_context(|| format!("no {prefix:?} in pgbench's output:\n{out}"))
 }
 
 /// The floor's tables and seed function, and its pgbench script (BENCHMARKS.md, "The SQL floor").
@@ -1155,12 +1160,7 @@ async fn sql_floor(
                 "-T".into(),
                 plan.pgbench_secs.to_string(),
             ])?;
-            let tps = out
-                .lines()
-                .find(|l| l.starts_with("tps = "))
-                .and_then(|l| l.trim_start_matches("tps = ").split_whitespace().next())
-                .and_then(|v| v.parse::<f64>().ok())
-                .with_context(|| format!("no tps in pgbench's output:\n{out}"))?;
+            let tps = pgbench_figure(&out, "tps = ")?;
             r.insert(key, json!(round(tps, 1)));
         }
         anyhow::Ok(())
@@ -2030,6 +2030,11 @@ async fn delegation_floor(
             "prepared".into(),
             "-f".into(),
             script.display().to_string(),
+            "-D".into(),
+            format!(
+                "default_limit={}",
+                parley::directory::delegation::DEFAULT_OUTBOUND_RATE_LIMIT
+            ),
             "-c".into(),
             DELEGATION_PAIRS.to_string(),
             "-j".into(),
@@ -2040,14 +2045,8 @@ async fn delegation_floor(
     );
     let _ = std::fs::remove_file(&script);
     let out = out?;
-    let field = |prefix: &str| {
-        out.lines()
-            .find(|l| l.starts_with(prefix))
-            .and_then(|l| l.trim_start_matches(prefix).split_whitespace().next())
-            .and_then(|v| v.parse::<f64>().ok())
-            .with_context(|| format!("no {prefix:?} in pgbench's output:\n{out}"))
-    };
-    let (tps, latency_ms) = (field("tps = ")?, field("latency average = ")?);
+    let tps = pgbench_figure(&out, "tps = ")?;
+    let latency_ms = pgbench_figure(&out, "latency average = ")?;
     let ended: Vec<(String, i64)> = sqlx::query_as(
         "SELECT status, count(*) FROM delegations WHERE requester_agent_id = ANY($1) GROUP BY status",
     )
