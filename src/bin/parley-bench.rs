@@ -1981,13 +1981,14 @@ const DELEGATION_FLOOR_SCRIPT: &str = include_str!("delegation_floor.sql");
 /// one client per pair, as many pairs as the HTTP phase, the same seconds) on the service's own
 /// database and functions, with pairs of agents of its own registered through the API as the
 /// HTTP phase's are. Every delegation the script made must have ended `completed`, or the floor
-/// did not do the work it stands for and the phase fails. Returns (delegations/s, mean ms).
+/// did not do the work it stands for and the phase fails. pgbench logs each transaction's
+/// latency (`-l`), so the floor's percentiles stand beside the round trip's.
 async fn delegation_floor(
     server: &Server,
     bench: &Arc<Bench>,
     secs: u64,
     json_out: bool,
-) -> anyhow::Result<(f64, f64)> {
+) -> anyhow::Result<FloorFigures> {
     let mut conn = PgConnection::connect(&server.url(&server.app_db)?).await?;
     sqlx::raw_sql(
         "CREATE TABLE delegation_floor_pairs (n integer PRIMARY KEY, rid uuid NOT NULL, rhash bytea NOT NULL,
@@ -2015,8 +2016,9 @@ async fn delegation_floor(
             .await?;
         requesters.push(rid);
     }
-    let script = std::env::temp_dir()
-        .join(format!("parley-bench-delegation-floor-{}.sql", std::process::id()));
+    let work = std::env::temp_dir().join(format!("parley-bench-delegation-floor-{}", std::process::id()));
+    std::fs::create_dir_all(&work)?;
+    let script = work.join("delegation_floor.sql");
     std::fs::write(&script, DELEGATION_FLOOR_SCRIPT)?;
     note(
         json_out,
@@ -2041,12 +2043,21 @@ async fn delegation_floor(
             "2".into(),
             "-T".into(),
             secs.to_string(),
+            "-l".into(),
+            format!("--log-prefix={}", work.join("txn").display()),
         ],
     );
-    let _ = std::fs::remove_file(&script);
-    let out = out?;
-    let tps = pgbench_figure(&out, "tps = ")?;
-    let latency_ms = pgbench_figure(&out, "latency average = ")?;
+    let logged = out.and_then(|out| Ok((out, transaction_latencies_ms(&work)?)));
+    let _ = std::fs::remove_dir_all(&work);
+    let (out, mut latencies) = logged?;
+    anyhow::ensure!(!latencies.is_empty(), "pgbench logged no transactions of the delegation floor");
+    latencies.sort_by(f64::total_cmp);
+    let figures = FloorFigures {
+        per_s: pgbench_figure(&out, "tps = ")?,
+        mean_ms: pgbench_figure(&out, "latency average = ")?,
+        p50_ms: percentile(&latencies, 50.0),
+        p99_ms: percentile(&latencies, 99.0),
+    };
     let ended: Vec<(String, i64)> = sqlx::query_as(
         "SELECT status, count(*) FROM delegations WHERE requester_agent_id = ANY($1) GROUP BY status",
     )
@@ -2059,7 +2070,38 @@ async fn delegation_floor(
     );
     sqlx::raw_sql("DROP TABLE delegation_floor_pairs").execute(&mut conn).await?;
     conn.close().await?;
-    Ok((tps, latency_ms))
+    Ok(figures)
+}
+
+/// What the delegation floor measured: delegations a second, and the latency of one whole
+/// delegation (pgbench's mean, and percentiles over its per-transaction log).
+struct FloorFigures {
+    per_s: f64,
+    mean_ms: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+}
+
+/// Every transaction's latency, in ms, from the per-transaction logs pgbench `-l` wrote in `dir`
+/// (one file per thread; each line `client transaction latency_us script epoch_s epoch_us`).
+fn transaction_latencies_ms(dir: &std::path::Path) -> anyhow::Result<Vec<f64>> {
+    let mut all = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if !path.file_name().is_some_and(|n| n.to_string_lossy().starts_with("txn.")) {
+            continue;
+        }
+        for line in std::fs::read_to_string(&path)?.lines() {
+            let latency_us: f64 = line
+                .split_whitespace()
+                .nth(2)
+                .with_context(|| format!("pgbench log line {line:?}"))?
+                .parse()
+                .with_context(|| format!("pgbench log line {line:?}"))?;
+            all.push(latency_us / 1000.0);
+        }
+    }
+    Ok(all)
 }
 
 /// Delegation round trips over HTTP: 16 requesters each delegate (`?wait=` long-poll) to their
@@ -2202,11 +2244,13 @@ async fn delegation(
         "delegation_rtt_p99_ms",
         json!(round(percentile(&all, 99.0), 2)),
     );
-    let (floor, floor_ms) = delegation_floor(server, bench, secs, json_out).await?;
-    r.insert("delegation_sql_floor_per_s", json!(round(floor, 1)));
-    r.insert("delegation_sql_floor_mean_ms", json!(round(floor_ms, 2)));
+    let floor = delegation_floor(server, bench, secs, json_out).await?;
+    r.insert("delegation_sql_floor_per_s", json!(round(floor.per_s, 1)));
+    r.insert("delegation_sql_floor_mean_ms", json!(round(floor.mean_ms, 2)));
+    r.insert("delegation_sql_floor_p50_ms", json!(round(floor.p50_ms, 2)));
+    r.insert("delegation_sql_floor_p99_ms", json!(round(floor.p99_ms, 2)));
     if let Some(rate) = r.get("delegations_per_s").and_then(Value::as_f64) {
-        r.insert("delegation_vs_sql_floor", json!(round(rate / floor, 3)));
+        r.insert("delegation_vs_sql_floor", json!(round(rate / floor.per_s, 3)));
     }
     Ok(())
 }
@@ -2439,6 +2483,15 @@ fn print_table(r: &Results) {
             ),
         ),
         (
+            "  SQL floor: p50 / p99 ms",
+            format!(
+                "{} / {}",
+                g("delegation_sql_floor_p50_ms"),
+                g("delegation_sql_floor_p99_ms")
+            ),
+            "one delegation's SQL, no HTTP".into(),
+        ),
+        (
             "long-polls waiting",
             g("longpoll_waiters").to_string(),
             String::new(),
@@ -2606,5 +2659,26 @@ fn main() -> std::process::ExitCode {
             eprintln!("parley-bench: {e:#}");
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floor_latencies_are_read_from_every_thread_log_and_nothing_else() {
+        let dir = std::env::temp_dir().join(format!("parley-bench-txn-log-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // pgbench -l with two threads: `txn.<pid>` and `txn.<pid>.1`.
+        std::fs::write(dir.join("txn.77"), "0 0 20125 0 1764090000 120000\n1 0 1500 0 1764090000 130000\n").unwrap();
+        std::fs::write(dir.join("txn.77.1"), "8 0 33000 0 1764090001 5\n").unwrap();
+        std::fs::write(dir.join("delegation_floor.sql"), "SELECT 1;\n").unwrap();
+        let mut ms = transaction_latencies_ms(&dir).unwrap();
+        ms.sort_by(f64::total_cmp);
+        assert_eq!(ms, vec![1.5, 20.125, 33.0]);
+        std::fs::write(dir.join("txn.77.2"), "8 0\n").unwrap();
+        assert!(transaction_latencies_ms(&dir).is_err(), "a line without a latency is an error, not a zero");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
