@@ -1143,23 +1143,15 @@ async fn sql_floor(
                     plan.pgbench_secs
                 ),
             );
-            let out = server.pgbench(&[
-                "-n".into(),
-                "-M".into(),
-                "prepared".into(),
-                "-f".into(),
-                script.display().to_string(),
-                "-D".into(),
-                format!("timers={}", u8::from(timers)),
-                "-D".into(),
-                format!("notify={}", u8::from(notify)),
-                "-c".into(),
-                clients.to_string(),
-                "-j".into(),
-                "2".into(),
-                "-T".into(),
-                plan.pgbench_secs.to_string(),
-            ])?;
+            let out = server.pgbench(&script_run(
+                &script,
+                &[
+                    ("timers", u8::from(timers).to_string()),
+                    ("notify", u8::from(notify).to_string()),
+                ],
+                clients,
+                plan.pgbench_secs,
+            ))?;
             let tps = pgbench_figure(&out, "tps = ")?;
             r.insert(key, json!(round(tps, 1)));
         }
@@ -2024,29 +2016,17 @@ async fn delegation_floor(
         json_out,
         format!("delegation sql floor: -M prepared -c {DELEGATION_PAIRS} -j 2 -T {secs}"),
     );
-    let out = server.pgbench_on(
-        &server.app_db,
-        &[
-            "-n".into(),
-            "-M".into(),
-            "prepared".into(),
-            "-f".into(),
-            script.display().to_string(),
-            "-D".into(),
-            format!(
-                "default_limit={}",
-                parley::directory::delegation::DEFAULT_OUTBOUND_RATE_LIMIT
-            ),
-            "-c".into(),
-            DELEGATION_PAIRS.to_string(),
-            "-j".into(),
-            "2".into(),
-            "-T".into(),
-            secs.to_string(),
-            "-l".into(),
-            format!("--log-prefix={}", work.join("txn").display()),
-        ],
+    let mut args = script_run(
+        &script,
+        &[(
+            "default_limit",
+            parley::directory::delegation::DEFAULT_OUTBOUND_RATE_LIMIT.to_string(),
+        )],
+        DELEGATION_PAIRS,
+        secs,
     );
+    args.extend(["-l".into(), format!("--log-prefix={}", work.join("txn").display())]);
+    let out = server.pgbench_on(&server.app_db, &args);
     let logged = out.and_then(|out| Ok((out, transaction_latencies_ms(&work)?)));
     let _ = std::fs::remove_dir_all(&work);
     let (out, mut latencies) = logged?;
@@ -2071,6 +2051,23 @@ async fn delegation_floor(
     sqlx::raw_sql("DROP TABLE delegation_floor_pairs").execute(&mut conn).await?;
     conn.close().await?;
     Ok(figures)
+}
+
+/// pgbench's arguments for a custom script: `-n -M prepared`, each `-D name=value`, `clients`
+/// clients on two threads for `secs` seconds.
+fn script_run(
+    script: &std::path::Path,
+    defines: &[(&str, String)],
+    clients: usize,
+    secs: u64,
+) -> Vec<String> {
+    let mut args: Vec<String> = ["-n", "-M", "prepared", "-f"].map(String::from).into();
+    args.push(script.display().to_string());
+    for (name, value) in defines {
+        args.extend(["-D".into(), format!("{name}={value}")]);
+    }
+    args.extend(["-c".into(), clients.to_string(), "-j".into(), "2".into(), "-T".into(), secs.to_string()]);
+    args
 }
 
 /// What the delegation floor measured: delegations a second, and the latency of one whole
