@@ -1,5 +1,6 @@
 //! The database: where it comes from (given URL or embedded server), creation, migration, the pool.
 
+pub mod definitions;
 pub mod embedded;
 
 use std::{str::FromStr, time::Duration};
@@ -46,11 +47,41 @@ pub async fn open(
     Ok(Database { pool, url, embedded })
 }
 
-/// Runs Parley's migrations and sets up the timer queue's tables (apalis keeps its own
-/// migration history in `apalis._sqlx_migrations`, so the two never conflict).
+/// Runs Parley's migrations, applies the SQL functions' current definitions
+/// ([`definitions::apply`]) and sets up the timer queue's tables (apalis keeps its own migration
+/// history in `apalis._sqlx_migrations`, so the two never conflict).
 pub async fn migrate(pool: &PgPool) -> anyhow::Result<()> {
+    refuse_folded_history(pool).await?;
     MIGRATOR.run(pool).await.context("running migrations")?;
+    definitions::apply(pool).await.context("applying the SQL functions")?;
     parley_jobs::setup(pool).await.context("setting up the timer queue")?;
+    Ok(())
+}
+
+/// The first migration of the history that was folded into the baseline: a database that has it
+/// was made before the fold.
+const FOLDED_HISTORY: i64 = 20261122000001;
+
+/// Refuses, with a message that says what to do, a database migrated by a development version
+/// from before the migrations were folded into one baseline: its history names migrations that
+/// no longer exist, and the migrator would stop at the first one without saying why.
+async fn refuse_folded_history(pool: &PgPool) -> anyhow::Result<()> {
+    let migrated: bool =
+        sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations') IS NOT NULL").fetch_one(pool).await?;
+    if !migrated {
+        return Ok(());
+    }
+    let folded: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM _sqlx_migrations WHERE version = $1)")
+        .bind(FOLDED_HISTORY)
+        .fetch_one(pool)
+        .await?;
+    if folded {
+        anyhow::bail!(
+            "this database was made by a development version of Parley whose migrations have since been \
+             folded into one baseline; it cannot be migrated in place. Drop it and start again (for the \
+             embedded database: stop Parley and delete the data directory's `pg` folder)"
+        );
+    }
     Ok(())
 }
 

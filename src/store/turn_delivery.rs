@@ -2,8 +2,8 @@
 //! ([`respond_snapshot`]) and one call of `parley_respond` ([`apply_respond`]). Each does its own
 //! authentication by API-key hash, so an agent's turn costs no extra round trip for it.
 //!
-//! The SQL lives in `migrations/20261122000003_turn_statements.up.sql` (pickup as redefined by
-//! `migrations/20261220000002_reactivation.up.sql`); this module binds it and
+//! The SQL lives in `migrations/functions/` (`parley_pickup.sql`, `parley_respond.sql`,
+//! `parley_park.sql`, `parley_store_turns.sql`, one file each); this module binds it and
 //! decodes what it returns. The transitions it makes are the task table's `Claim`, `Respond` and
 //! `Park`, written as literals there (so the planner can use the partial indexes on `state`);
 //! [`TRANSITIONS`] names them and a test pins them against the Rust table.

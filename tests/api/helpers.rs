@@ -71,10 +71,14 @@ async fn server() -> &'static Server {
 async fn prepare_template(admin_url: &str) -> String {
     use sha2::Digest as _;
     let version: i64 = db::MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
-    // Every migration and the timer crate's SQL: any change to the schema makes a new template.
+    // Every migration, every SQL function's definition and the timer crate's SQL: any change to
+    // the schema makes a new template.
     let mut schema = sha2::Sha256::new();
     for m in db::MIGRATOR.iter() {
         schema.update(&m.checksum);
+    }
+    for d in db::definitions::DEFINITIONS {
+        schema.update(d.checksum());
     }
     schema.update(parley_jobs::TIMERS_SQL.as_bytes());
     let checksum: String = schema.finalize().iter().take(8).map(|b| format!("{b:02x}")).collect();

@@ -5,6 +5,7 @@ mod agents;
 mod authz;
 mod claims;
 mod cli;
+mod definitions;
 mod delegation;
 mod delegation_tasks;
 mod delivery;

@@ -3,7 +3,7 @@
 //! moves come from [`super::state`]'s table and are written only from the state that was read.
 //!
 //! The calls on a delegation's usual path are few statements each, their SQL functions in
-//! `migrations/20261224000001_delegation_statements.up.sql`: [`open`] (what a new delegation
+//! `migrations/functions/parley_delegation_*.sql`: [`open`] (what a new delegation
 //! reads under its requester's lock) and [`offer`] (one attempt, with its timer), [`accept`]
 //! (the whole accept), [`target_view`] then [`complete`] (the output is checked in between),
 //! and [`inbox_for_key`]. Each of those authenticates the caller's API key itself, so the

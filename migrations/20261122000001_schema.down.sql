@@ -1,9 +1,0 @@
-DROP TABLE IF EXISTS opportunity_decisions;
-DROP TABLE IF EXISTS artifacts;
-DROP TABLE IF EXISTS messages;
-DROP TABLE IF EXISTS tasks;
-DROP TABLE IF EXISTS api_keys;
-DROP TABLE IF EXISTS agents;
-DROP TABLE IF EXISTS conversation_participants;
-DROP TABLE IF EXISTS conversations;
-DROP TABLE IF EXISTS opportunities;

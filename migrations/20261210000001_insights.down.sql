@@ -1,9 +1,0 @@
-DROP INDEX IF EXISTS agent_trust_days_day_idx;
-DROP INDEX IF EXISTS opportunities_candidate_expired_idx;
-DROP INDEX IF EXISTS opportunities_source_expired_idx;
-DROP INDEX IF EXISTS opportunities_expired_idx;
-DROP INDEX IF EXISTS opportunity_decisions_user_decided_idx;
-DROP INDEX IF EXISTS opportunity_decisions_decided_idx;
-DROP INDEX IF EXISTS tasks_candidate_completed_idx;
-DROP INDEX IF EXISTS tasks_source_completed_idx;
-DROP INDEX IF EXISTS tasks_completed_idx;

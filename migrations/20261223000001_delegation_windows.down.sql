@@ -1,2 +1,0 @@
-DROP INDEX delegation_attempts_target_recent_idx;
-DROP INDEX delegations_requester_recent_idx;
