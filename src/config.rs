@@ -121,6 +121,25 @@ pub struct Config {
     pub anonymous_id_ttl: Duration,
     /// `PARLEY_DELEGATION_ACCEPT_TIMEOUT`: how long a delegation attempt waits to be accepted.
     pub delegation_accept_timeout: Duration,
+    /// `PARLEY_DELEGATION_MIN_TIMEOUT`: the shortest `timeoutMs` a delegation may ask for.
+    pub delegation_min_timeout: Duration,
+    /// `PARLEY_OUTBOUND_RATE`: delegations an agent may send per 60 s; a capability may only
+    /// declare a lower limit.
+    pub outbound_rate: u32,
+    /// `PARLEY_INBOUND_RATE`: delegation attempts an agent may receive per 60 s; a capability may
+    /// only declare a lower limit, and one requesting owner may use at most half of it.
+    pub inbound_rate: u32,
+    /// `PARLEY_TRUST_PER_REQUESTER`: how many attempts of one requesting owner count for or
+    /// against one target's trust per UTC day.
+    pub trust_per_requester: u32,
+    /// `PARLEY_SCHEMA_CHECK_TIMEOUT`: the longest a JSON Schema check of a delegation's input
+    /// or output may take before the call is answered without it.
+    pub schema_check_timeout: Duration,
+    /// `PARLEY_INPUT_FAILURE_BURST`: delegations refused for an input the target's schema
+    /// rejects that one requester may make in a burst before it is answered 429.
+    pub input_failure_burst: u32,
+    /// `PARLEY_INPUT_FAILURE_REFILL`: one more such refusal is allowed per this period.
+    pub input_failure_refill: Duration,
 }
 
 impl Default for Config {
@@ -156,6 +175,13 @@ impl Default for Config {
             min_trust: 0,
             anonymous_id_ttl: Duration::from_secs(24 * 3600),
             delegation_accept_timeout: Duration::from_secs(60),
+            delegation_min_timeout: Duration::from_secs(1),
+            outbound_rate: 20,
+            inbound_rate: 10,
+            trust_per_requester: 3,
+            schema_check_timeout: Duration::from_secs(1),
+            input_failure_burst: 20,
+            input_failure_refill: Duration::from_secs(3),
         }
     }
 }
@@ -265,6 +291,29 @@ impl Config {
             return Err(ConfigError { var: "PARLEY_AUTH_FAILURE_BURST", message: "must be at least 1".into() });
         }
 
+        let input_failure_burst = number("PARLEY_INPUT_FAILURE_BURST", d.input_failure_burst)?;
+        if input_failure_burst < 1 {
+            return Err(ConfigError { var: "PARLEY_INPUT_FAILURE_BURST", message: "must be at least 1".into() });
+        }
+        let trust_per_requester = number("PARLEY_TRUST_PER_REQUESTER", d.trust_per_requester)?;
+        if trust_per_requester < 1 {
+            return Err(ConfigError { var: "PARLEY_TRUST_PER_REQUESTER", message: "must be at least 1".into() });
+        }
+        let delegation_min_timeout = duration("PARLEY_DELEGATION_MIN_TIMEOUT", d.delegation_min_timeout)?;
+        if delegation_min_timeout > Duration::from_secs(24 * 3600) {
+            return Err(ConfigError { var: "PARLEY_DELEGATION_MIN_TIMEOUT", message: "must be at most 24h".into() });
+        }
+
+        let rate = |name: &'static str, default: u32| -> Result<u32, ConfigError> {
+            let n = number(name, default)?;
+            if n > 10_000 {
+                return Err(ConfigError { var: name, message: "must be a whole number from 0 to 10000 (per minute)".into() });
+            }
+            Ok(n)
+        };
+        let outbound_rate = rate("PARLEY_OUTBOUND_RATE", d.outbound_rate)?;
+        let inbound_rate = rate("PARLEY_INBOUND_RATE", d.inbound_rate)?;
+
         let min_trust = number("PARLEY_MIN_TRUST", d.min_trust)?;
         if min_trust > 100 {
             return Err(ConfigError { var: "PARLEY_MIN_TRUST", message: "must be a percentile from 0 to 100".into() });
@@ -321,6 +370,13 @@ impl Config {
             min_trust,
             anonymous_id_ttl: duration("PARLEY_ANONYMOUS_ID_TTL", d.anonymous_id_ttl)?,
             delegation_accept_timeout: duration("PARLEY_DELEGATION_ACCEPT_TIMEOUT", d.delegation_accept_timeout)?,
+            delegation_min_timeout,
+            outbound_rate,
+            inbound_rate,
+            trust_per_requester,
+            schema_check_timeout: duration("PARLEY_SCHEMA_CHECK_TIMEOUT", d.schema_check_timeout)?,
+            input_failure_burst,
+            input_failure_refill: duration("PARLEY_INPUT_FAILURE_REFILL", d.input_failure_refill)?,
         })
     }
 }
@@ -355,6 +411,8 @@ mod tests {
         );
         assert_eq!(c.jwt_max_ttl, Duration::from_secs(30 * 86_400));
         assert_eq!((c.auth_failure_burst, c.auth_failure_refill), (30, Duration::from_millis(250)));
+        assert_eq!(c.delegation_min_timeout, Duration::from_secs(1));
+        assert_eq!((c.outbound_rate, c.inbound_rate, c.trust_per_requester), (20, 10, 3));
     }
 
     #[test]
@@ -401,6 +459,11 @@ mod tests {
             ("PARLEY_AUTH_FAILURE_REFILL", "0s"),
             ("PARLEY_AGENT_LIVENESS", "40s"),
             ("PARLEY_PARK_TIMEOUT_OFFLINE", "-1s"),
+            ("PARLEY_TRUST_PER_REQUESTER", "0"),
+            ("PARLEY_OUTBOUND_RATE", "lots"),
+            ("PARLEY_INBOUND_RATE", "20000"),
+            ("PARLEY_DELEGATION_MIN_TIMEOUT", "2d"),
+            ("PARLEY_INPUT_FAILURE_BURST", "0"),
         ] {
             let err = load(&[(var, value)]).unwrap_err();
             assert_eq!(err.var, var);

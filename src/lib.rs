@@ -13,6 +13,7 @@ pub mod delivery;
 pub mod directory;
 pub mod domain;
 pub mod embeddings;
+pub mod failure_limiter;
 pub mod http;
 pub mod live;
 pub mod metrics;

@@ -8,7 +8,8 @@
 //! are read by one query per scrape, not tracked by hand, so they cannot drift.
 //!
 //! Label values are bounded: route templates such as `/api/negotiations/:id` (never raw paths or
-//! ids), methods, statuses, and
+//! ids; a path no route matches is `unmatched`), the standard methods (any other is `other`),
+//! statuses, and
 //! the closed sets of actions, side kinds, outcomes and end reasons.
 
 use std::{
@@ -123,14 +124,32 @@ pub async fn track_http(request: Request<Body>, next: Next) -> Response {
         .get::<MatchedPath>()
         .map(|p| route_label(p.as_str()))
         .unwrap_or_else(|| "unmatched".to_owned());
-    let method = request.method().as_str().to_owned();
+    let method = method_label(request.method());
     let started = std::time::Instant::now();
     let response = next.run(request).await;
     let status = response.status().as_u16().to_string();
-    histogram!("parley_http_request_duration_seconds", "method" => method.clone(), "route" => route.clone())
+    histogram!("parley_http_request_duration_seconds", "method" => method, "route" => route.clone())
         .record(started.elapsed().as_secs_f64());
     counter!("parley_http_requests_total", "method" => method, "route" => route, "status" => status).increment(1);
     response
+}
+
+/// A method as a label: the standard ones by name, anything else `other` (a client may send any
+/// token as a method, and every distinct label value is a series kept for good).
+fn method_label(method: &axum::http::Method) -> &'static str {
+    use axum::http::Method;
+    match *method {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        Method::TRACE => "TRACE",
+        Method::CONNECT => "CONNECT",
+        _ => "other",
+    }
 }
 
 /// A route template as a label: `/api/negotiations/{id}` becomes `/api/negotiations/:id`, the

@@ -209,6 +209,9 @@ impl Service {
             .env("PARLEY_PARK_TIMEOUT", "2s")
             .env("PARLEY_PVP_TIMEOUT", "20s")
             .env("PARLEY_DELEGATION_ACCEPT_TIMEOUT", "2s")
+            // The run measures faults, not rate limits (see `faults::delegations::cast`).
+            .env("PARLEY_OUTBOUND_RATE", "10000")
+            .env("PARLEY_INBOUND_RATE", "10000")
             .env("PARLEY_TIMER_POLL", "200ms")
             .env("PARLEY_HOUSEKEEPING_EVERY", "2s")
             .env("PARLEY_DB_POOL_SIZE", "24")

@@ -42,7 +42,7 @@ BEGIN
     ELSIF least(a.accept_deadline, a.deadline) <= now() THEN
         outcome := 'past_deadline';
     ELSIF NOT parley_delegation_move(d.delegation_id, a.attempt, 'request', 'accepted', NULL, NULL,
-                                     d.status, d.retries_used, 'accepted') THEN
+                                     d.status, d.retries_used, 'accepted', NULL) THEN
         outcome := 'invalid_state';
     ELSE
         IF a.accept_deadline < a.deadline THEN

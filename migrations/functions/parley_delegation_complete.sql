@@ -5,9 +5,11 @@
 -- within its deadline, moves to
 -- `completed`, the delegation ends with its output, and its timer is cancelled. `outcome`:
 -- `completed` (with the delegation's final `delegation_record`), or why not, as for accept
--- (`past_deadline` when the deadline has passed).
+-- (`past_deadline` when the deadline has passed). The completion counts for the target as
+-- `parley_delegation_move` says, with `p_trust_per_requester`.
 CREATE OR REPLACE FUNCTION parley_delegation_complete(
-    p_key_hash bytea, p_agent uuid, p_request uuid, p_delegation uuid, p_attempt integer, p_output jsonb
+    p_key_hash bytea, p_agent uuid, p_request uuid, p_delegation uuid, p_attempt integer, p_output jsonb,
+    p_trust_per_requester integer
 ) RETURNS TABLE (auth text, key_agent_id uuid, key_owner_user_id text, outcome text, status text, delegation_record jsonb)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
@@ -38,7 +40,7 @@ BEGIN
     ELSIF a.deadline <= now() THEN
         outcome := 'past_deadline';
     ELSIF NOT parley_delegation_move(d.delegation_id, a.attempt, 'accepted', 'completed', p_output, NULL,
-                                     d.status, d.retries_used, 'completed') THEN
+                                     d.status, d.retries_used, 'completed', p_trust_per_requester) THEN
         outcome := 'invalid_state';
     ELSE
         PERFORM parley_jobs.disarm_delegation_timeout(d.delegation_id);

@@ -1,20 +1,22 @@
 -- What a new delegation reads first, under its requester's lock (held to the end of the
 -- transaction, so that one requester's delegations count each other exactly and a second
 -- request with the same id sees the first), authentication included. `auth` as
--- `parley_agent_of_key` says it for any agent of the key; `own` is false when the key's agent is
--- not `p_agent` (the body's `agentId`, checked after the key itself). Then: the delegation this
--- request id already made (`existing`); the outbound window (the smallest outbound limit over the
--- requester's capabilities, else `p_default_limit`; whether that many were sent in the last
--- 60 s, and then when the oldest of them leaves the window); the rank and the earliest time
--- (`next_seq`, `not_before`) the new delegation takes; the named target `p_target` resolved (`target_agent_id`,
--- and whether that anonymous id is `target_live`) with what it offers for the kind of work (as
--- `store::target_offer` reads it); and the requester's current anonymous id, when it has one
--- that has not expired.
+-- `parley_agent_of_key` says it for any agent of the key; `own` is false when `p_agent` (the
+-- body's `agentId`, when it gives one) is not the key's agent. Then: the delegation this
+-- request id already made (`existing`), or `taken` when another requester made it (a request
+-- id belongs to its first requester; nothing else about it is read); the outbound window
+-- (`p_default_limit`, the service's limit, or a lower one that one of the requester's
+-- capabilities declares; whether that many were sent in the last 60 s, and then when the
+-- oldest of them leaves the window); the rank and the earliest time (`next_seq`,
+-- `not_before`) the new delegation takes; the named target `p_target` resolved
+-- (`target_agent_id`, and whether that anonymous id is `target_live`) with what it offers for
+-- the kind of work (as `store::target_offer` reads it); and the requester's current anonymous
+-- id, when it has one that has not expired.
 CREATE OR REPLACE FUNCTION parley_delegation_open(
     p_key_hash bytea, p_agent uuid, p_request uuid, p_target uuid, p_task_type text, p_custom_type text,
     p_default_limit integer
 ) RETURNS TABLE (
-    auth text, key_agent_id uuid, key_owner_user_id text, own boolean, existing uuid,
+    auth text, key_agent_id uuid, key_owner_user_id text, own boolean, existing uuid, taken boolean,
     outbound_limit integer, window_full boolean, frees_at timestamptz, next_seq bigint, not_before timestamptz,
     target_agent_id uuid, target_live boolean, target_active boolean, capability_id uuid,
     input_schema jsonb, output_schema jsonb, enabled boolean, accept_delegations boolean,
@@ -27,19 +29,22 @@ DECLARE
 BEGIN
     SELECT k.auth, k.agent_id, k.owner_user_id INTO auth, key_agent_id, key_owner_user_id
       FROM parley_agent_of_key(p_key_hash, NULL) k;
-    own := key_agent_id = p_agent;
+    own := p_agent IS NULL OR key_agent_id = p_agent;
     IF auth <> 'ok' OR NOT own THEN
         RETURN NEXT;
         RETURN;
     END IF;
     PERFORM pg_advisory_xact_lock(hashtextextended('delegation-outbound:' || key_agent_id, 0));
-    SELECT x.delegation_id INTO existing FROM delegations x
-     WHERE x.requester_agent_id = key_agent_id AND x.request_id = p_request;
-    IF existing IS NOT NULL THEN
+    SELECT x.delegation_id, x.requester_agent_id <> key_agent_id INTO existing, taken FROM delegations x
+     WHERE x.request_id = p_request;
+    IF taken THEN
+        existing := NULL;
+    END IF;
+    IF existing IS NOT NULL OR taken THEN
         RETURN NEXT;
         RETURN;
     END IF;
-    SELECT coalesce(min(c.outbound_rate_limit), p_default_limit) INTO outbound_limit
+    SELECT least(p_default_limit, min(c.outbound_rate_limit)) INTO outbound_limit
       FROM capabilities c WHERE c.agent_id = key_agent_id;
     -- The requester's newest delegation, then its `outbound_limit`-th newest: the window is full
     -- while that one is in it, and frees up when it leaves.

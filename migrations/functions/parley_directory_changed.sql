@@ -35,5 +35,5 @@ CREATE CONSTRAINT TRIGGER trust_records_directory_version AFTER INSERT OR DELETE
 DROP TRIGGER IF EXISTS trust_records_directory_version_update ON trust_records;
 CREATE CONSTRAINT TRIGGER trust_records_directory_version_update AFTER UPDATE ON trust_records
     DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
-    WHEN (OLD.raw IS DISTINCT FROM NEW.raw OR (OLD.events < 10) IS DISTINCT FROM (NEW.events < 10))
+    WHEN (OLD.raw IS DISTINCT FROM NEW.raw OR OLD.provisional IS DISTINCT FROM NEW.provisional)
     EXECUTE FUNCTION parley_directory_changed();

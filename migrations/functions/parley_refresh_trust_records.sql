@@ -24,21 +24,27 @@ LANGUAGE sql AS $$
           FROM asked g CROSS JOIN today
           LEFT JOIN agent_trust_days t ON t.agent_id = g.agent_id AND t.day > today.d - 90
          GROUP BY g.agent_id
+    ), owners AS (
+        SELECT q.target_agent_id AS agent_id, count(DISTINCT q.requester_owner_id) AS n
+          FROM trust_requester_days q, today
+         WHERE q.target_agent_id IN (SELECT agent_id FROM asked) AND q.day > today.d - 90
+         GROUP BY q.target_agent_id
     ), kept AS (
         SELECT r.agent_id, coalesce(r.health, 50) AS health,
                CASE WHEN r.finished > 0 THEN 100 * r.completed::numeric / r.finished ELSE 50 END AS delegation,
-               r.events, r.updated_at
-          FROM record r
+               r.events, r.updated_at, parley_trust_provisional(r.finished, o.n) AS provisional
+          FROM record r LEFT JOIN owners o ON o.agent_id = r.agent_id
          WHERE r.days > 0 OR EXISTS (SELECT 1 FROM capabilities c WHERE c.agent_id = r.agent_id)
     ), dropped AS (
         DELETE FROM trust_records x
          WHERE x.agent_id IN (SELECT agent_id FROM asked) AND x.agent_id NOT IN (SELECT agent_id FROM kept)
     )
-    INSERT INTO trust_records AS x (agent_id, health, raw, events, updated_at, as_of)
-    SELECT k.agent_id, k.health, round(0.6 * k.health + 0.4 * k.delegation, 2), k.events, k.updated_at, today.d
+    INSERT INTO trust_records AS x (agent_id, health, raw, events, updated_at, as_of, provisional)
+    SELECT k.agent_id, k.health, round(0.6 * k.health + 0.4 * k.delegation, 2), k.events, k.updated_at, today.d,
+           k.provisional
       FROM kept k, today
      ORDER BY k.agent_id
     ON CONFLICT (agent_id) DO UPDATE
        SET health = EXCLUDED.health, raw = EXCLUDED.raw, events = EXCLUDED.events,
-           updated_at = EXCLUDED.updated_at, as_of = EXCLUDED.as_of
+           updated_at = EXCLUDED.updated_at, as_of = EXCLUDED.as_of, provisional = EXCLUDED.provisional
 $$;

@@ -1,14 +1,15 @@
 -- An agent's stored trust record follows its counters: every claim and every delegation attempt
--- that ends upserts one `agent_trust_days` row, and this row trigger recomputes that agent's
--- record by the definition of `parley_trust_scores` (same formulas, same rounding): one
--- aggregate over its last 90 days and one upsert, both planned once per connection by
--- PL/pgSQL (a SQL-language function over a transition table would be planned afresh on every
--- call, which once cost a quarter of a turn cycle). A counter row is always today's, so the
--- agent is always in the trust population.
+-- that ends (and counts) upserts one `agent_trust_days` row, and this row trigger recomputes
+-- that agent's record by the definition of `parley_trust_scores` (same formulas, same
+-- rounding): one aggregate over its last 90 days, the owners its counted attempts came from,
+-- and one upsert, all planned once per connection by PL/pgSQL (a SQL-language function over a
+-- transition table would be planned afresh on every call, which once cost a quarter of a turn
+-- cycle). A counter row is always today's, so the agent is always in the trust population.
 CREATE OR REPLACE FUNCTION parley_trust_day_counted() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
     r record;
+    v_owners bigint;
     today date := (now() AT TIME ZONE 'UTC')::date;
 BEGIN
     SELECT coalesce(avg((t.claims_answered + t.accepted_completed)::numeric
@@ -32,14 +33,16 @@ BEGIN
         PERFORM parley_refresh_trust_records(ARRAY[NEW.agent_id]);
         RETURN NULL;
     END IF;
-    INSERT INTO trust_records AS x (agent_id, health, raw, events, updated_at, as_of)
+    SELECT count(DISTINCT q.requester_owner_id) INTO v_owners FROM trust_requester_days q
+     WHERE q.target_agent_id = NEW.agent_id AND q.day > today - 90;
+    INSERT INTO trust_records AS x (agent_id, health, raw, events, updated_at, as_of, provisional)
     VALUES (NEW.agent_id, r.health,
             round(0.6 * r.health
                   + 0.4 * CASE WHEN r.finished > 0 THEN 100 * r.completed::numeric / r.finished ELSE 50 END, 2),
-            r.events, r.updated_at, today)
+            r.events, r.updated_at, today, parley_trust_provisional(r.finished, v_owners))
     ON CONFLICT (agent_id) DO UPDATE
        SET health = EXCLUDED.health, raw = EXCLUDED.raw, events = EXCLUDED.events,
-           updated_at = EXCLUDED.updated_at, as_of = EXCLUDED.as_of;
+           updated_at = EXCLUDED.updated_at, as_of = EXCLUDED.as_of, provisional = EXCLUDED.provisional;
     RETURN NULL;
 END
 $$;

@@ -1,4 +1,4 @@
--- One agent's trust, fresh from its counters (`GET /api/trust/{agentId}`), ranked among the
+-- Every agent's trust, fresh from its counters (`GET /api/trust/{agentId}` reads one), ranked among the
 -- population (agents with a capability or a record in the last 90 days, and the agent asked
 -- about):
 --   health     = mean over the last 30 days with activity of the day's share, times 100, of the
@@ -9,10 +9,12 @@
 --   raw        = 0.6 * health + 0.4 * delegation, 2 decimals
 --   percentile = round(100 * agents with a strictly lower raw / (N - 1)); 100 when N <= 1
 --   events     = claims answered or expired and attempts finished in the last 90 days
+--   provisional: see `parley_trust_provisional`
+-- Only attempts that counted are in the counters (see `parley_delegation_move`).
 CREATE OR REPLACE FUNCTION parley_trust_scores(p_agent uuid)
 RETURNS TABLE (agent_id uuid, health numeric, delegation numeric, raw numeric, percentile integer,
                events bigint, total_delegations bigint, successful_delegations bigint,
-               updated_at timestamptz)
+               updated_at timestamptz, provisional boolean)
 LANGUAGE sql STABLE AS $$
     WITH today AS (
         SELECT (now() AT TIME ZONE 'UTC')::date AS d
@@ -47,10 +49,15 @@ LANGUAGE sql STABLE AS $$
           FROM population p LEFT JOIN record r ON r.agent_id = p.agent_id
     ), scored AS (
         SELECT c.*, round(0.6 * c.health + 0.4 * c.delegation, 2) AS raw FROM components c
+    ), owners AS (
+        SELECT q.target_agent_id AS agent_id, count(DISTINCT q.requester_owner_id) AS n
+          FROM trust_requester_days q, today
+         WHERE q.day > today.d - 90
+         GROUP BY q.target_agent_id
     )
     SELECT s.agent_id, round(s.health, 2), round(s.delegation, 2), s.raw,
            CASE WHEN count(*) OVER () <= 1 THEN 100
                 ELSE round(100.0 * (rank() OVER (ORDER BY s.raw) - 1) / (count(*) OVER () - 1))::integer END,
-           s.events, s.finished, s.completed, s.updated_at
-      FROM scored s
+           s.events, s.finished, s.completed, s.updated_at, parley_trust_provisional(s.finished, o.n)
+      FROM scored s LEFT JOIN owners o ON o.agent_id = s.agent_id
 $$;

@@ -1,15 +1,21 @@
 -- The SQL one delegation round trip cannot avoid, as one pgbench transaction (run with
 -- -M prepared; client n plays requester/target pair n of `delegation_floor_pairs`), through the
 -- service's own functions with the values the service passes them:
--- - the delegate: open and make in one transaction (the service checks the input against the
---   target's schema between the two);
+-- - the delegate: the key check and the named target's capability read before the transaction
+--   (the service checks the input against the capability's schema off the database, between
+--   them and the transaction), then open and make in one transaction;
 -- - one read of the target's inbox (the service's statement, page of 100);
 -- - the accept;
 -- - the complete (the output schema kept from the accept, so no read before it).
 -- Left out, because the service's round trip can do without them or shares them: the inbox read
 -- that finds nothing before the target's long-poll waits, the event log's batched reads, the
 -- batched wake-up NOTIFYs, the throttled `last_seen_at` writes.
--- `-D default_limit=N`: the service's default outbound limit, which `open` takes as it does.
+-- `-D default_limit=N`, `-D inbound_limit=N`, `-D per_requester=N`: the service's outbound and
+-- inbound limits and its trust count per requester, which the functions take as it passes them.
+SELECT auth, agent_id, owner_user_id FROM parley_agent_of_key((SELECT rhash FROM delegation_floor_pairs WHERE n = :client_id), NULL);
+SELECT c.capability_id, c.input_schema
+  FROM anonymous_ids i JOIN capabilities c ON c.agent_id = i.agent_id AND c.task_type = 'code-review' AND c.custom_type IS NULL
+ WHERE i.anonymous_id = (SELECT tanon FROM delegation_floor_pairs WHERE n = :client_id);
 BEGIN;
 SELECT p.rhash, p.rid, p.thash, p.tid, p.tanon, g.req, g.did, g.task, o.next_seq,
        o.requester_anonymous_id AS ranon, o.capability_id AS cap, o.output_schema AS oschema
@@ -20,7 +26,8 @@ SELECT p.rhash, p.rid, p.thash, p.tid, p.tanon, g.req, g.did, g.task, o.next_seq
 SELECT live, delegation_record
   FROM parley_delegation_make(:did, :req, :rid, 'code-review', NULL, '{"code": "fn main() {}"}', :tanon, 60000, true,
                               3, now(), :next_seq, :task, :tid, :tanon, :ranon, :cap, :oschema,
-                              now() + interval '60 seconds', now() + interval '60 seconds', gen_random_uuid()::text);
+                              now() + interval '60 seconds', now() + interval '60 seconds', gen_random_uuid()::text,
+                              :inbound_limit);
 COMMIT;
 SELECT k.auth, k.agent_id AS key_agent_id, k.owner_user_id AS key_owner_user_id,
        i.request_id, i.attempt, i.task_id, i.requester_anonymous_id, i.task_type, i.custom_type, i.input,
@@ -34,4 +41,4 @@ SELECT k.auth, k.agent_id AS key_agent_id, k.owner_user_id AS key_owner_user_id,
        ORDER BY a.created_at, a.delegation_id LIMIT 100) i ON true
  ORDER BY i.created_at, i.delegation_id;
 SELECT * FROM parley_delegation_accept(:thash, :tid, :req, gen_random_uuid()::text);
-SELECT * FROM parley_delegation_complete(:thash, :tid, :req, :did, 1, '{"feedback": "looks fine"}');
+SELECT * FROM parley_delegation_complete(:thash, :tid, :req, :did, 1, '{"feedback": "looks fine"}', :per_requester);

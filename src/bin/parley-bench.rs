@@ -359,6 +359,9 @@ impl Bench {
             jwt_secret: Some(JWT_SECRET.into()),
             pool_size,
             skill_files: vec![skill_file],
+            // The bench measures the delegation flow, not its limiters.
+            outbound_rate: BENCH_RATE_LIMIT,
+            inbound_rate: BENCH_RATE_LIMIT,
             ..Config::default()
         };
         let app = Application::build(config, pool.clone()).await?;
@@ -1950,8 +1953,8 @@ async fn delegation_agent(
         .context("capability id")?
         .to_owned();
     let limits = json!({
-        "inboundRateLimit": parley::directory::capabilities::MAX_RATE_LIMIT,
-        "outboundRateLimit": parley::directory::capabilities::MAX_RATE_LIMIT,
+        "inboundRateLimit": BENCH_RATE_LIMIT,
+        "outboundRateLimit": BENCH_RATE_LIMIT,
     });
     keyed(
         bench,
@@ -1964,6 +1967,10 @@ async fn delegation_agent(
     .await?;
     Ok((id, key, anon))
 }
+
+/// The service's delegation limits in the bench (`PARLEY_OUTBOUND_RATE`, `PARLEY_INBOUND_RATE`),
+/// and what its agents declare: the most there is, so that no limiter decides a figure.
+const BENCH_RATE_LIMIT: u32 = 10_000;
 
 /// The SQL floor of a delegation's round trip and its pgbench script (BENCHMARKS.md,
 /// "Delegation against its own SQL").
@@ -2018,10 +2025,11 @@ async fn delegation_floor(
     );
     let mut args = script_run(
         &script,
-        &[(
-            "default_limit",
-            parley::directory::delegation::DEFAULT_OUTBOUND_RATE_LIMIT.to_string(),
-        )],
+        &[
+            ("default_limit", BENCH_RATE_LIMIT.to_string()),
+            ("inbound_limit", BENCH_RATE_LIMIT.to_string()),
+            ("per_requester", parley::config::Config::default().trust_per_requester.to_string()),
+        ],
         DELEGATION_PAIRS,
         secs,
     );

@@ -12,11 +12,14 @@
 //! [`apply`] runs in one transaction under the migration lock (the advisory lock the migrator
 //! takes for this database, so two processes starting at once apply them one after the other):
 //! every file whose text differs from the one last applied (a SHA-256 checksum kept in
-//! `parley_definitions`) is executed again, with `check_function_bodies` off so that files may
+//! `parley_definitions`), or whose function is missing, is executed again, with `check_function_bodies` off so that files may
 //! refer to one another in any order. The files are written to be re-run: `CREATE OR REPLACE
 //! FUNCTION`, and `DROP TRIGGER IF EXISTS` before each `CREATE TRIGGER`. A change that
 //! `CREATE OR REPLACE` cannot make (a new argument list or result type, a function removed)
-//! needs a dated migration that drops the old function first.
+//! needs a dated migration that drops the old function first (`DROP FUNCTION IF EXISTS`: on a
+//! new database the migrations run before any function exists). A down migration that drops
+//! something a definition made (a trigger on a column it removes) clears `parley_definitions`,
+//! so that the next start applies every definition again.
 
 use anyhow::Context;
 use sha2::{Digest, Sha256};
@@ -71,6 +74,7 @@ pub const DEFINITIONS: &[Definition] = &[
     definition!("parley_trust_capabilities_added"),
     definition!("parley_trust_capabilities_removed"),
     definition!("parley_trust_day_counted"),
+    definition!("parley_trust_provisional"),
     definition!("parley_trust_scores"),
 ];
 
@@ -85,8 +89,17 @@ pub async fn apply(pool: &PgPool) -> anyhow::Result<Vec<&'static str>> {
         .await
         .context("taking the migration lock")?;
     sqlx::query("SET LOCAL check_function_bodies = off").execute(&mut *tx).await?;
-    let applied: Vec<(String, Vec<u8>)> =
-        sqlx::query_as("SELECT name, checksum FROM parley_definitions").fetch_all(&mut *tx).await?;
+    // `DROP TRIGGER IF EXISTS` on a new database says "does not exist, skipping" for each.
+    sqlx::query("SET LOCAL client_min_messages = warning").execute(&mut *tx).await?;
+    // Each file's checksum as last applied, when its function still exists (a dated migration
+    // that drops a function has it made again even if its file did not change).
+    let applied: Vec<(String, Vec<u8>)> = sqlx::query_as(
+        "SELECT d.name, d.checksum FROM parley_definitions d
+          WHERE EXISTS (SELECT 1 FROM pg_proc p WHERE p.proname = d.name
+                           AND p.pronamespace = 'public'::regnamespace)",
+    )
+    .fetch_all(&mut *tx)
+    .await?;
     let mut changed = Vec::new();
     for d in DEFINITIONS {
         let checksum = d.checksum();

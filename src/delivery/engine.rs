@@ -30,6 +30,10 @@ pub struct Engine {
     pub(crate) seen_throttle: Arc<super::liveness::SeenThrottle>,
     /// Attempts accepted and delegations ended lately, for the calls that follow them.
     pub(crate) recent_delegations: Arc<crate::directory::delegation::recent::RecentDelegations>,
+    /// JSON Schema checks of delegations' inputs and outputs, off the async workers.
+    pub(crate) schemas: crate::directory::schema::Checker,
+    /// Delegations refused for an input the target's schema rejects, per requesting agent.
+    pub(crate) input_failures: Arc<crate::failure_limiter::FailureLimiter<Uuid>>,
 }
 
 /// How a turn was concluded.
@@ -88,19 +92,30 @@ impl Engine {
     pub fn new(pool: PgPool, config: Arc<Config>, negotiator: NegotiatorConfig, claim_key: &[u8]) -> Engine {
         Engine {
             pool,
-            config,
+            config: config.clone(),
             negotiator: Arc::new(negotiator),
             claim_key: Arc::from(claim_key),
             wakeups: Arc::new(Wakeups::default()),
             recent_claims: Arc::default(),
             seen_throttle: Arc::default(),
             recent_delegations: Arc::default(),
+            schemas: crate::directory::schema::Checker::new(config.schema_check_timeout),
+            input_failures: Arc::new(crate::failure_limiter::FailureLimiter::new(
+                config.input_failure_burst,
+                config.input_failure_refill,
+            )),
         }
     }
 
     /// The registry of waiting long-polls (its listener is started by the application).
     pub fn wakeups(&self) -> &Arc<Wakeups> {
         &self.wakeups
+    }
+
+    /// The handle under which others see capability `capability_id` of the agent now known as
+    /// `anonymous_id` (see `directory::anonymity::capability_handle`).
+    pub fn capability_handle(&self, anonymous_id: Uuid, capability_id: Uuid) -> Uuid {
+        crate::directory::anonymity::capability_handle(&self.claim_key, anonymous_id, capability_id)
     }
 
     /// The pool the engine writes through.

@@ -73,7 +73,7 @@ impl TaskType {
     }
 }
 
-/// A field of a capability that cannot be accepted.
+/// A field of a capability (or of a query about capabilities) that cannot be accepted.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{field}: {message}")]
 pub struct CapabilityError {
@@ -81,10 +81,20 @@ pub struct CapabilityError {
     pub field: &'static str,
     /// What is wrong.
     pub message: String,
+    /// The API's error code: `invalid_body`, or `schema_too_complex` for a schema past the
+    /// bounds of [`super::schema`].
+    pub code: &'static str,
+}
+
+impl CapabilityError {
+    /// A field at fault (`invalid_body`).
+    pub fn invalid(field: &'static str, message: impl Into<String>) -> CapabilityError {
+        CapabilityError { field, message: message.into(), code: "invalid_body" }
+    }
 }
 
 fn refuse(field: &'static str, message: impl Into<String>) -> CapabilityError {
-    CapabilityError { field, message: message.into() }
+    CapabilityError::invalid(field, message)
 }
 
 /// Longest `customType`.
@@ -109,12 +119,33 @@ pub fn custom_type_for(task_type: TaskType, custom_type: Option<&str>) -> Result
     }
 }
 
-/// Compiles a JSON Schema; external references are not fetched (they fail).
-pub fn compile_schema(field: &'static str, schema: &Value) -> Result<jsonschema::Validator, CapabilityError> {
-    if !(schema.is_object() || schema.is_boolean()) {
-        return Err(refuse(field, "must be a JSON Schema (an object or a boolean)"));
+/// Checks a schema given at registration: it must compile (external references are not
+/// fetched: they fail) and stay within the bounds of [`super::schema`].
+pub fn check_schema(field: &'static str, schema: &Value) -> Result<(), CapabilityError> {
+    super::schema::compile(schema).map_err(|refused| match refused {
+        super::schema::Refused::Invalid(message) => refuse(field, message),
+        super::schema::Refused::TooComplex(message) => {
+            CapabilityError { field, message, code: "schema_too_complex" }
+        }
+    })
+}
+
+/// A whole, non-negative number of milliseconds that fits the store (a 64-bit integer), or
+/// none. A number past that range is refused, never clamped.
+fn milliseconds(field: &'static str, value: Option<&Value>) -> Result<Option<i64>, CapabilityError> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+            (Some(ms), _, _) if ms >= 0 => Ok(Some(ms)),
+            (None, Some(_), _) => Err(refuse(field, format!("must be at most {} milliseconds", i64::MAX))),
+            (None, None, Some(f)) if f.is_finite() && f >= 0.0 && f.fract() == 0.0 && f < 9.0e18 => Ok(Some(f as i64)),
+            (None, None, Some(f)) if f.is_finite() && f >= 0.0 && f.fract() == 0.0 => {
+                Err(refuse(field, format!("must be at most {} milliseconds", i64::MAX)))
+            }
+            _ => Err(refuse(field, "must be a whole, non-negative number of milliseconds")),
+        },
+        Some(_) => Err(refuse(field, "must be a whole, non-negative number of milliseconds")),
     }
-    jsonschema::validator_for(schema).map_err(|e| refuse(field, format!("is not a valid JSON Schema: {e}")))
 }
 
 /// A non-negative number, or none.
@@ -182,13 +213,9 @@ impl NewCapability {
         let task_type = TaskType::parse(raw.task_type)
             .ok_or_else(|| refuse("taskType", format!("must be one of {}", TaskType::names())))?;
         let custom_type = custom_type_for(task_type, raw.custom_type)?;
-        compile_schema("inputSchema", raw.input_schema)?;
-        compile_schema("outputSchema", raw.output_schema)?;
-        let estimated_latency_ms = match non_negative("estimatedLatencyMs", raw.estimated_latency_ms)? {
-            None => None,
-            Some(ms) if ms.fract() == 0.0 && ms <= i64::MAX as f64 => Some(ms as i64),
-            Some(_) => return Err(refuse("estimatedLatencyMs", "must be a whole number of milliseconds")),
-        };
+        check_schema("inputSchema", raw.input_schema)?;
+        check_schema("outputSchema", raw.output_schema)?;
+        let estimated_latency_ms = milliseconds("estimatedLatencyMs", raw.estimated_latency_ms)?;
         let estimated_cost_usd = non_negative("estimatedCostUsd", raw.estimated_cost_usd)?;
         if raw.description.is_some_and(|d| d.chars().count() > MAX_DESCRIPTION) {
             return Err(refuse("description", format!("must be at most {MAX_DESCRIPTION} characters")));
@@ -337,18 +364,26 @@ pub struct PermissionsPatch {
     pub enabled: Option<bool>,
     /// Takes delegated work.
     pub accept_delegations: Option<bool>,
-    /// Delegations it takes per minute (0 to [`MAX_RATE_LIMIT`]).
+    /// Delegations it takes per minute (0 to the service's inbound limit).
     pub inbound_rate_limit: Option<i32>,
-    /// Delegations its agent sends per minute (0 to [`MAX_RATE_LIMIT`]).
+    /// Delegations its agent sends per minute (0 to the service's outbound limit).
     pub outbound_rate_limit: Option<i32>,
 }
 
 impl PermissionsPatch {
-    /// Checks the rate limits.
-    pub fn check(&self) -> Result<(), CapabilityError> {
-        for (field, value) in [("inboundRateLimit", self.inbound_rate_limit), ("outboundRateLimit", self.outbound_rate_limit)] {
-            if value.is_some_and(|v| !(0..=MAX_RATE_LIMIT).contains(&v)) {
-                return Err(refuse(field, format!("must be a whole number from 0 to {MAX_RATE_LIMIT}")));
+    /// Checks the rate limits: a capability may only lower the service's own (`inbound_max`,
+    /// `PARLEY_INBOUND_RATE`; `outbound_max`, `PARLEY_OUTBOUND_RATE`), never raise them.
+    pub fn check(&self, inbound_max: u32, outbound_max: u32) -> Result<(), CapabilityError> {
+        for (field, value, max, var) in [
+            ("inboundRateLimit", self.inbound_rate_limit, inbound_max, "PARLEY_INBOUND_RATE"),
+            ("outboundRateLimit", self.outbound_rate_limit, outbound_max, "PARLEY_OUTBOUND_RATE"),
+        ] {
+            let max = i32::try_from(max).unwrap_or(MAX_RATE_LIMIT).min(MAX_RATE_LIMIT);
+            if value.is_some_and(|v| !(0..=max).contains(&v)) {
+                return Err(refuse(
+                    field,
+                    format!("must be a whole number from 0 to {max} (the service's own limit, {var}, which a capability may only lower)"),
+                ));
             }
         }
         Ok(())
@@ -430,6 +465,12 @@ mod tests {
         let schema = json!(true);
         let minus = json!(-1);
         let half = json!(2.5);
+        let past_i64: Value = serde_json::from_str("9223372036854775808").unwrap();
+        let r = RawCapability { estimated_latency_ms: Some(&past_i64), ..raw("testing", &schema) };
+        assert_eq!(NewCapability::parse(&r).unwrap_err().field, "estimatedLatencyMs", "past i64: refused, not clamped");
+        let whole_float = json!(1500.0);
+        let r = RawCapability { estimated_latency_ms: Some(&whole_float), ..raw("testing", &schema) };
+        assert_eq!(NewCapability::parse(&r).unwrap().estimated_latency_ms, Some(1500));
         let r = RawCapability { estimated_cost_usd: Some(&minus), ..raw("testing", &schema) };
         assert_eq!(NewCapability::parse(&r).unwrap_err().field, "estimatedCostUsd");
         let r = RawCapability { estimated_latency_ms: Some(&minus), ..raw("testing", &schema) };

@@ -69,7 +69,7 @@ pub struct Query {
 }
 
 fn refuse(field: &'static str, message: impl Into<String>) -> CapabilityError {
-    CapabilityError { field, message: message.into() }
+    CapabilityError::invalid(field, message)
 }
 
 fn number(field: &'static str, value: Option<&str>) -> Result<Option<f64>, CapabilityError> {
@@ -138,8 +138,8 @@ pub struct Found {
     pub estimated_cost_usd: Option<f64>,
     /// The agent's trust percentile.
     pub trust_score_percentile: i32,
-    /// The events its trust rests on.
-    pub trust_events: i64,
+    /// Whether its trust is still provisional.
+    pub provisional: bool,
     /// The composite score, 4 decimals.
     pub composite_score: f64,
 }
@@ -243,7 +243,7 @@ pub fn rank(entries: &[Entry], q: &Query, floor: u32) -> Vec<Found> {
             estimated_latency_ms: e.estimated_latency_ms,
             estimated_cost_usd: e.estimated_cost_usd,
             trust_score_percentile: e.trust_score_percentile,
-            trust_events: e.trust_events,
+            provisional: e.provisional,
             composite_score,
         })
         .collect()

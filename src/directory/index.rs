@@ -3,8 +3,8 @@
 //!
 //! A snapshot holds, per capability that discovery and ranking may show (enabled, of an active
 //! agent), everything they filter and sort on: kind, cost, latency, schemas, its agent's current
-//! anonymous id and when it expires, the agent's trust percentile and events, and its owner (for
-//! the live queue depth of a ranking). It is built by one query per key (a `taskType`, or every
+//! anonymous id and when it expires, and the agent's trust percentile and whether it is
+//! provisional. It is built by one query per key (a `taskType`, or every
 //! kind for a ranking without one).
 //!
 //! Freshness: the database keeps a version (`directory_version`) that moves when any
@@ -64,12 +64,10 @@ pub struct Entry {
     pub estimated_cost_usd: Option<f64>,
     /// The agent's trust percentile.
     pub trust_score_percentile: i32,
-    /// The events its trust rests on.
-    pub trust_events: i64,
+    /// Whether its trust is still provisional.
+    pub provisional: bool,
     /// The agent (never shown).
     pub agent_id: Uuid,
-    /// The agent's owner (never shown; the ranking's queue depth counts the owner's parked turns).
-    pub owner_user_id: String,
 }
 
 /// The discoverable capabilities of one key, as of one version.
@@ -161,8 +159,8 @@ async fn build(
         r#"SELECT ai.anonymous_id AS anonymous_agent_id, ai.expires_at AS anonymous_expires_at,
                   c.capability_id, c.updated_at, c.task_type, c.custom_type, c.input_schema, c.output_schema,
                   c.estimated_latency_ms, c.estimated_cost_usd,
-                  t.percentile AS "trust_score_percentile!", t.events AS "trust_events!",
-                  c.agent_id, a.owner_user_id
+                  t.percentile AS "trust_score_percentile!", t.provisional AS "provisional!",
+                  c.agent_id
              FROM capabilities c
              JOIN agents a ON a.agent_id = c.agent_id AND a.status = 'active'
              JOIN anonymous_ids ai ON ai.agent_id = c.agent_id AND ai.current
@@ -218,40 +216,25 @@ async fn rebuild(
     build(conn, key, version).await
 }
 
-/// Each agent's live queue depth, for the agents of `entries` that have any: the turns parked
-/// for its owner plus the turns it holds under a claim.
+/// Each agent's live queue depth, for the agents of `entries` that have any: the delegation
+/// attempts addressed to it that are open (offered and not yet accepted, or accepted and not
+/// yet ended). Only its directory work: its owner's negotiation turns are not counted, since a
+/// depth that moved when a turn was parked for a user would tell whoever saw that turn parked
+/// who stands behind an anonymous id.
 pub async fn queue_depths(
     conn: &mut PgConnection,
     entries: &[Entry],
 ) -> sqlx::Result<HashMap<Uuid, i64>> {
+    let mut agents: Vec<Uuid> = entries.iter().map(|e| e.agent_id).collect();
+    agents.sort_unstable();
+    agents.dedup();
     let rows = sqlx::query!(
-        r#"SELECT NULL::uuid AS agent_id, t.awaiting_user_id AS user_id, count(*) AS "n!" FROM tasks t
-            WHERE t.state = 'waiting_for_agent' AND t.awaiting_user_id IS NOT NULL GROUP BY t.awaiting_user_id
-           UNION ALL
-           SELECT t.claim_agent_id, NULL, count(*) FROM tasks t
-            WHERE t.state = 'claimed' AND t.claim_agent_id IS NOT NULL GROUP BY t.claim_agent_id"#
+        r#"SELECT target_agent_id, count(*) AS "n!" FROM delegation_attempts
+            WHERE status IN ('request', 'accepted') AND target_agent_id = ANY($1)
+            GROUP BY target_agent_id"#,
+        &agents
     )
     .fetch_all(conn)
     .await?;
-    if rows.is_empty() {
-        return Ok(HashMap::new());
-    }
-    let mut parked: HashMap<&str, i64> = HashMap::new();
-    let mut claimed: HashMap<Uuid, i64> = HashMap::new();
-    for r in &rows {
-        match (r.agent_id, r.user_id.as_deref()) {
-            (Some(a), _) => *claimed.entry(a).or_default() += r.n,
-            (None, Some(u)) => *parked.entry(u).or_default() += r.n,
-            (None, None) => {}
-        }
-    }
-    let mut depths = HashMap::new();
-    for e in entries {
-        let n = parked.get(e.owner_user_id.as_str()).copied().unwrap_or(0)
-            + claimed.get(&e.agent_id).copied().unwrap_or(0);
-        if n > 0 {
-            depths.insert(e.agent_id, n);
-        }
-    }
-    Ok(depths)
+    Ok(rows.into_iter().map(|r| (r.target_agent_id, r.n)).collect())
 }

@@ -14,6 +14,8 @@
 //!   tells, in one tiny read, whether what the process holds is still current;
 //! - [`delegation`]: handing work to another agent through the directory: attempts, the
 //!   target's inbox, timeouts and fallback (it owns its transactions, see its docs);
+//! - [`schema`]: the capabilities' JSON Schemas: bounded at registration, compiled once,
+//!   checked off the async workers with a time cap;
 //! - [`ranking`]: every discoverable capability assessed against one task by the capability
 //!   calculator, with its agent's live queue depth, ranked by score and trust.
 //!
@@ -27,6 +29,7 @@ pub mod delegation;
 pub mod discovery;
 pub mod index;
 pub mod ranking;
+pub mod schema;
 pub mod trust;
 
 pub use capabilities::{Capability, CapabilityError, NewCapability, PermissionsPatch, TaskType};

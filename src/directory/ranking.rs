@@ -13,8 +13,9 @@
 //! the same population discovery shows. Each is assessed with:
 //! - its skill: the one given at registration, or one derived from the capability
 //!   ([`derived_skill`]: taskType, description and tags);
-//! - its agent's live queue depth: the turns parked for the agent's user plus the turns the
-//!   agent holds under a claim, read live on every ranking (one query over the open turns);
+//! - its agent's live queue depth: the delegation attempts open at it (offered or accepted),
+//!   read live on every ranking (one query); never its user's negotiation turns, which would
+//!   tie an anonymous id to whoever saw a turn parked;
 //! - its latency: the capability's declared `estimatedLatencyMs` as the skill's
 //!   `performance.avg_processing_time_ms` (nothing else is measured yet, so the declaration
 //!   stands; without one the skill's own figure, or the calculator's default, applies);
@@ -93,7 +94,7 @@ pub struct RankQuery {
 }
 
 fn refuse(field: &'static str, message: impl Into<String>) -> CapabilityError {
-    CapabilityError { field, message: message.into() }
+    CapabilityError::invalid(field, message)
 }
 
 fn opt_str<'v>(body: &'v Map<String, Value>, field: &'static str) -> Result<Option<&'v str>, CapabilityError> {
@@ -152,8 +153,8 @@ pub struct Candidate {
     pub estimated_cost_usd: Option<f64>,
     /// The agent's trust percentile.
     pub trust_score_percentile: i32,
-    /// The events its trust rests on.
-    pub trust_events: i64,
+    /// Whether its trust is still provisional.
+    pub provisional: bool,
     /// Turns parked for the agent's user plus turns it holds under a claim.
     pub queue_depth: i64,
     /// The capability's calculator (its skill and price), prepared once per version of the
@@ -202,7 +203,7 @@ fn prepared() -> MutexGuard<'static, LruCache<Version, Arc<Calculator>>> {
 
 /// Every capability a ranking assesses, from the directory's snapshot of the asked kind (see
 /// [`super::index`]; expired anonymous ids are replaced before it is rebuilt), with its agent's
-/// live queue depth (one query over the open turns) and its prepared calculator (see
+/// live queue depth (one query over the open attempts) and its prepared calculator (see
 /// [`calculators`]). `floor` is the configured lowest trust percentile.
 pub async fn candidates(
     conn: &mut PgConnection,
@@ -234,7 +235,7 @@ pub async fn candidates(
                 estimated_latency_ms: e.estimated_latency_ms,
                 estimated_cost_usd: e.estimated_cost_usd,
                 trust_score_percentile: e.trust_score_percentile,
-                trust_events: e.trust_events,
+                provisional: e.provisional,
                 queue_depth: depths.get(&e.agent_id).copied().unwrap_or(0),
                 calculator: calculator.clone()?,
             })
@@ -510,7 +511,7 @@ mod tests {
                     estimated_latency_ms: source.estimated_latency_ms,
                     estimated_cost_usd: source.estimated_cost_usd,
                     trust_score_percentile: [0, 50, 100][next(3) as usize],
-                    trust_events: 0,
+                    provisional: true,
                     queue_depth: next(5) as i64,
                     calculator: Arc::new(calculator_of(&source)),
                 }

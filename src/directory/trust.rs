@@ -10,8 +10,13 @@
 //! - `percentile`: round(100 * agents with a strictly lower rawScore / (N - 1)) over the N
 //!   agents with a capability or a record in the last 90 days (and the agent asked about); 100
 //!   when N <= 1.
-//! - `provisional` while the agent has fewer than [`PROVISIONAL_BELOW`] events (claims answered
-//!   or expired and attempts finished in the last 90 days).
+//! - `provisional` until 10 attempts that counted came from at least 3 other owners.
+//!
+//! Only attempts that are evidence of work for others count (`parley_delegation_move`): never
+//! those between agents of one owner; not against the target those whose requester gave less
+//! time than the target's own estimate; and at most `PARLEY_TRUST_PER_REQUESTER` (3) per
+//! target, requesting owner and day. So an owner cannot buy a score with its own agents, nor
+//! any requester wreck one with volume or impossible timeouts.
 //!
 //! The counters are written by the transactions that end claims (a trigger on `tasks`) and
 //! attempts ([`super::delegation::store::move_attempt`]).
@@ -32,9 +37,6 @@ use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-/// Fewer events than this and a score is provisional.
-pub const PROVISIONAL_BELOW: i64 = 10;
-
 /// An agent's trust.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Trust {
@@ -50,19 +52,15 @@ pub struct Trust {
     pub percentile: i32,
     /// Claims answered or expired and attempts finished in the last 90 days.
     pub events: i64,
-    /// Delegation attempts addressed to it that finished in the last 90 days.
+    /// Delegation attempts addressed to it that finished and counted in the last 90 days.
     pub total_delegations: i64,
     /// Of those, completed.
     pub successful_delegations: i64,
     /// When its record last changed, if ever.
     pub updated_at: Option<DateTime<Utc>>,
-}
-
-impl Trust {
-    /// Whether the score rests on too few events to mean much.
-    pub fn provisional(&self) -> bool {
-        self.events < PROVISIONAL_BELOW
-    }
+    /// Whether the score rests on too little to mean much: fewer than 10 counted attempts, or
+    /// from fewer than 3 other owners (`parley_trust_provisional`).
+    pub provisional: bool,
 }
 
 /// The trust of one agent (ranked among all agents).
@@ -72,7 +70,7 @@ pub async fn of(conn: &mut PgConnection, agent_id: Uuid) -> sqlx::Result<Trust> 
         r#"SELECT agent_id AS "agent_id!", health::float8 AS "health_component!",
                   delegation::float8 AS "delegation_component!", raw::float8 AS "raw_score!",
                   percentile AS "percentile!", events AS "events!", total_delegations AS "total_delegations!",
-                  successful_delegations AS "successful_delegations!", updated_at
+                  successful_delegations AS "successful_delegations!", updated_at, provisional AS "provisional!"
            FROM parley_trust_scores($1) WHERE agent_id = $1"#,
         agent_id
     )

@@ -162,9 +162,9 @@ async fn refuse(state: &AppState, key: &AgentKey, error: ApiError) -> ApiError {
 }
 
 /// The agent in the path, by its own API key or its owner's user JWT, or (when `service` is
-/// allowed) the platform's token. Unlike [`AgentOrOwner`], a caller who may not act on the agent
-/// is told so (403) and an unknown agent is a 404: these routes manage what an agent offers to
-/// others, which is no secret from an authenticated caller.
+/// allowed) the platform's token. As for [`AgentOrOwner`], a user who may not act on the agent
+/// gets the 404 an unknown agent gets: the answer must not tell whether another user's agent
+/// exists. (Another agent's key is refused 403 before any lookup, which tells nothing either.)
 async fn agent_for(parts: &mut Parts, state: &AppState, service: bool) -> Result<AgentIdentity, ApiError> {
     // Credentials are judged first: a path that names no agent is a 404 only for a caller
     // whose credentials are valid.
@@ -181,8 +181,11 @@ async fn agent_for(parts: &mut Parts, state: &AppState, service: bool) -> Result
     let mut conn = state.pool().acquire().await?;
     let found = agents::get(&mut conn, agent).await?.ok_or(ApiError::NotFound("agent"))?;
     let owner = caller.role == CallerRole::User && found.owner_user_id == caller.sub;
+    if caller.is_service() && !service {
+        return Err(ApiError::Forbidden("the platform's token may not manage an agent".into()));
+    }
     if !(owner || (service && caller.is_service())) {
-        return Err(ApiError::Forbidden("this agent is not the caller's".into()));
+        return Err(ApiError::NotFound("agent"));
     }
     Ok(AgentIdentity { agent_id: found.agent_id, owner_user_id: found.owner_user_id })
 }

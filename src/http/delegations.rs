@@ -61,10 +61,11 @@ impl From<DelegationError> for ApiError {
             DelegationError::InputInvalid(m) => ApiError::BadRequest { code: "input_invalid", message: m },
             DelegationError::OutputInvalid(m) => ApiError::BadRequest { code: "output_invalid", message: m },
             DelegationError::RequestIdReused => ApiError::Conflict { code: "request_id_reused", message },
+            DelegationError::RequestIdTaken => ApiError::Conflict { code: "request_id_taken", message },
             DelegationError::NotAddressed => ApiError::Conflict { code: "not_addressed", message },
             DelegationError::InvalidState(_) => ApiError::Conflict { code: "invalid_state", message },
             DelegationError::ClaimStale(_) => ApiError::Conflict { code: "claim_stale", message },
-            DelegationError::RateLimited(_, wait) => ApiError::TooMany(message, wait),
+            DelegationError::RateLimited(_, wait) | DelegationError::TooManyInvalid(wait) => ApiError::TooMany(message, wait),
             DelegationError::Unexpected(e) => ApiError::Internal(e),
         }
     }
@@ -135,8 +136,8 @@ pub struct DelegateIn {
     /// The requester's id for this delegation (a UUID); the same id and body again return the
     /// same delegation. Issued when absent.
     pub request_id: Option<Uuid>,
-    /// The requesting agent: the API key's own.
-    pub agent_id: Uuid,
+    /// The requesting agent: the API key's own (optional; another agent's id is refused 403).
+    pub agent_id: Option<Uuid>,
     /// The target; without it, the top discovery result for the kind of work.
     pub target_anonymous_id: Option<Uuid>,
     /// The kind of work.
@@ -149,8 +150,10 @@ pub struct DelegateIn {
     /// The work; must match the target capability's input schema.
     #[schema(value_type = Object)]
     pub input: Value,
-    /// Per attempt, from its start (1 to 86 400 000; default 30 000).
-    #[schema(minimum = 1, maximum = 86_400_000)]
+    /// Per attempt, from its start (from `PARLEY_DELEGATION_MIN_TIMEOUT`, 1 000 by default, to
+    /// 86 400 000; default 30 000). An attempt given less than the target's `estimatedLatencyMs`
+    /// that does not complete does not count against the target's trust.
+    #[schema(minimum = 1000, maximum = 86_400_000)]
     pub timeout_ms: Option<i64>,
     /// Whether a rejected, timed-out or failed attempt goes to the next target (default true).
     pub fallback_enabled: Option<bool>,
@@ -330,8 +333,8 @@ fn wait_of(state: &AppState, q: Result<ApiQuery<WaitQuery>, ApiError>) -> ApiRes
         (status = 401, description = "Missing or unknown API key"),
         (status = 403, description = "`agentId` is not the key's agent, or the agent is inactive"),
         (status = 404, description = "Unknown or expired target anonymous id (`unknown_target`)"),
-        (status = 409, description = "The request id was used with another body (`request_id_reused`)"),
-        (status = 429, description = "More delegations in the last 60 s than the requester's outbound limit (`rate_limited`, with `Retry-After`)"),
+        (status = 409, description = "The request id was used with another body (`request_id_reused`), or by another requester (`request_id_taken`)"),
+        (status = 429, description = "More delegations in the last 60 s than the requester's outbound limit, or too many inputs the target's schema refused (`rate_limited`, with `Retry-After`)"),
     ))]
 pub async fn delegate(
     State(state): State<AppState>,
@@ -341,6 +344,7 @@ pub async fn delegate(
 ) -> ApiResult<Response> {
     let checked = wait_of(&state, query).and_then(|wait| {
         let ApiJson(body) = body?;
+        let min_timeout_ms = i64::try_from(state.engine.config().delegation_min_timeout.as_millis()).unwrap_or(i64::MAX);
         let request = Request::parse(&RawRequest {
             request_id: body.request_id,
             agent_id: body.agent_id,
@@ -351,7 +355,7 @@ pub async fn delegate(
             timeout_ms: body.timeout_ms,
             fallback_enabled: body.fallback_enabled,
             max_retries: body.max_retries,
-        })?;
+        }, min_timeout_ms)?;
         Ok((wait, request))
     });
     let (wait, request) = match checked {
@@ -469,7 +473,7 @@ pub struct InboxOut {
         (status = 400, description = "Invalid `wait`"),
         (status = 401, description = "Missing or unknown API key"),
         (status = 403, description = "Another agent's key, or the agent is inactive"),
-        (status = 404, description = "Unknown agent"),
+        (status = 404, description = "Unknown agent, or another user's"),
     ))]
 pub async fn delegation_inbox(
     State(state): State<AppState>,
@@ -526,8 +530,8 @@ pub struct DelegationListOut {
         (status = 200, description = "A page, newest first", body = DelegationListOut),
         (status = 400, description = "Invalid query"),
         (status = 401, description = "Missing or invalid credentials"),
-        (status = 403, description = "Another agent's key, or not the owner's token"),
-        (status = 404, description = "Unknown agent"),
+        (status = 403, description = "Another agent's key"),
+        (status = 404, description = "Unknown agent, or another user's"),
     ))]
 pub async fn list_delegations(
     State(state): State<AppState>,

@@ -43,7 +43,7 @@ pub fn router() -> Router<AppState> {
 
 impl From<CapabilityError> for ApiError {
     fn from(e: CapabilityError) -> Self {
-        ApiError::invalid(format!("{} {}", e.field, e.message))
+        ApiError::BadRequest { code: e.code, message: format!("{} {}", e.field, e.message) }
     }
 }
 
@@ -199,8 +199,8 @@ pub struct DeletedOut {
         (status = 200, description = "Replaced", body = CapabilityAnswer),
         (status = 201, description = "Created", body = CapabilityAnswer),
         (status = 400, description = "Invalid body, naming the field (`invalid_body`)"),
-        (status = 403, description = "Another agent's key, or not the owner's token"),
-        (status = 404, description = "Unknown agent"),
+        (status = 403, description = "Another agent's key"),
+        (status = 404, description = "Unknown agent, or another user's"),
     ))]
 pub async fn put_capability(
     State(state): State<AppState>,
@@ -233,8 +233,8 @@ pub async fn put_capability(
     params(("id" = Uuid, Path, description = "The agent id")),
     responses(
         (status = 200, description = "Its capabilities", body = CapabilityListOut),
-        (status = 403, description = "Another agent's key, or not the owner's token"),
-        (status = 404, description = "Unknown agent"),
+        (status = 403, description = "Another agent's key"),
+        (status = 404, description = "Unknown agent, or another user's"),
     ))]
 pub async fn list_capabilities(State(state): State<AppState>, AgentManager(agent): AgentManager) -> ApiResult<Json<CapabilityListOut>> {
     let mut tx = state.pool().begin().await?;
@@ -253,8 +253,8 @@ pub async fn list_capabilities(State(state): State<AppState>, AgentManager(agent
     ),
     responses(
         (status = 200, description = "Deleted", body = DeletedOut),
-        (status = 403, description = "Another agent's key, or not the owner's token"),
-        (status = 404, description = "Unknown agent or capability"),
+        (status = 403, description = "Another agent's key"),
+        (status = 404, description = "Unknown agent (or another user's) or capability"),
     ))]
 pub async fn delete_capability(
     State(state): State<AppState>,
@@ -277,10 +277,13 @@ pub struct PermissionsIn {
     pub enabled: Option<bool>,
     /// Takes delegated work (default true).
     pub accept_delegations: Option<bool>,
-    /// Delegations it takes per minute, 0 to 10 000 (default 10).
+    /// Delegation attempts it takes per minute: 0 up to the service's limit
+    /// (`PARLEY_INBOUND_RATE`, 10 by default), which a capability may only lower. One requesting
+    /// owner may use at most half of it.
     #[schema(value_type = Option<i32>, minimum = 0, maximum = 10000)]
     pub inbound_rate_limit: Option<Value>,
-    /// Delegations its agent sends per minute, 0 to 10 000 (default 20).
+    /// Delegations its agent sends per minute: 0 up to the service's limit
+    /// (`PARLEY_OUTBOUND_RATE`, 20 by default), which a capability may only lower.
     #[schema(value_type = Option<i32>, minimum = 0, maximum = 10000)]
     pub outbound_rate_limit: Option<Value>,
 }
@@ -292,7 +295,7 @@ fn rate_limit(field: &'static str, value: Option<&Value>) -> Result<Option<i32>,
             .as_i64()
             .and_then(|n| i32::try_from(n).ok())
             .map(Some)
-            .ok_or_else(|| CapabilityError { field, message: "must be a whole number from 0 to 10000".into() }),
+            .ok_or_else(|| CapabilityError::invalid(field, "must be a whole number from 0 to 10000")),
     }
 }
 
@@ -308,8 +311,8 @@ fn rate_limit(field: &'static str, value: Option<&Value>) -> Result<Option<i32>,
     responses(
         (status = 200, description = "The capability as it now is", body = CapabilityAnswer),
         (status = 400, description = "Invalid body, naming the field (`invalid_body`)"),
-        (status = 403, description = "Another agent's key, or not the owner's token"),
-        (status = 404, description = "Unknown agent or capability"),
+        (status = 403, description = "Another agent's key"),
+        (status = 404, description = "Unknown agent (or another user's) or capability"),
     ))]
 pub async fn put_permissions(
     State(state): State<AppState>,
@@ -323,7 +326,8 @@ pub async fn put_permissions(
         inbound_rate_limit: rate_limit("inboundRateLimit", body.inbound_rate_limit.as_ref())?,
         outbound_rate_limit: rate_limit("outboundRateLimit", body.outbound_rate_limit.as_ref())?,
     };
-    patch.check()?;
+    let config = state.engine.config();
+    patch.check(config.inbound_rate, config.outbound_rate)?;
     let mut tx = state.pool().begin().await?;
     let capability = capabilities::set_permissions(&mut tx, agent.agent_id, capability_id, &patch)
         .await?
@@ -380,7 +384,7 @@ pub struct QualityMetricsOut {
 pub struct DiscoveredOut {
     /// The agent's current anonymous id.
     pub anonymous_agent_id: Uuid,
-    /// The capability.
+    /// The capability, by a handle that changes with the anonymous id (never its stored id).
     pub capability_id: Uuid,
     /// Its kind of work.
     pub task_type: String,
@@ -452,13 +456,13 @@ pub async fn discover(state: &AppState, raw: &RawQuery<'_>) -> ApiResult<Discove
         .into_iter()
         .map(|f| DiscoveredOut {
             anonymous_agent_id: f.anonymous_agent_id,
-            capability_id: f.capability_id,
+            capability_id: state.engine.capability_handle(f.anonymous_agent_id, f.capability_id),
             task_type: f.task_type,
             custom_type: f.custom_type,
             input_schema: f.input_schema,
             output_schema: f.output_schema,
             trust_score_percentile: f.trust_score_percentile,
-            provisional: f.trust_events < trust::PROVISIONAL_BELOW,
+            provisional: f.provisional,
             estimated_latency_ms: f.estimated_latency_ms,
             estimated_cost_usd: f.estimated_cost_usd,
             composite_score: f.composite_score,
@@ -509,7 +513,7 @@ pub struct RankIn {
 pub struct RankedOut {
     /// The agent's current anonymous id.
     pub anonymous_agent_id: Uuid,
-    /// The capability.
+    /// The capability, by a handle that changes with the anonymous id (never its stored id).
     pub capability_id: Uuid,
     /// Its kind of work.
     pub task_type: String,
@@ -532,7 +536,7 @@ pub struct RankedOut {
 pub struct RejectedOut {
     /// The agent's current anonymous id.
     pub anonymous_agent_id: Uuid,
-    /// The capability.
+    /// The capability, by a handle that changes with the anonymous id (never its stored id).
     pub capability_id: Uuid,
     /// Its kind of work.
     pub task_type: String,
@@ -581,11 +585,11 @@ pub async fn rank(state: &AppState, body: &Value) -> ApiResult<RankOut> {
         .into_iter()
         .map(|r| RankedOut {
             anonymous_agent_id: r.candidate.anonymous_agent_id,
-            capability_id: r.candidate.capability_id,
+            capability_id: state.engine.capability_handle(r.candidate.anonymous_agent_id, r.candidate.capability_id),
             task_type: r.candidate.task_type,
             custom_type: r.candidate.custom_type,
             trust_score_percentile: r.candidate.trust_score_percentile,
-            provisional: r.candidate.trust_events < trust::PROVISIONAL_BELOW,
+            provisional: r.candidate.provisional,
             rank_score: r.rank_score.unwrap_or_default(),
             assessment: r.assessment,
         })
@@ -595,7 +599,7 @@ pub async fn rank(state: &AppState, body: &Value) -> ApiResult<RankOut> {
         .into_iter()
         .map(|r| RejectedOut {
             anonymous_agent_id: r.candidate.anonymous_agent_id,
-            capability_id: r.candidate.capability_id,
+            capability_id: state.engine.capability_handle(r.candidate.anonymous_agent_id, r.candidate.capability_id),
             task_type: r.candidate.task_type,
             custom_type: r.candidate.custom_type,
             assessment: r.assessment,
@@ -634,8 +638,8 @@ pub struct TrustOut {
     params(("agentId" = Uuid, Path, description = "The agent id")),
     responses(
         (status = 200, description = "Its trust", body = TrustOut),
-        (status = 403, description = "Another agent's key, or neither the owner's nor the service's token"),
-        (status = 404, description = "Unknown agent"),
+        (status = 403, description = "Another agent's key"),
+        (status = 404, description = "Unknown agent, or another user's"),
     ))]
 pub async fn get_trust(State(state): State<AppState>, AgentReader(agent): AgentReader) -> ApiResult<Json<TrustOut>> {
     let mut conn = state.pool().acquire().await?;
@@ -646,7 +650,7 @@ pub async fn get_trust(State(state): State<AppState>, AgentReader(agent): AgentR
         health_component: t.health_component,
         delegation_component: t.delegation_component,
         percentile: t.percentile,
-        provisional: t.provisional(),
+        provisional: t.provisional,
         total_delegations: t.total_delegations,
         successful_delegations: t.successful_delegations,
         updated_at: t.updated_at,

@@ -23,6 +23,7 @@ pub mod negotiations;
 pub mod opportunities;
 pub mod serve;
 pub mod status_page;
+pub mod unread_body;
 pub mod views;
 
 use std::sync::Arc;
@@ -133,6 +134,7 @@ pub fn router(state: AppState) -> Router {
         .layer(middleware::from_fn_with_state(state.clone(), auth_limiter::limit_failed_authentication))
         .layer(security_headers)
         .layer(axum::middleware::from_fn(crate::metrics::track_http))
+        .layer(axum::middleware::from_fn(unread_body::close_when_unread))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
 }

@@ -810,17 +810,22 @@ impl ParleyMcp {
             .as_deref()
             .map(|t| parse_uuid(t, "targetAnonymousId"))
             .transpose()?;
-        let request = delegation::Request::parse(&RawRequest {
-            request_id,
-            agent_id: agent.agent_id,
-            target_anonymous_id: target,
-            task_type: &args.task_type,
-            custom_type: args.custom_type.as_deref(),
-            input: &args.input,
-            timeout_ms: args.timeout_ms,
-            fallback_enabled: args.fallback_enabled,
-            max_retries: args.max_retries,
-        })?;
+        let min_timeout_ms =
+            i64::try_from(self.state.engine.config().delegation_min_timeout.as_millis()).unwrap_or(i64::MAX);
+        let request = delegation::Request::parse(
+            &RawRequest {
+                request_id,
+                agent_id: Some(agent.agent_id),
+                target_anonymous_id: target,
+                task_type: &args.task_type,
+                custom_type: args.custom_type.as_deref(),
+                input: &args.input,
+                timeout_ms: args.timeout_ms,
+                fallback_enabled: args.fallback_enabled,
+                max_retries: args.max_retries,
+            },
+            min_timeout_ms,
+        )?;
         let record = self.state.engine.delegate(key, &request, None).await?;
         Ok(structured(answer(record)))
     }

@@ -72,7 +72,10 @@ fn expected(audience: Audience, cred: Cred) -> StatusCode {
         // Wrong role: a user token where the service is needed, the service where a user is.
         (A::Service | A::Owner, C::WrongRole) => StatusCode::FORBIDDEN,
         (A::AgentOrOwner, C::WrongRole) => StatusCode::NOT_FOUND,
-        (A::AgentManager | A::AgentReader, C::OtherUsersJwt | C::OtherUsersAgentKey) => StatusCode::FORBIDDEN,
+        // Another agent's key is refused before any lookup; another user's agent is as unknown
+        // as one that does not exist (no existence oracle).
+        (A::AgentManager | A::AgentReader, C::OtherUsersAgentKey) => StatusCode::FORBIDDEN,
+        (A::AgentManager | A::AgentReader, C::OtherUsersJwt) => StatusCode::NOT_FOUND,
         (A::AgentManager, C::WrongRole) => StatusCode::FORBIDDEN,
         (A::Requester | A::TaskReader, C::OtherUsersJwt | C::OtherUsersAgentKey) => StatusCode::NOT_FOUND,
         (A::Participant | A::AgentReader | A::Requester | A::TaskReader, C::WrongRole) => {

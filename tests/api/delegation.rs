@@ -248,7 +248,8 @@ async fn request_accept_execute_return_with_waits_on_both_sides() {
     assert_eq!(owner_in.body["requests"][0]["requestId"], rid.as_str());
     assert_eq!(owner_in.body["requests"][0]["status"], "completed");
     assert!(!owner_in.text.contains(&requester.id), "the owner sees the requester only by anonymous id");
-    app.get(&inbound_path, &app.user_token("requester")).await.assert_error(StatusCode::FORBIDDEN, "forbidden");
+    // Another user's agent is as unknown as an agent that does not exist.
+    app.get(&inbound_path, &app.user_token("requester")).await.assert_error(StatusCode::NOT_FOUND, "not_found");
     let by_owner = app.get(&format!("/api/delegations/{rid}"), &app.user_token("requester")).await;
     assert_eq!(by_owner.status, StatusCode::OK, "{}", by_owner.text);
     let by_service = app.get(&format!("/api/delegations/{rid}"), &app.service_token()).await;
@@ -336,87 +337,42 @@ async fn a_complete_answers_alike_through_the_instance_that_accepted_and_through
     assert_eq!(ended.body["result"]["output"], json!({"feedback": "as accepted"}), "{}", ended.text);
 }
 
-/// Two requesters may use the same request id; when both delegations reach one target, the
-/// newer is the one its calls address. An instance that remembers accepting the older must
-/// not complete the newer against the older's output schema: the complete is answered as if
-/// nothing were remembered (the newer's schema refuses an output only the older's accepts).
+/// A request id belongs to its first requester. Another requester using it is refused 409
+/// `request_id_taken` (told nothing else about the first), and the first delegation stays as it
+/// was: still addressed to its target, accepted and completed by it, readable only by its own
+/// requester. (Before, both existed; the target's calls addressed the newer, so the first could
+/// never be taken and timed out against the target's trust.)
 #[tokio::test]
-async fn a_remembered_accept_never_completes_another_delegation_of_the_same_request_id() {
-    let (first, second) = spawn_two().await;
-    let (requester, targets) = setup(&first, 1).await;
-    let target = &targets[0];
-    let testing = json!({
-        "taskType": "testing",
-        "inputSchema": {},
-        "outputSchema": {"type": "object", "required": ["passed"], "properties": {"passed": {"type": "boolean"}}},
-    });
-    let put = first.agent_call(&target.agent, Method::PUT, "/capabilities", Some(&testing)).await;
-    assert_eq!(put.status, StatusCode::CREATED, "{}", put.text);
-    let other = first.register_agent("other-requester").await;
-    let rid = Uuid::new_v4().to_string();
-
-    let older = first.delegate(&requester, &body(&requester, &rid, Some(&target.anon))).await;
-    assert_eq!(older.status, StatusCode::ACCEPTED, "{}", older.text);
-    let accepted = first.act(&target.agent, &rid, "accept", None).await;
-    assert_eq!(accepted.status, StatusCode::OK, "{}", accepted.text);
-
-    let mut newer_body = body(&other, &rid, put.body["anonymousAgentId"].as_str());
-    newer_body["taskType"] = json!("testing");
-    let newer = first.delegate(&other, &newer_body).await;
-    assert_eq!(newer.status, StatusCode::ACCEPTED, "{}", newer.text);
-    let accepted = second.act(&target.agent, &rid, "accept", None).await;
-    assert_eq!(accepted.status, StatusCode::OK, "{}", accepted.text);
-
-    let refused = first.act(&target.agent, &rid, "complete", Some(&json!({"output": {"feedback": "older"}}))).await;
-    refused.assert_error(StatusCode::BAD_REQUEST, "output_invalid");
-    let statuses: Vec<String> = sqlx::query_scalar("SELECT status FROM delegations WHERE request_id = $1")
-        .bind(rid.parse::<Uuid>().unwrap())
-        .fetch_all(&first.pool)
-        .await
-        .unwrap();
-    assert_eq!(statuses, ["accepted", "accepted"], "the refused complete changed nothing");
-
-    let done = first.act(&target.agent, &rid, "complete", Some(&json!({"output": {"passed": true}}))).await;
-    assert_eq!(done.status, StatusCode::OK, "{}", done.text);
-    let ended = first.until_ended(&other, &rid, Duration::from_secs(5)).await;
-    assert_eq!(ended.body["result"]["output"], json!({"passed": true}), "{}", ended.text);
-    let older: String =
-        sqlx::query_scalar("SELECT status FROM delegations WHERE request_id = $1 AND requester_agent_id = $2")
-            .bind(rid.parse::<Uuid>().unwrap())
-            .bind(requester.id.parse::<Uuid>().unwrap())
-            .fetch_one(&first.pool)
-            .await
-            .unwrap();
-    assert_eq!(older, "accepted", "the older delegation is untouched");
-}
-
-#[tokio::test]
-async fn wait_on_delegate_answers_the_result_once_completed() {
+async fn a_request_id_belongs_to_its_first_requester() {
     let app = spawn().await;
     let (requester, targets) = setup(&app, 1).await;
+    let target = &targets[0];
+    let other = app.register_agent("other-requester").await;
     let rid = Uuid::new_v4().to_string();
-    let asking = {
-        let (client, base, agent, b) =
-            (app.client.clone(), app.base.clone(), requester.clone(), body(&requester, &rid, None));
-        tokio::spawn(async move {
-            let r = client
-                .post(format!("{base}/api/agents/delegate?wait=5"))
-                .header("x-api-key", &agent.key)
-                .json(&b)
-                .send()
-                .await
-                .unwrap();
-            (r.status(), r.json::<Value>().await.unwrap())
-        })
-    };
-    app.until_offered(&targets[0].agent, &rid, Duration::from_secs(10)).await;
-    assert_eq!(app.act(&targets[0].agent, &rid, "accept", None).await.status, StatusCode::OK);
-    let done = app.act(&targets[0].agent, &rid, "complete", Some(&json!({"output": {"feedback": "ok"}}))).await;
+
+    let first = app.delegate(&requester, &body(&requester, &rid, Some(&target.anon))).await;
+    assert_eq!(first.status, StatusCode::ACCEPTED, "{}", first.text);
+    let before = app.stored(&rid).await;
+
+    let mut shadow = body(&other, &rid, Some(&target.anon));
+    shadow["input"] = json!({"code": "something else"});
+    let taken = app.delegate(&other, &shadow).await;
+    taken.assert_error(StatusCode::CONFLICT, "request_id_taken");
+    assert!(!taken.text.contains(&requester.id) && !taken.text.contains("fn main"), "reveals nothing: {}", taken.text);
+    // The same body as the first's, too: the id is the first requester's, whatever the body.
+    let same = app.delegate(&other, &body(&other, &rid, Some(&target.anon))).await;
+    same.assert_error(StatusCode::CONFLICT, "request_id_taken");
+    assert_eq!(app.stored(&rid).await, before, "the first delegation is untouched");
+    assert_eq!(app.count("delegations").await, 1);
+    let unseen = app.keyed(&other, Method::GET, &format!("/api/delegations/{rid}"), None).await;
+    unseen.assert_error(StatusCode::NOT_FOUND, "not_found");
+
+    // The target takes and completes the first requester's delegation.
+    assert_eq!(app.act(&target.agent, &rid, "accept", None).await.status, StatusCode::OK);
+    let done = app.act(&target.agent, &rid, "complete", Some(&json!({"output": {"feedback": "ok"}}))).await;
     assert_eq!(done.status, StatusCode::OK, "{}", done.text);
-    let (status, answer) = asking.await.unwrap();
-    assert_eq!(status, StatusCode::OK, "{answer}");
-    assert_eq!(answer["result"]["status"], "completed");
-    assert_eq!(answer["delegation"]["requestId"], rid.as_str());
+    let ended = app.until_ended(&requester, &rid, Duration::from_secs(5)).await;
+    assert_eq!(ended.body["result"]["output"], json!({"feedback": "ok"}), "{}", ended.text);
 }
 
 #[tokio::test]
@@ -789,7 +745,8 @@ async fn the_rate_windows_free_up_when_their_oldest_leaves_the_last_minute() {
         .await;
     assert_eq!(own.status, StatusCode::CREATED, "{}", own.text);
     permit(&app, &requester, &json!({"outboundRateLimit": 2})).await;
-    permit(&app, &targets[0].agent, &json!({"inboundRateLimit": 2})).await;
+    // Four a minute, of which one requesting owner may use two.
+    permit(&app, &targets[0].agent, &json!({"inboundRateLimit": 4})).await;
     let to_target = |rid: &str| {
         let mut b = body(&requester, rid, Some(&targets[0].anon));
         b["maxRetries"] = json!(0);
@@ -846,20 +803,25 @@ async fn the_rate_windows_free_up_when_their_oldest_leaves_the_last_minute() {
     let retry_after: u64 = resp.headers()["retry-after"].to_str().unwrap().parse().unwrap();
     assert!((18..=21).contains(&retry_after), "{retry_after}");
 
-    // The target's window: the second and third attempts fill it; another requester's
-    // delegation is skipped as rate-limited until the second leaves it.
-    let other = app.register_agent("other-requester").await;
-    let other_body = |rid: &str| {
-        let mut b = body(&other, rid, Some(&targets[0].anon));
+    // The target's window: the second and third attempts and two of another requester's fill
+    // it; a third requester's delegation is skipped as rate-limited until the second leaves it.
+    let to_target_from = |from: &TestAgent, rid: &str| {
+        let mut b = body(from, rid, Some(&targets[0].anon));
         b["maxRetries"] = json!(0);
         b
     };
-    let skipped = app.delegate(&other, &other_body(&Uuid::new_v4().to_string())).await;
+    let other = app.register_agent("other-requester").await;
+    for _ in 0..2 {
+        let offered = app.delegate(&other, &to_target_from(&other, &Uuid::new_v4().to_string())).await;
+        assert_eq!(offered.body["delegation"]["status"], "request", "{}", offered.text);
+    }
+    let third_requester = app.register_agent("third-requester").await;
+    let skipped = app.delegate(&third_requester, &to_target_from(&third_requester, &Uuid::new_v4().to_string())).await;
     assert_eq!(skipped.body["delegation"]["attempts"][0]["reason"], "rate_limited", "{}", skipped.text);
     backdate(&second, 30).await;
-    let offered = app.delegate(&other, &other_body(&Uuid::new_v4().to_string())).await;
+    let offered = app.delegate(&third_requester, &to_target_from(&third_requester, &Uuid::new_v4().to_string())).await;
     assert_eq!(offered.body["delegation"]["status"], "request", "{}", offered.text);
-    assert_eq!(app.inbox(&targets[0].agent, None).await.body["total"], 4);
+    assert_eq!(app.inbox(&targets[0].agent, None).await.body["total"], 6);
 }
 
 /// Offers to one target take their places in its inbound window one at a time: of sixteen

@@ -72,6 +72,22 @@ async fn record_attempts(app: &TestApp, agent: &TestAgent, days_ago: i32, all: (
     .unwrap();
 }
 
+/// Records that attempts of requesters owned by `owners` counted for or against the agent today
+/// (one each), as the end of an attempt of another owner writes it beside the counters.
+async fn record_requesters(app: &TestApp, agent: &TestAgent, owners: &[&str]) {
+    for owner in owners {
+        sqlx::query(
+            "INSERT INTO trust_requester_days (target_agent_id, requester_owner_id, day, counted)
+             VALUES ($1, $2, (now() AT TIME ZONE 'UTC')::date, 1)",
+        )
+        .bind(agent.id.parse::<Uuid>().unwrap())
+        .bind(*owner)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    }
+}
+
 async fn discover(app: &TestApp, query: &str) -> Answer {
     app.get(&format!("/api/agents/discover?{query}"), &app.service_token()).await
 }
@@ -156,14 +172,15 @@ async fn capability_routes_refuse_other_callers_and_unknown_agents() {
     let path = format!("/api/agents/{}/capabilities", tomas.id);
     let body = capability("testing", None, None);
     let eve_jwt = app.user_token("user-eve");
-    app.call(Method::PUT, &path, Some(&eve_jwt), Some(&body)).await.assert_error(StatusCode::FORBIDDEN, "forbidden");
+    // Another user's agent is as unknown as one that does not exist.
+    app.call(Method::PUT, &path, Some(&eve_jwt), Some(&body)).await.assert_error(StatusCode::NOT_FOUND, "not_found");
     app.call(Method::PUT, &path, Some(&app.service_token()), Some(&body)).await.assert_error(StatusCode::FORBIDDEN, "forbidden");
     let with_eve_key = app.client.put(format!("{}{path}", app.base)).header("x-api-key", &eve.key).json(&body).send().await.unwrap();
     assert_eq!(with_eve_key.status(), StatusCode::FORBIDDEN);
     let unknown = format!("/api/agents/{}/capabilities", Uuid::now_v7());
     app.call(Method::PUT, &unknown, Some(&app.user_token("user-tomas")), Some(&body)).await.assert_error(StatusCode::NOT_FOUND, "not_found");
     app.call(Method::GET, &format!("/api/trust/{}", Uuid::now_v7()), Some(&app.service_token()), None).await.assert_error(StatusCode::NOT_FOUND, "not_found");
-    app.call(Method::GET, &format!("/api/trust/{}", tomas.id), Some(&eve_jwt), None).await.assert_error(StatusCode::FORBIDDEN, "forbidden");
+    app.call(Method::GET, &format!("/api/trust/{}", tomas.id), Some(&eve_jwt), None).await.assert_error(StatusCode::NOT_FOUND, "not_found");
     assert_eq!(app.count("capabilities").await, 0);
 }
 
@@ -265,7 +282,7 @@ async fn discovery_ranks_by_the_composite_of_trust_cost_and_latency() {
     );
     let top = &all.body["results"][0];
     assert_eq!(top["trustScorePercentile"], 80);
-    assert_eq!(top["provisional"], false);
+    assert_eq!(top["provisional"], true, "claims alone leave a score provisional");
     assert_eq!(top["estimatedCostUsd"], 5.0);
     assert_eq!(top["estimatedLatencyMs"], 3000);
     assert_eq!(top["taskType"], "code-review");
@@ -462,7 +479,7 @@ async fn trust_is_computed_from_the_record_with_exact_components_and_percentile(
     record(&app, &a, 1, 1, 1).await;
     record(&app, &a, 2, 0, 0).await;
     record(&app, &a, 40, 0, 5).await;
-    // B: 9 of 9: health 100, 9 events (still provisional).
+    // B: 9 of 9: health 100, 9 events.
     record(&app, &b, 0, 9, 0).await;
     // C: only a capability: health 50.
     put_capability(&app, &c, &capability("documentation", None, None)).await;
@@ -473,7 +490,7 @@ async fn trust_is_computed_from_the_record_with_exact_components_and_percentile(
     assert_eq!(ta["delegationComponent"], 50.0);
     assert_eq!(ta["rawScore"], 57.5); // 0.6 * 62.5 + 0.4 * 50
     assert_eq!(ta["percentile"], 50); // one of the other two is lower
-    assert_eq!(ta["provisional"], false); // 4 + 2 + 5 events
+    assert_eq!(ta["provisional"], true); // 11 events, but no delegation attempt
     assert_eq!(ta["totalDelegations"], 0);
     assert_eq!(ta["successfulDelegations"], 0);
     assert!(ta["updatedAt"].is_string());
@@ -485,9 +502,9 @@ async fn trust_is_computed_from_the_record_with_exact_components_and_percentile(
     assert_eq!((tc["rawScore"].as_f64(), tc["percentile"].as_i64(), tc["provisional"].as_bool()), (Some(50.0), Some(0), Some(true)));
     assert!(tc["updatedAt"].is_null());
 
-    // One more answered claim makes B's score rest on 10 events.
+    // Claims alone never make a score more than provisional.
     record(&app, &b, 1, 1, 0).await;
-    assert_eq!(trust(&app, &b).await["provisional"], false);
+    assert_eq!(trust(&app, &b).await["provisional"], true);
 
     // The owner and the service may read it too.
     let by_owner = app.get(&format!("/api/trust/{}", a.id), &app.user_token("user-a")).await;
@@ -508,7 +525,11 @@ async fn trust_is_computed_from_the_record_with_exact_components_and_percentile(
     assert_eq!(td["rawScore"], 64.5); // 0.6 * 87.5 + 0.4 * 30
     assert_eq!(td["totalDelegations"], 10);
     assert_eq!(td["successfulDelegations"], 3);
-    assert_eq!(td["provisional"], false); // 1 claim + 10 attempts
+    assert_eq!(td["provisional"], true); // 10 attempts, but from no other owner on record
+    record_requesters(&app, &d, &["owner-1", "owner-2"]).await;
+    assert_eq!(trust(&app, &d).await["provisional"], true, "10 attempts from 2 other owners");
+    record_requesters(&app, &d, &["owner-3"]).await;
+    assert_eq!(trust(&app, &d).await["provisional"], false, "10 attempts from 3 other owners");
     // Among A 57.5, B 80, C 50, D 64.5: D is above two of the three others, A above one.
     assert_eq!(td["percentile"], 67);
     assert_eq!(trust(&app, &a).await["percentile"], 33);
@@ -612,14 +633,17 @@ async fn concurrent_discoveries_replacing_expired_ids_all_answer() {
     assert_eq!((agents, current), (120, 120), "each agent has exactly one live id");
 }
 
-/// Every agent's (raw score, percentile, events) as the whole-population function computes them
-/// from history, and as discovery and ranking read them from the stored rows.
-async fn both_trusts(app: &TestApp) -> (Vec<(Uuid, f64, i32, i64)>, Vec<(Uuid, f64, i32, i64)>) {
-    let full = sqlx::query_as("SELECT agent_id, raw::float8, percentile, events FROM parley_trust_scores(NULL) ORDER BY agent_id")
-        .fetch_all(&app.pool)
-        .await
-        .unwrap();
-    let stored = sqlx::query_as("SELECT agent_id, raw::float8, percentile, events FROM trust_percentiles ORDER BY agent_id")
+/// Every agent's (raw score, percentile, events, provisional) as the whole-population function
+/// computes them from history, and as discovery and ranking read them from the stored rows.
+type TrustRow = (Uuid, f64, i32, i64, bool);
+async fn both_trusts(app: &TestApp) -> (Vec<TrustRow>, Vec<TrustRow>) {
+    let full = sqlx::query_as(
+        "SELECT agent_id, raw::float8, percentile, events, provisional FROM parley_trust_scores(NULL) ORDER BY agent_id",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    let stored = sqlx::query_as("SELECT agent_id, raw::float8, percentile, events, provisional FROM trust_percentiles ORDER BY agent_id")
         .fetch_all(&app.pool)
         .await
         .unwrap();
@@ -645,8 +669,11 @@ async fn stored_trust_follows_counters_and_capabilities_exactly() {
     // A record older than 90 days only: outside the population.
     record(&app, &d, 95, 2, 2).await;
     record_attempts(&app, &d, 95, (1, 1), (1, 1)).await;
-    // Delegation ends: C's today, A's 40 days ago and today.
+    // Delegation ends: C's today (ten of them, from three other owners: not provisional), A's
+    // 40 days ago and today.
+    record_requesters(&app, &c, &["owner-1", "owner-2", "owner-3"]).await;
     record_attempts(&app, &c, 0, (2, 1), (2, 0)).await;
+    record_attempts(&app, &c, 1, (7, 0), (0, 0)).await;
     record_attempts(&app, &a, 40, (0, 3), (0, 3)).await;
     record_attempts(&app, &a, 0, (1, 0), (1, 0)).await;
     // A capability, then none: outside it again.
@@ -672,7 +699,9 @@ async fn stored_trust_follows_counters_and_capabilities_exactly() {
     // (3 + 1) / (4 + 1); delegation 1 of 4) and C (health 2 of 2, delegation 2 of 3).
     let raw = |id: &str| full.iter().find(|r| r.0.to_string() == id).unwrap().1;
     assert_eq!(raw(&a.id), 49.0); // 0.6 * 65 + 0.4 * 25
-    assert_eq!(raw(&c.id), 86.67); // 0.6 * 100 + 0.4 * 66.67
+    assert_eq!(raw(&c.id), 96.0); // 0.6 * 100 + 0.4 * 90
+    let provisional = |id: &str| full.iter().find(|r| r.0.to_string() == id).unwrap().4;
+    assert!(!provisional(&c.id) && provisional(&a.id));
 
     // A row computed on an earlier day (the windows have moved since) is recomputed by the next
     // discovery.
@@ -707,7 +736,7 @@ async fn discovery_and_ranking_never_run_the_full_trust_computation() {
         "CREATE OR REPLACE FUNCTION parley_trust_scores(p_agent uuid)
          RETURNS TABLE (agent_id uuid, health numeric, delegation numeric, raw numeric, percentile integer,
                         events bigint, total_delegations bigint, successful_delegations bigint,
-                        updated_at timestamptz)
+                        updated_at timestamptz, provisional boolean)
          LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'trust recomputed from history'; END $$",
     )
     .execute(&app.pool)

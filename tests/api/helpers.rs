@@ -345,6 +345,30 @@ impl TestApp {
     }
 }
 
+impl TestApp {
+    /// Delegates `input` of `task_type` to the target known as `target_anon`, as `requester`,
+    /// answered at once (`Prefer: respond-async`); returns the answer.
+    pub async fn delegate_to(&self, requester: &TestAgent, target_anon: &str, task_type: &str, input: Value) -> Answer {
+        let body = serde_json::json!({
+            "requestId": uuid::Uuid::new_v4(),
+            "agentId": requester.id,
+            "targetAnonymousId": target_anon,
+            "taskType": task_type,
+            "input": input,
+        });
+        let resp = self
+            .client
+            .post(format!("{}/api/agents/delegate", self.base))
+            .header("x-api-key", &requester.key)
+            .header("prefer", "respond-async")
+            .json(&body)
+            .send()
+            .await
+            .expect("request failed");
+        Answer::from(resp).await
+    }
+}
+
 /// A respond body.
 pub fn answer(action: &str, token: Option<&str>) -> Value {
     let mut body = serde_json::json!({

@@ -58,14 +58,23 @@ fn task() -> Value {
 #[tokio::test]
 async fn capabilities_are_assessed_with_live_queue_depth_and_ranked_by_score_and_trust() {
     let app = TestApp::spawn().await;
-    // A: a derived skill (taskType, tags), $0.50, 2 s, and two turns in its queue.
+    // A: a derived skill (taskType, tags), $0.50, 2 s, and two delegations in its queue (one
+    // offered, one accepted).
     let a = app.register_agent("user-tomas").await;
     let mut body = capability("code-review", Some(0.5), Some(2000));
     body["tags"] = json!(["rust", "security"]);
     let anon_a = offer(&app, &a, &body).await;
+    let requester = app.register_agent("user-requester").await;
+    for _ in 0..2 {
+        let asked = app.delegate_to(&requester, &anon_a, "code-review", json!({"code": "fn main() {}"})).await;
+        assert_eq!(asked.status, StatusCode::ACCEPTED, "{}", asked.text);
+    }
+    let inbox = app.agent_call(&a, Method::GET, "/delegations/inbox", None).await;
+    let first = inbox.body["requests"][0]["requestId"].as_str().unwrap().to_owned();
+    let accepted = app.agent_call(&a, Method::POST, &format!("/delegations/{first}/accept"), None).await;
+    assert_eq!(accepted.status, StatusCode::OK, "{}", accepted.text);
+    // Its user's negotiation turns are not its directory work: they do not count.
     app.start(&fixtures::good_match()).await;
-    app.start(&fixtures::good_match()).await;
-    assert_eq!(app.pickup(&a, None).await.status, StatusCode::OK); // one parked, one claimed
     // B: its own skill (1 s), free, and the best record.
     let b = app.register_agent("user-b").await;
     let mut body = capability("code-review", None, None);

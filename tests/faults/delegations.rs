@@ -94,8 +94,8 @@ async fn register(
 }
 
 /// Targets with a code-review capability, ranked by cost; requesters with a capability of their
-/// own that lifts their outbound limit (and inbound limits lifted on the targets), so that the
-/// run measures faults, not rate limits.
+/// own. The service runs with its limits at the top (a capability may only lower them) and the
+/// capabilities declare the same, so that the run measures faults, not rate limits.
 pub async fn cast(client: &reqwest::Client, base: &str, jwt: &JwtKeys, requesters: usize, targets: usize) -> Cast {
     let summarize = |_| {
         json!({"taskType": "summarization", "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}})
@@ -551,7 +551,9 @@ pub async fn check(
             fail(&mut report.lost, format!("acknowledged complete of {rid}: the delegation is {d_status}"));
         }
     }
-    // The trust counts: each ended attempt counted once (rate-limited skips are not counted).
+    // The trust counts: each ended attempt that counted (its verdict is on its row) is in the
+    // counters once, and no other is: never one between agents of one owner, never a rate-limited
+    // skip, never more than the per-requester allowance of one owner for one target on one day.
     let counted: (i64, i64, i64, i64) = sqlx::query_as(
         "SELECT coalesce(sum(attempts_completed), 0), coalesce(sum(attempts_unfinished), 0),
                 coalesce(sum(accepted_completed), 0), coalesce(sum(accepted_unfinished), 0) FROM agent_trust_days",
@@ -561,10 +563,10 @@ pub async fn check(
     .unwrap();
     let ended_attempts: (i64, i64, i64, i64) = sqlx::query_as(
         "SELECT count(*) FILTER (WHERE status = 'completed'),
-                count(*) FILTER (WHERE status IN ('rejected', 'timeout', 'error') AND reason IS DISTINCT FROM 'rate_limited'),
+                count(*) FILTER (WHERE status IN ('rejected', 'timeout', 'error')),
                 count(*) FILTER (WHERE status = 'completed' AND accepted_at IS NOT NULL),
                 count(*) FILTER (WHERE status IN ('rejected', 'timeout', 'error') AND accepted_at IS NOT NULL)
-         FROM delegation_attempts",
+         FROM delegation_attempts WHERE counted",
     )
     .fetch_one(pool)
     .await
@@ -572,7 +574,40 @@ pub async fn check(
     if counted != ended_attempts {
         let over = counted.0 + counted.1 > ended_attempts.0 + ended_attempts.1;
         let counter = if over { &mut report.duplicated } else { &mut report.lost };
-        fail(counter, format!("trust counts {counted:?} for ended attempts {ended_attempts:?}"));
+        fail(counter, format!("trust counts {counted:?} for counted attempts {ended_attempts:?}"));
+    }
+    let (unjudged, own_owner, skipped, over_allowance): (i64, i64, i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM delegation_attempts WHERE (counted IS NULL) <> (ended_at IS NULL)),
+                (SELECT count(*) FROM delegation_attempts a
+                   JOIN delegations d ON d.delegation_id = a.delegation_id
+                   JOIN agents r ON r.agent_id = d.requester_agent_id
+                   JOIN agents t ON t.agent_id = a.target_agent_id
+                  WHERE a.counted AND r.owner_user_id = t.owner_user_id),
+                (SELECT count(*) FROM delegation_attempts WHERE counted AND reason = 'rate_limited'),
+                (SELECT count(*) FROM (
+                    SELECT a.target_agent_id, r.owner_user_id, (a.ended_at AT TIME ZONE 'UTC')::date AS day, count(*) AS n
+                      FROM delegation_attempts a
+                      JOIN delegations d ON d.delegation_id = a.delegation_id
+                      JOIN agents r ON r.agent_id = d.requester_agent_id
+                     WHERE a.counted GROUP BY 1, 2, 3) per
+                  LEFT JOIN trust_requester_days q
+                    ON q.target_agent_id = per.target_agent_id AND q.requester_owner_id = per.owner_user_id
+                   AND q.day = per.day
+                  WHERE q.counted IS DISTINCT FROM per.n OR per.n > $1)",
+    )
+    .bind(i64::from(parley::config::Config::default().trust_per_requester))
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    if (unjudged, own_owner, skipped, over_allowance) != (0, 0, 0, 0) {
+        fail(
+            &mut report.duplicated,
+            format!(
+                "trust rules: {unjudged} attempts without a verdict (or live with one), {own_owner} counted between \
+                 agents of one owner, {skipped} rate-limited skips counted, {over_allowance} (target, owner, day) \
+                 allowances exceeded or miscounted"
+            ),
+        );
     }
     // The requester's view over HTTP agrees.
     let client = client();

@@ -31,18 +31,15 @@ use tokio::sync::{Notify, futures::Notified};
 use uuid::Uuid;
 
 use super::{
-    DelegationError, Request, check_against, check_with, compile,
+    DelegationError, Request,
     recent::AcceptedAttempt,
+    screen::{Screened, Work},
     state::{Event, Status},
     store::{self, Attempt, Delegation, InboxItem, TargetOffer},
 };
 use crate::{
     delivery::{AgentIdentity, AgentKey, Engine, wakeups::wait_or_recheck},
-    directory::{
-        anonymity, capabilities,
-        discovery::{self, Query},
-        trust,
-    },
+    directory::{anonymity, trust},
     store::turn_delivery::KeyCheck,
 };
 
@@ -161,79 +158,71 @@ fn refusal(moved: &store::Moved) -> DelegationError {
 }
 
 impl Engine {
-    /// The directory's discovery for this delegation's kind of work, best first.
-    async fn candidates(
-        &self,
-        conn: &mut PgConnection,
-        d: &Delegation,
-    ) -> Result<Vec<discovery::Found>, DelegationError> {
-        let task_type =
-            capabilities::TaskType::parse(&d.task_type).ok_or_else(|| anyhow::anyhow!("stored task type"))?;
-        let q = Query {
-            task_type,
-            custom_type: d.custom_type.clone(),
-            min_trust_score: 0.0,
-            max_cost_usd: None,
-            max_latency_ms: None,
-            limit: discovery::MAX_LIMIT,
-        };
-        Ok(discovery::discover(conn, &q, self.config.min_trust, self.config.anonymous_id_ttl).await?)
-    }
-
     /// The first target of a new delegation: the named one (as [`store::open`] read it), or the
-    /// top discovery result.
+    /// best-ranked eligible discovery result whose input schema accepts the input (one that
+    /// refuses it is skipped, not fatal). The input's verdicts come from `screened`.
     async fn first_target(
         &self,
         conn: &mut PgConnection,
         d: &Delegation,
         opened: &store::Opened,
+        screened: &Screened,
     ) -> Result<Target, DelegationError> {
         let floor = self.config.min_trust;
-        let (agent_id, anonymous_id, capability) = match d.requested_target {
-            Some(named) => {
-                let (agent_id, _) = opened.target.filter(|(_, live)| *live).ok_or(DelegationError::UnknownTarget)?;
-                let capability = judge(opened.offer.clone(), agent_id, d.requester_agent_id, &d.task_type)
-                    .map_err(DelegationError::NotEligible)?;
-                above_floor(conn, agent_id, floor).await?.map_err(DelegationError::NotEligible)?;
-                (agent_id, named, capability)
-            }
-            None => {
-                let mut chosen = None;
-                for found in self.candidates(conn, d).await? {
-                    let Some(r) = anonymity::resolve(conn, found.anonymous_agent_id).await? else {
-                        continue;
-                    };
-                    let eligible =
-                        eligibility(conn, r.agent_id, d.requester_agent_id, &d.task_type, d.custom_type.as_deref(), floor)
-                            .await?;
-                    if let Ok(capability) = eligible {
-                        chosen = Some((r.agent_id, found.anonymous_agent_id, capability));
-                        break;
-                    }
+        if let Some(named) = d.requested_target {
+            let (agent_id, _) = opened.target.filter(|(_, live)| *live).ok_or(DelegationError::UnknownTarget)?;
+            let capability = judge(opened.offer.clone(), agent_id, d.requester_agent_id, &d.task_type)
+                .map_err(DelegationError::NotEligible)?;
+            above_floor(conn, agent_id, floor).await?.map_err(DelegationError::NotEligible)?;
+            self.verdict(screened, capability.capability_id, &capability.input_schema, &d.input)
+                .await
+                .map_err(DelegationError::InputInvalid)?;
+            return Ok(Target {
+                agent_id,
+                anonymous_id: named,
+                capability_id: capability.capability_id,
+                output_schema: capability.output_schema,
+            });
+        }
+        let mut refused = None;
+        for found in self.discover_for(conn, &d.task_type, d.custom_type.as_deref()).await? {
+            let Some(r) = anonymity::resolve(conn, found.anonymous_agent_id).await? else {
+                continue;
+            };
+            let eligible =
+                eligibility(conn, r.agent_id, d.requester_agent_id, &d.task_type, d.custom_type.as_deref(), floor).await?;
+            let Ok(capability) = eligible else { continue };
+            match self.verdict(screened, capability.capability_id, &capability.input_schema, &d.input).await {
+                Ok(()) => {
+                    return Ok(Target {
+                        agent_id: r.agent_id,
+                        anonymous_id: found.anonymous_agent_id,
+                        capability_id: capability.capability_id,
+                        output_schema: capability.output_schema,
+                    });
                 }
-                chosen.ok_or_else(|| {
-                    DelegationError::NotEligible(format!("no eligible agent offers {} work", d.task_type))
-                })?
+                Err(why) => {
+                    refused.get_or_insert(why);
+                }
             }
-        };
-        check_against(&capability.input_schema, &d.input, "input").map_err(DelegationError::InputInvalid)?;
-        Ok(Target {
-            agent_id,
-            anonymous_id,
-            capability_id: capability.capability_id,
-            output_schema: capability.output_schema,
+        }
+        // Eligible agents were found, and every one refused the input: say why the best did.
+        Err(match refused {
+            Some(why) => DelegationError::InputInvalid(why),
+            None => DelegationError::NotEligible(format!("no eligible agent offers {} work", d.task_type)),
         })
     }
 
     /// The next target of a fallback: the best-ranked eligible one not yet tried whose input
-    /// schema accepts the input.
+    /// schema accepts the input (its verdict from `screened`).
     async fn next_target(
         &self,
         conn: &mut PgConnection,
         d: &Delegation,
         tried: &[Uuid],
+        screened: &Screened,
     ) -> Result<Option<Target>, DelegationError> {
-        for found in self.candidates(conn, d).await? {
+        for found in self.discover_for(conn, &d.task_type, d.custom_type.as_deref()).await? {
             let Some(r) = anonymity::resolve(conn, found.anonymous_agent_id).await? else {
                 continue;
             };
@@ -250,7 +239,7 @@ impl Engine {
             )
             .await?;
             let Ok(capability) = eligible else { continue };
-            if check_against(&capability.input_schema, &d.input, "input").is_err() {
+            if self.verdict(screened, capability.capability_id, &capability.input_schema, &d.input).await.is_err() {
                 continue;
             }
             return Ok(Some(Target {
@@ -299,35 +288,43 @@ impl Engine {
         number: i32,
         target: Target,
         requester_anonymous_id: Uuid,
+        screened: &Screened,
     ) -> Result<Option<Uuid>, DelegationError> {
         let target_id = target.agent_id;
-        if store::offer(conn, &self.attempt_for(d, number, target, requester_anonymous_id)).await? {
+        let attempt = self.attempt_for(d, number, target, requester_anonymous_id);
+        if store::offer(conn, &attempt, self.inbound_limit()).await? {
             return Ok(Some(target_id));
         }
-        self.after_skip(conn, d, number, requester_anonymous_id).await
+        self.after_skip(conn, d, number, requester_anonymous_id, screened).await
     }
 
-    /// After attempt `number` of `d` was skipped (recorded `rejected`, `rate_limited`: its target
-    /// already received its inbound limit of attempts in the last 60 s): the next target not yet
-    /// tried gets the next attempt, while retries are left, and so on; when no attempt stays
-    /// live, the delegation ends `rejected` and its timer is cancelled.
+    /// The service's inbound limit per target and 60 s (`PARLEY_INBOUND_RATE`).
+    fn inbound_limit(&self) -> i32 {
+        i32::try_from(self.config.inbound_rate).unwrap_or(i32::MAX)
+    }
+
+    /// After attempt `number` of `d` was skipped (recorded `rejected`, `rate_limited`: its
+    /// target's inbound window had no room for it): the next target not yet tried gets the next
+    /// attempt, while retries are left, and so on; when no attempt stays live, the delegation
+    /// ends `rejected` and its timer is cancelled.
     async fn after_skip(
         &self,
         conn: &mut PgConnection,
         d: &Delegation,
         mut number: i32,
         requester_anonymous_id: Uuid,
+        screened: &Screened,
     ) -> Result<Option<Uuid>, DelegationError> {
         while d.fallback_enabled && number - 1 < d.max_retries {
             let tried: Vec<Uuid> =
                 store::attempts(conn, d.delegation_id).await?.iter().map(|a| a.target_agent_id).collect();
-            let Some(next) = self.next_target(conn, d, &tried).await? else {
+            let Some(next) = self.next_target(conn, d, &tried, screened).await? else {
                 break;
             };
             store::set_retries(conn, d.delegation_id, number).await?;
             number += 1;
             let target_id = next.agent_id;
-            if store::offer(conn, &self.attempt_for(d, number, next, requester_anonymous_id)).await? {
+            if store::offer(conn, &self.attempt_for(d, number, next, requester_anonymous_id), self.inbound_limit()).await? {
                 return Ok(Some(target_id));
             }
         }
@@ -351,11 +348,53 @@ impl Engine {
     /// `POST /api/agents/delegate`, for the agent of `key`: makes the delegation and its first
     /// attempt, or returns the one this request id already made when the body is the same. With
     /// `wait`, then holds until the delegation ends or the time passes (no connection held).
+    ///
+    /// Before the transaction: the key (so that nothing is checked for an unknown caller), the
+    /// requester's budget of refused inputs, and the input against the schemas of the targets
+    /// the transaction may pick ([`Engine::screen`]). A requester whose inputs keep being
+    /// refused is answered 429 for a while, like a client whose credentials keep failing.
     pub async fn delegate(
         &self,
         key: &AgentKey,
         req: &Request,
         wait: Option<Duration>,
+    ) -> Result<Record, DelegationError> {
+        let (requester, screened) = {
+            let mut conn = self.pool.acquire().await?;
+            let requester = identity(store::check_key(&mut conn, &key.key_hash).await?)?;
+            if req.agent_id.is_some_and(|a| a != requester.agent_id) {
+                return Err(DelegationError::Forbidden("agentId must be the API key's own agent"));
+            }
+            if let Some(wait) = self.input_failures.blocked_for(&requester.agent_id) {
+                return Err(DelegationError::TooManyInvalid(wait));
+            }
+            let work = Work {
+                task_type: req.task_type.as_str(),
+                custom_type: req.custom_type.as_deref(),
+                input: &req.input,
+                target: req.target_anonymous_id,
+            };
+            (requester.agent_id, self.screen(&mut conn, work).await?)
+        };
+        match self.delegate_screened(key, req, wait, &screened).await {
+            Err(DelegationError::InputInvalid(why)) => match self.input_failures.failed(&requester) {
+                Err(wait) => {
+                    tracing::info!(agent.id = %requester, "too many delegations with a refused input");
+                    Err(DelegationError::TooManyInvalid(wait))
+                }
+                Ok(()) => Err(DelegationError::InputInvalid(why)),
+            },
+            other => other,
+        }
+    }
+
+    /// [`Engine::delegate`]'s transaction, once the input has been screened.
+    async fn delegate_screened(
+        &self,
+        key: &AgentKey,
+        req: &Request,
+        wait: Option<Duration>,
+        screened: &Screened,
     ) -> Result<Record, DelegationError> {
         let mut tx = self.pool.begin().await?;
         let opened = store::open(
@@ -366,11 +405,11 @@ impl Engine {
             req.target_anonymous_id,
             req.task_type.as_str(),
             req.custom_type.as_deref(),
-            super::DEFAULT_OUTBOUND_RATE_LIMIT,
+            i32::try_from(self.config.outbound_rate).unwrap_or(i32::MAX),
         )
         .await?;
         let requester = identity(opened.key.clone())?;
-        let made = self.make_delegation(&mut tx, &requester, req, &opened).await;
+        let made = self.make_delegation(&mut tx, &requester, req, &opened, screened).await;
         let made = match made {
             Ok(made) => made,
             Err(e) => {
@@ -412,9 +451,13 @@ impl Engine {
         requester: &AgentIdentity,
         req: &Request,
         opened: &store::Opened,
+        screened: &Screened,
     ) -> Result<Made, DelegationError> {
         if !opened.own {
             return Err(DelegationError::Forbidden("agentId must be the API key's own agent"));
+        }
+        if opened.taken {
+            return Err(DelegationError::RequestIdTaken);
         }
         if let Some(existing) = opened.existing {
             let (existing, attempts) =
@@ -448,18 +491,18 @@ impl Engine {
             created_at: window.not_before.map_or(now, |t| t.max(now)),
             ended_at: None,
         };
-        let target = self.first_target(conn, &d, opened).await?;
+        let target = self.first_target(conn, &d, opened, screened).await?;
         let requester_anonymous_id = match opened.requester_anonymous_id {
             Some(id) => id,
             None => anonymity::current(conn, requester.agent_id, self.config.anonymous_id_ttl).await?,
         };
         let target_id = target.agent_id;
         let first = self.attempt_for(&d, 1, target, requester_anonymous_id);
-        let (live, (delegation, attempts)) = store::make(conn, &d, window.next_seq, &first).await?;
+        let (live, (delegation, attempts)) = store::make(conn, &d, window.next_seq, &first, self.inbound_limit()).await?;
         if live {
             return Ok(Made { record: Record { delegation, attempts }, live: Some(target_id), fresh: true });
         }
-        let live = self.after_skip(conn, &d, 1, requester_anonymous_id).await?;
+        let live = self.after_skip(conn, &d, 1, requester_anonymous_id, screened).await?;
         let (delegation, attempts) =
             store::record(conn, d.delegation_id).await?.ok_or_else(|| anyhow::anyhow!("the delegation just made"))?;
         Ok(Made { record: Record { delegation, attempts }, live, fresh: true })
@@ -519,7 +562,7 @@ impl Engine {
             (Some("accepted"), Some(delegation_id), Some(attempt), Some(deadline)) => {
                 // Only the event streams: the requester's waits are for the end.
                 self.wakeups.events_written();
-                if let Some(schema) = moved.output_schema.as_ref().and_then(|s| compile(s).ok()) {
+                if let Some(schema) = moved.output_schema {
                     let remembered =
                         AcceptedAttempt { delegation_id, attempt, deadline, output_schema: Arc::new(schema) };
                     self.recent_delegations.accepted(target.agent_id, request_id, remembered);
@@ -545,10 +588,13 @@ impl Engine {
         token: Option<&str>,
     ) -> Result<(), DelegationError> {
         let remembered = key.agent_id.and_then(|agent| self.recent_delegations.accepted_by(agent, request_id));
-        let checked_here = remembered.filter(|a| {
-            self.check_claim(a.delegation_id, a.attempt, Status::Accepted, a.deadline, token).is_ok()
-                && check_with(&a.output_schema, output, "output").is_ok()
-        });
+        let mut checked_here = None;
+        if let Some(a) = remembered
+            && self.check_claim(a.delegation_id, a.attempt, Status::Accepted, a.deadline, token).is_ok()
+            && matches!(self.schemas.check(&a.output_schema, output, "output").await, Ok(Ok(())))
+        {
+            checked_here = Some(a);
+        }
         if let Some(a) = checked_here {
             let moved = self.complete_statement(key, request_id, a.delegation_id, a.attempt, output).await?;
             if moved.outcome.as_deref() == Some("completed") || !matches!(moved.key, KeyCheck::Ok { .. }) {
@@ -573,7 +619,9 @@ impl Engine {
         output: &Value,
     ) -> Result<store::Moved, DelegationError> {
         let mut conn = self.pool.acquire().await?;
-        Ok(store::complete(&mut conn, &key.key_hash, key.agent_id, request_id, delegation_id, attempt, output).await?)
+        let per_requester = i32::try_from(self.config.trust_per_requester).unwrap_or(i32::MAX);
+        Ok(store::complete(&mut conn, &key.key_hash, key.agent_id, request_id, delegation_id, attempt, output, per_requester)
+            .await?)
     }
 
     /// The answer to a complete's statement: once completed, the delegation's waiters are woken
@@ -617,7 +665,10 @@ impl Engine {
             return Err(DelegationError::NotAddressed);
         }
         self.check_claim(view.delegation_id, view.attempt, view.status, view.deadline, token)?;
-        check_against(&view.output_schema, output, "output").map_err(DelegationError::OutputInvalid)?;
+        match self.schemas.check(&view.output_schema, output, "output").await {
+            Ok(verdict) => verdict.map_err(DelegationError::OutputInvalid)?,
+            Err(slow) => return Err(DelegationError::OutputInvalid(format!("the output could not be checked: {slow}"))),
+        }
         Ok((view.delegation_id, view.attempt))
     }
 
@@ -631,6 +682,13 @@ impl Engine {
         reason: Option<&str>,
         token: Option<&str>,
     ) -> Result<(), DelegationError> {
+        let screened = {
+            let mut conn = self.pool.acquire().await?;
+            match store::addressed(&mut conn, target.agent_id, request_id).await? {
+                Some(d) => self.screen_fallback(&mut conn, &d).await?,
+                None => Screened::none(),
+            }
+        };
         let mut tx = self.pool.begin().await?;
         let (d, a) = self.lock_addressed(&mut tx, target.agent_id, request_id).await?;
         let claim = |token| self.check_claim(d.delegation_id, a.attempt, a.status(), a.deadline, token);
@@ -641,16 +699,33 @@ impl Engine {
             (Event::Fail, _) => claim(token)?,
             (_, other) => return Err(DelegationError::InvalidState(other.as_str())),
         }
-        let next = end_attempt(self, &mut tx, &d, &a, event, None, reason).await?;
+        let next = end_attempt(self, &mut tx, &d, &a, event, None, reason, &screened).await?;
         tx.commit().await?;
         self.wake_delegation(d.delegation_id, &next);
         Ok(())
+    }
+
+    /// The screen for an attempt's end: the input against the candidates a fallback may pick,
+    /// when `d` may still fall back (nothing otherwise).
+    async fn screen_fallback(&self, conn: &mut PgConnection, d: &Delegation) -> Result<Screened, DelegationError> {
+        if d.status().is_terminal() || !d.fallback_enabled || d.retries_used >= d.max_retries {
+            return Ok(Screened::none());
+        }
+        let work = Work { task_type: &d.task_type, custom_type: d.custom_type.as_deref(), input: &d.input, target: None };
+        self.screen(conn, work).await
     }
 
     /// The delegation timer: the attempt it was armed for times out if it is still the live one
     /// and its deadline (from where it stands) has passed. Anything else is a stale or early
     /// delivery and changes nothing.
     pub async fn time_out_delegation(&self, t: parley_jobs::DelegationTimeout) -> Result<bool, DelegationError> {
+        let screened = {
+            let mut conn = self.pool.acquire().await?;
+            match store::get(&mut conn, t.delegation_id).await? {
+                Some(d) => self.screen_fallback(&mut conn, &d).await?,
+                None => return Ok(false),
+            }
+        };
         let mut tx = self.pool.begin().await?;
         let Some(d) = store::lock(&mut tx, t.delegation_id).await? else {
             return Ok(false);
@@ -668,7 +743,7 @@ impl Engine {
             Status::Request => "not accepted in time",
             _ => "not finished in time",
         };
-        let next = end_attempt(self, &mut tx, &d, &a, Event::TimeOut, None, Some(reason)).await?;
+        let next = end_attempt(self, &mut tx, &d, &a, Event::TimeOut, None, Some(reason), &screened).await?;
         tx.commit().await?;
         self.wake_delegation(d.delegation_id, &next);
         tracing::info!(delegation.id = %d.delegation_id, delegation.attempt = t.attempt, "{reason}");
@@ -789,8 +864,10 @@ struct Made {
 }
 
 /// Ends the live attempt `a` of `d` by `event` (output or reason with it), counts it for its
-/// target, and then offers the next attempt (fallback) or ends the delegation, re-arming or
+/// target (as `parley_delegation_move` decides), and then offers the next attempt (fallback,
+/// to a target `screened` says accepts the input) or ends the delegation, re-arming or
 /// cancelling the timer; all in `conn`'s transaction. Returns the targets to wake.
+#[allow(clippy::too_many_arguments)]
 async fn end_attempt(
     engine: &Engine,
     conn: &mut PgConnection,
@@ -799,6 +876,7 @@ async fn end_attempt(
     event: Event,
     output: Option<&Value>,
     reason: Option<&str>,
+    screened: &Screened,
 ) -> Result<Vec<Uuid>, DelegationError> {
     let from = a.status();
     let to = from.transition(event).map_err(|_| DelegationError::InvalidState(from.as_str()))?;
@@ -813,13 +891,14 @@ async fn end_attempt(
         reason: reason.as_deref(),
         delegation: (!may_fall_back).then_some((d.retries_used, to)),
     };
-    if !store::move_attempt(conn, d, ended).await? {
+    let per_requester = i32::try_from(engine.config.trust_per_requester).unwrap_or(i32::MAX);
+    if !store::move_attempt(conn, d, ended, per_requester).await? {
         return Err(DelegationError::InvalidState(from.as_str()));
     }
     if may_fall_back {
         let tried: Vec<Uuid> =
             store::attempts(conn, d.delegation_id).await?.iter().map(|a| a.target_agent_id).collect();
-        if let Some(target) = engine.next_target(conn, d, &tried).await? {
+        if let Some(target) = engine.next_target(conn, d, &tried, screened).await? {
             store::set_delegation(conn, d, d.retries_used + 1, Status::Request, None).await?;
             let asked = Delegation {
                 status: Status::Request.as_str().to_owned(),
@@ -828,7 +907,7 @@ async fn end_attempt(
             };
             let requester_anonymous_id =
                 anonymity::current(conn, d.requester_agent_id, engine.config.anonymous_id_ttl).await?;
-            let live = engine.place(conn, &asked, a.attempt + 1, target, requester_anonymous_id).await?;
+            let live = engine.place(conn, &asked, a.attempt + 1, target, requester_anonymous_id, screened).await?;
             return Ok(live.into_iter().collect());
         }
         store::set_delegation(conn, d, d.retries_used, to, output).await?;

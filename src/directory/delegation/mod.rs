@@ -14,7 +14,9 @@
 //! - [`flow`]: the state changes, each one transaction holding the delegation's row lock, with
 //!   its timer armed or cancelled inside it and its wake-ups sent after its commit;
 //! - [`recent`]: what this process learned of the attempts it accepted and the delegations it
-//!   ended, so that the calls that follow need not read them again.
+//!   ended, so that the calls that follow need not read them again;
+//! - [`screen`]: the input checked against the schemas of the targets a transaction may pick,
+//!   before it opens.
 //!
 //! Unlike the rest of the directory, `flow` owns its transactions (like `crate::delivery`):
 //! an attempt's end, its trust counts, the next attempt and the timers commit together.
@@ -23,6 +25,7 @@
 
 pub mod flow;
 pub mod recent;
+pub mod screen;
 pub mod state;
 pub mod store;
 
@@ -41,8 +44,6 @@ pub const MAX_TIMEOUT_MS: i64 = 24 * 3600 * 1000;
 pub const DEFAULT_MAX_RETRIES: i32 = 3;
 /// Largest `maxRetries`.
 pub const MAX_RETRIES: i32 = 10;
-/// A requester's outbound limit per 60 s when it has no capability to carry one.
-pub const DEFAULT_OUTBOUND_RATE_LIMIT: i32 = 20;
 /// Longest reason or error text kept.
 pub const MAX_REASON: usize = 2000;
 
@@ -81,6 +82,9 @@ pub enum DelegationError {
     /// The request id was used before with another body (409 `request_id_reused`).
     #[error("this requestId was already used with a different body")]
     RequestIdReused,
+    /// The request id belongs to another requester's delegation (409 `request_id_taken`).
+    #[error("this requestId is already taken; choose another")]
+    RequestIdTaken,
     /// The attempt is addressed to another agent now (409 `not_addressed`).
     #[error("this delegation is no longer addressed to this agent")]
     NotAddressed,
@@ -94,6 +98,10 @@ pub enum DelegationError {
     /// `rate_limited`); retry after the duration.
     #[error("more than {0} delegations in the last 60 s; retry later")]
     RateLimited(i32, std::time::Duration),
+    /// The requester sent too many delegations whose input the target's schema refused (429
+    /// `rate_limited`); retry after the duration.
+    #[error("too many delegations with an input the target's schema refuses; retry later")]
+    TooManyInvalid(std::time::Duration),
     /// Anything else.
     #[error(transparent)]
     Unexpected(#[from] anyhow::Error),
@@ -101,6 +109,11 @@ pub enum DelegationError {
 
 impl From<sqlx::Error> for DelegationError {
     fn from(e: sqlx::Error) -> Self {
+        // Two requesters' first delegations under one new request id, at the same moment: the
+        // one that commits second finds the id taken.
+        if e.as_database_error().and_then(|d| d.constraint()) == Some("delegations_request_id_key") {
+            return DelegationError::RequestIdTaken;
+        }
         DelegationError::Unexpected(e.into())
     }
 }
@@ -122,8 +135,8 @@ impl From<CapabilityError> for DelegationError {
 pub struct RawRequest<'a> {
     /// `requestId`.
     pub request_id: Option<Uuid>,
-    /// `agentId`.
-    pub agent_id: Uuid,
+    /// `agentId` (optional: the key's own agent).
+    pub agent_id: Option<Uuid>,
     /// `targetAnonymousId`.
     pub target_anonymous_id: Option<Uuid>,
     /// `taskType`.
@@ -145,8 +158,8 @@ pub struct RawRequest<'a> {
 pub struct Request {
     /// The requester's id for it (issued when it gave none).
     pub request_id: Uuid,
-    /// The requesting agent.
-    pub agent_id: Uuid,
+    /// The requesting agent, when the body names it (it must be the key's).
+    pub agent_id: Option<Uuid>,
     /// The target, when named.
     pub target_anonymous_id: Option<Uuid>,
     /// The kind of work.
@@ -155,7 +168,7 @@ pub struct Request {
     pub custom_type: Option<String>,
     /// The work.
     pub input: Value,
-    /// Per attempt, 1 to [`MAX_TIMEOUT_MS`].
+    /// Per attempt, from the configured minimum to [`MAX_TIMEOUT_MS`].
     pub timeout_ms: i64,
     /// Whether failed attempts are followed by others.
     pub fallback_enabled: bool,
@@ -164,15 +177,18 @@ pub struct Request {
 }
 
 impl Request {
-    /// Checks every field; the first one at fault is named.
-    pub fn parse(raw: &RawRequest<'_>) -> Result<Request, DelegationError> {
+    /// Checks every field; the first one at fault is named. `min_timeout_ms` is the shortest
+    /// `timeoutMs` accepted (`PARLEY_DELEGATION_MIN_TIMEOUT`): a timeout no target could meet
+    /// would only make its attempts fail.
+    pub fn parse(raw: &RawRequest<'_>, min_timeout_ms: i64) -> Result<Request, DelegationError> {
         let invalid = |field, message: String| DelegationError::Invalid { field, message };
         let task_type = TaskType::parse(raw.task_type)
             .ok_or_else(|| invalid("taskType", format!("must be one of {}", TaskType::names())))?;
         let custom_type = custom_type_for(task_type, raw.custom_type)?;
         let timeout_ms = raw.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS);
-        if !(1..=MAX_TIMEOUT_MS).contains(&timeout_ms) {
-            return Err(invalid("timeoutMs", format!("must be from 1 to {MAX_TIMEOUT_MS} milliseconds")));
+        let min_timeout_ms = min_timeout_ms.clamp(1, MAX_TIMEOUT_MS);
+        if !(min_timeout_ms..=MAX_TIMEOUT_MS).contains(&timeout_ms) {
+            return Err(invalid("timeoutMs", format!("must be from {min_timeout_ms} to {MAX_TIMEOUT_MS} milliseconds")));
         }
         let max_retries = raw.max_retries.unwrap_or(i64::from(DEFAULT_MAX_RETRIES));
         if !(0..=i64::from(MAX_RETRIES)).contains(&max_retries) {
@@ -203,31 +219,6 @@ impl Request {
     }
 }
 
-/// Compiles a JSON Schema (capabilities' schemas were checked at registration; a failure here
-/// is reported like a refused value).
-pub fn compile(schema: &Value) -> Result<jsonschema::Validator, String> {
-    jsonschema::validator_for(schema).map_err(|e| format!("the schema does not compile: {e}"))
-}
-
-/// Checks `value` against a compiled schema: `Err` with the schema's messages (at most ten, each
-/// with the JSON pointer of the offending part of `what`).
-pub fn check_with(validator: &jsonschema::Validator, value: &Value, what: &str) -> Result<(), String> {
-    let messages: Vec<String> = validator
-        .iter_errors(value)
-        .take(10)
-        .map(|e| {
-            let path = e.instance_path().to_string();
-            if path.is_empty() { format!("{what}: {e}") } else { format!("{what}{path}: {e}") }
-        })
-        .collect();
-    if messages.is_empty() { Ok(()) } else { Err(messages.join("; ")) }
-}
-
-/// Checks `value` against a JSON Schema ([`compile`], then [`check_with`]).
-pub fn check_against(schema: &Value, value: &Value, what: &str) -> Result<(), String> {
-    check_with(&compile(schema)?, value, what)
-}
-
 /// Trims a reason to [`MAX_REASON`] characters; blank is none.
 pub fn reason_text(reason: Option<&str>) -> Option<String> {
     reason.map(str::trim).filter(|r| !r.is_empty()).map(|r| r.chars().take(MAX_REASON).collect())
@@ -242,7 +233,7 @@ mod tests {
     fn raw<'a>(input: &'a Value) -> RawRequest<'a> {
         RawRequest {
             request_id: None,
-            agent_id: Uuid::nil(),
+            agent_id: None,
             target_anonymous_id: None,
             task_type: "code-review",
             custom_type: None,
@@ -256,17 +247,18 @@ mod tests {
     #[test]
     fn defaults_and_bounds() {
         let input = json!({"code": "x"});
-        let r = Request::parse(&raw(&input)).unwrap();
+        let r = Request::parse(&raw(&input), 1000).unwrap();
         assert_eq!((r.timeout_ms, r.max_retries, r.fallback_enabled), (30_000, 3, true));
         let field = |f: &dyn Fn(&mut RawRequest<'_>)| {
             let mut r = raw(&input);
             f(&mut r);
-            match Request::parse(&r) {
+            match Request::parse(&r, 1000) {
                 Err(DelegationError::Invalid { field, .. }) => field,
                 other => panic!("{other:?}"),
             }
         };
         assert_eq!(field(&|r| r.timeout_ms = Some(0)), "timeoutMs");
+        assert_eq!(field(&|r| r.timeout_ms = Some(999)), "timeoutMs", "below the configured minimum");
         assert_eq!(field(&|r| r.timeout_ms = Some(MAX_TIMEOUT_MS + 1)), "timeoutMs");
         assert_eq!(field(&|r| r.max_retries = Some(11)), "maxRetries");
         assert_eq!(field(&|r| r.max_retries = Some(-1)), "maxRetries");
@@ -274,13 +266,4 @@ mod tests {
         assert_eq!(field(&|r| r.custom_type = Some("x")), "customType");
     }
 
-    #[test]
-    fn schema_messages_name_the_part_at_fault() {
-        let schema = json!({"type": "object", "required": ["code"], "properties": {"code": {"type": "string"}}});
-        assert!(check_against(&schema, &json!({"code": "x"}), "input").is_ok());
-        let e = check_against(&schema, &json!({"code": 5}), "input").unwrap_err();
-        assert!(e.starts_with("input/code:"), "{e}");
-        let e = check_against(&schema, &json!({}), "input").unwrap_err();
-        assert!(e.contains("code"), "{e}");
-    }
 }

@@ -2,8 +2,8 @@
 //! need not read it again:
 //!
 //! - an attempt it accepted for an agent: its delegation, number, deadline and output schema,
-//!   which that agent's complete checks its output against before its one statement (instead of
-//!   reading the attempt first). An attempt's number, deadline and output schema never change;
+//!   which that agent's complete checks its output against (off the async workers) before its
+//!   one statement (instead of reading the attempt first). An attempt's number, deadline and output schema never change;
 //!   whether it is still the live one, accepted, in time and addressed to the caller, and
 //!   whether the key is still good, `parley_delegation_complete` checks itself, given the
 //!   delegation and attempt remembered (so it never completes another delegation that took the
@@ -41,8 +41,8 @@ pub struct AcceptedAttempt {
     pub attempt: i32,
     /// When it times out.
     pub deadline: DateTime<Utc>,
-    /// What its output must match, compiled.
-    pub output_schema: Arc<jsonschema::Validator>,
+    /// What its output must match (compiled once per process, see `directory::schema`).
+    pub output_schema: Arc<serde_json::Value>,
 }
 
 /// See the module docs.

@@ -150,6 +150,57 @@ pub async fn find_visible(
     .await
 }
 
+/// The key's verdict, for any agent of the key (`parley_agent_of_key`).
+pub async fn check_key(conn: &mut PgConnection, key_hash: &[u8]) -> sqlx::Result<KeyCheck> {
+    let r = sqlx::query!(
+        r#"SELECT auth AS "auth!", agent_id, owner_user_id FROM parley_agent_of_key($1, NULL)"#,
+        key_hash
+    )
+    .fetch_one(conn)
+    .await?;
+    Ok(KeyCheck::from_parts(&r.auth, r.agent_id, r.owner_user_id))
+}
+
+/// The capability (its id and input schema) that the agent behind `anonymous_id` offers for
+/// `task_type`/`custom_type`, whatever its state: what a delegation naming it screens its input
+/// against (eligibility is judged in the delegation's transaction).
+pub async fn named_capability(
+    conn: &mut PgConnection,
+    anonymous_id: Uuid,
+    task_type: &str,
+    custom_type: Option<&str>,
+) -> sqlx::Result<Option<(Uuid, Value)>> {
+    let r = sqlx::query!(
+        r#"SELECT c.capability_id, c.input_schema
+             FROM anonymous_ids i
+             JOIN capabilities c ON c.agent_id = i.agent_id AND c.task_type = $2
+                                AND c.custom_type IS NOT DISTINCT FROM $3
+            WHERE i.anonymous_id = $1"#,
+        anonymous_id,
+        task_type,
+        custom_type
+    )
+    .fetch_optional(conn)
+    .await?;
+    Ok(r.map(|r| (r.capability_id, r.input_schema)))
+}
+
+/// The delegation of `request_id` whose newest attempt addressed to `target` is the newest,
+/// read without a lock (see [`lock_addressed`]).
+pub async fn addressed(conn: &mut PgConnection, target: Uuid, request_id: Uuid) -> sqlx::Result<Option<Delegation>> {
+    sqlx::query_as!(
+        Delegation,
+        r#"SELECT delegation_id, request_id, requester_agent_id, task_type, custom_type, input, requested_target,
+                  timeout_ms, fallback_enabled, max_retries, retries_used, status, output, created_at, ended_at
+           FROM delegations
+           WHERE delegation_id = parley_delegation_addressed($2, $1)"#,
+        request_id,
+        target
+    )
+    .fetch_optional(conn)
+    .await
+}
+
 /// Locks a delegation for a state change: every change of it and its attempts holds this lock.
 pub async fn lock(conn: &mut PgConnection, delegation_id: Uuid) -> sqlx::Result<Option<Delegation>> {
     sqlx::query_as!(
@@ -203,11 +254,12 @@ pub async fn make(
     d: &Delegation,
     seq: i64,
     a: &Attempt,
+    inbound_limit: i32,
 ) -> sqlx::Result<(bool, (Delegation, Vec<Attempt>))> {
     let r = sqlx::query!(
         r#"SELECT live AS "live!", delegation_record AS "record!"
            FROM parley_delegation_make($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
-                                       $18, $19, $20, $21)"#,
+                                       $18, $19, $20, $21, $22)"#,
         d.delegation_id,
         d.request_id,
         d.requester_agent_id,
@@ -228,7 +280,8 @@ pub async fn make(
         a.output_schema,
         a.accept_deadline,
         a.deadline,
-        parley_jobs::new_timer_id()
+        parley_jobs::new_timer_id(),
+        inbound_limit
     )
     .fetch_one(conn)
     .await?;
@@ -417,7 +470,10 @@ pub async fn target_view(
 /// `attempt` of `delegation_id` ([`target_view`]): that attempt, still live in the delegation of
 /// `request_id` addressed to the key's agent, accepted and within its deadline, completes, the
 /// delegation ends with `output`, and its timer is cancelled; answers the delegation's final
-/// record. Autocommit: call it on a pooled connection, outside any transaction.
+/// record. The completion counts for the target as [`move_attempt`] says (at most
+/// `trust_per_requester` a day from one requesting owner). Autocommit: call it on a pooled
+/// connection, outside any transaction.
+#[allow(clippy::too_many_arguments)]
 pub async fn complete(
     conn: &mut PgConnection,
     key_hash: &[u8],
@@ -426,16 +482,18 @@ pub async fn complete(
     delegation_id: Uuid,
     attempt: i32,
     output: &Value,
+    trust_per_requester: i32,
 ) -> sqlx::Result<Moved> {
     let r = sqlx::query!(
         r#"SELECT auth AS "auth!", key_agent_id, key_owner_user_id, outcome, status, delegation_record
-           FROM parley_delegation_complete($1, $2, $3, $4, $5, $6)"#,
+           FROM parley_delegation_complete($1, $2, $3, $4, $5, $6, $7)"#,
         key_hash,
         agent,
         request_id,
         delegation_id,
         attempt,
-        output
+        output,
+        trust_per_requester
     )
     .fetch_one(conn)
     .await?;
@@ -454,7 +512,7 @@ pub async fn complete(
 /// A requester's outbound window: how many delegations it may send per 60 s, and whether it did.
 #[derive(Debug, Clone)]
 pub struct OutboundWindow {
-    /// The requester's outbound limit (the smallest over its capabilities; the default without any).
+    /// The requester's outbound limit (the service's, or a lower one its capabilities declare).
     pub limit: i32,
     /// Whether it sent that many in the last 60 s.
     pub full: bool,
@@ -477,6 +535,8 @@ pub struct Opened {
     pub own: bool,
     /// The delegation this request id already made (a retried request; read in full apart).
     pub existing: Option<Uuid>,
+    /// Whether another requester's delegation has this request id.
+    pub taken: bool,
     /// The requester's outbound window (when there is no existing delegation).
     pub window: Option<OutboundWindow>,
     /// The named target's agent and whether its anonymous id is live; `None` when none was
@@ -488,13 +548,14 @@ pub struct Opened {
     pub requester_anonymous_id: Option<Uuid>,
 }
 
-/// Reads what a new delegation of `request_id` by `requester` needs to decide, after taking the
-/// requester's lock (held to the end of the caller's transaction): see [`Opened`].
+/// Reads what a new delegation of `request_id` by the key's agent (which must be `requester`
+/// when given) needs to decide, after taking the requester's lock (held to the end of the
+/// caller's transaction): see [`Opened`]. `default_limit` is the service's outbound limit.
 #[allow(clippy::too_many_arguments)]
 pub async fn open(
     conn: &mut PgConnection,
     key_hash: &[u8],
-    requester: Uuid,
+    requester: Option<Uuid>,
     request_id: Uuid,
     target: Option<Uuid>,
     task_type: &str,
@@ -502,7 +563,7 @@ pub async fn open(
     default_limit: i32,
 ) -> sqlx::Result<Opened> {
     let r = sqlx::query!(
-        r#"SELECT auth AS "auth!", key_agent_id, key_owner_user_id, own, existing, outbound_limit, window_full,
+        r#"SELECT auth AS "auth!", key_agent_id, key_owner_user_id, own, existing, taken, outbound_limit, window_full,
                   frees_at, next_seq, not_before,
                   target_agent_id, target_live, target_active, capability_id, input_schema, output_schema, enabled,
                   accept_delegations, requester_anonymous_id
@@ -536,6 +597,7 @@ pub async fn open(
         key: KeyCheck::from_parts(&r.auth, r.key_agent_id, r.key_owner_user_id),
         own: r.own.unwrap_or(false),
         existing: r.existing,
+        taken: r.taken.unwrap_or(false),
         window,
         target: r.target_agent_id.map(|agent| (agent, r.target_live.unwrap_or(false))),
         offer,
@@ -556,12 +618,13 @@ pub async fn set_retries(conn: &mut PgConnection, delegation_id: Uuid, retries_u
 }
 
 /// Offers attempt `a` (in `request`) to its target, arming the delegation's timer for when it
-/// times out from there; false when the target is at its inbound limit, in which case the
-/// attempt is recorded `rejected` (`rate_limited`) at once and no timer is armed
-/// (`parley_delegation_offer`).
-pub async fn offer(conn: &mut PgConnection, a: &Attempt) -> sqlx::Result<bool> {
+/// times out from there; false when the target's inbound window (at most `inbound_limit`, the
+/// service's limit, or the lower one its capability declares, of which one requesting owner may
+/// use half) has no room, in which case the attempt is recorded `rejected` (`rate_limited`) at
+/// once and no timer is armed (`parley_delegation_offer`).
+pub async fn offer(conn: &mut PgConnection, a: &Attempt, inbound_limit: i32) -> sqlx::Result<bool> {
     sqlx::query_scalar!(
-        r#"SELECT parley_delegation_offer($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) AS "live!""#,
+        r#"SELECT parley_delegation_offer($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) AS "live!""#,
         a.delegation_id,
         a.attempt,
         a.task_id,
@@ -573,7 +636,8 @@ pub async fn offer(conn: &mut PgConnection, a: &Attempt) -> sqlx::Result<bool> {
         a.created_at,
         a.accept_deadline,
         a.deadline,
-        parley_jobs::new_timer_id()
+        parley_jobs::new_timer_id(),
+        inbound_limit
     )
     .fetch_one(conn)
     .await
@@ -658,13 +722,20 @@ pub struct AttemptMove<'a> {
 
 /// Moves an attempt of `d` (see [`AttemptMove`]) in one statement (`parley_delegation_move`):
 /// the attempt; when it ends, its count for or against its target on today's row (completed or
-/// not, and, when it had been accepted, whether it was completed in time); and the delegation's
-/// status when given, from the status `d` was read in. False, having changed nothing, when the
-/// attempt was not in `from`.
-pub async fn move_attempt(conn: &mut PgConnection, d: &Delegation, m: AttemptMove<'_>) -> sqlx::Result<bool> {
+/// not, and, when it had been accepted, whether it was completed in time), unless the rules of
+/// trust leave it out (one owner's agents, a timeout below the target's estimate, more than
+/// `trust_per_requester` a day from one requesting owner); and the delegation's status when
+/// given, from the status `d` was read in. False, having changed nothing, when the attempt was
+/// not in `from`.
+pub async fn move_attempt(
+    conn: &mut PgConnection,
+    d: &Delegation,
+    m: AttemptMove<'_>,
+    trust_per_requester: i32,
+) -> sqlx::Result<bool> {
     let (retries_used, delegation_to) = m.delegation.map_or((None, None), |(r, s)| (Some(r), Some(s.as_str())));
     sqlx::query_scalar!(
-        r#"SELECT parley_delegation_move($1, $2, $3, $4, $5, $6, $7, $8, $9) AS "moved!""#,
+        r#"SELECT parley_delegation_move($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) AS "moved!""#,
         d.delegation_id,
         m.attempt,
         m.from.as_str(),
@@ -673,7 +744,8 @@ pub async fn move_attempt(conn: &mut PgConnection, d: &Delegation, m: AttemptMov
         m.reason,
         d.status,
         retries_used,
-        delegation_to
+        delegation_to,
+        trust_per_requester
     )
     .fetch_one(conn)
     .await

@@ -1,0 +1,554 @@
+//! The JSON Schemas of capabilities: bounded when registered, compiled once, and checked off the
+//! async workers.
+//!
+//! A schema comes from an agent and is run against input another agent sends, so both sides of
+//! a check are untrusted. Three defences, each for a way a check could cost without bound:
+//!
+//! - [`bound`], at registration: the schema's size ([`MAX_BYTES`]), its nesting
+//!   ([`MAX_DEPTH`]), and the number of subschemas a validation may visit at any one place of
+//!   the input ([`MAX_VISITS`]). That count follows `$ref`s and adds up the fan-out of the
+//!   keywords that apply several subschemas to the same place (`allOf`, `anyOf`, `oneOf`, `not`,
+//!   `if`/`then`/`else`, `dependentSchemas`), and carries it down into the input: the
+//!   subschemas that apply to one child (one property name or one array index, plus those that
+//!   apply to any child) add up there. A schema of 2 KB whose definitions each refer to the
+//!   next twice asks for some 2^30 visits at one place and is refused (`schema_too_complex`),
+//!   as is a `$ref` loop that never descends into the input; a recursive schema that descends
+//!   one level per reference (a tree) costs a few visits per place and is accepted. The count is
+//!   carried through 128 levels of input, the deepest JSON the service parses.
+//! - [`Prepared`]: each schema is compiled once per process and kept (by its SHA-256) in a
+//!   small LRU, so a delegation checks its input against every candidate without compiling
+//!   anything on the usual path.
+//! - [`Checker`]: every check of a delegation's input or output runs on the blocking pool,
+//!   at most a few at a time, and is waited for at most `PARLEY_SCHEMA_CHECK_TIMEOUT`, before
+//!   any transaction opens; past it the call is answered without it. (A check that overran
+//!   keeps its permit until it ends, so overruns cannot pile up.)
+//!
+//! Refusals name the keyword and the place in the input at fault, never the input itself: the
+//! validator's messages are rendered with the value masked, places are cut to 40 characters,
+//! and at most five are given.
+
+use std::{
+    collections::HashMap,
+    num::NonZeroUsize,
+    sync::{Arc, LazyLock, Mutex, PoisonError},
+    time::Duration,
+};
+
+use lru::LruCache;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use tokio::sync::Semaphore;
+
+/// The largest schema accepted, serialized.
+pub const MAX_BYTES: usize = 64 * 1024;
+/// The deepest nesting of a schema document.
+pub const MAX_DEPTH: usize = 64;
+/// The most subschema visits a validation may make at one place of the input.
+pub const MAX_VISITS: u64 = 1_000;
+/// How deep into the input the visits are carried: the deepest JSON the service parses.
+const INPUT_DEPTH: usize = 128;
+/// Messages given for a refused value.
+const MAX_MESSAGES: usize = 5;
+/// Characters of a place in the input shown in a message.
+const MAX_PLACE: usize = 40;
+
+/// What [`bound`] measured of an accepted schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bounded {
+    /// The most subschema visits at one place of the input.
+    pub visits: u64,
+}
+
+/// Why a schema is refused by [`bound`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct TooComplex(pub String);
+
+/// Checks a schema against the bounds of the module docs.
+pub fn bound(schema: &Value) -> Result<Bounded, TooComplex> {
+    let size = serde_json::to_vec(schema).map(|v| v.len()).unwrap_or(usize::MAX);
+    if size > MAX_BYTES {
+        return Err(TooComplex(format!("is {size} bytes; at most {MAX_BYTES} are accepted")));
+    }
+    let depth = depth(schema);
+    if depth > MAX_DEPTH {
+        return Err(TooComplex(format!("nests {depth} levels deep; at most {MAX_DEPTH} are accepted")));
+    }
+    let graph = Graph::build(schema)?;
+    let visits = graph.visits()?;
+    Ok(Bounded { visits })
+}
+
+fn depth(v: &Value) -> usize {
+    match v {
+        Value::Array(items) => 1 + items.iter().map(depth).max().unwrap_or(0),
+        Value::Object(map) => 1 + map.values().map(depth).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// Keywords whose value is data, not schemas (never walked for `$id`s or anchors).
+const DATA_KEYWORDS: [&str; 4] = ["enum", "const", "default", "examples"];
+/// Keywords applying one subschema at the same place.
+const IN_PLACE_ONE: [&str; 4] = ["not", "if", "then", "else"];
+/// Keywords applying each of a list of subschemas at the same place.
+const IN_PLACE_LIST: [&str; 3] = ["allOf", "anyOf", "oneOf"];
+/// Keywords applying one subschema to any child (or to property names, or decoded content).
+const ANY_CHILD_ONE: [&str; 7] =
+    ["additionalProperties", "unevaluatedProperties", "additionalItems", "unevaluatedItems", "contains", "propertyNames", "contentSchema"];
+
+/// One subschema and the subschemas it applies, by how they apply.
+#[derive(Debug, Default)]
+struct Node {
+    /// At the same place of the input (`allOf`, `$ref`, ...).
+    in_place: Vec<usize>,
+    /// To one named child each (`properties`, `prefixItems`, `items` as a list).
+    named: Vec<usize>,
+    /// To any child (`additionalProperties`, `items`, `patternProperties`, ...).
+    any: Vec<usize>,
+}
+
+/// The subschemas of a document reachable from its root, with `$ref`s resolved.
+struct Graph {
+    nodes: Vec<Node>,
+}
+
+/// What `$ref`s may name: the resources (`$id`) and anchors of the document.
+struct Names<'a> {
+    ids: HashMap<&'a str, &'a Value>,
+    anchors: HashMap<&'a str, &'a Value>,
+}
+
+impl<'a> Names<'a> {
+    fn collect(root: &'a Value) -> Names<'a> {
+        fn walk<'a>(v: &'a Value, names: &mut Names<'a>) {
+            match v {
+                Value::Object(map) => {
+                    if let Some(Value::String(id)) = map.get("$id") {
+                        match id.strip_prefix('#') {
+                            Some(anchor) => names.anchors.insert(anchor, v),
+                            None => names.ids.insert(id.trim_end_matches('#'), v),
+                        };
+                    }
+                    for key in ["$anchor", "$dynamicAnchor"] {
+                        if let Some(Value::String(a)) = map.get(key) {
+                            names.anchors.insert(a, v);
+                        }
+                    }
+                    for (k, child) in map {
+                        if !DATA_KEYWORDS.contains(&k.as_str()) {
+                            walk(child, names);
+                        }
+                    }
+                }
+                Value::Array(items) => items.iter().for_each(|i| walk(i, names)),
+                _ => {}
+            }
+        }
+        let mut names = Names { ids: HashMap::new(), anchors: HashMap::new() };
+        walk(root, &mut names);
+        names
+    }
+
+    /// The subschema `reference` names from within `resource`.
+    fn resolve(&self, reference: &str, resource: &'a Value) -> Result<&'a Value, TooComplex> {
+        let cannot = || TooComplex(format!("$ref {reference:?} cannot be followed: only references within the schema are accepted"));
+        let (base, fragment) = reference.split_once('#').unwrap_or((reference, ""));
+        let resource = if base.is_empty() { resource } else { *self.ids.get(base).ok_or_else(cannot)? };
+        if fragment.is_empty() {
+            return Ok(resource);
+        }
+        if fragment.starts_with('/') {
+            return resource.pointer(&percent_decode(fragment)).ok_or_else(cannot);
+        }
+        self.anchors.get(fragment).copied().ok_or_else(cannot)
+    }
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && let Some(byte) = s.get(i + 1..i + 3).and_then(|h| u8::from_str_radix(h, 16).ok())
+        {
+            out.push(byte);
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+impl Graph {
+    fn build(root: &Value) -> Result<Graph, TooComplex> {
+        #[derive(Clone, Copy)]
+        enum Applies {
+            InPlace,
+            Named,
+            Any,
+        }
+        let names = Names::collect(root);
+        let mut ids: HashMap<*const Value, usize> = HashMap::from([(root as *const Value, 0)]);
+        let mut nodes: Vec<Node> = vec![Node::default()];
+        // The subschemas found (node i is entry i), with the resource their references resolve in.
+        let mut found: Vec<(&Value, &Value)> = vec![(root, root)];
+        let mut next = 0;
+        while next < found.len() {
+            let (v, inherited) = found[next];
+            let node = next;
+            next += 1;
+            let Value::Object(map) = v else { continue };
+            let resource = match map.get("$id") {
+                Some(Value::String(id)) if !id.starts_with('#') => v,
+                _ => inherited,
+            };
+            let mut children: Vec<(&Value, Applies)> = Vec::new();
+            for (key, value) in map {
+                match (key.as_str(), value) {
+                    ("$ref" | "$dynamicRef" | "$recursiveRef", Value::String(r)) => {
+                        children.push((names.resolve(r, resource)?, Applies::InPlace));
+                    }
+                    (k, v) if IN_PLACE_ONE.contains(&k) => children.push((v, Applies::InPlace)),
+                    (k, Value::Array(list)) if IN_PLACE_LIST.contains(&k) => {
+                        children.extend(list.iter().map(|s| (s, Applies::InPlace)));
+                    }
+                    ("dependentSchemas" | "dependencies", Value::Object(m)) => {
+                        children.extend(m.values().map(|s| (s, Applies::InPlace)));
+                    }
+                    ("properties", Value::Object(m)) => children.extend(m.values().map(|s| (s, Applies::Named))),
+                    ("prefixItems" | "items", Value::Array(list)) => {
+                        children.extend(list.iter().map(|s| (s, Applies::Named)));
+                    }
+                    ("patternProperties", Value::Object(m)) => children.extend(m.values().map(|s| (s, Applies::Any))),
+                    ("items", v) => children.push((v, Applies::Any)),
+                    (k, v) if ANY_CHILD_ONE.contains(&k) => children.push((v, Applies::Any)),
+                    _ => {}
+                }
+            }
+            for (child, applies) in children {
+                if !(child.is_object() || child.is_boolean()) {
+                    continue;
+                }
+                let id = *ids.entry(child as *const Value).or_insert_with(|| {
+                    nodes.push(Node::default());
+                    found.push((child, resource));
+                    nodes.len() - 1
+                });
+                let n = &mut nodes[node];
+                match applies {
+                    Applies::InPlace => n.in_place.push(id),
+                    Applies::Named => n.named.push(id),
+                    Applies::Any => n.any.push(id),
+                }
+            }
+        }
+        Ok(Graph { nodes })
+    }
+
+    /// The subschemas ordered so that each comes after those it applies at the same place; an
+    /// in-place cycle (a `$ref` loop that never descends into the input) is refused.
+    fn in_place_order(&self) -> Result<Vec<usize>, TooComplex> {
+        const NEW: u8 = 0;
+        const OPEN: u8 = 1;
+        const DONE: u8 = 2;
+        let mut state = vec![NEW; self.nodes.len()];
+        let mut order = Vec::with_capacity(self.nodes.len());
+        for start in 0..self.nodes.len() {
+            if state[start] != NEW {
+                continue;
+            }
+            // Iterative depth-first walk: (node, index of the next child to visit).
+            let mut stack = vec![(start, 0usize)];
+            state[start] = OPEN;
+            while let Some((node, child)) = stack.last_mut() {
+                let node = *node;
+                if let Some(&next) = self.nodes[node].in_place.get(*child) {
+                    *child += 1;
+                    match state[next] {
+                        NEW => {
+                            state[next] = OPEN;
+                            stack.push((next, 0));
+                        }
+                        OPEN => {
+                            return Err(TooComplex("has a $ref loop that never descends into the input".into()));
+                        }
+                        _ => {}
+                    }
+                } else {
+                    state[node] = DONE;
+                    order.push(node);
+                    stack.pop();
+                }
+            }
+        }
+        Ok(order)
+    }
+
+    /// The most subschema visits at one place of the input (node 0 is the root).
+    fn visits(&self) -> Result<u64, TooComplex> {
+        let order = self.in_place_order()?;
+        let over = MAX_VISITS + 1;
+        let refuse = |v: u64| {
+            TooComplex(format!(
+                "may make {}{v} subschema visits at one place of the input (following $ref and allOf/anyOf/oneOf); at most {MAX_VISITS} are accepted",
+                if v >= over { "more than " } else { "" }
+            ))
+        };
+        // Level 0: the visits at the place a subschema is applied to.
+        let mut previous = vec![0u64; self.nodes.len()];
+        for &n in &order {
+            let inner: u64 = self.nodes[n].in_place.iter().map(|&c| previous[c]).fold(0, u64::saturating_add);
+            previous[n] = (1 + inner).min(over);
+        }
+        let mut most = previous[0];
+        if most > MAX_VISITS {
+            return Err(refuse(most));
+        }
+        // Level d: the visits at one place d levels below, from the level above.
+        for _ in 1..=INPUT_DEPTH {
+            let mut current = vec![0u64; self.nodes.len()];
+            for &n in &order {
+                let node = &self.nodes[n];
+                let any: u64 = node.any.iter().map(|&c| previous[c]).fold(0, u64::saturating_add);
+                let named = node.named.iter().map(|&c| previous[c]).max().unwrap_or(0);
+                let inner: u64 = node.in_place.iter().map(|&c| current[c]).fold(0, u64::saturating_add);
+                current[n] = any.saturating_add(named).saturating_add(inner).min(over);
+            }
+            most = most.max(current[0]);
+            if most > MAX_VISITS {
+                return Err(refuse(most));
+            }
+            if current == previous {
+                break;
+            }
+            previous = current;
+        }
+        Ok(most)
+    }
+}
+
+/// A schema compiled, ready to check values.
+pub struct Prepared {
+    validator: jsonschema::Validator,
+}
+
+impl Prepared {
+    /// Checks `value`: `Err` with at most five messages, each naming the place in `what` at fault
+    /// and the keyword, with the value itself masked.
+    pub fn check(&self, value: &Value, what: &str) -> Result<(), String> {
+        let messages: Vec<String> = self
+            .validator
+            .iter_errors(value)
+            .take(MAX_MESSAGES)
+            .map(|e| {
+                let place = e.instance_path().to_string();
+                let place = if place.chars().count() > MAX_PLACE {
+                    format!("{}…", place.chars().take(MAX_PLACE).collect::<String>())
+                } else {
+                    place
+                };
+                format!("{what}{place}: {} ({})", e.masked(), e.kind().keyword())
+            })
+            .collect();
+        if messages.is_empty() { Ok(()) } else { Err(messages.join("; ")) }
+    }
+}
+
+/// Compiled schemas kept per process, by the SHA-256 of their text.
+static PREPARED: LazyLock<Mutex<LruCache<[u8; 32], Arc<Prepared>>>> =
+    LazyLock::new(|| Mutex::new(LruCache::new(NonZeroUsize::new(512).expect("non-zero"))));
+
+/// The compiled form of `schema`, from the process's cache or compiled now. A schema that does
+/// not compile, or (stored before the bounds existed) breaks them, is an `Err` naming why.
+pub fn prepare(schema: &Value) -> Result<Arc<Prepared>, String> {
+    let key: [u8; 32] = Sha256::digest(serde_json::to_vec(schema).unwrap_or_default()).into();
+    if let Some(found) = PREPARED.lock().unwrap_or_else(PoisonError::into_inner).get(&key) {
+        return Ok(found.clone());
+    }
+    bound(schema).map_err(|e| format!("the schema {e}"))?;
+    let validator = jsonschema::validator_for(schema).map_err(|e| format!("the schema does not compile: {e}"))?;
+    let prepared = Arc::new(Prepared { validator });
+    PREPARED.lock().unwrap_or_else(PoisonError::into_inner).put(key, prepared.clone());
+    Ok(prepared)
+}
+
+/// Compiles a schema given at registration (external references are never fetched: they fail)
+/// and checks it against the bounds. `Err(None)` when it does not compile, with the message;
+/// `Err(Some)` when it breaks a bound.
+pub fn compile(schema: &Value) -> Result<(), Refused> {
+    if !(schema.is_object() || schema.is_boolean()) {
+        return Err(Refused::Invalid("must be a JSON Schema (an object or a boolean)".into()));
+    }
+    // Size and nesting first: both are cheap, and compiling is not.
+    bound(schema).map_err(|e| Refused::TooComplex(e.0))?;
+    jsonschema::validator_for(schema).map_err(|e| Refused::Invalid(format!("is not a valid JSON Schema: {e}")))?;
+    Ok(())
+}
+
+/// Why a schema given at registration is refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refused {
+    /// Not a JSON Schema (400 `invalid_body`).
+    Invalid(String),
+    /// Past a bound (400 `schema_too_complex`).
+    TooComplex(String),
+}
+
+/// The verdict of one schema on one value.
+pub type Verdict = Result<(), String>;
+
+/// Runs schema checks on the blocking pool, a few at a time, each waited for at most a
+/// configured time (see the module docs).
+#[derive(Clone)]
+pub struct Checker {
+    permits: Arc<Semaphore>,
+    timeout: Duration,
+}
+
+/// The checks did not finish within their time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the schema check took longer than {0:?}")]
+pub struct TooSlow(pub Duration);
+
+impl Checker {
+    /// Checks that each wait at most `timeout`.
+    pub fn new(timeout: Duration) -> Checker {
+        let cores = std::thread::available_parallelism().map_or(2, NonZeroUsize::get);
+        Checker { permits: Arc::new(Semaphore::new(cores * 2)), timeout }
+    }
+
+    /// Checks `value` (named `what` in messages) against each of `schemas`, in one task on the
+    /// blocking pool: one verdict per schema, in order.
+    pub async fn check_all(&self, schemas: Vec<Value>, value: Arc<Value>, what: &'static str) -> Result<Vec<Verdict>, TooSlow> {
+        if schemas.is_empty() {
+            return Ok(Vec::new());
+        }
+        let work = async {
+            let permit = self.permits.clone().acquire_owned().await.map_err(|_| TooSlow(self.timeout))?;
+            let task = tokio::task::spawn_blocking(move || {
+                let _permit = permit;
+                schemas.iter().map(|s| prepare(s).and_then(|p| p.check(&value, what))).collect::<Vec<Verdict>>()
+            });
+            task.await.map_err(|_| TooSlow(self.timeout))
+        };
+        tokio::time::timeout(self.timeout, work).await.map_err(|_| TooSlow(self.timeout))?
+    }
+
+    /// Checks `value` against one schema.
+    pub async fn check(&self, schema: &Value, value: &Value, what: &'static str) -> Result<Verdict, TooSlow> {
+        let mut verdicts = self.check_all(vec![schema.clone()], Arc::new(value.clone()), what).await?;
+        Ok(verdicts.pop().unwrap_or(Ok(())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// Definitions `d0` .. `d{levels}`, each applying the next `fan_out` times at the same place.
+    fn exponential(levels: usize, fan_out: usize) -> Value {
+        let mut defs = serde_json::Map::new();
+        for i in 0..levels {
+            let refs: Vec<Value> = (0..fan_out).map(|_| json!({"$ref": format!("#/$defs/d{}", i + 1)})).collect();
+            defs.insert(format!("d{i}"), json!({"allOf": refs}));
+        }
+        defs.insert(format!("d{levels}"), json!({"type": "string"}));
+        json!({"$defs": defs, "not": {"$ref": "#/$defs/d0"}})
+    }
+
+    #[test]
+    fn an_exponential_schema_is_refused_and_a_linear_one_accepted() {
+        let bomb = exponential(30, 2);
+        assert!(serde_json::to_vec(&bomb).unwrap().len() < 3_000);
+        assert!(bound(&bomb).unwrap_err().0.contains("subschema visits"));
+        assert!(bound(&exponential(30, 1)).is_ok());
+        // Seven levels of two: some 2^9 visits (each copy of a level's node and its two
+        // references), under the bound; eight levels, twice that, over it.
+        assert!((500..=MAX_VISITS).contains(&bound(&exponential(7, 2)).unwrap().visits));
+        assert!(bound(&exponential(8, 2)).is_err());
+    }
+
+    #[test]
+    fn fan_out_carried_into_the_input_is_counted() {
+        // Each level applies the next one twice to the same child: 2^n at depth n.
+        let mut defs = serde_json::Map::new();
+        for i in 0..20 {
+            let next = json!({"properties": {"x": {"$ref": format!("#/$defs/d{}", i + 1)}}});
+            defs.insert(format!("d{i}"), json!({"allOf": [next.clone(), next]}));
+        }
+        defs.insert("d20".into(), json!(true));
+        let schema = json!({"$defs": defs, "$ref": "#/$defs/d0"});
+        assert!(bound(&schema).is_err());
+    }
+
+    #[test]
+    fn recursion_that_descends_is_accepted_and_a_loop_in_place_is_not() {
+        let tree = json!({
+            "$defs": {"node": {"type": "object", "properties": {
+                "left": {"$ref": "#/$defs/node"}, "right": {"$ref": "#/$defs/node"},
+                "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}},
+            "$ref": "#/$defs/node"
+        });
+        let b = bound(&tree).unwrap();
+        assert!(b.visits < 10, "{b:?}");
+        let looped = json!({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"});
+        assert!(bound(&looped).unwrap_err().0.contains("loop"));
+        assert!(bound(&json!({"$ref": "#"})).unwrap_err().0.contains("loop"));
+    }
+
+    #[test]
+    fn references_outside_the_schema_are_refused() {
+        assert!(bound(&json!({"$ref": "https://example.com/schema.json"})).is_err());
+        assert!(bound(&json!({"$ref": "#/$defs/missing"})).is_err());
+        let by_id = json!({"$defs": {"a": {"$id": "https://x.test/a", "type": "string"}}, "$ref": "https://x.test/a"});
+        assert!(bound(&by_id).is_ok());
+        let anchor = json!({"$defs": {"a": {"$anchor": "name", "type": "string"}}, "$ref": "#name"});
+        assert!(bound(&anchor).is_ok());
+    }
+
+    #[test]
+    fn size_and_depth_are_bounded() {
+        let big = json!({"description": "x".repeat(MAX_BYTES)});
+        assert!(bound(&big).unwrap_err().0.contains("bytes"));
+        let mut deep = json!({"type": "string"});
+        for _ in 0..70 {
+            deep = json!({"not": deep});
+        }
+        assert!(bound(&deep).unwrap_err().0.contains("levels"));
+    }
+
+    #[test]
+    fn refusals_name_place_and_keyword_but_never_echo_the_input() {
+        let schema = json!({"type": "object", "properties": {"code": {"type": "string", "maxLength": 3}}});
+        let p = prepare(&schema).unwrap();
+        assert!(p.check(&json!({"code": "ok"}), "input").is_ok());
+        let secret = "s3cr3t-value-that-must-not-come-back";
+        let e = p.check(&json!({"code": secret}), "input").unwrap_err();
+        assert!(e.starts_with("input/code:"), "{e}");
+        assert!(e.contains("maxLength"), "{e}");
+        assert!(!e.contains(secret), "{e}");
+        let long_key = "k".repeat(500);
+        let keyed = json!({"type": "object", "additionalProperties": {"type": "integer"}});
+        let e = prepare(&keyed).unwrap().check(&json!({long_key.clone(): "x"}), "input").unwrap_err();
+        assert!(e.len() < 200, "{e}");
+    }
+
+    #[tokio::test]
+    async fn checks_run_off_the_async_workers_within_their_time() {
+        let checker = Checker::new(Duration::from_secs(5));
+        let schema = json!({"type": "object", "required": ["code"]});
+        let verdicts = checker
+            .check_all(vec![schema.clone(), json!(false), json!({"type": "string"})], Arc::new(json!({"code": 1})), "input")
+            .await
+            .unwrap();
+        assert!(verdicts[0].is_ok());
+        assert!(verdicts[1].is_err());
+        assert!(verdicts[2].as_ref().unwrap_err().contains("type"));
+    }
+}
