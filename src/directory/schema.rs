@@ -66,6 +66,13 @@ pub struct TooComplex(pub String);
 
 /// Checks a schema against the bounds of the module docs.
 pub fn bound(schema: &Value) -> Result<Bounded, TooComplex> {
+    bound_size(schema)?;
+    let visits = Graph::build(schema)?.visits()?;
+    Ok(Bounded { visits })
+}
+
+/// The bounds that cost nothing to check: size and nesting.
+fn bound_size(schema: &Value) -> Result<(), TooComplex> {
     let size = serde_json::to_vec(schema).map(|v| v.len()).unwrap_or(usize::MAX);
     if size > MAX_BYTES {
         return Err(TooComplex(format!("is {size} bytes; at most {MAX_BYTES} are accepted")));
@@ -74,9 +81,7 @@ pub fn bound(schema: &Value) -> Result<Bounded, TooComplex> {
     if depth > MAX_DEPTH {
         return Err(TooComplex(format!("nests {depth} levels deep; at most {MAX_DEPTH} are accepted")));
     }
-    let graph = Graph::build(schema)?;
-    let visits = graph.visits()?;
-    Ok(Bounded { visits })
+    Ok(())
 }
 
 fn depth(v: &Value) -> usize {
@@ -377,15 +382,16 @@ pub fn prepare(schema: &Value) -> Result<Arc<Prepared>, String> {
 }
 
 /// Compiles a schema given at registration (external references are never fetched: they fail)
-/// and checks it against the bounds. `Err(None)` when it does not compile, with the message;
-/// `Err(Some)` when it breaks a bound.
+/// and checks it against the bounds (see [`Refused`]).
 pub fn compile(schema: &Value) -> Result<(), Refused> {
     if !(schema.is_object() || schema.is_boolean()) {
         return Err(Refused::Invalid("must be a JSON Schema (an object or a boolean)".into()));
     }
-    // Size and nesting first: both are cheap, and compiling is not.
-    bound(schema).map_err(|e| Refused::TooComplex(e.0))?;
+    // Size and nesting first: both are cheap, and compiling is not. Then what makes a schema
+    // invalid (a reference that cannot be resolved), then the visits.
+    bound_size(schema).map_err(|e| Refused::TooComplex(e.0))?;
     jsonschema::validator_for(schema).map_err(|e| Refused::Invalid(format!("is not a valid JSON Schema: {e}")))?;
+    bound(schema).map_err(|e| Refused::TooComplex(e.0))?;
     Ok(())
 }
 

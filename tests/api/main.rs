@@ -17,6 +17,7 @@ mod hardening;
 mod helpers;
 mod index_compat;
 mod insights;
+mod integrity;
 mod liveness;
 mod mcp;
 mod metrics;

@@ -12,9 +12,14 @@
 //! accept deadline (or the execution deadline, if sooner) while in `request`, the execution
 //! deadline once accepted. Its handler acts only when that attempt is still live and due.
 //!
+//! No schema check runs inside a transaction: a delegation's input is checked against the
+//! targets it may go to before its transaction opens, and the transaction looks the verdicts up
+//! (see [`super::screen`]); a complete's output is checked before its statement.
+//!
 //! The calls on the usual path cost few round trips to PostgreSQL, each authenticating the
-//! caller's key inside its own statement (see [`store`]): a delegation is one transaction of
-//! two statements (its reads under the requester's lock; the row with its first attempt and
+//! caller's key inside its own statement (see [`store`]): a delegation is a key check and a read
+//! of what the named target offers (or the process's discovery snapshot), then one transaction
+//! of two statements (its reads under the requester's lock; the row with its first attempt and
 //! timer, answering the record), an accept one statement, a complete one statement when this
 //! process accepted the attempt (its output checked against the schema the accept kept, see
 //! [`super::recent`]) and otherwise a read first, an inbox read one statement. A requester
