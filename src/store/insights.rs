@@ -28,9 +28,9 @@
 //! - **Objections** are the terms named missing (`missing: a, b`, as the system negotiator
 //!   phrases its reasoning; `none` and a trailing `(+N more)` are dropped, terms are compared in
 //!   lower case) in the reasoning of `counter` and `reject` turns. For a user only the user's
-//!   *own side's* turns and the outcome's reasoning (which both people see) count, never the
-//!   other side's private reasoning; the outcome's reasoning counts once when it is the other
-//!   side's final reject. The ten most named terms, per day and in total.
+//!   *own side's* turns count, never the other side's private reasoning (an outcome's reasoning
+//!   is the final turn's, so it adds nothing of the user's own, and the other side's is not
+//!   theirs to read). The ten most named terms, per day and in total.
 
 use std::collections::BTreeMap;
 
@@ -189,7 +189,6 @@ macro_rules! outcomes_cte {
             SELECT e.*, (e.completed_at AT TIME ZONE 'UTC')::date AS day,
                    (a.parts -> 0 -> 'data' ->> 'hasOpportunity')::boolean AS accepted,
                    a.parts -> 0 -> 'data' ->> 'reason' AS reason,
-                   a.parts -> 0 -> 'data' ->> 'reasoning' AS reasoning,
                    (a.parts -> 0 -> 'data' ->> 'turnCount')::int AS turn_count
               FROM ended e
               JOIN artifacts a ON a.task_id = e.task_id AND a.name = 'negotiation-outcome'
@@ -258,15 +257,6 @@ const OBJECTIONS: &str = concat!(
         SELECT day, reasoning
           FROM turns
          WHERE action IN ('counter', 'reject') AND (own_side IS NULL OR side = own_side)
-        UNION ALL
-        -- The outcome's reasoning of a negotiation the other side rejected (for everyone's view
-        -- that turn is already counted above).
-        SELECT o.day, o.reasoning
-          FROM outcomes o
-         WHERE o.own_side IS NOT NULL AND NOT o.accepted AND o.reason IS NULL
-           AND NOT EXISTS (SELECT 1 FROM messages m
-                            WHERE m.task_id = o.task_id AND m.turn_number = o.turn_count - 1
-                              AND m.side = o.own_side)
     ), terms AS (
         SELECT x.day, lower(btrim(rtrim(btrim(term), '.'))) AS term
           FROM texts x

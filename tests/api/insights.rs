@@ -1,5 +1,6 @@
 //! `GET /api/insights`: hand-computed figures for scripted negotiations and decisions, each
-//! user's view limited to their own data and their own side's reasoning, and bad ranges.
+//! user's view limited to their own data and their own side's reasoning (the other side's final
+//! reject included), and bad ranges.
 
 use std::time::Duration;
 
@@ -140,13 +141,14 @@ async fn insights_count_scripted_negotiations_and_decisions_and_show_each_user_o
     assert!(total["answerLatency"]["p50Seconds"].as_f64().unwrap() >= 0.0);
     assert_eq!(total["claimExpiries"], 0);
     assert_eq!(total["fallbacks"], 0);
-    // Her own counter and reject (payments, twice) and the outcome of the negotiation Tomas
-    // rejected; never Tomas's private counters (senior), a propose or an accept.
-    assert_eq!(terms(total), owned(&[("payments", 2), ("kubernetes", 1), ("rust", 1)]));
+    // Her own counter and reject (payments, twice); never Tomas's private reasoning, not his
+    // counters (senior) nor the reject that ended a negotiation (kubernetes), nor a propose or
+    // an accept.
+    assert_eq!(terms(total), owned(&[("payments", 2)]));
     let days = got.body["days"].as_array().unwrap();
     assert_eq!(days.len(), 1, "{}", got.text);
     assert_eq!(&days[0]["figures"], total);
-    for private in ["senior", "proposeonly", "acceptonly", "bakery", "investors"] {
+    for private in ["senior", "kubernetes", "rust", "proposeonly", "acceptonly", "bakery", "investors"] {
         assert!(!got.text.contains(private), "{private} leaked into {}", got.text);
     }
 
@@ -156,7 +158,8 @@ async fn insights_count_scripted_negotiations_and_decisions_and_show_each_user_o
     assert_eq!(total["negotiations"]["total"], 6);
     assert_eq!(total["decisions"], json!({ "accepted": 1, "declined": 0, "expired": 1 }));
     assert_eq!(total["answerLatency"]["turns"], 6);
-    assert_eq!(terms(total), owned(&[("rust", 4), ("senior", 2), ("kubernetes", 1), ("payments", 1)]));
+    assert_eq!(terms(total), owned(&[("rust", 4), ("senior", 2), ("kubernetes", 1)]));
+    assert!(!got.text.contains("payments"), "Maya's reasoning leaked into {}", got.text);
 
     // The platform: everyone, or one user.
     let all = app.get("/api/insights", &app.service_token()).await;
