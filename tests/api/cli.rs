@@ -194,3 +194,101 @@ async fn a_second_serve_on_one_data_directory_says_another_parley_runs_there() {
     assert!(!err.contains("postmaster.pid"), "PostgreSQL's own words are not shown: {err}");
     assert!(first_log.contains("listening on"), "{first_log}");
 }
+#[tokio::test]
+async fn logs_say_values_in_words_and_the_mcp_library_stays_quiet() {
+    let url = crate::helpers::fresh_database().await;
+    let dir = std::env::temp_dir().join(format!("parley-logs-{}", uuid::Uuid::now_v7()));
+    // RUST_LOG unset: the default filter.
+    let mut serving = Serving::start(&[
+        ("DATABASE_URL", url.as_ref()),
+        ("PARLEY_DATA_DIR", dir.as_os_str()),
+        ("PARLEY_JWT_SECRET", TEST_SECRET.as_ref()),
+    ]);
+    let base = serving.base();
+    let keys = parley::http::auth::JwtKeys::new(TEST_SECRET.as_bytes());
+    let service = keys.mint("platform", parley::http::auth::CallerRole::Service, std::time::Duration::from_secs(600)).unwrap();
+    let tomas = keys.mint("user-tomas", parley::http::auth::CallerRole::User, std::time::Duration::from_secs(600)).unwrap();
+    let client = reqwest::Client::new();
+    let agent: serde_json::Value = client
+        .post(format!("{base}/api/agents"))
+        .bearer_auth(&tomas)
+        .json(&serde_json::json!({"name": "Tomas's agent"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let key = agent["apiKey"]["key"].as_str().unwrap();
+    // Tomas's turn is parked for his agent; the platform cancels the negotiation.
+    let started: serde_json::Value = client
+        .post(format!("{base}/api/negotiations"))
+        .bearer_auth(&service)
+        .json(&crate::fixtures::good_match())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = started["negotiation"]["id"].as_str().unwrap();
+    let canceled = client.delete(format!("{base}/api/negotiations/{id}")).bearer_auth(&service).send().await.unwrap();
+    assert!(canceled.status().is_success());
+    // Two MCP requests.
+    for body in [
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "log-test-client", "version": "1.0"}}}),
+        serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+    ] {
+        let answer = client
+            .post(format!("{base}/mcp"))
+            .header("x-api-key", key)
+            .header("accept", "application/json, text/event-stream")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert!(answer.status().is_success(), "{}", answer.text().await.unwrap());
+    }
+    serving.wait_for("negotiation ended");
+    let log = serving.stop();
+    let _ = std::fs::remove_dir_all(&dir);
+
+    let ended = log.lines().find(|l| l.contains("negotiation ended")).unwrap();
+    assert!(ended.contains("canceled") && !ended.contains("Some("), "{ended}");
+    assert!(!log.contains("Some(") && !log.contains("None,"), "a value logged as Rust syntax:\n{log}");
+    assert!(!log.contains("rmcp") && !log.contains("log-test-client"), "the MCP library logged at info:\n{log}");
+}
+
+#[tokio::test]
+async fn serve_logs_its_address_its_database_without_the_password_and_how_to_mint_a_token() {
+    // The test server trusts local connections and ignores the password; the log must not show it.
+    let password = "pw-must-not-be-logged-7f3a";
+    let url = crate::helpers::fresh_database().await;
+    let (scheme, rest) = url.split_once("://").unwrap();
+    let (user, host) = rest.split_once('@').expect("the test database URL names a user");
+    let user = user.split(':').next().unwrap();
+    let dir = std::env::temp_dir().join(format!("parley-startup-{}", uuid::Uuid::now_v7()));
+    let with_password = format!("{scheme}://{user}:{password}@{host}");
+    let mut serving = Serving::start(&[
+        ("DATABASE_URL", with_password.as_ref()),
+        ("PARLEY_DATA_DIR", dir.as_os_str()),
+        ("RUST_LOG", "info".as_ref()),
+    ]);
+    serving.wait_for("listening on");
+    serving.wait_for("mint a token");
+    let log = serving.stop();
+    // Only `serve` makes the secret, and it did.
+    assert!(dir.join("jwt_secret").exists(), "{log}");
+    let _ = std::fs::remove_dir_all(&dir);
+
+    assert!(!log.contains(password), "the password was logged:\n{log}");
+    assert!(log.contains("listening on http://127.0.0.1:"), "{log}");
+    assert!(log.contains(&format!("database: {scheme}://{user}:***@{host}")), "{log}");
+    let dir = dir.to_string_lossy();
+    assert!(
+        log.contains(&format!("mint a token: PARLEY_DATA_DIR={dir} parley token --sub <user id> [--role user|service|admin]")),
+        "{log}"
+    );
+}
+
