@@ -35,23 +35,47 @@ pub struct Application {
     stop: tokio::sync::watch::Sender<bool>,
 }
 
-/// The JWT secret: configured, or generated once into `data_dir/jwt_secret` and reused.
+/// The JWT secret: `PARLEY_JWT_SECRET`, or the one `parley serve` generated into
+/// `data_dir/jwt_secret`. Every command but `serve` only reads it: a secret made anywhere else
+/// would sign tokens the running service refuses. Without one the error says how to get it.
 pub fn jwt_secret(config: &Config) -> anyhow::Result<String> {
     if let Some(secret) = &config.jwt_secret {
         return Ok(secret.clone());
     }
     let path = config.data_dir.join("jwt_secret");
-    if let Ok(existing) = fs::read_to_string(&path) {
-        let existing = existing.trim().to_owned();
-        if existing.len() >= 16 {
-            return Ok(existing);
-        }
+    match fs::read_to_string(&path) {
+        Ok(existing) if existing.trim().len() >= 16 => Ok(existing.trim().to_owned()),
+        _ => Err(anyhow::Error::new(NoJwtSecret { path: std::path::absolute(&path).unwrap_or(path) })),
     }
+}
+
+/// No JWT secret is configured and none was generated in the data directory.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "no JWT secret: PARLEY_JWT_SECRET is not set and {} does not exist. `parley serve` generates \
+     that file on its first start; run this from the directory where `parley serve` runs, set \
+     PARLEY_DATA_DIR to its data directory, or set PARLEY_JWT_SECRET to the secret the service \
+     uses (at least 16 characters)",
+    path.display()
+)]
+pub struct NoJwtSecret {
+    /// Where the generated secret would be.
+    pub path: std::path::PathBuf,
+}
+
+/// The JWT secret for `parley serve`: configured, read from `data_dir/jwt_secret`, or generated
+/// there once (the only place a secret is ever made).
+pub fn ensure_jwt_secret(config: &Config) -> anyhow::Result<String> {
+    if let Ok(secret) = jwt_secret(config) {
+        return Ok(secret);
+    }
+    let path = config.data_dir.join("jwt_secret");
     fs::create_dir_all(&config.data_dir).with_context(|| format!("creating {}", config.data_dir.display()))?;
     let mut bytes = [0u8; 32];
     rand::rng().fill_bytes(&mut bytes);
     let secret: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
     write_private(&path, &secret)?;
+    tracing::info!(path = %path.display(), "generated a JWT secret");
     Ok(secret)
 }
 

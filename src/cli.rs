@@ -30,11 +30,13 @@ pub enum Command {
         #[arg(long)]
         no_workers: bool,
     },
-    /// Run the timer workers only (no HTTP); any number may share one database.
+    /// Run the timer workers only (no HTTP) on the API's database (DATABASE_URL, required);
+    /// any number may share it.
     Worker,
     /// Create the database if missing and run the migrations, then exit.
     Migrate,
-    /// Print a JWT signed with the configured secret.
+    /// Print a JWT signed with the service's secret (PARLEY_JWT_SECRET, or the one `parley serve`
+    /// generated in PARLEY_DATA_DIR; this command never makes one).
     Token {
         /// The subject (user id, or the platform's name for a service token).
         #[arg(long)]
@@ -98,6 +100,8 @@ async fn run_with_config(command: Command, config: Config) -> anyhow::Result<Exi
         Command::Serve { no_workers } => {
             // A bad skill file stops the start before anything else happens.
             app::hub_skills(&config)?;
+            // The secret first: `parley token` can mint tokens while the database starts.
+            app::ensure_jwt_secret(&config)?;
             let database = app::open_database(&config).await?;
             tracing::info!("database: {}", database.describe());
             let config = Config { database_url: Some(database.url.clone()), workers: !no_workers, ..config };
@@ -109,6 +113,19 @@ async fn run_with_config(command: Command, config: Config) -> anyhow::Result<Exi
             Ok(ExitCode::SUCCESS)
         }
         Command::Worker => {
+            if config.database_url.is_none() {
+                eprintln!(
+                    "parley: `parley worker` needs DATABASE_URL: its timers live in the database the API \
+                     uses, and a private embedded one would share nothing with it. Set DATABASE_URL to \
+                     that database (`parley serve` logs which one it uses at start), or run the timers \
+                     inside `parley serve` (without --no-workers)"
+                );
+                return Ok(ExitCode::from(2));
+            }
+            if let Err(e) = app::jwt_secret(&config) {
+                eprintln!("parley: {e}");
+                return Ok(ExitCode::from(2));
+            }
             let database = app::open_database(&config).await?;
             tracing::info!("database: {}", database.describe());
             let config = Config { database_url: Some(database.url.clone()), ..config };
@@ -141,8 +158,8 @@ async fn run_with_config(command: Command, config: Config) -> anyhow::Result<Exi
                 eprintln!(
                     "parley: --ttl {} is longer than the longest token lifetime the service accepts \
                      ({}, PARLEY_JWT_MAX_TTL)",
-                    humantime::format_duration(ttl),
-                    humantime::format_duration(config.jwt_max_ttl)
+                    crate::config::format_duration(ttl),
+                    crate::config::format_duration(config.jwt_max_ttl)
                 );
                 return Ok(ExitCode::from(2));
             }
@@ -150,7 +167,14 @@ async fn run_with_config(command: Command, config: Config) -> anyhow::Result<Exi
                 eprintln!("parley: --sub must not be empty");
                 return Ok(ExitCode::from(2));
             }
-            let secret = app::jwt_secret(&config)?;
+            // Only `serve` makes a secret: one made here would sign tokens the service refuses.
+            let secret = match app::jwt_secret(&config) {
+                Ok(secret) => secret,
+                Err(e) => {
+                    eprintln!("parley: {e}");
+                    return Ok(ExitCode::from(2));
+                }
+            };
             println!("{}", JwtKeys::new(secret.as_bytes()).mint(&sub, role, ttl)?);
             Ok(ExitCode::SUCCESS)
         }

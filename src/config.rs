@@ -381,9 +381,36 @@ impl Config {
     }
 }
 
+/// A duration as people write it and as the variables above accept it: whole days, hours,
+/// minutes and seconds (`90d`, `1d 12h`, `45m`, `1h 30m 5s`, `0s`), never the months of 30.44
+/// days that `humantime` prints (`90d` would read "2months 29days 2h 52m 48s").
+pub fn format_duration(d: Duration) -> String {
+    let secs = d.as_secs();
+    let parts: Vec<String> = [(secs / 86_400, "d"), (secs / 3600 % 24, "h"), (secs / 60 % 60, "m"), (secs % 60, "s")]
+        .into_iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, unit)| format!("{n}{unit}"))
+        .collect();
+    if parts.is_empty() { "0s".to_owned() } else { parts.join(" ") }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;
+
+    #[test]
+    fn durations_are_written_in_days_hours_minutes_and_seconds() {
+        let s = |secs: u64| super::format_duration(Duration::from_secs(secs));
+        assert_eq!(s(90 * 86_400), "90d");
+        assert_eq!(s(30 * 86_400), "30d");
+        assert_eq!(s(36 * 3600), "1d 12h");
+        assert_eq!(s(5405), "1h 30m 5s");
+        assert_eq!(s(0), "0s");
+        // What it prints parses back to the same duration.
+        for secs in [1, 59, 3600, 90 * 86_400 + 61] {
+            assert_eq!(humantime::parse_duration(&s(secs)).unwrap(), Duration::from_secs(secs));
+        }
+    }
 
     use super::*;
 

@@ -83,7 +83,12 @@ fn describe() {
     describe_gauge!("parley_long_poll_waiters", "Pickups waiting in a long-poll right now.");
     describe_gauge!("parley_parked_turns", "Turns parked for a personal agent and not claimed.");
     describe_gauge!("parley_claimed_turns", "Turns claimed by a personal agent and not yet answered.");
-    describe_gauge!("parley_timer_jobs_pending", "Durable timers armed and not yet run, by queue.");
+    describe_gauge!(
+        "parley_timer_jobs_pending",
+        "Durable timers armed and not yet run, by the queue they were armed in: the timers' backlog, not a count \
+         of turns. A task's one turn timer keeps its queue while later turns keep it, and fires early to find \
+         nothing to do, so a parley.claim_timeout timer can be pending while no turn is claimed."
+    );
     describe_gauge!("parley_timer_jobs_overdue", "Pending timers more than 5 s past their time, by queue.");
     describe_gauge!("parley_db_pool_connections", "Database pool connections, by state (in_use, idle).");
 }

@@ -6,9 +6,14 @@ use tracing_subscriber::{EnvFilter, fmt, prelude::*};
 
 use crate::config::LogFormat;
 
+/// What is logged when `RUST_LOG` is unset: Parley's own events at `info`; the libraries below
+/// it only when something goes wrong (the MCP library would otherwise log three lines, one
+/// with the whole client description, per MCP request).
+pub const DEFAULT_FILTER: &str = "info,sqlx=warn,tower_http=warn,apalis=warn,apalis_core=warn,apalis_postgres=warn,rmcp=warn";
+
 /// Installs the global subscriber. Safe to call more than once (later calls do nothing).
 pub fn init(format: LogFormat) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_http=warn,apalis=warn,apalis_core=warn,apalis_postgres=warn"));
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
     let registry = tracing_subscriber::registry().with(filter);
     let _ = match format {
         // Colours only on a terminal: a log file or a pipe gets plain text.

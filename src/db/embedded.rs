@@ -43,6 +43,15 @@ impl EmbeddedPostgres {
         let cluster_dir = data_dir.join("pg");
         let run_as = if is_root() { Some(lookup_user(SERVER_USER)?) } else { None };
 
+        // PostgreSQL would refuse with its own words (`lock file "postmaster.pid" already
+        // exists`); say what it means here: another Parley runs on this directory.
+        if let Some((pid, port)) = running_server(&cluster_dir) {
+            bail!(
+                "another Parley is already running with the data directory {} (its PostgreSQL, pid {pid}, \
+                 listens on 127.0.0.1:{port}): stop it first, or give this one another PARLEY_DATA_DIR",
+                data_dir.display()
+            );
+        }
         if !cluster_dir.join("PG_VERSION").exists() {
             initdb(&bin_dir, &cluster_dir, run_as)?;
         }
@@ -85,7 +94,7 @@ impl EmbeddedPostgres {
     /// this so that its private server is started once and shared by every run.
     pub fn start_or_attach(data_dir: &Path) -> anyhow::Result<EmbeddedPostgres> {
         let cluster_dir = data_dir.join("pg");
-        if let Some(port) = running_port(&cluster_dir) {
+        if let Some((_, port)) = running_server(&cluster_dir) {
             let bin_dir = find_bin_dir().context("no PostgreSQL server binaries found")?;
             let run_as = if is_root() { Some(lookup_user(SERVER_USER)?) } else { None };
             let pg = EmbeddedPostgres { bin_dir, cluster_dir, port, run_as, stopped: true };
@@ -178,15 +187,16 @@ impl Drop for EmbeddedPostgres {
     }
 }
 
-/// The port of a server running on `cluster_dir`, read from its `postmaster.pid`.
-fn running_port(cluster_dir: &Path) -> Option<u16> {
+/// The process id and port of a server running on `cluster_dir`, read from its
+/// `postmaster.pid` (a file left by a server that is gone names no live process).
+fn running_server(cluster_dir: &Path) -> Option<(u32, u16)> {
     let pid_file = fs::read_to_string(cluster_dir.join("postmaster.pid")).ok()?;
     let mut lines = pid_file.lines();
-    let pid = lines.next()?.trim().to_owned();
-    if !Path::new("/proc").join(&pid).exists() {
+    let pid: u32 = lines.next()?.trim().parse().ok()?;
+    if !Path::new("/proc").join(pid.to_string()).exists() {
         return None;
     }
-    lines.nth(2)?.trim().parse().ok()
+    Some((pid, lines.nth(2)?.trim().parse().ok()?))
 }
 
 fn initdb(bin_dir: &Path, cluster_dir: &Path, run_as: Option<(u32, u32)>) -> anyhow::Result<()> {

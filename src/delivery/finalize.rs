@@ -47,7 +47,7 @@ pub async fn finalize(
         negotiation.id = %task.id,
         outcome.has_opportunity = outcome.has_opportunity,
         outcome.turns = outcome.turn_count,
-        outcome.reason = ?outcome.reason,
+        outcome.reason = outcome.reason.map_or("none", EndReason::as_str),
         "negotiation ended"
     );
     Ok(outcome)

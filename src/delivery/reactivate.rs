@@ -5,7 +5,8 @@
 //! round starts: a new task in the same conversation, opened by the same
 //! [`Engine::open_round`] as a first round, so the sides' kinds, the fresh turn cap and the
 //! timers are decided the same way and turns are numbered from 0 again. The new round argues
-//! from the latest round's contexts unless the platform replaces them, and carries every
+//! from the latest round's contexts unless the platform replaces them (a replaced context that
+//! gives no name keeps the earlier one), and carries every
 //! earlier round (turns and outcome) as `previous_rounds`, which pickup shows the personal
 //! agents. Everything happens in one transaction under the opportunity's row lock, so two
 //! concurrent reactivations open one round; a repeat while that round runs returns it.
@@ -80,12 +81,13 @@ impl Engine {
             outcome: messages::outcome(&mut tx, latest.id).await?,
         });
         let previous_rounds = serde_json::to_value(&rounds).map_err(anyhow::Error::from)?;
+        // A replaced context keeps the name the platform gave before unless it gives another.
         let source = match &r.source {
-            Some(user) => user.clone(),
+            Some(user) => user.clone().keeping_name_of(&latest.context(Side::Source)?),
             None => latest.context(Side::Source)?,
         };
         let candidate = match &r.candidate {
-            Some(user) => user.clone(),
+            Some(user) => user.clone().keeping_name_of(&latest.context(Side::Candidate)?),
             None => latest.context(Side::Candidate)?,
         };
         let seed = match &r.seed {

@@ -28,7 +28,7 @@ use super::{
     engine::{Next, next_step},
 };
 use crate::{
-    domain::{Action, Side, SideKind, SuggestedRoles, TaskState, Turn, action_allowed},
+    domain::{Action, Side, SideKind, SuggestedRoles, TaskState, Turn, Viewer, action_allowed},
     store::{
         messages, opportunities,
         tasks::{self, Task},
@@ -242,13 +242,22 @@ impl Engine {
         }
     }
 
-    /// The respond body for turn `turn_number` of a task, from its current state.
+    /// The respond body for turn `turn_number` of a task, from its current state. The outcome
+    /// is shown as the responding side may read it: a system reply may have ended the
+    /// negotiation, and its reasoning is the other side's.
     async fn answer_for(&self, task_id: Uuid, turn_number: u32) -> Result<Responded, DeliveryError> {
         let mut conn = self.pool.acquire().await?;
         let task = tasks::get(&mut conn, task_id).await?.ok_or(DeliveryError::NotFound)?;
         let opportunity = opportunities::get(&mut conn, task.opportunity_id).await?.ok_or(DeliveryError::NotFound)?;
         let outcome = if task.state == TaskState::Completed || task.state == TaskState::Canceled {
-            messages::outcome(&mut conn, task.id).await?
+            match messages::outcome(&mut conn, task.id).await? {
+                Some(outcome) => {
+                    let turns: Vec<Turn> = messages::turns(&mut conn, task.id).await?.into_iter().map(|t| t.turn).collect();
+                    let reader = Viewer::Side(Side::for_turn(turn_number));
+                    Some(reader.outcome(&outcome, &turns, |side| task.display_name(side)))
+                }
+                None => None,
+            }
         } else {
             None
         };

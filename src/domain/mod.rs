@@ -1,5 +1,5 @@
 //! Pure types and rules of a negotiation, with no IO: turns, people, the task and opportunity
-//! state machines, turn caps, and how an outcome is derived. Everything here is unit-tested
+//! state machines, turn caps, how an outcome is derived, and who reads whose reasoning. Everything here is unit-tested
 //! exhaustively; the store and the engine only ever change state through these tables.
 
 pub mod opportunity;
@@ -7,12 +7,14 @@ pub mod outcome;
 pub mod task;
 pub mod turn;
 pub mod user;
+pub mod viewer;
 
 pub use opportunity::{OpportunityEvent, OpportunityStatus};
 pub use outcome::{AgreedRole, EndReason, Outcome, PreviousRound, derive_outcome, max_turns_for};
 pub use task::{TaskEvent, TaskState};
 pub use turn::{Action, Role, Side, SideKind, SuggestedRoles, Turn, action_allowed};
 pub use user::{Intent, Profile, SeedActor, SeedAssessment, UserContext};
+pub use viewer::Viewer;
 
 /// A transition that the state machine's table does not contain. Always a bug or a race lost;
 /// never written to the database.

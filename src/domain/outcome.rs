@@ -1,5 +1,12 @@
-//! How a negotiation's result is derived from its turns: the outcome artifact, agreed roles and
-//! the turn cap that applies to a pairing.
+//! How a negotiation's result is derived from its turns: the outcome artifact, agreed roles, the
+//! sentence that says how it ended, and the turn cap that applies to a pairing.
+//!
+//! The stored outcome keeps the final turn's reasoning, which is private to that turn's side
+//! like every turn's. [`Outcome::for_reader`] is the outcome as one reader sees it: the service
+//! and the final turn's own side read that reasoning; the other side reads instead
+//! [`Outcome::summary`], a sentence the service writes from the turns' actions alone ("Tomas
+//! Novak's agent accepted Maya Chen's counter at turn 7."), and the final turn's `message`,
+//! which was written for them.
 
 use serde::{Deserialize, Serialize};
 
@@ -21,6 +28,17 @@ pub enum EndReason {
     Canceled,
 }
 
+impl EndReason {
+    /// The wire name (`turn_cap`, `timeout`, `canceled`), also used in logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EndReason::TurnCap => "turn_cap",
+            EndReason::Timeout => "timeout",
+            EndReason::Canceled => "canceled",
+        }
+    }
+}
+
 /// One user's role in an accepted match.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -39,13 +57,24 @@ pub struct Outcome {
     pub has_opportunity: bool,
     /// Roles both sides ended on (only for an accept after at least two turns).
     pub agreed_roles: Vec<AgreedRole>,
-    /// The last turn's reasoning, or why it ended without one.
+    /// Why it ended. An accept or reject: that final turn's reasoning for the service and the
+    /// final turn's own side, and `summary` for the other side (a turn's reasoning is private to
+    /// its side). Otherwise why it ended without one, for everyone.
     pub reasoning: String,
     /// Turns taken, the opening propose included.
     pub turn_count: u32,
     /// Set when no accept/reject ended it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<EndReason>,
+    /// How it ended, in a sentence the service writes from the turns' actions and the people's
+    /// names, the same for every reader ("Tomas Novak's agent accepted Maya Chen's counter at
+    /// turn 7."). Present in every view of an outcome; not part of the stored artifact.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    /// The final turn's `message` (written for the other side), when an accept or reject that
+    /// carried one ended it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 /// An earlier round of an opportunity's negotiation, as a later round carries it: every turn
@@ -62,6 +91,67 @@ pub struct PreviousRound {
 }
 
 impl Outcome {
+    /// The outcome as a reader sees it. `turns` are the negotiation's turns (the last one
+    /// included), `name_of` names each side's user, and `reads_final_reasoning` says whether the
+    /// reader may read the reasoning of the turn that ended it (the service and that turn's own
+    /// side may; see [`crate::domain::Viewer`]). Every reader gets `summary` and `message`.
+    pub fn for_reader(&self, turns: &[Turn], name_of: impl Fn(Side) -> String, reads_final_reasoning: bool) -> Outcome {
+        let summary = self.summary(turns, name_of);
+        let final_turn = self.final_turn(turns);
+        let reasoning = match final_turn {
+            Some(_) if !reads_final_reasoning => summary.clone(),
+            _ => self.reasoning.clone(),
+        };
+        Outcome {
+            reasoning,
+            message: final_turn.and_then(|t| t.message.clone()),
+            summary: Some(summary),
+            ..self.clone()
+        }
+    }
+
+    /// The turn that ended the negotiation: its last turn when an accept or reject ended it,
+    /// `None` when something else did (cap, deadline, cancel).
+    pub fn final_turn<'t>(&self, turns: &'t [Turn]) -> Option<&'t Turn> {
+        if self.reason.is_some() { None } else { turns.last() }
+    }
+
+    /// How the negotiation ended, in one sentence built from the turns' actions and the names
+    /// alone, never from anyone's reasoning; turns are numbered from 0 as everywhere.
+    pub fn summary(&self, turns: &[Turn], name_of: impl Fn(Side) -> String) -> String {
+        let count = self.turn_count;
+        let turns_word = if count == 1 { "turn" } else { "turns" };
+        match self.reason {
+            Some(EndReason::TurnCap) => format!("Stalled: no agreement within the cap of {count} {turns_word}."),
+            Some(EndReason::Timeout) => {
+                format!("Stalled: the deadline passed after {count} {turns_word} without agreement.")
+            }
+            Some(EndReason::Canceled) => format!("Canceled by the platform after {count} {turns_word}."),
+            None => {
+                let Some(last) = turns.last() else { return "Ended before any turn.".to_owned() };
+                let verb = match last.action {
+                    Action::Accept => "accepted",
+                    Action::Reject => "rejected",
+                    other => other.as_str(),
+                };
+                let speaker = name_of(last.side);
+                let n = last.turn_number;
+                match turns.len().checked_sub(2).map(|i| &turns[i]) {
+                    Some(previous) => {
+                        let what = match previous.action {
+                            Action::Propose => "proposal",
+                            Action::Counter => "counter",
+                            Action::Question => "question",
+                            Action::Accept | Action::Reject => "turn",
+                        };
+                        format!("{speaker}'s agent {verb} {}'s {what} at turn {n}.", name_of(previous.side))
+                    }
+                    None => format!("{speaker}'s agent {verb} at turn {n}."),
+                }
+            }
+        }
+    }
+
     /// What the outcome does to the opportunity.
     pub fn opportunity_event(&self) -> OpportunityEvent {
         match (self.has_opportunity, self.reason) {
@@ -96,7 +186,7 @@ pub fn derive_outcome(
         (None, Some(t)) => t.reasoning.clone(),
         (None, None) => String::new(),
     };
-    Outcome { has_opportunity, agreed_roles, reasoning, turn_count, reason }
+    Outcome { has_opportunity, agreed_roles, reasoning, turn_count, reason, summary: None, message: None }
 }
 
 /// The turn cap for a pairing of side kinds (0 = unlimited).

@@ -22,6 +22,18 @@ pub struct UserContext {
     pub intents: Vec<Intent>,
 }
 
+impl UserContext {
+    /// This newer context of the same user, keeping `earlier`'s display name when it gives none:
+    /// a reactivation's context replaces what it says, and a name it leaves out is not a name
+    /// withdrawn (people would otherwise be shown by their ids).
+    pub fn keeping_name_of(mut self, earlier: &UserContext) -> UserContext {
+        if self.name.as_deref().is_none_or(|n| n.trim().is_empty()) {
+            self.name = earlier.name.clone();
+        }
+        self
+    }
+}
+
 /// A user's profile; unknown fields are kept.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -119,7 +131,18 @@ pub struct SeedAssessment {
 
 #[cfg(test)]
 mod tests {
-    use super::Intent;
+    use super::{Intent, UserContext};
+
+    #[test]
+    fn a_newer_context_without_a_name_keeps_the_earlier_name() {
+        let earlier = UserContext { id: "user-tomas".into(), name: Some("Tomas Novak".into()), ..UserContext::default() };
+        let unnamed = UserContext { id: "user-tomas".into(), ..UserContext::default() };
+        assert_eq!(unnamed.keeping_name_of(&earlier).name.as_deref(), Some("Tomas Novak"));
+        let blank = UserContext { id: "user-tomas".into(), name: Some(" ".into()), ..UserContext::default() };
+        assert_eq!(blank.keeping_name_of(&earlier).name.as_deref(), Some("Tomas Novak"));
+        let renamed = UserContext { id: "user-tomas".into(), name: Some("Tomáš Novák".into()), ..UserContext::default() };
+        assert_eq!(renamed.keeping_name_of(&earlier).name.as_deref(), Some("Tomáš Novák"));
+    }
 
     fn intent(text: &str) -> Intent {
         Intent { text: text.into(), ..Intent::default() }

@@ -1,5 +1,6 @@
 //! The A2A views of a negotiation: the task with its messages and artifacts, and the context.
-//! A participant reads the other side's turns without their `reasoning` (see [`Viewer`]).
+//! A participant reads the other side's turns without their `reasoning`, and the outcome's
+//! reasoning only when its own side's turn ended the negotiation (see [`Viewer`]).
 //! A delegation attempt is an A2A task too, read at the same `GET /api/tasks/{id}` by its
 //! parties, agent keys included ([`super::a2a_attempts`]); a negotiation's task is read by user,
 //! service and admin tokens only, and an agent key is told it does not exist.
@@ -166,7 +167,8 @@ pub struct ArtifactDoc {
     artifact_id: Uuid,
     /// `negotiation-outcome` or `delegation-result`.
     name: String,
-    /// `[{kind: "data", data: Outcome}]`, or `[{kind: "data", data: output}]`.
+    /// `[{kind: "data", data: Outcome}]` (its `reasoning` as the reader may see it), or
+    /// `[{kind: "data", data: output}]`.
     parts: Vec<serde_json::Value>,
     /// Free-form metadata.
     metadata: Option<serde_json::Value>,
@@ -324,9 +326,20 @@ pub async fn get_task(
             })
         })
         .collect();
+    // The outcome's reasoning follows the turn that ended the negotiation, like the turns'.
+    let outcome = match messages::outcome_of(&artifacts)? {
+        Some(stored) => Some(serde_json::to_value(viewer.task_outcome(&task, &turns, &stored)).map_err(anyhow::Error::from)?),
+        None => None,
+    };
     let artifacts: Vec<Value> = artifacts
         .iter()
-        .map(|a| json!({ "artifactId": a.artifact_id, "name": a.name, "parts": a.parts, "metadata": a.metadata }))
+        .map(|a| {
+            let parts = match &outcome {
+                Some(data) if a.name == messages::OUTCOME_ARTIFACT => json!([{ "kind": "data", "data": data }]),
+                _ => a.parts.clone(),
+            };
+            json!({ "artifactId": a.artifact_id, "name": a.name, "parts": parts, "metadata": a.metadata })
+        })
         .collect();
     Ok(Json(json!({
         "id": task.id,

@@ -183,7 +183,8 @@ pub struct PreviousRoundDoc {
     negotiation_id: Uuid,
     /// Its turns, numbered from 0, shaped like `turn.history`.
     turns: Vec<HistoryTurnDoc>,
-    /// How it ended.
+    /// How it ended; its `reasoning` is the final turn's only when that turn was the agent's own
+    /// side's, else the service's sentence (`summary`).
     outcome: Option<crate::domain::Outcome>,
 }
 
@@ -352,21 +353,23 @@ pub fn pickup_body(claim: &Claim) -> ApiResult<Value> {
             "seedAssessment": task.seed_assessment,
             "isDiscoverer": own_side == Side::Source,
             "discoveryQuery": task.discovery_query,
-            "previousRounds": previous_rounds_for(&claim.previous_rounds, own_side),
+            "previousRounds": previous_rounds_for(&claim.previous_rounds, own_side, |side| task.display_name(side)),
         },
     }))
 }
 
 /// The opportunity's earlier rounds as the agent of `own_side` sees them: each round's turns
-/// shaped like `history` (reasoning only on its own side's turns) and its outcome.
-pub fn previous_rounds_for(rounds: &[PreviousRound], own_side: Side) -> Vec<Value> {
+/// shaped like `history` (reasoning only on its own side's turns) and its outcome, whose
+/// reasoning follows the same rule (see [`Viewer::outcome`]); `name_of` names each side's user.
+pub fn previous_rounds_for(rounds: &[PreviousRound], own_side: Side, name_of: impl Fn(Side) -> String + Copy) -> Vec<Value> {
+    let viewer = Viewer::Side(own_side);
     rounds
         .iter()
         .map(|r| {
             json!({
                 "negotiationId": r.negotiation_id,
                 "turns": history_for(&r.turns, own_side),
-                "outcome": r.outcome,
+                "outcome": r.outcome.as_ref().map(|o| viewer.outcome(o, &r.turns, name_of)),
             })
         })
         .collect()
@@ -450,7 +453,8 @@ impl RespondIn {
     "opportunity": {"id": "0193b0a4-7000-7000-8000-000000000002", "status": "pending"},
     "outcome": {"hasOpportunity": true,
         "agreedRoles": [{"userId": "user-tomas", "role": "agent"}, {"userId": "user-maya", "role": "patient"}],
-        "reasoning": "Strong skills and intent fit", "turnCount": 2}
+        "reasoning": "Strong skills and intent fit", "turnCount": 2,
+        "summary": "Tomas Novak's agent accepted Maya Chen's proposal at turn 1."}
 }))]
 #[allow(dead_code)]
 pub struct RespondedDoc {
@@ -465,7 +469,9 @@ pub struct RespondedDoc {
     status: TaskState,
     /// The opportunity's id and status.
     opportunity: OpportunityRefDoc,
-    /// Set once the negotiation ended.
+    /// Set once the negotiation ended; its `reasoning` is the final turn's only when that turn
+    /// was the agent's own side's (a system reply may have ended it), else the service's
+    /// sentence (`summary`).
     #[serde(skip_serializing_if = "Option::is_none")]
     outcome: Option<crate::domain::Outcome>,
 }

@@ -118,7 +118,7 @@ impl JwtKeys {
         if claims.exp > now_secs().saturating_add(self.max_ttl.as_secs()) {
             return Err(ApiError::Unauthorized(format!(
                 "the token's expiry is further out than the longest lifetime allowed ({})",
-                humantime::format_duration(self.max_ttl)
+                crate::config::format_duration(self.max_ttl)
             )));
         }
         Ok(claims)

@@ -207,9 +207,11 @@ pub async fn decide_opportunity(
         "intents": [{"text": "Looking for a fintech startup to join as a senior backend engineer working on payments"}]}
 }))]
 pub struct ReactivateIn {
-    /// The discovering user's new context; `id` must be the opportunity's source user.
+    /// The discovering user's new context; `id` must be the opportunity's source user. Without
+    /// a `name`, the name given before is kept.
     pub source_user: Option<UserContext>,
-    /// The other user's new context; `id` must be the opportunity's candidate user.
+    /// The other user's new context; `id` must be the opportunity's candidate user. Without a
+    /// `name`, the name given before is kept.
     pub candidate_user: Option<UserContext>,
     /// A new assessment for the agents to argue from (the opportunity keeps its score).
     pub seed_assessment: Option<SeedAssessment>,

@@ -1,28 +1,22 @@
 //! The JSON shapes of negotiations and opportunities, shared by every route that shows them.
 //!
 //! A turn's `reasoning` is private to its own side: it is written for (or, by the system
-//! negotiator, about) its own user, and may name that user's needs. [`Viewer`] decides what a
-//! reader sees: the service sees every turn's reasoning, a side (its user or its agent) sees its
-//! own turns' reasoning and only the `action`, `message` and `suggestedRoles` of the other side.
-//! The outcome's reasoning is shown to both.
+//! negotiator, about) its own user, and may name that user's needs. [`Viewer`] (a domain rule,
+//! re-exported here) decides what a reader sees: the service sees every turn's reasoning, a side
+//! (its user or its agent) sees its own turns' reasoning and only the `action`, `message` and
+//! `suggestedRoles` of the other side. The outcome's reasoning follows the turn that ended the
+//! negotiation: the other side reads the service's sentence about how it ended instead.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use uuid::Uuid;
 
 use crate::{
-    domain::{Action, AgreedRole, OpportunityStatus, Outcome, Side, SideKind, SuggestedRoles, TaskState},
+    domain::{Action, AgreedRole, OpportunityStatus, Outcome, Side, SideKind, SuggestedRoles, TaskState, Turn},
     store::{messages::StoredTurn, opportunities::Opportunity, tasks::Task},
 };
 
-/// Who reads a negotiation, which decides whose `reasoning` they see.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Viewer {
-    /// The platform (or an operator): every turn in full.
-    Service,
-    /// One side's user or agent: its own turns' reasoning, not the other side's.
-    Side(Side),
-}
+pub use crate::domain::Viewer;
 
 impl Viewer {
     /// How `caller` reads `task`; `None` when the caller takes no part in it (show nothing).
@@ -30,12 +24,11 @@ impl Viewer {
         if caller.is_service() { Some(Viewer::Service) } else { task.side_of(&caller.sub).map(Viewer::Side) }
     }
 
-    /// Whether this reader may see the reasoning of a turn spoken by `speaker`.
-    pub fn sees_reasoning_of(self, speaker: Side) -> bool {
-        match self {
-            Viewer::Service => true,
-            Viewer::Side(own) => own == speaker,
-        }
+    /// `task`'s stored outcome as this reader may see it (see [`Viewer::outcome`]), the people
+    /// named as the platform named them.
+    pub fn task_outcome(self, task: &Task, turns: &[StoredTurn], outcome: &Outcome) -> Outcome {
+        let turns: Vec<Turn> = turns.iter().map(|t| t.turn.clone()).collect();
+        self.outcome(outcome, &turns, |side| task.display_name(side))
     }
 }
 
@@ -122,7 +115,7 @@ pub struct NegotiationOut {
     pub awaiting_user_id: Option<String>,
     /// The turns.
     pub turns: Vec<TurnOut>,
-    /// Set once it ended.
+    /// Set once it ended; its `reasoning` as the reader may see it (see [`Viewer`]).
     pub outcome: Option<Outcome>,
     /// Created.
     pub created_at: DateTime<Utc>,
@@ -156,7 +149,7 @@ impl NegotiationOut {
             turn_count: task.turn_count,
             awaiting_user_id: task.awaiting_user_id.clone(),
             turns: turns.iter().map(|t| TurnOut::new(t, viewer)).collect(),
-            outcome,
+            outcome: outcome.map(|o| viewer.task_outcome(task, turns, &o)),
             created_at: task.created_at,
             updated_at: task.updated_at,
             completed_at: task.completed_at,

@@ -338,7 +338,8 @@ fn decode_specialization(value: &Value, path: &str) -> Result<Specialization, Fi
     })
 }
 
-/// Loads the skills of one file: `.json`, `.yaml` or `.yml`, holding one skill or a list.
+/// Loads the skills of one file: `.json`, `.yaml` or `.yml`, holding one skill or a list, each
+/// with an `id`.
 pub fn load_skill_file(path: &Path) -> Result<Vec<Skill>, SkillFileError> {
     let ext = path
         .extension()
@@ -357,7 +358,7 @@ pub fn load_skill_file(path: &Path) -> Result<Vec<Skill>, SkillFileError> {
         path: path.to_owned(),
         source,
     })?;
-    parse_skills(&text, is_json).map_err(|e| match e {
+    let skills = parse_skills(&text, is_json).map_err(|e| match e {
         ParseFailure::Syntax(message) => SkillFileError::Syntax {
             path: path.to_owned(),
             message,
@@ -367,7 +368,17 @@ pub fn load_skill_file(path: &Path) -> Result<Vec<Skill>, SkillFileError> {
             field: f.field,
             message: f.message,
         },
-    })
+    })?;
+    // A file's skills are told apart by their ids in every assessment; without one a skill
+    // would be reported as "unknown", which says nothing to whoever reads the answer.
+    if let Some(i) = skills.iter().position(|s| s.id.as_deref().is_none_or(|id| id.trim().is_empty())) {
+        return Err(SkillFileError::Field {
+            path: path.to_owned(),
+            field: if skills.len() == 1 { "id".to_owned() } else { format!("[{i}].id") },
+            message: "missing: every skill in a file needs an `id` (it names the skill in assessments)".to_owned(),
+        });
+    }
+    Ok(skills)
 }
 
 /// Loads and concatenates the skills of several files, in order; the first failure wins.
@@ -588,6 +599,14 @@ assessment:
                 .to_string()
                 .contains("missing.yml")
         );
+
+        let unnamed = dir.join("unnamed.yaml");
+        std::fs::write(&unnamed, "name: PDF Processing\ntags: [pdf]\n").unwrap();
+        let msg = load_skill_file(&unnamed).unwrap_err().to_string();
+        assert!(msg.contains("unnamed.yaml") && msg.contains("`id`"), "{msg}");
+        std::fs::write(&unnamed, "- id: a\n- name: B\n").unwrap();
+        let msg = load_skill_file(&unnamed).unwrap_err().to_string();
+        assert!(msg.contains("[1].id"), "{msg}");
 
         let good = dir.join("good.yml");
         std::fs::write(&good, "- id: a\n- id: b\n").unwrap();

@@ -26,11 +26,15 @@
 //! - **Decisions** are the human decisions made in the range (for a user: the user's own), by
 //!   `decided_at`, and the opportunities that expired undecided (by the time they expired).
 //! - **Objections** are the terms named missing (`missing: a, b`, as the system negotiator
-//!   phrases its reasoning; `none` and a trailing `(+N more)` are dropped, terms are compared in
-//!   lower case) in the reasoning of `counter` and `reject` turns. For a user only the user's
-//!   *own side's* turns and the outcome's reasoning (which both people see) count, never the
-//!   other side's private reasoning; the outcome's reasoning counts once when it is the other
-//!   side's final reject. The ten most named terms, per day and in total.
+//!   phrases its reasoning, up to a `;`, a line's end or a sentence's end; `none` and a
+//!   trailing `(+N more)` are dropped, terms are compared in lower case, and a hyphenated term
+//!   such as `part-time` stays one term) in the reasoning of `counter` and `reject` turns. For a
+//!   user only the user's *own side's* turns count, never the other side's private reasoning (an
+//!   outcome's reasoning is the final turn's, so it adds nothing of the user's own, and the
+//!   other side's is not theirs to read). The ten most named terms, per day and in total.
+//!
+//! Means and medians are rounded to two decimals: they are read by people, and more digits
+//! than that carry no meaning.
 
 use std::collections::BTreeMap;
 
@@ -93,9 +97,9 @@ pub struct DecisionCounts {
 pub struct AnswerLatency {
     /// Turns answered by personal agents.
     pub turns: i64,
-    /// Mean seconds from the turn before being stored to the answer being stored.
+    /// Mean seconds from the turn before being stored to the answer being stored (two decimals).
     pub mean_seconds: Option<f64>,
-    /// Median of the same.
+    /// Median of the same (two decimals).
     pub p50_seconds: Option<f64>,
 }
 
@@ -125,9 +129,9 @@ pub struct Objection {
 pub struct Figures {
     /// Negotiations that ended, by outcome and reason.
     pub negotiations: OutcomeCounts,
-    /// Mean turns of those negotiations; null without any.
+    /// Mean turns of those negotiations (two decimals); null without any.
     pub mean_turns: Option<f64>,
-    /// Median seconds from start to outcome; null without any.
+    /// Median seconds from start to outcome (two decimals); null without any.
     pub time_to_outcome_p50_seconds: Option<f64>,
     /// Negotiations by the number of turns they took, fewest first.
     pub turns_to_outcome: Vec<TurnsCount>,
@@ -189,7 +193,6 @@ macro_rules! outcomes_cte {
             SELECT e.*, (e.completed_at AT TIME ZONE 'UTC')::date AS day,
                    (a.parts -> 0 -> 'data' ->> 'hasOpportunity')::boolean AS accepted,
                    a.parts -> 0 -> 'data' ->> 'reason' AS reason,
-                   a.parts -> 0 -> 'data' ->> 'reasoning' AS reasoning,
                    (a.parts -> 0 -> 'data' ->> 'turnCount')::int AS turn_count
               FROM ended e
               JOIN artifacts a ON a.task_id = e.task_id AND a.name = 'negotiation-outcome'
@@ -258,19 +261,10 @@ const OBJECTIONS: &str = concat!(
         SELECT day, reasoning
           FROM turns
          WHERE action IN ('counter', 'reject') AND (own_side IS NULL OR side = own_side)
-        UNION ALL
-        -- The outcome's reasoning of a negotiation the other side rejected (for everyone's view
-        -- that turn is already counted above).
-        SELECT o.day, o.reasoning
-          FROM outcomes o
-         WHERE o.own_side IS NOT NULL AND NOT o.accepted AND o.reason IS NULL
-           AND NOT EXISTS (SELECT 1 FROM messages m
-                            WHERE m.task_id = o.task_id AND m.turn_number = o.turn_count - 1
-                              AND m.side = o.own_side)
     ), terms AS (
         SELECT x.day, lower(btrim(rtrim(btrim(term), '.'))) AS term
           FROM texts x
-         CROSS JOIN LATERAL regexp_matches(x.reasoning, 'missing: ([^;\\n]*)', 'g') AS found(g)
+         CROSS JOIN LATERAL regexp_matches(x.reasoning, 'missing: ((?:[^;.\\n]|\\.(?=\\S))*)', 'g') AS found(g)
          CROSS JOIN LATERAL unnest(string_to_array(
                    regexp_replace(found.g[1], '\\s*\\(\\+\\d+ more\\)', '', 'g'), ',')) AS term
     ), counted AS (
@@ -319,6 +313,11 @@ const CLAIM_EXPIRIES: &str = "
              WHERE a.owner_user_id = $3 AND t.day >= $1 AND t.day <= $2) d
      GROUP BY GROUPING SETS ((d.day), ())";
 
+/// `x` rounded to two decimals.
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
 /// Computes the insights of `scope`.
 pub async fn compute(conn: &mut PgConnection, scope: &Scope<'_>) -> anyhow::Result<Insights> {
     let mut out = Insights::default();
@@ -330,8 +329,8 @@ pub async fn compute(conn: &mut PgConnection, scope: &Scope<'_>) -> anyhow::Resu
     for (day, total, accepted, rejected, turn_cap, timeout, canceled, mean_turns, p50) in rows {
         let f = out.at(day);
         f.negotiations = OutcomeCounts { total, accepted, rejected, stalled: StalledCounts { turn_cap, timeout, canceled } };
-        f.mean_turns = mean_turns;
-        f.time_to_outcome_p50_seconds = p50;
+        f.mean_turns = mean_turns.map(round2);
+        f.time_to_outcome_p50_seconds = p50.map(round2);
     }
 
     let rows: Vec<(Option<NaiveDate>, i64, i64)> =
@@ -344,7 +343,8 @@ pub async fn compute(conn: &mut PgConnection, scope: &Scope<'_>) -> anyhow::Resu
         sqlx::query_as(AGENT_TURNS).bind(from).bind(to).bind(user).fetch_all(&mut *conn).await?;
     for (day, turns, mean_seconds, p50_seconds, fallbacks) in rows {
         let f = out.at(day);
-        f.answer_latency = AnswerLatency { turns, mean_seconds, p50_seconds };
+        f.answer_latency =
+            AnswerLatency { turns, mean_seconds: mean_seconds.map(round2), p50_seconds: p50_seconds.map(round2) };
         f.fallbacks = fallbacks;
     }
 

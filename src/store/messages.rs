@@ -213,6 +213,14 @@ pub async fn artifacts(conn: &mut PgConnection, task_id: Uuid) -> anyhow::Result
     .await?)
 }
 
+/// The outcome among a task's artifacts, if it has ended with one.
+pub fn outcome_of(artifacts: &[Artifact]) -> anyhow::Result<Option<Outcome>> {
+    match artifacts.iter().find(|a| a.name == OUTCOME_ARTIFACT) {
+        None => Ok(None),
+        Some(a) => Ok(Some(serde_json::from_value(a.parts[0]["data"].clone())?)),
+    }
+}
+
 /// The outcome of a task, if it has ended with one.
 pub async fn outcome(conn: &mut PgConnection, task_id: Uuid) -> anyhow::Result<Option<Outcome>> {
     let parts = sqlx::query_scalar!("SELECT parts FROM artifacts WHERE task_id = $1 AND name = $2", task_id, OUTCOME_ARTIFACT)

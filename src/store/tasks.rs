@@ -93,6 +93,11 @@ impl Task {
         raw.get("name").and_then(serde_json::Value::as_str).map(str::to_owned)
     }
 
+    /// How a side's user is named to people: the platform's name, else the user id.
+    pub fn display_name(&self, side: Side) -> String {
+        self.user_name(side).filter(|n| !n.trim().is_empty()).unwrap_or_else(|| self.user_id(side).to_owned())
+    }
+
     /// The side a user sits on, if they take part.
     pub fn side_of(&self, user_id: &str) -> Option<Side> {
         if self.source_user_id == user_id {

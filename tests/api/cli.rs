@@ -2,6 +2,8 @@
 
 use std::process::Command;
 
+use crate::helpers::TEST_SECRET;
+
 fn parley() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_parley"));
     c.env_remove("DATABASE_URL").env("RUST_LOG", "error");
@@ -35,38 +37,231 @@ fn a_malformed_skill_file_stops_the_start_naming_the_file_and_the_field() {
 }
 
 #[test]
-fn token_prints_a_jwt_for_the_configured_secret_and_refuses_bad_arguments() {
+fn token_prints_a_jwt_for_the_services_secret_and_refuses_bad_arguments() {
     let dir = std::env::temp_dir().join(format!("parley-token-{}", uuid::Uuid::now_v7()));
+    // `parley serve` generated the secret into its data directory; `token` reads it.
+    std::fs::create_dir_all(&dir).unwrap();
+    let secret = "0123456789abcdef0123456789abcdef";
+    std::fs::write(dir.join("jwt_secret"), format!("{secret}\n")).unwrap();
     let out = parley()
         .args(["token", "--sub", "user-maya", "--role", "service", "--ttl", "2h"])
         .env("PARLEY_DATA_DIR", &dir)
+        .env_remove("PARLEY_JWT_SECRET")
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let token = String::from_utf8(out.stdout).unwrap();
     assert_eq!(token.trim().split('.').count(), 3);
-    // The secret was generated once into the data dir and is reused.
-    let secret = std::fs::read_to_string(dir.join("jwt_secret")).unwrap();
-    let again = parley().args(["token", "--sub", "x"]).env("PARLEY_DATA_DIR", &dir).output().unwrap();
-    assert!(again.status.success());
-    assert_eq!(std::fs::read_to_string(dir.join("jwt_secret")).unwrap(), secret);
-    let keys = parley::http::auth::JwtKeys::new(secret.trim().as_bytes());
+    let keys = parley::http::auth::JwtKeys::new(secret.as_bytes());
     let claims = keys.verify(token.trim()).unwrap();
     assert_eq!(claims.sub, "user-maya");
     assert_eq!(claims.role, parley::http::auth::CallerRole::Service);
+    // PARLEY_JWT_SECRET, when set, is the secret.
+    let out = parley().args(["token", "--sub", "x"]).env("PARLEY_DATA_DIR", &dir).env("PARLEY_JWT_SECRET", TEST_SECRET).output().unwrap();
+    assert!(out.status.success());
+    parley::http::auth::JwtKeys::new(TEST_SECRET.as_bytes()).verify(String::from_utf8(out.stdout).unwrap().trim()).unwrap();
 
     let bad = parley().args(["token", "--sub", "x", "--role", "root"]).env("PARLEY_DATA_DIR", &dir).output().unwrap();
     assert_eq!(bad.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn token_without_a_secret_makes_none_and_says_how_to_set_one() {
+    // Run from a directory where no service ever ran: nothing to sign with.
+    let dir = std::env::temp_dir().join(format!("parley-no-secret-{}", uuid::Uuid::now_v7()));
+    let out = parley()
+        .args(["token", "--sub", "user-maya"])
+        .env("PARLEY_DATA_DIR", &dir)
+        .env_remove("PARLEY_JWT_SECRET")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty(), "no token is printed");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("PARLEY_JWT_SECRET") && err.contains("parley serve"), "{err}");
+    assert!(err.contains(&dir.join("jwt_secret").display().to_string()), "it names where it looked: {err}");
+    assert!(!dir.exists(), "no data directory and no secret were made");
+}
+
+#[test]
+fn worker_without_database_url_refuses_to_start_a_database_of_its_own() {
+    let dir = std::env::temp_dir().join(format!("parley-worker-{}", uuid::Uuid::now_v7()));
+    let out = parley().arg("worker").env("PARLEY_DATA_DIR", &dir).env("PARLEY_JWT_SECRET", TEST_SECRET).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("DATABASE_URL"), "{err}");
+    assert!(!dir.exists(), "no embedded database was made");
+}
+
+#[test]
+fn a_skill_file_without_an_id_is_refused() {
+    let dir = std::env::temp_dir().join(format!("parley-skill-id-{}", uuid::Uuid::now_v7()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let skills = dir.join("skills.yaml");
+    std::fs::write(&skills, "name: PDF Processing\ntags: [pdf, invoice]\n").unwrap();
+    let request = dir.join("request.json");
+    std::fs::write(&request, r#"{"task_summary": "Extract tables from PDF invoices"}"#).unwrap();
+    let out = parley().arg("assess").arg("--skills").arg(&skills).arg("--request").arg(&request).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("skills.yaml") && err.contains("`id`"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A `parley serve` process whose log lines are collected as they come.
+struct Serving {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Serving {
+    /// Starts `parley serve` with `env` (nothing else of the test's environment that would
+    /// change it: no `PARLEY_JWT_SECRET`, no `RUST_LOG`), its log on stderr.
+    fn start(env: &[(&str, &std::ffi::OsStr)]) -> Serving {
+        use std::io::{BufRead, BufReader};
+        let mut command = parley();
+        command
+            .arg("serve")
+            .env("PARLEY_BIND", "127.0.0.1:0")
+            .env("PARLEY_LOG_FORMAT", "pretty")
+            .env_remove("PARLEY_JWT_SECRET")
+            .env_remove("RUST_LOG");
+        for (k, v) in env {
+            command.env(k, v);
+        }
+        let mut child = command.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        let stderr = BufReader::new(child.stderr.take().unwrap());
+        std::thread::spawn(move || {
+            for line in stderr.lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        Serving { child, lines, seen: Vec::new() }
+    }
+
+    /// Reads the log until a line contains `needle` (a bound so that a broken start fails the
+    /// test instead of hanging it, not a speed check); returns that line.
+    fn wait_for(&mut self, needle: &str) -> String {
+        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        if let Some(line) = self.seen.iter().find(|l| l.contains(needle)) {
+            return line.clone();
+        }
+        while let Ok(line) = self.lines.recv_timeout(give_up.saturating_duration_since(std::time::Instant::now())) {
+            self.seen.push(line.clone());
+            if line.contains(needle) {
+                return line;
+            }
+        }
+        panic!("no log line with {needle:?}:\n{}", self.seen.join("\n"));
+    }
+
+    /// The base URL, from the "listening on" line.
+    fn base(&mut self) -> String {
+        let line = self.wait_for("listening on http://");
+        let at = line.find("http://").unwrap();
+        line[at..].split_whitespace().next().unwrap().to_owned()
+    }
+
+    /// SIGTERM, wait for the exit, and return the whole log.
+    fn stop(mut self) -> String {
+        let _ = std::process::Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        let _ = self.child.wait();
+        self.seen.extend(self.lines.try_iter());
+        while let Ok(line) = self.lines.recv_timeout(std::time::Duration::from_secs(2)) {
+            self.seen.push(line);
+        }
+        self.seen.join("\n")
+    }
+}
+
+#[tokio::test]
+async fn a_second_serve_on_one_data_directory_says_another_parley_runs_there() {
+    let dir = std::env::temp_dir().join(format!("parley-twice-{}", uuid::Uuid::now_v7()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut first = Serving::start(&[("PARLEY_DATA_DIR", dir.as_os_str())]);
+    first.base();
+    let second = parley().arg("serve").env("PARLEY_DATA_DIR", &dir).env("PARLEY_BIND", "127.0.0.1:0").output().unwrap();
+    let first_log = first.stop();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(second.status.code(), Some(1), "{}", String::from_utf8_lossy(&second.stderr));
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(err.contains("another Parley is already running with the data directory"), "{err}");
+    assert!(err.contains("PARLEY_DATA_DIR"), "{err}");
+    assert!(!err.contains("postmaster.pid"), "PostgreSQL's own words are not shown: {err}");
+    assert!(first_log.contains("listening on"), "{first_log}");
+}
+#[tokio::test]
+async fn logs_say_values_in_words_and_the_mcp_library_stays_quiet() {
+    let url = crate::helpers::fresh_database().await;
+    let dir = std::env::temp_dir().join(format!("parley-logs-{}", uuid::Uuid::now_v7()));
+    // RUST_LOG unset: the default filter.
+    let mut serving = Serving::start(&[
+        ("DATABASE_URL", url.as_ref()),
+        ("PARLEY_DATA_DIR", dir.as_os_str()),
+        ("PARLEY_JWT_SECRET", TEST_SECRET.as_ref()),
+    ]);
+    let base = serving.base();
+    let keys = parley::http::auth::JwtKeys::new(TEST_SECRET.as_bytes());
+    let service = keys.mint("platform", parley::http::auth::CallerRole::Service, std::time::Duration::from_secs(600)).unwrap();
+    let tomas = keys.mint("user-tomas", parley::http::auth::CallerRole::User, std::time::Duration::from_secs(600)).unwrap();
+    let client = reqwest::Client::new();
+    let agent: serde_json::Value = client
+        .post(format!("{base}/api/agents"))
+        .bearer_auth(&tomas)
+        .json(&serde_json::json!({"name": "Tomas's agent"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let key = agent["apiKey"]["key"].as_str().unwrap();
+    // Tomas's turn is parked for his agent; the platform cancels the negotiation.
+    let started: serde_json::Value = client
+        .post(format!("{base}/api/negotiations"))
+        .bearer_auth(&service)
+        .json(&crate::fixtures::good_match())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = started["negotiation"]["id"].as_str().unwrap();
+    let canceled = client.delete(format!("{base}/api/negotiations/{id}")).bearer_auth(&service).send().await.unwrap();
+    assert!(canceled.status().is_success());
+    // Two MCP requests.
+    for body in [
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "log-test-client", "version": "1.0"}}}),
+        serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+    ] {
+        let answer = client
+            .post(format!("{base}/mcp"))
+            .header("x-api-key", key)
+            .header("accept", "application/json, text/event-stream")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert!(answer.status().is_success(), "{}", answer.text().await.unwrap());
+    }
+    serving.wait_for("negotiation ended");
+    let log = serving.stop();
+    let _ = std::fs::remove_dir_all(&dir);
+
+    let ended = log.lines().find(|l| l.contains("negotiation ended")).unwrap();
+    assert!(ended.contains("canceled") && !ended.contains("Some("), "{ended}");
+    assert!(!log.contains("Some(") && !log.contains("None,"), "a value logged as Rust syntax:\n{log}");
+    assert!(!log.contains("rmcp") && !log.contains("log-test-client"), "the MCP library logged at info:\n{log}");
 }
 
 #[tokio::test]
 async fn serve_logs_its_address_its_database_without_the_password_and_how_to_mint_a_token() {
-    use std::{
-        io::{BufRead, BufReader},
-        process::Stdio,
-        sync::mpsc,
-        time::{Duration, Instant},
-    };
     // The test server trusts local connections and ignores the password; the log must not show it.
     let password = "pw-must-not-be-logged-7f3a";
     let url = crate::helpers::fresh_database().await;
@@ -74,40 +269,17 @@ async fn serve_logs_its_address_its_database_without_the_password_and_how_to_min
     let (user, host) = rest.split_once('@').expect("the test database URL names a user");
     let user = user.split(':').next().unwrap();
     let dir = std::env::temp_dir().join(format!("parley-startup-{}", uuid::Uuid::now_v7()));
-    let mut child = parley()
-        .arg("serve")
-        .env("DATABASE_URL", format!("{scheme}://{user}:{password}@{host}"))
-        .env("PARLEY_BIND", "127.0.0.1:0")
-        .env("PARLEY_DATA_DIR", &dir)
-        .env("PARLEY_LOG_FORMAT", "pretty")
-        .env("RUST_LOG", "info")
-        .env_remove("PARLEY_JWT_SECRET")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (tx, rx) = mpsc::channel();
-    let stderr = BufReader::new(child.stderr.take().unwrap());
-    let reader = std::thread::spawn(move || {
-        for line in stderr.lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let mut lines = Vec::new();
-    // A bound so that a broken start fails the test instead of hanging it, not a speed check.
-    let give_up = Instant::now() + Duration::from_secs(120);
-    while !(lines.iter().any(|l: &String| l.contains("listening on")) && lines.iter().any(|l| l.contains("mint a token")))
-    {
-        match rx.recv_timeout(give_up.saturating_duration_since(Instant::now())) {
-            Ok(line) => lines.push(line),
-            Err(_) => break,
-        }
-    }
-    let _ = std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
-    let _ = child.wait();
-    reader.join().unwrap();
-    lines.extend(rx.try_iter());
-    let log = lines.join("\n");
+    let with_password = format!("{scheme}://{user}:{password}@{host}");
+    let mut serving = Serving::start(&[
+        ("DATABASE_URL", with_password.as_ref()),
+        ("PARLEY_DATA_DIR", dir.as_os_str()),
+        ("RUST_LOG", "info".as_ref()),
+    ]);
+    serving.wait_for("listening on");
+    serving.wait_for("mint a token");
+    let log = serving.stop();
+    // Only `serve` makes the secret, and it did.
+    assert!(dir.join("jwt_secret").exists(), "{log}");
     let _ = std::fs::remove_dir_all(&dir);
 
     assert!(!log.contains(password), "the password was logged:\n{log}");
@@ -119,3 +291,4 @@ async fn serve_logs_its_address_its_database_without_the_password_and_how_to_min
         "{log}"
     );
 }
+

@@ -203,7 +203,10 @@ fn the_token_command_refuses_a_ttl_beyond_the_maximum() {
     let dir = std::env::temp_dir().join(format!("parley-token-ttl-{}", uuid::Uuid::now_v7()));
     let token = |ttl: &str, max: Option<&str>| {
         let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_parley"));
-        c.args(["token", "--sub", "user-maya", "--ttl", ttl]).env("PARLEY_DATA_DIR", &dir).env_remove("PARLEY_JWT_MAX_TTL");
+        c.args(["token", "--sub", "user-maya", "--ttl", ttl])
+            .env("PARLEY_DATA_DIR", &dir)
+            .env("PARLEY_JWT_SECRET", crate::helpers::TEST_SECRET)
+            .env_remove("PARLEY_JWT_MAX_TTL");
         if let Some(max) = max {
             c.env("PARLEY_JWT_MAX_TTL", max);
         }
@@ -214,6 +217,10 @@ fn the_token_command_refuses_a_ttl_beyond_the_maximum() {
     let err = String::from_utf8_lossy(&refused.stderr);
     assert!(err.contains("PARLEY_JWT_MAX_TTL"), "{err}");
     assert!(refused.stdout.is_empty());
+    // Durations are written as they are typed, never in months of 30.44 days.
+    let err = String::from_utf8_lossy(&token("90d", None).stderr).into_owned();
+    assert!(err.contains("--ttl 90d is longer") && err.contains("(30d, PARLEY_JWT_MAX_TTL)"), "{err}");
+    assert!(!err.contains("month"), "{err}");
     assert!(token("30d", None).status.success());
     assert_eq!(token("2h", Some("1h")).status.code(), Some(2));
     assert!(token("30m", Some("1h")).status.success());

@@ -1,5 +1,6 @@
 //! `GET /api/insights`: hand-computed figures for scripted negotiations and decisions, each
-//! user's view limited to their own data and their own side's reasoning, and bad ranges.
+//! user's view limited to their own data and their own side's reasoning (the other side's final
+//! reject included), and bad ranges.
 
 use std::time::Duration;
 
@@ -140,13 +141,14 @@ async fn insights_count_scripted_negotiations_and_decisions_and_show_each_user_o
     assert!(total["answerLatency"]["p50Seconds"].as_f64().unwrap() >= 0.0);
     assert_eq!(total["claimExpiries"], 0);
     assert_eq!(total["fallbacks"], 0);
-    // Her own counter and reject (payments, twice) and the outcome of the negotiation Tomas
-    // rejected; never Tomas's private counters (senior), a propose or an accept.
-    assert_eq!(terms(total), owned(&[("payments", 2), ("kubernetes", 1), ("rust", 1)]));
+    // Her own counter and reject (payments, twice); never Tomas's private reasoning, not his
+    // counters (senior) nor the reject that ended a negotiation (kubernetes), nor a propose or
+    // an accept.
+    assert_eq!(terms(total), owned(&[("payments", 2)]));
     let days = got.body["days"].as_array().unwrap();
     assert_eq!(days.len(), 1, "{}", got.text);
     assert_eq!(&days[0]["figures"], total);
-    for private in ["senior", "proposeonly", "acceptonly", "bakery", "investors"] {
+    for private in ["senior", "kubernetes", "rust", "proposeonly", "acceptonly", "bakery", "investors"] {
         assert!(!got.text.contains(private), "{private} leaked into {}", got.text);
     }
 
@@ -156,7 +158,8 @@ async fn insights_count_scripted_negotiations_and_decisions_and_show_each_user_o
     assert_eq!(total["negotiations"]["total"], 6);
     assert_eq!(total["decisions"], json!({ "accepted": 1, "declined": 0, "expired": 1 }));
     assert_eq!(total["answerLatency"]["turns"], 6);
-    assert_eq!(terms(total), owned(&[("rust", 4), ("senior", 2), ("kubernetes", 1), ("payments", 1)]));
+    assert_eq!(terms(total), owned(&[("rust", 4), ("senior", 2), ("kubernetes", 1)]));
+    assert!(!got.text.contains("payments"), "Maya's reasoning leaked into {}", got.text);
 
     // The platform: everyone, or one user.
     let all = app.get("/api/insights", &app.service_token()).await;
@@ -180,6 +183,44 @@ async fn insights_count_scripted_negotiations_and_decisions_and_show_each_user_o
     assert_eq!(before.body["total"]["negotiations"]["total"], 0);
     assert_eq!(before.body["from"], "2020-01-01T00:00:00Z");
     assert_eq!(before.body["to"], "2021-01-01T00:00:00Z");
+}
+
+#[tokio::test]
+async fn figures_are_rounded_and_hyphenated_terms_stay_whole() {
+    let app = TestApp::spawn_with(|c| c.turn_caps.personal = 3).await;
+    let maya = app.register_agent("user-maya").await;
+    let tomas = app.register_agent("user-tomas").await;
+    use By::{Maya, Tomas};
+    let propose = (Maya, "propose", "Proposing Tomas");
+    // 3, 2 and 2 turns: a mean of 2.333...
+    play(
+        &app,
+        &maya,
+        &tomas,
+        &[propose, (Tomas, "counter", "Countering: missing: part-time, rust"), (Maya, "reject", "missing: on-call. The hours matter")],
+    )
+    .await;
+    play(&app, &maya, &tomas, &[propose, (Tomas, "accept", "Fine")]).await;
+    play(&app, &maya, &tomas, &[propose, (Tomas, "reject", "fit 0.2; missing: part-time")]).await;
+
+    let tomas_view = app.get("/api/insights", &app.user_token("user-tomas")).await;
+    let total = &tomas_view.body["total"];
+    assert_eq!(total["meanTurns"], 2.33, "{}", tomas_view.text);
+    assert_eq!(terms(total), owned(&[("part-time", 2), ("rust", 1)]));
+    let maya_view = app.get("/api/insights", &app.user_token("user-maya")).await;
+    assert_eq!(terms(&maya_view.body["total"]), owned(&[("on-call", 1)]), "the sentence after the term is not part of it");
+
+    // Every mean and median, of the days and of the total, has at most two decimals.
+    for view in [&tomas_view, &maya_view] {
+        let mut figures = vec![view.body["total"].clone()];
+        figures.extend(view.body["days"].as_array().unwrap().iter().map(|d| d["figures"].clone()));
+        for f in figures {
+            for value in [&f["meanTurns"], &f["timeToOutcomeP50Seconds"], &f["answerLatency"]["meanSeconds"], &f["answerLatency"]["p50Seconds"]] {
+                let x = value.as_f64().unwrap_or_else(|| panic!("a number: {f}"));
+                assert_eq!((x * 100.0).round() / 100.0, x, "{x} is not rounded to two decimals: {f}");
+            }
+        }
+    }
 }
 
 async fn got_total(app: &TestApp, user: &str) -> Value {

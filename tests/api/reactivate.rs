@@ -290,6 +290,22 @@ async fn a_reactivated_round_runs_to_an_outcome_and_its_agent_sees_the_earlier_r
 }
 
 #[tokio::test]
+async fn a_new_context_without_a_name_keeps_the_name_the_platform_gave() {
+    let app = TestApp::spawn().await;
+    app.register_agent("user-tomas").await;
+    let (opportunity, _) = stalled(&app).await;
+    // The README's example: only the id and a profile, no name.
+    let body = json!({"candidateUser": {"id": "user-tomas", "profile": {"skills": ["rust", "payments api", "team lead"]}}});
+    let round = app.post(&reactivate_path(&opportunity), &app.service_token(), &body).await;
+    assert_eq!(round.status, StatusCode::CREATED, "{}", round.text);
+    assert_eq!(round.body["negotiation"]["sides"]["candidate"]["name"], "Tomas Novak", "{}", round.text);
+    assert_eq!(round.body["negotiation"]["sides"]["candidate"]["userId"], "user-tomas");
+    assert_eq!(round.body["opportunity"]["candidateUserName"], "Tomas Novak");
+    let seen = app.get(&format!("/api/opportunities/{opportunity}"), &app.user_token("user-maya")).await;
+    assert_eq!(seen.body["counterpartName"], "Tomas Novak", "{}", seen.text);
+}
+
+#[tokio::test]
 async fn a_repeat_while_the_new_round_runs_returns_that_round() {
     let app = TestApp::spawn().await;
     let service = app.service_token();
