@@ -12,6 +12,7 @@ mod directory;
 mod assessment;
 mod auth;
 mod fixtures;
+mod hand_back;
 mod hardening;
 mod helpers;
 mod index_compat;
