@@ -26,6 +26,7 @@ mod openapi;
 mod privacy;
 mod rank;
 mod reactivate;
+mod runner;
 mod schema;
 mod timers;
 mod ui;
