@@ -97,12 +97,14 @@ impl FailureBook {
         self.entries.get(item).is_some_and(|e| e.retry_at > Instant::now())
     }
 
-    /// The items that must not be tried yet.
-    pub fn waiting(&self) -> Vec<String> {
+    /// The items that must not be tried yet, at most `limit` of them: those that must wait
+    /// longest.
+    pub fn waiting(&self, limit: usize) -> Vec<String> {
         let now = Instant::now();
-        let mut items: Vec<String> = self.entries.iter().filter(|(_, e)| e.retry_at > now).map(|(k, _)| k.clone()).collect();
-        items.sort();
-        items
+        let mut items: Vec<(&String, Instant)> =
+            self.entries.iter().filter(|(_, e)| e.retry_at > now).map(|(k, e)| (k, e.retry_at)).collect();
+        items.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+        items.into_iter().take(limit).map(|(k, _)| k.clone()).collect()
     }
 
     /// When the first waiting item may be tried again.
@@ -134,13 +136,17 @@ mod tests {
         assert_eq!(book.failed("n1", 0), 1);
         assert_eq!(book.failed("n1", 0), 2);
         assert!(book.is_waiting("n1"));
-        assert_eq!(book.waiting(), vec!["n1".to_owned()]);
+        assert_eq!(book.waiting(10), vec!["n1".to_owned()]);
+        // Over the limit, the ones that wait longest are named.
+        book.failed("n2", 0);
+        assert_eq!(book.waiting(1), vec!["n1".to_owned()]);
+        book.forget("n2");
         assert!(book.next_retry().is_some());
         // A later turn of the same negotiation starts the count again.
         assert_eq!(book.failed("n1", 2), 1);
         book.forget("n1");
         assert!(!book.is_waiting("n1"));
-        assert!(book.waiting().is_empty());
+        assert!(book.waiting(10).is_empty());
     }
 
     #[test]

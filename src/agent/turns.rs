@@ -25,6 +25,7 @@ use super::{
     program::Failure,
     report::{Done, took},
 };
+use crate::http::agent_turns::MAX_SKIP;
 
 /// Failures in a row after which a turn is handed to the system negotiator.
 pub const HAND_BACK_AFTER: u32 = 3;
@@ -70,7 +71,7 @@ pub(super) async fn serve(ctx: Arc<Ctx>) {
     let mut book = FailureBook::default();
     let mut backoff = Backoff::calls();
     while !ctx.is_stopping() {
-        let skip = book.waiting();
+        let skip = book.waiting(MAX_SKIP);
         // Wake when the first held-back turn may be tried again: a pickup skipping it would not.
         let wait = book
             .next_retry()
