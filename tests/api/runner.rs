@@ -204,9 +204,14 @@ impl Runner {
 
     /// Waits until the log holds `needle`.
     async fn until_logged(&self, needle: &str) {
+        self.until_logged_times(needle, 1).await;
+    }
+
+    /// Waits until the log holds `needle` at least `times` times.
+    async fn until_logged_times(&self, needle: &str, times: usize) {
         let deadline = Instant::now() + PATIENCE;
-        while !self.log().contains(needle) {
-            assert!(Instant::now() < deadline, "the runner never logged {needle:?}; its log:\n{}", self.log());
+        while self.log().matches(needle).count() < times {
+            assert!(Instant::now() < deadline, "the runner never logged {needle:?} {times} times; its log:\n{}", self.log());
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
@@ -297,7 +302,9 @@ async fn a_program_plays_the_users_turns_end_to_end_and_never_sees_the_claim_tok
         assert!(!run["env"].to_string().contains(&tomas.key), "{run}");
     }
 
-    // One line per turn, then a summary on a clean stop.
+    // One line per turn (written once the runner has the service's answer), then a summary on
+    // a clean stop.
+    runner.until_logged_times("turn answered", runs.len()).await;
     let log = runner.log();
     assert_eq!(log.matches("turn answered").count(), runs.len(), "{log}");
     assert!(log.contains(&format!("negotiation={id} turn=0 action=propose")), "{log}");
@@ -345,18 +352,49 @@ async fn a_failing_program_gives_the_turn_back_without_spinning_and_the_runner_s
 }
 
 #[tokio::test]
+async fn with_no_system_negotiator_to_hand_it_to_a_failing_turn_is_released_again() {
+    let app = TestApp::spawn().await;
+    let tomas = app.register_agent("user-tomas").await;
+    let maya = app.register_agent("user-maya").await;
+    // Personal vs personal: Maya's own agent opens; Tomas's program cannot answer her.
+    let id = start(&app, fixtures::good_match()).await;
+    let maya_turn = app.pickup(&maya, None).await;
+    let token = maya_turn.body["claimToken"].as_str().unwrap();
+    assert_eq!(app.respond(&maya, &id, &crate::helpers::answer("propose", Some(token))).await.status, StatusCode::OK);
+    let scratch = Scratch::new("pvp");
+    let runner = Runner::start(&app, &tomas.key, &["--exec", &scratch.program("fail-for 'Maya Chen'")], &scratch, "runner");
+
+    runner.until_logged("failures=3").await;
+    let log = runner.log();
+    let third = log.lines().find(|l| l.contains("failures=3")).unwrap();
+    assert!(third.contains("outcome=\"released\""), "{log}");
+    assert!(!log.contains("handed_back"), "{log}");
+    // The turn waits for an agent of Tomas's again (his runner may hold it once more); nobody
+    // played it.
+    let (state, turn_count, stored) = app.snapshot(&id).await;
+    assert!(matches!(state.as_str(), "waiting_for_agent" | "claimed") && (turn_count, stored) == (1, 1), "{state}");
+}
+
+#[tokio::test]
 async fn a_program_thinking_past_a_short_claim_timeout_still_answers() {
     let app = TestApp::spawn_with(|c| c.claim_timeout = Duration::from_secs(2)).await;
     let tomas = app.register_agent("user-tomas").await;
     let id = start(&app, fixtures::good_match()).await;
     let scratch = Scratch::new("thinking");
-    let _runner = Runner::start(&app, &tomas.key, &["--exec", &scratch.program("slow 5")], &scratch, "runner");
+    let runner = Runner::start(&app, &tomas.key, &["--json-logs", "--exec", &scratch.program("slow 5")], &scratch, "runner");
 
     // The program takes more than twice the claim timeout; the runner kept extending the claim,
     // so the first claim (generation 1) answered, and the program ran once.
     let answered = until_turn(&app, &id, 1).await;
     assert_eq!(answered, (1, "personal".to_owned(), Some(id_of(&tomas.id)), Some(1)));
     assert_eq!(scratch.runs_on(&id, 1).len(), 1);
+    // With --json-logs, the item's line is a JSON object a machine reads field by field.
+    runner.until_logged("turn answered").await;
+    let line = runner.log().lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).find(|l| l["fields"]["message"] == "turn answered").unwrap();
+    let fields = &line["fields"];
+    assert_eq!((fields["negotiation"].as_str(), fields["turn"].as_u64()), (Some(id.as_str()), Some(1)), "{line}");
+    assert_eq!((fields["action"].as_str(), fields["outcome"].as_str()), (Some("counter"), Some("answered")), "{line}");
+    assert!(fields["took"].as_str().unwrap().ends_with('s'), "{line}");
 }
 
 #[tokio::test]
@@ -555,14 +593,82 @@ async fn with_delegations_the_runner_completes_rejects_and_fails_requests_as_the
         assert_eq!(item["outputSchema"], review_capability()["outputSchema"]);
         assert!(item.get("claimToken").is_none() && !raw.contains("ct_") && !raw.contains(&ana.key), "{raw}");
     }
-    let log = runner.log();
     for (id, outcome) in asked.iter().zip(["completed", "rejected", "failed"]) {
-        assert!(log.contains(&format!("request={id} task_type=code-review outcome=\"{outcome}\"")), "{log}");
+        runner.until_logged(&format!("request={id} task_type=code-review outcome=\"{outcome}\"")).await;
     }
     assert_eq!(app.snapshot(&negotiation).await.0, "waiting_for_agent", "turns are not served without --turns");
     runner.term();
     assert_eq!(runner.exit().await.code(), Some(0), "{}", runner.log());
     assert!(runner.log().contains("delegations: 1 completed, 1 rejected, 1 failed"), "{}", runner.log());
+}
+
+#[tokio::test]
+async fn sigterm_declines_a_delegation_its_program_cannot_finish_within_the_grace_period() {
+    let app = TestApp::spawn().await;
+    let (ana, anon) = reviewer(&app, "user-ana").await;
+    let requester = app.register_agent("user-raj").await;
+    let scratch = Scratch::new("delegation-grace");
+    let mut runner = Runner::start(
+        &app,
+        &ana.key,
+        &["--delegations", "--grace", "1s", "--exec", &scratch.program("slow 120")],
+        &scratch,
+        "runner",
+    );
+    let (request_id, body) = review(&requester, &anon, "fn main() {}");
+    assert_eq!(delegate(&app, &requester, &body).await.status, StatusCode::ACCEPTED);
+    let run = scratch.until_runs(1).await.remove(0);
+    runner.term();
+
+    assert_eq!(runner.exit().await.code(), Some(0), "{}", runner.log());
+    let ended = until_ended(&app, &requester, &request_id).await;
+    assert_eq!(ended["delegation"]["status"], "rejected", "{ended}");
+    assert_eq!(ended["delegation"]["attempts"][0]["reason"], "the agent's runner stopped before its worker answered");
+    until_gone(run["pid"].as_u64().unwrap()).await;
+    assert!(runner.log().contains("1 given back at stop"), "{}", runner.log());
+}
+
+#[tokio::test]
+async fn the_runner_waits_for_a_service_that_does_not_answer_yet_then_serves() {
+    // A port nothing listens on yet.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let scratch = Scratch::new("not-yet");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_parley"));
+    let log = scratch.dir.join("runner.log");
+    command
+        .args(["agent", "--url", &format!("http://127.0.0.1:{port}"), "--exec", &scratch.program("answer")])
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap());
+
+    // The service the runner will find: started on that port once the runner has retried.
+    let database_url = crate::helpers::fresh_database().await;
+    let setup = TestApp::spawn_on(&database_url, |c| c.bind = "127.0.0.1:0".parse().unwrap()).await;
+    let tomas = setup.register_agent("user-tomas").await;
+    command.env("PARLEY_AGENT_KEY", &tomas.key);
+    let mut runner = Runner { child: Some(command.spawn().unwrap()), log };
+    runner.until_logged_times("trying again in", 3).await;
+    assert!(runner.is_running(), "network errors are retried, not fatal:\n{}", runner.log());
+    let waits: Vec<Duration> = runner
+        .log()
+        .lines()
+        .filter_map(|l| l.split("trying again in ").nth(1))
+        .map(|w| waited(w.split_whitespace().next().unwrap()))
+        .collect();
+    assert!(waits[0] <= Duration::from_millis(500) && waits[2] >= Duration::from_secs(1), "backing off: {waits:?}");
+
+    let app = TestApp::spawn_on(&database_url, |c| c.bind = ([127, 0, 0, 1], port).into()).await;
+    let id = start(&app, fixtures::good_match()).await;
+    let answered = until_turn(&app, &id, 1).await;
+    assert_eq!((answered.1.as_str(), answered.2), ("personal", Some(id_of(&tomas.id))), "{}", runner.log());
+}
+
+/// A wait as the runner's log writes it: `850ms` or `2.4s`.
+fn waited(text: &str) -> Duration {
+    match text.strip_suffix("ms") {
+        Some(ms) => Duration::from_millis(ms.parse().unwrap()),
+        None => Duration::from_secs_f64(text.strip_suffix('s').unwrap().parse().unwrap()),
+    }
 }
 
 /// What the stand-in model server was asked.
