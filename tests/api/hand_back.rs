@@ -103,6 +103,11 @@ async fn a_handed_back_turn_is_played_at_once_by_the_system_negotiator() {
     let agent = app.register_agent("user-tomas").await;
     let id = app.start(&fixtures::good_match()).await["negotiation"]["id"].as_str().unwrap().to_owned();
     let token = app.pickup(&agent, None).await.body["claimToken"].as_str().unwrap().to_owned();
+    let fallbacks = || async {
+        let scrape = crate::metrics::scrape(&app).await;
+        crate::metrics::total(&scrape, "parley_park_fallbacks_total", &[("window", "hand_back")])
+    };
+    let before = fallbacks().await;
 
     let handed = release(&app, &agent, &id, &json!({"claimToken": token, "reason": "my program crashed", "handBack": true})).await;
     assert_eq!(handed.status, StatusCode::OK, "{}", handed.text);
@@ -128,6 +133,8 @@ async fn a_handed_back_turn_is_played_at_once_by_the_system_negotiator() {
         }
         other => panic!("unexpected state {other}"),
     }
+    // Counted as a fallback of its own kind (other tests of this process may add to it).
+    assert!(fallbacks().await >= before + 1.0);
     // The claim was released, which counts neither for nor against the agent's trust.
     let released: i32 = sqlx::query_scalar("SELECT claims_released FROM agent_trust_days WHERE agent_id = $1")
         .bind(agent.id.parse::<uuid::Uuid>().unwrap())
