@@ -216,12 +216,13 @@ async fn serve_request(ctx: &Ctx, book: &Mutex<FailureBook>, request: &Value) ->
     match sent {
         Ok(reason) => {
             ctx.tally.count(done);
-            let reason = reason.unwrap_or_default();
+            // A reason only when there is one (a completed delegation has none).
+            let reason = reason.as_deref();
             if matches!(work, Work::Failed(_)) {
-                tracing::warn!(request = %id, task_type = %task_type, outcome, took = %took, reason = %reason,
+                tracing::warn!(request = %id, task_type = %task_type, outcome, took = %took, reason,
                     "the worker failed on the delegation");
             } else {
-                tracing::info!(request = %id, task_type = %task_type, outcome, took = %took, reason = %reason, "delegation {outcome}");
+                tracing::info!(request = %id, task_type = %task_type, outcome, took = %took, reason, "delegation {outcome}");
             }
         }
         Err(CallError::KeyRefused(message)) => ctx.fatal(message),
