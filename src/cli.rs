@@ -1,4 +1,5 @@
-//! The command line: `serve`, `migrate`, `token`, `assess`. Thin: parse, load config, call the library.
+//! The command line: `serve`, `worker`, `migrate`, `token`, `assess`, `openapi`, `agent`. Thin:
+//! parse, load config, call the library.
 
 use std::{path::PathBuf, process::ExitCode, time::Duration};
 
@@ -65,6 +66,54 @@ pub enum Command {
     },
     /// Print the OpenAPI 3.1 description of the HTTP API (what `api-spec/openapi.json` holds).
     Openapi,
+    /// Run a personal agent: play the user's turns (and, with --delegations, serve the agent's
+    /// delegation inbox) with a program (--exec) or an OpenAI-compatible model (--llm).
+    Agent(AgentArgs),
+}
+
+/// The arguments of `parley agent`.
+#[derive(Debug, clap::Args)]
+#[command(group = clap::ArgGroup::new("worker").required(true).args(["exec", "llm"]))]
+pub struct AgentArgs {
+    /// The Parley service's base URL.
+    #[arg(long, env = "PARLEY_URL")]
+    pub url: String,
+    /// The agent's API key (`pk_...`); it alone names the agent. Prefer the environment
+    /// variable: a command line is visible to other users of the machine.
+    #[arg(long, env = "PARLEY_AGENT_KEY", hide_env_values = true)]
+    pub key: String,
+    /// A shell command run once per item: the item as JSON on stdin, one JSON answer on stdout.
+    #[arg(long, value_name = "CMD")]
+    pub exec: Option<String>,
+    /// An OpenAI-compatible API's base URL (`URL/chat/completions` is asked); its key, if it
+    /// needs one, in PARLEY_LLM_API_KEY.
+    #[arg(long, value_name = "URL", requires = "model")]
+    pub llm: Option<String>,
+    /// The model to ask (with --llm).
+    #[arg(long, value_name = "NAME", requires = "llm")]
+    pub model: Option<String>,
+    /// The model's API key (never sent anywhere but the model's URL).
+    #[arg(long = "llm-api-key", env = "PARLEY_LLM_API_KEY", hide = true, hide_env_values = true)]
+    pub llm_api_key: Option<String>,
+    /// Play the user's turns (the default when neither --turns nor --delegations is given).
+    #[arg(long)]
+    pub turns: bool,
+    /// Serve the agent's delegation inbox (add --turns to play turns as well).
+    #[arg(long)]
+    pub delegations: bool,
+    /// Most delegations worked on at once (turns come one at a time besides).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub concurrency: u16,
+    /// On SIGTERM or Ctrl-C, how long the items in hand may take to finish before they are given back.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub grace: Duration,
+    /// The longest the program or model may take on one item (a delegation also stops at its
+    /// attempt's deadline).
+    #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
+    pub timeout: Duration,
+    /// Log one JSON object per line instead of text.
+    #[arg(long)]
+    pub json_logs: bool,
 }
 
 /// Runs the parsed command; the exit code is 2 for bad input, 1 for failures.
@@ -75,6 +124,7 @@ pub async fn run(cli: Cli) -> ExitCode {
             print!("{}", crate::openapi::spec_text());
             ExitCode::SUCCESS
         }
+        Command::Agent(args) => agent(args).await,
         command => {
             let config = match Config::from_env() {
                 Ok(c) => c,
@@ -178,7 +228,7 @@ async fn run_with_config(command: Command, config: Config) -> anyhow::Result<Exi
             println!("{}", JwtKeys::new(secret.as_bytes()).mint(&sub, role, ttl)?);
             Ok(ExitCode::SUCCESS)
         }
-        Command::Assess { .. } | Command::Openapi => unreachable!("handled without configuration"),
+        Command::Assess { .. } | Command::Openapi | Command::Agent(_) => unreachable!("handled without configuration"),
     }
 }
 
@@ -191,6 +241,38 @@ fn token_command(config: &Config) -> String {
     } else {
         let dir = config.data_dir.canonicalize().unwrap_or_else(|_| config.data_dir.clone());
         format!("PARLEY_DATA_DIR={} {args}", dir.display())
+    }
+}
+
+/// `parley agent`: runs until SIGTERM or Ctrl-C (exit 0), or until the service refuses the key
+/// (exit 1); 2 for arguments that cannot work.
+async fn agent(args: AgentArgs) -> ExitCode {
+    crate::telemetry::init_runner(args.json_logs);
+    let worker = match (args.exec, args.llm, args.model) {
+        (Some(command), _, _) => crate::agent::WorkerSpec::Exec { command },
+        (None, Some(url), Some(model)) => crate::agent::WorkerSpec::Llm { url, model, api_key: args.llm_api_key },
+        _ => unreachable!("clap requires --exec, or --llm with --model"),
+    };
+    let options = crate::agent::Options {
+        url: args.url,
+        key: args.key,
+        worker,
+        turns: args.turns || !args.delegations,
+        delegations: args.delegations,
+        concurrency: usize::from(args.concurrency),
+        grace: args.grace,
+        timeout: args.timeout,
+    };
+    match crate::agent::run(options, app::shutdown_signal()).await {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e @ crate::agent::RunError::Setup(_)) => {
+            eprintln!("parley: {e}");
+            ExitCode::from(2)
+        }
+        Err(e @ crate::agent::RunError::KeyRefused(_)) => {
+            eprintln!("parley: {e}");
+            ExitCode::from(1)
+        }
     }
 }
 

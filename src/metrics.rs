@@ -74,7 +74,10 @@ fn describe() {
     describe_counter!("parley_negotiations_ended_total", "Negotiations ended, by outcome (accepted, rejected, stalled) and reason.");
     describe_counter!("parley_claims_total", "Turns claimed by personal agents.");
     describe_counter!("parley_claim_expiries_total", "Claims that lapsed: the turn was parked again.");
-    describe_counter!("parley_park_fallbacks_total", "Parked turns taken by the system negotiator when the park window ran out, by window.");
+    describe_counter!(
+        "parley_park_fallbacks_total",
+        "Parked turns taken by the system negotiator when the park window ran out or the agent handed the turn back, by window."
+    );
     describe_histogram!(
         "parley_pickup_wait_seconds",
         metrics::Unit::Seconds,
@@ -115,6 +118,7 @@ fn register_known_series() {
     counter!("parley_claim_expiries_total").absolute(0);
     counter!("parley_park_fallbacks_total", "window" => "park_timeout").absolute(0);
     counter!("parley_park_fallbacks_total", "window" => "offline").absolute(0);
+    counter!("parley_park_fallbacks_total", "window" => "hand_back").absolute(0);
     gauge!("parley_long_poll_waiters").set(0.0);
     let _ = histogram!("parley_pickup_wait_seconds");
 }
@@ -217,7 +221,8 @@ pub fn claim_expired() {
 }
 
 /// A committed park fallback; `window` names the park window that ran out: `park_timeout`
-/// (the long one) or `offline` (the user had no live agent).
+/// (the long one) or `offline` (the user had no live agent); or `hand_back` (the agent handed
+/// the turn to the system negotiator).
 pub fn park_fallback(window: &'static str) {
     if enabled() {
         counter!("parley_park_fallbacks_total", "window" => window).increment(1);

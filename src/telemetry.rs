@@ -25,3 +25,17 @@ pub fn init(format: LogFormat) {
             .try_init(),
     };
 }
+
+/// Logging for `parley agent`: one short line per event for a person (no module paths), or one
+/// JSON object per line. `RUST_LOG` filters (default `info`).
+pub fn init_runner(json: bool) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let registry = tracing_subscriber::registry().with(filter);
+    let _ = if json {
+        registry.with(fmt::layer().json().with_target(false).with_writer(std::io::stderr)).try_init()
+    } else {
+        registry
+            .with(fmt::layer().compact().with_target(false).with_ansi(std::io::stderr().is_terminal()).with_writer(std::io::stderr))
+            .try_init()
+    };
+}

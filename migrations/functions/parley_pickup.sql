@@ -5,10 +5,12 @@
 -- later than the turn's deadline: the pending one is kept when it is due by the claim's expiry
 -- (`parley_jobs.turn_timer_at`) and moved otherwise, so turns quicker than the claim window
 -- write no timer row. A kept timer fires early, finds the state moved on, and re-arms for the
--- deadline the task has then (`src/delivery/timers.rs`).
+-- deadline the task has then (`src/delivery/timers.rs`). `p_skip` names negotiations the agent
+-- asked to be passed over (`?skip=`: it just gave them back and backs off on them); the agent's
+-- own live claim is returned whatever it skips, so a retried pickup never strands a turn.
 CREATE OR REPLACE FUNCTION parley_pickup(
     p_key_hash bytea, p_agent uuid, p_claim_timeout interval, p_park_timeout interval,
-    p_timer_id text, p_park_timer_id text
+    p_timer_id text, p_park_timer_id text, p_skip uuid[] DEFAULT '{}'
 ) RETURNS TABLE (
     auth text, key_agent_id uuid, key_owner_user_id text, claimed_now boolean,
     task_id uuid, conversation_id uuid, opportunity_id uuid, state text, source_user_id text,
@@ -72,6 +74,7 @@ BEGIN
                                claim_expires_at = now() + p_claim_timeout, updated_at = now()
              WHERE t.task_id = (SELECT p.task_id FROM tasks p
                                  WHERE p.state = 'waiting_for_agent' AND p.awaiting_user_id = v_owner
+                                   AND p.task_id <> ALL (p_skip)
                                  ORDER BY p.first_parked_at, p.task_id LIMIT 1 FOR UPDATE SKIP LOCKED)
                AND t.state = 'waiting_for_agent'
             RETURNING t.task_id, t.claim_generation, t.claim_expires_at INTO v_task, v_generation, v_expires;

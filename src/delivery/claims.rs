@@ -1,4 +1,5 @@
-//! Claims on parked turns: pickup (with long polling), extend and release.
+//! Claims on parked turns: pickup (with long polling), extend, release, and the hand-back of a
+//! turn to the system negotiator.
 //!
 //! A claim token is derived, not stored: `ct_` + base64url(generation ‖ HMAC-SHA256(claim key,
 //! task id ‖ generation)). The generation grows with every claim, so every claim gets a fresh
@@ -153,12 +154,20 @@ impl Engine {
     }
 
     /// One pickup attempt, in one statement: authenticates the key, then returns the agent's
-    /// live claim, else claims the oldest turn parked for its user. Also returns the agent.
-    pub async fn try_pickup(&self, key: &AgentKey) -> Result<(AgentIdentity, Option<Claim>), DeliveryError> {
+    /// live claim, else claims the oldest turn parked for its user that is not one of the
+    /// negotiations in `skip`. Also returns the agent.
+    pub async fn try_pickup(&self, key: &AgentKey, skip: &[Uuid]) -> Result<(AgentIdentity, Option<Claim>), DeliveryError> {
         let found = {
             let mut conn = self.pool.acquire().await?;
-            turn_delivery::pickup(&mut conn, &key.key_hash, key.agent_id, self.config.claim_timeout, self.config.park_timeout)
-                .await?
+            turn_delivery::pickup(
+                &mut conn,
+                &key.key_hash,
+                key.agent_id,
+                self.config.claim_timeout,
+                self.config.park_timeout,
+                skip,
+            )
+            .await?
         };
         let agent = found.key.identity()?;
         let Some(picked) = found.picked_up else { return Ok((agent, None)) };
@@ -183,9 +192,11 @@ impl Engine {
 
     /// Pickup with an optional long poll: waits up to `wait` for a turn to be parked for the
     /// agent's user. Waiting holds no database connection; a wake-up that loses the race to
-    /// another agent keeps waiting for the rest of its time.
-    pub async fn pickup(&self, key: &AgentKey, wait: Option<Duration>) -> Result<Option<Claim>, DeliveryError> {
-        let (agent, claim) = self.try_pickup(key).await?;
+    /// another agent keeps waiting for the rest of its time. Turns of the negotiations in `skip`
+    /// are passed over (an agent backing off on them); the agent's own live claim is returned
+    /// whatever `skip` says, so that a retried pickup never strands a turn.
+    pub async fn pickup(&self, key: &AgentKey, wait: Option<Duration>, skip: &[Uuid]) -> Result<Option<Claim>, DeliveryError> {
+        let (agent, claim) = self.try_pickup(key, skip).await?;
         // Marked at the start: a long-poll counts as seen while it waits (see `liveness`).
         self.seen(agent.agent_id).await;
         let Some(wait) = wait.filter(|w| !w.is_zero()).filter(|_| claim.is_none()) else {
@@ -201,7 +212,7 @@ impl Engine {
             tokio::pin!(notified);
             // Registered before looking (again), so a park committed in between still wakes us.
             notified.as_mut().enable();
-            if let (_, Some(claim)) = self.try_pickup(key).await? {
+            if let (_, Some(claim)) = self.try_pickup(key, skip).await? {
                 break Some(claim);
             }
             if !super::wakeups::wait_or_recheck(deadline, notified).await {
@@ -249,7 +260,14 @@ impl Engine {
     }
 
     /// Gives the turn back: `claimed -> waiting_for_agent`, keeping when it was first parked.
-    pub async fn release(&self, agent: &AgentIdentity, task_id: Uuid, token: Option<&str>) -> Result<Task, DeliveryError> {
+    /// `reason` (the agent's, e.g. why its program failed) goes to the log with the negotiation.
+    pub async fn release(
+        &self,
+        agent: &AgentIdentity,
+        task_id: Uuid,
+        token: Option<&str>,
+        reason: Option<&str>,
+    ) -> Result<Task, DeliveryError> {
         let mut tx = self.pool.begin().await?;
         let mut task = self.lock_visible(&mut tx, agent, task_id).await?;
         Self::check_holder(&task, agent, self.claim_proof(task_id, token))?;
@@ -261,10 +279,47 @@ impl Engine {
         self.arm_park_timer(&mut tx, &task, task.turn_count, task.claim_generation, first_parked_at).await?;
         tx.commit().await?;
         self.wakeups.announce(&user);
+        tracing::info!(negotiation.id = %task.id, agent.id = %agent.agent_id, turn.number = task.turn_count,
+            release.reason = reason.unwrap_or(""), "turn released");
         task.state = next;
         task.claim_agent_id = None;
         task.claim_expires_at = None;
         Ok(task)
+    }
+
+    /// Gives the turn back and has the system negotiator play it at once for the agent's user
+    /// (the agent declines the turn), instead of leaving it parked until the park window ends.
+    /// Only a mixed negotiation has a system negotiator to hand a turn to: in a personal-vs-
+    /// personal one this is refused ([`DeliveryError::NoSystemNegotiator`]) and nothing changes.
+    ///
+    /// One transaction: the claim is given back (it counts as released for the agent's trust),
+    /// the task's turn timer is cancelled, and the system's turn is taken through the park
+    /// timeout's own path ([`Engine::take_parked_turn`]); then the negotiation runs on as after a
+    /// fallback. Returns the task as it stands afterwards.
+    pub async fn hand_back(
+        &self,
+        agent: &AgentIdentity,
+        task_id: Uuid,
+        token: Option<&str>,
+        reason: Option<&str>,
+    ) -> Result<Task, DeliveryError> {
+        let mut tx = self.pool.begin().await?;
+        let mut task = self.lock_visible(&mut tx, agent, task_id).await?;
+        Self::check_holder(&task, agent, self.claim_proof(task_id, token))?;
+        if !Self::falls_back(&task) {
+            return Err(DeliveryError::NoSystemNegotiator);
+        }
+        let parked = task.state.transition(TaskEvent::Unclaim)?;
+        tasks::set_state(&mut tx, task.id, task.state, parked, task.turn_count).await?;
+        task.state = parked;
+        self.disarm_turn_timer(&mut tx, task.id).await?;
+        let (turn, concluded) = self.take_parked_turn(&mut tx, &mut task).await?;
+        tx.commit().await?;
+        tracing::info!(negotiation.id = %task.id, agent.id = %agent.agent_id, turn.number = turn.turn_number,
+            release.reason = reason.unwrap_or(""), "turn handed back to the system negotiator");
+        self.after_takeover(&task, &turn, concluded, "hand_back").await?;
+        let mut conn = self.pool.acquire().await?;
+        tasks::get(&mut conn, task.id).await?.ok_or(DeliveryError::NotFound)
     }
 
     /// Locks a task the agent's user takes part in; anyone else's is "not found".
@@ -291,7 +346,7 @@ impl Engine {
         };
         let mut released = 0;
         for id in ids {
-            match self.release(agent, id, None).await {
+            match self.release(agent, id, None, Some("the agent was deleted")).await {
                 Ok(_) => released += 1,
                 // Lapsed or answered meanwhile: its own timer or respond took care of it.
                 Err(DeliveryError::ClaimStale | DeliveryError::NotClaimed | DeliveryError::AlreadyCompleted) => {}

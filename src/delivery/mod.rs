@@ -58,6 +58,12 @@ pub enum DeliveryError {
     /// The token is not the current claim's, or the claim expired.
     #[error("the claim token is stale: the claim expired or the turn was claimed again")]
     ClaimStale,
+    /// A hand-back in a negotiation that has no system negotiator (personal vs personal).
+    #[error(
+        "this negotiation is personal vs personal: there is no system negotiator to hand the turn to; \
+         release it without handBack"
+    )]
+    NoSystemNegotiator,
     /// The action is not allowed at this turn.
     #[error("{0}")]
     ActionNotAllowed(String),

@@ -85,6 +85,13 @@ impl Engine {
         Ok(())
     }
 
+    /// Cancels the turn timer of a task, whichever it is (a claim keeps a park timer that is due
+    /// before its expiry): for a turn the system negotiator takes at once.
+    pub(crate) async fn disarm_turn_timer(&self, conn: &mut PgConnection, task_id: Uuid) -> Result<(), DeliveryError> {
+        parley_jobs::cancel_timers_for_task(conn, task_id, &[TimerKind::Claim, TimerKind::Park]).await.map_err(jobs)?;
+        Ok(())
+    }
+
     /// Makes sure the task's turn deadline, if it has one now, has a pending turn timer due at
     /// or before it: the claim's expiry when it is claimed, the long park window from the turn's
     /// first parking when it is parked in a mixed negotiation. Called by a turn timer that fired
@@ -207,21 +214,48 @@ impl Engine {
             tx.commit().await?;
             return Ok(false);
         };
+        let (turn, concluded) = self.take_parked_turn(&mut tx, &mut task).await?;
+        tx.commit().await?;
+        self.after_takeover(&task, &turn, concluded, window).await?;
+        Ok(true)
+    }
+
+    /// The system negotiator plays the parked turn of a locked `waiting_for_agent` task for the
+    /// side it waits for, in the caller's transaction: `waiting_for_agent -> working`, the turn
+    /// decided from that side's full context, stored and concluded. The park timeout comes here,
+    /// and so does an agent that hands its turn back ([`Engine::hand_back`]). Call
+    /// [`Engine::after_takeover`] once committed.
+    pub(crate) async fn take_parked_turn(
+        &self,
+        conn: &mut PgConnection,
+        task: &mut Task,
+    ) -> Result<(Turn, Concluded), DeliveryError> {
         let working = task.state.transition(TaskEvent::FallBack)?;
-        tasks::set_state(&mut tx, task.id, task.state, working, task.turn_count).await?;
+        tasks::set_state(conn, task.id, task.state, working, task.turn_count).await?;
         task.state = working;
         let side = Side::for_turn(task.turn_count);
-        let turns: Vec<Turn> = messages::turns(&mut tx, task.id).await?.into_iter().map(|t| t.turn).collect();
-        let (turn, concluded) = self.take_system_turn(&mut tx, &task, side, turns).await?;
-        tx.commit().await?;
+        let turns: Vec<Turn> = messages::turns(conn, task.id).await?.into_iter().map(|t| t.turn).collect();
+        self.take_system_turn(conn, task, side, turns).await
+    }
+
+    /// Once a [`Engine::take_parked_turn`] committed: counts the turn under `window` (why the
+    /// system took it: `park_timeout`, `offline` or `hand_back`), logs it, and runs the
+    /// negotiation on.
+    pub(crate) async fn after_takeover(
+        &self,
+        task: &Task,
+        turn: &Turn,
+        concluded: Concluded,
+        window: &'static str,
+    ) -> Result<(), DeliveryError> {
         crate::metrics::park_fallback(window);
         crate::metrics::turn("system_fallback", turn.action);
-        tracing::info!(negotiation.id = %task.id, turn.number = turn.turn_number, turn.side = side.as_str(),
-            turn.played_by = "system_fallback", "{}", turn.action);
-        if self.after_commit(&task, concluded) == Concluded::Continues {
+        tracing::info!(negotiation.id = %task.id, turn.number = turn.turn_number, turn.side = turn.side.as_str(),
+            turn.played_by = "system_fallback", fallback.window = window, "{}", turn.action);
+        if self.after_commit(task, concluded) == Concluded::Continues {
             self.advance(task.id).await?;
         }
-        Ok(true)
+        Ok(())
     }
 
     /// Personal-vs-personal deadline: an unfinished negotiation ends `stalled`/`timeout`.

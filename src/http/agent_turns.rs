@@ -50,6 +50,27 @@ pub struct PickupQuery {
     /// Seconds to wait for a turn (1 to PARLEY_LONG_POLL_MAX; larger values are capped).
     #[param(value_type = Option<u32>, minimum = 1)]
     pub wait: Option<String>,
+    /// Negotiation ids, comma-separated (at most 100), whose parked turns this pickup passes
+    /// over: an agent backing off on a turn it could not answer serves the user's other turns
+    /// meanwhile. The agent's own live claim is returned whatever this says.
+    pub skip: Option<String>,
+}
+
+/// Most negotiations one pickup may skip.
+pub const MAX_SKIP: usize = 100;
+
+/// Parses `skip`: comma-separated negotiation ids, at most [`MAX_SKIP`].
+pub fn parse_skip(raw: Option<&str>) -> ApiResult<Vec<Uuid>> {
+    let Some(raw) = raw.map(str::trim).filter(|r| !r.is_empty()) else { return Ok(Vec::new()) };
+    let ids = raw
+        .split(',')
+        .map(|id| Uuid::parse_str(id.trim()))
+        .collect::<Result<Vec<Uuid>, _>>()
+        .map_err(|_| ApiError::invalid("skip must be negotiation ids separated by commas"))?;
+    if ids.len() > MAX_SKIP {
+        return Err(ApiError::invalid(format!("skip names at most {MAX_SKIP} negotiations")));
+    }
+    Ok(ids)
 }
 
 
@@ -239,7 +260,7 @@ pub fn parse_wait(raw: Option<&str>, max: Duration) -> ApiResult<Option<Duration
     responses(
         (status = 200, description = "A claimed turn (the same claim again while it lives)", body = PickupDoc),
         (status = 204, description = "No turn is parked for the agent's user (after waiting up to `wait` seconds)"),
-        (status = 400, description = "Invalid `wait` (`invalid_body`)"),
+        (status = 400, description = "Invalid `wait` or `skip` (`invalid_body`)"),
         (status = 403, description = "The key belongs to another agent, or the agent is inactive"),
         (status = 404, description = "The path's agent id is not an id"),
     ))]
@@ -248,11 +269,14 @@ pub async fn pickup_turn(
     key: PresentedAgentKey,
     query: Result<ApiQuery<PickupQuery>, ApiError>,
 ) -> ApiResult<Response> {
-    let wait = match query.and_then(|ApiQuery(q)| parse_wait(q.wait.as_deref(), state.engine.config().long_poll_max)) {
-        Ok(wait) => wait,
+    let checked = query.and_then(|ApiQuery(q)| {
+        Ok((parse_wait(q.wait.as_deref(), state.engine.config().long_poll_max)?, parse_skip(q.skip.as_deref())?))
+    });
+    let (wait, skip) = match checked {
+        Ok(checked) => checked,
         Err(e) => return Err(key.refuse(&state, e).await),
     };
-    match state.engine.pickup(&key.0, wait).await? {
+    match state.engine.pickup(&key.0, wait, &skip).await? {
         None => Ok(StatusCode::NO_CONTENT.into_response()),
         Some(claim) => Ok(Json(pickup_body(&claim)?).into_response()),
     }
@@ -514,7 +538,7 @@ pub async fn respond_to_turn(
     Ok(Json(state.engine.respond(&key.0, negotiation_id, &answer).await?))
 }
 
-/// Body of extend and release.
+/// Body of extend.
 #[derive(Debug, Deserialize, Default, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ClaimIn {
@@ -536,6 +560,27 @@ pub struct ExtendedOut {
     pub deadline: DateTime<Utc>,
 }
 
+/// Body of release.
+#[derive(Debug, Deserialize, Default, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(example = json!({
+    "claimToken": "ct_Zm9vYmFyYmF6cXV4",
+    "reason": "the agent's program exited with status 1",
+    "handBack": true
+}))]
+pub struct ReleaseIn {
+    /// The token from pickup; optional like respond's.
+    pub claim_token: Option<String>,
+    /// Why the agent gives the turn back (kept in the service's log; at most 2 000 characters
+    /// are kept).
+    pub reason: Option<String>,
+    /// `true`: the agent declines the turn and the system negotiator plays it for the agent's
+    /// user at once, instead of the turn waiting to be picked up again. Only a negotiation
+    /// against the system negotiator has one: personal vs personal answers 409
+    /// `no_system_negotiator` and keeps the claim.
+    pub hand_back: Option<bool>,
+}
+
 /// The answer of release.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -544,8 +589,12 @@ pub struct ReleasedOut {
     pub success: bool,
     /// The negotiation.
     pub negotiation_id: Uuid,
-    /// The task's state (`waiting_for_agent`).
+    /// The task's state once the call is done: `waiting_for_agent` after a plain release; after
+    /// a hand-back, where the negotiation went on to (`waiting_for_agent` for the user's next
+    /// turn, `completed` when the system's turn ended it).
     pub status: TaskState,
+    /// Whether the system negotiator played the turn (`handBack`).
+    pub handed_back: bool,
 }
 
 /// Pushes the claim's deadline to now + the claim timeout.
@@ -578,29 +627,37 @@ pub async fn extend_claim(
     }))
 }
 
-/// Gives the turn back to be picked up again.
+/// Gives the turn back to be picked up again, or, with `handBack`, to the system negotiator,
+/// which plays it at once.
 #[utoipa::path(post, path = "/api/agents/{id}/negotiations/{negotiationId}/release", tag = "turns", operation_id = "releaseClaim",
     security(("agentKeyBearer" = []), ("agentKey" = [])),
     params(
         ("id" = Uuid, Path, description = "The agent id (the key's own agent)"),
         ("negotiationId" = Uuid, Path, description = "The negotiation id from pickup"),
     ),
-    request_body(content = Option<ClaimIn>, description = "Optional; `{\"claimToken\": ...}`"),
+    request_body(content = Option<ReleaseIn>, description = "Optional; `{\"claimToken\": ..., \"reason\": ..., \"handBack\": true}`"),
     responses(
-        (status = 200, description = "The turn is parked again", body = ReleasedOut),
+        (status = 200, description = "The turn is parked again, or the system negotiator played it", body = ReleasedOut),
         (status = 400, description = "Invalid body (`invalid_body`)"),
         (status = 403, description = "The key belongs to another agent, or the agent is inactive"),
         (status = 404, description = "Unknown negotiation, or not the agent's user's"),
-        (status = 409, description = "`not_claimed`, `claimed_by_other`, `claim_stale` or `already_completed`"),
+        (status = 409, description = "`not_claimed`, `claimed_by_other`, `claim_stale`, `already_completed`, or `no_system_negotiator` (a hand-back in a personal-vs-personal negotiation)"),
     ))]
 pub async fn release_claim(
     State(state): State<AppState>,
     AgentCaller(agent): AgentCaller,
     Ids((_, negotiation_id)): Ids<(Uuid, Uuid)>,
-    OptionalJson(body): OptionalJson<ClaimIn>,
+    OptionalJson(body): OptionalJson<ReleaseIn>,
 ) -> ApiResult<Json<ReleasedOut>> {
-    let task = state.engine.release(&agent, negotiation_id, body.claim_token.as_deref()).await?;
-    Ok(Json(ReleasedOut { success: true, negotiation_id, status: task.state }))
+    let reason = crate::directory::delegation::reason_text(body.reason.as_deref());
+    let token = body.claim_token.as_deref();
+    let handed_back = body.hand_back.unwrap_or(false);
+    let task = if handed_back {
+        state.engine.hand_back(&agent, negotiation_id, token, reason.as_deref()).await?
+    } else {
+        state.engine.release(&agent, negotiation_id, token, reason.as_deref()).await?
+    };
+    Ok(Json(ReleasedOut { success: true, negotiation_id, status: task.state, handed_back }))
 }
 
 /// Query of the agent's listing.

@@ -1,5 +1,6 @@
 //! `/api/agents`: a person registers personal agents and manages their API keys; an agent
-//! reports that it is alive (`POST /api/agents/{id}/heartbeat`).
+//! reports that it is alive (`POST /api/agents/{id}/heartbeat`) and learns who it is from its
+//! key alone (`GET /api/agents/me`).
 
 use axum::{
     Json, Router,
@@ -18,6 +19,7 @@ use super::{
     AppState,
     agent_auth::{AgentCaller, KEY_PREFIX},
     auth::UserCaller,
+    delegations::AnyAgent,
     error::{ApiError, ApiResult},
     extract::{ApiJson, Ids, OptionalJson},
 };
@@ -30,6 +32,7 @@ use crate::{
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/agents", post(create_agent).get(list_agents))
+        .route("/api/agents/me", get(get_own_agent))
         .route("/api/agents/{id}", get(get_agent).patch(update_agent).delete(delete_agent))
         .route("/api/agents/{id}/keys", post(create_key))
         .route("/api/agents/{id}/keys/{key_id}", delete(revoke_key))
@@ -258,6 +261,22 @@ pub async fn get_agent(State(state): State<AppState>, UserCaller(caller): UserCa
     let mut conn = state.pool().acquire().await?;
     let agent = own_agent(&mut conn, &caller.sub, id).await?;
     let keys = agents::keys(&mut conn, id).await?;
+    Ok(Json(agent_out(&state, agent, &keys)))
+}
+
+/// The agent the API key belongs to, as its owner sees it: a program holding only a key learns
+/// its agent's id (the `{id}` of the agent routes) and user from it.
+#[utoipa::path(get, path = "/api/agents/me", tag = "agents", operation_id = "getOwnAgent",
+    security(("agentKeyBearer" = []), ("agentKey" = [])),
+    responses(
+        (status = 200, description = "The key's agent", body = AgentOut),
+        (status = 401, description = "Missing, unknown, revoked or expired API key"),
+        (status = 403, description = "The agent is inactive"),
+    ))]
+pub async fn get_own_agent(State(state): State<AppState>, AnyAgent(identity): AnyAgent) -> ApiResult<Json<AgentOut>> {
+    let mut conn = state.pool().acquire().await?;
+    let agent = agents::get(&mut conn, identity.agent_id).await?.ok_or(ApiError::NotFound("agent"))?;
+    let keys = agents::keys(&mut conn, identity.agent_id).await?;
     Ok(Json(agent_out(&state, agent, &keys)))
 }
 

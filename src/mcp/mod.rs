@@ -529,7 +529,7 @@ discoveryQuery}}, or {pickedUp: false} when nothing is waiting. History shows th
 message and suggested roles, and reasoning only for your own side's turns. Answer it with respond_to_negotiation.")]
     async fn pickup_negotiation(&self, Extension(parts): Extension<Parts>) -> Result<CallToolResult, ErrorData> {
         let key = key_of(&parts)?;
-        let claim = match self.state.engine.pickup(&key, None).await {
+        let claim = match self.state.engine.pickup(&key, None, &[]).await {
             Ok(claim) => claim,
             Err(e) => return Ok(api_error(e.into())),
         };

@@ -128,8 +128,8 @@ impl<'r> FromRow<'r, PgRow> for Pickup {
 }
 
 /// Pickup in one statement: authenticates the key, then returns the agent's live
-/// claim, or claims the oldest turn parked for its user until now +
-/// `claim_timeout`, swapping the park timer for the claim timer. An agent holds at most one
+/// claim, or claims the oldest turn parked for its user (other than those of the negotiations
+/// in `skip`) until now + `claim_timeout`, swapping the park timer for the claim timer. An agent holds at most one
 /// claim (the unique index `tasks_one_claim_per_agent`): a lapsed claim its timer has not given
 /// back yet is given back first (its park timer re-armed from `park_timeout`), and a pickup
 /// that loses the race to a concurrent pickup of the same agent returns that pickup's claim.
@@ -140,14 +140,16 @@ pub async fn pickup(
     agent_id: Option<Uuid>,
     claim_timeout: std::time::Duration,
     park_timeout: std::time::Duration,
+    skip: &[Uuid],
 ) -> anyhow::Result<Pickup> {
-    Ok(sqlx::query_as::<_, Pickup>("SELECT * FROM parley_pickup($1, $2, $3, $4, $5, $6)")
+    Ok(sqlx::query_as::<_, Pickup>("SELECT * FROM parley_pickup($1, $2, $3, $4, $5, $6, $7)")
         .bind(key_hash)
         .bind(agent_id)
         .bind(interval(claim_timeout)?)
         .bind(interval(park_timeout)?)
         .bind(parley_jobs::new_timer_id())
         .bind(parley_jobs::new_timer_id())
+        .bind(skip)
         .fetch_one(conn)
         .await?)
 }

@@ -30,7 +30,7 @@ fn parse(text: &str) -> Scrape {
     Scrape::parse(text.lines().map(|l| Ok(l.to_owned()))).expect("a valid Prometheus exposition")
 }
 
-async fn scrape(app: &TestApp) -> Scrape {
+pub(crate) async fn scrape(app: &TestApp) -> Scrape {
     let answer = app.get("/metrics", &app.service_token()).await;
     assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
     parse(&answer.text)
@@ -38,7 +38,7 @@ async fn scrape(app: &TestApp) -> Scrape {
 
 /// The sum of `name`'s samples whose labels include `labels` (a histogram counts its
 /// observations).
-fn total(scrape: &Scrape, name: &str, labels: &[(&str, &str)]) -> f64 {
+pub(crate) fn total(scrape: &Scrape, name: &str, labels: &[(&str, &str)]) -> f64 {
     scrape
         .samples
         .iter()

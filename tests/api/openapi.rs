@@ -262,6 +262,7 @@ async fn every_operation_answers_as_its_spec_declares() {
     let a = format!("/api/agents/{agent}");
     ch.expect(&app, call(Method::GET, "/api/agents", "/api/agents", &tomas, None), S::OK).await;
     ch.expect(&app, call(Method::GET, "/api/agents/{id}", &a, &tomas, None), S::OK).await;
+    ch.expect(&app, call(Method::GET, "/api/agents/me", "/api/agents/me", &key, None), S::OK).await;
     ch.expect(&app, call(Method::PATCH, "/api/agents/{id}", &a, &tomas, Some(json!({"description": "On my laptop"}))), S::OK)
         .await;
     let second = ch.expect(&app, call(Method::POST, "/api/agents/{id}/keys", format!("{a}/keys"), &tomas, None), S::CREATED).await;
@@ -294,11 +295,15 @@ async fn every_operation_answers_as_its_spec_declares() {
     ch.expect(&app, call(Method::GET, an, format!("{a}/negotiations/{n}"), &key, None), S::OK).await;
     ch.expect(&app, call(Method::GET, an, format!("{a}/negotiations/{n}"), &tomas, None), S::OK).await;
     let pickup = "/api/agents/{id}/negotiations/pickup";
+    ch.expect(&app, call(Method::POST, pickup, format!("{a}/negotiations/pickup?skip={n}"), &key, None), S::NO_CONTENT).await;
+    ch.expect(&app, call(Method::POST, pickup, format!("{a}/negotiations/pickup?skip=nope"), &key, None), S::BAD_REQUEST).await;
     let picked = ch.expect(&app, call(Method::POST, pickup, format!("{a}/negotiations/pickup"), &key, None), S::OK).await;
     let token = picked["claimToken"].as_str().unwrap().to_owned();
     let claim = json!({ "claimToken": token });
     ch.expect(&app, call(Method::POST, "/api/agents/{id}/negotiations/{negotiationId}/extend", format!("{a}/negotiations/{n}/extend"), &key, Some(claim.clone())), S::OK).await;
-    ch.expect(&app, call(Method::POST, "/api/agents/{id}/negotiations/{negotiationId}/release", format!("{a}/negotiations/{n}/release"), &key, Some(claim.clone())), S::OK).await;
+    let release = "/api/agents/{id}/negotiations/{negotiationId}/release";
+    let reason = json!({ "claimToken": token, "reason": "my program failed", "handBack": false });
+    ch.expect(&app, call(Method::POST, release, format!("{a}/negotiations/{n}/release"), &key, Some(reason)), S::OK).await;
     ch.expect(
         &app,
         call(Method::POST, "/api/agents/{id}/negotiations/{negotiationId}/extend", format!("{a}/negotiations/{n}/extend"), &key, Some(claim)),
