@@ -26,6 +26,7 @@ mod privacy;
 mod rank;
 mod reactivate;
 mod schema;
+mod system_negotiator;
 mod timers;
 mod ui;
 mod wakeups;
