@@ -504,7 +504,7 @@ impl AgentClient {
         let body = json!({
             "claimToken": turn["claimToken"],
             "action": action,
-            "message": "Thanks; before we go further, tell me more about how you would work together.",
+            "message": answer_message(turn),
             "assessment": {
                 "reasoning": "Holding out for a clearer picture before agreeing.",
                 "suggestedRoles": {"ownUser": "peer", "otherUser": "peer"}
@@ -525,6 +525,26 @@ impl AgentClient {
             );
         }
         Ok(r.json().await?)
+    }
+}
+
+/// What the benchmark's agent says: it answers the first term the system negotiator's latest
+/// counter asked evidence of (`... needs evidence of: a, b.`). The negotiator counters again only
+/// when something new was covered and decides at once otherwise, so an agent that said the same
+/// thing every turn would end each negotiation at the system's next turn, and the turn cycle
+/// would no longer be the same unit of work.
+fn answer_message(turn: &Value) -> String {
+    let asked = turn["turn"]["history"].as_array().and_then(|history| {
+        history.iter().rev().find_map(|t| {
+            let (_, list) = t["message"].as_str()?.split_once("needs evidence of: ")?;
+            list.split([',', '.', '\n']).next().map(|term| term.trim().to_owned())
+        })
+    });
+    match asked {
+        Some(term) if !term.is_empty() && term != "none" => {
+            format!("I have {term} experience; tell me more about how you would work together.")
+        }
+        _ => "Thanks; before we go further, tell me more about how you would work together.".to_owned(),
     }
 }
 
@@ -614,10 +634,11 @@ async fn turn_cycles(
     for_each_concurrent(total, 16, move |i| {
         let b = b.clone();
         async move {
-            let body = negotiation_body(
-                source_user(i),
-                candidate_user(&format!("bench-agent-user-{}", i % agents)),
-            );
+            // A terse candidate profile: it shows two of the source's seven needs, and each
+            // agent turn answers one more, so the system side counters at turns 2, 4 and 6.
+            let mut candidate = candidate_user(&format!("bench-agent-user-{}", i % agents));
+            candidate["profile"] = json!({"bio": "Backend engineer", "skills": ["rust"], "interests": ["startups"]});
+            let body = negotiation_body(source_user(i), candidate);
             let created = b.create(&body).await?;
             anyhow::ensure!(
                 created["negotiation"]["status"] == "waiting_for_agent",
@@ -2685,5 +2706,17 @@ mod tests {
         std::fs::write(dir.join("txn.77.2"), "8 0\n").unwrap();
         assert!(transaction_latencies_ms(&dir).is_err(), "a line without a latency is an error, not a zero");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_agent_answers_the_first_term_the_latest_counter_asked_for() {
+        let turn = |messages: &[&str]| {
+            json!({ "turn": { "history": messages.iter().map(|m| json!({ "message": m })).collect::<Vec<_>>() } })
+        };
+        let asked = "To go ahead, Source founder needs evidence of: senior, kubernetes.\nSource founder brings: x.";
+        let later = "Now covered: senior; to go ahead, Source founder still needs evidence of: kubernetes.\nx";
+        assert!(answer_message(&turn(&["Source founder brings: x.", "Thanks"])).starts_with("Thanks;"));
+        assert!(answer_message(&turn(&["p", "q", asked, "I have senior experience"])).starts_with("I have senior experience;"));
+        assert!(answer_message(&turn(&[asked, "a", later, "b"])).starts_with("I have kubernetes experience;"));
     }
 }

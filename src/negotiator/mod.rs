@@ -6,36 +6,52 @@
 //! The question is always the same: does the other user genuinely serve *this* user's intents?
 //!
 //! 1. **Needs.** The own user's intents (plus the discovery query when the own user is the
-//!    source, since that query is theirs) are turned into content terms with the scoring
-//!    tokenizer, minus stop words, plurals folded (see [`terms`]).
-//! 2. **Evidence.** The other user's bio, skills and interests, plus everything the other side
-//!    has said so far (reasoning and message of each of its turns), tokenized the same way.
+//!    source, since that query is theirs) are turned into content terms (see [`terms`]):
+//!    compounds such as `part-time` or `ci/cd` stay whole, stop words go, plurals are folded.
+//! 2. **Evidence** is only what the other side shows: the other user's profile (bio, skills,
+//!    interests) and the `message` of each of the other side's turns: what the other side may
+//!    show. Never the other side's `reasoning`, which is private to that side: the negotiator
+//!    is one user's advocate, not the service, and weighs only what the other side said. A
+//!    message line that asks for evidence (`... needs evidence of: ...`, as this negotiator
+//!    writes its own asks) names what its writer wants, not what it offers, and is skipped.
 //!    Evidence is re-read on every turn, so an objection can be answered: a term named missing
-//!    in a counter counts as soon as the other side's next turn supplies it.
+//!    in a counter counts as soon as the other side's next message supplies it.
 //! 3. **Fit**, in `[0, 1]`: a weighted mean of *coverage* (share of need terms found in the
 //!    evidence), the evaluator's *seed* score (0-100, as a prior) and the Bindu *skill match*
-//!    of the calculator of [`crate::scoring`] run with the needs as the task and the other user
-//!    as the only skill (a Jaccard score that rewards focused evidence). Weights are in
+//!    of the calculator of [`crate::scoring`] run with the needs as the task and the evidence's
+//!    terms as the only skill (a Jaccard score that rewards focused evidence). Weights are in
 //!    [`NegotiatorConfig`]. Without any need terms, coverage falls back to the seed prior.
 //! 4. **Blockers.** An own deal-breaker (optional `dealBreakers: [string]` in the own profile's
 //!    extra fields; a phrase matches when all its content terms appear in the evidence), or,
 //!    when the own user is the candidate, a discovery query of the other side that none of the
 //!    own user's profile or intents answers, rules the match out.
-//! 5. **Action.** Turn 0 is always `propose` (the protocol demands it), presenting the case. Later:
-//!    a blocker rejects; on the last turn the cap allows (or after `max_counters` own counters
-//!    without agreement) only accept (`fit >= final_accept_at`) or reject remain; otherwise
-//!    `accept` when `fit >= accept_at`, `reject` when `fit < reject_below`, else `counter`
-//!    naming the missing terms. It never asks a `question`.
+//! 5. **Progress.** What the other side's messages covered since this side's last counter is
+//!    *new*. A side counters only when something is: when nothing new arrived since its last
+//!    counter, it decides at once (accept when the fit reaches `final_accept_at`, else reject)
+//!    and says so ("nothing new since turn 2"). So no side repeats a counter word for word, a
+//!    stalemate between two system negotiators ends by turn 3, and a later counter names what
+//!    changed ("now covered: rust") and what is still missing.
+//! 6. **Action.** Turn 0 is always `propose` (the protocol demands it), presenting the case.
+//!    Later, in this order: a blocker rejects; `fit >= accept_at` accepts; `fit < reject_below`
+//!    rejects; a final decision (nothing new since the last counter, the last turn the cap
+//!    allows, or `max_counters` own counters spent) accepts when `fit >= final_accept_at` and
+//!    rejects otherwise; else `counter`, naming the missing terms. It never asks a `question`:
+//!    that action is for personal agents.
 //!
-//! `reasoning` always names the fit, the matched and the missing terms (and the seed's reasoning
-//! when proposing). Roles come from the seed's `actors`, else its `valencyRole` (the source
-//! user's role; the candidate gets the complement), else from who needs what: if this user's
-//! needs are much better covered by the other than the other way round, this user is the
-//! `patient` and the other the `agent` (and vice versa); otherwise both are `peer`.
+//! `reasoning` always names the fit, the matched and the missing terms (`matched: a, b; missing:
+//! c, d`, terms whole: the insights endpoint reads the `missing:` list), plus the seed's reasoning
+//! when proposing. The `message`, for the other side, says what this user offers and, in a
+//! counter, which terms it still needs evidence of. Roles come from the seed's `actors`, else
+//! its `valencyRole` (the source user's role; the candidate gets the complement), else from who
+//! needs what: if this user's needs are much better covered by the other's evidence than the
+//! other user's intents by this user's profile, this user is the `patient` and the other the
+//! `agent` (and vice versa); otherwise both are `peer`. That is the one place the other user's
+//! intents are read: roles never change the decision and show none of their terms.
 //!
-//! The function is pure: same inputs, same decision, in microseconds. A known limit: text of the
-//! other side counts as evidence however it is phrased, so a term the other side names as
-//! something *it* lacks still counts; the seed prior and the thresholds bound that effect.
+//! The function is pure: same inputs, same decision, in microseconds. A known limit: apart
+//! from asking lines, text of the other side counts as evidence however it is phrased, so a term
+//! the other side names as something *it* lacks still counts; the seed prior and the thresholds
+//! bound that effect.
 
 pub mod terms;
 
@@ -45,8 +61,7 @@ mod tests;
 use crate::domain::turn::{Action, Role, Side, SuggestedRoles, Turn};
 use crate::domain::user::{SeedAssessment, UserContext};
 use crate::scoring::{AssessmentRequest, Calculator, Skill, SkillAssessment};
-use std::collections::HashSet;
-use terms::{Term, term_keys, terms};
+use terms::{Evidence, Term, terms};
 
 /// Thresholds and weights of the system negotiator.
 #[derive(Debug, Clone, PartialEq)]
@@ -138,6 +153,11 @@ pub struct Evaluation {
     pub fit: f64,
     /// What rules the match out, if anything.
     pub blocker: Option<String>,
+    /// Turn number of the own side's last counter, if it countered.
+    pub last_counter: Option<u32>,
+    /// Need terms the other side's messages covered since that counter (all of them are also in
+    /// `matched`); empty without a counter.
+    pub newly_covered: Vec<Term>,
 }
 
 fn display_name(u: &UserContext) -> &str {
@@ -173,32 +193,33 @@ fn clamp01(x: f64) -> f64 {
 
 /// Evaluates the match for the own user of `s`.
 pub fn evaluate(cfg: &NegotiatorConfig, s: &Situation) -> Evaluation {
-    let other_side = s.own_side.other();
     let mut need_texts: Vec<&str> = s.own.intents.iter().map(|i| i.text.as_str()).collect();
     if s.own_side == Side::Source {
         need_texts.extend(s.discovery_query);
     }
     let needs = terms(need_texts);
+    let shown = Shown::read(s);
 
-    let mut evidence_texts = offer_texts(s.other);
-    for t in s.history.iter().filter(|t| t.side == other_side) {
-        evidence_texts.push(&t.reasoning);
-        evidence_texts.extend(t.message.as_deref());
+    let mut matched = Vec::new();
+    let mut missing = Vec::new();
+    let mut newly_covered = Vec::new();
+    for need in needs.iter() {
+        if shown.earlier.covers(need) {
+            matched.push(need.clone());
+        } else if shown.later.covers(need) {
+            matched.push(need.clone());
+            newly_covered.push(need.clone());
+        } else {
+            missing.push(need.clone());
+        }
     }
-    let evidence_terms = terms(evidence_texts.iter().copied());
-    let evidence: HashSet<&str> = evidence_terms.iter().map(|t| t.key.as_str()).collect();
-
-    let (matched, missing): (Vec<Term>, Vec<Term>) = needs
-        .iter()
-        .cloned()
-        .partition(|t| evidence.contains(t.key.as_str()));
     let seed = clamp01(s.seed.score / 100.0);
     let coverage = if needs.is_empty() {
         seed
     } else {
         matched.len() as f64 / needs.len() as f64
     };
-    let skill_match = bindu_skill_match(s.other, &needs, &evidence_terms);
+    let skill_match = bindu_skill_match(s.other, &needs, &shown);
 
     let total = cfg.coverage_weight + cfg.seed_weight + cfg.skill_match_weight;
     let fit = if total > 0.0 {
@@ -211,7 +232,7 @@ pub fn evaluate(cfg: &NegotiatorConfig, s: &Situation) -> Evaluation {
     } else {
         coverage
     };
-    let blocker = find_blocker(s, &evidence);
+    let blocker = find_blocker(s, &shown);
     Evaluation {
         matched,
         missing,
@@ -220,19 +241,86 @@ pub fn evaluate(cfg: &NegotiatorConfig, s: &Situation) -> Evaluation {
         seed,
         fit,
         blocker,
+        last_counter: shown.last_counter,
+        newly_covered,
     }
 }
 
-/// Runs the Bindu calculator with the needs as the task and the other user as the only skill.
-fn bindu_skill_match(other: &UserContext, needs: &[Term], evidence: &[Term]) -> f64 {
+/// The phrase with which a message line asks for evidence. The negotiator writes its asks this
+/// way, and a line with it names what its writer wants, so it is no evidence of an offer.
+const ASKS_FOR_EVIDENCE: &str = "needs evidence of";
+
+/// Whether `line` asks for evidence (ASCII case-insensitive).
+fn asks_for_evidence(line: &str) -> bool {
+    let (hay, needle) = (line.as_bytes(), ASKS_FOR_EVIDENCE.as_bytes());
+    hay.windows(needle.len())
+        .any(|w| w.eq_ignore_ascii_case(needle))
+}
+
+/// What the other side has shown, split at this side's last counter: `earlier` is the other
+/// user's profile and the messages before it, `later` the messages after it (what is new).
+/// Without a counter of this side everything is `earlier`.
+struct Shown<'a> {
+    earlier: Evidence<'a>,
+    later: Evidence<'a>,
+    /// Turn number of this side's last counter.
+    last_counter: Option<u32>,
+}
+
+impl<'a> Shown<'a> {
+    fn read(s: &Situation<'a>) -> Shown<'a> {
+        let other_side = s.own_side.other();
+        let last_counter = s
+            .history
+            .iter()
+            .rev()
+            .find(|t| t.side == s.own_side && t.action == Action::Counter)
+            .map(|t| t.turn_number);
+        let mut shown = Shown {
+            earlier: Evidence::of(offer_texts(s.other)),
+            later: Evidence::new(),
+            last_counter,
+        };
+        for t in s.history.iter().filter(|t| t.side == other_side) {
+            let Some(message) = t.message.as_deref() else {
+                continue;
+            };
+            let into = if last_counter.is_some_and(|k| t.turn_number > k) {
+                &mut shown.later
+            } else {
+                &mut shown.earlier
+            };
+            for line in message.lines().filter(|l| !asks_for_evidence(l)) {
+                into.add(line);
+            }
+        }
+        shown
+    }
+
+    fn covers(&self, t: &Term) -> bool {
+        self.earlier.covers(t) || self.later.covers(t)
+    }
+}
+
+/// Runs the Bindu calculator with the needs as the task and the other side's evidence as the
+/// only skill.
+fn bindu_skill_match(other: &UserContext, needs: &[Term], shown: &Shown) -> f64 {
     if needs.is_empty() {
         return 0.0;
     }
+    // The calculator makes a set of them: a key in both parts counts once.
+    let keywords = shown
+        .earlier
+        .keys()
+        .iter()
+        .chain(shown.later.keys())
+        .cloned()
+        .collect();
     let skill = Skill {
         id: Some(other.id.clone()),
         name: Some(display_name(other).to_owned()),
         assessment: Some(SkillAssessment {
-            keywords: evidence.iter().map(|t| t.key.clone()).collect(),
+            keywords,
             ..SkillAssessment::default()
         }),
         ..Skill::default()
@@ -249,10 +337,10 @@ fn bindu_skill_match(other: &UserContext, needs: &[Term], evidence: &[Term]) -> 
         .map_or(0.0, |s| s.skill_match)
 }
 
-fn find_blocker(s: &Situation, evidence: &HashSet<&str>) -> Option<String> {
+fn find_blocker(s: &Situation, shown: &Shown) -> Option<String> {
     for phrase in deal_breakers(s.own) {
-        let keys = term_keys([phrase]);
-        if !keys.is_empty() && keys.iter().all(|k| evidence.contains(k.as_str())) {
+        let phrase_terms = terms([phrase]);
+        if !phrase_terms.is_empty() && phrase_terms.iter().all(|t| shown.covers(t)) {
             return Some(format!(
                 "deal-breaker \"{phrase}\" appears in what {} shows",
                 display_name(s.other)
@@ -262,11 +350,11 @@ fn find_blocker(s: &Situation, evidence: &HashSet<&str>) -> Option<String> {
     if s.own_side == Side::Candidate
         && let Some(query) = s.discovery_query
     {
-        let wanted = term_keys([query]);
+        let wanted = terms([query]);
         let mut own_texts = offer_texts(s.own);
         own_texts.extend(s.own.intents.iter().map(|i| i.text.as_str()));
-        let offered = term_keys(own_texts);
-        if !wanted.is_empty() && wanted.iter().all(|k| !offered.contains(k)) {
+        let offered = Evidence::of(own_texts);
+        if !wanted.is_empty() && wanted.iter().all(|t| !offered.covers(t)) {
             return Some(format!(
                 "{}'s discovery query \"{query}\" asks for nothing {} offers",
                 display_name(s.other),
@@ -320,16 +408,14 @@ fn roles(cfg: &NegotiatorConfig, s: &Situation, eval: &Evaluation) -> SuggestedR
     } else {
         eval.coverage
     };
+    // The other user's intents are read here, and only here: the service holds them, and the
+    // roles say who provides and who receives without changing the decision or showing a term.
     let other_needs = terms(s.other.intents.iter().map(|i| i.text.as_str()));
-    let own_offer = term_keys(offer_texts(s.own));
+    let own_offer = Evidence::of(offer_texts(s.own));
     let backward = if other_needs.is_empty() {
         0.0
     } else {
-        other_needs
-            .iter()
-            .filter(|t| own_offer.contains(&t.key))
-            .count() as f64
-            / other_needs.len() as f64
+        other_needs.iter().filter(|t| own_offer.covers(t)).count() as f64 / other_needs.len() as f64
     };
     let own = if forward - backward > cfg.role_margin {
         Role::Patient
@@ -371,28 +457,36 @@ pub fn decide(cfg: &NegotiatorConfig, s: &Situation) -> Decision {
         .filter(|t| t.side == s.own_side && t.action == Action::Counter)
         .count();
     let last_allowed = s.max_turns > 0 && turn + 1 >= s.max_turns as usize;
-    let other_accepted = s
-        .history
-        .last()
-        .is_some_and(|t| t.side != s.own_side && t.action == Action::Accept);
-    let forced = last_allowed || own_counters >= cfg.max_counters as usize;
+    // Why this turn must decide rather than counter, if it must.
+    let nothing_new = eval
+        .last_counter
+        .filter(|_| eval.newly_covered.is_empty())
+        .map(|n| format!("nothing new since turn {n}"));
+    let must_decide = nothing_new.clone().or_else(|| {
+        if last_allowed {
+            Some("the last turn the cap allows".to_owned())
+        } else if own_counters >= cfg.max_counters as usize {
+            let plural = if own_counters == 1 { "" } else { "s" };
+            Some(format!("no agreement after {own_counters} counter{plural}"))
+        } else {
+            None
+        }
+    });
 
     let action = if turn == 0 {
         Action::Propose
     } else if eval.blocker.is_some() {
         Action::Reject
-    } else if other_accepted && eval.fit >= cfg.accept_at {
+    } else if eval.fit >= cfg.accept_at {
         Action::Accept
-    } else if forced {
+    } else if eval.fit < cfg.reject_below {
+        Action::Reject
+    } else if must_decide.is_some() {
         if eval.fit >= cfg.final_accept_at {
             Action::Accept
         } else {
             Action::Reject
         }
-    } else if eval.fit >= cfg.accept_at {
-        Action::Accept
-    } else if eval.fit < cfg.reject_below {
-        Action::Reject
     } else {
         Action::Counter
     };
@@ -410,6 +504,8 @@ pub fn decide(cfg: &NegotiatorConfig, s: &Situation) -> Decision {
         list(&eval.matched, max),
         list(&eval.missing, max),
     );
+    let now_covered = (!eval.newly_covered.is_empty())
+        .then(|| format!("now covered: {}", list(&eval.newly_covered, max)));
     let (lead, message) = match action {
         Action::Propose => {
             let mut lead = format!(
@@ -422,35 +518,54 @@ pub fn decide(cfg: &NegotiatorConfig, s: &Situation) -> Decision {
             (lead, Some(offer_message(s.own)))
         }
         Action::Accept => {
-            let why = if forced && eval.fit < cfg.accept_at {
-                "final decision, fit is sufficient"
-            } else {
-                "the fit is convincing"
+            let mut why = match &must_decide {
+                Some(w) if eval.fit < cfg.accept_at => {
+                    format!("final decision: {w}; the fit is sufficient")
+                }
+                _ => "the fit is convincing".to_owned(),
             };
+            if let Some(c) = &now_covered {
+                why = format!("{why}; {c}");
+            }
             (
                 format!("Accepting ({why}): {summary}"),
                 Some(format!("{own} would like to meet {other}.")),
             )
         }
         Action::Reject => {
-            let why = match &eval.blocker {
-                Some(b) => b.clone(),
-                None if forced => "final decision, fit is too weak".to_owned(),
-                None => "the fit is clearly insufficient".to_owned(),
+            let why = match (&eval.blocker, &must_decide) {
+                (Some(b), _) => b.clone(),
+                (None, Some(w)) if eval.fit >= cfg.reject_below => {
+                    format!("final decision: {w}; the fit is too weak")
+                }
+                _ => "the fit is clearly insufficient".to_owned(),
+            };
+            let message = match &nothing_new {
+                Some(n) => format!("{own} will pass on this match: {n}."),
+                None => format!("{own} will pass on this match."),
+            };
+            (format!("Rejecting ({why}): {summary}"), Some(message))
+        }
+        Action::Counter | Action::Question => {
+            let missing = list(&eval.missing, max);
+            let (why, ask) = match &now_covered {
+                Some(c) => (
+                    format!("{c} since turn {}", eval.last_counter.unwrap_or_default()),
+                    format!(
+                        "Now covered: {}; to go ahead, {own} still {ASKS_FOR_EVIDENCE}: {missing}.",
+                        list(&eval.newly_covered, max)
+                    ),
+                ),
+                None => (
+                    "not yet convincing".to_owned(),
+                    format!("To go ahead, {own} {ASKS_FOR_EVIDENCE}: {missing}."),
+                ),
             };
             (
-                format!("Rejecting ({why}): {summary}"),
-                Some(format!("{own} will pass on this match.")),
+                format!("Countering ({why}): {summary}"),
+                Some(format!("{ask}\n{}", offer_message(s.own))),
             )
         }
-        Action::Counter | Action::Question => (
-            format!("Countering (not yet convincing): {summary}"),
-            Some(format!(
-                "To go ahead, {own} needs evidence of: {}. {}",
-                list(&eval.missing, max),
-                offer_message(s.own)
-            )),
-        ),
     };
     Decision {
         action,
@@ -463,7 +578,8 @@ pub fn decide(cfg: &NegotiatorConfig, s: &Situation) -> Decision {
 /// What the own user brings (skills, else bio), for the other side to weigh as evidence.
 ///
 /// Deliberately silent about the own user's needs: the other side reads this text as evidence
-/// of what this user offers.
+/// of what this user offers. A counter states the needs on a line of its own that asks for
+/// evidence, which readers skip.
 fn offer_message(own: &UserContext) -> String {
     let name = display_name(own);
     let profile = own.profile.as_ref();

@@ -1,9 +1,11 @@
-//! Table-driven scenarios with realistic profiles: clear match, clear mismatch, partial fit
-//! answered by later evidence, caps, blockers, roles and determinism.
+//! Table-driven scenarios with realistic profiles (clear match, clear mismatch, partial fit
+//! answered by later evidence, stalemates, private reasoning, caps, blockers, roles and
+//! determinism), then property tests over generated people and personal agents.
 
 use super::*;
 use crate::domain::turn::{Role, Side, SuggestedRoles, Turn};
 use crate::domain::user::{SeedActor, SeedAssessment, UserContext};
+use proptest::prelude::*;
 use serde_json::json;
 
 fn user(v: serde_json::Value) -> UserContext {
@@ -236,111 +238,385 @@ fn clear_mismatch_is_rejected_by_either_side() {
     );
 }
 
+fn cyd() -> UserContext {
+    user(json!({
+        "id": "u-cyd", "name": "Cyd",
+        "profile": {
+            "bio": "Brand and product designer: ten years of identities, packaging and design systems.",
+            "skills": ["brand design", "Figma", "design systems", "illustration"],
+            "interests": ["typography", "small business"]
+        },
+        "intents": [{"text": "Looking for a part-time designer role at a small business"}]
+    }))
+}
+
+fn dee() -> UserContext {
+    user(json!({
+        "id": "u-dee", "name": "Dee",
+        "profile": {
+            "bio": "Accountant keeping the books of a small business; we want our brand refreshed.",
+            "skills": ["accounting", "bookkeeping", "payroll", "tax returns"],
+            "interests": ["small business", "finance"]
+        },
+        "intents": [{"text": "Looking for a full-time co-founder to handle sales and brand design"}]
+    }))
+}
+
+/// Priya's turns 0 and 2 (a propose, then a counter naming what she misses) around Tom's turn 1,
+/// as the system negotiator plays them, followed by Tom's turn 3 saying `message` with private
+/// `reasoning`.
+fn priya_countered_then_tom_says(
+    seed: &SeedAssessment,
+    reasoning: &str,
+    message: &str,
+) -> Vec<Turn> {
+    let cfg = NegotiatorConfig::default();
+    let (cto, data) = (climate_cto(), data_engineer());
+    let mut history = vec![turn(0, Action::Propose, "Proposing Tom for Priya.", None)];
+    history.push(turn(
+        1,
+        Action::Counter,
+        "Tom wants a mission-driven team.",
+        Some("What is the mission?"),
+    ));
+    let d = decide(
+        &cfg,
+        &situation(&cto, &data, Side::Source, seed, &history, 0),
+    );
+    assert_eq!(d.action, Action::Counter, "{}", d.reasoning);
+    history.push(turn(2, d.action, &d.reasoning, d.message.as_deref()));
+    history.push(turn(3, Action::Counter, reasoning, Some(message)));
+    history
+}
+
 #[test]
 fn partial_fit_is_countered_then_resolved_by_new_evidence() {
     let cfg = NegotiatorConfig::default();
     let (cto, data) = (climate_cto(), data_engineer());
     let seed = seed(70.0, "Tom is a climate data engineer; Priya is hiring one.");
-    let opening = turn(0, Action::Propose, "Proposing Tom for Priya.", None);
-    let reply = turn(
-        1,
-        Action::Counter,
-        "Tom wants a mission-driven team.",
-        Some("What is the mission?"),
+    let history = priya_countered_then_tom_says(
+        &seed,
+        "Tom has the infrastructure experience asked for.",
+        "I run our Kubernetes clusters, manage all infrastructure with Terraform, and built our analytics platform.",
     );
-    let history = vec![opening, reply];
+    // Turn 2 named what is missing, in the reasoning and to Tom.
+    assert!(
+        history[2]
+            .reasoning
+            .contains("missing: kubernetes, terraform, analytics, platform"),
+        "{}",
+        history[2].reasoning
+    );
+    let message = history[2].message.clone().unwrap();
+    assert!(
+        message.starts_with(
+            "To go ahead, Priya needs evidence of: kubernetes, terraform, analytics, platform.\nPriya brings: "
+        ),
+        "{message}"
+    );
+    // Tom answers the objection in his message; the evidence is re-read and the fit convinces.
     let d = decide(
         &cfg,
         &situation(&cto, &data, Side::Source, &seed, &history, 8),
     );
-    assert_eq!(d.action, Action::Counter, "{}", d.reasoning);
+    assert_eq!(d.action, Action::Accept, "{}", d.reasoning);
+    assert!(
+        d.reasoning.starts_with(
+            "Accepting (the fit is convincing; now covered: kubernetes, terraform, analytics, platform): "
+        ),
+        "{}",
+        d.reasoning
+    );
+    assert!(d.reasoning.contains("missing: none"), "{}", d.reasoning);
+}
+
+#[test]
+fn a_later_counter_says_what_changed_and_a_stalemate_ends_at_once() {
+    let cfg = NegotiatorConfig::default();
+    let (cto, data) = (climate_cto(), data_engineer());
+    // (seed, Tom's turn 3, Tom's turn 5, Priya's turn 4, Priya's turn 6, turn 6 starts with)
+    let table = [
+        // Part of the objection answered: a narrower counter; then nothing new: a decision.
+        (
+            50.0,
+            "I run our Kubernetes clusters.",
+            "Happy to talk.",
+            Action::Counter,
+            Action::Accept,
+            "Accepting (final decision: nothing new since turn 4; the fit is sufficient): ",
+        ),
+        (
+            30.0,
+            "I run our Kubernetes clusters.",
+            "Happy to talk.",
+            Action::Counter,
+            Action::Reject,
+            "Rejecting (final decision: nothing new since turn 4; the fit is too weak): ",
+        ),
+        // Nothing new at all: Priya decides at turn 4 already.
+        (
+            70.0,
+            "I build Python pipelines for climate research.",
+            "",
+            Action::Accept,
+            Action::Accept,
+            "Accepting (final decision: nothing new since turn 2; the fit is sufficient): ",
+        ),
+        (
+            30.0,
+            "Happy to talk.",
+            "",
+            Action::Reject,
+            Action::Reject,
+            "Rejecting (final decision: nothing new since turn 2; the fit is too weak): ",
+        ),
+    ];
+    for (score, third, fifth, want4, want_end, lead) in table {
+        let sd = seed(score, "partial");
+        let mut history = priya_countered_then_tom_says(&sd, "Tom's own notes.", third);
+        let d4 = decide(
+            &cfg,
+            &situation(&cto, &data, Side::Source, &sd, &history, 0),
+        );
+        assert_eq!(d4.action, want4, "seed {score}: {}", d4.reasoning);
+        let last = if want4 == Action::Counter {
+            assert!(
+                d4.reasoning
+                    .starts_with("Countering (now covered: kubernetes since turn 2): "),
+                "{}",
+                d4.reasoning
+            );
+            let message = d4.message.clone().unwrap();
+            assert!(
+                message.starts_with(
+                    "Now covered: kubernetes; to go ahead, Priya still needs evidence of: terraform, analytics, platform.\n"
+                ),
+                "{message}"
+            );
+            assert_ne!(
+                d4.message, history[2].message,
+                "a counter is never repeated"
+            );
+            history.push(turn(4, d4.action, &d4.reasoning, d4.message.as_deref()));
+            history.push(turn(5, Action::Counter, "Still keen.", Some(fifth)));
+            decide(
+                &cfg,
+                &situation(&cto, &data, Side::Source, &sd, &history, 0),
+            )
+        } else {
+            d4
+        };
+        assert_eq!(last.action, want_end, "seed {score}: {}", last.reasoning);
+        assert!(last.reasoning.starts_with(lead), "{}", last.reasoning);
+        if want_end == Action::Reject {
+            let n = if want4 == Action::Counter { 4 } else { 2 };
+            assert_eq!(
+                last.message.as_deref(),
+                Some(
+                    format!("Priya will pass on this match: nothing new since turn {n}.").as_str()
+                )
+            );
+        }
+    }
+}
+
+#[test]
+fn private_reasoning_is_never_evidence_and_never_quoted() {
+    let cfg = NegotiatorConfig::default();
+    let (cto, data) = (climate_cto(), data_engineer());
+    let sd = seed(40.0, "partial");
+    let answer = "I secretly run Kubernetes with Terraform and built an analytics platform";
+    // The answer only in Tom's private reasoning: nothing new, so Priya decides, and rejects.
+    let hidden = priya_countered_then_tom_says(&sd, answer, "Happy to talk.");
+    let d = decide(&cfg, &situation(&cto, &data, Side::Source, &sd, &hidden, 8));
+    assert_eq!(d.action, Action::Reject, "{}", d.reasoning);
+    assert!(
+        d.reasoning.contains("nothing new since turn 2"),
+        "{}",
+        d.reasoning
+    );
     assert!(
         d.reasoning
             .contains("missing: kubernetes, terraform, analytics, platform"),
         "{}",
         d.reasoning
     );
-    let message = d.message.clone().unwrap();
-    assert!(
-        message.contains("needs evidence of: kubernetes, terraform, analytics, platform"),
-        "{message}"
+    for text in [Some(&d.reasoning), d.message.as_ref()]
+        .into_iter()
+        .flatten()
+    {
+        assert!(!text.contains("secretly"), "{text}");
+    }
+    // Whatever the reasoning says, the decision is the same.
+    let other = priya_countered_then_tom_says(&sd, "Nothing to add.", "Happy to talk.");
+    assert_eq!(
+        decide(&cfg, &situation(&cto, &data, Side::Source, &sd, &other, 8)),
+        d
     );
-
-    // The other side answers the objection; the evidence is re-scored and the fit convinces.
-    let mut history = history;
-    history.push(turn(2, Action::Counter, &d.reasoning, d.message.as_deref()));
-    history.push(turn(
-        3,
-        Action::Counter,
-        "Tom has the infrastructure experience asked for.",
-        Some("I run our Kubernetes clusters, manage all infrastructure with Terraform, and built our analytics platform."),
-    ));
-    let d = decide(
-        &cfg,
-        &situation(&cto, &data, Side::Source, &seed, &history, 8),
-    );
+    // The same words in the message are evidence.
+    let said = priya_countered_then_tom_says(&sd, "Nothing to add.", answer);
+    let d = decide(&cfg, &situation(&cto, &data, Side::Source, &sd, &said, 8));
     assert_eq!(d.action, Action::Accept, "{}", d.reasoning);
-    assert!(d.reasoning.contains("missing: none"), "{}", d.reasoning);
+}
+
+#[test]
+fn a_line_asking_for_evidence_is_no_evidence() {
+    let cfg = NegotiatorConfig::default();
+    let (cto, data) = (climate_cto(), data_engineer());
+    let sd = seed(50.0, "partial");
+    // (Tom's message at turn 1, does it cover kubernetes for Priya)
+    let table = [
+        (
+            "To go ahead, Tom needs evidence of: kubernetes, terraform.\nTom brings: Python.",
+            false,
+        ),
+        ("Tom NEEDS EVIDENCE OF kubernetes", false),
+        (
+            "Tom brings: kubernetes.\nTo go ahead, Tom needs evidence of: terraform.",
+            true,
+        ),
+        (
+            "I know kubernetes. Tom needs evidence of: terraform.",
+            false,
+        ),
+    ];
+    for (message, covered) in table {
+        let history = [
+            turn(0, Action::Propose, "Proposing.", None),
+            turn(1, Action::Counter, "x", Some(message)),
+        ];
+        let e = evaluate(
+            &cfg,
+            &situation(&cto, &data, Side::Source, &sd, &history, 8),
+        );
+        assert_eq!(
+            e.matched.iter().any(|t| t.key == "kubernete"),
+            covered,
+            "{message}: {e:?}"
+        );
+    }
+}
+
+#[test]
+fn two_system_negotiators_in_a_stalemate_stop_at_turn_three_with_whole_compounds() {
+    let sd = seed(55.0, "Both run small businesses.");
+    let turns = simulate(&cyd(), &dee(), &sd, None, 6);
+    assert_eq!(
+        actions(&turns),
+        [
+            Action::Propose,
+            Action::Counter,
+            Action::Counter,
+            Action::Reject
+        ]
+    );
+    let message = |n: usize| turns[n].message.clone().unwrap();
+    assert_eq!(
+        message(1),
+        "To go ahead, Dee needs evidence of: full-time, co-founder, handle, sales.\nDee brings: accounting, bookkeeping, payroll, tax returns."
+    );
+    assert!(
+        message(2).starts_with("To go ahead, Cyd needs evidence of: part-time, designer, role.\n"),
+        "{}",
+        message(2)
+    );
+    assert!(
+        turns[2]
+            .reasoning
+            .contains("missing: part-time, designer, role"),
+        "{}",
+        turns[2].reasoning
+    );
+    assert!(
+        turns[3].reasoning.starts_with(
+            "Rejecting (final decision: nothing new since turn 1; the fit is too weak): "
+        ),
+        "{}",
+        turns[3].reasoning
+    );
+    assert!(
+        turns[3]
+            .reasoning
+            .contains("missing: full-time, co-founder, handle, sales"),
+        "{}",
+        turns[3].reasoning
+    );
 }
 
 #[test]
 fn the_last_turn_the_cap_allows_is_accept_or_reject() {
     let cfg = NegotiatorConfig::default();
     let (cto, data) = (climate_cto(), data_engineer());
-    // (cap, seed) -> forced outcome; the fit without the answer sits between the thresholds.
+    // Turn 2 is Priya's first counter unless the cap makes it the last turn. Half of her needs
+    // are covered by Tom, so the fit sits between the thresholds. (cap, seed) -> action.
     let table = [
-        (4, 70.0, Action::Accept),
-        (4, 20.0, Action::Reject),
+        (3, 70.0, Action::Accept),
+        (3, 20.0, Action::Reject),
         (0, 70.0, Action::Counter),
-        (6, 70.0, Action::Counter),
+        (8, 70.0, Action::Counter),
+        (8, 20.0, Action::Counter),
     ];
     for (cap, score, want) in table {
         let seed = seed(score, "partial");
         let history = [
             turn(0, Action::Propose, "Proposing.", None),
-            turn(1, Action::Counter, "Unsure.", None),
-            turn(2, Action::Counter, "Still unsure.", None),
+            turn(1, Action::Counter, "Unsure.", Some("Tell me more.")),
         ];
-        // Turn 3 is the candidate's: Tom's needs {mission, driven, climate, startup} are half
-        // covered by Priya, so the fit sits between the thresholds.
         let d = decide(
             &cfg,
-            &situation(&data, &cto, Side::Candidate, &seed, &history, cap),
+            &situation(&cto, &data, Side::Source, &seed, &history, cap),
         );
         assert_eq!(d.action, want, "cap {cap} seed {score}: {}", d.reasoning);
-        if cap == 4 {
-            assert!(d.reasoning.contains("final decision"), "{}", d.reasoning);
+        if cap == 3 {
+            assert!(
+                d.reasoning
+                    .contains("final decision: the last turn the cap allows"),
+                "{}",
+                d.reasoning
+            );
         }
     }
-    // A whole simulated negotiation under a cap never ends on a counter from the system side.
-    let seed = seed(50.0, "partial");
-    let turns = simulate(&climate_cto(), &data_engineer(), &seed, None, 4);
-    assert!(
-        turns.last().unwrap().action.is_terminal(),
-        "{:?}",
-        actions(&turns)
-    );
+    // A whole simulated negotiation under any cap never ends on a counter from the system side.
+    for cap in 2..=6 {
+        let seed = seed(50.0, "partial");
+        let turns = simulate(&climate_cto(), &data_engineer(), &seed, None, cap);
+        assert!(
+            turns.last().unwrap().action.is_terminal(),
+            "cap {cap}: {:?}",
+            actions(&turns)
+        );
+    }
 }
 
 #[test]
 fn counters_are_limited_even_without_a_cap() {
-    let cfg = NegotiatorConfig {
-        max_counters: 1,
-        ..NegotiatorConfig::default()
-    };
     let (cto, data) = (climate_cto(), data_engineer());
-    let seed = seed(70.0, "partial");
-    let history = [
-        turn(0, Action::Propose, "Proposing.", None),
-        turn(1, Action::Counter, "Unsure.", None),
-        turn(2, Action::Counter, "Need more.", None),
-        turn(3, Action::Counter, "Unsure.", None),
-    ];
-    let d = decide(
-        &cfg,
-        &situation(&cto, &data, Side::Source, &seed, &history, 0),
-    );
-    assert_eq!(d.action, Action::Accept, "{}", d.reasoning); // fit >= final_accept_at
+    let seed = seed(50.0, "partial");
+    // Tom's turn 3 covers something new, so only the counter limit stops a second counter.
+    let history = priya_countered_then_tom_says(&seed, "x", "I run our Kubernetes clusters.");
+    for (max_counters, want, lead) in [
+        (
+            1,
+            Action::Accept,
+            "Accepting (final decision: no agreement after 1 counter; the fit is sufficient",
+        ),
+        (
+            3,
+            Action::Counter,
+            "Countering (now covered: kubernetes since turn 2)",
+        ),
+    ] {
+        let cfg = NegotiatorConfig {
+            max_counters,
+            ..NegotiatorConfig::default()
+        };
+        let d = decide(
+            &cfg,
+            &situation(&cto, &data, Side::Source, &seed, &history, 0),
+        );
+        assert_eq!(d.action, want, "{}", d.reasoning);
+        assert!(d.reasoning.starts_with(lead), "{}", d.reasoning);
+    }
 }
 
 #[test]
@@ -487,5 +763,200 @@ fn users_without_intents_or_profiles_still_get_a_reasoned_turn() {
                 other_user: Role::Peer
             }
         );
+    }
+}
+
+/// Words people are made of in the property tests: plain words, compounds in several spellings,
+/// stop words, and words the other side may or may not have.
+const VOCAB: &[&str] = &[
+    "rust",
+    "payments",
+    "part-time",
+    "full-time",
+    "full time",
+    "fulltime",
+    "co-founder",
+    "cofounders",
+    "ci/cd",
+    "design",
+    "designer",
+    "accounting",
+    "sales",
+    "brand",
+    "python",
+    "kubernetes",
+    "terraform",
+    "startup",
+    "startups",
+    "fintech",
+    "climate",
+    "data",
+    "senior",
+    "backend",
+    "remote",
+    "mentor",
+    "one-on-one",
+    "and",
+    "for",
+    "with",
+    "looking",
+];
+
+fn words(n: std::ops::Range<usize>) -> impl Strategy<Value = String> {
+    proptest::collection::vec(proptest::sample::select(VOCAB), n).prop_map(|w| w.join(" "))
+}
+
+prop_compose! {
+    fn person(id: &'static str)(
+        intent in words(0..6),
+        bio in words(0..6),
+        skills in proptest::collection::vec(proptest::sample::select(VOCAB), 0..4),
+    ) -> UserContext {
+        user(json!({
+            "id": id, "name": id,
+            "profile": {"bio": bio, "skills": skills},
+            "intents": [{"text": intent}]
+        }))
+    }
+}
+
+/// A personal agent's turn: an action that goes on, a message and private reasoning.
+fn agent_turn() -> impl Strategy<Value = (Action, String, String)> {
+    (
+        prop_oneof![Just(Action::Counter), Just(Action::Question)],
+        words(0..4),
+        words(0..4),
+    )
+}
+
+/// Plays a mixed negotiation: the system negotiator on the `system` side, the scripted agent's
+/// turns on the other (each reasoning prefixed by `secret`; turn 0 is always a propose), until
+/// a terminal turn, the script's end or `cap`.
+fn play_mixed(
+    source: &UserContext,
+    candidate: &UserContext,
+    system: Side,
+    seed: &SeedAssessment,
+    agent: &[(Action, String, String)],
+    secret: &str,
+    cap: u32,
+) -> Vec<Turn> {
+    let cfg = NegotiatorConfig::default();
+    let mut history: Vec<Turn> = Vec::new();
+    let mut scripted = agent.iter();
+    for n in 0..cap {
+        let side = Side::for_turn(n);
+        let t = if side == system {
+            let (own, other) = if side == Side::Source {
+                (source, candidate)
+            } else {
+                (candidate, source)
+            };
+            let d = decide(&cfg, &situation(own, other, side, seed, &history, cap));
+            Turn {
+                turn_number: n,
+                side,
+                action: d.action,
+                reasoning: d.reasoning,
+                suggested_roles: d.suggested_roles,
+                message: d.message,
+            }
+        } else {
+            let Some((action, message, reasoning)) = scripted.next() else {
+                break;
+            };
+            let action = if n == 0 { Action::Propose } else { *action };
+            turn(
+                n,
+                action,
+                &format!("{secret} {reasoning}"),
+                Some(message.as_str()),
+            )
+        };
+        let end = t.action.is_terminal();
+        history.push(t);
+        if end {
+            break;
+        }
+    }
+    history
+}
+
+/// The counters of `side`, as (reasoning, message).
+fn counters(turns: &[Turn], side: Side) -> Vec<(&str, Option<&str>)> {
+    turns
+        .iter()
+        .filter(|t| t.side == side && t.action == Action::Counter)
+        .map(|t| (t.reasoning.as_str(), t.message.as_deref()))
+        .collect()
+}
+
+fn all_distinct<T: PartialEq>(items: &[T]) -> bool {
+    items
+        .iter()
+        .enumerate()
+        .all(|(i, a)| items[..i].iter().all(|b| b != a))
+}
+
+proptest! {
+    /// Two system negotiators end by turn 3 on an accept or a reject, never repeat a counter and
+    /// never ask; the same people give the same turns.
+    #[test]
+    fn system_negotiations_end_early_without_repeating_themselves(
+        source in person("source"),
+        candidate in person("candidate"),
+        score in 0.0f64..=100.0,
+        cap in 2u32..=8,
+    ) {
+        let sd = seed(score, "generated");
+        let turns = simulate(&source, &candidate, &sd, None, cap);
+        prop_assert!(turns.len() <= 4, "{:?}", actions(&turns));
+        prop_assert!(turns.last().unwrap().action.is_terminal(), "{:?}", actions(&turns));
+        for side in [Side::Source, Side::Candidate] {
+            prop_assert!(all_distinct(&counters(&turns, side)));
+        }
+        prop_assert_eq!(simulate(&source, &candidate, &sd, None, cap), turns);
+    }
+
+    /// Against a personal agent, the system side never repeats a counter, counters again only
+    /// when something new was covered (and says so), decides on the last turn the cap allows,
+    /// and neither reads nor quotes the agent's private reasoning.
+    #[test]
+    fn against_an_agent_the_system_makes_progress_and_ignores_private_reasoning(
+        source in person("source"),
+        candidate in person("candidate"),
+        system_is_source in any::<bool>(),
+        score in 0.0f64..=100.0,
+        agent in proptest::collection::vec(agent_turn(), 4),
+        other_reasoning in words(0..6),
+    ) {
+        let sd = seed(score, "generated");
+        let side = if system_is_source { Side::Source } else { Side::Candidate };
+        let turns = play_mixed(&source, &candidate, side, &sd, &agent, "zqxsecret", 8);
+        let system: Vec<&Turn> = turns.iter().filter(|t| t.side == side).collect();
+        prop_assert!(system.iter().all(|t| t.action != Action::Question));
+        prop_assert!(all_distinct(&counters(&turns, side)));
+        for (i, t) in system.iter().enumerate() {
+            if t.action == Action::Counter && system[..i].iter().any(|p| p.action == Action::Counter) {
+                prop_assert!(t.reasoning.starts_with("Countering (now covered: "), "{}", t.reasoning);
+            }
+        }
+        if let Some(last) = turns.get(7) {
+            prop_assert!(last.side != side || last.action.is_terminal(), "{:?}", actions(&turns));
+        }
+        for t in &system {
+            prop_assert!(!t.reasoning.contains("zqxsecret"));
+            prop_assert!(!t.message.as_deref().unwrap_or("").contains("zqxsecret"));
+        }
+        // Other private reasoning, the same system turns.
+        let agent_b: Vec<_> = agent
+            .iter()
+            .map(|(a, m, _)| (*a, m.clone(), other_reasoning.clone()))
+            .collect();
+        let again: Vec<Turn> = play_mixed(&source, &candidate, side, &sd, &agent_b, "other", 8)
+            .into_iter()
+            .filter(|t| t.side == side)
+            .collect();
+        prop_assert_eq!(again, system.into_iter().cloned().collect::<Vec<_>>());
     }
 }

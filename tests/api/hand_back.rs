@@ -123,7 +123,8 @@ async fn a_handed_back_turn_is_played_at_once_by_the_system_negotiator() {
     let (state, turn_count, _) = app.snapshot(&id).await;
     assert_eq!(handed.body["status"], state.as_str());
     match state.as_str() {
-        "completed" => assert_eq!(turn_count, 2),
+        // Ended by the system turn played for Tomas, or by Maya's system negotiator after it.
+        "completed" => assert!((2..=3).contains(&turn_count), "{turn_count}"),
         "waiting_for_agent" => {
             assert_eq!(turn_count, 3);
             // The next turn's own park timer, not the old claim's.

@@ -30,6 +30,7 @@ mod rank;
 mod reactivate;
 mod runner;
 mod schema;
+mod system_negotiator;
 mod timers;
 mod ui;
 mod wakeups;
