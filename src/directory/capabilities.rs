@@ -31,13 +31,22 @@ pub enum TaskType {
     Summarization,
     /// `translation`.
     Translation,
+    /// `data-extraction`.
+    DataExtraction,
+    /// `classification`.
+    Classification,
+    /// `generation`.
+    Generation,
+    /// `transformation`.
+    Transformation,
     /// `custom`, named further by a `customType`.
     Custom,
 }
 
 impl TaskType {
-    /// Every task type, in the order the API documents them.
-    pub const ALL: [TaskType; 8] = [
+    /// Every task type, in the order the API documents them: the older list first, then the
+    /// four that AgentLens's current clients use, then `custom`.
+    pub const ALL: [TaskType; 12] = [
         TaskType::CodeReview,
         TaskType::CodeGeneration,
         TaskType::Testing,
@@ -45,6 +54,10 @@ impl TaskType {
         TaskType::Analysis,
         TaskType::Summarization,
         TaskType::Translation,
+        TaskType::DataExtraction,
+        TaskType::Classification,
+        TaskType::Generation,
+        TaskType::Transformation,
         TaskType::Custom,
     ];
 
@@ -58,6 +71,10 @@ impl TaskType {
             TaskType::Analysis => "analysis",
             TaskType::Summarization => "summarization",
             TaskType::Translation => "translation",
+            TaskType::DataExtraction => "data-extraction",
+            TaskType::Classification => "classification",
+            TaskType::Generation => "generation",
+            TaskType::Transformation => "transformation",
             TaskType::Custom => "custom",
         }
     }

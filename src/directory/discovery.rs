@@ -49,6 +49,14 @@ pub struct RawQuery<'a> {
     pub max_latency_ms: Option<&'a str>,
     /// `limit`.
     pub limit: Option<&'a str>,
+    /// `minTrust`: AgentLens's server's name for `minTrustScore`.
+    pub min_trust: Option<&'a str>,
+    /// `maxCost`: AgentLens's server's name for `maxCostUsd`.
+    pub max_cost: Option<&'a str>,
+    /// `maxLatency`: AgentLens's server's name for `maxLatencyMs`.
+    pub max_latency: Option<&'a str>,
+    /// `scope`: `internal` or `all` (every agent of a Parley is of one directory).
+    pub scope: Option<&'a str>,
 }
 
 /// A checked discovery query.
@@ -70,6 +78,19 @@ pub struct Query {
 
 fn refuse(field: &'static str, message: impl Into<String>) -> CapabilityError {
     CapabilityError::invalid(field, message)
+}
+
+/// One filter given under either of its two names (the seed's and AgentLens's server's): the
+/// same value under both is fine, different values are refused rather than one ignored.
+fn either(
+    (name, value): (&'static str, Option<&str>),
+    (alias, alias_value): (&'static str, Option<&str>),
+) -> Result<Option<f64>, CapabilityError> {
+    let (a, b) = (number(name, value)?, number(alias, alias_value)?);
+    match (a, b) {
+        (Some(x), Some(y)) if x != y => Err(refuse(name, format!("and {alias} are the same filter and must not differ"))),
+        _ => Ok(a.or(b)),
+    }
 }
 
 fn number(field: &'static str, value: Option<&str>) -> Result<Option<f64>, CapabilityError> {
@@ -94,15 +115,19 @@ impl Query {
             (TaskType::Custom, None) => None,
             (t, c) => custom_type_for(t, c)?,
         };
-        let min_trust_score = number("minTrustScore", raw.min_trust_score)?.unwrap_or(0.0);
+        if raw.scope.is_some_and(|s| !matches!(s.trim(), "internal" | "all")) {
+            return Err(refuse("scope", "must be internal or all"));
+        }
+        let min_trust_score =
+            either(("minTrustScore", raw.min_trust_score), ("minTrust", raw.min_trust))?.unwrap_or(0.0);
         if !(0.0..=100.0).contains(&min_trust_score) {
             return Err(refuse("minTrustScore", "must be from 0 to 100"));
         }
-        let max_cost_usd = number("maxCostUsd", raw.max_cost_usd)?;
+        let max_cost_usd = either(("maxCostUsd", raw.max_cost_usd), ("maxCost", raw.max_cost))?;
         if max_cost_usd.is_some_and(|c| c <= 0.0) {
             return Err(refuse("maxCostUsd", "must be greater than 0"));
         }
-        let max_latency_ms = number("maxLatencyMs", raw.max_latency_ms)?;
+        let max_latency_ms = either(("maxLatencyMs", raw.max_latency_ms), ("maxLatency", raw.max_latency))?;
         if max_latency_ms.is_some_and(|l| l <= 0.0) {
             return Err(refuse("maxLatencyMs", "must be greater than 0"));
         }
@@ -153,9 +178,18 @@ pub async fn discover(
     q: &Query,
     floor: u32,
     ttl: Duration,
-) -> sqlx::Result<Vec<Found>> {
+) -> sqlx::Result<Discovered> {
     let snapshot = index::snapshot(conn, Some(q.task_type), ttl).await?;
     Ok(rank(&snapshot.entries, q, floor))
+}
+
+/// A discovery's answer: the results shown, and how many matched in all (before `limit`).
+#[derive(Debug, Clone)]
+pub struct Discovered {
+    /// Best first, at most the query's `limit`.
+    pub results: Vec<Found>,
+    /// Every capability that passed the filters.
+    pub total: usize,
 }
 
 /// The composite score of a capability: see the module docs. Computed in binary floating
@@ -185,8 +219,8 @@ pub fn composite(
 }
 
 /// Filters, scores and orders a snapshot's entries for `q`: best composite first, ties by
-/// anonymous id then capability id, `q.limit` of them.
-pub fn rank(entries: &[Entry], q: &Query, floor: u32) -> Vec<Found> {
+/// anonymous id then capability id, `q.limit` of them (and how many passed the filters).
+pub fn rank(entries: &[Entry], q: &Query, floor: u32) -> Discovered {
     let min_trust = q.min_trust_score.max(f64::from(floor));
     let max_cost = q.max_cost_usd.unwrap_or(DEFAULT_MAX_COST_USD);
     let max_latency = q.max_latency_ms.unwrap_or(DEFAULT_MAX_LATENCY_MS);
@@ -226,13 +260,15 @@ pub fn rank(entries: &[Entry], q: &Query, floor: u32) -> Vec<Found> {
             .then_with(|| a.1.capability_id.cmp(&b.1.capability_id))
     };
     let limit = usize::try_from(q.limit).unwrap_or(0);
+    let total = kept.len();
     if kept.len() > limit && limit > 0 {
         kept.select_nth_unstable_by(limit - 1, order);
         kept.truncate(limit);
     }
     kept.sort_by(order);
     kept.truncate(limit);
-    kept.into_iter()
+    let results = kept
+        .into_iter()
         .map(|(composite_score, e)| Found {
             anonymous_agent_id: e.anonymous_agent_id,
             capability_id: e.capability_id,
@@ -246,7 +282,8 @@ pub fn rank(entries: &[Entry], q: &Query, floor: u32) -> Vec<Found> {
             provisional: e.provisional,
             composite_score,
         })
-        .collect()
+        .collect();
+    Discovered { results, total }
 }
 
 #[cfg(test)]
@@ -296,5 +333,25 @@ mod tests {
         assert_eq!(parse(Some("testing"), |r| r.limit = Some("500")).unwrap().limit, 20);
         assert_eq!(parse(Some("testing"), |r| r.custom_type = Some("x")).unwrap_err().field, "customType");
         assert_eq!(parse(Some("custom"), |_| {}).unwrap().custom_type, None);
+        assert_eq!(parse(Some("testing"), |r| r.scope = Some("public")).unwrap_err().field, "scope");
+        assert!(parse(Some("testing"), |r| r.scope = Some("all")).is_ok());
+    }
+
+    #[test]
+    fn each_filter_reads_both_spellings_and_refuses_two_values() {
+        let both = |f: &dyn Fn(&mut RawQuery<'static>)| parse(Some("testing"), f);
+        assert_eq!(both(&|r| r.max_cost = Some("0.1")).unwrap().max_cost_usd, Some(0.1));
+        assert_eq!(both(&|r| r.max_latency = Some("900")).unwrap().max_latency_ms, Some(900.0));
+        assert_eq!(both(&|r| r.min_trust = Some("40")).unwrap().min_trust_score, 40.0);
+        let same = both(&|r| {
+            r.max_cost = Some("0.1");
+            r.max_cost_usd = Some("0.10");
+        });
+        assert_eq!(same.unwrap().max_cost_usd, Some(0.1));
+        let differ = both(&|r| {
+            r.min_trust = Some("40");
+            r.min_trust_score = Some("41");
+        });
+        assert_eq!(differ.unwrap_err().field, "minTrustScore");
     }
 }

@@ -403,8 +403,8 @@ pub fn previous_rounds_for(rounds: &[PreviousRound], own_side: Side, name_of: im
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AssessmentIn {
-    /// Why (required, 1 to 10 000 characters).
-    #[schema(min_length = 1, max_length = 10000)]
+    /// Why (required; at most 10 000 characters; may be empty, and stays private to its side).
+    #[schema(max_length = 10000)]
     pub reasoning: String,
     /// Roles from the responding user's view.
     pub suggested_roles: SuggestedRoles,
@@ -442,10 +442,9 @@ impl RespondIn {
         let action = Action::parse(&self.action).ok_or_else(|| {
             ApiError::invalid("action must be one of propose, counter, accept, reject, question")
         })?;
+        // An empty reasoning is accepted, as Index Network's own clients may send it: it stays
+        // private to its side and shows as empty.
         let reasoning = self.assessment.reasoning.trim().to_owned();
-        if reasoning.is_empty() {
-            return Err(ApiError::invalid("assessment.reasoning must not be empty"));
-        }
         if reasoning.chars().count() > MAX_TEXT {
             return Err(ApiError::invalid(format!("assessment.reasoning must be at most {MAX_TEXT} characters")));
         }

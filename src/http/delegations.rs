@@ -8,7 +8,7 @@ use std::time::Duration;
 use axum::{
     Json, Router,
     extract::{FromRequestParts, State},
-    http::{StatusCode, request::Parts},
+    http::{HeaderMap, HeaderValue, StatusCode, header, request::Parts},
     response::{IntoResponse, Response},
     routing::{get, post},
 };
@@ -39,6 +39,8 @@ use crate::{
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/agents/delegate", post(delegate))
+        .route("/api/delegation/delegate", post(delegate_as_seed))
+        .route("/api/delegations", post(delegate_as_agentlens))
         .route("/api/delegations/{requestId}", get(get_delegation))
         .route("/api/agents/{id}/delegations", get(list_delegations))
         .route("/api/agents/{id}/delegations/inbox", get(delegation_inbox))
@@ -142,7 +144,7 @@ pub struct DelegateIn {
     pub target_anonymous_id: Option<Uuid>,
     /// The kind of work.
     #[schema(
-        pattern = "^(code-review|code-generation|testing|documentation|analysis|summarization|translation|custom)$"
+        pattern = "^(code-review|code-generation|testing|documentation|analysis|summarization|translation|data-extraction|classification|generation|transformation|custom)$"
     )]
     pub task_type: String,
     /// Required for `custom`.
@@ -169,6 +171,17 @@ pub struct DelegateIn {
 pub struct WaitQuery {
     /// Seconds to wait (1 to PARLEY_LONG_POLL_MAX; larger values are capped).
     #[param(value_type = Option<u32>, minimum = 1)]
+    pub wait: Option<String>,
+}
+
+/// Query of a delegate call.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct DelegateQuery {
+    /// Seconds to hold at most (capped by PARLEY_LONG_POLL_MAX); `0` answers at once. Without it
+    /// the call holds until the delegation ends or its `timeoutMs` passes.
+    #[param(value_type = Option<u32>, minimum = 0)]
     pub wait: Option<String>,
 }
 
@@ -236,31 +249,47 @@ pub struct DelegationOut {
     pub attempts: Vec<AttemptOut>,
 }
 
-/// The result of an ended delegation.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+/// A delegation's result in AgentLens's words (its `DelegationResult`).
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ResultOut {
     /// The requester's id for it.
     pub request_id: Uuid,
-    /// `completed`, `rejected`, `timeout` or `error`.
-    pub status: String,
-    /// The output, when completed.
+    /// `success` (completed), `rejected`, `timeout` or `error` once it ended; `pending` while it
+    /// runs. (The delegation's own `status` keeps the phase: `request`, `accepted`, `completed`.)
+    #[schema(pattern = "^(success|rejected|timeout|error|pending)$")]
+    pub status: &'static str,
+    /// The output, when it succeeded.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub output: Option<Value>,
-    /// From the request to its end.
-    pub execution_time_ms: i64,
+    /// From the request to its end, once it ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub execution_time_ms: Option<i64>,
     /// Attempts made after the first.
     pub retries_used: i32,
 }
 
-/// A delegation, and its result once it ended.
+/// A delegation: its result in AgentLens's words, and Parley's record of it.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DelegationAnswer {
-    /// Present once the delegation ended.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub result: Option<ResultOut>,
+    /// The result (`pending` until it ended).
+    pub result: ResultOut,
+    /// The delegation, with its attempts and their phases.
+    pub delegation: DelegationOut,
+}
+
+/// The answer of `POST /api/delegations`: as [`DelegationAnswer`], with the result's fields at
+/// the top level too (where AgentLens's MCP tool reads them).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FlatDelegationAnswer {
+    /// The result's fields.
+    #[serde(flatten)]
+    pub top: ResultOut,
+    /// The result.
+    pub result: ResultOut,
     /// The delegation.
     pub delegation: DelegationOut,
 }
@@ -297,22 +326,42 @@ fn delegation_out(d: Delegation, attempts: Vec<Attempt>) -> DelegationOut {
     }
 }
 
+/// A delegation's status in AgentLens's words: its end (`success` for completed), or `pending`.
+fn result_status(status: Status) -> &'static str {
+    match status {
+        Status::Completed => "success",
+        Status::Rejected => "rejected",
+        Status::Timeout => "timeout",
+        Status::Error => "error",
+        Status::Request | Status::Accepted => "pending",
+    }
+}
+
 pub(crate) fn answer(record: Record) -> DelegationAnswer {
     let d = record.delegation;
-    let result = d.ended_at.filter(|_| d.status().is_terminal()).map(|ended| ResultOut {
+    let ended = d.ended_at.filter(|_| d.status().is_terminal());
+    let result = ResultOut {
         request_id: d.request_id,
-        status: d.status.clone(),
+        status: result_status(d.status()),
         output: d.output.clone(),
-        execution_time_ms: (ended - d.created_at).num_milliseconds().max(0),
+        execution_time_ms: ended.map(|ended| (ended - d.created_at).num_milliseconds().max(0)),
         retries_used: d.retries_used,
-    });
+    };
     DelegationAnswer { result, delegation: delegation_out(d, record.attempts) }
 }
 
-/// 200 with the result once ended, else 202.
-fn waited(record: Record) -> Response {
-    let status = if record.delegation.status().is_terminal() { StatusCode::OK } else { StatusCode::ACCEPTED };
-    (status, Json(answer(record))).into_response()
+/// 200 with the result once ended, else 202 with a `Location` to poll.
+fn waited(record: Record, body: impl FnOnce(DelegationAnswer) -> Response) -> Response {
+    let ended = record.delegation.status().is_terminal();
+    let location = format!("/api/delegations/{}", record.delegation.request_id);
+    let mut response = body(answer(record));
+    if !ended {
+        *response.status_mut() = StatusCode::ACCEPTED;
+        if let Ok(value) = HeaderValue::from_str(&location) {
+            response.headers_mut().insert(header::LOCATION, value);
+        }
+    }
+    response
 }
 
 fn wait_of(state: &AppState, q: Result<ApiQuery<WaitQuery>, ApiError>) -> ApiResult<Option<Duration>> {
@@ -320,15 +369,109 @@ fn wait_of(state: &AppState, q: Result<ApiQuery<WaitQuery>, ApiError>) -> ApiRes
     parse_wait(q.wait.as_deref(), state.engine.config().long_poll_max)
 }
 
-/// Delegates a piece of work to another agent. Answers 202 at once; with `wait`, holds until the
-/// delegation ends (200 with its result) or the time passes (202).
+/// How long a delegate call holds before it answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Hold {
+    /// `Prefer: respond-async` or `?wait=0`: 202 at once.
+    Async {
+        /// Whether the `Prefer` header asked for it (then `Preference-Applied` says so).
+        preferred: bool,
+    },
+    /// Until the delegation ends or this passes: `?wait=N`, or by default its `timeoutMs`,
+    /// both capped by `PARLEY_LONG_POLL_MAX`.
+    For(Duration),
+}
+
+/// Whether the request prefers an asynchronous answer (RFC 7240 `Prefer: respond-async`).
+fn prefers_async(headers: &HeaderMap) -> bool {
+    headers.get_all("prefer").iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(',')).any(|p| {
+        let token = p.split([';', '=']).next().unwrap_or("").trim();
+        token.eq_ignore_ascii_case("respond-async")
+    })
+}
+
+fn hold_of(state: &AppState, headers: &HeaderMap, wait: Option<&str>, request: &Request) -> ApiResult<Hold> {
+    let max = state.engine.config().long_poll_max;
+    if prefers_async(headers) {
+        return Ok(Hold::Async { preferred: true });
+    }
+    if wait.is_some_and(|w| w.trim() == "0") {
+        return Ok(Hold::Async { preferred: false });
+    }
+    let timeout = Duration::from_millis(u64::try_from(request.timeout_ms).unwrap_or(0));
+    Ok(Hold::For(parse_wait(wait, max)?.unwrap_or(timeout.min(max))))
+}
+
+/// The delegate call behind its three paths: checks the body, makes (or finds) the delegation,
+/// holds as [`Hold`] says, and answers 200 with the ended result or 202 with a `Location`,
+/// shaped by `body`.
+async fn delegate_with(
+    state: &AppState,
+    key: &PresentedKey,
+    headers: &HeaderMap,
+    query: Result<ApiQuery<DelegateQuery>, ApiError>,
+    body: Result<ApiJson<DelegateIn>, ApiError>,
+    shape: impl FnOnce(DelegationAnswer) -> Response,
+) -> ApiResult<Response> {
+    let checked = query.and_then(|ApiQuery(q)| {
+        let ApiJson(body) = body?;
+        let min_timeout_ms = i64::try_from(state.engine.config().delegation_min_timeout.as_millis()).unwrap_or(i64::MAX);
+        let request = Request::parse(
+            &RawRequest {
+                request_id: body.request_id,
+                agent_id: body.agent_id,
+                target_anonymous_id: body.target_anonymous_id,
+                task_type: &body.task_type,
+                custom_type: body.custom_type.as_deref(),
+                input: &body.input,
+                timeout_ms: body.timeout_ms,
+                fallback_enabled: body.fallback_enabled,
+                max_retries: body.max_retries,
+            },
+            min_timeout_ms,
+        )?;
+        Ok((hold_of(state, headers, q.wait.as_deref(), &request)?, request))
+    });
+    let (hold, request) = match checked {
+        Ok(checked) => checked,
+        Err(e) => return Err(key.refuse(state, e).await),
+    };
+    let wait = match hold {
+        Hold::Async { .. } => None,
+        Hold::For(wait) => Some(wait),
+    };
+    let record = state.engine.delegate(&key.0, &request, wait).await?;
+    let mut response = match hold {
+        // Answered at once, whatever the delegation's state: the call only asked for it.
+        Hold::Async { .. } => {
+            let location = format!("/api/delegations/{}", record.delegation.request_id);
+            let mut response = shape(answer(record));
+            *response.status_mut() = StatusCode::ACCEPTED;
+            if let Ok(value) = HeaderValue::from_str(&location) {
+                response.headers_mut().insert(header::LOCATION, value);
+            }
+            response
+        }
+        Hold::For(_) => waited(record, shape),
+    };
+    if hold == (Hold::Async { preferred: true }) {
+        response.headers_mut().insert("preference-applied", HeaderValue::from_static("respond-async"));
+    }
+    Ok(response)
+}
+
+/// Delegates a piece of work to another agent, and by default holds until it ended: 200 with the
+/// result once the delegation ended, or 202 (result `pending`, with a `Location` to poll) when its
+/// `timeoutMs` passed first (capped by `PARLEY_LONG_POLL_MAX`). `Prefer: respond-async` or
+/// `?wait=0` answers 202 at once; `?wait=N` holds at most N seconds. No database connection is
+/// held while the call waits.
 #[utoipa::path(post, path = "/api/agents/delegate", tag = "delegation", operation_id = "delegateTask",
     security(("agentKeyBearer" = []), ("agentKey" = [])),
-    params(WaitQuery),
+    params(DelegateQuery, PreferHeader),
     request_body = DelegateIn,
     responses(
-        (status = 200, description = "Ended while waiting: the result and the delegation", body = DelegationAnswer),
-        (status = 202, description = "Accepted for delivery (or the same request again)", body = DelegationAnswer),
+        (status = 200, description = "Ended while the call held: the result (`success`, `rejected`, `timeout` or `error`) and the delegation", body = DelegationAnswer),
+        (status = 202, description = "Not ended yet (or an asynchronous answer was asked for): result `pending`, `Location` to poll", body = DelegationAnswer),
         (status = 400, description = "Invalid body (`invalid_body`), an input the target's schema refuses (`input_invalid`), or a target that may not take it (`target_not_eligible`)"),
         (status = 401, description = "Missing or unknown API key"),
         (status = 403, description = "`agentId` is not the key's agent, or the agent is inactive"),
@@ -339,34 +482,78 @@ fn wait_of(state: &AppState, q: Result<ApiQuery<WaitQuery>, ApiError>) -> ApiRes
 pub async fn delegate(
     State(state): State<AppState>,
     key: PresentedKey,
-    query: Result<ApiQuery<WaitQuery>, ApiError>,
+    headers: HeaderMap,
+    query: Result<ApiQuery<DelegateQuery>, ApiError>,
     body: Result<ApiJson<DelegateIn>, ApiError>,
 ) -> ApiResult<Response> {
-    let checked = wait_of(&state, query).and_then(|wait| {
-        let ApiJson(body) = body?;
-        let min_timeout_ms = i64::try_from(state.engine.config().delegation_min_timeout.as_millis()).unwrap_or(i64::MAX);
-        let request = Request::parse(&RawRequest {
-            request_id: body.request_id,
-            agent_id: body.agent_id,
-            target_anonymous_id: body.target_anonymous_id,
-            task_type: &body.task_type,
-            custom_type: body.custom_type.as_deref(),
-            input: &body.input,
-            timeout_ms: body.timeout_ms,
-            fallback_enabled: body.fallback_enabled,
-            max_retries: body.max_retries,
-        }, min_timeout_ms)?;
-        Ok((wait, request))
-    });
-    let (wait, request) = match checked {
-        Ok(checked) => checked,
-        Err(e) => return Err(key.refuse(&state, e).await),
-    };
-    let record = state.engine.delegate(&key.0, &request, wait).await?;
-    if wait.is_none() {
-        return Ok((StatusCode::ACCEPTED, Json(answer(record))).into_response());
-    }
-    Ok(waited(record))
+    delegate_with(&state, &key, &headers, query, body, |a| Json(a).into_response()).await
+}
+
+/// `POST /api/agents/delegate` at the path of AgentLens's documentation (the seed's curl): the
+/// same operation, body and answers.
+#[utoipa::path(post, path = "/api/delegation/delegate", tag = "delegation", operation_id = "delegateTaskSeedPath",
+    description = "An alias of `POST /api/agents/delegate` (same body, same answers), at the path AgentLens's documentation uses.",
+    security(("agentKeyBearer" = []), ("agentKey" = [])),
+    params(DelegateQuery, PreferHeader),
+    request_body = DelegateIn,
+    responses(
+        (status = 200, description = "Ended while the call held", body = DelegationAnswer),
+        (status = 202, description = "Not ended yet, or asked to answer at once", body = DelegationAnswer),
+        (status = 400, description = "As `POST /api/agents/delegate`"),
+        (status = 401, description = "Missing or unknown API key"),
+        (status = 403, description = "`agentId` is not the key's agent, or the agent is inactive"),
+        (status = 404, description = "Unknown or expired target anonymous id (`unknown_target`)"),
+        (status = 409, description = "`request_id_reused` or `request_id_taken`"),
+        (status = 429, description = "Rate limited (`rate_limited`, with `Retry-After`)"),
+    ))]
+pub async fn delegate_as_seed(
+    State(state): State<AppState>,
+    key: PresentedKey,
+    headers: HeaderMap,
+    query: Result<ApiQuery<DelegateQuery>, ApiError>,
+    body: Result<ApiJson<DelegateIn>, ApiError>,
+) -> ApiResult<Response> {
+    delegate_with(&state, &key, &headers, query, body, |a| Json(a).into_response()).await
+}
+
+/// `POST /api/agents/delegate` as AgentLens's MCP tool calls it: the same operation, with the
+/// result's fields (`requestId`, `status`, `output`, `executionTimeMs`, `retriesUsed`) also at
+/// the top level of the answer.
+#[utoipa::path(post, path = "/api/delegations", tag = "delegation", operation_id = "delegateTaskFlat",
+    description = "An alias of `POST /api/agents/delegate` (same body, same behaviour) whose answer also carries the result's fields at the top level, where AgentLens's MCP tool `agentlens_delegate` reads them.",
+    security(("agentKeyBearer" = []), ("agentKey" = [])),
+    params(DelegateQuery, PreferHeader),
+    request_body = DelegateIn,
+    responses(
+        (status = 200, description = "Ended while the call held", body = FlatDelegationAnswer),
+        (status = 202, description = "Not ended yet, or asked to answer at once", body = FlatDelegationAnswer),
+        (status = 400, description = "As `POST /api/agents/delegate`"),
+        (status = 401, description = "Missing or unknown API key"),
+        (status = 403, description = "`agentId` is not the key's agent, or the agent is inactive"),
+        (status = 404, description = "Unknown or expired target anonymous id (`unknown_target`)"),
+        (status = 409, description = "`request_id_reused` or `request_id_taken`"),
+        (status = 429, description = "Rate limited (`rate_limited`, with `Retry-After`)"),
+    ))]
+pub async fn delegate_as_agentlens(
+    State(state): State<AppState>,
+    key: PresentedKey,
+    headers: HeaderMap,
+    query: Result<ApiQuery<DelegateQuery>, ApiError>,
+    body: Result<ApiJson<DelegateIn>, ApiError>,
+) -> ApiResult<Response> {
+    delegate_with(&state, &key, &headers, query, body, |a| {
+        Json(FlatDelegationAnswer { top: a.result.clone(), result: a.result, delegation: a.delegation }).into_response()
+    })
+    .await
+}
+
+/// The `Prefer` request header (RFC 7240).
+#[derive(Debug, utoipa::IntoParams)]
+#[into_params(parameter_in = Header)]
+#[allow(dead_code)]
+pub struct PreferHeader {
+    /// `respond-async` answers 202 at once instead of holding until the delegation ended.
+    prefer: Option<String>,
 }
 
 /// A delegation by its request id (its requester's key, the requester's owner, or the service);
@@ -397,7 +584,7 @@ pub async fn get_delegation(
         return Ok(Json(answer(record)).into_response());
     }
     let record = state.engine.await_delegation(record.delegation.delegation_id, wait).await?;
-    Ok(waited(record))
+    Ok(waited(record, |a| Json(a).into_response()))
 }
 
 /// One request as its target sees it.

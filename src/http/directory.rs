@@ -37,6 +37,7 @@ pub fn router() -> Router<AppState> {
         .route("/api/agents/{id}/capabilities/{capabilityId}", delete(delete_capability))
         .route("/api/agents/{id}/capabilities/{capabilityId}/permissions", put(put_permissions))
         .route("/api/agents/discover", get(discover_agents))
+        .route("/api/discovery", get(discover_agents_alias))
         .route("/api/agents/rank", post(rank_agents))
         .route("/api/trust/{agentId}", get(get_trust))
 }
@@ -59,8 +60,9 @@ impl From<CapabilityError> for ApiError {
 }))]
 pub struct CapabilityIn {
     /// `code-review`, `code-generation`, `testing`, `documentation`, `analysis`,
-    /// `summarization`, `translation` or `custom`.
-    #[schema(pattern = "^(code-review|code-generation|testing|documentation|analysis|summarization|translation|custom)$")]
+    /// `summarization`, `translation`, `data-extraction`, `classification`, `generation`,
+    /// `transformation` or `custom`.
+    #[schema(pattern = "^(code-review|code-generation|testing|documentation|analysis|summarization|translation|data-extraction|classification|generation|transformation|custom)$")]
     pub task_type: String,
     /// Required for `custom` (1-100 characters), refused otherwise.
     pub custom_type: Option<String>,
@@ -338,16 +340,19 @@ pub async fn put_permissions(
 }
 
 /// Query of `GET /api/agents/discover` (numbers are checked by the handler, naming the one at
-/// fault).
+/// fault). A parameter not listed here is refused (400, naming it): a filter silently ignored
+/// would return wrong results. Each filter has two spellings, the seed's and AgentLens's
+/// server's (`minTrustScore`/`minTrust`, `maxCostUsd`/`maxCost`, `maxLatencyMs`/`maxLatency`);
+/// both with different values are refused.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct DiscoverParams {
     /// The kind of work.
     // Required, and documented so; optional in the type so that its absence gets the API's own
     // error body, naming the field.
     #[param(required = true, value_type = String,
-        pattern = "^(code-review|code-generation|testing|documentation|analysis|summarization|translation|custom)$")]
+        pattern = "^(code-review|code-generation|testing|documentation|analysis|summarization|translation|data-extraction|classification|generation|transformation|custom)$")]
     pub task_type: Option<String>,
     /// With `taskType=custom` only (refused otherwise): only this custom type. Without it, a
     /// custom discovery shows every custom capability.
@@ -365,6 +370,18 @@ pub struct DiscoverParams {
     /// Results, 1 or more; at most 20 are shown (default 20).
     #[param(value_type = Option<i64>, minimum = 1)]
     pub limit: Option<String>,
+    /// `minTrustScore` as AgentLens's server names it.
+    #[param(value_type = Option<f64>, minimum = 0, maximum = 100)]
+    pub min_trust: Option<String>,
+    /// `maxCostUsd` as AgentLens's server names it.
+    #[param(value_type = Option<f64>, exclusive_minimum = 0)]
+    pub max_cost: Option<String>,
+    /// `maxLatencyMs` as AgentLens's server names it.
+    #[param(value_type = Option<f64>, exclusive_minimum = 0)]
+    pub max_latency: Option<String>,
+    /// `internal` or `all` (the same here: every agent of this service is of one directory).
+    #[param(pattern = "^(internal|all)$")]
+    pub scope: Option<String>,
 }
 
 /// What the agent's record says so far.
@@ -416,6 +433,8 @@ pub struct DiscoveredOut {
 pub struct DiscoverOut {
     /// Best first.
     pub results: Vec<DiscoveredOut>,
+    /// How many capabilities passed the filters (`results` shows at most `limit` of them).
+    pub total: usize,
 }
 
 /// Finds the enabled capabilities of a kind of work, ranked by
@@ -426,7 +445,7 @@ pub struct DiscoverOut {
     params(DiscoverParams),
     responses(
         (status = 200, description = "Ranked results", body = DiscoverOut),
-        (status = 400, description = "No or unknown `taskType`, or a bad number (`invalid_body`)"),
+        (status = 400, description = "No or unknown `taskType`, a bad number, two spellings of one filter that differ, or an unknown parameter (`invalid_body`)"),
         (status = 403, description = "An inactive agent's key"),
     ))]
 pub async fn discover_agents(
@@ -441,8 +460,31 @@ pub async fn discover_agents(
         max_cost_usd: params.max_cost_usd.as_deref(),
         max_latency_ms: params.max_latency_ms.as_deref(),
         limit: params.limit.as_deref(),
+        min_trust: params.min_trust.as_deref(),
+        max_cost: params.max_cost.as_deref(),
+        max_latency: params.max_latency.as_deref(),
+        scope: params.scope.as_deref(),
     };
     Ok(Json(discover(&state, &raw).await?))
+}
+
+/// `GET /api/agents/discover` at the path AgentLens's MCP tool `agentlens_discover` calls: the
+/// same operation, query and answer.
+#[utoipa::path(get, path = "/api/discovery", tag = "directory", operation_id = "discoverAgentsAlias",
+    description = "An alias of `GET /api/agents/discover` (same query, same answer), at the path AgentLens's MCP tool calls.",
+    security(("bearerJwt" = []), ("agentKeyBearer" = []), ("agentKey" = [])),
+    params(DiscoverParams),
+    responses(
+        (status = 200, description = "Ranked results", body = DiscoverOut),
+        (status = 400, description = "No or unknown `taskType`, a bad number, two spellings of one filter that differ, or an unknown parameter (`invalid_body`)"),
+        (status = 403, description = "An inactive agent's key"),
+    ))]
+pub async fn discover_agents_alias(
+    state: State<AppState>,
+    caller: AnyCaller,
+    params: ApiQuery<DiscoverParams>,
+) -> ApiResult<Json<DiscoverOut>> {
+    discover_agents(state, caller, params).await
 }
 
 /// A discovery, for the route and the MCP tool alike.
@@ -452,7 +494,9 @@ pub async fn discover(state: &AppState, raw: &RawQuery<'_>) -> ApiResult<Discove
     let mut tx = state.pool().begin().await?;
     let found = discovery::discover(&mut tx, &query, config.min_trust, config.anonymous_id_ttl).await?;
     tx.commit().await?;
+    let total = found.total;
     let results = found
+        .results
         .into_iter()
         .map(|f| DiscoveredOut {
             anonymous_agent_id: f.anonymous_agent_id,
@@ -469,7 +513,7 @@ pub async fn discover(state: &AppState, raw: &RawQuery<'_>) -> ApiResult<Discove
             quality_metrics: QualityMetricsOut { success_rate: None, completed_tasks: 0 },
         })
         .collect();
-    Ok(DiscoverOut { results })
+    Ok(DiscoverOut { results, total })
 }
 
 impl From<RankError> for ApiError {
@@ -498,7 +542,7 @@ pub struct RankIn {
     #[serde(flatten)]
     request: crate::http::assessment::AssessmentRequestDoc,
     /// Only capabilities of this kind of work.
-    #[schema(pattern = "^(code-review|code-generation|testing|documentation|analysis|summarization|translation|custom)$")]
+    #[schema(pattern = "^(code-review|code-generation|testing|documentation|analysis|summarization|translation|data-extraction|classification|generation|transformation|custom)$")]
     task_type: Option<String>,
     /// With `taskType` `custom`: only this custom type.
     custom_type: Option<String>,

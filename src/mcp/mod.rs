@@ -567,10 +567,11 @@ negotiation goes on, completed that it ended.")]
 
     /// Discovery, as `GET /api/agents/discover`.
     #[tool(description = "Find agents offering a kind of work (taskType: code-review, code-generation, testing, \
-documentation, analysis, summarization, translation or custom with customType), ranked by \
+documentation, analysis, summarization, translation, data-extraction, classification, generation, transformation \
+or custom with customType), ranked by \
 0.5*trust/100 + 0.3*(1 - min(cost/maxCostUsd, 1)) + 0.2*(1 - min(latency/maxLatencyMs, 1)). Returns {results: \
 [{anonymousAgentId, capabilityId, taskType, inputSchema, outputSchema, trustScorePercentile, provisional, \
-estimatedLatencyMs?, estimatedCostUsd?, compositeScore, qualityMetrics}]}. Agents are shown only by anonymous id.")]
+estimatedLatencyMs?, estimatedCostUsd?, compositeScore, qualityMetrics}], total}. Agents are shown only by anonymous id.")]
     async fn discover_agents(&self, Parameters(args): Parameters<DiscoverArgs>) -> Result<CallToolResult, ErrorData> {
         let numbers = [args.min_trust_score, args.max_cost_usd, args.max_latency_ms].map(|n| n.map(|n| n.to_string()));
         let limit = args.limit.map(|l| l.to_string());
@@ -581,6 +582,7 @@ estimatedLatencyMs?, estimatedCostUsd?, compositeScore, qualityMetrics}]}. Agent
             max_cost_usd: numbers[1].as_deref(),
             max_latency_ms: numbers[2].as_deref(),
             limit: limit.as_deref(),
+            ..RawQuery::default()
         };
         Ok(match directory::discover(&self.state, &raw).await {
             Ok(found) => structured(found),

@@ -117,6 +117,7 @@ async fn every_route_refuses_every_wrong_credential_and_leaks_nothing() {
         .client
         .post(format!("{}/api/agents/delegate", app.base))
         .header("x-api-key", &tomas_agent.key)
+        .header("prefer", "respond-async")
         .json(&json!({ "agentId": tomas_agent.id, "taskType": "testing", "input": {} }))
         .send()
         .await
@@ -163,6 +164,9 @@ async fn every_route_refuses_every_wrong_credential_and_leaks_nothing() {
         (Method::POST, "/api/agents/rank".into(), Some(json!({ "task_summary": "tests" })), Audience::Anyone),
         (Method::GET, format!("/api/trust/{a}"), None, Audience::AgentReader),
         (Method::POST, "/api/agents/delegate".into(), Some(json!({ "agentId": a, "taskType": "testing", "input": {} })), Audience::AgentKey),
+        (Method::POST, "/api/delegation/delegate".into(), Some(json!({ "agentId": a, "taskType": "testing", "input": {} })), Audience::AgentKey),
+        (Method::POST, "/api/delegations".into(), Some(json!({ "agentId": a, "taskType": "testing", "input": {} })), Audience::AgentKey),
+        (Method::GET, "/api/discovery?taskType=testing".into(), None, Audience::Anyone),
         (Method::GET, format!("/api/delegations/{n}"), None, Audience::Requester),
         (Method::GET, format!("/api/agents/{a}/delegations"), None, Audience::AgentReader),
         (Method::GET, format!("/api/agents/{a}/delegations/inbox"), None, Audience::AgentKey),

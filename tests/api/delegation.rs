@@ -54,8 +54,9 @@ impl TestApp {
         Answer { status, body: serde_json::from_str(&text).unwrap_or(Value::Null), text }
     }
 
+    /// A delegate call answered at once (`?wait=0`); the tests that hold say so.
     async fn delegate(&self, requester: &TestAgent, body: &Value) -> Answer {
-        self.keyed(requester, Method::POST, "/api/agents/delegate", Some(body)).await
+        self.keyed(requester, Method::POST, "/api/agents/delegate?wait=0", Some(body)).await
     }
 
     async fn act(&self, target: &TestAgent, request_id: &str, verb: &str, body: Option<&Value>) -> Answer {
@@ -221,7 +222,8 @@ async fn request_accept_execute_return_with_waits_on_both_sides() {
 
     let (status, waited) = tokio::time::timeout(Duration::from_secs(10), waiting_result).await.unwrap().unwrap();
     assert_eq!(status, StatusCode::OK, "{waited}");
-    assert_eq!(waited["result"]["status"], "completed");
+    assert_eq!(waited["result"]["status"], "success", "AgentLens's word for completed");
+    assert_eq!(waited["delegation"]["status"], "completed", "the record keeps the phase");
     assert_eq!(waited["result"]["output"], json!({"feedback": "fine"}));
     assert_eq!(waited["result"]["retriesUsed"], 0);
     assert!(waited["result"]["executionTimeMs"].as_i64().unwrap() >= 0);

@@ -76,6 +76,7 @@ async fn each_attempt_of_a_fallback_is_an_a2a_task_its_parties_read_and_nobody_e
         .client
         .post(format!("{}/api/agents/delegate", app.base))
         .header("x-api-key", &requester.key)
+        .header("prefer", "respond-async")
         .json(&body)
         .send()
         .await
@@ -250,7 +251,7 @@ async fn mcp_get_delegation_and_inbox_wait_like_the_http_long_polls() {
         }
     );
     assert_eq!(got["isError"], false, "{got}");
-    assert_eq!(got["structuredContent"]["result"]["status"], "completed", "{got}");
+    assert_eq!(got["structuredContent"]["result"]["status"], "success", "{got}");
     assert_eq!(got["structuredContent"]["result"]["output"], output);
     let over_http = app.get(&format!("/api/delegations/{rid}"), &app.user_token("user-maya")).await;
     assert_eq!(got["structuredContent"], over_http.body);

@@ -144,3 +144,21 @@ async fn api_health_answers_like_healthz() {
     assert_eq!(health.body, app.call(reqwest::Method::GET, "/healthz", None, None).await.body);
     assert_eq!(health.body["status"], "ok");
 }
+
+#[tokio::test]
+async fn an_empty_reasoning_is_accepted_as_index_clients_may_send_it_and_stays_private() {
+    let app = TestApp::spawn().await;
+    let agent = app.register_agent("user-tomas").await;
+    app.start(&fixtures::good_match()).await;
+    let body = picked(&app, &agent).await;
+    let id = body["negotiationId"].as_str().unwrap().to_owned();
+    let mut respond = answer("counter", body["claimToken"].as_str());
+    respond["assessment"]["reasoning"] = json!("");
+    let answered = app.respond(&agent, &id, &respond).await;
+    assert_eq!(answered.status, StatusCode::OK, "{}", answered.text);
+    // The agent's own side reads it back empty; the other side never reads it.
+    let own = app.get(&format!("/api/negotiations/{id}"), &app.user_token("user-tomas")).await;
+    assert_eq!(own.body["turns"][1]["reasoning"], "", "{}", own.text);
+    let other = app.get(&format!("/api/negotiations/{id}"), &app.user_token("user-maya")).await;
+    assert!(other.body["turns"][1].get("reasoning").is_none(), "{}", other.text);
+}

@@ -398,7 +398,7 @@ async fn a_delegation_runs_its_whole_loop_over_mcp_as_over_http() {
     )
     .await;
     assert_eq!(got["isError"], false, "{got}");
-    assert_eq!(got["structuredContent"]["result"]["status"], "completed");
+    assert_eq!(got["structuredContent"]["result"]["status"], "success", "AgentLens's word for completed");
     assert_eq!(
         got["structuredContent"]["result"]["output"],
         json!({"feedback": "fine"})

@@ -331,6 +331,8 @@ async fn every_operation_answers_as_its_spec_declares() {
     let discover = "/api/agents/discover";
     ch.expect(&app, call(Method::GET, discover, "/api/agents/discover?taskType=code-review", &maya, None), S::OK).await;
     ch.expect(&app, call(Method::GET, discover, "/api/agents/discover?taskType=code-review&limit=none", &maya, None), S::BAD_REQUEST).await;
+    ch.expect(&app, call(Method::GET, "/api/discovery", "/api/discovery?taskType=code-review&maxCost=1", &maya, None), S::OK).await;
+    ch.expect(&app, call(Method::GET, "/api/discovery", "/api/discovery?taskType=code-review&sort=cheapest", &maya, None), S::BAD_REQUEST).await;
     let rank = "/api/agents/rank";
     let task = json!({"task_summary": "review rust code", "max_cost_amount": "$0.01", "taskType": "code-review"});
     ch.expect(&app, call(Method::POST, rank, rank, &maya, Some(task)), S::OK).await;
@@ -355,7 +357,17 @@ async fn every_operation_answers_as_its_spec_declares() {
     let ask = |rid: &str| json!({"requestId": rid, "agentId": agent, "targetAnonymousId": anon, "taskType": "code-review", "input": {"code": "x"}});
     let (r1, r2, r3) = (uuid::Uuid::new_v4().to_string(), uuid::Uuid::new_v4().to_string(), uuid::Uuid::new_v4().to_string());
     for r in [&r1, &r2, &r3] {
-        ch.expect(&app, call(Method::POST, delegate, delegate, &key, Some(ask(r))), S::ACCEPTED).await;
+        ch.expect(&app, call(Method::POST, delegate, format!("{delegate}?wait=0"), &key, Some(ask(r))), S::ACCEPTED).await;
+    }
+    // The same operation at AgentLens's paths: the seed's, and its MCP tool's (result at the top).
+    for alias in ["/api/delegation/delegate", "/api/delegations"] {
+        let r = uuid::Uuid::new_v4().to_string();
+        let mut body = ask(&r);
+        body.as_object_mut().unwrap().remove("agentId");
+        let answered = ch.expect(&app, call(Method::POST, alias, format!("{alias}?wait=0"), &key, Some(body)), S::ACCEPTED).await;
+        assert_eq!(answered["result"]["status"], "pending", "{answered}");
+        let reject = format!("{t}/delegations/{r}/reject");
+        ch.run(&app, call(Method::POST, "/api/agents/{id}/delegations/{requestId}/reject", reject, &tkey, None)).await;
     }
     ch.expect(&app, call(Method::POST, delegate, delegate, &key, Some(json!({"agentId": agent, "taskType": "cooking", "input": {}}))), S::BAD_REQUEST).await;
     ch.expect(&app, call(Method::GET, "/api/agents/{id}/delegations/inbox", format!("{t}/delegations/inbox?wait=1"), &tkey, None), S::OK).await;
@@ -433,7 +445,7 @@ async fn every_operation_answers_as_its_spec_declares() {
         let real = path_for(&agent, &n);
         let auth = if template.starts_with("/api/agents/{id}/negotiations")
             || template.starts_with("/api/agents/{id}/delegations")
-            || template == "/api/agents/delegate"
+            || ["/api/agents/delegate", "/api/delegation/delegate", "/api/delegations"].contains(&template)
         {
             key.clone()
         } else if template.starts_with("/api/agents") || template.ends_with("/decision") {

@@ -575,7 +575,7 @@ async fn with_delegations_the_runner_completes_rejects_and_fails_requests_as_the
         asked.push(request_id);
     }
     let done = until_ended(&app, &requester, &asked[0]).await;
-    assert_eq!(done["result"]["status"], "completed", "{done}");
+    assert_eq!(done["result"]["status"], "success", "{done}");
     assert_eq!(done["result"]["output"], json!({"feedback": "12 characters reviewed"}));
     let rejected = until_ended(&app, &requester, &asked[1]).await;
     assert_eq!(rejected["delegation"]["status"], "rejected", "{rejected}");

@@ -686,7 +686,7 @@ describe("status page", { timeout: 240_000 }, () => {
     assert.equal(offered.status, 200, offered.text);
     const laptopAnon = offered.json.anonymousAgentId;
     const requestId = randomUUID();
-    const asked = await keyed(botKey, "POST", "/api/agents/delegate",
+    const asked = await keyed(botKey, "POST", "/api/agents/delegate?wait=0",
       { requestId, agentId: botId, taskType: "code-review", targetAnonymousId: laptopAnon, input: { code: "fn main() {}" } });
     assert.equal(asked.status, 202, asked.text);
     const accepted = await keyed(laptopKey, "POST", `/api/agents/${laptopId}/delegations/${requestId}/accept`);

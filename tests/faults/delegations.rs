@@ -205,7 +205,11 @@ pub async fn requester_loop(
         for sent in 0.. {
             let url = base.lock().unwrap().clone();
             let post = || {
-                let req = client.post(format!("{url}/api/agents/delegate")).header("x-api-key", &key).json(&body);
+                let req = client
+                    .post(format!("{url}/api/agents/delegate"))
+                    .header("x-api-key", &key)
+                    .header("prefer", "respond-async")
+                    .json(&body);
                 send(&ledger, "delegate", req)
             };
             let answers = if twice && sent == 0 { tokio::join!(post(), post()).into() } else { [post().await, None] };

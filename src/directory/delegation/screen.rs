@@ -119,6 +119,6 @@ impl Engine {
             max_latency_ms: None,
             limit: discovery::MAX_LIMIT,
         };
-        Ok(discovery::discover(conn, &q, self.config.min_trust, self.config.anonymous_id_ttl).await?)
+        Ok(discovery::discover(conn, &q, self.config.min_trust, self.config.anonymous_id_ttl).await?.results)
     }
 }
