@@ -198,7 +198,7 @@ impl Application {
             let stopped = self.state.stopped();
             tokio::spawn(http::serve::serve(listener, metrics, timeouts, stopped));
         }
-        let router = http::router(self.state);
+        let router = router(self.state);
         let address = self.listener.local_addr()?;
         tracing::info!(%address, "listening on http://{address}");
         http::serve::serve(self.listener, router, timeouts, stopped()).await;
@@ -262,4 +262,12 @@ pub async fn shutdown_signal() {
         _ = term => {},
     }
     tracing::info!("shutting down");
+}
+
+/// The whole service's routes: the HTTP API's resources, the MCP endpoint and the OpenAPI
+/// document, under the shared layers. Assembled here, above all three, because the MCP tools
+/// and the OpenAPI document are built on the HTTP modules.
+pub fn router(state: http::AppState) -> axum::Router {
+    let routes = http::resources().merge(crate::openapi::router()).merge(crate::mcp::router(state.clone()));
+    http::layered(routes, state)
 }

@@ -17,7 +17,7 @@ use uuid::Uuid;
 use super::{
     AppState, a2a_attempts,
     agent_auth::presented_key,
-    auth::Caller,
+    auth::{Caller, CallerRole},
     delegations::AnyAgent,
     error::{ApiError, ApiResult},
     extract::Ids,
@@ -43,6 +43,24 @@ pub enum TaskReader {
     Jwt(Caller),
     /// An active agent, by its key.
     Agent(AgentIdentity),
+}
+
+impl TaskReader {
+    /// Whether the reader takes part in a delegation attempt (or is the service): the requesting
+    /// agent's key and its owner's user token, the target agent's key and its owner's user
+    /// token. To anyone else the attempt does not exist (404, as a negotiation one takes no
+    /// part in).
+    fn takes_part_in(&self, t: &delegation_store::AttemptTask) -> bool {
+        match self {
+            TaskReader::Agent(agent) => {
+                agent.agent_id == t.delegation.requester_agent_id || agent.agent_id == t.attempt.target_agent_id
+            }
+            TaskReader::Jwt(caller) if caller.is_service() => true,
+            TaskReader::Jwt(caller) => {
+                caller.role == CallerRole::User && (caller.sub == t.requester_owner || caller.sub == t.target_owner)
+            }
+        }
+    }
 }
 
 impl FromRequestParts<AppState> for TaskReader {
@@ -300,7 +318,7 @@ pub async fn get_task(
     let Some(task) = tasks::get(&mut conn, id).await? else {
         let attempt = delegation_store::attempt_task(&mut conn, id).await?;
         return attempt
-            .filter(|t| a2a_attempts::may_read(&reader, t))
+            .filter(|t| reader.takes_part_in(t))
             .map(|t| Json(a2a_attempts::task(&t)))
             .ok_or(ApiError::NotFound("task"));
     };

@@ -1,9 +1,6 @@
 //! A delegation attempt as an A2A task: what `GET /api/tasks/{id}` answers when `{id}` is an
-//! attempt's `taskId`, and who may read it.
-//!
-//! The parties read it: the requesting agent's key and its owner's user token, the target
-//! agent's key and its owner's user token, and the service; to anyone else it does not exist
-//! (404, as a negotiation one takes no part in). Each side sees the other only by anonymous id,
+//! attempt's `taskId` (who may read it is `super::a2a`'s `TaskReader` to say: the parties and the
+//! service). Each side sees the other only by anonymous id,
 //! so the task names no agent and no owner. Its context is the delegation (all its attempts
 //! share it); its one message is the delegation's input, from the requester (`user`); a
 //! completed attempt carries the output as its `delegation-result` artifact, an attempt that
@@ -13,24 +10,10 @@
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use super::{a2a::TaskReader, auth::CallerRole};
 use crate::directory::delegation::{Status, store::AttemptTask};
 
 /// The name of a completed attempt's artifact.
 pub const RESULT_ARTIFACT: &str = "delegation-result";
-
-/// Whether `reader` takes part in the attempt (or is the service).
-pub fn may_read(reader: &TaskReader, t: &AttemptTask) -> bool {
-    match reader {
-        TaskReader::Agent(agent) => {
-            agent.agent_id == t.delegation.requester_agent_id || agent.agent_id == t.attempt.target_agent_id
-        }
-        TaskReader::Jwt(caller) if caller.is_service() => true,
-        TaskReader::Jwt(caller) => {
-            caller.role == CallerRole::User && (caller.sub == t.requester_owner || caller.sub == t.target_owner)
-        }
-    }
-}
 
 /// A stable id for a part of the task named `what` (its message, its artifact): the same on
 /// every read, different for every task.

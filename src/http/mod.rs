@@ -1,6 +1,9 @@
-//! The HTTP API: one router per resource, merged here, with the shared layers (body limit and
-//! body timeout, the failed-authentication limiter, security headers, tracing) and the shared
-//! state. Handlers are thin: validate, call the engine or the store, shape the answer.
+//! The HTTP API: one router per resource, merged here ([`resources`]), the shared layers (body
+//! limit and body timeout, the failed-authentication limiter, security headers, tracing:
+//! [`layered`]) and the shared state. The application assembles the whole service from these,
+//! the MCP endpoint and the OpenAPI document (`crate::app::router`), so that this module never
+//! imports the modules built on it. Handlers are thin: validate, call the engine or the store,
+//! shape the answer.
 
 pub mod a2a;
 pub mod a2a_attempts;
@@ -97,21 +100,9 @@ fn no_store_for_json(response: &Response<Body>) -> Option<HeaderValue> {
     json.then_some(HeaderValue::from_static("no-store"))
 }
 
-/// The whole API.
-pub fn router(state: AppState) -> Router {
-    let body_timeout = state.engine.config().http_body_timeout;
-    let security_headers = ServiceBuilder::new()
-        .layer(SetResponseHeaderLayer::overriding(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")))
-        .layer(SetResponseHeaderLayer::overriding(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer")))
-        .layer(SetResponseHeaderLayer::if_not_present(
-            header::CONTENT_SECURITY_POLICY,
-            HeaderValue::from_static(API_CSP),
-        ))
-        .layer(SetResponseHeaderLayer::if_not_present(HeaderName::from_static("cache-control"), no_store_for_json));
-    // A body that trickles in is cut off: reading it fails, which the extractors answer 408.
-    let body_timeout = ServiceBuilder::new()
-        .layer(RequestBodyTimeoutLayer::new(body_timeout))
-        .map_request(|request: Request<TimeoutBody<Body>>| request.map(Body::new));
+/// Every resource's routes. The application adds the MCP endpoint and the OpenAPI document
+/// (which build on these modules) and then the shared layers ([`layered`]); see `crate::app`.
+pub fn resources() -> Router<AppState> {
     Router::new()
         .merge(health::router())
         .merge(metrics::router())
@@ -126,8 +117,26 @@ pub fn router(state: AppState) -> Router {
         .merge(assessment::router())
         .merge(events::router())
         .merge(status_page::router())
-        .merge(crate::openapi::router())
-        .merge(crate::mcp::router(state.clone()))
+}
+
+/// `routes` under the layers every answer goes through: the body limit and body timeout, the
+/// failed-authentication limiter, security headers, metrics, the unread-body rule and tracing;
+/// an unknown path is a 404 with the error body.
+pub fn layered(routes: Router<AppState>, state: AppState) -> Router {
+    let body_timeout = state.engine.config().http_body_timeout;
+    let security_headers = ServiceBuilder::new()
+        .layer(SetResponseHeaderLayer::overriding(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")))
+        .layer(SetResponseHeaderLayer::overriding(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer")))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(API_CSP),
+        ))
+        .layer(SetResponseHeaderLayer::if_not_present(HeaderName::from_static("cache-control"), no_store_for_json));
+    // A body that trickles in is cut off: reading it fails, which the extractors answer 408.
+    let body_timeout = ServiceBuilder::new()
+        .layer(RequestBodyTimeoutLayer::new(body_timeout))
+        .map_request(|request: Request<TimeoutBody<Body>>| request.map(Body::new));
+    routes
         .fallback(|| async { error::ApiError::NotFound("route") })
         .layer(DefaultBodyLimit::max(extract::BODY_LIMIT))
         .layer(body_timeout)

@@ -25,6 +25,11 @@ pub struct CorruptRow {
     pub value: String,
 }
 
+/// A duration as a PostgreSQL interval.
+pub(crate) fn interval(d: std::time::Duration) -> anyhow::Result<sqlx::postgres::types::PgInterval> {
+    sqlx::postgres::types::PgInterval::try_from(d).map_err(|e| anyhow::anyhow!("interval {d:?}: {e}"))
+}
+
 /// Parses a stored enum value with `parse`, or reports a [`CorruptRow`].
 pub(crate) fn parse_enum<T>(what: &'static str, value: &str, parse: impl Fn(&str) -> Option<T>) -> Result<T, CorruptRow> {
     parse(value).ok_or_else(|| CorruptRow { what, value: value.to_owned() })

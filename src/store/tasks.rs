@@ -342,7 +342,7 @@ pub async fn park(
         .bind(id)
         .bind(user_id)
         .bind(i32::try_from(turn_count)?)
-        .bind(park_timeout.map(super::turn_delivery::interval).transpose()?)
+        .bind(park_timeout.map(super::interval).transpose()?)
         .bind(parley_jobs::new_timer_id())
         .fetch_one(conn)
         .await?;

@@ -12,6 +12,7 @@ use sqlx::{FromRow, PgConnection, Row as _, postgres::PgRow};
 use uuid::Uuid;
 
 use super::{
+    interval,
     messages::TurnRow,
     tasks::{Row as TaskRow, Task},
 };
@@ -274,11 +275,6 @@ pub async fn apply_respond(conn: &mut PgConnection, a: &ApplyRespond<'_>) -> any
         .bind(parley_jobs::new_timer_id())
         .fetch_one(conn)
         .await?)
-}
-
-/// A duration as a PostgreSQL interval.
-pub(crate) fn interval(d: std::time::Duration) -> anyhow::Result<sqlx::postgres::types::PgInterval> {
-    sqlx::postgres::types::PgInterval::try_from(d).map_err(|e| anyhow::anyhow!("interval {d:?}: {e}"))
 }
 
 #[cfg(test)]

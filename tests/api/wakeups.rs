@@ -26,7 +26,7 @@ async fn silent_instance(database_url: &str) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let timeouts = http::serve::ConnectionTimeouts { header: Duration::from_secs(10), idle: Duration::from_secs(60) };
-    tokio::spawn(http::serve::serve(listener, http::router(app.state().clone()), timeouts, std::future::pending()));
+    tokio::spawn(http::serve::serve(listener, parley::app::router(app.state().clone()), timeouts, std::future::pending()));
     base
 }
 

@@ -625,7 +625,8 @@ pub async fn check(
         let numbers: Vec<i64> = attempts.iter().filter_map(|a| a["attempt"].as_i64()).collect();
         let completed: Vec<&Value> = attempts.iter().filter(|a| a["status"] == "completed").collect();
         let ok = status.as_u16() == 200
-            && body["result"]["status"] == d["status"]
+            // The result speaks AgentLens's words: `success` for a completed delegation.
+            && body["result"]["status"] == if d["status"] == "completed" { json!("success") } else { d["status"].clone() }
             && ["completed", "rejected", "timeout", "error"].contains(&d["status"].as_str().unwrap_or(""))
             && numbers == (1..=attempts.len() as i64).collect::<Vec<_>>()
             && d["retriesUsed"].as_i64() == Some(attempts.len() as i64 - 1)

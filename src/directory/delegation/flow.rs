@@ -42,6 +42,7 @@ use super::{
     state::{Event, Status},
     store::{self, Attempt, Delegation, InboxItem, TargetOffer},
 };
+pub use super::store::Record;
 use crate::{
     delivery::{AgentIdentity, AgentKey, Engine, wakeups::wait_or_recheck},
     directory::{anonymity, trust},
@@ -55,15 +56,6 @@ struct Target {
     anonymous_id: Uuid,
     capability_id: Uuid,
     output_schema: Value,
-}
-
-/// A delegation with its attempts, as just committed or read.
-#[derive(Debug, Clone)]
-pub struct Record {
-    /// The delegation.
-    pub delegation: Delegation,
-    /// Its attempts, first first.
-    pub attempts: Vec<Attempt>,
 }
 
 /// What an accept hands the target.

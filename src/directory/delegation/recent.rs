@@ -25,7 +25,7 @@ use chrono::{DateTime, Utc};
 use lru::LruCache;
 use uuid::Uuid;
 
-use super::flow::Record;
+use super::store::Record;
 
 /// How many accepted attempts are remembered.
 const ACCEPTED: usize = 1024;

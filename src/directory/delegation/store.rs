@@ -235,13 +235,18 @@ pub async fn record(conn: &mut PgConnection, delegation_id: Uuid) -> sqlx::Resul
     found.map(decode_record).transpose()
 }
 
+/// A delegation with its attempts, as just committed or read (`parley_delegation_record` builds
+/// it as one JSON value).
+#[derive(Debug, Clone, Deserialize)]
+pub struct Record {
+    /// The delegation.
+    pub delegation: Delegation,
+    /// Its attempts, first first.
+    pub attempts: Vec<Attempt>,
+}
+
 /// A delegation's record as `parley_delegation_record` builds it.
 fn decode_record(record: Value) -> sqlx::Result<(Delegation, Vec<Attempt>)> {
-    #[derive(Deserialize)]
-    struct Record {
-        delegation: Delegation,
-        attempts: Vec<Attempt>,
-    }
     let r: Record = serde_json::from_value(record).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
     Ok((r.delegation, r.attempts))
 }
