@@ -74,7 +74,6 @@ specification rather than here.",
         directory::rank_agents,
         directory::get_trust,
         delegations::delegate,
-        delegations::delegate_as_seed,
         delegations::delegate_as_agentlens,
         delegations::get_delegation,
         delegations::list_delegations,
@@ -155,6 +154,16 @@ pub async fn openapi_json() -> axum::Json<Value> {
 
 const METHODS: [&str; 5] = ["get", "post", "put", "patch", "delete"];
 
+/// An operation served at a second path by the same handler: `(method, alias, path, operation id,
+/// description)`. The spec shows the alias as a copy of the operation under its own id.
+const ALIASES: [(&str, &str, &str, &str, &str); 1] = [(
+    "post",
+    "/api/delegation/delegate",
+    "/api/agents/delegate",
+    "delegateTaskSeedPath",
+    "An alias of `POST /api/agents/delegate` (same body, same answers), at the path AgentLens's documentation uses.",
+)];
+
 /// The spec as JSON, with the shared responses filled in (see the module docs).
 pub fn spec() -> Value {
     let mut spec = serde_json::to_value(ApiDoc::openapi()).expect("the OpenAPI document serializes");
@@ -162,6 +171,12 @@ pub fn spec() -> Value {
         "application/json": { "schema": { "$ref": "#/components/schemas/ErrorBody" } }
     });
     let Some(paths) = spec.get_mut("paths").and_then(Value::as_object_mut) else { return spec };
+    for (method, alias, path, operation_id, description) in ALIASES {
+        let mut op = paths[path][method].clone();
+        op["operationId"] = json!(operation_id);
+        op["description"] = json!(description);
+        paths.insert(alias.to_owned(), json!({ method: op }));
+    }
     for item in paths.values_mut() {
         for method in METHODS {
             let Some(op) = item.get_mut(method).and_then(Value::as_object_mut) else { continue };

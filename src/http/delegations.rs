@@ -39,7 +39,7 @@ use crate::{
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/agents/delegate", post(delegate))
-        .route("/api/delegation/delegate", post(delegate_as_seed))
+        .route("/api/delegation/delegate", post(delegate))
         .route("/api/delegations", post(delegate_as_agentlens))
         .route("/api/delegations/{requestId}", get(get_delegation))
         .route("/api/agents/{id}/delegations", get(list_delegations))
@@ -480,33 +480,6 @@ async fn delegate_with(
         (status = 429, description = "More delegations in the last 60 s than the requester's outbound limit, or too many inputs the target's schema refused (`rate_limited`, with `Retry-After`)"),
     ))]
 pub async fn delegate(
-    State(state): State<AppState>,
-    key: PresentedKey,
-    headers: HeaderMap,
-    query: Result<ApiQuery<DelegateQuery>, ApiError>,
-    body: Result<ApiJson<DelegateIn>, ApiError>,
-) -> ApiResult<Response> {
-    delegate_with(&state, &key, &headers, query, body, |a| Json(a).into_response()).await
-}
-
-/// `POST /api/agents/delegate` at the path of AgentLens's documentation (the seed's curl): the
-/// same operation, body and answers.
-#[utoipa::path(post, path = "/api/delegation/delegate", tag = "delegation", operation_id = "delegateTaskSeedPath",
-    description = "An alias of `POST /api/agents/delegate` (same body, same answers), at the path AgentLens's documentation uses.",
-    security(("agentKeyBearer" = []), ("agentKey" = [])),
-    params(DelegateQuery, PreferHeader),
-    request_body = DelegateIn,
-    responses(
-        (status = 200, description = "Ended while the call held", body = DelegationAnswer),
-        (status = 202, description = "Not ended yet, or asked to answer at once", body = DelegationAnswer),
-        (status = 400, description = "As `POST /api/agents/delegate`"),
-        (status = 401, description = "Missing or unknown API key"),
-        (status = 403, description = "`agentId` is not the key's agent, or the agent is inactive"),
-        (status = 404, description = "Unknown or expired target anonymous id (`unknown_target`)"),
-        (status = 409, description = "`request_id_reused` or `request_id_taken`"),
-        (status = 429, description = "Rate limited (`rate_limited`, with `Retry-After`)"),
-    ))]
-pub async fn delegate_as_seed(
     State(state): State<AppState>,
     key: PresentedKey,
     headers: HeaderMap,

@@ -19,9 +19,8 @@ async fn bearer(app: &TestApp, key: &str, method: reqwest::Method, path: &str, b
         req = req.header("content-type", "application/json").json(b);
     }
     let resp = req.send().await.unwrap();
-    let (status, headers) = (resp.status(), resp.headers().clone());
-    let text = resp.text().await.unwrap();
-    (Answer { status, body: serde_json::from_str(&text).unwrap_or(Value::Null), text }, headers)
+    let headers = resp.headers().clone();
+    (Answer::from(resp).await, headers)
 }
 
 /// The guide's capability, as written.

@@ -42,10 +42,7 @@ async fn read(app: &TestApp, path: &str, by: &By<'_>) -> Answer {
         By::Key(agent) => req.header("x-api-key", &agent.key),
         By::Jwt(token) => req.bearer_auth(token),
     };
-    let resp = req.send().await.unwrap();
-    let status = resp.status();
-    let text = resp.text().await.unwrap();
-    Answer { status, body: serde_json::from_str(&text).unwrap_or(Value::Null), text }
+    Answer::from(req.send().await.unwrap()).await
 }
 
 /// The first request in `target`'s inbox, waiting for one (at most 10 s).

@@ -386,7 +386,8 @@ pub fn answer(action: &str, token: Option<&str>) -> Value {
 }
 
 impl Answer {
-    async fn from(resp: reqwest::Response) -> Answer {
+    /// Reads a response whole: its status, its text, and the text as JSON (null when it is not).
+    pub async fn from(resp: reqwest::Response) -> Answer {
         let status = resp.status();
         let text = resp.text().await.unwrap_or_default();
         let body = serde_json::from_str(&text).unwrap_or(Value::Null);

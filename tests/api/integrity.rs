@@ -12,8 +12,9 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use crate::{
+    directory_calls::{offer, trust},
     fixtures,
-    helpers::{Answer, TestAgent, TestApp},
+    helpers::{TestAgent, TestApp},
 };
 
 /// Definitions `d0` .. `d30`, each applying the next twice at the same place, under `not`: 2 KB
@@ -36,41 +37,6 @@ fn capability(task_type: &str, input_schema: Value) -> Value {
     })
 }
 
-/// Registers a capability; returns the agent's anonymous id.
-async fn offer(app: &TestApp, agent: &TestAgent, body: &Value) -> String {
-    let put = app.agent_call(agent, Method::PUT, "/capabilities", Some(body)).await;
-    assert!(put.status.is_success(), "{}", put.text);
-    put.body["anonymousAgentId"].as_str().unwrap().to_owned()
-}
-
-/// A call on any path with the agent's key.
-async fn keyed(app: &TestApp, agent: &TestAgent, method: Method, path: &str, body: Option<&Value>) -> Answer {
-    let mut req = app.client.request(method, format!("{}{path}", app.base)).header("x-api-key", &agent.key);
-    if let Some(b) = body {
-        req = req.json(b);
-    }
-    let resp = req.send().await.unwrap();
-    let status = resp.status();
-    let text = resp.text().await.unwrap();
-    Answer { status, body: serde_json::from_str(&text).unwrap_or(Value::Null), text }
-}
-
-/// `POST /api/agents/delegate`, answered at once.
-async fn delegate(app: &TestApp, requester: &TestAgent, body: &Value) -> Answer {
-    let resp = app
-        .client
-        .post(format!("{}/api/agents/delegate", app.base))
-        .header("x-api-key", &requester.key)
-        .header("prefer", "respond-async")
-        .json(body)
-        .send()
-        .await
-        .unwrap();
-    let status = resp.status();
-    let text = resp.text().await.unwrap();
-    Answer { status, body: serde_json::from_str(&text).unwrap_or(Value::Null), text }
-}
-
 fn asked(target: Option<&str>, task_type: &str, input: Value) -> Value {
     let mut b = json!({"requestId": Uuid::new_v4(), "taskType": task_type, "input": input, "maxRetries": 0});
     if let Some(t) = target {
@@ -81,7 +47,7 @@ fn asked(target: Option<&str>, task_type: &str, input: Value) -> Value {
 
 /// Delegates to `target` as `requester`, and the target accepts and completes it.
 async fn delegate_and_complete(app: &TestApp, requester: &TestAgent, target: &TestAgent, anon: &str) {
-    let a = delegate(app, requester, &asked(Some(anon), "code-review", json!({"code": "x"}))).await;
+    let a = app.delegate(requester, &asked(Some(anon), "code-review", json!({"code": "x"}))).await;
     assert_eq!(a.status, StatusCode::ACCEPTED, "{}", a.text);
     let rid = a.body["delegation"]["requestId"].as_str().unwrap().to_owned();
     let accepted = app.agent_call(target, Method::POST, &format!("/delegations/{rid}/accept"), None).await;
@@ -90,12 +56,6 @@ async fn delegate_and_complete(app: &TestApp, requester: &TestAgent, target: &Te
         .agent_call(target, Method::POST, &format!("/delegations/{rid}/complete"), Some(&json!({"output": {"feedback": "ok"}})))
         .await;
     assert_eq!(done.status, StatusCode::OK, "{}", done.text);
-}
-
-async fn trust(app: &TestApp, agent: &TestAgent) -> Value {
-    let t = keyed(app, agent, Method::GET, &format!("/api/trust/{}", agent.id), None).await;
-    assert_eq!(t.status, StatusCode::OK, "{}", t.text);
-    t.body
 }
 
 /// How long `/healthz` takes to answer.
@@ -169,17 +129,17 @@ async fn refused_inputs_are_rate_limited_like_failed_authentications() {
     let anon = offer(&app, &target, &capability("code-review", schema)).await;
     let requester = app.register_agent("user-requester").await;
     for _ in 0..3 {
-        let r = delegate(&app, &requester, &asked(Some(&anon), "code-review", json!({"code": 5}))).await;
+        let r = app.delegate(&requester, &asked(Some(&anon), "code-review", json!({"code": 5}))).await;
         r.assert_error(StatusCode::BAD_REQUEST, "input_invalid");
     }
-    let limited = delegate(&app, &requester, &asked(Some(&anon), "code-review", json!({"code": 5}))).await;
+    let limited = app.delegate(&requester, &asked(Some(&anon), "code-review", json!({"code": 5}))).await;
     limited.assert_error(StatusCode::TOO_MANY_REQUESTS, "rate_limited");
     // Until the budget refills, even a valid input is refused at the door.
-    let valid = delegate(&app, &requester, &asked(Some(&anon), "code-review", json!({"code": "x"}))).await;
+    let valid = app.delegate(&requester, &asked(Some(&anon), "code-review", json!({"code": "x"}))).await;
     valid.assert_error(StatusCode::TOO_MANY_REQUESTS, "rate_limited");
     // Another requester is not affected.
     let other = app.register_agent("user-other").await;
-    let fine = delegate(&app, &other, &asked(Some(&anon), "code-review", json!({"code": "x"}))).await;
+    let fine = app.delegate(&other, &asked(Some(&anon), "code-review", json!({"code": "x"}))).await;
     assert_eq!(fine.status, StatusCode::ACCEPTED, "{}", fine.text);
 }
 
@@ -272,7 +232,7 @@ async fn impossible_timeouts_are_refused_and_short_ones_never_count_against_the_
 
     let mut one_ms = asked(Some(&anon), "code-review", json!({}));
     one_ms["timeoutMs"] = json!(1);
-    let refused = delegate(&app, &requester, &one_ms).await;
+    let refused = app.delegate(&requester, &one_ms).await;
     refused.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
     assert!(refused.text.contains("timeoutMs"), "{}", refused.text);
     assert_eq!(app.count("delegations").await, 0);
@@ -283,7 +243,7 @@ async fn impossible_timeouts_are_refused_and_short_ones_never_count_against_the_
     for _ in 0..3 {
         let mut b = short.clone();
         b["requestId"] = json!(Uuid::new_v4());
-        assert_eq!(delegate(&app, &requester, &b).await.status, StatusCode::ACCEPTED);
+        assert_eq!(app.delegate(&requester, &b).await.status, StatusCode::ACCEPTED);
     }
     wait_until_ended(&app, 3).await;
     let statuses: Vec<(String, Option<bool>)> = sqlx::query_as("SELECT status, counted FROM delegation_attempts")
@@ -297,7 +257,7 @@ async fn impossible_timeouts_are_refused_and_short_ones_never_count_against_the_
     // A fair timeout that the target lets pass counts against it.
     let mut fair = asked(Some(&anon), "code-review", json!({}));
     fair["timeoutMs"] = json!(60_000);
-    assert_eq!(delegate(&app, &requester, &fair).await.status, StatusCode::ACCEPTED);
+    assert_eq!(app.delegate(&requester, &fair).await.status, StatusCode::ACCEPTED);
     wait_until_ended(&app, 4).await;
     assert_eq!(trust(&app, &target).await["totalDelegations"], 1);
 }
@@ -342,10 +302,10 @@ async fn declared_limits_cannot_raise_the_services_budget() {
         .await
         .unwrap();
     for _ in 0..3 {
-        let a = delegate(&app, &requester, &asked(Some(&anon), "code-review", json!({}))).await;
+        let a = app.delegate(&requester, &asked(Some(&anon), "code-review", json!({}))).await;
         assert_eq!(a.status, StatusCode::ACCEPTED, "{}", a.text);
     }
-    delegate(&app, &requester, &asked(Some(&anon), "code-review", json!({})))
+    app.delegate(&requester, &asked(Some(&anon), "code-review", json!({})))
         .await
         .assert_error(StatusCode::TOO_MANY_REQUESTS, "rate_limited");
 }
@@ -358,7 +318,7 @@ async fn a_second_requester_still_reaches_a_target_another_one_floods() {
     let flooder = app.register_agent("user-flooder").await;
     let mut outcomes = Vec::new();
     for _ in 0..10 {
-        let a = delegate(&app, &flooder, &asked(Some(&anon), "code-review", json!({}))).await;
+        let a = app.delegate(&flooder, &asked(Some(&anon), "code-review", json!({}))).await;
         assert_eq!(a.status, StatusCode::ACCEPTED, "{}", a.text);
         outcomes.push(a.body["delegation"]["status"].as_str().unwrap().to_owned());
     }
@@ -367,7 +327,7 @@ async fn a_second_requester_still_reaches_a_target_another_one_floods() {
     assert_eq!(outcomes.iter().filter(|s| *s == "rejected").count(), 5, "{outcomes:?}");
     for i in 0..5 {
         let other = app.register_agent(&format!("user-other-{i}")).await;
-        let a = delegate(&app, &other, &asked(Some(&anon), "code-review", json!({}))).await;
+        let a = app.delegate(&other, &asked(Some(&anon), "code-review", json!({}))).await;
         assert_eq!(a.body["delegation"]["status"], "request", "requester {i}: {}", a.text);
     }
     let inbox = app.agent_call(&target, Method::GET, "/delegations/inbox", None).await;
@@ -389,11 +349,11 @@ async fn a_top_target_whose_schema_refuses_the_input_is_skipped() {
     assert_eq!(found.body["results"][0]["anonymousAgentId"], refusing_anon.as_str(), "the refusing one ranks first");
 
     let requester = app.register_agent("user-requester").await;
-    let a = delegate(&app, &requester, &asked(None, "code-review", json!({"code": "x"}))).await;
+    let a = app.delegate(&requester, &asked(None, "code-review", json!({"code": "x"}))).await;
     assert_eq!(a.status, StatusCode::ACCEPTED, "{}", a.text);
     assert_eq!(a.body["delegation"]["attempts"][0]["targetAnonymousId"], taking_anon.as_str(), "{}", a.text);
     // An input every eligible target refuses is refused, naming why.
-    let none = delegate(&app, &requester, &asked(None, "code-review", json!("not an object"))).await;
+    let none = app.delegate(&requester, &asked(None, "code-review", json!("not an object"))).await;
     none.assert_error(StatusCode::BAD_REQUEST, "input_invalid");
 }
 
@@ -458,7 +418,7 @@ async fn a_refused_input_is_never_echoed_at_length() {
     let long = "x".repeat(25_000);
     let input: serde_json::Map<String, Value> = (0..10).map(|i| (format!("f{i}"), json!(long))).collect();
     let requester = app.register_agent("user-requester").await;
-    let refused = delegate(&app, &requester, &asked(Some(&anon), "code-review", Value::Object(input))).await;
+    let refused = app.delegate(&requester, &asked(Some(&anon), "code-review", Value::Object(input))).await;
     refused.assert_error(StatusCode::BAD_REQUEST, "input_invalid");
     assert!(refused.text.len() < 2_000, "{} bytes answered", refused.text.len());
     assert!(!refused.text.contains("xxxxxxxxxx"), "{}", refused.text);
@@ -552,7 +512,7 @@ async fn schema_tricks_that_held_keep_holding() {
     let requester = app.register_agent("user-requester").await;
     let evil = format!("{}!", "a".repeat(5_000));
     let started = Instant::now();
-    let answer = delegate(&app, &requester, &asked(Some(&anon), "analysis", json!({"s": evil, "e": "@@"}))).await;
+    let answer = app.delegate(&requester, &asked(Some(&anon), "analysis", json!({"s": evil, "e": "@@"}))).await;
     assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
     answer.assert_error(StatusCode::BAD_REQUEST, "input_invalid");
     assert!(healthz(&app).await < Duration::from_secs(1));

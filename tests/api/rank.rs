@@ -4,46 +4,15 @@
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-use uuid::Uuid;
 
 use crate::{
+    directory_calls::{capability, offer, record},
     fixtures,
-    helpers::{Answer, TestAgent, TestApp},
+    helpers::{Answer, TestApp},
 };
-
-fn capability(task_type: &str, cost: Option<f64>, latency: Option<i64>) -> Value {
-    let mut body = json!({
-        "taskType": task_type,
-        "inputSchema": {"type": "object"},
-        "outputSchema": {"type": "object"},
-    });
-    if let Some(c) = cost {
-        body["estimatedCostUsd"] = json!(c);
-    }
-    if let Some(l) = latency {
-        body["estimatedLatencyMs"] = json!(l);
-    }
-    body
-}
-
-/// Registers the capability; returns the agent's anonymous id.
-async fn offer(app: &TestApp, agent: &TestAgent, body: &Value) -> String {
-    let a = app.agent_call(agent, Method::PUT, "/capabilities", Some(body)).await;
-    assert_eq!(a.status, StatusCode::CREATED, "{}", a.text);
-    a.body["anonymousAgentId"].as_str().unwrap().to_owned()
-}
 
 async fn rank(app: &TestApp, body: &Value) -> Answer {
     app.post("/api/agents/rank", &app.service_token(), body).await
-}
-
-/// A perfect record today: health 100, raw score 80, above every agent without one.
-async fn good_record(app: &TestApp, agent: &TestAgent) {
-    sqlx::query("INSERT INTO agent_trust_days (agent_id, day, claims_answered) VALUES ($1, (now() AT TIME ZONE 'UTC')::date, 1)")
-        .bind(agent.id.parse::<Uuid>().unwrap())
-        .execute(&app.pool)
-        .await
-        .unwrap();
 }
 
 fn task() -> Value {
@@ -84,7 +53,7 @@ async fn capabilities_are_assessed_with_live_queue_depth_and_ranked_by_score_and
         "performance": {"avg_processing_time_ms": 1000}
     });
     let anon_b = offer(&app, &b, &body).await;
-    good_record(&app, &b).await;
+    record(&app, &b, 0, 1, 0).await;
     // C: over the budget. D: another kind of work.
     let c = app.register_agent("user-c").await;
     let mut body = capability("code-review", Some(5.0), Some(100));
@@ -158,7 +127,7 @@ async fn the_configured_trust_floor_and_disabled_capabilities_keep_agents_out() 
     let app = TestApp::spawn_with(|c| c.min_trust = 50).await;
     let good = app.register_agent("user-good").await;
     let anon_good = offer(&app, &good, &capability("analysis", None, None)).await;
-    good_record(&app, &good).await;
+    record(&app, &good, 0, 1, 0).await;
     let poor = app.register_agent("user-poor").await;
     offer(&app, &poor, &capability("analysis", None, None)).await;
     let body = json!({"task_summary": "analysis of sales data", "taskType": "analysis"});
@@ -188,19 +157,7 @@ async fn ranking_answers_show_neither_agent_ids_nor_owners() {
     let second = app.register_agent("user-maya").await;
     offer(&app, &second, &other).await;
     // A service token, a user's token and an agent's key may all rank.
-    let by_key = {
-        let resp = app
-            .client
-            .post(format!("{}/api/agents/rank", app.base))
-            .header("x-api-key", &agent.key)
-            .json(&task())
-            .send()
-            .await
-            .unwrap();
-        let status = resp.status();
-        let text = resp.text().await.unwrap();
-        Answer { status, body: serde_json::from_str(&text).unwrap_or(Value::Null), text }
-    };
+    let by_key = app.keyed(&agent, Method::POST, "/api/agents/rank", Some(&task())).await;
     let by_user = app.post("/api/agents/rank", &app.user_token("user-lea"), &task()).await;
     for answer in [rank(&app, &task()).await, by_key, by_user] {
         assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);

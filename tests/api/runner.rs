@@ -19,7 +19,7 @@ use uuid::Uuid;
 
 use crate::{
     fixtures,
-    helpers::{Answer, TestAgent, TestApp},
+    helpers::{TestAgent, TestApp},
 };
 
 /// The test agent: reads one item on stdin, records it, and answers.
@@ -492,23 +492,6 @@ async fn an_unknown_revoked_or_inactive_key_stops_the_runner_with_a_clear_messag
     assert!(scratch.runs().is_empty());
 }
 
-/// The requester's delegate call. `Prefer: respond-async` asks for the answer at once, now and
-/// after delegate learns to hold until the delegation ends.
-async fn delegate(app: &TestApp, requester: &TestAgent, body: &Value) -> Answer {
-    let response = app
-        .client
-        .post(format!("{}/api/agents/delegate", app.base))
-        .header("x-api-key", &requester.key)
-        .header("Prefer", "respond-async")
-        .json(body)
-        .send()
-        .await
-        .unwrap();
-    let status = response.status();
-    let text = response.text().await.unwrap();
-    Answer { status, body: serde_json::from_str(&text).unwrap_or(Value::Null), text }
-}
-
 /// The requester's view of a delegation once it ended.
 async fn until_ended(app: &TestApp, requester: &TestAgent, request_id: &str) -> Value {
     let deadline = Instant::now() + PATIENCE;
@@ -570,7 +553,7 @@ async fn with_delegations_the_runner_completes_rejects_and_fails_requests_as_the
     let mut asked = Vec::new();
     for code in ["fn main() {}", "please reject this", "crash now"] {
         let (request_id, body) = review(&requester, &anon, code);
-        let answer = delegate(&app, &requester, &body).await;
+        let answer = app.delegate(&requester, &body).await;
         assert_eq!(answer.status, StatusCode::ACCEPTED, "{}", answer.text);
         asked.push(request_id);
     }
@@ -616,7 +599,7 @@ async fn sigterm_declines_a_delegation_its_program_cannot_finish_within_the_grac
         "runner",
     );
     let (request_id, body) = review(&requester, &anon, "fn main() {}");
-    assert_eq!(delegate(&app, &requester, &body).await.status, StatusCode::ACCEPTED);
+    assert_eq!(app.delegate(&requester, &body).await.status, StatusCode::ACCEPTED);
     let run = scratch.until_runs(1).await.remove(0);
     runner.term();
 
@@ -739,7 +722,7 @@ async fn with_a_model_the_runner_answers_turns_and_a_delegation_within_the_rules
         &[("PARLEY_LLM_API_KEY", "sk-test-123")],
     );
     let (request_id, body) = review(&requester, &anon, "fn main() {}");
-    assert_eq!(delegate(&app, &requester, &body).await.status, StatusCode::ACCEPTED);
+    assert_eq!(app.delegate(&requester, &body).await.status, StatusCode::ACCEPTED);
 
     let view = app.wait_for(&id, PATIENCE, |v| v["status"] == "completed").await;
     assert_eq!(view["turns"][0]["action"], "propose");
