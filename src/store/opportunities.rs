@@ -7,6 +7,23 @@ use uuid::Uuid;
 use super::{CorruptRow, parse_enum};
 use crate::domain::{OpportunityEvent, OpportunityStatus, TransitionError};
 
+/// `sqlx::query_as!` of opportunity [`Row`]s: every column of `opportunities` (as `o`) and the
+/// task of its latest round, then `$rest` (conditions, order, lock).
+macro_rules! opportunities_where {
+    ($rest:literal, $($arg:expr),+ $(,)?) => {
+        sqlx::query_as!(
+            Row,
+            r#"SELECT o.opportunity_id, o.status, o.score, o.source_user_id, o.candidate_user_id, o.seed_assessment,
+                      t.task_id AS "task_id?", o.created_at, o.updated_at
+               FROM opportunities o
+               LEFT JOIN LATERAL (SELECT task_id FROM tasks WHERE tasks.opportunity_id = o.opportunity_id
+                                  ORDER BY round DESC LIMIT 1) t ON true
+               "# + $rest,
+            $($arg),+
+        )
+    };
+}
+
 /// An opportunity row.
 #[derive(Debug, Clone)]
 pub struct Opportunity {
@@ -108,15 +125,7 @@ pub async fn insert(conn: &mut PgConnection, o: &NewOpportunity<'_>) -> sqlx::Re
 
 /// Loads one opportunity.
 pub async fn get(conn: &mut PgConnection, id: Uuid) -> anyhow::Result<Option<Opportunity>> {
-    let row = sqlx::query_as!(
-        Row,
-        r#"SELECT o.opportunity_id, o.status, o.score, o.source_user_id, o.candidate_user_id, o.seed_assessment,
-                  t.task_id AS "task_id?", o.created_at, o.updated_at
-           FROM opportunities o LEFT JOIN LATERAL (SELECT task_id FROM tasks WHERE tasks.opportunity_id = o.opportunity_id
-                                        ORDER BY round DESC LIMIT 1) t ON true
-           WHERE o.opportunity_id = $1"#,
-        id
-    )
+    let row = opportunities_where!(r#"WHERE o.opportunity_id = $1"#, id)
     .fetch_optional(conn)
     .await?;
     Ok(row.map(Opportunity::try_from).transpose()?)
@@ -124,15 +133,7 @@ pub async fn get(conn: &mut PgConnection, id: Uuid) -> anyhow::Result<Option<Opp
 
 /// Loads one opportunity and locks it for the rest of the transaction.
 pub async fn lock(conn: &mut PgConnection, id: Uuid) -> anyhow::Result<Option<Opportunity>> {
-    let row = sqlx::query_as!(
-        Row,
-        r#"SELECT o.opportunity_id, o.status, o.score, o.source_user_id, o.candidate_user_id, o.seed_assessment,
-                  (SELECT t.task_id FROM tasks t WHERE t.opportunity_id = o.opportunity_id
-                    ORDER BY t.round DESC LIMIT 1) AS "task_id?",
-                  o.created_at, o.updated_at
-           FROM opportunities o WHERE o.opportunity_id = $1 FOR UPDATE"#,
-        id
-    )
+    let row = opportunities_where!(r#"WHERE o.opportunity_id = $1 FOR UPDATE OF o"#, id)
     .fetch_optional(conn)
     .await?;
     Ok(row.map(Opportunity::try_from).transpose()?)
@@ -153,13 +154,8 @@ pub struct ListFilter<'a> {
 
 /// Lists opportunities by the filter, newest first (ids are UUIDv7, so id order is time order).
 pub async fn list(conn: &mut PgConnection, f: &ListFilter<'_>) -> anyhow::Result<Vec<Opportunity>> {
-    let rows = sqlx::query_as!(
-        Row,
-        r#"SELECT o.opportunity_id, o.status, o.score, o.source_user_id, o.candidate_user_id, o.seed_assessment,
-                  t.task_id AS "task_id?", o.created_at, o.updated_at
-           FROM opportunities o LEFT JOIN LATERAL (SELECT task_id FROM tasks WHERE tasks.opportunity_id = o.opportunity_id
-                                        ORDER BY round DESC LIMIT 1) t ON true
-           WHERE ($1::text IS NULL OR o.source_user_id = $1 OR o.candidate_user_id = $1)
+    let rows = opportunities_where!(
+        r#"WHERE ($1::text IS NULL OR o.source_user_id = $1 OR o.candidate_user_id = $1)
              AND ($2::text IS NULL OR o.status = $2)
              AND ($3::uuid IS NULL OR o.opportunity_id < $3)
            ORDER BY o.opportunity_id DESC

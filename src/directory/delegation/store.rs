@@ -21,6 +21,34 @@ use uuid::Uuid;
 use super::state::{Event, Status};
 use crate::store::turn_delivery::KeyCheck;
 
+/// `sqlx::query_as!` of [`Attempt`]s: every column of `delegation_attempts`, then `$rest`.
+macro_rules! attempts_where {
+    ($rest:literal, $($arg:expr),+ $(,)?) => {
+        sqlx::query_as!(
+            Attempt,
+            "SELECT delegation_id, attempt, task_id, target_agent_id, target_anonymous_id, requester_anonymous_id,
+                    capability_id, output_schema, status, output, reason, created_at, accept_deadline, deadline,
+                    accepted_at, ended_at
+             FROM delegation_attempts " + $rest,
+            $($arg),+
+        )
+    };
+}
+
+/// `sqlx::query_as!` of [`Delegation`]s: every column of `delegations`, then `$rest` (the
+/// conditions, order and lock), checked against the schema at build time like any query.
+macro_rules! delegations_where {
+    ($rest:literal, $($arg:expr),+ $(,)?) => {
+        sqlx::query_as!(
+            Delegation,
+            "SELECT delegation_id, request_id, requester_agent_id, task_type, custom_type, input, requested_target,
+                    timeout_ms, fallback_enabled, max_retries, retries_used, status, output, created_at, ended_at
+             FROM delegations " + $rest,
+            $($arg),+
+        )
+    };
+}
+
 /// The moves the delegation statements' SQL writes as literals, as (from, event, to): an
 /// accept, a complete, and an attempt skipped at its offer because its target is at its
 /// inbound limit. A unit test pins them against [`Status::transition`].
@@ -136,13 +164,9 @@ pub async fn find_visible(
     request_id: Uuid,
     requesters: Option<&[Uuid]>,
 ) -> sqlx::Result<Option<Delegation>> {
-    sqlx::query_as!(
-        Delegation,
-        r#"SELECT delegation_id, request_id, requester_agent_id, task_type, custom_type, input, requested_target,
-                  timeout_ms, fallback_enabled, max_retries, retries_used, status, output, created_at, ended_at
-           FROM delegations
-           WHERE request_id = $1 AND ($2::uuid[] IS NULL OR requester_agent_id = ANY($2))
-           ORDER BY delegation_id DESC LIMIT 1"#,
+    delegations_where!(
+        r#"WHERE request_id = $1 AND ($2::uuid[] IS NULL OR requester_agent_id = ANY($2))
+         ORDER BY delegation_id DESC LIMIT 1"#,
         request_id,
         requesters
     )
@@ -188,12 +212,8 @@ pub async fn named_capability(
 /// The delegation of `request_id` whose newest attempt addressed to `target` is the newest,
 /// read without a lock (see [`lock_addressed`]).
 pub async fn addressed(conn: &mut PgConnection, target: Uuid, request_id: Uuid) -> sqlx::Result<Option<Delegation>> {
-    sqlx::query_as!(
-        Delegation,
-        r#"SELECT delegation_id, request_id, requester_agent_id, task_type, custom_type, input, requested_target,
-                  timeout_ms, fallback_enabled, max_retries, retries_used, status, output, created_at, ended_at
-           FROM delegations
-           WHERE delegation_id = parley_delegation_addressed($2, $1)"#,
+    delegations_where!(
+        r#"WHERE delegation_id = parley_delegation_addressed($2, $1)"#,
         request_id,
         target
     )
@@ -203,11 +223,8 @@ pub async fn addressed(conn: &mut PgConnection, target: Uuid, request_id: Uuid) 
 
 /// Locks a delegation for a state change: every change of it and its attempts holds this lock.
 pub async fn lock(conn: &mut PgConnection, delegation_id: Uuid) -> sqlx::Result<Option<Delegation>> {
-    sqlx::query_as!(
-        Delegation,
-        r#"SELECT delegation_id, request_id, requester_agent_id, task_type, custom_type, input, requested_target,
-                  timeout_ms, fallback_enabled, max_retries, retries_used, status, output, created_at, ended_at
-           FROM delegations WHERE delegation_id = $1 FOR UPDATE"#,
+    delegations_where!(
+        r#"WHERE delegation_id = $1 FOR UPDATE"#,
         delegation_id
     )
     .fetch_optional(conn)
@@ -216,11 +233,8 @@ pub async fn lock(conn: &mut PgConnection, delegation_id: Uuid) -> sqlx::Result<
 
 /// Reads a delegation.
 pub async fn get(conn: &mut PgConnection, delegation_id: Uuid) -> sqlx::Result<Option<Delegation>> {
-    sqlx::query_as!(
-        Delegation,
-        r#"SELECT delegation_id, request_id, requester_agent_id, task_type, custom_type, input, requested_target,
-                  timeout_ms, fallback_enabled, max_retries, retries_used, status, output, created_at, ended_at
-           FROM delegations WHERE delegation_id = $1"#,
+    delegations_where!(
+        r#"WHERE delegation_id = $1"#,
         delegation_id
     )
     .fetch_optional(conn)
@@ -295,12 +309,8 @@ pub async fn make(
 
 /// One attempt of a delegation.
 pub async fn attempt(conn: &mut PgConnection, delegation_id: Uuid, attempt: i32) -> sqlx::Result<Option<Attempt>> {
-    sqlx::query_as!(
-        Attempt,
-        r#"SELECT delegation_id, attempt, task_id, target_agent_id, target_anonymous_id, requester_anonymous_id,
-                  capability_id, output_schema, status, output, reason, created_at, accept_deadline, deadline,
-                  accepted_at, ended_at
-           FROM delegation_attempts WHERE delegation_id = $1 AND attempt = $2"#,
+    attempts_where!(
+        r#"WHERE delegation_id = $1 AND attempt = $2"#,
         delegation_id,
         attempt
     )
@@ -354,13 +364,9 @@ pub async fn target_offer(
 /// Locks the delegation of `request_id` whose attempt addressed to `target` is the newest (see
 /// [`lock`]), in one statement.
 pub async fn lock_addressed(conn: &mut PgConnection, target: Uuid, request_id: Uuid) -> sqlx::Result<Option<Delegation>> {
-    sqlx::query_as!(
-        Delegation,
-        r#"SELECT delegation_id, request_id, requester_agent_id, task_type, custom_type, input, requested_target,
-                  timeout_ms, fallback_enabled, max_retries, retries_used, status, output, created_at, ended_at
-           FROM delegations
-           WHERE delegation_id = parley_delegation_addressed($2, $1)
-           FOR UPDATE"#,
+    delegations_where!(
+        r#"WHERE delegation_id = parley_delegation_addressed($2, $1)
+         FOR UPDATE"#,
         request_id,
         target
     )
@@ -650,12 +656,8 @@ pub async fn offer(conn: &mut PgConnection, a: &Attempt, inbound_limit: i32) -> 
 
 /// Every attempt of a delegation, first first.
 pub async fn attempts(conn: &mut PgConnection, delegation_id: Uuid) -> sqlx::Result<Vec<Attempt>> {
-    sqlx::query_as!(
-        Attempt,
-        r#"SELECT delegation_id, attempt, task_id, target_agent_id, target_anonymous_id, requester_anonymous_id,
-                  capability_id, output_schema, status, output, reason, created_at, accept_deadline, deadline,
-                  accepted_at, ended_at
-           FROM delegation_attempts WHERE delegation_id = $1 ORDER BY attempt"#,
+    attempts_where!(
+        r#"WHERE delegation_id = $1 ORDER BY attempt"#,
         delegation_id
     )
     .fetch_all(conn)
@@ -665,12 +667,8 @@ pub async fn attempts(conn: &mut PgConnection, delegation_id: Uuid) -> sqlx::Res
 /// The attempt whose A2A task id is `task_id`, with its delegation and the owners of its
 /// requester and of its target (who, besides the two agents, may read it).
 pub async fn attempt_task(conn: &mut PgConnection, task_id: Uuid) -> sqlx::Result<Option<AttemptTask>> {
-    let Some(attempt) = sqlx::query_as!(
-        Attempt,
-        r#"SELECT delegation_id, attempt, task_id, target_agent_id, target_anonymous_id, requester_anonymous_id,
-                  capability_id, output_schema, status, output, reason, created_at, accept_deadline, deadline,
-                  accepted_at, ended_at
-           FROM delegation_attempts WHERE task_id = $1"#,
+    let Some(attempt) = attempts_where!(
+        r#"WHERE task_id = $1"#,
         task_id
     )
     .fetch_optional(&mut *conn)
@@ -914,14 +912,10 @@ pub async fn outbound(
     before: Option<Uuid>,
     limit: i64,
 ) -> sqlx::Result<Vec<Delegation>> {
-    sqlx::query_as!(
-        Delegation,
-        r#"SELECT delegation_id, request_id, requester_agent_id, task_type, custom_type, input, requested_target,
-                  timeout_ms, fallback_enabled, max_retries, retries_used, status, output, created_at, ended_at
-           FROM delegations
-           WHERE requester_agent_id = $1 AND ($2::text IS NULL OR status = $2)
-             AND ($3::uuid IS NULL OR delegation_id < $3)
-           ORDER BY delegation_id DESC LIMIT $4"#,
+    delegations_where!(
+        r#"WHERE requester_agent_id = $1 AND ($2::text IS NULL OR status = $2)
+         AND ($3::uuid IS NULL OR delegation_id < $3)
+         ORDER BY delegation_id DESC LIMIT $4"#,
         requester,
         status,
         before,
