@@ -1,0 +1,135 @@
+//! The benchmark's personal agent and the negotiations that wait for it: the agent's two calls
+//! (pickup, respond) as a personal-agent runtime makes them, what it answers, and the people and
+//! bodies of the negotiations the turn-cycle, wake-latency and system-vs-system phases create.
+
+use anyhow::{Context, bail};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::harness::call;
+
+/// An agent's API, as a personal agent runtime would call it.
+#[derive(Clone)]
+pub struct AgentClient {
+    client: reqwest::Client,
+    base: String,
+    key: String,
+}
+
+impl AgentClient {
+    /// Agent `id` with API key `key` of the service at `service` (`http://host:port`).
+    pub fn new(client: &reqwest::Client, service: &str, id: &str, key: &str) -> AgentClient {
+        AgentClient {
+            client: client.clone(),
+            base: format!("{service}/api/agents/{id}/negotiations"),
+            key: key.to_owned(),
+        }
+    }
+
+    /// Claims the agent's next parked turn, long-polling `wait` seconds when given; `None` when
+    /// there is none.
+    pub async fn pickup(&self, wait: Option<u64>) -> anyhow::Result<Option<Value>> {
+        let url = match wait {
+            Some(w) => format!("{}/pickup?wait={w}", self.base),
+            None => format!("{}/pickup", self.base),
+        };
+        let r = self.client.post(url).header("x-api-key", &self.key).send().await?;
+        match r.status() {
+            StatusCode::NO_CONTENT => Ok(None),
+            StatusCode::OK => Ok(Some(r.json().await?)),
+            s => bail!("pickup: {s} {}", r.text().await.unwrap_or_default()),
+        }
+    }
+
+    /// Answers a claimed turn with `action` and [`answer_message`]; returns the answer's body.
+    pub async fn respond(&self, turn: &Value, action: &str) -> anyhow::Result<Value> {
+        let id = turn["negotiationId"].as_str().context("negotiationId")?;
+        let body = json!({
+            "claimToken": turn["claimToken"],
+            "action": action,
+            "message": answer_message(turn),
+            "assessment": {
+                "reasoning": "Holding out for a clearer picture before agreeing.",
+                "suggestedRoles": {"ownUser": "peer", "otherUser": "peer"}
+            }
+        });
+        let req = self.client.post(format!("{}/{id}/respond", self.base)).header("x-api-key", &self.key).json(&body);
+        call(req, StatusCode::OK, "respond").await
+    }
+}
+
+/// What the benchmark's agent says: it answers the first term the system negotiator's latest
+/// counter asked evidence of (`... needs evidence of: a, b.`). The negotiator counters again only
+/// when something new was covered and decides at once otherwise, so an agent that said the same
+/// thing every turn would end each negotiation at the system's next turn, and the turn cycle
+/// would no longer be the same unit of work.
+fn answer_message(turn: &Value) -> String {
+    let asked = turn["turn"]["history"].as_array().and_then(|history| {
+        history.iter().rev().find_map(|t| {
+            let (_, list) = t["message"].as_str()?.split_once("needs evidence of: ")?;
+            list.split([',', '.', '\n']).next().map(|term| term.trim().to_owned())
+        })
+    });
+    match asked {
+        Some(term) if !term.is_empty() && term != "none" => {
+            format!("I have {term} experience; tell me more about how you would work together.")
+        }
+        _ => "Thanks; before we go further, tell me more about how you would work together.".to_owned(),
+    }
+}
+
+/// The source side (played by the system negotiator): a partial match, so that it counters
+/// rather than accepting or rejecting at once, and the turn parks again for the agent.
+pub fn source_user(n: usize) -> Value {
+    json!({
+        "id": format!("bench-source-{n}"),
+        "name": "Source founder",
+        "profile": {
+            "bio": "Founder of a fintech startup building payments infrastructure",
+            "skills": ["product management", "fundraising"],
+            "interests": ["payments", "startups"]
+        },
+        "intents": [{"text": "Looking for a senior rust engineer with payments, kubernetes, compliance and security experience"}]
+    })
+}
+
+/// The candidate side: user `id`, whose agent (when it has one) plays the seat.
+pub fn candidate_user(id: &str) -> Value {
+    json!({
+        "id": id,
+        "name": "Candidate engineer",
+        "profile": {
+            "bio": "Backend engineer working with rust on payments systems",
+            "skills": ["rust", "payments"],
+            "interests": ["startups"]
+        },
+        "intents": [{"text": "Looking for a startup to join as an engineer"}]
+    })
+}
+
+/// A create request for a match between `source` and `candidate`.
+pub fn negotiation_body(source: Value, candidate: Value) -> Value {
+    json!({
+        "sourceUser": source,
+        "candidateUser": candidate,
+        "seedAssessment": {"score": 50, "reasoning": "Evaluator: partially overlapping intents"},
+        "discoveryQuery": "senior rust engineer"
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_agent_answers_the_first_term_the_latest_counter_asked_for() {
+        let turn = |messages: &[&str]| {
+            json!({ "turn": { "history": messages.iter().map(|m| json!({ "message": m })).collect::<Vec<_>>() } })
+        };
+        let asked = "To go ahead, Source founder needs evidence of: senior, kubernetes.\nSource founder brings: x.";
+        let later = "Now covered: senior; to go ahead, Source founder still needs evidence of: kubernetes.\nx";
+        assert!(answer_message(&turn(&["Source founder brings: x.", "Thanks"])).starts_with("Thanks;"));
+        assert!(answer_message(&turn(&["p", "q", asked, "I have senior experience"])).starts_with("I have senior experience;"));
+        assert!(answer_message(&turn(&[asked, "a", later, "b"])).starts_with("I have kubernetes experience;"));
+    }
+}
