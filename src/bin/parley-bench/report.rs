@@ -112,15 +112,20 @@ fn fill(template: &str, r: &Results) -> String {
     out
 }
 
+/// The keys a template's `{key}`s name (not `{http_concurrency}`).
+fn figures(template: &str) -> impl Iterator<Item = &str> {
+    template.split('{').skip(1).filter_map(|part| part.split_once('}')).map(|(key, _)| key).filter(|key| *key != "http_concurrency")
+}
+
 /// Prints the table: a header with the mode and the load before and after, then [`ROWS`].
 pub fn print_table(r: &Results) {
     let text = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
     println!("parley-bench ({}; load before: {}, after: {})", text("mode"), text("load_before"), text("load_after"));
     for (name, value, note) in ROWS {
-        let value = fill(value, r);
-        if value == "null" || value == "null / null" {
+        if figures(value).all(|key| r.get(key).is_none_or(Value::is_null)) {
             continue;
         }
+        let value = fill(value, r);
         println!("{name:<38} {value:>14}   {}", fill(note, r));
     }
 }
