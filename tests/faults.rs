@@ -32,7 +32,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use helpers::TEST_SECRET;
+use helpers::{TEST_SECRET, post_for_json};
 use parley::http::auth::{CallerRole, JwtKeys};
 use serde_json::{Value, json};
 
@@ -272,29 +272,18 @@ struct Report {
 
 async fn check(pool: &sqlx::PgPool, ledger: &Ledger, in_flight_at_faults: &HashSet<String>) -> Report {
     let mut report = Report::default();
-    let q = |sql: &'static str| sqlx::query_scalar::<_, i64>(sql);
+    // The number of rows `sql` counts.
+    let count = async |sql: &'static str| sqlx::query_scalar::<_, i64>(sql).fetch_one(pool).await.unwrap() as u64;
     // Duplicated: a turn stored twice, a claim handed to two agents.
-    report.duplicated += q("SELECT count(*) FROM (SELECT 1 FROM messages GROUP BY task_id, turn_number HAVING count(*) > 1) d")
-        .fetch_one(pool)
-        .await
-        .unwrap() as u64;
+    report.duplicated += count("SELECT count(*) FROM (SELECT 1 FROM messages GROUP BY task_id, turn_number HAVING count(*) > 1) d").await;
     report.duplicated += ledger.double_claims.load(Ordering::Relaxed);
     // An agent holding two claims: seen live during the run, or left claimed at the end.
     report.duplicated += ledger.two_live_claims.load(Ordering::Relaxed);
-    report.duplicated += q("SELECT count(*) FROM (SELECT 1 FROM tasks WHERE state = 'claimed'
-                              GROUP BY claim_agent_id HAVING count(*) > 1) d")
-        .fetch_one(pool)
-        .await
-        .unwrap() as u64;
-    report.duplicated += q("SELECT count(*) FROM (SELECT 1 FROM artifacts GROUP BY task_id, name HAVING count(*) > 1) d")
-        .fetch_one(pool)
-        .await
-        .unwrap() as u64;
+    report.duplicated += count("SELECT count(*) FROM (SELECT 1 FROM tasks WHERE state = 'claimed'
+                              GROUP BY claim_agent_id HAVING count(*) > 1) d").await;
+    report.duplicated += count("SELECT count(*) FROM (SELECT 1 FROM artifacts GROUP BY task_id, name HAVING count(*) > 1) d").await;
     // Lost: a negotiation that never ended; an acknowledged turn that is not stored as answered.
-    report.lost += q("SELECT count(*) FROM tasks WHERE state NOT IN ('completed', 'canceled', 'failed')")
-        .fetch_one(pool)
-        .await
-        .unwrap() as u64;
+    report.lost += count("SELECT count(*) FROM tasks WHERE state NOT IN ('completed', 'canceled', 'failed')").await;
     let stored: HashSet<(String, i64, String)> =
         sqlx::query_as::<_, (uuid::Uuid, i32, String)>("SELECT task_id, turn_number, action FROM messages WHERE played_by = 'personal'")
             .fetch_all(pool)
@@ -310,27 +299,15 @@ async fn check(pool: &sqlx::PgPool, ledger: &Ledger, in_flight_at_faults: &HashS
     }
     // Unexpected: 5xx answers and broken invariants.
     report.unexpected += ledger.unexpected.load(Ordering::Relaxed);
-    report.unexpected += q("SELECT count(*) FROM tasks t WHERE t.turn_count <> (SELECT count(*) FROM messages m WHERE m.task_id = t.task_id)")
-        .fetch_one(pool)
-        .await
-        .unwrap() as u64;
-    report.unexpected += q("SELECT count(*) FROM tasks t WHERE t.state IN ('completed', 'canceled')
-                              AND (SELECT count(*) FROM artifacts a WHERE a.task_id = t.task_id AND a.name = 'negotiation-outcome') <> 1")
-        .fetch_one(pool)
-        .await
-        .unwrap() as u64;
+    report.unexpected += count("SELECT count(*) FROM tasks t WHERE t.turn_count <> (SELECT count(*) FROM messages m WHERE m.task_id = t.task_id)").await;
+    report.unexpected += count("SELECT count(*) FROM tasks t WHERE t.state IN ('completed', 'canceled')
+                              AND (SELECT count(*) FROM artifacts a WHERE a.task_id = t.task_id AND a.name = 'negotiation-outcome') <> 1").await;
     // (The opportunity's latest round: an earlier one ended before a reactivation.)
-    report.unexpected += q("SELECT count(*) FROM tasks t JOIN opportunities o USING (opportunity_id)
+    report.unexpected += count("SELECT count(*) FROM tasks t JOIN opportunities o USING (opportunity_id)
                               WHERE (t.state = 'completed') = (o.status = 'negotiating')
-                                AND t.round = (SELECT max(r.round) FROM tasks r WHERE r.opportunity_id = t.opportunity_id)")
-        .fetch_one(pool)
-        .await
-        .unwrap() as u64;
+                                AND t.round = (SELECT max(r.round) FROM tasks r WHERE r.opportunity_id = t.opportunity_id)").await;
     // Gaps in the turn sequence.
-    report.unexpected += q("SELECT count(*) FROM (SELECT task_id FROM messages GROUP BY task_id HAVING max(turn_number) + 1 <> count(*)) g")
-        .fetch_one(pool)
-        .await
-        .unwrap() as u64;
+    report.unexpected += count("SELECT count(*) FROM (SELECT task_id FROM messages GROUP BY task_id HAVING max(turn_number) + 1 <> count(*)) g").await;
     // Recovered: negotiations in flight at a fault that still ended.
     let ended: HashSet<String> = sqlx::query_scalar::<_, uuid::Uuid>("SELECT task_id FROM tasks WHERE state IN ('completed', 'canceled')")
         .fetch_all(pool)
@@ -399,16 +376,7 @@ async fn kills_restarts_and_dropped_connections_lose_nothing() {
     for i in 0..scale.agents {
         let user = format!("agent-user-{i}");
         let token = jwt.mint(&user, CallerRole::User, Duration::from_secs(3600)).unwrap();
-        let r: Value = client
-            .post(format!("{base}/api/agents"))
-            .bearer_auth(&token)
-            .json(&json!({ "name": "fault agent" }))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let r = post_for_json(&client, &format!("{base}/api/agents"), &token, &json!({ "name": "fault agent" })).await;
         agents.push((r["agent"]["id"].as_str().unwrap().to_owned(), r["apiKey"]["key"].as_str().unwrap().to_owned()));
     }
 

@@ -249,12 +249,74 @@ async fn wait_for(what: &str, timeout: Duration, cond: impl Fn() -> bool) {
     }
 }
 
-fn park(task_id: Uuid, generation: i64) -> ParkTimeout {
-    ParkTimeout {
+impl Recorder {
+    /// Waits (at most `timeout`) until at least `n` timers, housekeeping aside, have fired.
+    async fn wait_for_timers(&self, what: &str, n: usize, timeout: Duration) {
+        wait_for(what, timeout, || self.timers().len() >= n).await;
+    }
+
+    /// Waits (at most `timeout`) until `timer` has fired exactly once.
+    async fn wait_for_once(&self, what: &str, timer: &Fired, timeout: Duration) {
+        wait_for(what, timeout, || self.count(|f| f == timer) == 1).await;
+    }
+
+    /// Asserts that the timers fired, housekeeping aside, are exactly `want`, in any order.
+    fn assert_fired_exactly(&self, want: &[Fired], why: &str) {
+        let sorted = |mut timers: Vec<Fired>| {
+            timers.sort_by_key(|f| format!("{f:?}"));
+            timers
+        };
+        assert_eq!(sorted(self.timers()), sorted(want.to_vec()), "{why}");
+    }
+}
+
+/// The park timer of `task_id`'s turn 3 with `generation`, as its handler receives it.
+fn park(task_id: Uuid, generation: i64) -> Fired {
+    Fired::Park(ParkTimeout {
         task_id,
         turn_number: 3,
         generation,
+    })
+}
+
+/// A claim timer of a task of its own (a task's own claim timer would take its park timer's
+/// place: a task waits on one turn timer at a time, see the hand-over test).
+fn claim_of_another_task(generation: i64) -> Fired {
+    Fired::Claim(ClaimTimeout { task_id: Uuid::now_v7(), generation })
+}
+
+/// Schedules `timer` in `conn` (a transaction the caller ends) to run at `run_at`.
+async fn schedule(conn: &mut PgConnection, timer: &Fired, run_at: DateTime<Utc>) {
+    match timer {
+        Fired::Park(t) => schedule_park_timeout(conn, t, run_at).await.expect("park"),
+        Fired::Claim(t) => schedule_claim_timeout(conn, t, run_at).await.expect("claim"),
+        Fired::Deadline(t) => schedule_deadline(conn, t, run_at).await.expect("deadline"),
+        Fired::Expiry(t) => schedule_pending_expiry(conn, t, run_at).await.expect("expiry"),
+        Fired::Housekeeping => panic!("housekeeping arms itself"),
     }
+}
+
+/// Schedules `timers` to run at `run_at`, all in one committed transaction.
+async fn arm(pool: &PgPool, timers: &[Fired], run_at: DateTime<Utc>) {
+    let mut tx = pool.begin().await.expect("begin");
+    for timer in timers {
+        schedule(&mut tx, timer, run_at).await;
+    }
+    tx.commit().await.expect("commit");
+}
+
+/// Workers for a test about timers: housekeeping runs once at start, and its next run is due
+/// only after the test.
+fn start_workers(db: &TestDb, rec: &Recorder) -> Workers {
+    Workers::start(&db.pool, rec, cfg(Duration::from_secs(60)))
+}
+
+/// Stops `workers` (each must end cleanly), then drops the test's database.
+async fn finish(db: TestDb, workers: impl IntoIterator<Item = Workers>) {
+    for w in workers {
+        w.stop().await;
+    }
+    db.drop_db().await;
 }
 
 async fn wait_for_rows(pool: &PgPool, sql: &'static str, want: i64, timeout: Duration) {
@@ -287,61 +349,25 @@ async fn count_rows(pool: &PgPool, sql: &'static str) -> i64 {
 /// not before its `run_at`, with its payload.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn committed_timers_fire_once_with_their_payload() {
-    let db = TestDb::new().await;
-    let rec = Recorder::default();
-    let (task, claimed_task, opp) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
+    let (db, rec) = (TestDb::new().await, Recorder::default());
+    let task = Uuid::now_v7();
     let run_at = in_secs(1.0);
-    let p = park(task, 7);
-    // Another task's: a task waits on one turn timer at a time (see the hand-over test).
-    let c = ClaimTimeout {
-        task_id: claimed_task,
-        generation: 8,
-    };
-    let d = NegotiationDeadline { task_id: task };
-    let e = PendingExpiry {
-        opportunity_id: opp,
-    };
-    let mut tx = db.pool.begin().await.expect("begin");
-    schedule_park_timeout(&mut tx, &p, run_at)
-        .await
-        .expect("park");
-    schedule_claim_timeout(&mut tx, &c, run_at)
-        .await
-        .expect("claim");
-    schedule_deadline(&mut tx, &d, run_at)
-        .await
-        .expect("deadline");
-    schedule_pending_expiry(&mut tx, &e, run_at)
-        .await
-        .expect("expiry");
-    tx.commit().await.expect("commit");
+    let timers = [
+        park(task, 7),
+        claim_of_another_task(8),
+        Fired::Deadline(NegotiationDeadline { task_id: task }),
+        Fired::Expiry(PendingExpiry { opportunity_id: Uuid::now_v7() }),
+    ];
+    arm(&db.pool, &timers, run_at).await;
 
-    let workers = Workers::start(&db.pool, &rec, cfg(Duration::from_secs(60)));
-    wait_for("all four timers", Duration::from_secs(6), || {
-        rec.timers().len() >= 4
-    })
-    .await;
+    let workers = start_workers(&db, &rec);
+    rec.wait_for_timers("all four timers", 4, Duration::from_secs(6)).await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
 
-    let mut fired = rec.timers();
-    fired.sort_by_key(|f| format!("{f:?}"));
-    let mut want = vec![
-        Fired::Park(p),
-        Fired::Claim(c),
-        Fired::Deadline(d),
-        Fired::Expiry(e),
-    ];
-    want.sort_by_key(|f| format!("{f:?}"));
-    assert_eq!(
-        fired, want,
-        "each timer fires exactly once with its payload"
-    );
+    rec.assert_fired_exactly(&timers, "each timer fires exactly once with its payload");
     for (f, at) in rec.all() {
         if f != Fired::Housekeeping {
-            assert!(
-                at >= run_at,
-                "{f:?} fired at {at}, before its run_at {run_at}"
-            );
+            assert!(at >= run_at, "{f:?} fired at {at}, before its run_at {run_at}");
         }
     }
     let done = count_rows(
@@ -350,175 +376,94 @@ async fn committed_timers_fire_once_with_their_payload() {
     )
     .await;
     assert_eq!(done, 4);
-    workers.stop().await;
-    db.drop_db().await;
+    finish(db, [workers]).await;
 }
 
 /// A rolled-back schedule leaves no job; an uncommitted one is invisible to workers even when
 /// due, and fires once its transaction commits.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_committed_schedules_fire() {
-    let db = TestDb::new().await;
-    let rec = Recorder::default();
-    let workers = Workers::start(&db.pool, &rec, cfg(Duration::from_secs(60)));
+    let (db, rec) = (TestDb::new().await, Recorder::default());
+    let workers = start_workers(&db, &rec);
     let (rolled_back, held, sentinel) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
 
     let mut tx = db.pool.begin().await.expect("begin");
-    schedule_park_timeout(&mut tx, &park(rolled_back, 1), in_secs(0.0))
-        .await
-        .expect("schedule");
+    schedule(&mut tx, &park(rolled_back, 1), in_secs(0.0)).await;
     tx.rollback().await.expect("rollback");
-    let rows = count_rows(
-        &db.pool,
-        "SELECT count(*) FROM apalis.jobs WHERE job_type = 'parley.park_timeout'",
-    )
-    .await;
+    let rows = count_rows(&db.pool, "SELECT count(*) FROM apalis.jobs WHERE job_type = 'parley.park_timeout'").await;
     assert_eq!(rows, 0, "a rolled-back schedule leaves no job");
 
     // Due at once, but its transaction stays open for a while.
     let mut held_tx = db.pool.begin().await.expect("begin");
-    schedule_park_timeout(&mut held_tx, &park(held, 1), in_secs(0.0))
-        .await
-        .expect("schedule");
-    let mut tx = db.pool.begin().await.expect("begin");
-    schedule_park_timeout(&mut tx, &park(sentinel, 1), in_secs(0.0))
-        .await
-        .expect("schedule");
-    tx.commit().await.expect("commit");
-    wait_for("the sentinel", Duration::from_secs(5), || {
-        rec.count(|f| *f == Fired::Park(park(sentinel, 1))) == 1
-    })
-    .await;
+    schedule(&mut held_tx, &park(held, 1), in_secs(0.0)).await;
+    arm(&db.pool, &[park(sentinel, 1)], in_secs(0.0)).await;
+    rec.wait_for_once("the sentinel", &park(sentinel, 1), Duration::from_secs(5)).await;
     tokio::time::sleep(Duration::from_millis(1200)).await;
-    assert_eq!(rec.timers(), vec![Fired::Park(park(sentinel, 1))]);
+    assert_eq!(rec.timers(), vec![park(sentinel, 1)]);
 
     held_tx.commit().await.expect("commit");
-    wait_for(
-        "the held timer after commit",
-        Duration::from_secs(5),
-        || rec.count(|f| *f == Fired::Park(park(held, 1))) == 1,
-    )
-    .await;
-    assert_eq!(rec.count(|f| *f == Fired::Park(park(rolled_back, 1))), 0);
-    workers.stop().await;
-    db.drop_db().await;
+    rec.wait_for_once("the held timer after commit", &park(held, 1), Duration::from_secs(5)).await;
+    assert_eq!(rec.count(|f| *f == park(rolled_back, 1)), 0);
+    finish(db, [workers]).await;
 }
 
 /// Cancelled timers never fire; cancel reports what it deleted and is a no-op the second time.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelled_timers_never_fire() {
-    let db = TestDb::new().await;
-    let rec = Recorder::default();
+    let (db, rec) = (TestDb::new().await, Recorder::default());
     let (task, claimed_task, opp, sentinel) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
     let run_at = in_secs(1.0);
-    let mut tx = db.pool.begin().await.expect("begin");
-    schedule_park_timeout(&mut tx, &park(task, 1), run_at)
-        .await
-        .expect("park");
-    let claim = ClaimTimeout {
-        task_id: claimed_task,
-        generation: 1,
-    };
-    schedule_claim_timeout(&mut tx, &claim, run_at)
-        .await
-        .expect("claim");
-    let deadline = NegotiationDeadline { task_id: task };
-    schedule_deadline(&mut tx, &deadline, run_at)
-        .await
-        .expect("deadline");
-    let expiry = PendingExpiry {
-        opportunity_id: opp,
-    };
-    schedule_pending_expiry(&mut tx, &expiry, run_at)
-        .await
-        .expect("expiry");
-    schedule_park_timeout(&mut tx, &park(sentinel, 1), run_at)
-        .await
-        .expect("sentinel");
-    tx.commit().await.expect("commit");
+    let timers = [
+        park(task, 1),
+        Fired::Claim(ClaimTimeout { task_id: claimed_task, generation: 1 }),
+        Fired::Deadline(NegotiationDeadline { task_id: task }),
+        Fired::Expiry(PendingExpiry { opportunity_id: opp }),
+        park(sentinel, 1),
+    ];
+    arm(&db.pool, &timers, run_at).await;
 
     let mut tx = db.pool.begin().await.expect("begin");
-    let n = cancel_timers_for_task(&mut tx, task, &TimerKind::ALL)
-        .await
-        .expect("cancel");
+    let n = cancel_timers_for_task(&mut tx, task, &TimerKind::ALL).await.expect("cancel");
     assert_eq!(n, 2, "the park timer and the deadline");
-    let n = cancel_timers_for_task(&mut tx, claimed_task, &TimerKind::ALL)
-        .await
-        .expect("cancel");
+    let n = cancel_timers_for_task(&mut tx, claimed_task, &TimerKind::ALL).await.expect("cancel");
     assert_eq!(n, 1, "the claim timer");
-    assert_eq!(
-        cancel_pending_expiry(&mut tx, opp).await.expect("cancel"),
-        1
-    );
+    assert_eq!(cancel_pending_expiry(&mut tx, opp).await.expect("cancel"), 1);
     tx.commit().await.expect("commit");
     let mut tx = db.pool.begin().await.expect("begin");
-    let again = cancel_timers_for_task(&mut tx, task, &TimerKind::ALL)
-        .await
-        .expect("cancel")
-        + cancel_timers_for_task(&mut tx, claimed_task, &TimerKind::ALL)
-            .await
-            .expect("cancel");
+    let again = cancel_timers_for_task(&mut tx, task, &TimerKind::ALL).await.expect("cancel")
+        + cancel_timers_for_task(&mut tx, claimed_task, &TimerKind::ALL).await.expect("cancel");
     assert_eq!(again, 0, "nothing left to cancel");
     tx.commit().await.expect("commit");
 
     // A cancel that rolls back leaves the timer armed.
     let kept = Uuid::now_v7();
+    arm(&db.pool, &[park(kept, 1)], run_at).await;
     let mut tx = db.pool.begin().await.expect("begin");
-    schedule_park_timeout(&mut tx, &park(kept, 1), run_at)
-        .await
-        .expect("kept");
-    tx.commit().await.expect("commit");
-    let mut tx = db.pool.begin().await.expect("begin");
-    let n = cancel_timers_for_task(&mut tx, kept, &[TimerKind::Park])
-        .await
-        .expect("cancel");
+    let n = cancel_timers_for_task(&mut tx, kept, &[TimerKind::Park]).await.expect("cancel");
     assert_eq!(n, 1);
     tx.rollback().await.expect("rollback");
 
-    let workers = Workers::start(&db.pool, &rec, cfg(Duration::from_secs(60)));
-    wait_for(
-        "the sentinel and the kept timer",
-        Duration::from_secs(6),
-        || rec.timers().len() >= 2,
-    )
-    .await;
+    let workers = start_workers(&db, &rec);
+    rec.wait_for_timers("the sentinel and the kept timer", 2, Duration::from_secs(6)).await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    let mut fired = rec.timers();
-    fired.sort_by_key(|f| format!("{f:?}"));
-    let mut want = vec![Fired::Park(park(sentinel, 1)), Fired::Park(park(kept, 1))];
-    want.sort_by_key(|f| format!("{f:?}"));
-    assert_eq!(fired, want);
-    workers.stop().await;
-    db.drop_db().await;
+    rec.assert_fired_exactly(&[park(sentinel, 1), park(kept, 1)], "only the timers not cancelled");
+    finish(db, [workers]).await;
 }
 
 /// Re-arming a key (cancel + schedule, or schedule alone) fires only the newest timer, and a key
 /// whose timer already fired can be armed again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rearming_fires_only_the_new_timer() {
-    let db = TestDb::new().await;
-    let rec = Recorder::default();
+    let (db, rec) = (TestDb::new().await, Recorder::default());
     let task = Uuid::now_v7();
 
+    arm(&db.pool, &[park(task, 1)], in_secs(1.0)).await;
     let mut tx = db.pool.begin().await.expect("begin");
-    schedule_park_timeout(&mut tx, &park(task, 1), in_secs(1.0))
-        .await
-        .expect("gen 1");
-    tx.commit().await.expect("commit");
-    let mut tx = db.pool.begin().await.expect("begin");
-    let n = cancel_timers_for_task(&mut tx, task, &[TimerKind::Park])
-        .await
-        .expect("cancel");
+    let n = cancel_timers_for_task(&mut tx, task, &[TimerKind::Park]).await.expect("cancel");
     assert_eq!(n, 1);
-    schedule_park_timeout(&mut tx, &park(task, 2), in_secs(1.0))
-        .await
-        .expect("gen 2");
+    schedule(&mut tx, &park(task, 2), in_secs(1.0)).await;
     tx.commit().await.expect("commit");
-    let mut tx = db.pool.begin().await.expect("begin");
-    schedule_park_timeout(&mut tx, &park(task, 3), in_secs(1.0))
-        .await
-        .expect("gen 3");
-    tx.commit().await.expect("commit");
+    arm(&db.pool, &[park(task, 3)], in_secs(1.0)).await;
     let pending = count_rows(
         &db.pool,
         "SELECT count(*) FROM apalis.jobs WHERE job_type = 'parley.park_timeout' AND status = 'Pending'",
@@ -526,38 +471,23 @@ async fn rearming_fires_only_the_new_timer() {
     .await;
     assert_eq!(pending, 1, "one pending timer per key");
 
-    let workers = Workers::start(&db.pool, &rec, cfg(Duration::from_secs(60)));
-    wait_for("generation 3", Duration::from_secs(6), || {
-        !rec.timers().is_empty()
-    })
-    .await;
+    let workers = start_workers(&db, &rec);
+    rec.wait_for_timers("generation 3", 1, Duration::from_secs(6)).await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    assert_eq!(rec.timers(), vec![Fired::Park(park(task, 3))]);
+    assert_eq!(rec.timers(), vec![park(task, 3)]);
 
     // The fired row still holds history; arming the same key again must work and fire.
-    let mut tx = db.pool.begin().await.expect("begin");
-    schedule_park_timeout(&mut tx, &park(task, 4), in_secs(0.0))
-        .await
-        .expect("gen 4");
-    tx.commit().await.expect("commit");
-    wait_for("generation 4", Duration::from_secs(5), || {
-        rec.timers().len() >= 2
-    })
-    .await;
-    assert_eq!(
-        rec.timers(),
-        vec![Fired::Park(park(task, 3)), Fired::Park(park(task, 4))]
-    );
-    workers.stop().await;
-    db.drop_db().await;
+    arm(&db.pool, &[park(task, 4)], in_secs(0.0)).await;
+    rec.wait_for_timers("generation 4", 2, Duration::from_secs(5)).await;
+    assert_eq!(rec.timers(), vec![park(task, 3), park(task, 4)]);
+    finish(db, [workers]).await;
 }
 
 /// Rows whose payload cannot be decoded fail alone, are not retried, and valid timers in the same
 /// and other queues still fire (also ones scheduled after the bad rows were seen).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn undecodable_payloads_do_not_stop_other_timers() {
-    let db = TestDb::new().await;
-    let rec = Recorder::default();
+    let (db, rec) = (TestDb::new().await, Recorder::default());
     let insert_raw = |queue: &'static str, bytes: Vec<u8>| {
         let pool = db.pool.clone();
         async move {
@@ -578,27 +508,10 @@ async fn undecodable_payloads_do_not_stop_other_timers() {
     insert_raw(queues::PARK_TIMEOUT, vec![0xff, 0x00, 0x13]).await;
     insert_raw(queues::PARK_TIMEOUT, br#"{"taskId": 5}"#.to_vec()).await;
     insert_raw(queues::CLAIM_TIMEOUT, Vec::new()).await;
+    arm(&db.pool, &[park(Uuid::now_v7(), 1), claim_of_another_task(1)], in_secs(0.0)).await;
 
-    let task = Uuid::now_v7();
-    let mut tx = db.pool.begin().await.expect("begin");
-    schedule_park_timeout(&mut tx, &park(task, 1), in_secs(0.0))
-        .await
-        .expect("park");
-    // Another task's: a task's own claim timer would take its park timer's place.
-    let claim = ClaimTimeout {
-        task_id: Uuid::now_v7(),
-        generation: 1,
-    };
-    schedule_claim_timeout(&mut tx, &claim, in_secs(0.0))
-        .await
-        .expect("claim");
-    tx.commit().await.expect("commit");
-
-    let workers = Workers::start(&db.pool, &rec, cfg(Duration::from_secs(60)));
-    wait_for("the valid timers", Duration::from_secs(5), || {
-        rec.timers().len() >= 2
-    })
-    .await;
+    let workers = start_workers(&db, &rec);
+    rec.wait_for_timers("the valid timers", 2, Duration::from_secs(5)).await;
     wait_for_rows(
         &db.pool,
         "SELECT count(*) FROM apalis.jobs WHERE status = 'Failed' AND attempts >= max_attempts",
@@ -609,31 +522,16 @@ async fn undecodable_payloads_do_not_stop_other_timers() {
 
     // The workers are still alive and serving both queues.
     let later = Uuid::now_v7();
-    let mut tx = db.pool.begin().await.expect("begin");
-    schedule_park_timeout(&mut tx, &park(later, 1), in_secs(0.0))
-        .await
-        .expect("park");
-    tx.commit().await.expect("commit");
-    wait_for(
-        "a timer scheduled after the bad rows",
-        Duration::from_secs(5),
-        || rec.count(|f| *f == Fired::Park(park(later, 1))) == 1,
-    )
-    .await;
+    arm(&db.pool, &[park(later, 1)], in_secs(0.0)).await;
+    rec.wait_for_once("a timer scheduled after the bad rows", &park(later, 1), Duration::from_secs(5)).await;
     tokio::time::sleep(Duration::from_millis(1000)).await;
-    let attempts: Vec<i32> =
-        sqlx::query_scalar("SELECT attempts FROM apalis.jobs WHERE status = 'Failed' ORDER BY id")
-            .fetch_all(&db.pool)
-            .await
-            .expect("attempts");
-    assert_eq!(
-        attempts,
-        vec![1, 1, 1],
-        "bad rows are tried once, never retried"
-    );
+    let attempts: Vec<i32> = sqlx::query_scalar("SELECT attempts FROM apalis.jobs WHERE status = 'Failed' ORDER BY id")
+        .fetch_all(&db.pool)
+        .await
+        .expect("attempts");
+    assert_eq!(attempts, vec![1, 1, 1], "bad rows are tried once, never retried");
     assert_eq!(rec.timers().len(), 3);
-    workers.stop().await;
-    db.drop_db().await;
+    finish(db, [workers]).await;
 }
 
 /// A timer survives its worker runtime being dropped without any shutdown, and fires once
@@ -642,11 +540,7 @@ async fn undecodable_payloads_do_not_stop_other_timers() {
 async fn timers_survive_a_dropped_worker_runtime() {
     let db = TestDb::new().await;
     let task = Uuid::now_v7();
-    let mut tx = db.pool.begin().await.expect("begin");
-    schedule_park_timeout(&mut tx, &park(task, 1), in_secs(2.0))
-        .await
-        .expect("park");
-    tx.commit().await.expect("commit");
+    arm(&db.pool, &[park(task, 1)], in_secs(2.0)).await;
 
     // First "process": its own runtime and pool, killed abruptly before the timer is due.
     let first = Recorder::default();
@@ -674,35 +568,18 @@ async fn timers_survive_a_dropped_worker_runtime() {
         .join()
         .expect("first process");
     }
-    assert!(
-        first.timers().is_empty(),
-        "not due while the first process ran"
-    );
+    assert!(first.timers().is_empty(), "not due while the first process ran");
 
     // While no worker runs, another timer is armed.
     let other = Uuid::now_v7();
-    let mut tx = db.pool.begin().await.expect("begin");
-    schedule_park_timeout(&mut tx, &park(other, 1), in_secs(0.0))
-        .await
-        .expect("park");
-    tx.commit().await.expect("commit");
+    arm(&db.pool, &[park(other, 1)], in_secs(0.0)).await;
     tokio::time::sleep(Duration::from_millis(1800)).await;
 
     let rec = Recorder::default();
-    let workers = Workers::start(&db.pool, &rec, cfg(Duration::from_secs(60)));
-    wait_for(
-        "both timers after the restart",
-        Duration::from_secs(5),
-        || rec.timers().len() >= 2,
-    )
-    .await;
-    let mut fired = rec.timers();
-    fired.sort_by_key(|f| format!("{f:?}"));
-    let mut want = vec![Fired::Park(park(task, 1)), Fired::Park(park(other, 1))];
-    want.sort_by_key(|f| format!("{f:?}"));
-    assert_eq!(fired, want);
-    workers.stop().await;
-    db.drop_db().await;
+    let workers = start_workers(&db, &rec);
+    rec.wait_for_timers("both timers after the restart", 2, Duration::from_secs(5)).await;
+    rec.assert_fired_exactly(&[park(task, 1), park(other, 1)], "both timers, once each");
+    finish(db, [workers]).await;
 }
 
 /// Housekeeping runs periodically as one chain even with two runners on the database, and
@@ -780,45 +657,30 @@ async fn housekeeping_runs_periodically_as_one_chain() {
     .await
     .expect("claims");
     assert_eq!(claims, vec!["Done:true".to_owned(), "Pending".to_owned()]);
-    wa.stop().await;
-    wb.stop().await;
-    db.drop_db().await;
+    finish(db, [wa, wb]).await;
 }
 
 /// A handler error is retried after a backoff, and the timer then completes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failing_handler_is_retried_with_backoff() {
-    let db = TestDb::new().await;
-    let rec = Recorder::default();
+    let (db, rec) = (TestDb::new().await, Recorder::default());
     *rec.fail_park_times.lock().expect("lock") = 1;
     let task = Uuid::now_v7();
-    let mut tx = db.pool.begin().await.expect("begin");
-    schedule_park_timeout(&mut tx, &park(task, 1), in_secs(0.0))
-        .await
-        .expect("park");
-    tx.commit().await.expect("commit");
+    arm(&db.pool, &[park(task, 1)], in_secs(0.0)).await;
 
-    let workers = Workers::start(&db.pool, &rec, cfg(Duration::from_secs(60)));
-    wait_for("the retry", Duration::from_secs(6), || {
-        rec.timers().len() >= 2
-    })
-    .await;
-    let times = rec.times_of(&Fired::Park(park(task, 1)));
+    let workers = start_workers(&db, &rec);
+    rec.wait_for_timers("the retry", 2, Duration::from_secs(6)).await;
+    let times = rec.times_of(&park(task, 1));
     assert_eq!(times.len(), 2);
-    assert!(
-        times[1] - times[0] >= chrono::Duration::milliseconds(900),
-        "{times:?}"
-    );
+    assert!(times[1] - times[0] >= chrono::Duration::milliseconds(900), "{times:?}");
     tokio::time::sleep(Duration::from_millis(800)).await;
-    let status: String =
-        sqlx::query_scalar("SELECT status FROM apalis.jobs WHERE job_type = 'parley.park_timeout'")
-            .fetch_one(&db.pool)
-            .await
-            .expect("status");
+    let status: String = sqlx::query_scalar("SELECT status FROM apalis.jobs WHERE job_type = 'parley.park_timeout'")
+        .fetch_one(&db.pool)
+        .await
+        .expect("status");
     assert_eq!(status, "Done");
     assert_eq!(rec.timers().len(), 2);
-    workers.stop().await;
-    db.drop_db().await;
+    finish(db, [workers]).await;
 }
 
 /// apalis's migrator and an application's own sqlx migrator share one database in either order,
@@ -866,9 +728,8 @@ async fn apalis_setup_coexists_with_the_service_migrator() {
 /// error, are rebuilt by the monitor under new names, and timers keep firing afterwards.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failed_workers_are_rebuilt_by_the_monitor() {
-    let db = TestDb::new().await;
-    let rec = Recorder::default();
-    let workers = Workers::start(&db.pool, &rec, cfg(Duration::from_secs(60)));
+    let (db, rec) = (TestDb::new().await, Recorder::default());
+    let workers = start_workers(&db, &rec);
     tokio::time::sleep(Duration::from_millis(500)).await;
 
     sqlx::query("ALTER FUNCTION apalis.get_jobs(text, text, integer) RENAME TO get_jobs_offline")
@@ -891,17 +752,9 @@ async fn failed_workers_are_rebuilt_by_the_monitor() {
     .await;
 
     let task = Uuid::now_v7();
-    let mut tx = db.pool.begin().await.expect("begin");
-    schedule_park_timeout(&mut tx, &park(task, 1), in_secs(0.0))
-        .await
-        .expect("park");
-    tx.commit().await.expect("commit");
-    wait_for("a timer after the restart", Duration::from_secs(5), || {
-        rec.count(|f| *f == Fired::Park(park(task, 1))) == 1
-    })
-    .await;
-    workers.stop().await;
-    db.drop_db().await;
+    arm(&db.pool, &[park(task, 1)], in_secs(0.0)).await;
+    rec.wait_for_once("a timer after the restart", &park(task, 1), Duration::from_secs(5)).await;
+    finish(db, [workers]).await;
 }
 
 /// A task waits on one turn timer at a time: arming its claim timer moves the pending park
@@ -909,8 +762,7 @@ async fn failed_workers_are_rebuilt_by_the_monitor() {
 /// each with the payload and time it was armed with. Only the last one armed fires.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_waits_on_one_turn_timer_handed_over_in_place() {
-    let db = TestDb::new().await;
-    let rec = Recorder::default();
+    let (db, rec) = (TestDb::new().await, Recorder::default());
     let task = Uuid::now_v7();
     let rows = |pool: PgPool| async move {
         sqlx::query_as::<_, (String, String, String)>(
@@ -922,36 +774,27 @@ async fn a_task_waits_on_one_turn_timer_handed_over_in_place() {
         .expect("timer rows")
     };
 
-    let mut tx = db.pool.begin().await.expect("begin");
-    schedule_park_timeout(&mut tx, &park(task, 1), in_secs(30.0)).await.expect("park");
-    tx.commit().await.expect("commit");
+    arm(&db.pool, &[park(task, 1)], in_secs(30.0)).await;
     let parked = rows(db.pool.clone()).await;
     assert_eq!(parked.len(), 1);
     assert_eq!(parked[0].1, queues::PARK_TIMEOUT);
 
     // Pickup: the park timer becomes the claim timer, the same row.
-    let claim = ClaimTimeout { task_id: task, generation: 2 };
-    let mut tx = db.pool.begin().await.expect("begin");
-    schedule_claim_timeout(&mut tx, &claim, in_secs(30.0)).await.expect("claim");
-    tx.commit().await.expect("commit");
+    arm(&db.pool, &[Fired::Claim(ClaimTimeout { task_id: task, generation: 2 })], in_secs(30.0)).await;
     let claimed = rows(db.pool.clone()).await;
     assert_eq!(claimed.len(), 1, "{claimed:?}");
     assert_eq!((claimed[0].0.as_str(), claimed[0].1.as_str()), (parked[0].0.as_str(), queues::CLAIM_TIMEOUT));
     assert_eq!(claimed[0].2, format!("claim:{task}"));
 
     // Respond: the claim timer becomes the next turn's park timer, due now.
-    let next = park(task, 3);
-    let mut tx = db.pool.begin().await.expect("begin");
-    schedule_park_timeout(&mut tx, &next, in_secs(0.0)).await.expect("park again");
-    tx.commit().await.expect("commit");
+    arm(&db.pool, &[park(task, 3)], in_secs(0.0)).await;
     let parked_again = rows(db.pool.clone()).await;
     assert_eq!(parked_again.len(), 1, "{parked_again:?}");
     assert_eq!(parked_again[0].1, queues::PARK_TIMEOUT);
 
-    let workers = Workers::start(&db.pool, &rec, cfg(Duration::from_secs(60)));
-    wait_for("the park timer", Duration::from_secs(5), || !rec.timers().is_empty()).await;
+    let workers = start_workers(&db, &rec);
+    rec.wait_for_timers("the park timer", 1, Duration::from_secs(5)).await;
     tokio::time::sleep(Duration::from_millis(1000)).await;
-    assert_eq!(rec.timers(), vec![Fired::Park(next)], "only the last timer armed fires, with its payload");
-    workers.stop().await;
-    db.drop_db().await;
+    assert_eq!(rec.timers(), vec![park(task, 3)], "only the last timer armed fires, with its payload");
+    finish(db, [workers]).await;
 }

@@ -103,6 +103,31 @@ fn turn(n: u32, action: Action, reasoning: &str, message: Option<&str>) -> Turn 
     }
 }
 
+/// Turn `n`, taken by `side` as the negotiator `decision` says.
+fn decided_turn(n: u32, side: Side, decision: Decision) -> Turn {
+    Turn {
+        turn_number: n,
+        side,
+        action: decision.action,
+        reasoning: decision.reasoning,
+        suggested_roles: decision.suggested_roles,
+        message: decision.message,
+    }
+}
+
+/// The users as `side` sees them: (own, other).
+fn own_and_other<'a>(
+    side: Side,
+    source: &'a UserContext,
+    candidate: &'a UserContext,
+) -> (&'a UserContext, &'a UserContext) {
+    if side == Side::Source {
+        (source, candidate)
+    } else {
+        (candidate, source)
+    }
+}
+
 fn situation<'a>(
     own: &'a UserContext,
     other: &'a UserContext,
@@ -123,6 +148,33 @@ fn situation<'a>(
     }
 }
 
+/// What the system negotiator does for Priya (the source) against Tom after `history`, under
+/// the turn cap `cap`.
+fn priya_decides(
+    cfg: &NegotiatorConfig,
+    seed: &SeedAssessment,
+    history: &[Turn],
+    cap: u32,
+) -> Decision {
+    let (cto, data) = (climate_cto(), data_engineer());
+    decide(
+        cfg,
+        &situation(&cto, &data, Side::Source, seed, history, cap),
+    )
+}
+
+/// Asserts that `text` contains `part`, showing `text` when it does not.
+#[track_caller]
+fn assert_contains(text: &str, part: &str) {
+    assert!(text.contains(part), "{text}");
+}
+
+/// Asserts that `text` starts with `lead`, showing `text` when it does not.
+#[track_caller]
+fn assert_starts_with(text: &str, lead: &str) {
+    assert!(text.starts_with(lead), "{text}");
+}
+
 /// Plays a system-vs-system negotiation to the end (or the cap) and returns its turns.
 fn simulate(
     source: &UserContext,
@@ -135,25 +187,15 @@ fn simulate(
     let mut history: Vec<Turn> = Vec::new();
     for n in 0..cap {
         let side = Side::for_turn(n);
-        let (own, other) = if side == Side::Source {
-            (source, candidate)
-        } else {
-            (candidate, source)
-        };
+        let (own, other) = own_and_other(side, source, candidate);
         let mut s = situation(own, other, side, seed, &history, cap);
         s.discovery_query = query;
         let d = decide(&cfg, &s);
         assert!(!d.reasoning.is_empty());
         assert_ne!(d.action, Action::Question);
-        history.push(Turn {
-            turn_number: n,
-            side,
-            action: d.action,
-            reasoning: d.reasoning,
-            suggested_roles: d.suggested_roles,
-            message: d.message,
-        });
-        if d.action.is_terminal() {
+        let end = d.action.is_terminal();
+        history.push(decided_turn(n, side, d));
+        if end {
             break;
         }
     }
@@ -197,16 +239,8 @@ fn clear_match_is_accepted_in_a_system_negotiation() {
         "{}",
         turns[0].reasoning
     );
-    assert!(
-        turns[0].reasoning.contains("Seed reasoning: Ada needs"),
-        "{}",
-        turns[0].reasoning
-    );
-    assert!(
-        turns[1].reasoning.starts_with("Accepting"),
-        "{}",
-        turns[1].reasoning
-    );
+    assert_contains(&turns[0].reasoning, "Seed reasoning: Ada needs");
+    assert_starts_with(&turns[1].reasoning, "Accepting");
 }
 
 #[test]
@@ -214,11 +248,7 @@ fn clear_mismatch_is_rejected_by_either_side() {
     let seed = seed(30.0, "Both are makers.");
     let turns = simulate(&pastry_chef(), &kernel_dev(), &seed, None, 6);
     assert_eq!(actions(&turns), [Action::Propose, Action::Reject]);
-    assert!(
-        turns[1].reasoning.contains("matched: none"),
-        "{}",
-        turns[1].reasoning
-    );
+    assert_contains(&turns[1].reasoning, "matched: none");
     // The source rejects too once it is its turn again.
     let (chef, kernel) = (pastry_chef(), kernel_dev());
     let history = [
@@ -230,11 +260,9 @@ fn clear_mismatch_is_rejected_by_either_side() {
         &situation(&chef, &kernel, Side::Source, &seed, &history, 6),
     );
     assert_eq!(d.action, Action::Reject);
-    assert!(
-        d.reasoning
-            .contains("missing: investors, artisan, bakery, patisserie"),
-        "{}",
-        d.reasoning
+    assert_contains(
+        &d.reasoning,
+        "missing: investors, artisan, bakery, patisserie",
     );
 }
 
@@ -270,8 +298,6 @@ fn priya_countered_then_tom_says(
     reasoning: &str,
     message: &str,
 ) -> Vec<Turn> {
-    let cfg = NegotiatorConfig::default();
-    let (cto, data) = (climate_cto(), data_engineer());
     let mut history = vec![turn(0, Action::Propose, "Proposing Tom for Priya.", None)];
     history.push(turn(
         1,
@@ -279,10 +305,7 @@ fn priya_countered_then_tom_says(
         "Tom wants a mission-driven team.",
         Some("What is the mission?"),
     ));
-    let d = decide(
-        &cfg,
-        &situation(&cto, &data, Side::Source, seed, &history, 0),
-    );
+    let d = priya_decides(&NegotiatorConfig::default(), seed, &history, 0);
     assert_eq!(d.action, Action::Counter, "{}", d.reasoning);
     history.push(turn(2, d.action, &d.reasoning, d.message.as_deref()));
     history.push(turn(3, Action::Counter, reasoning, Some(message)));
@@ -291,8 +314,6 @@ fn priya_countered_then_tom_says(
 
 #[test]
 fn partial_fit_is_countered_then_resolved_by_new_evidence() {
-    let cfg = NegotiatorConfig::default();
-    let (cto, data) = (climate_cto(), data_engineer());
     let seed = seed(70.0, "Tom is a climate data engineer; Priya is hiring one.");
     let history = priya_countered_then_tom_says(
         &seed,
@@ -300,40 +321,27 @@ fn partial_fit_is_countered_then_resolved_by_new_evidence() {
         "I run our Kubernetes clusters, manage all infrastructure with Terraform, and built our analytics platform.",
     );
     // Turn 2 named what is missing, in the reasoning and to Tom.
-    assert!(
-        history[2]
-            .reasoning
-            .contains("missing: kubernetes, terraform, analytics, platform"),
-        "{}",
-        history[2].reasoning
+    assert_contains(
+        &history[2].reasoning,
+        "missing: kubernetes, terraform, analytics, platform",
     );
-    let message = history[2].message.clone().unwrap();
-    assert!(
-        message.starts_with(
-            "To go ahead, Priya needs evidence of: kubernetes, terraform, analytics, platform.\nPriya brings: "
-        ),
-        "{message}"
+    assert_starts_with(
+        history[2].message.as_deref().unwrap(),
+        "To go ahead, Priya needs evidence of: kubernetes, terraform, analytics, platform.\nPriya brings: ",
     );
     // Tom answers the objection in his message; the evidence is re-read and the fit convinces.
-    let d = decide(
-        &cfg,
-        &situation(&cto, &data, Side::Source, &seed, &history, 8),
-    );
+    let d = priya_decides(&NegotiatorConfig::default(), &seed, &history, 8);
     assert_eq!(d.action, Action::Accept, "{}", d.reasoning);
-    assert!(
-        d.reasoning.starts_with(
-            "Accepting (the fit is convincing; now covered: kubernetes, terraform, analytics, platform): "
-        ),
-        "{}",
-        d.reasoning
+    assert_starts_with(
+        &d.reasoning,
+        "Accepting (the fit is convincing; now covered: kubernetes, terraform, analytics, platform): ",
     );
-    assert!(d.reasoning.contains("missing: none"), "{}", d.reasoning);
+    assert_contains(&d.reasoning, "missing: none");
 }
 
 #[test]
 fn a_later_counter_says_what_changed_and_a_stalemate_ends_at_once() {
     let cfg = NegotiatorConfig::default();
-    let (cto, data) = (climate_cto(), data_engineer());
     // (seed, Tom's turn 3, Tom's turn 5, Priya's turn 4, Priya's turn 6, turn 6 starts with)
     let table = [
         // Part of the objection answered: a narrower counter; then nothing new: a decision.
@@ -374,24 +382,16 @@ fn a_later_counter_says_what_changed_and_a_stalemate_ends_at_once() {
     for (score, third, fifth, want4, want_end, lead) in table {
         let sd = seed(score, "partial");
         let mut history = priya_countered_then_tom_says(&sd, "Tom's own notes.", third);
-        let d4 = decide(
-            &cfg,
-            &situation(&cto, &data, Side::Source, &sd, &history, 0),
-        );
+        let d4 = priya_decides(&cfg, &sd, &history, 0);
         assert_eq!(d4.action, want4, "seed {score}: {}", d4.reasoning);
         let last = if want4 == Action::Counter {
-            assert!(
-                d4.reasoning
-                    .starts_with("Countering (now covered: kubernetes since turn 2): "),
-                "{}",
-                d4.reasoning
+            assert_starts_with(
+                &d4.reasoning,
+                "Countering (now covered: kubernetes since turn 2): ",
             );
-            let message = d4.message.clone().unwrap();
-            assert!(
-                message.starts_with(
-                    "Now covered: kubernetes; to go ahead, Priya still needs evidence of: terraform, analytics, platform.\n"
-                ),
-                "{message}"
+            assert_starts_with(
+                d4.message.as_deref().unwrap(),
+                "Now covered: kubernetes; to go ahead, Priya still needs evidence of: terraform, analytics, platform.\n",
             );
             assert_ne!(
                 d4.message, history[2].message,
@@ -399,15 +399,12 @@ fn a_later_counter_says_what_changed_and_a_stalemate_ends_at_once() {
             );
             history.push(turn(4, d4.action, &d4.reasoning, d4.message.as_deref()));
             history.push(turn(5, Action::Counter, "Still keen.", Some(fifth)));
-            decide(
-                &cfg,
-                &situation(&cto, &data, Side::Source, &sd, &history, 0),
-            )
+            priya_decides(&cfg, &sd, &history, 0)
         } else {
             d4
         };
         assert_eq!(last.action, want_end, "seed {score}: {}", last.reasoning);
-        assert!(last.reasoning.starts_with(lead), "{}", last.reasoning);
+        assert_starts_with(&last.reasoning, lead);
         if want_end == Action::Reject {
             let n = if want4 == Action::Counter { 4 } else { 2 };
             assert_eq!(
@@ -423,23 +420,16 @@ fn a_later_counter_says_what_changed_and_a_stalemate_ends_at_once() {
 #[test]
 fn private_reasoning_is_never_evidence_and_never_quoted() {
     let cfg = NegotiatorConfig::default();
-    let (cto, data) = (climate_cto(), data_engineer());
     let sd = seed(40.0, "partial");
     let answer = "I secretly run Kubernetes with Terraform and built an analytics platform";
     // The answer only in Tom's private reasoning: nothing new, so Priya decides, and rejects.
     let hidden = priya_countered_then_tom_says(&sd, answer, "Happy to talk.");
-    let d = decide(&cfg, &situation(&cto, &data, Side::Source, &sd, &hidden, 8));
+    let d = priya_decides(&cfg, &sd, &hidden, 8);
     assert_eq!(d.action, Action::Reject, "{}", d.reasoning);
-    assert!(
-        d.reasoning.contains("nothing new since turn 2"),
-        "{}",
-        d.reasoning
-    );
-    assert!(
-        d.reasoning
-            .contains("missing: kubernetes, terraform, analytics, platform"),
-        "{}",
-        d.reasoning
+    assert_contains(&d.reasoning, "nothing new since turn 2");
+    assert_contains(
+        &d.reasoning,
+        "missing: kubernetes, terraform, analytics, platform",
     );
     for text in [Some(&d.reasoning), d.message.as_ref()]
         .into_iter()
@@ -449,13 +439,10 @@ fn private_reasoning_is_never_evidence_and_never_quoted() {
     }
     // Whatever the reasoning says, the decision is the same.
     let other = priya_countered_then_tom_says(&sd, "Nothing to add.", "Happy to talk.");
-    assert_eq!(
-        decide(&cfg, &situation(&cto, &data, Side::Source, &sd, &other, 8)),
-        d
-    );
+    assert_eq!(priya_decides(&cfg, &sd, &other, 8), d);
     // The same words in the message are evidence.
     let said = priya_countered_then_tom_says(&sd, "Nothing to add.", answer);
-    let d = decide(&cfg, &situation(&cto, &data, Side::Source, &sd, &said, 8));
+    let d = priya_decides(&cfg, &sd, &said, 8);
     assert_eq!(d.action, Action::Accept, "{}", d.reasoning);
 }
 
@@ -515,38 +502,24 @@ fn two_system_negotiators_in_a_stalemate_stop_at_turn_three_with_whole_compounds
         message(1),
         "To go ahead, Dee needs evidence of: full-time, co-founder, handle, sales.\nDee brings: accounting, bookkeeping, payroll, tax returns."
     );
-    assert!(
-        message(2).starts_with("To go ahead, Cyd needs evidence of: part-time, designer, role.\n"),
-        "{}",
-        message(2)
+    assert_starts_with(
+        &message(2),
+        "To go ahead, Cyd needs evidence of: part-time, designer, role.\n",
     );
-    assert!(
-        turns[2]
-            .reasoning
-            .contains("missing: part-time, designer, role"),
-        "{}",
-        turns[2].reasoning
+    assert_contains(&turns[2].reasoning, "missing: part-time, designer, role");
+    assert_starts_with(
+        &turns[3].reasoning,
+        "Rejecting (final decision: nothing new since turn 1; the fit is too weak): ",
     );
-    assert!(
-        turns[3].reasoning.starts_with(
-            "Rejecting (final decision: nothing new since turn 1; the fit is too weak): "
-        ),
-        "{}",
-        turns[3].reasoning
-    );
-    assert!(
-        turns[3]
-            .reasoning
-            .contains("missing: full-time, co-founder, handle, sales"),
-        "{}",
-        turns[3].reasoning
+    assert_contains(
+        &turns[3].reasoning,
+        "missing: full-time, co-founder, handle, sales",
     );
 }
 
 #[test]
 fn the_last_turn_the_cap_allows_is_accept_or_reject() {
     let cfg = NegotiatorConfig::default();
-    let (cto, data) = (climate_cto(), data_engineer());
     // Turn 2 is Priya's first counter unless the cap makes it the last turn. Half of her needs
     // are covered by Tom, so the fit sits between the thresholds. (cap, seed) -> action.
     let table = [
@@ -562,18 +535,10 @@ fn the_last_turn_the_cap_allows_is_accept_or_reject() {
             turn(0, Action::Propose, "Proposing.", None),
             turn(1, Action::Counter, "Unsure.", Some("Tell me more.")),
         ];
-        let d = decide(
-            &cfg,
-            &situation(&cto, &data, Side::Source, &seed, &history, cap),
-        );
+        let d = priya_decides(&cfg, &seed, &history, cap);
         assert_eq!(d.action, want, "cap {cap} seed {score}: {}", d.reasoning);
         if cap == 3 {
-            assert!(
-                d.reasoning
-                    .contains("final decision: the last turn the cap allows"),
-                "{}",
-                d.reasoning
-            );
+            assert_contains(&d.reasoning, "final decision: the last turn the cap allows");
         }
     }
     // A whole simulated negotiation under any cap never ends on a counter from the system side.
@@ -590,7 +555,6 @@ fn the_last_turn_the_cap_allows_is_accept_or_reject() {
 
 #[test]
 fn counters_are_limited_even_without_a_cap() {
-    let (cto, data) = (climate_cto(), data_engineer());
     let seed = seed(50.0, "partial");
     // Tom's turn 3 covers something new, so only the counter limit stops a second counter.
     let history = priya_countered_then_tom_says(&seed, "x", "I run our Kubernetes clusters.");
@@ -610,12 +574,9 @@ fn counters_are_limited_even_without_a_cap() {
             max_counters,
             ..NegotiatorConfig::default()
         };
-        let d = decide(
-            &cfg,
-            &situation(&cto, &data, Side::Source, &seed, &history, 0),
-        );
+        let d = priya_decides(&cfg, &seed, &history, 0);
         assert_eq!(d.action, want, "{}", d.reasoning);
-        assert!(d.reasoning.starts_with(lead), "{}", d.reasoning);
+        assert_starts_with(&d.reasoning, lead);
     }
 }
 
@@ -639,22 +600,14 @@ fn deal_breakers_and_discovery_queries_rule_a_match_out() {
         &situation(&engineer, &founder, Side::Candidate, &seed, &opening, 6),
     );
     assert_eq!(d.action, Action::Reject);
-    assert!(
-        d.reasoning.contains("deal-breaker \"crypto trading\""),
-        "{}",
-        d.reasoning
-    );
+    assert_contains(&d.reasoning, "deal-breaker \"crypto trading\"");
     // At turn 0 the protocol still demands a propose; the concern is stated.
     let d = decide(
         &cfg,
         &situation(&engineer, &founder, Side::Source, &seed, &[], 6),
     );
     assert_eq!(d.action, Action::Propose);
-    assert!(
-        d.reasoning.contains("Concern: deal-breaker"),
-        "{}",
-        d.reasoning
-    );
+    assert_contains(&d.reasoning, "Concern: deal-breaker");
 
     // The source searched for something the candidate does not offer.
     let (chef, kernel) = (pastry_chef(), kernel_dev());
@@ -664,11 +617,7 @@ fn deal_breakers_and_discovery_queries_rule_a_match_out() {
     };
     let d = decide(&cfg, &s);
     assert_eq!(d.action, Action::Reject);
-    assert!(
-        d.reasoning.contains("discovery query \"bakery investors\""),
-        "{}",
-        d.reasoning
-    );
+    assert_contains(&d.reasoning, "discovery query \"bakery investors\"");
 }
 
 #[test]
@@ -679,11 +628,7 @@ fn roles_follow_actors_then_valency_then_needs() {
     data.intents.clear();
     let mut sd = seed(70.0, "x");
     let roles_for = |sd: &SeedAssessment, side: Side| {
-        let (own, other) = if side == Side::Source {
-            (&cto, &data)
-        } else {
-            (&data, &cto)
-        };
+        let (own, other) = own_and_other(side, &cto, &data);
         decide(&cfg, &situation(own, other, side, sd, &[], 6)).suggested_roles
     };
     let r = |own, other| SuggestedRoles {
@@ -847,20 +792,12 @@ fn play_mixed(
     for n in 0..cap {
         let side = Side::for_turn(n);
         let t = if side == system {
-            let (own, other) = if side == Side::Source {
-                (source, candidate)
-            } else {
-                (candidate, source)
-            };
-            let d = decide(&cfg, &situation(own, other, side, seed, &history, cap));
-            Turn {
-                turn_number: n,
+            let (own, other) = own_and_other(side, source, candidate);
+            decided_turn(
+                n,
                 side,
-                action: d.action,
-                reasoning: d.reasoning,
-                suggested_roles: d.suggested_roles,
-                message: d.message,
-            }
+                decide(&cfg, &situation(own, other, side, seed, &history, cap)),
+            )
         } else {
             let Some((action, message, reasoning)) = scripted.next() else {
                 break;

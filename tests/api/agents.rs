@@ -50,9 +50,8 @@ async fn bad_agent_bodies_are_refused() {
     for body in [json!({ "status": "asleep" }), json!({ "negotiationMode": 1 }), json!({ "name": "" })] {
         app.call(Method::PATCH, &path, Some(&token), Some(&body)).await.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
     }
-    app.call(Method::POST, &format!("{path}/keys"), Some(&token), Some(&json!({ "expiresAt": "2001-01-01T00:00:00Z" })))
-        .await
-        .assert_error(StatusCode::BAD_REQUEST, "invalid_body");
+    let expired = json!({ "expiresAt": "2001-01-01T00:00:00Z" });
+    app.call(Method::POST, &format!("{path}/keys"), Some(&token), Some(&expired)).await.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
 }
 
 #[tokio::test]

@@ -88,8 +88,7 @@ fn expected(audience: Audience, cred: Cred) -> StatusCode {
 #[tokio::test]
 async fn every_route_refuses_every_wrong_credential_and_leaks_nothing() {
     let app = TestApp::spawn().await;
-    let tomas_agent = app.register_agent("user-tomas").await;
-    let eve_agent = app.register_agent("user-eve").await;
+    let [tomas_agent, eve_agent] = app.register_agents(["user-tomas", "user-eve"]).await;
     let started = app.start(&fixtures::good_match()).await;
     let negotiation = started["negotiation"]["id"].as_str().unwrap().to_owned();
     let opportunity = started["opportunity"]["id"].as_str().unwrap().to_owned();

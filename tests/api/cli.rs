@@ -1,8 +1,24 @@
 //! The `parley` binary's start-up checks and small commands.
 
-use std::process::Command;
+use std::{path::PathBuf, process::Command};
 
-use crate::helpers::TEST_SECRET;
+use crate::helpers::{TEST_SECRET, post_for_json};
+
+/// A path of its own under the system's temporary directory, named after `what` (not created).
+fn temp_path(what: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("parley-{what}-{}", uuid::Uuid::now_v7()))
+}
+
+/// A new directory of its own under the system's temporary directory, holding `files` (name
+/// and contents).
+fn temp_dir_with(what: &str, files: &[(&str, &str)]) -> PathBuf {
+    let dir = temp_path(what);
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, contents) in files {
+        std::fs::write(dir.join(name), contents).unwrap();
+    }
+    dir
+}
 
 fn parley() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_parley"));
@@ -20,10 +36,8 @@ fn a_bad_configuration_value_stops_the_start_naming_the_variable() {
 
 #[test]
 fn a_malformed_skill_file_stops_the_start_naming_the_file_and_the_field() {
-    let dir = std::env::temp_dir().join(format!("parley-skills-{}", uuid::Uuid::now_v7()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = temp_dir_with("skills", &[("broken.yaml", "id: x\nname: X\ntags: 5\n")]);
     let file = dir.join("broken.yaml");
-    std::fs::write(&file, "id: x\nname: X\ntags: 5\n").unwrap();
     let out = parley()
         .arg("serve")
         .env("PARLEY_SKILLS", &file)
@@ -38,11 +52,9 @@ fn a_malformed_skill_file_stops_the_start_naming_the_file_and_the_field() {
 
 #[test]
 fn token_prints_a_jwt_for_the_services_secret_and_refuses_bad_arguments() {
-    let dir = std::env::temp_dir().join(format!("parley-token-{}", uuid::Uuid::now_v7()));
     // `parley serve` generated the secret into its data directory; `token` reads it.
-    std::fs::create_dir_all(&dir).unwrap();
     let secret = "0123456789abcdef0123456789abcdef";
-    std::fs::write(dir.join("jwt_secret"), format!("{secret}\n")).unwrap();
+    let dir = temp_dir_with("token", &[("jwt_secret", &format!("{secret}\n"))]);
     let out = parley()
         .args(["token", "--sub", "user-maya", "--role", "service", "--ttl", "2h"])
         .env("PARLEY_DATA_DIR", &dir)
@@ -69,7 +81,7 @@ fn token_prints_a_jwt_for_the_services_secret_and_refuses_bad_arguments() {
 #[test]
 fn token_without_a_secret_makes_none_and_says_how_to_set_one() {
     // Run from a directory where no service ever ran: nothing to sign with.
-    let dir = std::env::temp_dir().join(format!("parley-no-secret-{}", uuid::Uuid::now_v7()));
+    let dir = temp_path("no-secret");
     let out = parley()
         .args(["token", "--sub", "user-maya"])
         .env("PARLEY_DATA_DIR", &dir)
@@ -86,7 +98,7 @@ fn token_without_a_secret_makes_none_and_says_how_to_set_one() {
 
 #[test]
 fn worker_without_database_url_refuses_to_start_a_database_of_its_own() {
-    let dir = std::env::temp_dir().join(format!("parley-worker-{}", uuid::Uuid::now_v7()));
+    let dir = temp_path("worker");
     let out = parley().arg("worker").env("PARLEY_DATA_DIR", &dir).env("PARLEY_JWT_SECRET", TEST_SECRET).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
@@ -96,12 +108,14 @@ fn worker_without_database_url_refuses_to_start_a_database_of_its_own() {
 
 #[test]
 fn a_skill_file_without_an_id_is_refused() {
-    let dir = std::env::temp_dir().join(format!("parley-skill-id-{}", uuid::Uuid::now_v7()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let skills = dir.join("skills.yaml");
-    std::fs::write(&skills, "name: PDF Processing\ntags: [pdf, invoice]\n").unwrap();
-    let request = dir.join("request.json");
-    std::fs::write(&request, r#"{"task_summary": "Extract tables from PDF invoices"}"#).unwrap();
+    let dir = temp_dir_with(
+        "skill-id",
+        &[
+            ("skills.yaml", "name: PDF Processing\ntags: [pdf, invoice]\n"),
+            ("request.json", r#"{"task_summary": "Extract tables from PDF invoices"}"#),
+        ],
+    );
+    let (skills, request) = (dir.join("skills.yaml"), dir.join("request.json"));
     let out = parley().arg("assess").arg("--skills").arg(&skills).arg("--request").arg(&request).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(out.stdout.is_empty());
@@ -180,8 +194,7 @@ impl Serving {
 
 #[tokio::test]
 async fn a_second_serve_on_one_data_directory_says_another_parley_runs_there() {
-    let dir = std::env::temp_dir().join(format!("parley-twice-{}", uuid::Uuid::now_v7()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = temp_dir_with("twice", &[]);
     let mut first = Serving::start(&[("PARLEY_DATA_DIR", dir.as_os_str())]);
     first.base();
     let second = parley().arg("serve").env("PARLEY_DATA_DIR", &dir).env("PARLEY_BIND", "127.0.0.1:0").output().unwrap();
@@ -197,7 +210,7 @@ async fn a_second_serve_on_one_data_directory_says_another_parley_runs_there() {
 #[tokio::test]
 async fn logs_say_values_in_words_and_the_mcp_library_stays_quiet() {
     let url = crate::helpers::fresh_database().await;
-    let dir = std::env::temp_dir().join(format!("parley-logs-{}", uuid::Uuid::now_v7()));
+    let dir = temp_path("logs");
     // RUST_LOG unset: the default filter.
     let mut serving = Serving::start(&[
         ("DATABASE_URL", url.as_ref()),
@@ -209,28 +222,10 @@ async fn logs_say_values_in_words_and_the_mcp_library_stays_quiet() {
     let service = keys.mint("platform", parley::http::auth::CallerRole::Service, std::time::Duration::from_secs(600)).unwrap();
     let tomas = keys.mint("user-tomas", parley::http::auth::CallerRole::User, std::time::Duration::from_secs(600)).unwrap();
     let client = reqwest::Client::new();
-    let agent: serde_json::Value = client
-        .post(format!("{base}/api/agents"))
-        .bearer_auth(&tomas)
-        .json(&serde_json::json!({"name": "Tomas's agent"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let agent = post_for_json(&client, &format!("{base}/api/agents"), &tomas, &serde_json::json!({"name": "Tomas's agent"})).await;
     let key = agent["apiKey"]["key"].as_str().unwrap();
     // Tomas's turn is parked for his agent; the platform cancels the negotiation.
-    let started: serde_json::Value = client
-        .post(format!("{base}/api/negotiations"))
-        .bearer_auth(&service)
-        .json(&crate::fixtures::good_match())
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let started = post_for_json(&client, &format!("{base}/api/negotiations"), &service, &crate::fixtures::good_match()).await;
     let id = started["negotiation"]["id"].as_str().unwrap();
     let canceled = client.delete(format!("{base}/api/negotiations/{id}")).bearer_auth(&service).send().await.unwrap();
     assert!(canceled.status().is_success());
@@ -268,7 +263,7 @@ async fn serve_logs_its_address_its_database_without_the_password_and_how_to_min
     let (scheme, rest) = url.split_once("://").unwrap();
     let (user, host) = rest.split_once('@').expect("the test database URL names a user");
     let user = user.split(':').next().unwrap();
-    let dir = std::env::temp_dir().join(format!("parley-startup-{}", uuid::Uuid::now_v7()));
+    let dir = temp_path("startup");
     let with_password = format!("{scheme}://{user}:{password}@{host}");
     let mut serving = Serving::start(&[
         ("DATABASE_URL", with_password.as_ref()),

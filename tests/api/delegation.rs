@@ -8,18 +8,10 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use crate::helpers::{SseReader, TestAgent, TestApp};
-
-/// A code-review capability taking `{code: string}` and giving `{feedback: string}`, with a cost
-/// that orders discovery (cheaper ranks higher).
-pub fn capability(cost: f64) -> Value {
-    json!({
-        "taskType": "code-review",
-        "inputSchema": {"type": "object", "required": ["code"], "properties": {"code": {"type": "string"}}},
-        "outputSchema": {"type": "object", "required": ["feedback"], "properties": {"feedback": {"type": "string"}}},
-        "estimatedCostUsd": cost,
-    })
-}
+use crate::{
+    fixtures,
+    helpers::{SseReader, TestAgent, TestApp},
+};
 
 /// A target agent and its anonymous id.
 pub struct Target {
@@ -27,13 +19,14 @@ pub struct Target {
     pub anon: String,
 }
 
-/// A requester and `n` targets, ranked in order (the first is discovery's best).
+/// A requester and `n` targets offering code review, ranked in order by cost (the first is
+/// discovery's best).
 pub async fn setup(app: &TestApp, n: usize) -> (TestAgent, Vec<Target>) {
     let requester = app.register_agent("requester").await;
     let mut targets = Vec::new();
     for i in 0..n {
         let agent = app.register_agent(&format!("target-{i}")).await;
-        let put = app.agent_call(&agent, Method::PUT, "/capabilities", Some(&capability(1.0 + i as f64 * 10.0))).await;
+        let put = app.agent_call(&agent, Method::PUT, "/capabilities", Some(&fixtures::review_capability(Some(1.0 + i as f64 * 10.0)))).await;
         assert_eq!(put.status, StatusCode::CREATED, "{}", put.text);
         let anon = put.body["anonymousAgentId"].as_str().unwrap().to_owned();
         targets.push(Target { agent, anon });
@@ -52,6 +45,22 @@ pub fn body(requester: &TestAgent, request_id: &str, target: Option<&str>) -> Va
         b["targetAnonymousId"] = json!(t);
     }
     b
+}
+
+/// Delegates a new request of `requester` to whichever target discovery ranks first, its body
+/// first changed by `adjust`; asserts it is accepted (202) and returns its request id.
+pub async fn delegated(app: &TestApp, requester: &TestAgent, adjust: impl FnOnce(&mut Value)) -> String {
+    let rid = Uuid::new_v4().to_string();
+    let mut b = body(requester, &rid, None);
+    adjust(&mut b);
+    assert_eq!(app.delegate(requester, &b).await.status, StatusCode::ACCEPTED);
+    rid
+}
+
+/// Waits (at most 5 s) for the delegation to end; asserts the output its requester is given.
+async fn assert_output(app: &TestApp, requester: &TestAgent, request_id: &str, output: Value) {
+    let ended = app.until_ended(requester, request_id, Duration::from_secs(5)).await;
+    assert_eq!(ended.body["result"]["output"], output, "{}", ended.text);
 }
 
 pub async fn spawn() -> TestApp {
@@ -253,8 +262,7 @@ async fn a_complete_answers_alike_through_the_instance_that_accepted_and_through
         .act(&target.agent, &again, "complete", Some(&json!({"output": {"feedback": "again"}, "claimToken": token})))
         .await;
     twice.assert_error(StatusCode::CONFLICT, "invalid_state");
-    let ended = second.until_ended(&requester, &again, Duration::from_secs(5)).await;
-    assert_eq!(ended.body["result"]["output"], json!({"feedback": "as accepted"}), "{}", ended.text);
+    assert_output(&second, &requester, &again, json!({"feedback": "as accepted"})).await;
 }
 
 /// A request id belongs to its first requester. Another requester using it is refused 409
@@ -291,8 +299,7 @@ async fn a_request_id_belongs_to_its_first_requester() {
     assert_eq!(app.act(&target.agent, &rid, "accept", None).await.status, StatusCode::OK);
     let done = app.act(&target.agent, &rid, "complete", Some(&json!({"output": {"feedback": "ok"}}))).await;
     assert_eq!(done.status, StatusCode::OK, "{}", done.text);
-    let ended = app.until_ended(&requester, &rid, Duration::from_secs(5)).await;
-    assert_eq!(ended.body["result"]["output"], json!({"feedback": "ok"}), "{}", ended.text);
+    assert_output(&app, &requester, &rid, json!({"feedback": "ok"})).await;
 }
 
 #[tokio::test]
@@ -345,7 +352,7 @@ async fn every_refusal_is_the_documented_4xx_and_changes_nothing() {
     let not_eligible = app.delegate(&requester, &body(&requester, &rid, Some(&targets[1].anon))).await;
     not_eligible.assert_error(StatusCode::BAD_REQUEST, "target_not_eligible");
     assert!(not_eligible.text.contains("does not accept delegations"), "{}", not_eligible.text);
-    let mine = app.agent_call(&requester, Method::PUT, "/capabilities", Some(&capability(0.5))).await;
+    let mine = app.agent_call(&requester, Method::PUT, "/capabilities", Some(&fixtures::review_capability(Some(0.5)))).await;
     let own_anon = mine.body["anonymousAgentId"].as_str().unwrap().to_owned();
     app.delegate(&requester, &body(&requester, &rid, Some(&own_anon)))
         .await
@@ -449,11 +456,11 @@ async fn fallback_moves_through_reject_fail_and_accept_timeout_until_exhausted()
 async fn an_execution_timeout_moves_to_the_next_target_within_max_retries() {
     let app = spawn().await;
     let (requester, targets) = setup(&app, 3).await;
-    let rid = Uuid::new_v4().to_string();
-    let mut b = body(&requester, &rid, None);
-    b["timeoutMs"] = json!(1500);
-    b["maxRetries"] = json!(1);
-    assert_eq!(app.delegate(&requester, &b).await.status, StatusCode::ACCEPTED);
+    let rid = delegated(&app, &requester, |b| {
+        b["timeoutMs"] = json!(1500);
+        b["maxRetries"] = json!(1);
+    })
+    .await;
     assert_eq!(app.act(&targets[0].agent, &rid, "accept", None).await.status, StatusCode::OK);
     // Not finished in time: target 1 gets it (the one retry).
     app.until_offered(&targets[1].agent, &rid, Duration::from_secs(20)).await;
@@ -471,10 +478,7 @@ async fn an_execution_timeout_moves_to_the_next_target_within_max_retries() {
 async fn without_fallback_the_first_end_is_final() {
     let app = spawn().await;
     let (requester, targets) = setup(&app, 2).await;
-    let rid = Uuid::new_v4().to_string();
-    let mut b = body(&requester, &rid, None);
-    b["fallbackEnabled"] = json!(false);
-    assert_eq!(app.delegate(&requester, &b).await.status, StatusCode::ACCEPTED);
+    let rid = delegated(&app, &requester, |b| b["fallbackEnabled"] = json!(false)).await;
     assert_eq!(app.act(&targets[0].agent, &rid, "reject", None).await.status, StatusCode::OK);
     let (status, retries, attempts) = app.stored(&rid).await;
     assert_eq!((status.as_str(), retries, attempts.len()), ("rejected", 0, 1));
@@ -484,8 +488,7 @@ async fn without_fallback_the_first_end_is_final() {
 async fn sixteen_concurrent_accepts_of_one_attempt_have_one_winner() {
     let app = spawn().await;
     let (requester, targets) = setup(&app, 1).await;
-    let rid = Uuid::new_v4().to_string();
-    assert_eq!(app.delegate(&requester, &body(&requester, &rid, None)).await.status, StatusCode::ACCEPTED);
+    let rid = delegated(&app, &requester, |_| {}).await;
     let calls = (0..16).map(|_| {
         let (client, base, agent, rid) = (app.client.clone(), app.base.clone(), targets[0].agent.clone(), rid.clone());
         tokio::spawn(async move {
@@ -510,19 +513,13 @@ async fn a_complete_after_the_deadline_loses_to_the_timeout_and_one_before_wins(
     let (requester, targets) = setup(&app, 1).await;
 
     // Before the deadline: completed, and the timer that comes due later changes nothing.
-    let won = Uuid::new_v4().to_string();
-    let mut b = body(&requester, &won, None);
-    b["timeoutMs"] = json!(1000);
-    assert_eq!(app.delegate(&requester, &b).await.status, StatusCode::ACCEPTED);
+    let won = delegated(&app, &requester, |b| b["timeoutMs"] = json!(1000)).await;
     assert_eq!(app.act(&targets[0].agent, &won, "accept", None).await.status, StatusCode::OK);
     let done = app.act(&targets[0].agent, &won, "complete", Some(&json!({"output": {"feedback": "quick"}}))).await;
     assert_eq!(done.status, StatusCode::OK, "{}", done.text);
 
     // After the deadline: the timeout is the one outcome, the complete is 409.
-    let lost = Uuid::new_v4().to_string();
-    let mut b = body(&requester, &lost, None);
-    b["timeoutMs"] = json!(1000);
-    assert_eq!(app.delegate(&requester, &b).await.status, StatusCode::ACCEPTED);
+    let lost = delegated(&app, &requester, |b| b["timeoutMs"] = json!(1000)).await;
     assert_eq!(app.act(&targets[0].agent, &lost, "accept", None).await.status, StatusCode::OK);
     tokio::time::sleep(Duration::from_millis(1100)).await;
     let late = app.act(&targets[0].agent, &lost, "complete", Some(&json!({"output": {"feedback": "slow"}}))).await;
@@ -540,8 +537,7 @@ async fn a_complete_after_the_deadline_loses_to_the_timeout_and_one_before_wins(
 async fn duplicate_early_and_stale_timer_deliveries_change_nothing() {
     let app = spawn().await;
     let (requester, targets) = setup(&app, 2).await;
-    let rid = Uuid::new_v4().to_string();
-    assert_eq!(app.delegate(&requester, &body(&requester, &rid, None)).await.status, StatusCode::ACCEPTED);
+    let rid = delegated(&app, &requester, |_| {}).await;
     let id = app.delegation_id(&rid).await;
     let engine = &app.state.engine;
     let timer = |attempt| parley_jobs::DelegationTimeout { delegation_id: id, attempt };
@@ -620,36 +616,16 @@ async fn every_attempt_status_reaches_both_owners_over_sse_by_anonymous_id_only(
     let mut outsider = SseReader::open(&app.base, &app.user_token("someone-else"), None).await;
 
     let rid = Uuid::new_v4().to_string();
-    let asked = app
-        .delegate(&requester, &body(&requester, &rid, None))
-        .await;
+    let asked = app.delegate(&requester, &body(&requester, &rid, None)).await;
     assert_eq!(asked.status, StatusCode::ACCEPTED, "{}", asked.text);
-    let r = app
-        .act(
-            &targets[0].agent,
-            &rid,
-            "reject",
-            Some(&json!({"reason": "busy"})),
-        )
-        .await;
+    let r = app.act(&targets[0].agent, &rid, "reject", Some(&json!({"reason": "busy"}))).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
     let acc = app.act(&targets[1].agent, &rid, "accept", None).await;
     assert_eq!(acc.status, StatusCode::OK, "{}", acc.text);
-    let done = app
-        .act(
-            &targets[1].agent,
-            &rid,
-            "complete",
-            Some(&json!({"output": {"feedback": "fine"}})),
-        )
-        .await;
+    let done = app.act(&targets[1].agent, &rid, "complete", Some(&json!({"output": {"feedback": "fine"}}))).await;
     assert_eq!(done.status, StatusCode::OK, "{}", done.text);
 
-    let ids = [
-        requester.id.as_str(),
-        targets[0].agent.id.as_str(),
-        targets[1].agent.id.as_str(),
-    ];
+    let ids = [requester.id.as_str(), targets[0].agent.id.as_str(), targets[1].agent.id.as_str()];
     let owners = ["\"requester\"", "target-0", "target-1"];
     let hidden: Vec<&str> = ids.iter().chain(owners.iter()).copied().collect();
     let status = |a: i64, s: &str| (a, s.to_owned());

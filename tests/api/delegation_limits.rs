@@ -20,22 +20,45 @@ async fn permit(app: &TestApp, agent: &TestAgent, patch: &Value) {
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
 }
 
+/// Gives the requester a capability of its own (limits are set on capabilities) and sets its
+/// outbound limit to `limit` delegations a minute.
+async fn limit_outbound(app: &TestApp, requester: &TestAgent, limit: i64) {
+    let own = json!({"taskType": "testing", "inputSchema": {}, "outputSchema": {}});
+    let put = app.agent_call(requester, Method::PUT, "/capabilities", Some(&own)).await;
+    assert_eq!(put.status, StatusCode::CREATED, "{}", put.text);
+    permit(app, requester, &json!({"outboundRateLimit": limit})).await;
+}
+
+/// Sends the delegate call `body` as `requester`, past its outbound limit: asserts the 429
+/// `rate_limited`; returns its `Retry-After`, in seconds.
+async fn refused_retry_after(app: &TestApp, requester: &TestAgent, body: &Value) -> u64 {
+    let resp = app
+        .client
+        .post(format!("{}/api/agents/delegate", app.base))
+        .header("x-api-key", &requester.key)
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::TOO_MANY_REQUESTS);
+    let retry_after: u64 = resp.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    let refused: Value = resp.json().await.unwrap();
+    assert_eq!(refused["code"], "rate_limited", "{refused}");
+    retry_after
+}
+
+/// Asks for one more delegation of any target past the requester's outbound limit: asserts the
+/// 429 `rate_limited` and its `Retry-After` of 1 to 60 seconds.
+async fn assert_outbound_limited(app: &TestApp, requester: &TestAgent) {
+    let retry_after = refused_retry_after(app, requester, &body(requester, &Uuid::new_v4().to_string(), None)).await;
+    assert!((1..=60).contains(&retry_after), "{retry_after}");
+}
+
 #[tokio::test]
 async fn the_outbound_limit_refuses_with_retry_after_and_retries_of_a_request_still_answer() {
     let app = spawn().await;
     let (requester, _targets) = setup(&app, 1).await;
-    let own = app
-        .agent_call(
-            &requester,
-            Method::PUT,
-            "/capabilities",
-            Some(&json!({
-                "taskType": "testing", "inputSchema": {}, "outputSchema": {}
-            })),
-        )
-        .await;
-    assert_eq!(own.status, StatusCode::CREATED, "{}", own.text);
-    permit(&app, &requester, &json!({"outboundRateLimit": 2})).await;
+    limit_outbound(&app, &requester, 2).await;
     let first = body(&requester, &Uuid::new_v4().to_string(), None);
     assert_eq!(app.delegate(&requester, &first).await.status, StatusCode::ACCEPTED);
     assert_eq!(
@@ -44,16 +67,7 @@ async fn the_outbound_limit_refuses_with_retry_after_and_retries_of_a_request_st
     );
     let refused = app.delegate(&requester, &body(&requester, &Uuid::new_v4().to_string(), None)).await;
     refused.assert_error(StatusCode::TOO_MANY_REQUESTS, "rate_limited");
-    let resp = app
-        .client
-        .post(format!("{}/api/agents/delegate", app.base))
-        .header("x-api-key", &requester.key)
-        .json(&body(&requester, &Uuid::new_v4().to_string(), None))
-        .send()
-        .await
-        .unwrap();
-    let retry_after: u64 = resp.headers()["retry-after"].to_str().unwrap().parse().unwrap();
-    assert!((1..=60).contains(&retry_after), "{retry_after}");
+    assert_outbound_limited(&app, &requester).await;
     assert_eq!(app.count("delegations").await, 2);
     // The same request again is an answer, not a new delegation.
     assert_eq!(app.delegate(&requester, &first).await.status, StatusCode::ACCEPTED);
@@ -145,16 +159,7 @@ async fn the_rate_windows_free_up_when_their_oldest_leaves_the_last_minute() {
     assert_eq!(asked.body["delegation"]["status"], "request", "the target had room: {}", asked.text);
 
     // Full again (the second and the third); room once the second leaves, in about 20 s.
-    let resp = app
-        .client
-        .post(format!("{}/api/agents/delegate", app.base))
-        .header("x-api-key", &requester.key)
-        .json(&to_target(&Uuid::new_v4().to_string()))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), StatusCode::TOO_MANY_REQUESTS);
-    let retry_after: u64 = resp.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    let retry_after = refused_retry_after(&app, &requester, &to_target(&Uuid::new_v4().to_string())).await;
     assert!((18..=21).contains(&retry_after), "{retry_after}");
 
     // The target's window: the second and third attempts and two of another requester's fill
@@ -215,17 +220,8 @@ async fn concurrent_offers_to_one_target_never_overrun_its_inbound_limit() {
 async fn two_instances_on_one_database_share_the_outbound_count() {
     let (first, second) = spawn_two().await;
     let (requester, _targets) = setup(&first, 1).await;
-    let own = first
-        .agent_call(
-            &requester,
-            Method::PUT,
-            "/capabilities",
-            Some(&json!({"taskType": "testing", "inputSchema": {}, "outputSchema": {}})),
-        )
-        .await;
-    assert_eq!(own.status, StatusCode::CREATED, "{}", own.text);
     let limit = 4;
-    permit(&first, &requester, &json!({"outboundRateLimit": limit})).await;
+    limit_outbound(&first, &requester, limit).await;
     // Alternating instances: each sees only half the limit itself.
     for i in 0..limit {
         let app = if i % 2 == 0 { &first } else { &second };
@@ -243,23 +239,7 @@ async fn two_instances_on_one_database_share_the_outbound_count() {
         );
     }
     for app in [&first, &second] {
-        let resp = app
-            .client
-            .post(format!("{}/api/agents/delegate", app.base))
-            .header("x-api-key", &requester.key)
-            .json(&body(&requester, &Uuid::new_v4().to_string(), None))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(resp.status(), StatusCode::TOO_MANY_REQUESTS);
-        let retry_after: u64 = resp.headers()["retry-after"]
-            .to_str()
-            .unwrap()
-            .parse()
-            .unwrap();
-        assert!((1..=60).contains(&retry_after), "{retry_after}");
-        let refused: Value = resp.json().await.unwrap();
-        assert_eq!(refused["code"], "rate_limited", "{refused}");
+        assert_outbound_limited(app, &requester).await;
     }
-    assert_eq!(first.count("delegations").await, limit as i64);
+    assert_eq!(first.count("delegations").await, limit);
 }

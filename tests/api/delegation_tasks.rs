@@ -8,24 +8,15 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::{
+    fixtures,
     helpers::{Answer, TestAgent, TestApp},
     mcp::call_tool,
 };
 
-/// A code-review capability taking `{code}` and giving `{feedback}`; cheaper ranks higher.
-fn capability(cost: f64) -> Value {
-    json!({
-        "taskType": "code-review",
-        "inputSchema": {"type": "object", "required": ["code"], "properties": {"code": {"type": "string"}}},
-        "outputSchema": {"type": "object", "required": ["feedback"], "properties": {"feedback": {"type": "string"}}},
-        "estimatedCostUsd": cost,
-    })
-}
-
-/// An agent of `user` offering code review at `cost`.
+/// An agent of `user` offering code review at `cost` (cheaper ranks higher).
 async fn offering(app: &TestApp, user: &str, cost: f64) -> TestAgent {
     let agent = app.register_agent(user).await;
-    let put = app.agent_call(&agent, Method::PUT, "/capabilities", Some(&capability(cost))).await;
+    let put = app.agent_call(&agent, Method::PUT, "/capabilities", Some(&fixtures::review_capability(Some(cost)))).await;
     assert_eq!(put.status, StatusCode::CREATED, "{}", put.text);
     agent
 }
@@ -69,16 +60,8 @@ async fn each_attempt_of_a_fallback_is_an_a2a_task_its_parties_read_and_nobody_e
     let output = json!({"feedback": "looks fine"});
 
     let body = json!({"requestId": rid, "agentId": requester.id, "taskType": "code-review", "input": input});
-    let asked = app
-        .client
-        .post(format!("{}/api/agents/delegate", app.base))
-        .header("x-api-key", &requester.key)
-        .header("prefer", "respond-async")
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(asked.status(), StatusCode::ACCEPTED);
+    let asked = app.delegate_async(&requester, &body).await;
+    assert_eq!(asked.status, StatusCode::ACCEPTED);
 
     // The first target declines; the fallback goes to the second, which completes it.
     let offered = next_request(&app, &first).await;

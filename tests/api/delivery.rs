@@ -10,18 +10,10 @@ use crate::{
     helpers::{TestApp, answer},
 };
 
-/// A mixed negotiation whose candidate (Tomas) plays through his personal agent.
-async fn mixed(app: &TestApp) -> (crate::helpers::TestAgent, String) {
-    let agent = app.register_agent("user-tomas").await;
-    let started = app.start(&fixtures::good_match()).await;
-    assert_eq!(started["negotiation"]["status"], "waiting_for_agent");
-    (agent, started["negotiation"]["id"].as_str().unwrap().to_owned())
-}
-
 #[tokio::test]
 async fn pickup_returns_the_parked_turn_with_its_full_context() {
     let app = TestApp::spawn().await;
-    let (agent, id) = mixed(&app).await;
+    let (agent, id) = app.mixed_negotiation().await;
     let picked = app.pickup(&agent, None).await;
     assert_eq!(picked.status, StatusCode::OK, "{}", picked.text);
     let b = &picked.body;
@@ -62,7 +54,7 @@ async fn pickup_returns_the_parked_turn_with_its_full_context() {
 #[tokio::test]
 async fn a_mixed_negotiation_ends_pending_when_the_personal_agent_accepts() {
     let app = TestApp::spawn().await;
-    let (agent, id) = mixed(&app).await;
+    let (agent, id) = app.mixed_negotiation().await;
     let token = app.pickup(&agent, None).await.body["claimToken"].as_str().unwrap().to_owned();
     let done = app.respond(&agent, &id, &answer("accept", Some(&token))).await;
     assert_eq!(done.status, StatusCode::OK, "{}", done.text);
@@ -89,7 +81,7 @@ async fn a_mixed_negotiation_ends_pending_when_the_personal_agent_accepts() {
 #[tokio::test]
 async fn a_counter_lets_the_system_answer_and_parks_the_next_turn_until_the_cap_stalls_it() {
     let app = TestApp::spawn_with(|c| c.turn_caps.mixed = 4).await;
-    let (agent, id) = mixed(&app).await;
+    let (agent, id) = app.mixed_negotiation().await;
     // Turn 1: counter (an Index-style client: no claim token).
     assert_eq!(app.pickup(&agent, None).await.status, StatusCode::OK);
     let r = app.respond(&agent, &id, &answer("counter", None)).await;
@@ -121,8 +113,7 @@ async fn a_counter_lets_the_system_answer_and_parks_the_next_turn_until_the_cap_
 #[tokio::test]
 async fn personal_agents_on_both_sides_negotiate_without_a_cap() {
     let app = TestApp::spawn().await;
-    let maya = app.register_agent("user-maya").await;
-    let tomas = app.register_agent("user-tomas").await;
+    let [maya, tomas] = app.register_agents(["user-maya", "user-tomas"]).await;
     let started = app.start(&fixtures::good_match()).await;
     let n = &started["negotiation"];
     assert_eq!(n["maxTurns"], 0);
@@ -162,7 +153,7 @@ async fn personal_agents_on_both_sides_negotiate_without_a_cap() {
 #[tokio::test]
 async fn refused_responds_leave_the_negotiation_as_it_was() {
     let app = TestApp::spawn().await;
-    let (agent, id) = mixed(&app).await;
+    let (agent, id) = app.mixed_negotiation().await;
     // Respond without a claim.
     app.respond(&agent, &id, &answer("accept", None)).await.assert_error(StatusCode::CONFLICT, "not_claimed");
     let token = app.pickup(&agent, None).await.body["claimToken"].as_str().unwrap().to_owned();
@@ -217,7 +208,7 @@ async fn refused_responds_leave_the_negotiation_as_it_was() {
 #[tokio::test]
 async fn a_second_agent_of_the_same_user_sees_the_claim_as_someone_elses() {
     let app = TestApp::spawn().await;
-    let (first, id) = mixed(&app).await;
+    let (first, id) = app.mixed_negotiation().await;
     let second = app.register_agent("user-tomas").await;
     let token = app.pickup(&first, None).await.body["claimToken"].as_str().unwrap().to_owned();
     // The turn is held: the second agent finds nothing to pick up.
@@ -342,7 +333,7 @@ async fn concurrent_pickups_never_claim_the_same_turn() {
 #[tokio::test]
 async fn an_agents_listing_says_which_negotiations_it_answered_in() {
     let app = TestApp::spawn().await;
-    let (first, answered) = mixed(&app).await;
+    let (first, answered) = app.mixed_negotiation().await;
     let second = app.register_agent("user-tomas").await;
     let untouched = app.start(&fixtures::good_match()).await["negotiation"]["id"].as_str().unwrap().to_owned();
     // The second agent takes the oldest parked turn and answers it.

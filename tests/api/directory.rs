@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use crate::{
-    directory_calls::{capability, discover, put_capability, ranking, record, trust},
+    directory_calls::{capability, discover, put_capability, ranking, record, trust, with_an_expired_anonymous_id},
     helpers::{Answer, TestAgent, TestApp},
 };
 
@@ -268,10 +268,7 @@ async fn discovery_answers_show_neither_agent_ids_nor_owners() {
 
 #[tokio::test]
 async fn bad_discovery_queries_are_refused_and_change_nothing() {
-    let app = TestApp::spawn_with(|c| c.anonymous_id_ttl = Duration::from_secs(1)).await;
-    let agent = app.register_agent("user-tomas").await;
-    put_capability(&app, &agent, &capability("testing", None, None)).await;
-    tokio::time::sleep(Duration::from_millis(1200)).await; // the anonymous id has expired
+    let app = with_an_expired_anonymous_id().await;
     for query in [
         "",
         "taskType=",

@@ -1,4 +1,4 @@
-//! Realistic people and negotiation requests.
+//! Realistic people, negotiation requests and a capability to delegate to.
 
 use serde_json::{Value, json};
 
@@ -58,6 +58,25 @@ pub fn kernel_developer() -> Value {
     })
 }
 
+/// A climate startup's CTO hiring a data engineer with Python, Kubernetes and Terraform.
+pub fn climate_cto() -> Value {
+    json!({
+        "id": "user-maya", "name": "Maya Chen",
+        "profile": {"bio": "CTO of a climate analytics startup.", "skills": ["data architecture", "climate science"]},
+        "intents": [{"text": "Looking for a data engineer with Python, Kubernetes and Terraform for our climate analytics platform"}]
+    })
+}
+
+/// A data engineer with the Python, but neither the Kubernetes nor the Terraform.
+pub fn data_engineer() -> Value {
+    json!({
+        "id": "user-tomas", "name": "Tomas Novak",
+        "profile": {"bio": "Data engineer building Python pipelines with Spark and Airflow for climate research.",
+            "skills": ["Python", "Spark", "Airflow", "data engineering"], "interests": ["climate"]},
+        "intents": [{"text": "Looking for a mission-driven climate startup"}]
+    })
+}
+
 /// A `POST /api/negotiations` body between two users.
 pub fn request(source: Value, candidate: Value, score: f64) -> Value {
     json!({
@@ -80,4 +99,24 @@ pub fn good_match() -> Value {
 /// The chef/kernel pair, which should end `rejected`.
 pub fn mismatch() -> Value {
     request(pastry_chef(), kernel_developer(), 35.0)
+}
+
+/// The CTO/data engineer pair: a partial fit (Tomas has the data engineering only), so Maya's
+/// system negotiator answers a counter with a counter.
+pub fn partial_fit() -> Value {
+    request(climate_cto(), data_engineer(), 70.0)
+}
+
+/// A code-review capability taking `{code}` and giving `{feedback}` (both required), at `cost`
+/// when given.
+pub fn review_capability(cost: Option<f64>) -> Value {
+    let mut capability = json!({
+        "taskType": "code-review",
+        "inputSchema": {"type": "object", "required": ["code"], "properties": {"code": {"type": "string"}}},
+        "outputSchema": {"type": "object", "required": ["feedback"], "properties": {"feedback": {"type": "string"}}},
+    });
+    if let Some(cost) = cost {
+        capability["estimatedCostUsd"] = json!(cost);
+    }
+    capability
 }

@@ -100,9 +100,7 @@ async fn pickup_skips_the_negotiations_it_is_told_to_but_never_the_agents_own_cl
 #[tokio::test]
 async fn a_handed_back_turn_is_played_at_once_by_the_system_negotiator() {
     let app = TestApp::spawn().await;
-    let agent = app.register_agent("user-tomas").await;
-    let id = app.start(&fixtures::good_match()).await["negotiation"]["id"].as_str().unwrap().to_owned();
-    let token = app.pickup(&agent, None).await.body["claimToken"].as_str().unwrap().to_owned();
+    let (agent, id, token) = app.claimed_negotiation().await;
     let fallbacks = || async {
         let scrape = crate::metrics::scrape(&app).await;
         crate::metrics::total(&scrape, "parley_park_fallbacks_total", &[("window", "hand_back")])
@@ -169,9 +167,7 @@ async fn personal_vs_personal_has_no_one_to_hand_a_turn_to_and_changes_nothing()
 #[tokio::test]
 async fn a_release_may_say_why_and_bad_bodies_change_nothing() {
     let app = TestApp::spawn().await;
-    let agent = app.register_agent("user-tomas").await;
-    let id = app.start(&fixtures::good_match()).await["negotiation"]["id"].as_str().unwrap().to_owned();
-    let token = app.pickup(&agent, None).await.body["claimToken"].as_str().unwrap().to_owned();
+    let (agent, id, token) = app.claimed_negotiation().await;
 
     for bad in [json!({"claimToken": token, "handBack": "yes"}), json!({"claimToken": token, "reason": 5})] {
         release(&app, &agent, &id, &bad).await.assert_error(StatusCode::BAD_REQUEST, "invalid_body");

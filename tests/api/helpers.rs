@@ -255,10 +255,12 @@ impl TestApp {
 
     /// Number of rows in `table` (for proving that a refused request stored nothing).
     pub async fn count(&self, table: &str) -> i64 {
-        sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT count(*) FROM {table}")))
-            .fetch_one(&self.pool)
-            .await
-            .unwrap()
+        self.counted(&format!("SELECT count(*) FROM {table}")).await
+    }
+
+    /// The number `sql` selects: a count, for checking an invariant in SQL.
+    pub async fn counted(&self, sql: &str) -> i64 {
+        sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_owned())).fetch_one(&self.pool).await.unwrap()
     }
 }
 
@@ -282,6 +284,15 @@ impl TestApp {
         }
     }
 
+    /// Registers a personal agent for each of `users`, in order.
+    pub async fn register_agents<const N: usize>(&self, users: [&str; N]) -> [TestAgent; N] {
+        let mut agents = Vec::with_capacity(N);
+        for user in users {
+            agents.push(self.register_agent(user).await);
+        }
+        agents.try_into().ok().expect("one agent for each user")
+    }
+
     /// An agent call authenticated with `x-api-key`.
     pub async fn agent_call(&self, agent: &TestAgent, method: Method, path: &str, body: Option<&Value>) -> Answer {
         let mut req = self.client.request(method, format!("{}/api/agents/{}{path}", self.base, agent.id));
@@ -299,6 +310,21 @@ impl TestApp {
             None => "/negotiations/pickup".to_owned(),
         };
         self.agent_call(agent, Method::POST, &path, None).await
+    }
+
+    /// Tomas's agent holding the claim on its turn of a [`TestApp::mixed_negotiation`]: the
+    /// agent, the negotiation's id and the claim token.
+    pub async fn claimed_negotiation(&self) -> (TestAgent, String, String) {
+        let (agent, id) = self.mixed_negotiation().await;
+        let token = self.claim_token(&agent).await;
+        (agent, id, token)
+    }
+
+    /// Picks up a turn as `agent`, asserting there was one (200); returns its claim token.
+    pub async fn claim_token(&self, agent: &TestAgent) -> String {
+        let picked = self.pickup(agent, None).await;
+        assert_eq!(picked.status, StatusCode::OK, "{}", picked.text);
+        picked.body["claimToken"].as_str().unwrap().to_owned()
     }
 
     /// `POST .../negotiations/{id}/respond`.
@@ -356,17 +382,38 @@ impl TestApp {
             "taskType": task_type,
             "input": input,
         });
+        self.delegate_async(requester, &body).await
+    }
+
+    /// Sends the delegate call `body` as `requester`, answered at once (`Prefer: respond-async`).
+    pub async fn delegate_async(&self, requester: &TestAgent, body: &Value) -> Answer {
         let resp = self
             .client
             .post(format!("{}/api/agents/delegate", self.base))
             .header("x-api-key", &requester.key)
             .header("prefer", "respond-async")
-            .json(&body)
+            .json(body)
             .send()
             .await
             .expect("request failed");
         Answer::from(resp).await
     }
+
+    /// Registers Tomas's personal agent, then starts the founder/engineer negotiation
+    /// ([`crate::fixtures::good_match`]), whose turn waits for that agent; returns the agent and
+    /// the negotiation's id.
+    pub async fn mixed_negotiation(&self) -> (TestAgent, String) {
+        let agent = self.register_agent("user-tomas").await;
+        let started = self.start(&crate::fixtures::good_match()).await;
+        assert_eq!(started["negotiation"]["status"], "waiting_for_agent");
+        (agent, started["negotiation"]["id"].as_str().unwrap().to_owned())
+    }
+}
+
+/// POSTs `body` to `url` with the bearer `token` and reads the answer as JSON: for a Parley run
+/// as a process of its own, outside [`TestApp`].
+pub async fn post_for_json(client: &reqwest::Client, url: &str, token: &str, body: &Value) -> Value {
+    client.post(url).bearer_auth(token).json(body).send().await.unwrap().json().await.unwrap()
 }
 
 /// A respond body.

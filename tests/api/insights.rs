@@ -71,8 +71,7 @@ async fn insights_count_scripted_negotiations_and_decisions_and_show_each_user_o
         c.pending_ttl = Duration::from_secs(4);
     })
     .await;
-    let maya = app.register_agent("user-maya").await;
-    let tomas = app.register_agent("user-tomas").await;
+    let [maya, tomas] = app.register_agents(["user-maya", "user-tomas"]).await;
     use By::{Maya, Tomas};
     let propose = (Maya, "propose", "Proposing Tomas; missing: proposeonly");
 
@@ -82,28 +81,10 @@ async fn insights_count_scripted_negotiations_and_decisions_and_show_each_user_o
     decide(&app, "user-tomas", &opportunity_of(&n1), "accept").await;
     let n2 = play(&app, &maya, &tomas, &[propose, (Tomas, "accept", "Fine")]).await;
     decide(&app, "user-maya", &opportunity_of(&n2), "decline").await;
-    let n3 = play(
-        &app,
-        &maya,
-        &tomas,
-        &[propose, (Tomas, "counter", "Countering: missing: senior, rust"), (Maya, "accept", "Accepting")],
-    )
-    .await;
+    let n3 = play(&app, &maya, &tomas, &[propose, (Tomas, "counter", "Countering: missing: senior, rust"), (Maya, "accept", "Accepting")]).await;
     play(&app, &maya, &tomas, &[propose, (Tomas, "reject", "Rejecting: matched: none; missing: rust, kubernetes")]).await;
-    play(
-        &app,
-        &maya,
-        &tomas,
-        &[propose, (Tomas, "counter", "missing: rust (+2 more)"), (Maya, "reject", "Rejecting; missing: Payments.")],
-    )
-    .await;
-    let stalled = play(
-        &app,
-        &maya,
-        &tomas,
-        &[propose, (Tomas, "counter", "missing: rust, senior"), (Maya, "counter", "fit 0.4; missing: payments")],
-    )
-    .await;
+    play(&app, &maya, &tomas, &[propose, (Tomas, "counter", "missing: rust (+2 more)"), (Maya, "reject", "Rejecting; missing: Payments.")]).await;
+    let stalled = play(&app, &maya, &tomas, &[propose, (Tomas, "counter", "missing: rust, senior"), (Maya, "counter", "fit 0.4; missing: payments")]).await;
     let o = app.get(&format!("/api/opportunities/{}", opportunity_of(&stalled)), &app.service_token()).await;
     assert_eq!(o.body["status"], "stalled", "{}", o.text);
     // Someone else's negotiation (both sides played by the system negotiator).
@@ -188,18 +169,11 @@ async fn insights_count_scripted_negotiations_and_decisions_and_show_each_user_o
 #[tokio::test]
 async fn figures_are_rounded_and_hyphenated_terms_stay_whole() {
     let app = TestApp::spawn_with(|c| c.turn_caps.personal = 3).await;
-    let maya = app.register_agent("user-maya").await;
-    let tomas = app.register_agent("user-tomas").await;
+    let [maya, tomas] = app.register_agents(["user-maya", "user-tomas"]).await;
     use By::{Maya, Tomas};
     let propose = (Maya, "propose", "Proposing Tomas");
     // 3, 2 and 2 turns: a mean of 2.333...
-    play(
-        &app,
-        &maya,
-        &tomas,
-        &[propose, (Tomas, "counter", "Countering: missing: part-time, rust"), (Maya, "reject", "missing: on-call. The hours matter")],
-    )
-    .await;
+    play(&app, &maya, &tomas, &[propose, (Tomas, "counter", "Countering: missing: part-time, rust"), (Maya, "reject", "missing: on-call. The hours matter")]).await;
     play(&app, &maya, &tomas, &[propose, (Tomas, "accept", "Fine")]).await;
     play(&app, &maya, &tomas, &[propose, (Tomas, "reject", "fit 0.2; missing: part-time")]).await;
 

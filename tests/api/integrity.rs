@@ -305,9 +305,8 @@ async fn declared_limits_cannot_raise_the_services_budget() {
         let a = app.delegate(&requester, &asked(Some(&anon), "code-review", json!({}))).await;
         assert_eq!(a.status, StatusCode::ACCEPTED, "{}", a.text);
     }
-    app.delegate(&requester, &asked(Some(&anon), "code-review", json!({})))
-        .await
-        .assert_error(StatusCode::TOO_MANY_REQUESTS, "rate_limited");
+    let refused = app.delegate(&requester, &asked(Some(&anon), "code-review", json!({}))).await;
+    refused.assert_error(StatusCode::TOO_MANY_REQUESTS, "rate_limited");
 }
 
 #[tokio::test]
@@ -479,9 +478,8 @@ async fn another_users_agent_is_a_404_on_every_route_that_names_it() {
         format!("/api/agents/{}/delegations", agent.id),
     ] {
         app.get(&path, &eve).await.assert_error(StatusCode::NOT_FOUND, "not_found");
-        app.get(&path.replace(&agent.id, &Uuid::now_v7().to_string()), &eve)
-            .await
-            .assert_error(StatusCode::NOT_FOUND, "not_found");
+        let unknown = path.replace(&agent.id, &Uuid::now_v7().to_string());
+        app.get(&unknown, &eve).await.assert_error(StatusCode::NOT_FOUND, "not_found");
     }
 }
 

@@ -20,6 +20,18 @@ async fn start_partial_fit(app: &TestApp) -> String {
     app.start(&body).await["negotiation"]["id"].as_str().unwrap().to_owned()
 }
 
+/// A Parley that parks a turn for `offline` when its user's agents are not live and for `live`
+/// when they are, with Tomas's personal agent registered.
+async fn parking_for(offline: Duration, live: Duration) -> (TestApp, TestAgent) {
+    let app = TestApp::spawn_with(|c| {
+        c.park_timeout_offline = offline;
+        c.park_timeout = live;
+    })
+    .await;
+    let agent = app.register_agent("user-tomas").await;
+    (app, agent)
+}
+
 async fn played_by(app: &TestApp, turn: i32) -> String {
     sqlx::query_scalar("SELECT played_by FROM messages WHERE turn_number = $1")
         .bind(turn)
@@ -60,12 +72,7 @@ async fn an_offline_window_of_zero_hands_the_turn_to_the_system_at_once() {
 
 #[tokio::test]
 async fn a_user_whose_agent_just_long_polled_gets_the_long_window() {
-    let app = TestApp::spawn_with(|c| {
-        c.park_timeout_offline = Duration::from_secs(1);
-        c.park_timeout = Duration::from_secs(5);
-    })
-    .await;
-    let agent = app.register_agent("user-tomas").await;
+    let (app, agent) = parking_for(Duration::from_secs(1), Duration::from_secs(5)).await;
     // A long-poll with nothing parked: the agent is seen, then it goes quiet.
     assert_eq!(app.pickup(&agent, Some(1)).await.status, StatusCode::NO_CONTENT);
     let id = start_partial_fit(&app).await;
@@ -79,12 +86,7 @@ async fn a_user_whose_agent_just_long_polled_gets_the_long_window() {
 
 #[tokio::test]
 async fn an_agent_seen_before_the_offline_window_ends_moves_the_turn_to_the_long_window() {
-    let app = TestApp::spawn_with(|c| {
-        c.park_timeout_offline = Duration::from_secs(2);
-        c.park_timeout = Duration::from_secs(6);
-    })
-    .await;
-    let agent = app.register_agent("user-tomas").await;
+    let (app, agent) = parking_for(Duration::from_secs(2), Duration::from_secs(6)).await;
     let id = start_partial_fit(&app).await;
     // Parked while the agent was not live; it comes back before the offline timer fires.
     assert_eq!(app.snapshot(&id).await.0, "waiting_for_agent");

@@ -4,7 +4,10 @@
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use crate::{fixtures, helpers::TestApp};
+use crate::{
+    fixtures,
+    helpers::{TestAgent, TestApp},
+};
 
 const PROTOCOL: &str = "2025-06-18";
 
@@ -62,13 +65,46 @@ pub(crate) async fn call_tool(app: &TestApp, key: &str, name: &str, arguments: V
     answer["result"].clone()
 }
 
+/// Asserts that a tool's result is a tool error with `code`.
+#[track_caller]
+pub(crate) fn assert_tool_error(result: &Value, code: &str) {
+    assert_eq!(result["isError"], true, "{result}");
+    assert_eq!(result["structuredContent"]["code"], code, "{result}");
+}
+
+/// Tomas's agent, initialized over MCP, holding the claim on its turn of a
+/// [`TestApp::mixed_negotiation`]; returns the agent and the negotiation's id.
+pub(crate) async fn claimed_over_mcp(app: &TestApp) -> (TestAgent, String) {
+    let (agent, id) = app.mixed_negotiation().await;
+    initialize(app, &agent.key).await;
+    call_tool(app, &agent.key, "pickup_negotiation", json!({})).await;
+    (agent, id)
+}
+
+/// Registers Maya's agent (the requester) and Tomas's (the worker), which offers
+/// [`fixtures::review_capability`]; returns them with the worker's anonymous id.
+async fn requester_and_reviewer(app: &TestApp) -> (TestAgent, TestAgent, String) {
+    let [requester, worker] = app.register_agents(["user-maya", "user-tomas"]).await;
+    let put = app.agent_call(&worker, Method::PUT, "/capabilities", Some(&fixtures::review_capability(None))).await;
+    assert_eq!(put.status, StatusCode::CREATED, "{}", put.text);
+    let anonymous = put.body["anonymousAgentId"].as_str().unwrap().to_owned();
+    (requester, worker, anonymous)
+}
+
+/// Asks over MCP (`delegate_task`), as `requester` and with a request id of its own, for a
+/// review of `code`; asserts it was no tool error and returns the request id and the result.
+async fn delegate_review(app: &TestApp, requester: &TestAgent, code: &str) -> (String, Value) {
+    let rid = uuid::Uuid::new_v4().to_string();
+    let arguments = json!({"requestId": rid, "taskType": "code-review", "input": {"code": code}});
+    let asked = call_tool(app, &requester.key, "delegate_task", arguments).await;
+    assert_eq!(asked["isError"], false, "{asked}");
+    (rid, asked)
+}
+
 #[tokio::test]
 async fn an_agent_runtime_picks_up_and_answers_its_turn_over_mcp() {
     let app = TestApp::spawn().await;
-    let agent = app.register_agent("user-tomas").await;
-    let started = app.start(&fixtures::good_match()).await;
-    let id = started["negotiation"]["id"].as_str().unwrap().to_owned();
-    assert_eq!(started["negotiation"]["status"], "waiting_for_agent");
+    let (agent, id) = app.mixed_negotiation().await;
 
     let init = initialize(&app, &agent.key).await;
     assert!(init["capabilities"]["tools"].is_object(), "{init}");
@@ -120,40 +156,22 @@ async fn an_agent_runtime_picks_up_and_answers_its_turn_over_mcp() {
     assert_eq!(turn["context"]["ownUser"]["id"], "user-tomas");
     let token = turn["claimToken"].as_str().unwrap().to_owned();
 
+    let respond = |action: &str, reasoning: &str| {
+        json!({"negotiationId": id, "claimToken": token, "action": action, "reasoning": reasoning,
+            "suggestedRoles": {"ownUser": "agent", "otherUser": "patient"}})
+    };
     // A counter without a message is a tool error, and changes nothing.
-    let refused = call_tool(
-        &app,
-        &agent.key,
-        "respond_to_negotiation",
-        json!({"negotiationId": id, "claimToken": token, "action": "counter", "reasoning": "Need the stage",
-            "suggestedRoles": {"ownUser": "agent", "otherUser": "patient"}}),
-    )
-    .await;
+    let refused = call_tool(&app, &agent.key, "respond_to_negotiation", respond("counter", "Need the stage")).await;
     assert_eq!(refused["isError"], true, "{refused}");
     assert!(refused["structuredContent"]["error"].as_str().unwrap().contains("message is required"));
     assert_eq!(app.snapshot(&id).await.0, "claimed");
 
     // Propose is not allowed after turn 0: the engine's own refusal, as a tool error.
-    let refused = call_tool(
-        &app,
-        &agent.key,
-        "respond_to_negotiation",
-        json!({"negotiationId": id, "claimToken": token, "action": "propose", "reasoning": "Again",
-            "suggestedRoles": {"ownUser": "agent", "otherUser": "patient"}}),
-    )
-    .await;
-    assert_eq!(refused["isError"], true);
-    assert_eq!(refused["structuredContent"]["code"], "action_not_allowed");
+    let refused = call_tool(&app, &agent.key, "respond_to_negotiation", respond("propose", "Again")).await;
+    assert_tool_error(&refused, "action_not_allowed");
 
-    let answered = call_tool(
-        &app,
-        &agent.key,
-        "respond_to_negotiation",
-        json!({"negotiationId": id, "claimToken": token, "action": "accept",
-            "reasoning": "Eight years of Rust and payments APIs: exactly what Maya is looking for",
-            "suggestedRoles": {"ownUser": "agent", "otherUser": "patient"}}),
-    )
-    .await;
+    let accept = respond("accept", "Eight years of Rust and payments APIs: exactly what Maya is looking for");
+    let answered = call_tool(&app, &agent.key, "respond_to_negotiation", accept).await;
     assert_eq!(answered["isError"], false, "{answered}");
     let done = &answered["structuredContent"];
     assert_eq!(done["success"], true);
@@ -176,8 +194,7 @@ async fn an_agent_runtime_picks_up_and_answers_its_turn_over_mcp() {
     let bad_id = call_tool(&app, &agent.key, "get_negotiation", json!({"negotiationId": "not-an-id"})).await;
     assert_eq!(bad_id["isError"], true);
     let unknown = call_tool(&app, &agent.key, "get_negotiation", json!({"negotiationId": uuid::Uuid::now_v7()})).await;
-    assert_eq!(unknown["isError"], true);
-    assert_eq!(unknown["structuredContent"]["code"], "not_found");
+    assert_tool_error(&unknown, "not_found");
     let bad_status = call_tool(&app, &agent.key, "list_negotiations", json!({"status": "sleeping"})).await;
     assert_eq!(bad_status["isError"], true);
 }
@@ -215,16 +232,11 @@ async fn mcp_refuses_missing_bad_and_revoked_keys() {
 #[tokio::test]
 async fn era_b_respond_arguments_store_the_message_as_reasoning_and_peer_roles() {
     let app = TestApp::spawn().await;
-    let agent = app.register_agent("user-tomas").await;
-    let started = app.start(&fixtures::good_match()).await;
-    let id = started["negotiation"]["id"].as_str().unwrap().to_owned();
-    initialize(&app, &agent.key).await;
-    call_tool(&app, &agent.key, "pickup_negotiation", json!({})).await;
+    let (agent, id) = claimed_over_mcp(&app).await;
 
     // Neither reasoning nor message: refused, nothing changes.
     let refused = call_tool(&app, &agent.key, "respond_to_negotiation", json!({"negotiationId": id, "action": "accept"})).await;
-    assert_eq!(refused["isError"], true, "{refused}");
-    assert_eq!(refused["structuredContent"]["code"], "invalid_body");
+    assert_tool_error(&refused, "invalid_body");
     assert_eq!(app.snapshot(&id).await, ("claimed".into(), 1, 1));
 
     // Index Network's era-B call: no claim token, no reasoning, no roles.
@@ -288,156 +300,61 @@ async fn discover_agents_and_rank_agents_answer_as_the_http_routes_do() {
         ("rank_agents", json!({"task_summary": "x", "weights": {"cost": -1}}), "cost"),
     ] {
         let refused = call_tool(&app, &caller.key, tool, args).await;
-        assert_eq!(refused["isError"], true, "{refused}");
-        assert_eq!(refused["structuredContent"]["code"], "invalid_body", "{refused}");
+        assert_tool_error(&refused, "invalid_body");
         assert!(refused["structuredContent"]["error"].as_str().unwrap().contains(field), "{refused}");
     }
-}
-
-/// A code-review capability taking `{code}` and giving `{feedback}`.
-fn review_capability() -> Value {
-    json!({
-        "taskType": "code-review",
-        "inputSchema": {"type": "object", "required": ["code"], "properties": {"code": {"type": "string"}}},
-        "outputSchema": {"type": "object", "required": ["feedback"], "properties": {"feedback": {"type": "string"}}},
-    })
 }
 
 #[tokio::test]
 async fn a_delegation_runs_its_whole_loop_over_mcp_as_over_http() {
     let app = TestApp::spawn().await;
-    let requester = app.register_agent("user-maya").await;
-    let worker = app.register_agent("user-tomas").await;
-    let put = app
-        .agent_call(
-            &worker,
-            Method::PUT,
-            "/capabilities",
-            Some(&review_capability()),
-        )
-        .await;
-    assert_eq!(put.status, StatusCode::CREATED, "{}", put.text);
-    let anonymous = put.body["anonymousAgentId"].as_str().unwrap().to_owned();
-    let rid = uuid::Uuid::new_v4().to_string();
-
-    let asked = call_tool(
-        &app,
-        &requester.key,
-        "delegate_task",
-        json!({"requestId": rid, "taskType": "code-review", "input": {"code": "fn main() {}"}}),
-    )
-    .await;
-    assert_eq!(asked["isError"], false, "{asked}");
+    let (requester, worker, anonymous) = requester_and_reviewer(&app).await;
+    let (rid, asked) = delegate_review(&app, &requester, "fn main() {}").await;
+    let request = json!({"requestId": rid});
     let d = &asked["structuredContent"]["delegation"];
     assert_eq!(d["status"], "request");
     assert_eq!(d["attempts"][0]["targetAnonymousId"], anonymous.as_str());
-    assert!(
-        !asked.to_string().contains(&worker.id),
-        "the requester sees the target only by anonymous id"
-    );
+    assert!(!asked.to_string().contains(&worker.id), "the requester sees the target only by anonymous id");
 
     let inbox = call_tool(&app, &worker.key, "list_delegation_inbox", json!({})).await;
     assert_eq!(inbox["structuredContent"]["total"], 1, "{inbox}");
     let item = &inbox["structuredContent"]["requests"][0];
     assert_eq!(item["requestId"], rid.as_str());
     assert_eq!(item["input"], json!({"code": "fn main() {}"}));
-    assert!(
-        !inbox.to_string().contains(&requester.id),
-        "the target sees the requester only by anonymous id"
-    );
+    assert!(!inbox.to_string().contains(&requester.id), "the target sees the requester only by anonymous id");
     // The same inbox as the HTTP route's.
-    let over_http = app
-        .agent_call(&worker, Method::GET, "/delegations/inbox", None)
-        .await;
+    let over_http = app.agent_call(&worker, Method::GET, "/delegations/inbox", None).await;
     assert_eq!(inbox["structuredContent"], over_http.body);
 
-    let accepted = call_tool(
-        &app,
-        &worker.key,
-        "accept_delegation",
-        json!({"requestId": rid}),
-    )
-    .await;
-    assert_eq!(
-        accepted["structuredContent"]["accepted"], true,
-        "{accepted}"
-    );
-    let token = accepted["structuredContent"]["claimToken"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let accepted = call_tool(&app, &worker.key, "accept_delegation", request.clone()).await;
+    assert_eq!(accepted["structuredContent"]["accepted"], true, "{accepted}");
+    let token = accepted["structuredContent"]["claimToken"].as_str().unwrap().to_owned();
 
     // The output schema's refusal is the route's `output_invalid`, and the attempt stays accepted.
-    let wrong = call_tool(
-        &app,
-        &worker.key,
-        "complete_delegation",
-        json!({"requestId": rid, "output": {"feedback": 5}, "claimToken": token}),
-    )
-    .await;
-    assert_eq!(wrong["isError"], true, "{wrong}");
-    assert_eq!(wrong["structuredContent"]["code"], "output_invalid");
-    let done = call_tool(
-        &app,
-        &worker.key,
-        "complete_delegation",
-        json!({"requestId": rid, "output": {"feedback": "fine"}, "claimToken": token}),
-    )
-    .await;
-    assert_eq!(
-        done["structuredContent"],
-        json!({"completed": true}),
-        "{done}"
-    );
+    let complete = |output: Value| json!({"requestId": rid, "output": output, "claimToken": token});
+    let wrong = call_tool(&app, &worker.key, "complete_delegation", complete(json!({"feedback": 5}))).await;
+    assert_tool_error(&wrong, "output_invalid");
+    let done = call_tool(&app, &worker.key, "complete_delegation", complete(json!({"feedback": "fine"}))).await;
+    assert_eq!(done["structuredContent"], json!({"completed": true}), "{done}");
 
-    let got = call_tool(
-        &app,
-        &requester.key,
-        "get_delegation",
-        json!({"requestId": rid}),
-    )
-    .await;
+    let got = call_tool(&app, &requester.key, "get_delegation", request).await;
     assert_eq!(got["isError"], false, "{got}");
     assert_eq!(got["structuredContent"]["result"]["status"], "success", "AgentLens's word for completed");
-    assert_eq!(
-        got["structuredContent"]["result"]["output"],
-        json!({"feedback": "fine"})
-    );
-    let over_http = app
-        .get(
-            &format!("/api/delegations/{rid}"),
-            &app.user_token("user-maya"),
-        )
-        .await;
+    assert_eq!(got["structuredContent"]["result"]["output"], json!({"feedback": "fine"}));
+    let over_http = app.get(&format!("/api/delegations/{rid}"), &app.user_token("user-maya")).await;
     assert_eq!(got["structuredContent"], over_http.body);
 }
 
 #[tokio::test]
 async fn delegation_tools_refuse_as_the_routes_do_and_change_nothing() {
     let app = TestApp::spawn().await;
-    let requester = app.register_agent("user-maya").await;
-    let worker = app.register_agent("user-tomas").await;
+    let (requester, worker, _) = requester_and_reviewer(&app).await;
     let outsider = app.register_agent("user-ines").await;
-    let put = app
-        .agent_call(
-            &worker,
-            Method::PUT,
-            "/capabilities",
-            Some(&review_capability()),
-        )
-        .await;
-    assert_eq!(put.status, StatusCode::CREATED, "{}", put.text);
 
     for (args, code) in [
-        (
-            json!({"taskType": "code-review", "input": {"code": 7}}),
-            "input_invalid",
-        ),
+        (json!({"taskType": "code-review", "input": {"code": 7}}), "input_invalid"),
         (json!({"taskType": "cooking", "input": {}}), "invalid_body"),
-        (
-            json!({"requestId": "nope", "taskType": "code-review", "input": {"code": "x"}}),
-            "invalid_body",
-        ),
+        (json!({"requestId": "nope", "taskType": "code-review", "input": {"code": "x"}}), "invalid_body"),
         (
             json!({"taskType": "code-review", "input": {"code": "x"}, "targetAnonymousId": uuid::Uuid::new_v4()}),
             "unknown_target",
@@ -445,72 +362,22 @@ async fn delegation_tools_refuse_as_the_routes_do_and_change_nothing() {
     ] {
         let refused = call_tool(&app, &requester.key, "delegate_task", args.clone()).await;
         assert_eq!(refused["isError"], true, "{args}: {refused}");
-        assert_eq!(
-            refused["structuredContent"]["code"], code,
-            "{args}: {refused}"
-        );
+        assert_eq!(refused["structuredContent"]["code"], code, "{args}: {refused}");
     }
     assert_eq!(app.count("delegations").await, 0);
 
-    let rid = uuid::Uuid::new_v4().to_string();
-    let asked = call_tool(
-        &app,
-        &requester.key,
-        "delegate_task",
-        json!({"requestId": rid, "taskType": "code-review", "input": {"code": "x"}}),
-    )
-    .await;
-    assert_eq!(asked["isError"], false, "{asked}");
+    let (rid, _) = delegate_review(&app, &requester, "x").await;
+    let request = json!({"requestId": rid});
     // Another agent may neither read it nor act on it.
-    let read = call_tool(
-        &app,
-        &outsider.key,
-        "get_delegation",
-        json!({"requestId": rid}),
-    )
-    .await;
+    let read = call_tool(&app, &outsider.key, "get_delegation", request.clone()).await;
     assert_eq!(read["structuredContent"]["code"], "not_found", "{read}");
-    let taken = call_tool(
-        &app,
-        &outsider.key,
-        "accept_delegation",
-        json!({"requestId": rid}),
-    )
-    .await;
+    let taken = call_tool(&app, &outsider.key, "accept_delegation", request.clone()).await;
     assert_eq!(taken["structuredContent"]["code"], "not_found", "{taken}");
     // Failing before accepting is the route's conflict.
-    let failed = call_tool(
-        &app,
-        &worker.key,
-        "fail_delegation",
-        json!({"requestId": rid, "error": "x"}),
-    )
-    .await;
-    assert_eq!(
-        failed["structuredContent"]["code"], "invalid_state",
-        "{failed}"
-    );
-    let rejected = call_tool(
-        &app,
-        &worker.key,
-        "reject_delegation",
-        json!({"requestId": rid, "reason": "busy"}),
-    )
-    .await;
-    assert_eq!(
-        rejected["structuredContent"],
-        json!({"ended": true}),
-        "{rejected}"
-    );
-    let got = call_tool(
-        &app,
-        &requester.key,
-        "get_delegation",
-        json!({"requestId": rid}),
-    )
-    .await;
-    assert_eq!(
-        got["structuredContent"]["delegation"]["attempts"][0]["reason"], "busy",
-        "{got}"
-    );
+    let failed = call_tool(&app, &worker.key, "fail_delegation", json!({"requestId": rid, "error": "x"})).await;
+    assert_eq!(failed["structuredContent"]["code"], "invalid_state", "{failed}");
+    let rejected = call_tool(&app, &worker.key, "reject_delegation", json!({"requestId": rid, "reason": "busy"})).await;
+    assert_eq!(rejected["structuredContent"], json!({"ended": true}), "{rejected}");
+    let got = call_tool(&app, &requester.key, "get_delegation", request).await;
+    assert_eq!(got["structuredContent"]["delegation"]["attempts"][0]["reason"], "busy", "{got}");
 }

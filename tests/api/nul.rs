@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use crate::{
     fixtures,
     helpers::{Answer, TestApp, answer},
-    mcp::{call_tool, initialize},
+    mcp::{assert_tool_error, call_tool, claimed_over_mcp},
 };
 
 /// Asserts a 400 `invalid_body` whose message names `field`.
@@ -104,12 +104,7 @@ async fn negotiation_requests_with_nul_in_any_string_or_key_are_refused_and_noth
 #[tokio::test]
 async fn a_respond_with_nul_is_refused_and_the_turn_does_not_advance() {
     let app = TestApp::spawn().await;
-    let agent = app.register_agent("user-tomas").await;
-    let started = app.start(&fixtures::good_match()).await;
-    let id = started["negotiation"]["id"].as_str().unwrap().to_owned();
-    let picked = app.pickup(&agent, None).await;
-    assert_eq!(picked.status, StatusCode::OK, "{}", picked.text);
-    let token = picked.body["claimToken"].as_str().unwrap().to_owned();
+    let (agent, id, token) = app.claimed_negotiation().await;
     let before = app.snapshot(&id).await;
 
     let good = answer("accept", Some(&token));
@@ -164,19 +159,14 @@ async fn a_token_whose_subject_holds_nul_is_unauthorized_on_every_database_route
 #[tokio::test]
 async fn an_mcp_respond_with_nul_is_a_tool_error_and_nothing_is_stored() {
     let app = TestApp::spawn().await;
-    let agent = app.register_agent("user-tomas").await;
-    let started = app.start(&fixtures::good_match()).await;
-    let id = started["negotiation"]["id"].as_str().unwrap().to_owned();
-    initialize(&app, &agent.key).await;
-    call_tool(&app, &agent.key, "pickup_negotiation", json!({})).await;
+    let (agent, id) = claimed_over_mcp(&app).await;
     let before = app.snapshot(&id).await;
 
     for (field, value) in [("message", "fine"), ("reasoning", "fine")] {
         let mut arguments = json!({"negotiationId": id, "action": "accept", "message": "ok", "reasoning": "because"});
         arguments[field] = json!(format!("{value}\u{0}"));
         let refused = call_tool(&app, &agent.key, "respond_to_negotiation", arguments).await;
-        assert_eq!(refused["isError"], true, "{refused}");
-        assert_eq!(refused["structuredContent"]["code"], "invalid_body", "{refused}");
+        assert_tool_error(&refused, "invalid_body");
         let message = refused["structuredContent"]["error"].as_str().unwrap();
         assert!(message.contains(&format!("/params/arguments/{field}")), "{message}");
     }

@@ -16,22 +16,6 @@ use crate::{
     mcp::{call_tool, initialize},
 };
 
-/// Maya hires a data engineer with Kubernetes and Terraform; Tomas has the data engineering only.
-fn partial_fit() -> Value {
-    let maya = json!({
-        "id": "user-maya", "name": "Maya Chen",
-        "profile": {"bio": "CTO of a climate analytics startup.", "skills": ["data architecture", "climate science"]},
-        "intents": [{"text": "Looking for a data engineer with Python, Kubernetes and Terraform for our climate analytics platform"}]
-    });
-    let tomas = json!({
-        "id": "user-tomas", "name": "Tomas Novak",
-        "profile": {"bio": "Data engineer building Python pipelines with Spark and Airflow for climate research.",
-            "skills": ["Python", "Spark", "Airflow", "data engineering"], "interests": ["climate"]},
-        "intents": [{"text": "Looking for a mission-driven climate startup"}]
-    });
-    fixtures::request(maya, tomas, 70.0)
-}
-
 const SECRET: &str = "PRIVATE: my user would settle for less";
 
 /// Every turn in `turns` by `side` has reasoning exactly when `visible`.
@@ -50,7 +34,7 @@ async fn the_other_sides_reasoning_never_reaches_a_user_or_agent() {
     let app = TestApp::spawn().await;
     let tomas = app.register_agent("user-tomas").await;
     // A partial fit: Maya's system negotiator counters, naming what her side still misses.
-    let started = app.start(&partial_fit()).await;
+    let started = app.start(&fixtures::partial_fit()).await;
     let id = started["negotiation"]["id"].as_str().unwrap().to_owned();
 
     let first = app.pickup(&tomas, None).await.body;

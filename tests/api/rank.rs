@@ -6,7 +6,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::{
-    directory_calls::{capability, offer, record},
+    directory_calls::{capability, offer, record, with_an_expired_anonymous_id},
     fixtures,
     helpers::{Answer, TestApp},
 };
@@ -173,10 +173,7 @@ async fn ranking_answers_show_neither_agent_ids_nor_owners() {
 
 #[tokio::test]
 async fn bad_ranking_bodies_are_refused_naming_the_field_and_change_nothing() {
-    let app = TestApp::spawn_with(|c| c.anonymous_id_ttl = std::time::Duration::from_secs(1)).await;
-    let agent = app.register_agent("user-tomas").await;
-    offer(&app, &agent, &capability("testing", None, None)).await;
-    tokio::time::sleep(std::time::Duration::from_millis(1200)).await; // the anonymous id has expired
+    let app = with_an_expired_anonymous_id().await;
     for (body, names) in [
         (json!({}), "task_summary"),
         (json!({"task_summary": ""}), "task_summary"),

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::{
     fixtures,
-    helpers::{SseReader, TestApp, answer},
+    helpers::{SseReader, TestAgent, TestApp, answer},
 };
 
 const WAIT: Duration = Duration::from_secs(15);
@@ -32,9 +32,11 @@ async fn footprint(app: &TestApp) -> Vec<i64> {
     counts
 }
 
-/// Starts the founder/engineer match with Tomas's personal agent and cancels it while his turn
-/// is parked: the opportunity is `stalled`. Returns `(opportunity, negotiation)`.
-async fn stalled(app: &TestApp) -> (String, String) {
+/// Registers Tomas's personal agent, starts the founder/engineer match and cancels it while his
+/// turn is parked: the opportunity is `stalled`. Returns `(Tomas's agent, opportunity,
+/// negotiation)`.
+async fn stalled(app: &TestApp) -> (TestAgent, String, String) {
+    let tomas = app.register_agent("user-tomas").await;
     let started = app.start(&fixtures::good_match()).await;
     let negotiation = started["negotiation"]["id"].as_str().unwrap().to_owned();
     let opportunity = started["opportunity"]["id"].as_str().unwrap().to_owned();
@@ -55,7 +57,7 @@ async fn stalled(app: &TestApp) -> (String, String) {
         )
         .await;
     assert_eq!(o.body["status"], "stalled");
-    (opportunity, negotiation)
+    (tomas, opportunity, negotiation)
 }
 
 async fn opportunity_status(app: &TestApp, opportunity: &str) -> Value {
@@ -178,8 +180,7 @@ async fn only_stalled_and_expired_opportunities_can_be_reactivated() {
 async fn a_reactivated_round_runs_to_an_outcome_and_its_agent_sees_the_earlier_round() {
     let app = TestApp::spawn().await;
     let service = app.service_token();
-    let tomas = app.register_agent("user-tomas").await;
-    let (opportunity, first) = stalled(&app).await;
+    let (tomas, opportunity, first) = stalled(&app).await;
 
     let mut events = SseReader::open(&app.base, &service, None).await;
     let mut candidate = fixtures::engineer();
@@ -292,8 +293,7 @@ async fn a_reactivated_round_runs_to_an_outcome_and_its_agent_sees_the_earlier_r
 #[tokio::test]
 async fn a_new_context_without_a_name_keeps_the_name_the_platform_gave() {
     let app = TestApp::spawn().await;
-    app.register_agent("user-tomas").await;
-    let (opportunity, _) = stalled(&app).await;
+    let (_, opportunity, _) = stalled(&app).await;
     // The README's example: only the id and a profile, no name.
     let body = json!({"candidateUser": {"id": "user-tomas", "profile": {"skills": ["rust", "payments api", "team lead"]}}});
     let round = app.post(&reactivate_path(&opportunity), &app.service_token(), &body).await;
@@ -309,8 +309,7 @@ async fn a_new_context_without_a_name_keeps_the_name_the_platform_gave() {
 async fn a_repeat_while_the_new_round_runs_returns_that_round() {
     let app = TestApp::spawn().await;
     let service = app.service_token();
-    app.register_agent("user-tomas").await;
-    let (opportunity, _) = stalled(&app).await;
+    let (_, opportunity, _) = stalled(&app).await;
 
     let first = app
         .post(&reactivate_path(&opportunity), &service, &json!({}))
@@ -339,8 +338,7 @@ async fn a_repeat_while_the_new_round_runs_returns_that_round() {
 async fn bad_bodies_are_refused_and_change_nothing() {
     let app = TestApp::spawn().await;
     let service = app.service_token();
-    app.register_agent("user-tomas").await;
-    let (opportunity, _) = stalled(&app).await;
+    let (_, opportunity, _) = stalled(&app).await;
     let path = reactivate_path(&opportunity);
 
     let before = footprint(&app).await;

@@ -378,8 +378,7 @@ async fn with_no_system_negotiator_to_hand_it_to_a_failing_turn_is_released_agai
 #[tokio::test]
 async fn a_program_thinking_past_a_short_claim_timeout_still_answers() {
     let app = TestApp::spawn_with(|c| c.claim_timeout = Duration::from_secs(2)).await;
-    let tomas = app.register_agent("user-tomas").await;
-    let id = start(&app, fixtures::good_match()).await;
+    let (tomas, id) = app.mixed_negotiation().await;
     let scratch = Scratch::new("thinking");
     let runner = Runner::start(&app, &tomas.key, &["--json-logs", "--exec", &scratch.program("slow 5")], &scratch, "runner");
 
@@ -400,8 +399,7 @@ async fn a_program_thinking_past_a_short_claim_timeout_still_answers() {
 #[tokio::test]
 async fn sigterm_mid_turn_lets_the_turn_finish_within_the_grace_period_and_exits_0() {
     let app = TestApp::spawn().await;
-    let tomas = app.register_agent("user-tomas").await;
-    let id = start(&app, fixtures::good_match()).await;
+    let (tomas, id) = app.mixed_negotiation().await;
     let scratch = Scratch::new("sigterm");
     let mut runner =
         Runner::start(&app, &tomas.key, &["--exec", &scratch.program("slow 2"), "--grace", "30s"], &scratch, "runner");
@@ -421,8 +419,7 @@ async fn sigterm_mid_turn_lets_the_turn_finish_within_the_grace_period_and_exits
 #[tokio::test]
 async fn sigterm_gives_back_a_turn_its_program_cannot_finish_within_the_grace_period() {
     let app = TestApp::spawn().await;
-    let tomas = app.register_agent("user-tomas").await;
-    let id = start(&app, fixtures::good_match()).await;
+    let (tomas, id) = app.mixed_negotiation().await;
     let scratch = Scratch::new("grace");
     let mut runner =
         Runner::start(&app, &tomas.key, &["--exec", &scratch.program("slow 120"), "--grace", "1s"], &scratch, "runner");

@@ -8,22 +8,28 @@ use serde_json::{Value, json};
 
 use crate::{
     fixtures,
-    helpers::{TestApp, answer},
+    helpers::{TestApp, answer, post_for_json},
 };
 
 const WAIT: Duration = Duration::from_secs(15);
 
+/// A Parley whose claims last `claim` and whose parked turns wait `park` for a live agent.
+async fn with_claim_and_park_timeouts(claim: Duration, park: Duration) -> TestApp {
+    TestApp::spawn_with(|c| {
+        c.claim_timeout = claim;
+        c.park_timeout = park;
+    })
+    .await
+}
+
 #[tokio::test]
 async fn an_expired_claim_returns_the_turn_and_its_token_goes_stale() {
     let app = TestApp::spawn_with(|c| c.claim_timeout = Duration::from_secs(1)).await;
-    let agent = app.register_agent("user-tomas").await;
-    let id = app.start(&fixtures::good_match()).await["negotiation"]["id"].as_str().unwrap().to_owned();
-    let first = app.pickup(&agent, None).await.body["claimToken"].as_str().unwrap().to_owned();
+    let (agent, id) = app.mixed_negotiation().await;
+    let first = app.claim_token(&agent).await;
 
     app.wait_for(&id, WAIT, |v| v["status"] == "waiting_for_agent").await;
-    let second = app.pickup(&agent, None).await;
-    assert_eq!(second.status, StatusCode::OK);
-    let second = second.body["claimToken"].as_str().unwrap().to_owned();
+    let second = app.claim_token(&agent).await;
     assert_ne!(first, second, "a new claim gets a new token");
     app.respond(&agent, &id, &answer("accept", Some(&first))).await.assert_error(StatusCode::CONFLICT, "claim_stale");
     let generation: i64 = sqlx::query_scalar("SELECT claim_generation FROM tasks").fetch_one(&app.pool).await.unwrap();
@@ -101,11 +107,7 @@ async fn a_pending_opportunity_nobody_decides_on_expires_and_a_decided_one_does_
 
 #[tokio::test]
 async fn respond_claim_expiry_and_fallback_racing_on_one_turn_leave_exactly_one_winner() {
-    let app = TestApp::spawn_with(|c| {
-        c.claim_timeout = Duration::from_secs(1);
-        c.park_timeout = Duration::from_secs(1);
-    })
-    .await;
+    let app = with_claim_and_park_timeouts(Duration::from_secs(1), Duration::from_secs(1)).await;
     let agent = app.register_agent("user-tomas").await;
     const ROUNDS: usize = 8;
     let mut ids = Vec::new();
@@ -137,36 +139,18 @@ async fn respond_claim_expiry_and_fallback_racing_on_one_turn_leave_exactly_one_
     }
     // Let every timer run out, then check the invariants in SQL.
     tokio::time::sleep(Duration::from_secs(4)).await;
-    let duplicates: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM (SELECT task_id, turn_number FROM messages GROUP BY 1, 2 HAVING count(*) > 1) d",
-    )
-    .fetch_one(&app.pool)
-    .await
-    .unwrap();
+    let duplicates = app.counted("SELECT count(*) FROM (SELECT task_id, turn_number FROM messages GROUP BY 1, 2 HAVING count(*) > 1) d").await;
     assert_eq!(duplicates, 0, "no turn stored twice");
     let turn_one: Vec<(i64,)> = sqlx::query_as("SELECT count(*) FROM messages WHERE turn_number = 1 GROUP BY task_id")
         .fetch_all(&app.pool)
         .await
         .unwrap();
     assert_eq!(turn_one.len(), ROUNDS, "every negotiation got its turn 1 from exactly one of the racers");
-    let gaps: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM tasks t WHERE t.turn_count <> (SELECT count(*) FROM messages m WHERE m.task_id = t.task_id)",
-    )
-    .fetch_one(&app.pool)
-    .await
-    .unwrap();
+    let gaps = app.counted("SELECT count(*) FROM tasks t WHERE t.turn_count <> (SELECT count(*) FROM messages m WHERE m.task_id = t.task_id)").await;
     assert_eq!(gaps, 0, "no lost turn");
-    let outcomes: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM tasks t WHERE t.state = 'completed' AND (SELECT count(*) FROM artifacts a WHERE a.task_id = t.task_id) <> 1",
-    )
-    .fetch_one(&app.pool)
-    .await
-    .unwrap();
+    let outcomes = app.counted("SELECT count(*) FROM tasks t WHERE t.state = 'completed' AND (SELECT count(*) FROM artifacts a WHERE a.task_id = t.task_id) <> 1").await;
     assert_eq!(outcomes, 0, "every completed negotiation has exactly one outcome");
-    let stuck: i64 = sqlx::query_scalar("SELECT count(*) FROM tasks WHERE state IN ('working', 'submitted')")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let stuck = app.counted("SELECT count(*) FROM tasks WHERE state IN ('working', 'submitted')").await;
     assert_eq!(stuck, 0);
 }
 
@@ -203,16 +187,7 @@ async fn a_timer_armed_before_the_process_was_killed_fires_after_a_restart() {
     app.register_agent("user-maya").await;
     app.register_agent("user-tomas").await;
     let client = reqwest::Client::new();
-    let started: Value = client
-        .post(format!("{base}/api/negotiations"))
-        .bearer_auth(app.service_token())
-        .json(&fixtures::good_match())
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let started = post_for_json(&client, &format!("{base}/api/negotiations"), &app.service_token(), &fixtures::good_match()).await;
     let id = started["negotiation"]["id"].as_str().unwrap().to_owned();
     // SIGKILL: no shutdown, no chance to run anything.
     child.kill().unwrap();
@@ -259,28 +234,12 @@ async fn pending_turn_timers(app: &TestApp, task: &str) -> Vec<(String, i64, chr
 /// re-arms for that claim's own expiry, which then expires it: never earlier, never missed.
 #[tokio::test]
 async fn a_kept_turn_timer_fires_early_and_re_arms_for_the_real_deadline() {
-    let app = TestApp::spawn_with(|c| {
-        c.claim_timeout = Duration::from_secs(3);
-        c.park_timeout = Duration::from_secs(60);
-    })
-    .await;
+    let app = with_claim_and_park_timeouts(Duration::from_secs(3), Duration::from_secs(60)).await;
     let agent = app.register_agent("user-tomas").await;
     // The agent is live (it polled), so its turns are parked with the long window.
     assert_eq!(app.pickup(&agent, None).await.status, StatusCode::NO_CONTENT);
-    // A partial fit (Tomas has the data engineering, not the Kubernetes and Terraform Maya asks
-    // for), so that her system negotiator answers a counter with a counter.
-    let maya = json!({
-        "id": "user-maya", "name": "Maya Chen",
-        "profile": {"bio": "CTO of a climate analytics startup.", "skills": ["data architecture", "climate science"]},
-        "intents": [{"text": "Looking for a data engineer with Python, Kubernetes and Terraform for our climate analytics platform"}]
-    });
-    let tomas = json!({
-        "id": "user-tomas", "name": "Tomas Novak",
-        "profile": {"bio": "Data engineer building Python pipelines with Spark and Airflow for climate research.",
-            "skills": ["Python", "Spark", "Airflow", "data engineering"], "interests": ["climate"]},
-        "intents": [{"text": "Looking for a mission-driven climate startup"}]
-    });
-    let id = app.start(&fixtures::request(maya, tomas, 70.0)).await["negotiation"]["id"].as_str().unwrap().to_owned();
+    // A partial fit, so that Maya's system negotiator answers a counter with a counter.
+    let id = app.start(&fixtures::partial_fit()).await["negotiation"]["id"].as_str().unwrap().to_owned();
     let (queue, _, parked_timer) = pending_turn_timer(&app, &id).await;
     assert_eq!(queue, "parley.park_timeout");
 

@@ -18,9 +18,7 @@ use crate::{
 #[tokio::test]
 async fn trust_is_computed_from_the_record_with_exact_components_and_percentile() {
     let app = TestApp::spawn().await;
-    let a = app.register_agent("user-a").await;
-    let b = app.register_agent("user-b").await;
-    let c = app.register_agent("user-c").await;
+    let [a, b, c] = app.register_agents(["user-a", "user-b", "user-c"]).await;
     // A: today 3 of 4 answered, yesterday 1 of 2: health (75 + 50) / 2 = 62.5; a day 40 days
     // ago counts as events only, and days without claims are not averaged.
     record(&app, &a, 0, 3, 1).await;
@@ -164,11 +162,7 @@ async fn both_trusts(app: &TestApp) -> (Vec<TrustRow>, Vec<TrustRow>) {
 #[tokio::test]
 async fn stored_trust_follows_counters_and_capabilities_exactly() {
     let app = TestApp::spawn().await;
-    let a = app.register_agent("user-a").await;
-    let b = app.register_agent("user-b").await;
-    let c = app.register_agent("user-c").await;
-    let d = app.register_agent("user-d").await;
-    let e = app.register_agent("user-e").await;
+    let [a, b, c, d, e] = app.register_agents(["user-a", "user-b", "user-c", "user-d", "user-e"]).await;
     put_capability(&app, &a, &capability("testing", None, None)).await;
     record(&app, &a, 0, 3, 1).await;
     record(&app, &a, 1, 1, 1).await;

@@ -10,17 +10,18 @@ use crate::{
     helpers::{SseReader, TestApp},
 };
 
-async fn pending_opportunity(app: &TestApp) -> String {
+/// Starts the founder/engineer negotiation, which ends with a pending opportunity; returns the
+/// path its people decide on it at.
+async fn decision_path_of_a_pending_opportunity(app: &TestApp) -> String {
     let started = app.start(&fixtures::good_match()).await;
     assert_eq!(started["opportunity"]["status"], "pending");
-    started["opportunity"]["id"].as_str().unwrap().to_owned()
+    format!("/api/opportunities/{}/decision", started["opportunity"]["id"].as_str().unwrap())
 }
 
 #[tokio::test]
 async fn both_people_accepting_makes_the_opportunity_accepted() {
     let app = TestApp::spawn().await;
-    let id = pending_opportunity(&app).await;
-    let path = format!("/api/opportunities/{id}/decision");
+    let path = decision_path_of_a_pending_opportunity(&app).await;
     let maya = app.user_token("user-maya");
     let first = app.post(&path, &maya, &json!({ "decision": "accept" })).await;
     assert_eq!(first.status, StatusCode::OK, "{}", first.text);
@@ -50,8 +51,7 @@ async fn both_people_accepting_makes_the_opportunity_accepted() {
 #[tokio::test]
 async fn the_first_decline_rejects_and_bad_decisions_change_nothing() {
     let app = TestApp::spawn().await;
-    let id = pending_opportunity(&app).await;
-    let path = format!("/api/opportunities/{id}/decision");
+    let path = decision_path_of_a_pending_opportunity(&app).await;
     let maya = app.user_token("user-maya");
     for body in [json!({ "decision": "maybe" }), json!({}), json!({ "decision": 1 }), json!({ "decision": "accept", "x": 1 })] {
         app.post(&path, &maya, &body).await.assert_error(StatusCode::BAD_REQUEST, "invalid_body");

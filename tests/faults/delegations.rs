@@ -26,6 +26,7 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::{Lcg, Report};
+use crate::helpers::post_for_json;
 
 /// An agent: its id and API key.
 pub type Agent = (String, String);
@@ -34,16 +35,6 @@ pub type Agent = (String, String);
 pub struct Cast {
     pub requesters: Vec<Agent>,
     pub targets: Vec<Agent>,
-}
-
-/// The code-review capability every target offers: `{code}` in, `{feedback}` out.
-fn review_capability(cost: f64) -> Value {
-    json!({
-        "taskType": "code-review",
-        "inputSchema": {"type": "object", "required": ["code"], "properties": {"code": {"type": "string"}}},
-        "outputSchema": {"type": "object", "required": ["feedback"], "properties": {"feedback": {"type": "string"}}},
-        "estimatedCostUsd": cost,
-    })
 }
 
 /// Registers `n` agents (one user each), each with `capability(i)` and the permissions given.
@@ -59,16 +50,7 @@ async fn register(
     let mut agents = Vec::new();
     for i in 0..n {
         let token = jwt.mint(&format!("{prefix}-{i}"), CallerRole::User, Duration::from_secs(3600)).unwrap();
-        let r: Value = client
-            .post(format!("{base}/api/agents"))
-            .bearer_auth(&token)
-            .json(&json!({ "name": prefix }))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let r = post_for_json(client, &format!("{base}/api/agents"), &token, &json!({ "name": prefix })).await;
         let (id, key) = (r["agent"]["id"].as_str().unwrap().to_owned(), r["apiKey"]["key"].as_str().unwrap().to_owned());
         let put = client
             .put(format!("{base}/api/agents/{id}/capabilities"))
@@ -108,7 +90,7 @@ pub async fn cast(client: &reqwest::Client, base: &str, jwt: &JwtKeys, requester
         jwt,
         "delegation-target",
         targets,
-        |i| review_capability(1.0 + i as f64),
+        |i| crate::fixtures::review_capability(Some(1.0 + i as f64)),
         &json!({"inboundRateLimit": 10000}),
     )
     .await;
