@@ -18,6 +18,7 @@ use uuid::Uuid;
 use super::{
     AppState,
     agent_auth::{AgentCaller, AgentOrOwner, PresentedAgentKey},
+    api_docs::{AgentNegotiationPath, AgentOrItsOwner, AgentPath, OwnAgentKey},
     error::{ApiError, ApiResult},
     extract::{ApiJson, ApiQuery, Ids, OptionalJson, Page},
     views::{NegotiationOut, Viewer},
@@ -256,13 +257,13 @@ pub fn parse_wait(raw: Option<&str>, max: Duration) -> ApiResult<Option<Duration
 /// user; 204 when there is none (after waiting up to `wait` seconds).
 #[utoipa::path(post, path = "/api/agents/{id}/negotiations/pickup", tag = "turns", operation_id = "pickupTurn",
     security(("agentKeyBearer" = []), ("agentKey" = [])),
-    params(("id" = Uuid, Path, description = "The agent id (the key's own agent)"), PickupQuery),
+    params(AgentPath, PickupQuery),
     responses(
         (status = 200, description = "A claimed turn (the same claim again while it lives)", body = PickupDoc),
         (status = 204, description = "No turn is parked for the agent's user (after waiting up to `wait` seconds)"),
         (status = 400, description = "Invalid `wait` or `skip` (`invalid_body`)"),
-        (status = 403, description = "The key belongs to another agent, or the agent is inactive"),
         (status = 404, description = "The path's agent id is not an id"),
+        OwnAgentKey,
     ))]
 pub async fn pickup_turn(
     State(state): State<AppState>,
@@ -511,17 +512,14 @@ pub struct OpportunityRefDoc {
 /// Answers the turn the agent holds.
 #[utoipa::path(post, path = "/api/agents/{id}/negotiations/{negotiationId}/respond", tag = "turns", operation_id = "respondToTurn",
     security(("agentKeyBearer" = []), ("agentKey" = [])),
-    params(
-        ("id" = Uuid, Path, description = "The agent id (the key's own agent)"),
-        ("negotiationId" = Uuid, Path, description = "The negotiation id from pickup"),
-    ),
+    params(AgentNegotiationPath),
     request_body = RespondIn,
     responses(
         (status = 200, description = "The turn is stored (or this exact respond was already applied)", body = RespondedDoc),
         (status = 400, description = "Invalid body (`invalid_body`) or action not allowed at this turn (`action_not_allowed`)"),
-        (status = 403, description = "The key belongs to another agent, or the agent is inactive"),
         (status = 404, description = "Unknown negotiation, or not the agent's user's"),
         (status = 409, description = "`not_claimed`, `claimed_by_other`, `claim_stale` or `already_completed`"),
+        OwnAgentKey,
     ))]
 pub async fn respond_to_turn(
     State(state): State<AppState>,
@@ -599,17 +597,14 @@ pub struct ReleasedOut {
 /// Pushes the claim's deadline to now + the claim timeout.
 #[utoipa::path(post, path = "/api/agents/{id}/negotiations/{negotiationId}/extend", tag = "turns", operation_id = "extendClaim",
     security(("agentKeyBearer" = []), ("agentKey" = [])),
-    params(
-        ("id" = Uuid, Path, description = "The agent id (the key's own agent)"),
-        ("negotiationId" = Uuid, Path, description = "The negotiation id from pickup"),
-    ),
+    params(AgentNegotiationPath),
     request_body(content = Option<ClaimIn>, description = "Optional; `{\"claimToken\": ...}`"),
     responses(
         (status = 200, description = "The claim's deadline was pushed", body = ExtendedOut),
         (status = 400, description = "Invalid body (`invalid_body`)"),
-        (status = 403, description = "The key belongs to another agent, or the agent is inactive"),
         (status = 404, description = "Unknown negotiation, or not the agent's user's"),
         (status = 409, description = "`not_claimed`, `claimed_by_other`, `claim_stale` or `already_completed`"),
+        OwnAgentKey,
     ))]
 pub async fn extend_claim(
     State(state): State<AppState>,
@@ -630,17 +625,14 @@ pub async fn extend_claim(
 /// which plays it at once.
 #[utoipa::path(post, path = "/api/agents/{id}/negotiations/{negotiationId}/release", tag = "turns", operation_id = "releaseClaim",
     security(("agentKeyBearer" = []), ("agentKey" = [])),
-    params(
-        ("id" = Uuid, Path, description = "The agent id (the key's own agent)"),
-        ("negotiationId" = Uuid, Path, description = "The negotiation id from pickup"),
-    ),
+    params(AgentNegotiationPath),
     request_body(content = Option<ReleaseIn>, description = "Optional; `{\"claimToken\": ..., \"reason\": ..., \"handBack\": true}`"),
     responses(
         (status = 200, description = "The turn is parked again, or the system negotiator played it", body = ReleasedOut),
         (status = 400, description = "Invalid body (`invalid_body`)"),
-        (status = 403, description = "The key belongs to another agent, or the agent is inactive"),
         (status = 404, description = "Unknown negotiation, or not the agent's user's"),
         (status = 409, description = "`not_claimed`, `claimed_by_other`, `claim_stale`, `already_completed`, or `no_system_negotiator` (a hand-back in a personal-vs-personal negotiation)"),
+        OwnAgentKey,
     ))]
 pub async fn release_claim(
     State(state): State<AppState>,
@@ -725,12 +717,12 @@ pub struct AgentNegotiationPage {
 /// The negotiations of the agent's user, newest first.
 #[utoipa::path(get, path = "/api/agents/{id}/negotiations", tag = "turns", operation_id = "listAgentNegotiations",
     security(("agentKeyBearer" = []), ("agentKey" = []), ("bearerJwt" = [])),
-    params(("id" = Uuid, Path, description = "The agent id"), AgentListQuery),
+    params(AgentPath, AgentListQuery),
     responses(
         (status = 200, description = "A page, newest first", body = AgentNegotiationPage),
         (status = 400, description = "Invalid query (`invalid_body`)"),
-        (status = 403, description = "The key belongs to another agent, or the agent is inactive"),
         (status = 404, description = "Unknown agent, or not the caller's"),
+        AgentOrItsOwner,
     ))]
 pub async fn list_agent_negotiations(
     State(state): State<AppState>,
@@ -800,14 +792,11 @@ pub struct AgentNegotiationOut {
 /// One negotiation from the agent's side: history with `isUsersTurn` and `latestAction`.
 #[utoipa::path(get, path = "/api/agents/{id}/negotiations/{negotiationId}", tag = "turns", operation_id = "getAgentNegotiation",
     security(("agentKeyBearer" = []), ("agentKey" = []), ("bearerJwt" = [])),
-    params(
-        ("id" = Uuid, Path, description = "The agent id"),
-        ("negotiationId" = Uuid, Path, description = "The negotiation id"),
-    ),
+    params(AgentNegotiationPath),
     responses(
         (status = 200, description = "The negotiation from the agent's side", body = AgentNegotiationOut),
-        (status = 403, description = "The key belongs to another agent, or the agent is inactive"),
         (status = 404, description = "Unknown agent or negotiation, or not the caller's"),
+        AgentOrItsOwner,
     ))]
 pub async fn get_agent_negotiation(
     State(state): State<AppState>,

@@ -18,6 +18,7 @@ use uuid::Uuid;
 use super::{
     AppState,
     agent_auth::{AgentCaller, KEY_PREFIX},
+    api_docs::{AgentKeyPath, AgentPath, OwnAgentKey, UsersOnly, UsersOwnAgent},
     auth::UserCaller,
     delegations::AnyAgent,
     error::{ApiError, ApiResult},
@@ -200,7 +201,7 @@ fn check_mode(mode: Option<&str>) -> ApiResult<()> {
     responses(
         (status = 201, description = "Registered; the key is shown this once", body = CreatedAgentOut),
         (status = 400, description = "Invalid body (`invalid_body`)"),
-        (status = 403, description = "Not a user token"),
+        UsersOnly,
     ))]
 pub async fn create_agent(
     State(state): State<AppState>,
@@ -231,7 +232,7 @@ pub async fn create_agent(
     security(("bearerJwt" = [])),
     responses(
         (status = 200, description = "The caller's agents", body = AgentListOut),
-        (status = 403, description = "Not a user token"),
+        UsersOnly,
     ))]
 pub async fn list_agents(State(state): State<AppState>, UserCaller(caller): UserCaller) -> ApiResult<Json<AgentListOut>> {
     let mut conn = state.pool().acquire().await?;
@@ -251,11 +252,10 @@ async fn own_agent(conn: &mut sqlx::PgConnection, owner: &str, id: Uuid) -> ApiR
 /// One agent.
 #[utoipa::path(get, path = "/api/agents/{id}", tag = "agents", operation_id = "getAgent",
     security(("bearerJwt" = [])),
-    params(("id" = Uuid, Path, description = "The agent id")),
+    params(AgentPath),
     responses(
         (status = 200, description = "The agent", body = AgentOut),
-        (status = 403, description = "Not a user token"),
-        (status = 404, description = "Unknown, or not the caller's"),
+        UsersOwnAgent,
     ))]
 pub async fn get_agent(State(state): State<AppState>, UserCaller(caller): UserCaller, Ids(id): Ids<Uuid>) -> ApiResult<Json<AgentOut>> {
     let mut conn = state.pool().acquire().await?;
@@ -299,13 +299,12 @@ pub struct UpdateAgentIn {
 /// Changes name, status, negotiation mode or description.
 #[utoipa::path(patch, path = "/api/agents/{id}", tag = "agents", operation_id = "updateAgent",
     security(("bearerJwt" = [])),
-    params(("id" = Uuid, Path, description = "The agent id")),
+    params(AgentPath),
     request_body(content = UpdateAgentIn, example = json!({"negotiationMode": "disabled"})),
     responses(
         (status = 200, description = "The agent as it now is", body = AgentOut),
         (status = 400, description = "Invalid body (`invalid_body`)"),
-        (status = 403, description = "Not a user token"),
-        (status = 404, description = "Unknown, or not the caller's"),
+        UsersOwnAgent,
     ))]
 pub async fn update_agent(
     State(state): State<AppState>,
@@ -341,11 +340,10 @@ pub async fn update_agent(
 /// Deletes an agent and its keys; turns it holds are given back to be picked up again.
 #[utoipa::path(delete, path = "/api/agents/{id}", tag = "agents", operation_id = "deleteAgent",
     security(("bearerJwt" = [])),
-    params(("id" = Uuid, Path, description = "The agent id")),
+    params(AgentPath),
     responses(
         (status = 204, description = "Deleted"),
-        (status = 403, description = "Not a user token"),
-        (status = 404, description = "Unknown, or not the caller's"),
+        UsersOwnAgent,
     ))]
 pub async fn delete_agent(State(state): State<AppState>, UserCaller(caller): UserCaller, Ids(id): Ids<Uuid>) -> ApiResult<StatusCode> {
     let mut conn = state.pool().acquire().await?;
@@ -369,13 +367,12 @@ pub struct CreateKeyIn {
 /// Issues another key for an agent; the key is shown once.
 #[utoipa::path(post, path = "/api/agents/{id}/keys", tag = "agents", operation_id = "createAgentKey",
     security(("bearerJwt" = [])),
-    params(("id" = Uuid, Path, description = "The agent id")),
+    params(AgentPath),
     request_body(content = Option<CreateKeyIn>, description = "Optional; an empty body issues a key that never expires"),
     responses(
         (status = 201, description = "The new key, shown this once", body = NewKeyOut),
         (status = 400, description = "Invalid body (`invalid_body`)"),
-        (status = 403, description = "Not a user token"),
-        (status = 404, description = "Unknown, or not the caller's"),
+        UsersOwnAgent,
     ))]
 pub async fn create_key(
     State(state): State<AppState>,
@@ -396,14 +393,11 @@ pub async fn create_key(
 /// Revokes a key; it answers 401 from now on.
 #[utoipa::path(delete, path = "/api/agents/{id}/keys/{keyId}", tag = "agents", operation_id = "revokeAgentKey",
     security(("bearerJwt" = [])),
-    params(
-        ("id" = Uuid, Path, description = "The agent id"),
-        ("keyId" = Uuid, Path, description = "The key id"),
-    ),
+    params(AgentKeyPath),
     responses(
         (status = 204, description = "Revoked"),
-        (status = 403, description = "Not a user token"),
         (status = 404, description = "Unknown agent or key, or not the caller's"),
+        UsersOnly,
     ))]
 pub async fn revoke_key(
     State(state): State<AppState>,
@@ -423,12 +417,11 @@ pub async fn revoke_key(
 /// with a live agent waits the long park window instead of the offline one.
 #[utoipa::path(post, path = "/api/agents/{id}/heartbeat", tag = "agents", operation_id = "agentHeartbeat",
     security(("agentKeyBearer" = []), ("agentKey" = [])),
-    params(("id" = Uuid, Path, description = "The agent id")),
+    params(AgentPath),
     responses(
         (status = 204, description = "Seen"),
-        (status = 401, description = "Missing, unknown, revoked or expired API key"),
-        (status = 403, description = "The key is another agent's, or the agent is inactive"),
         (status = 404, description = "The path names no agent"),
+        OwnAgentKey,
     ))]
 pub async fn heartbeat(AgentCaller(_agent): AgentCaller) -> StatusCode {
     // The extractor authenticated the key and marked the agent seen.

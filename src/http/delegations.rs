@@ -21,6 +21,7 @@ use super::{
     AppState,
     agent_auth::{AgentCaller, AgentReader, PresentedAgentKey, PresentedKey, presented_key},
     agent_turns::parse_wait,
+    api_docs::{AgentDelegationPath, AgentOrItsOwner, AgentPath, OwnAgentKey},
     auth::{Caller, CallerRole},
     error::{ApiError, ApiResult},
     extract::{ApiJson, ApiQuery, Ids, OptionalJson, Page},
@@ -627,13 +628,12 @@ pub struct InboxOut {
 /// The requests waiting for the agent; with `wait`, holds until one arrives or the time passes.
 #[utoipa::path(get, path = "/api/agents/{id}/delegations/inbox", tag = "delegation", operation_id = "delegationInbox",
     security(("agentKeyBearer" = []), ("agentKey" = [])),
-    params(("id" = Uuid, Path, description = "The agent id (the key's own agent)"), WaitQuery),
+    params(AgentPath, WaitQuery),
     responses(
         (status = 200, description = "Waiting requests (possibly none)", body = InboxOut),
         (status = 400, description = "Invalid `wait`"),
-        (status = 401, description = "Missing or unknown API key"),
-        (status = 403, description = "Another agent's key, or the agent is inactive"),
         (status = 404, description = "Unknown agent, or another user's"),
+        OwnAgentKey,
     ))]
 pub async fn delegation_inbox(
     State(state): State<AppState>,
@@ -685,13 +685,12 @@ pub struct DelegationListOut {
 /// The agent's delegations: the ones it asked for, or the attempts addressed to it.
 #[utoipa::path(get, path = "/api/agents/{id}/delegations", tag = "delegation", operation_id = "listDelegations",
     security(("bearerJwt" = []), ("agentKeyBearer" = []), ("agentKey" = [])),
-    params(("id" = Uuid, Path, description = "The agent id"), ListQuery),
+    params(AgentPath, ListQuery),
     responses(
         (status = 200, description = "A page, newest first", body = DelegationListOut),
         (status = 400, description = "Invalid query"),
-        (status = 401, description = "Missing or invalid credentials"),
-        (status = 403, description = "Another agent's key"),
         (status = 404, description = "Unknown agent, or another user's"),
+        AgentOrItsOwner,
     ))]
 pub async fn list_delegations(
     State(state): State<AppState>,
@@ -751,14 +750,12 @@ pub struct AcceptedOut {
 /// Takes the request addressed to the agent: a compare-and-set from `request`, once.
 #[utoipa::path(post, path = "/api/agents/{id}/delegations/{requestId}/accept", tag = "delegation", operation_id = "acceptDelegation",
     security(("agentKeyBearer" = []), ("agentKey" = [])),
-    params(("id" = Uuid, Path, description = "The agent id (the key's own agent)"),
-           ("requestId" = Uuid, Path, description = "The delegation's request id")),
+    params(AgentDelegationPath),
     responses(
         (status = 200, description = "Accepted", body = AcceptedOut),
-        (status = 401, description = "Missing or unknown API key"),
-        (status = 403, description = "Another agent's key, or the agent is inactive"),
         (status = 404, description = "No delegation of this id was ever addressed to the agent"),
         (status = 409, description = "No longer `request` (`invalid_state`) or addressed elsewhere (`not_addressed`)"),
+        OwnAgentKey,
     ))]
 pub async fn accept_delegation(
     State(state): State<AppState>,
@@ -794,16 +791,14 @@ pub struct CompletedOut {
 /// Hands back the result of an accepted request. A refused output leaves it `accepted`.
 #[utoipa::path(post, path = "/api/agents/{id}/delegations/{requestId}/complete", tag = "delegation", operation_id = "completeDelegation",
     security(("agentKeyBearer" = []), ("agentKey" = [])),
-    params(("id" = Uuid, Path, description = "The agent id (the key's own agent)"),
-           ("requestId" = Uuid, Path, description = "The delegation's request id")),
+    params(AgentDelegationPath),
     request_body = CompleteIn,
     responses(
         (status = 200, description = "Completed", body = CompletedOut),
         (status = 400, description = "Invalid body, or an output the schema refuses (`output_invalid`)"),
-        (status = 401, description = "Missing or unknown API key"),
-        (status = 403, description = "Another agent's key, or the agent is inactive"),
         (status = 404, description = "No delegation of this id was ever addressed to the agent"),
         (status = 409, description = "Not `accepted` (`invalid_state`), addressed elsewhere (`not_addressed`), or a stale token or passed deadline (`claim_stale`)"),
+        OwnAgentKey,
     ))]
 pub async fn complete_delegation(
     State(state): State<AppState>,
@@ -847,16 +842,14 @@ pub struct EndedOut {
 /// Declines a request (from `request` or `accepted`); the next target gets it if any is left.
 #[utoipa::path(post, path = "/api/agents/{id}/delegations/{requestId}/reject", tag = "delegation", operation_id = "rejectDelegation",
     security(("agentKeyBearer" = []), ("agentKey" = [])),
-    params(("id" = Uuid, Path, description = "The agent id (the key's own agent)"),
-           ("requestId" = Uuid, Path, description = "The delegation's request id")),
+    params(AgentDelegationPath),
     request_body(content = Option<RejectIn>, description = "Optional; an empty body rejects without a reason"),
     responses(
         (status = 200, description = "Rejected", body = EndedOut),
         (status = 400, description = "Invalid body"),
-        (status = 401, description = "Missing or unknown API key"),
-        (status = 403, description = "Another agent's key, or the agent is inactive"),
         (status = 404, description = "No delegation of this id was ever addressed to the agent"),
         (status = 409, description = "Already ended (`invalid_state`) or addressed elsewhere (`not_addressed`)"),
+        OwnAgentKey,
     ))]
 pub async fn reject_delegation(
     State(state): State<AppState>,
@@ -871,16 +864,14 @@ pub async fn reject_delegation(
 /// Reports that an accepted request failed; the next target gets it if any is left.
 #[utoipa::path(post, path = "/api/agents/{id}/delegations/{requestId}/fail", tag = "delegation", operation_id = "failDelegation",
     security(("agentKeyBearer" = []), ("agentKey" = [])),
-    params(("id" = Uuid, Path, description = "The agent id (the key's own agent)"),
-           ("requestId" = Uuid, Path, description = "The delegation's request id")),
+    params(AgentDelegationPath),
     request_body = FailIn,
     responses(
         (status = 200, description = "Failed", body = EndedOut),
         (status = 400, description = "Invalid body"),
-        (status = 401, description = "Missing or unknown API key"),
-        (status = 403, description = "Another agent's key, or the agent is inactive"),
         (status = 404, description = "No delegation of this id was ever addressed to the agent"),
         (status = 409, description = "Not `accepted` (`invalid_state`), addressed elsewhere (`not_addressed`), or a stale token (`claim_stale`)"),
+        OwnAgentKey,
     ))]
 pub async fn fail_delegation(
     State(state): State<AppState>,

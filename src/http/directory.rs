@@ -18,6 +18,7 @@ use uuid::Uuid;
 use super::{
     AppState,
     agent_auth::{AgentManager, AgentReader, AnyCaller},
+    api_docs::{AgentCapabilityPath, AgentManagers, AgentOrItsOwner, AgentPath},
     error::{ApiError, ApiResult},
     extract::{ApiJson, ApiQuery, Ids},
 };
@@ -195,14 +196,14 @@ pub struct DeletedOut {
 /// `customType`), or replaces it, keeping its id and permissions.
 #[utoipa::path(put, path = "/api/agents/{id}/capabilities", tag = "directory", operation_id = "putCapability",
     security(("bearerJwt" = []), ("agentKeyBearer" = []), ("agentKey" = [])),
-    params(("id" = Uuid, Path, description = "The agent id")),
+    params(AgentPath),
     request_body = CapabilityIn,
     responses(
         (status = 200, description = "Replaced", body = CapabilityAnswer),
         (status = 201, description = "Created", body = CapabilityAnswer),
         (status = 400, description = "Invalid body, naming the field (`invalid_body`)"),
-        (status = 403, description = "Another agent's key"),
         (status = 404, description = "Unknown agent, or another user's"),
+        AgentManagers,
     ))]
 pub async fn put_capability(
     State(state): State<AppState>,
@@ -232,11 +233,11 @@ pub async fn put_capability(
 /// The agent's capabilities.
 #[utoipa::path(get, path = "/api/agents/{id}/capabilities", tag = "directory", operation_id = "listCapabilities",
     security(("bearerJwt" = []), ("agentKeyBearer" = []), ("agentKey" = [])),
-    params(("id" = Uuid, Path, description = "The agent id")),
+    params(AgentPath),
     responses(
         (status = 200, description = "Its capabilities", body = CapabilityListOut),
-        (status = 403, description = "Another agent's key"),
         (status = 404, description = "Unknown agent, or another user's"),
+        AgentManagers,
     ))]
 pub async fn list_capabilities(State(state): State<AppState>, AgentManager(agent): AgentManager) -> ApiResult<Json<CapabilityListOut>> {
     let mut tx = state.pool().begin().await?;
@@ -249,14 +250,11 @@ pub async fn list_capabilities(State(state): State<AppState>, AgentManager(agent
 /// Deletes one of the agent's capabilities.
 #[utoipa::path(delete, path = "/api/agents/{id}/capabilities/{capabilityId}", tag = "directory", operation_id = "deleteCapability",
     security(("bearerJwt" = []), ("agentKeyBearer" = []), ("agentKey" = [])),
-    params(
-        ("id" = Uuid, Path, description = "The agent id"),
-        ("capabilityId" = Uuid, Path, description = "The capability id"),
-    ),
+    params(AgentCapabilityPath),
     responses(
         (status = 200, description = "Deleted", body = DeletedOut),
-        (status = 403, description = "Another agent's key"),
         (status = 404, description = "Unknown agent (or another user's) or capability"),
+        AgentManagers,
     ))]
 pub async fn delete_capability(
     State(state): State<AppState>,
@@ -305,16 +303,13 @@ fn rate_limit(field: &'static str, value: Option<&Value>) -> Result<Option<i32>,
 #[utoipa::path(put, path = "/api/agents/{id}/capabilities/{capabilityId}/permissions", tag = "directory",
     operation_id = "putCapabilityPermissions",
     security(("bearerJwt" = []), ("agentKeyBearer" = []), ("agentKey" = [])),
-    params(
-        ("id" = Uuid, Path, description = "The agent id"),
-        ("capabilityId" = Uuid, Path, description = "The capability id"),
-    ),
+    params(AgentCapabilityPath),
     request_body = PermissionsIn,
     responses(
         (status = 200, description = "The capability as it now is", body = CapabilityAnswer),
         (status = 400, description = "Invalid body, naming the field (`invalid_body`)"),
-        (status = 403, description = "Another agent's key"),
         (status = 404, description = "Unknown agent (or another user's) or capability"),
+        AgentManagers,
     ))]
 pub async fn put_permissions(
     State(state): State<AppState>,
@@ -682,8 +677,8 @@ pub struct TrustOut {
     params(("agentId" = Uuid, Path, description = "The agent id")),
     responses(
         (status = 200, description = "Its trust", body = TrustOut),
-        (status = 403, description = "Another agent's key"),
         (status = 404, description = "Unknown agent, or another user's"),
+        AgentOrItsOwner,
     ))]
 pub async fn get_trust(State(state): State<AppState>, AgentReader(agent): AgentReader) -> ApiResult<Json<TrustOut>> {
     let mut conn = state.pool().acquire().await?;

@@ -10,7 +10,7 @@ use axum::{
     routing::get,
 };
 
-use super::{AppState, auth::ServiceCaller, error::ApiError};
+use super::{AppState, api_docs::PlatformOnly, auth::ServiceCaller, error::ApiError};
 
 /// The exposition's media type.
 const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -33,8 +33,8 @@ pub fn open_router(state: AppState) -> Router {
     security(("bearerJwt" = [])),
     responses(
         (status = 200, description = "The Prometheus text exposition", content_type = "text/plain", body = String),
-        (status = 403, description = "Not a service token"),
         (status = 404, description = "Metrics are turned off (`PARLEY_METRICS=off`)"),
+        PlatformOnly,
     ))]
 pub async fn metrics(State(state): State<AppState>, _caller: ServiceCaller) -> Result<Response, ApiError> {
     render(state).await

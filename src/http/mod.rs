@@ -10,6 +10,7 @@ pub mod a2a_attempts;
 pub mod agent_auth;
 pub mod agent_turns;
 pub mod agents;
+pub mod api_docs;
 pub mod assessment;
 pub mod auth;
 pub mod auth_limiter;

@@ -12,6 +12,7 @@ use uuid::Uuid;
 
 use super::{
     AppState,
+    api_docs::{NegotiationPath, PlatformOnly},
     auth::{Caller, ServiceCaller},
     error::{ApiError, ApiResult},
     extract::{ApiJson, Ids},
@@ -144,7 +145,7 @@ pub struct CreatedOut {
         (status = 201, description = "Created and run as far as it goes in process", body = CreatedOut),
         (status = 200, description = "This `opportunityId` was seen before: the existing negotiation", body = CreatedOut),
         (status = 400, description = "Invalid body (`invalid_body`)"),
-        (status = 403, description = "Not a service token"),
+        PlatformOnly,
     ))]
 pub async fn create_negotiation(
     State(state): State<AppState>,
@@ -173,7 +174,7 @@ pub(crate) async fn load_pair(state: &AppState, task_id: Uuid) -> ApiResult<(Opp
 /// The full negotiation, for the platform or a participant user.
 #[utoipa::path(get, path = "/api/negotiations/{id}", tag = "negotiations", operation_id = "getNegotiation",
     security(("bearerJwt" = [])),
-    params(("id" = Uuid, Path, description = "The negotiation (= A2A task) id")),
+    params(NegotiationPath),
     responses(
         (status = 200, description = "The negotiation", body = NegotiationOut),
         (status = 404, description = "Unknown, or not visible to the caller"),
@@ -194,12 +195,12 @@ pub async fn get_negotiation(
 /// Cancels a negotiation: the task ends `canceled` with outcome reason `canceled`.
 #[utoipa::path(delete, path = "/api/negotiations/{id}", tag = "negotiations", operation_id = "cancelNegotiation",
     security(("bearerJwt" = [])),
-    params(("id" = Uuid, Path, description = "The negotiation id")),
+    params(NegotiationPath),
     responses(
         (status = 200, description = "Canceled; the negotiation as it ended", body = NegotiationOut),
-        (status = 403, description = "Not a service token"),
         (status = 404, description = "Unknown negotiation"),
         (status = 409, description = "It has already ended (`already_completed`)"),
+        PlatformOnly,
     ))]
 pub async fn cancel_negotiation(
     State(state): State<AppState>,

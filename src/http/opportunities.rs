@@ -12,6 +12,7 @@ use uuid::Uuid;
 
 use super::{
     AppState,
+    api_docs::{OpportunityPath, PlatformOnly, UsersOnly},
     auth::{Caller, ServiceCaller, UserCaller},
     error::{ApiError, ApiResult},
     extract::{ApiJson, ApiQuery, Ids, Page, body_bytes, parse_json},
@@ -109,7 +110,7 @@ pub async fn list_opportunities(
 /// One opportunity, for the service or one of its two people.
 #[utoipa::path(get, path = "/api/opportunities/{id}", tag = "opportunities", operation_id = "getOpportunity",
     security(("bearerJwt" = [])),
-    params(("id" = Uuid, Path, description = "The opportunity id")),
+    params(OpportunityPath),
     responses(
         (status = 200, description = "The opportunity", body = OpportunityOut),
         (status = 404, description = "Unknown, or not visible to the caller"),
@@ -143,14 +144,14 @@ pub struct DecisionIn {
 /// participant accepted it is accepted. Each person decides once.
 #[utoipa::path(post, path = "/api/opportunities/{id}/decision", tag = "opportunities", operation_id = "decideOpportunity",
     security(("bearerJwt" = [])),
-    params(("id" = Uuid, Path, description = "The opportunity id")),
+    params(OpportunityPath),
     request_body = DecisionIn,
     responses(
         (status = 200, description = "The decision is recorded; the opportunity as it now is", body = OpportunityOut),
         (status = 400, description = "Invalid body (`invalid_body`)"),
-        (status = 403, description = "Not a user token"),
         (status = 404, description = "Unknown, or not one of the caller's"),
         (status = 409, description = "Not pending (`not_pending`) or already decided (`already_decided`)"),
+        UsersOnly,
     ))]
 pub async fn decide_opportunity(
     State(state): State<AppState>,
@@ -246,15 +247,15 @@ impl ReactivateIn {
 #[utoipa::path(post, path = "/api/opportunities/{id}/reactivate", tag = "opportunities",
     operation_id = "reactivateOpportunity",
     security(("bearerJwt" = [])),
-    params(("id" = Uuid, Path, description = "The opportunity id")),
+    params(OpportunityPath),
     request_body(content = Option<ReactivateIn>, description = "Optional; an empty body keeps every context"),
     responses(
         (status = 201, description = "A new round started and ran as far as it goes in process", body = CreatedOut),
         (status = 200, description = "The round an earlier reactivation started is still running: that round", body = CreatedOut),
         (status = 400, description = "Invalid body (`invalid_body`)"),
-        (status = 403, description = "Not a service token"),
         (status = 404, description = "Unknown opportunity"),
         (status = 409, description = "Neither stalled nor expired (`not_reactivatable`)"),
+        PlatformOnly,
     ))]
 pub async fn reactivate_opportunity(
     State(state): State<AppState>,

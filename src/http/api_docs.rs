@@ -1,0 +1,118 @@
+//! OpenAPI pieces that many operations share: the id parameters of paths under an agent, and the
+//! refusals each kind of credential gives.
+//!
+//! A handler's `#[utoipa::path]` names these (`params(AgentPath)`, `responses(.., OwnAgentKey)`)
+//! instead of restating them, so that a refusal reads the same on every operation that gives it
+//! and a wording is changed in one place. What is particular to one operation (its 400, 404 and
+//! 409 cases) stays in its own annotation.
+
+use utoipa::{
+    IntoParams, IntoResponses,
+    openapi::{
+        Required,
+        path::{Parameter, ParameterBuilder, ParameterIn},
+        schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type},
+    },
+};
+
+/// A UUID path parameter.
+fn uuid_in_path(name: &str, description: &str) -> Parameter {
+    ParameterBuilder::new()
+        .name(name)
+        .parameter_in(ParameterIn::Path)
+        .description(Some(description))
+        .required(Required::True)
+        .schema(Some(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .format(Some(SchemaFormat::KnownFormat(KnownFormat::Uuid))),
+        ))
+        .build()
+}
+
+/// Declares unit types whose [`IntoParams`] are the named UUID path parameters, in order.
+macro_rules! uuid_path_params {
+    ($($(#[$doc:meta])* $name:ident { $($param:literal: $description:literal),+ $(,)? })*) => {$(
+        $(#[$doc])*
+        pub struct $name;
+
+        impl IntoParams for $name {
+            fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
+                vec![$(uuid_in_path($param, $description)),+]
+            }
+        }
+    )*};
+}
+
+uuid_path_params! {
+    /// `/api/agents/{id}`.
+    AgentPath { "id": "The agent id" }
+    /// `/api/agents/{id}/delegations/{requestId}`.
+    AgentDelegationPath { "id": "The agent id", "requestId": "The delegation's request id" }
+    /// `/api/agents/{id}/negotiations/{negotiationId}`.
+    AgentNegotiationPath { "id": "The agent id", "negotiationId": "The negotiation id" }
+    /// `/api/agents/{id}/capabilities/{capabilityId}`.
+    AgentCapabilityPath { "id": "The agent id", "capabilityId": "The capability id" }
+    /// `/api/agents/{id}/keys/{keyId}`.
+    AgentKeyPath { "id": "The agent id", "keyId": "The key id" }
+    /// `/api/opportunities/{id}`.
+    OpportunityPath { "id": "The opportunity id" }
+    /// `/api/negotiations/{id}`.
+    NegotiationPath { "id": "The negotiation id" }
+}
+
+/// Refusals of a route only the agent in its path may call, with its own API key.
+#[derive(IntoResponses)]
+pub enum OwnAgentKey {
+    /// Missing, unknown, revoked or expired API key
+    #[response(status = 401)]
+    Unauthenticated,
+    /// Another agent's key, or the agent is inactive
+    #[response(status = 403)]
+    Forbidden,
+}
+
+/// The refusal of a route the agent in its path reads with its own key, or its owner with a user
+/// token (another user's agent is a 404, as an unknown one is).
+#[derive(IntoResponses)]
+pub enum AgentOrItsOwner {
+    /// Another agent's key, or the agent is inactive
+    #[response(status = 403)]
+    Forbidden,
+}
+
+/// The refusal of a route that changes an agent's directory entries: its own key or its owner's
+/// user token (another user's agent is a 404, as an unknown one is).
+#[derive(IntoResponses)]
+pub enum AgentManagers {
+    /// Another agent's key, the agent is inactive, or the platform's token (it may not manage agents)
+    #[response(status = 403)]
+    Forbidden,
+}
+
+/// The refusal of a route for users only.
+#[derive(IntoResponses)]
+pub enum UsersOnly {
+    /// Not a user token
+    #[response(status = 403)]
+    Forbidden,
+}
+
+/// Refusals of a route on one of the calling user's agents.
+#[derive(IntoResponses)]
+pub enum UsersOwnAgent {
+    /// Not a user token
+    #[response(status = 403)]
+    Forbidden,
+    /// Unknown agent, or not the caller's
+    #[response(status = 404)]
+    NotFound,
+}
+
+/// The refusal of a route for the platform only.
+#[derive(IntoResponses)]
+pub enum PlatformOnly {
+    /// Not a service token
+    #[response(status = 403)]
+    Forbidden,
+}
