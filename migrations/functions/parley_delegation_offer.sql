@@ -11,7 +11,10 @@
 -- read first without a lock; only a target it leaves room at is locked (to the end of the
 -- transaction: offers to one target take their ranks one at a time) and read again, with the
 -- requester's share. So a transaction holds at most one target's lock unless it lost a race
--- for the last place in a window, and always takes it last.
+-- for the last place in a window, and always takes it last. The share is read as the window
+-- is, in index lookups whatever the target's traffic: a ranked attempt carries its requesting
+-- owner's own rank at the target (`owner_seq`), and since ranks and times only grow together,
+-- the owner holds its share exactly when its share-th newest rank is still in the window.
 --
 -- `short_timeout` records whether the delegation's `timeoutMs` is below the capability's
 -- `estimatedLatencyMs` as offered: such an attempt that does not complete does not count
@@ -27,6 +30,8 @@ DECLARE
     v_short boolean;
     v_owner text;
     v_seq bigint;
+    v_owner_seq bigint;
+    v_share integer;
     v_at timestamptz;
     v_full boolean;
 BEGIN
@@ -45,21 +50,28 @@ BEGIN
     IF NOT v_full THEN
         SELECT a.target_seq, a.created_at INTO v_seq, v_at FROM delegation_attempts a
          WHERE a.target_agent_id = p_target AND a.target_seq IS NOT NULL ORDER BY a.target_seq DESC LIMIT 1;
-        -- The requester's share: its owner's attempts among the target's last `v_limit` ranks
-        -- that are still in the window.
-        SELECT count(*) >= greatest(1, v_limit / 2) INTO v_full
-          FROM delegation_attempts a
-          JOIN delegations d ON d.delegation_id = a.delegation_id
-          JOIN agents r ON r.agent_id = d.requester_agent_id
-         WHERE a.target_agent_id = p_target AND a.target_seq > coalesce(v_seq, 0) - v_limit
-           AND a.created_at > now() - interval '60 seconds' AND r.owner_user_id = v_owner;
+        -- The requester's share: whether its owner's `v_share`-th newest rank here is among
+        -- the target's last `v_limit` ranks and still in the window.
+        v_share := greatest(1, v_limit / 2);
+        SELECT a.owner_seq INTO v_owner_seq FROM delegation_attempts a
+         WHERE a.target_agent_id = p_target AND a.requester_owner_id = v_owner AND a.owner_seq IS NOT NULL
+         ORDER BY a.owner_seq DESC LIMIT 1;
+        IF coalesce(v_owner_seq, 0) >= v_share THEN
+            SELECT a.target_seq > coalesce(v_seq, 0) - v_limit AND a.created_at > now() - interval '60 seconds'
+              INTO v_full
+              FROM delegation_attempts a
+             WHERE a.target_agent_id = p_target AND a.requester_owner_id = v_owner
+               AND a.owner_seq = v_owner_seq - v_share + 1;
+        END IF;
     END IF;
     INSERT INTO delegation_attempts (delegation_id, attempt, target_agent_id, target_anonymous_id,
                                      requester_anonymous_id, capability_id, output_schema, status, created_at,
-                                     accept_deadline, deadline, task_id, target_seq, short_timeout)
+                                     accept_deadline, deadline, task_id, target_seq, short_timeout,
+                                     requester_owner_id, owner_seq)
     VALUES (p_delegation, p_attempt, p_target, p_target_anonymous, p_requester_anonymous, p_capability,
             p_output_schema, 'request', greatest(p_created_at, v_at), p_accept_deadline, p_deadline, p_task,
-            CASE WHEN NOT v_full THEN coalesce(v_seq, 0) + 1 END, coalesce(v_short, false));
+            CASE WHEN NOT v_full THEN coalesce(v_seq, 0) + 1 END, coalesce(v_short, false),
+            CASE WHEN NOT v_full THEN v_owner END, CASE WHEN NOT v_full THEN coalesce(v_owner_seq, 0) + 1 END);
     IF v_full THEN
         UPDATE delegation_attempts SET status = 'rejected', reason = 'rate_limited', ended_at = now(), counted = false
          WHERE delegation_id = p_delegation AND attempt = p_attempt;

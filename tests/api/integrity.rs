@@ -324,6 +324,10 @@ async fn a_second_requester_still_reaches_a_target_another_one_floods() {
     // The inbound window is 10 a minute; one requesting owner may use half of it.
     assert_eq!(outcomes.iter().filter(|s| *s == "request").count(), 5, "{outcomes:?}");
     assert_eq!(outcomes.iter().filter(|s| *s == "rejected").count(), 5, "{outcomes:?}");
+    // A second agent of the same owner shares that owner's half.
+    let flooders_other_agent = app.register_agent("user-flooder").await;
+    let a = app.delegate(&flooders_other_agent, &asked(Some(&anon), "code-review", json!({}))).await;
+    assert_eq!(a.body["delegation"]["status"], "rejected", "{}", a.text);
     for i in 0..5 {
         let other = app.register_agent(&format!("user-other-{i}")).await;
         let a = app.delegate(&other, &asked(Some(&anon), "code-review", json!({}))).await;
