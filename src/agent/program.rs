@@ -6,6 +6,12 @@
 //! reaches the runner alone, which decides what happens to the items in hand. The agent's key and
 //! the model key are taken out of its environment: the program answers, the runner talks to the
 //! service. Its stdout is read up to [`MAX_STDOUT`]; the end of its stderr is kept for the log.
+//!
+//! A runner that is killed outright (`kill -9`, the machine's OOM killer) runs no cleanup, so the
+//! program is also asked of the kernel to be killed when its parent dies (Linux's parent-death
+//! signal). That reaches the process `sh` runs the command line as, which is the command itself
+//! for a simple command (`python3 agent.py`, or anything behind `exec`); the other members of a
+//! pipeline, or processes the program started itself, outlive a killed runner.
 
 use std::{process::Stdio, time::Duration};
 
@@ -71,6 +77,27 @@ impl Drop for Running {
     }
 }
 
+/// Asks that the program be killed when the runner dies without stopping it (see the module docs).
+#[cfg(target_os = "linux")]
+fn die_with_runner(command: &mut Command) {
+    let runner = rustix::process::getpid();
+    // SAFETY: the closure runs in the child between fork and exec, where only async-signal-safe
+    // calls are allowed; it makes two system calls (prctl, getppid) and allocates nothing.
+    unsafe {
+        command.pre_exec(move || {
+            rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
+            // The runner may have died before the request was made: then nothing will come.
+            if rustix::process::getppid() != Some(runner) {
+                return Err(std::io::Error::other("the runner is gone"));
+            }
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn die_with_runner(_: &mut Command) {}
+
 impl Program {
     /// The program `command` (a shell command line).
     pub fn new(command: &str) -> Program {
@@ -93,6 +120,7 @@ impl Program {
         for secret in SECRETS {
             command.env_remove(secret);
         }
+        die_with_runner(&mut command);
         let child = command.spawn().map_err(|e| Failure(format!("the program could not be started: {e}")))?;
         let group = child.id().and_then(|id| i32::try_from(id).ok()).and_then(Pid::from_raw);
         let mut running = Running { child, group };

@@ -60,6 +60,8 @@ if mode == "fail-for" and record.get("other") == sys.argv[2]:
     sys.exit(3)
 if mode == "slow":
     wait(float(sys.argv[2]))
+if mode == "stubborn":
+    time.sleep(float(sys.argv[2]))  # never looks whether the runner is still there
 if "turn" in item:
     n = item["turn"]["number"]
     action = "propose" if n == 0 else ("accept" if n >= 3 or item["turn"]["isFinalTurn"] else "counter")
@@ -441,7 +443,7 @@ async fn after_a_runner_is_killed_another_agent_of_the_user_finishes_and_no_turn
     let phone = app.register_agent("user-tomas").await;
     let id = start(&app, fixtures::good_match()).await;
     let first_scratch = Scratch::new("killed");
-    let mut first = Runner::start(&app, &laptop.key, &["--exec", &first_scratch.program("slow 120")], &first_scratch, "laptop");
+    let mut first = Runner::start(&app, &laptop.key, &["--exec", &first_scratch.program("stubborn 120")], &first_scratch, "laptop");
     let run = first_scratch.until_runs(1).await.remove(0);
     assert_eq!(app.snapshot(&id).await.0, "claimed");
     first.kill9();
@@ -459,7 +461,7 @@ async fn after_a_runner_is_killed_another_agent_of_the_user_finishes_and_no_turn
     assert_eq!((played_by.as_str(), *agent), ("personal", Some(id_of(&phone.id))));
     assert!(generation.unwrap() > 1, "{stored:?}");
     assert!(stored.iter().all(|t| t.2 != Some(id_of(&laptop.id))), "{stored:?}");
-    // The killed runner's program noticed and ended without answering anyone.
+    // The killed runner's program, which never looks for its runner, was killed with it.
     until_gone(run["pid"].as_u64().unwrap()).await;
 }
 
