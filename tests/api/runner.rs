@@ -74,6 +74,11 @@ else:
         print(json.dumps({"reject": "not my kind of code"}))
     elif "crash" in code:
         print(json.dumps({"error": "the linter crashed"}))
+    elif "die" in code:
+        print("segfault in the parser", file=sys.stderr)
+        sys.exit(4)
+    elif "shapeless" in code:
+        print(json.dumps({"output": {"verdict": "fine"}}))
     else:
         print(json.dumps({"output": {"feedback": f"{len(code)} characters reviewed"}}))
 "#;
@@ -550,7 +555,7 @@ async fn with_delegations_the_runner_completes_rejects_and_fails_requests_as_the
     );
 
     let mut asked = Vec::new();
-    for code in ["fn main() {}", "please reject this", "crash now"] {
+    for code in ["fn main() {}", "please reject this", "crash now", "die here", "shapeless answer"] {
         let (request_id, body) = review(&requester, &anon, code);
         let answer = app.delegate(&requester, &body).await;
         assert_eq!(answer.status, StatusCode::ACCEPTED, "{}", answer.text);
@@ -565,23 +570,34 @@ async fn with_delegations_the_runner_completes_rejects_and_fails_requests_as_the
     let failed = until_ended(&app, &requester, &asked[2]).await;
     assert_eq!(failed["delegation"]["status"], "error", "{failed}");
     assert_eq!(failed["delegation"]["attempts"][0]["reason"], "the linter crashed");
+    // A program that dies, or answers what the output schema refuses, fails the attempt with
+    // what went wrong; nothing it printed reaches the requester as output.
+    let died = until_ended(&app, &requester, &asked[3]).await;
+    assert_eq!(died["delegation"]["status"], "error", "{died}");
+    let reason = died["delegation"]["attempts"][0]["reason"].as_str().unwrap();
+    assert!(reason.contains("status 4") && reason.contains("segfault in the parser"), "{reason}");
+    let shapeless = until_ended(&app, &requester, &asked[4]).await;
+    assert_eq!(shapeless["delegation"]["status"], "error", "{shapeless}");
+    assert!(shapeless["delegation"]["output"].is_null(), "{shapeless}");
+    let reason = shapeless["delegation"]["attempts"][0]["reason"].as_str().unwrap();
+    assert!(reason.contains("feedback"), "{reason}");
 
     // The program saw each request with its capability's output schema, never the claim token.
     let runs = scratch.runs();
-    assert_eq!(runs.len(), 3, "{runs:?}");
+    assert_eq!(runs.len(), 5, "{runs:?}");
     for run in &runs {
         let raw = run["raw"].as_str().unwrap();
         let item: Value = serde_json::from_str(raw).unwrap();
         assert_eq!(item["outputSchema"], review_capability()["outputSchema"]);
         assert!(item.get("claimToken").is_none() && !raw.contains("ct_") && !raw.contains(&ana.key), "{raw}");
     }
-    for (id, outcome) in asked.iter().zip(["completed", "rejected", "failed"]) {
+    for (id, outcome) in asked.iter().zip(["completed", "rejected", "failed", "failed", "failed"]) {
         runner.until_logged(&format!("request={id} task_type=code-review outcome=\"{outcome}\"")).await;
     }
     assert_eq!(app.snapshot(&negotiation).await.0, "waiting_for_agent", "turns are not served without --turns");
     runner.term();
     assert_eq!(runner.exit().await.code(), Some(0), "{}", runner.log());
-    assert!(runner.log().contains("delegations: 1 completed, 1 rejected, 1 failed"), "{}", runner.log());
+    assert!(runner.log().contains("delegations: 1 completed, 1 rejected, 3 failed"), "{}", runner.log());
 }
 
 #[tokio::test]
