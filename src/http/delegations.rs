@@ -461,6 +461,29 @@ async fn delegate_with(
     Ok(response)
 }
 
+/// The refusals of a delegate, at each of its paths.
+#[derive(utoipa::IntoResponses)]
+pub enum DelegateRefusals {
+    /// Invalid body (`invalid_body`), an input the target's schema refuses (`input_invalid`), or a target that may not take it (`target_not_eligible`)
+    #[response(status = 400)]
+    Invalid,
+    /// Missing, unknown, revoked or expired API key
+    #[response(status = 401)]
+    Unauthenticated,
+    /// `agentId` is not the key's agent, or the agent is inactive
+    #[response(status = 403)]
+    Forbidden,
+    /// Unknown or expired target anonymous id (`unknown_target`)
+    #[response(status = 404)]
+    UnknownTarget,
+    /// The request id was used with another body (`request_id_reused`), or by another requester (`request_id_taken`)
+    #[response(status = 409)]
+    RequestIdInUse,
+    /// More delegations in the last 60 s than the requester's outbound limit, or too many inputs the target's schema refused (`rate_limited`, with `Retry-After`)
+    #[response(status = 429)]
+    RateLimited,
+}
+
 /// Delegates a piece of work to another agent, and by default holds until it ended: 200 with the
 /// result once the delegation ended, or 202 (result `pending`, with a `Location` to poll) when its
 /// `timeoutMs` passed first (capped by `PARLEY_LONG_POLL_MAX`). `Prefer: respond-async` or
@@ -473,12 +496,7 @@ async fn delegate_with(
     responses(
         (status = 200, description = "Ended while the call held: the result (`success`, `rejected`, `timeout` or `error`) and the delegation", body = DelegationAnswer),
         (status = 202, description = "Not ended yet (or an asynchronous answer was asked for): result `pending`, `Location` to poll", body = DelegationAnswer),
-        (status = 400, description = "Invalid body (`invalid_body`), an input the target's schema refuses (`input_invalid`), or a target that may not take it (`target_not_eligible`)"),
-        (status = 401, description = "Missing or unknown API key"),
-        (status = 403, description = "`agentId` is not the key's agent, or the agent is inactive"),
-        (status = 404, description = "Unknown or expired target anonymous id (`unknown_target`)"),
-        (status = 409, description = "The request id was used with another body (`request_id_reused`), or by another requester (`request_id_taken`)"),
-        (status = 429, description = "More delegations in the last 60 s than the requester's outbound limit, or too many inputs the target's schema refused (`rate_limited`, with `Retry-After`)"),
+        DelegateRefusals,
     ))]
 pub async fn delegate(
     State(state): State<AppState>,
@@ -501,12 +519,7 @@ pub async fn delegate(
     responses(
         (status = 200, description = "Ended while the call held", body = FlatDelegationAnswer),
         (status = 202, description = "Not ended yet, or asked to answer at once", body = FlatDelegationAnswer),
-        (status = 400, description = "As `POST /api/agents/delegate`"),
-        (status = 401, description = "Missing or unknown API key"),
-        (status = 403, description = "`agentId` is not the key's agent, or the agent is inactive"),
-        (status = 404, description = "Unknown or expired target anonymous id (`unknown_target`)"),
-        (status = 409, description = "`request_id_reused` or `request_id_taken`"),
-        (status = 429, description = "Rate limited (`rate_limited`, with `Retry-After`)"),
+        DelegateRefusals,
     ))]
 pub async fn delegate_as_agentlens(
     State(state): State<AppState>,
