@@ -35,6 +35,7 @@ mod runner;
 mod schema;
 mod system_negotiator;
 mod timers;
+mod tour;
 mod trust;
 mod ui;
 mod wakeups;
