@@ -318,6 +318,11 @@ describe("status page", { timeout: 240_000 }, () => {
     }
     assert.equal(await page.evaluate(() => sessionStorage.getItem("parley.token")), null, "a refused token is not kept");
     await page.screenshot({ path: join(OUTPUT_DIR, "signin_service_token.png") });
+    // An operator's token is not a person's either.
+    await page.locator("#token").fill(await server.token("operator", "admin"));
+    await page.locator("#connect").click();
+    await eventually("the admin token refused", async () => /role "admin"/.test(await text(page.locator("#error"))), true);
+    assert.equal(await page.locator("#account").isVisible(), false, "never signed in with an admin token");
 
     // A person's token signed with another secret: the server's own reason, and never "Signed in".
     const b64 = (o) => Buffer.from(JSON.stringify(o)).toString("base64url");
@@ -396,12 +401,20 @@ describe("status page", { timeout: 240_000 }, () => {
     assert.match(await text(turns.nth(1)), /Turn 1 · candidate \(Tomas Novak\) · /);
     assert.match(await text(turns.last()), /· accept/);
     // Who accepted what, at which turn: the service's sentence, as the API gives it.
-    const n = await server.api(mayaToken, "GET", `/api/negotiations/${(await server.api(mayaToken, "GET", `/api/opportunities/${opportunityId}`)).json.negotiationId}`);
+    const negotiationId = (await server.api(mayaToken, "GET", `/api/opportunities/${opportunityId}`)).json.negotiationId;
+    const n = await server.api(mayaToken, "GET", `/api/negotiations/${negotiationId}`);
     const sentence = await text(card.locator('[data-testid="outcome-summary"]'));
     assert.equal(sentence, n.json.outcome.summary);
     assert.match(sentence, /^(Tomas Novak|Maya Chen)'s agent accepted (Maya Chen|Tomas Novak)'s (proposal|counter) at turn \d+\.$/);
     assert.ok(sentence.endsWith(`at turn ${(await turns.count()) - 1}.`), `the last turn's number: ${sentence}`);
     assert.doesNotMatch(await text(card.locator('[data-testid="outcome"]')), /both agents/);
+    // What Tomas's side keeps to itself never reaches Maya's page: the reasoning of his turns
+    // (the final one's included, when his turn ended it), which the API shows to his side only.
+    const tomasView = await server.api(tomasToken, "GET", `/api/negotiations/${negotiationId}`);
+    const kept = tomasView.json.turns.filter((t) => t.userId === "user-tomas" && t.reasoning).map((t) => t.reasoning);
+    assert.ok(kept.length > 0, `Tomas's side gave its reasons: ${tomasView.text}`);
+    const shown = await text(card);
+    for (const words of kept) assert.ok(!shown.includes(words), `Tomas's private reasoning on Maya's page: ${words}`);
     await card.screenshot({ path: join(OUTPUT_DIR, "outcome_wording.png") });
   });
 
@@ -773,7 +786,7 @@ describe("status page", { timeout: 240_000 }, () => {
     }
   });
 
-  step("an agent without a working key says so; agents are deactivated and deleted from the page", async () => {
+  step("an agent without a working key says so; agents are stopped, deactivated and deleted from the page", async () => {
     const panel = page.locator('[data-testid="agents"]');
     const bot = panel.locator(`li[data-agent-id="${botId}"]`);
     const laptop = panel.locator(`li[data-agent-id="${laptopId}"]`);
@@ -782,6 +795,15 @@ describe("status page", { timeout: 240_000 }, () => {
     await bot.locator('[data-testid="revoke"]').click();
     await bot.locator('[data-testid="revoke-confirm"]').click();
     await eventually("the bot without a key", () => text(bot.locator('[data-testid="negotiates"]')), "no: it has no working key (add one)");
+
+    // Stop the laptop negotiating, then let it negotiate again.
+    await laptop.locator('[data-testid="toggle-mode"]').click();
+    await eventually("the laptop stopped", () => text(laptop.locator('[data-testid="negotiates"]')), "no: negotiating is turned off");
+    assert.equal((await server.api(mayaToken, "GET", `/api/agents/${laptopId}`)).json.negotiationMode, "disabled");
+    assert.equal(await text(laptop.locator('[data-testid="toggle-mode"]')), "Negotiate again");
+    await laptop.locator('[data-testid="toggle-mode"]').click();
+    await eventually("the laptop negotiates again", () => text(laptop.locator('[data-testid="negotiates"]')), "yes");
+    assert.equal((await server.api(mayaToken, "GET", `/api/agents/${laptopId}`)).json.negotiationMode, "enabled");
 
     // Deactivate the laptop and activate it again.
     await laptop.locator('[data-testid="toggle-status"]').click();
