@@ -627,6 +627,27 @@ async fn sigterm_declines_a_delegation_its_program_cannot_finish_within_the_grac
 }
 
 #[tokio::test]
+async fn a_delegation_program_past_the_attempts_deadline_is_stopped_and_the_attempt_fails_in_time() {
+    let app = TestApp::spawn().await;
+    let (ana, anon) = reviewer(&app, "user-ana").await;
+    let requester = app.register_agent("user-raj").await;
+    let scratch = Scratch::new("delegation-deadline");
+    let _runner = Runner::start(&app, &ana.key, &["--delegations", "--exec", &scratch.program("stubborn 120")], &scratch, "runner");
+    let (request_id, mut body) = review(&requester, &anon, "fn main() {}");
+    body["timeoutMs"] = json!(4000);
+    assert_eq!(app.delegate(&requester, &body).await.status, StatusCode::ACCEPTED);
+    let run = scratch.until_runs(1).await.remove(0);
+
+    // The runner stops its program before the attempt's deadline and reports the failure itself,
+    // so the attempt ends `error` with why, not `timeout`.
+    let ended = until_ended(&app, &requester, &request_id).await;
+    assert_eq!(ended["delegation"]["status"], "error", "{ended}");
+    let reason = ended["delegation"]["attempts"][0]["reason"].as_str().unwrap();
+    assert!(reason.starts_with("the program did not answer within") && reason.contains("was stopped"), "{reason}");
+    until_gone(run["pid"].as_u64().unwrap()).await;
+}
+
+#[tokio::test]
 async fn the_runner_waits_for_a_service_that_does_not_answer_yet_then_serves() {
     // A port nothing listens on yet.
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
