@@ -634,7 +634,7 @@ async fn a_delegation_program_past_the_attempts_deadline_is_stopped_and_the_atte
     let scratch = Scratch::new("delegation-deadline");
     let _runner = Runner::start(&app, &ana.key, &["--delegations", "--exec", &scratch.program("stubborn 120")], &scratch, "runner");
     let (request_id, mut body) = review(&requester, &anon, "fn main() {}");
-    body["timeoutMs"] = json!(4000);
+    body["timeoutMs"] = json!(10_000);
     assert_eq!(app.delegate(&requester, &body).await.status, StatusCode::ACCEPTED);
     let run = scratch.until_runs(1).await.remove(0);
 
