@@ -697,7 +697,8 @@ struct Asked {
 }
 
 /// A stand-in OpenAI-compatible server: answers turns with the first action its schema allows
-/// (`accept` once the turn is 3 or later), delegations with a fixed output, and its very first
+/// (`accept` once the turn is 3 or later), delegations with a fixed output (or, when the code
+/// to review asks to confuse it, always with one the output schema refuses), and its very first
 /// request with something that is not JSON. Returns its base URL and what it was asked.
 async fn stand_in_model() -> (String, Arc<Mutex<Asked>>) {
     use axum::{Json, Router, http::HeaderMap, routing::post};
@@ -725,6 +726,8 @@ async fn stand_in_model() -> (String, Arc<Mutex<Asked>>) {
                     json!({"action": action, "message": "From the model", "assessment": {"reasoning": "The model thinks it fits",
                         "suggestedRoles": {"ownUser": "agent", "otherUser": "patient"}}})
                     .to_string()
+                } else if body["messages"][1]["content"].as_str().unwrap().contains("confuse") {
+                    json!({"verdict": "unsure"}).to_string()
                 } else {
                     json!({"feedback": "reviewed by the model"}).to_string()
                 };
@@ -767,8 +770,24 @@ async fn with_a_model_the_runner_answers_turns_and_a_delegation_within_the_rules
     assert!(stored.iter().filter(|t| t.0 % 2 == 0).all(|t| t.1 == "personal" && t.2 == Some(id_of(&tomas.id))), "{stored:?}");
     let done = until_ended(&app, &requester, &request_id).await;
     assert_eq!(done["result"]["output"], json!({"feedback": "reviewed by the model"}), "{done}");
+    // A model that answers what the output schema refuses, twice: asked once more, then the
+    // attempt fails with why, and nothing the model said reaches the requester as output.
+    let (confusing_id, confusing) = review(&requester, &anon, "confuse the model");
+    assert_eq!(app.delegate(&requester, &confusing).await.status, StatusCode::ACCEPTED);
+    let failed = until_ended(&app, &requester, &confusing_id).await;
+    assert_eq!(failed["delegation"]["status"], "error", "{failed}");
+    assert!(failed["delegation"]["output"].is_null(), "{failed}");
+    let reason = failed["delegation"]["attempts"][0]["reason"].as_str().unwrap();
+    assert!(reason.contains("feedback"), "{reason}");
 
     let asked = asked.lock().unwrap();
+    let confused: Vec<usize> = asked
+        .requests
+        .iter()
+        .filter(|(_, r)| r["messages"][1]["content"].as_str().is_some_and(|c| c.contains("confuse the model")))
+        .map(|(_, r)| r["messages"].as_array().unwrap().len())
+        .collect();
+    assert_eq!(confused, [2, 4], "asked once, then once more with its answer and why it could not be used");
     for (auth, request) in &asked.requests {
         assert_eq!(request["model"], "stand-in-model");
         assert_eq!(auth.as_deref(), Some("Bearer sk-test-123"));
