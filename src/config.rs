@@ -221,6 +221,14 @@ impl Config {
             }
         };
 
+        let at_least = |name: &'static str, default: u32, min: u32| -> Result<u32, ConfigError> {
+            let n = number(name, default)?;
+            if n < min {
+                return Err(ConfigError { var: name, message: format!("must be at least {min}") });
+            }
+            Ok(n)
+        };
+
         let bind = match var("PARLEY_BIND") {
             None => d.bind,
             Some(v) => v.parse().map_err(|_| ConfigError {
@@ -281,24 +289,10 @@ impl Config {
                 })
             }
         };
-        let pool_size = number("PARLEY_DB_POOL_SIZE", d.pool_size)?;
-        if pool_size < 2 {
-            return Err(ConfigError { var: "PARLEY_DB_POOL_SIZE", message: "must be at least 2".into() });
-        }
-
-        let auth_failure_burst = number("PARLEY_AUTH_FAILURE_BURST", d.auth_failure_burst)?;
-        if auth_failure_burst < 1 {
-            return Err(ConfigError { var: "PARLEY_AUTH_FAILURE_BURST", message: "must be at least 1".into() });
-        }
-
-        let input_failure_burst = number("PARLEY_INPUT_FAILURE_BURST", d.input_failure_burst)?;
-        if input_failure_burst < 1 {
-            return Err(ConfigError { var: "PARLEY_INPUT_FAILURE_BURST", message: "must be at least 1".into() });
-        }
-        let trust_per_requester = number("PARLEY_TRUST_PER_REQUESTER", d.trust_per_requester)?;
-        if trust_per_requester < 1 {
-            return Err(ConfigError { var: "PARLEY_TRUST_PER_REQUESTER", message: "must be at least 1".into() });
-        }
+        let pool_size = at_least("PARLEY_DB_POOL_SIZE", d.pool_size, 2)?;
+        let auth_failure_burst = at_least("PARLEY_AUTH_FAILURE_BURST", d.auth_failure_burst, 1)?;
+        let input_failure_burst = at_least("PARLEY_INPUT_FAILURE_BURST", d.input_failure_burst, 1)?;
+        let trust_per_requester = at_least("PARLEY_TRUST_PER_REQUESTER", d.trust_per_requester, 1)?;
         let delegation_min_timeout = duration("PARLEY_DELEGATION_MIN_TIMEOUT", d.delegation_min_timeout)?;
         if delegation_min_timeout > Duration::from_secs(24 * 3600) {
             return Err(ConfigError { var: "PARLEY_DELEGATION_MIN_TIMEOUT", message: "must be at most 24h".into() });
