@@ -41,7 +41,9 @@
 //! for the deadline the task has then (the service's handlers do this).
 
 use chrono::{DateTime, Utc};
-use sqlx::PgConnection;
+use sqlx::postgres::PgArguments;
+use sqlx::query::Query;
+use sqlx::{PgConnection, Postgres};
 use uuid::Uuid;
 
 use ulid::Ulid;
@@ -67,15 +69,12 @@ pub async fn schedule_park_timeout(
     t: &ParkTimeout,
     run_at: DateTime<Utc>,
 ) -> Result<(), JobsError> {
-    sqlx::query("SELECT parley_jobs.arm_park_timeout($1, $2, $3, $4, $5)")
+    arm_with_new_id(conn, sqlx::query("SELECT parley_jobs.arm_park_timeout($1, $2, $3, $4, $5)")
         .bind(t.task_id)
         .bind(i32::try_from(t.turn_number).unwrap_or(i32::MAX))
         .bind(t.generation)
-        .bind(run_at)
-        .bind(new_timer_id())
-        .execute(conn)
-        .await?;
-    Ok(())
+        .bind(run_at))
+    .await
 }
 
 /// Arms the claim timer of `t.task_id` (replacing any pending one) to fire at `run_at`.
@@ -84,14 +83,11 @@ pub async fn schedule_claim_timeout(
     t: &ClaimTimeout,
     run_at: DateTime<Utc>,
 ) -> Result<(), JobsError> {
-    sqlx::query("SELECT parley_jobs.arm_claim_timeout($1, $2, $3, $4)")
+    arm_with_new_id(conn, sqlx::query("SELECT parley_jobs.arm_claim_timeout($1, $2, $3, $4)")
         .bind(t.task_id)
         .bind(t.generation)
-        .bind(run_at)
-        .bind(new_timer_id())
-        .execute(conn)
-        .await?;
-    Ok(())
+        .bind(run_at))
+    .await
 }
 
 /// Arms the personal-vs-personal deadline of `t.task_id` (replacing any pending one).
@@ -100,13 +96,10 @@ pub async fn schedule_deadline(
     t: &NegotiationDeadline,
     run_at: DateTime<Utc>,
 ) -> Result<(), JobsError> {
-    sqlx::query("SELECT parley_jobs.arm_deadline($1, $2, $3)")
+    arm_with_new_id(conn, sqlx::query("SELECT parley_jobs.arm_deadline($1, $2, $3)")
         .bind(t.task_id)
-        .bind(run_at)
-        .bind(new_timer_id())
-        .execute(conn)
-        .await?;
-    Ok(())
+        .bind(run_at))
+    .await
 }
 
 /// Arms the expiry of the pending opportunity `t.opportunity_id` (replacing any pending one).
@@ -115,13 +108,10 @@ pub async fn schedule_pending_expiry(
     t: &PendingExpiry,
     run_at: DateTime<Utc>,
 ) -> Result<(), JobsError> {
-    sqlx::query("SELECT parley_jobs.arm_pending_expiry($1, $2, $3)")
+    arm_with_new_id(conn, sqlx::query("SELECT parley_jobs.arm_pending_expiry($1, $2, $3)")
         .bind(t.opportunity_id)
-        .bind(run_at)
-        .bind(new_timer_id())
-        .execute(conn)
-        .await?;
-    Ok(())
+        .bind(run_at))
+    .await
 }
 
 /// Arms the timer of the delegation `t.delegation_id` (replacing any pending one, of an
@@ -131,13 +121,16 @@ pub async fn schedule_delegation_timeout(
     t: &DelegationTimeout,
     run_at: DateTime<Utc>,
 ) -> Result<(), JobsError> {
-    sqlx::query("SELECT parley_jobs.arm_delegation_timeout($1, $2, $3, $4)")
+    arm_with_new_id(conn, sqlx::query("SELECT parley_jobs.arm_delegation_timeout($1, $2, $3, $4)")
         .bind(t.delegation_id)
         .bind(t.attempt)
-        .bind(run_at)
-        .bind(new_timer_id())
-        .execute(conn)
-        .await?;
+        .bind(run_at))
+    .await
+}
+
+/// Runs one `parley_jobs.arm_*` call whose last argument is the new job's id.
+async fn arm_with_new_id(conn: &mut PgConnection, call: Query<'_, Postgres, PgArguments>) -> Result<(), JobsError> {
+    call.bind(new_timer_id()).execute(conn).await?;
     Ok(())
 }
 

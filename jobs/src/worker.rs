@@ -414,31 +414,23 @@ async fn dispatch<H: TimerHandler>(
     attempt: usize,
 ) -> Result<(), BoxDynError> {
     let h = &d.handler;
-    let outcome = match d.kind {
-        QueueKind::Park => match decode::<ParkTimeout>(&raw) {
-            Ok(t) => h.park_timeout(t).await,
-            Err(e) => return reject(&d.pool, &job_id, e).await,
-        },
-        QueueKind::Claim => match decode::<ClaimTimeout>(&raw) {
-            Ok(t) => h.claim_timeout(t).await,
-            Err(e) => return reject(&d.pool, &job_id, e).await,
-        },
-        QueueKind::Deadline => match decode::<NegotiationDeadline>(&raw) {
-            Ok(t) => h.negotiation_deadline(t).await,
-            Err(e) => return reject(&d.pool, &job_id, e).await,
-        },
-        QueueKind::Expiry => match decode::<PendingExpiry>(&raw) {
-            Ok(t) => h.pending_expiry(t).await,
-            Err(e) => return reject(&d.pool, &job_id, e).await,
-        },
-        QueueKind::Delegation => match decode::<DelegationTimeout>(&raw) {
-            Ok(t) => h.delegation_timeout(t).await,
-            Err(e) => return reject(&d.pool, &job_id, e).await,
-        },
-        QueueKind::Housekeeping => match decode::<Housekeeping>(&raw) {
-            Ok(_) => housekeeping(&d).await,
-            Err(e) => return reject(&d.pool, &job_id, e).await,
-        },
+    // A payload that does not decode is rejected for good; a handler's failure is retried.
+    let handled = async {
+        Ok::<_, serde_json::Error>(match d.kind {
+            QueueKind::Park => h.park_timeout(decode(&raw)?).await,
+            QueueKind::Claim => h.claim_timeout(decode(&raw)?).await,
+            QueueKind::Deadline => h.negotiation_deadline(decode(&raw)?).await,
+            QueueKind::Expiry => h.pending_expiry(decode(&raw)?).await,
+            QueueKind::Delegation => h.delegation_timeout(decode(&raw)?).await,
+            QueueKind::Housekeeping => {
+                decode::<Housekeeping>(&raw)?;
+                housekeeping(&d).await
+            }
+        })
+    };
+    let outcome = match handled.await {
+        Ok(outcome) => outcome,
+        Err(e) => return reject(&d.pool, &job_id, e).await,
     };
     match outcome {
         Ok(()) => {
