@@ -259,18 +259,24 @@ impl Engine {
         Ok(task)
     }
 
-    /// Gives the turn back: `claimed -> waiting_for_agent`, keeping when it was first parked.
-    /// `reason` (the agent's, e.g. why its program failed) goes to the log with the negotiation.
+    /// Gives the turn back: `claimed -> waiting_for_agent`, keeping when it was first parked;
+    /// with `hand_back`, the system negotiator plays it at once instead (see
+    /// [`Self::hand_back`]). `reason` (the agent's, e.g. why its program failed) goes to the log
+    /// with the negotiation.
     pub async fn release(
         &self,
         agent: &AgentIdentity,
         task_id: Uuid,
         token: Option<&str>,
         reason: Option<&str>,
+        hand_back: bool,
     ) -> Result<Task, DeliveryError> {
         let mut tx = self.pool.begin().await?;
         let mut task = self.lock_visible(&mut tx, agent, task_id).await?;
         Self::check_holder(&task, agent, self.claim_proof(task_id, token))?;
+        if hand_back {
+            return self.hand_back(tx, agent, task, reason).await;
+        }
         let next = task.state.transition(TaskEvent::Unclaim)?;
         tasks::set_state(&mut tx, task.id, task.state, next, task.turn_count).await?;
         let user = task.awaiting_user_id.clone().unwrap_or_default();
@@ -287,8 +293,8 @@ impl Engine {
         Ok(task)
     }
 
-    /// Gives the turn back and has the system negotiator play it at once for the agent's user
-    /// (the agent declines the turn), instead of leaving it parked until the park window ends.
+    /// The rest of a release with `hand_back`, in its transaction: the system negotiator plays
+    /// the turn at once for the agent's user (the agent declines the turn), instead of leaving it parked until the park window ends.
     /// Only a mixed negotiation has a system negotiator to hand a turn to: in a personal-vs-
     /// personal one this is refused ([`DeliveryError::NoSystemNegotiator`]) and nothing changes.
     ///
@@ -296,16 +302,13 @@ impl Engine {
     /// the task's turn timer is cancelled, and the system's turn is taken through the park
     /// timeout's own path ([`Engine::take_parked_turn`]); then the negotiation runs on as after a
     /// fallback. Returns the task as it stands afterwards.
-    pub async fn hand_back(
+    async fn hand_back(
         &self,
+        mut tx: sqlx::Transaction<'static, sqlx::Postgres>,
         agent: &AgentIdentity,
-        task_id: Uuid,
-        token: Option<&str>,
+        mut task: Task,
         reason: Option<&str>,
     ) -> Result<Task, DeliveryError> {
-        let mut tx = self.pool.begin().await?;
-        let mut task = self.lock_visible(&mut tx, agent, task_id).await?;
-        Self::check_holder(&task, agent, self.claim_proof(task_id, token))?;
         if !Self::falls_back(&task) {
             return Err(DeliveryError::NoSystemNegotiator);
         }
@@ -346,7 +349,7 @@ impl Engine {
         };
         let mut released = 0;
         for id in ids {
-            match self.release(agent, id, None, Some("the agent was deleted")).await {
+            match self.release(agent, id, None, Some("the agent was deleted"), false).await {
                 Ok(_) => released += 1,
                 // Lapsed or answered meanwhile: its own timer or respond took care of it.
                 Err(DeliveryError::ClaimStale | DeliveryError::NotClaimed | DeliveryError::AlreadyCompleted) => {}

@@ -643,11 +643,7 @@ pub async fn release_claim(
     let reason = crate::directory::delegation::reason_text(body.reason.as_deref());
     let token = body.claim_token.as_deref();
     let handed_back = body.hand_back.unwrap_or(false);
-    let task = if handed_back {
-        state.engine.hand_back(&agent, negotiation_id, token, reason.as_deref()).await?
-    } else {
-        state.engine.release(&agent, negotiation_id, token, reason.as_deref()).await?
-    };
+    let task = state.engine.release(&agent, negotiation_id, token, reason.as_deref(), handed_back).await?;
     Ok(Json(ReleasedOut { success: true, negotiation_id, status: task.state, handed_back }))
 }
 
