@@ -64,12 +64,7 @@ pub(super) async fn serve(ctx: Arc<Ctx>) {
                 break;
             }
             Err(e) => {
-                let wait = match &e {
-                    CallError::Transient { retry_after: Some(after), .. } => *after,
-                    _ => backoff.after_failure(),
-                };
-                tracing::warn!(error = %e, "reading the inbox failed; trying again in {}", took(wait));
-                if ctx.pause(wait).await {
+                if ctx.pause_after("reading the inbox", &e, &mut backoff).await {
                     break;
                 }
                 continue;

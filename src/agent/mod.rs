@@ -232,6 +232,17 @@ impl Ctx {
         }
     }
 
+    /// After a failed poll (`what`): logs it and waits as long as the service asked, or as
+    /// `backoff` says; returns whether the runner is stopping.
+    async fn pause_after(&self, what: &str, error: &CallError, backoff: &mut Backoff) -> bool {
+        let wait = match error {
+            CallError::Transient { retry_after: Some(after), .. } => *after,
+            _ => backoff.after_failure(),
+        };
+        tracing::warn!(error = %error, "{what} failed; trying again in {}", report::took(wait));
+        self.pause(wait).await
+    }
+
     /// Waits `wait`, or less if the runner stops meanwhile; returns whether it is stopping.
     async fn pause(&self, wait: Duration) -> bool {
         tokio::select! {

@@ -88,12 +88,7 @@ pub(super) async fn serve(ctx: Arc<Ctx>) {
             }
             Err(CallError::KeyRefused(message)) => return ctx.fatal(message),
             Err(e) => {
-                let wait = match &e {
-                    CallError::Transient { retry_after: Some(after), .. } => *after,
-                    _ => backoff.after_failure(),
-                };
-                tracing::warn!(error = %e, "pickup failed; trying again in {}", took(wait));
-                if ctx.pause(wait).await {
+                if ctx.pause_after("pickup", &e, &mut backoff).await {
                     break;
                 }
             }
