@@ -104,20 +104,15 @@ fn no_store_for_json(response: &Response<Body>) -> Option<HeaderValue> {
 /// Every resource's routes. The application adds the MCP endpoint and the OpenAPI document
 /// (which build on these modules) and then the shared layers ([`layered`]); see `crate::app`.
 pub fn resources() -> Router<AppState> {
-    Router::new()
-        .merge(health::router())
-        .merge(metrics::router())
-        .merge(negotiations::router())
-        .merge(opportunities::router())
-        .merge(insights::router())
-        .merge(a2a::router())
-        .merge(agents::router())
-        .merge(directory::router())
-        .merge(delegations::router())
-        .merge(agent_turns::router())
-        .merge(assessment::router())
-        .merge(events::router())
-        .merge(status_page::router())
+    let routers = [
+        // The platform's negotiations and what people see of them.
+        negotiations::router(), opportunities::router(), insights::router(), a2a::router(),
+        // Agents, the directory, the work handed to agents and their turns.
+        agents::router(), directory::router(), delegations::router(), agent_turns::router(), assessment::router(),
+        // Probes, and the web UI's live events and status page.
+        health::router(), metrics::router(), events::router(), status_page::router(),
+    ];
+    routers.into_iter().fold(Router::new(), Router::merge)
 }
 
 /// `routes` under the layers every answer goes through: the body limit and body timeout, the
