@@ -273,6 +273,11 @@ fn as_f64(n: &Number) -> f64 {
     n.as_f64().unwrap_or(0.0)
 }
 
+/// The MIME-type gate: an empty list asks for nothing; otherwise one of its types must be offered.
+fn takes_one_of(wanted: &[String], offered: &WordSet) -> bool {
+    wanted.is_empty() || wanted.iter().any(|m| offered.contains(m))
+}
+
 fn push_unique(list: &mut Vec<String>, items: &[&str]) {
     for item in items {
         if !list.iter().any(|x| x == item) {
@@ -414,20 +419,10 @@ impl Calculator {
 
     /// Step 4: the four hard gates, first failure wins.
     fn hard_gate(&self, req: &AssessmentRequest) -> Option<RejectionReason> {
-        if !req.input_mime_types.is_empty()
-            && !req
-                .input_mime_types
-                .iter()
-                .any(|m| self.input_modes.contains(m))
-        {
+        if !takes_one_of(&req.input_mime_types, &self.input_modes) {
             return Some(RejectionReason::InputMimeUnsupported);
         }
-        if !req.output_mime_types.is_empty()
-            && !req
-                .output_mime_types
-                .iter()
-                .any(|m| self.output_modes.contains(m))
-        {
+        if !takes_one_of(&req.output_mime_types, &self.output_modes) {
             return Some(RejectionReason::OutputMimeUnsupported);
         }
         if !req.required_tools.iter().all(|t| self.tools.contains(t)) {

@@ -320,52 +320,24 @@ mod tests {
 
     #[test]
     fn wrong_types_name_the_field() {
-        assert_eq!(err("[1]"), "Request body must be a JSON object");
-        assert_eq!(err("\"text\""), "Request body must be a JSON object");
-        assert_eq!(
-            err(r#"{"task_summary": 5}"#),
-            "'task_summary' must be a string"
-        );
-        assert_eq!(
-            err(r#"{"task_summary": "x", "max_latency_ms": "5000"}"#),
-            "'max_latency_ms' must be a number"
-        );
-        assert_eq!(
-            err(r#"{"task_summary": "x", "max_latency_ms": -1}"#),
-            "'max_latency_ms' must be a non-negative number"
-        );
-        assert_eq!(
-            err(r#"{"task_summary": "x", "weights": [1]}"#),
-            "'weights' must be an object"
-        );
-        assert_eq!(
-            err(r#"{"task_summary": "x", "weights": {"load": "1"}}"#),
-            "'weights.load' must be a number"
-        );
-        assert_eq!(
-            err(r#"{"task_summary": "x", "input_mime_types": "text/plain"}"#),
-            "'input_mime_types' must be a list of strings"
-        );
-        assert_eq!(
-            err(r#"{"task_summary": "x", "output_mime_types": [1]}"#),
-            "'output_mime_types' must be a list of strings"
-        );
-        assert_eq!(
-            err(r#"{"task_summary": "x", "min_score": "0.5"}"#),
-            "'min_score' must be a number"
-        );
-        assert_eq!(
-            err(r#"{"task_summary": "x", "max_cost_amount": 5}"#),
-            "'max_cost_amount' must be a string"
-        );
-        assert_eq!(
-            err(r#"{"task_summary": "x", "task_details": {}}"#),
-            "'task_details' must be a string"
-        );
-        assert_eq!(
-            err(r#"{"task_summary": "x", "required_tools": {}}"#),
-            "'required_tools' must be a list of strings"
-        );
+        let cases = [
+            ("[1]", "Request body must be a JSON object"),
+            ("\"text\"", "Request body must be a JSON object"),
+            (r#"{"task_summary": 5}"#, "'task_summary' must be a string"),
+            (r#"{"task_summary": "x", "max_latency_ms": "5000"}"#, "'max_latency_ms' must be a number"),
+            (r#"{"task_summary": "x", "max_latency_ms": -1}"#, "'max_latency_ms' must be a non-negative number"),
+            (r#"{"task_summary": "x", "weights": [1]}"#, "'weights' must be an object"),
+            (r#"{"task_summary": "x", "weights": {"load": "1"}}"#, "'weights.load' must be a number"),
+            (r#"{"task_summary": "x", "input_mime_types": "text/plain"}"#, "'input_mime_types' must be a list of strings"),
+            (r#"{"task_summary": "x", "output_mime_types": [1]}"#, "'output_mime_types' must be a list of strings"),
+            (r#"{"task_summary": "x", "min_score": "0.5"}"#, "'min_score' must be a number"),
+            (r#"{"task_summary": "x", "max_cost_amount": 5}"#, "'max_cost_amount' must be a string"),
+            (r#"{"task_summary": "x", "task_details": {}}"#, "'task_details' must be a string"),
+            (r#"{"task_summary": "x", "required_tools": {}}"#, "'required_tools' must be a list of strings"),
+        ];
+        for (body, message) in cases {
+            assert_eq!(err(body), message, "{body}");
+        }
     }
 
     #[test]

@@ -725,15 +725,22 @@ fn arb_request() -> impl Strategy<Value = AssessmentRequest> {
         })
 }
 
+/// A calculator of up to three skills and a price (sometimes not a number), a request, and a
+/// queue depth, when known.
+fn arb_assessment() -> impl Strategy<Value = (Calculator, AssessmentRequest, Option<i64>)> {
+    (
+        proptest::collection::vec(arb_skill(), 0..4),
+        arb_request(),
+        proptest::option::of(0i64..50),
+        proptest::option::of(prop_oneof![Just("1"), Just("0.25"), Just("abc")]),
+    )
+        .prop_map(|(skills, r, q, price)| (Calculator::new(&skills, price.map(str::to_owned)), r, q))
+}
+
 proptest! {
     #[test]
-    fn scores_stay_in_unit_interval_and_gates_carry_nothing(
-        skills in proptest::collection::vec(arb_skill(), 0..4),
-        r in arb_request(),
-        q in proptest::option::of(0i64..50),
-        price in proptest::option::of(prop_oneof![Just("1"), Just("0.25"), Just("abc")]),
-    ) {
-        let a = Calculator::new(&skills, price.map(str::to_owned)).assess(&r, q, None);
+    fn scores_stay_in_unit_interval_and_gates_carry_nothing((calculator, r, q) in arb_assessment()) {
+        let a = calculator.assess(&r, q, None);
         let unit = |x: f64| (0.0..=1.0).contains(&x);
         prop_assert!(unit(a.score) && unit(a.confidence));
         match (a.accepted, a.rejection_reason) {
@@ -755,13 +762,7 @@ proptest! {
     }
 
     #[test]
-    fn a_score_only_assessment_is_the_full_one_without_its_explanation(
-        skills in proptest::collection::vec(arb_skill(), 0..4),
-        r in arb_request(),
-        q in proptest::option::of(0i64..50),
-        price in proptest::option::of(prop_oneof![Just("1"), Just("0.25"), Just("abc")]),
-    ) {
-        let calculator = Calculator::new(&skills, price.map(str::to_owned));
+    fn a_score_only_assessment_is_the_full_one_without_its_explanation((calculator, r, q) in arb_assessment()) {
         let task = PreparedTask::new(&r);
         let full = calculator.assess(&r, q, None);
         prop_assert_eq!(&calculator.assess_prepared(&task, q, None, Detail::Full), &full);
