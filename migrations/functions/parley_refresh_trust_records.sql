@@ -11,11 +11,7 @@ LANGUAGE sql AS $$
         SELECT DISTINCT a AS agent_id FROM unnest(p_agents) a
     ), record AS (
         SELECT g.agent_id,
-               avg((t.claims_answered + t.accepted_completed)::numeric
-                   / (t.claims_answered + t.claims_expired + t.accepted_completed + t.accepted_unfinished))
-                   FILTER (WHERE t.day > today.d - 30
-                             AND t.claims_answered + t.claims_expired + t.accepted_completed + t.accepted_unfinished > 0)
-                   * 100 AS health,
+               avg(parley_trust_day_share(t)) FILTER (WHERE t.day > today.d - 30) * 100 AS health,
                coalesce(sum(t.attempts_completed + t.attempts_unfinished), 0) AS finished,
                coalesce(sum(t.attempts_completed), 0) AS completed,
                coalesce(sum(t.claims_answered + t.claims_expired + t.attempts_completed + t.attempts_unfinished), 0)::bigint AS events,

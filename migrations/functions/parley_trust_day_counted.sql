@@ -12,12 +12,7 @@ DECLARE
     v_owners bigint;
     today date := (now() AT TIME ZONE 'UTC')::date;
 BEGIN
-    SELECT coalesce(avg((t.claims_answered + t.accepted_completed)::numeric
-                        / (t.claims_answered + t.claims_expired + t.accepted_completed + t.accepted_unfinished))
-                        FILTER (WHERE t.day > today - 30
-                                  AND t.claims_answered + t.claims_expired + t.accepted_completed
-                                      + t.accepted_unfinished > 0)
-                        * 100, 50) AS health,
+    SELECT coalesce(avg(parley_trust_day_share(t)) FILTER (WHERE t.day > today - 30) * 100, 50) AS health,
            coalesce(sum(t.attempts_completed + t.attempts_unfinished), 0) AS finished,
            coalesce(sum(t.attempts_completed), 0) AS completed,
            coalesce(sum(t.claims_answered + t.claims_expired + t.attempts_completed + t.attempts_unfinished), 0)::bigint

@@ -26,11 +26,7 @@ LANGUAGE sql STABLE AS $$
         SELECT a.agent_id FROM agents a WHERE a.agent_id = p_agent
     ), record AS (
         SELECT t.agent_id,
-               avg((t.claims_answered + t.accepted_completed)::numeric
-                   / (t.claims_answered + t.claims_expired + t.accepted_completed + t.accepted_unfinished))
-                   FILTER (WHERE t.day > today.d - 30
-                             AND t.claims_answered + t.claims_expired + t.accepted_completed + t.accepted_unfinished > 0)
-                   * 100 AS health,
+               avg(parley_trust_day_share(t)) FILTER (WHERE t.day > today.d - 30) * 100 AS health,
                sum(t.attempts_completed + t.attempts_unfinished) AS finished,
                sum(t.attempts_completed) AS completed,
                sum(t.claims_answered + t.claims_expired + t.attempts_completed + t.attempts_unfinished) AS events,
