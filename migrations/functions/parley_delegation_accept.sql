@@ -10,47 +10,28 @@ RETURNS TABLE (
     delegation_id uuid, attempt integer, deadline timestamptz, output_schema jsonb
 )
 LANGUAGE plpgsql AS $$
-#variable_conflict use_column
 DECLARE
-    d record;
-    a record;
+    l record;
 BEGIN
-    SELECT k.auth, k.agent_id, k.owner_user_id INTO auth, key_agent_id, key_owner_user_id
-      FROM parley_agent_of_key(p_key_hash, p_agent) k;
-    IF auth <> 'ok' THEN
-        RETURN NEXT;
-        RETURN;
-    END IF;
-    SELECT x.delegation_id, x.status, x.retries_used INTO d FROM delegations x
-     WHERE x.delegation_id = parley_delegation_addressed(key_agent_id, p_request) FOR UPDATE;
-    IF NOT FOUND THEN
-        outcome := 'not_found';
-        RETURN NEXT;
-        RETURN;
-    END IF;
-    SELECT y.attempt, y.target_agent_id, y.status, y.accept_deadline, y.deadline, y.output_schema INTO a
-      FROM delegation_attempts y
-     WHERE y.delegation_id = d.delegation_id AND y.attempt = d.retries_used + 1;
-    delegation_id := d.delegation_id;
-    attempt := a.attempt;
-    status := a.status;
-    deadline := a.deadline;
-    IF a.target_agent_id IS DISTINCT FROM key_agent_id THEN
-        outcome := 'not_addressed';
-    ELSIF a.status <> 'request' THEN
+    SELECT * INTO l FROM parley_delegation_live(p_key_hash, p_agent, p_request);
+    SELECT l.auth, l.key_agent_id, l.key_owner_user_id, l.outcome, l.status, l.delegation_id, l.attempt, l.deadline
+      INTO auth, key_agent_id, key_owner_user_id, outcome, status, delegation_id, attempt, deadline;
+    IF outcome IS DISTINCT FROM 'live' THEN
+        NULL;  -- a refused key, `not_found` or `not_addressed`: answered as it stands
+    ELSIF l.status <> 'request' THEN
         outcome := 'invalid_state';
-    ELSIF least(a.accept_deadline, a.deadline) <= now() THEN
+    ELSIF least(l.accept_deadline, l.deadline) <= now() THEN
         outcome := 'past_deadline';
-    ELSIF NOT parley_delegation_move(d.delegation_id, a.attempt, 'request', 'accepted', NULL, NULL,
-                                     d.status, d.retries_used, 'accepted', NULL) THEN
+    ELSIF NOT parley_delegation_move(l.delegation_id, l.attempt, 'request', 'accepted', NULL, NULL,
+                                     l.delegation_status, l.retries_used, 'accepted', NULL) THEN
         outcome := 'invalid_state';
     ELSE
-        IF a.accept_deadline < a.deadline THEN
-            PERFORM parley_jobs.arm_delegation_timeout(d.delegation_id, a.attempt, a.deadline, p_timer_id);
+        IF l.accept_deadline < l.deadline THEN
+            PERFORM parley_jobs.arm_delegation_timeout(l.delegation_id, l.attempt, l.deadline, p_timer_id);
         END IF;
         outcome := 'accepted';
         status := 'accepted';
-        output_schema := a.output_schema;
+        output_schema := l.output_schema;
     END IF;
     RETURN NEXT;
 END

@@ -56,6 +56,7 @@ pub const DEFINITIONS: &[Definition] = &[
     definition!("parley_delegation_addressed"),
     definition!("parley_delegation_complete"),
     definition!("parley_delegation_inbound_full"),
+    definition!("parley_delegation_live"),
     definition!("parley_delegation_make"),
     definition!("parley_delegation_move"),
     definition!("parley_delegation_offer"),
@@ -74,6 +75,7 @@ pub const DEFINITIONS: &[Definition] = &[
     definition!("parley_trust_capabilities_added"),
     definition!("parley_trust_capabilities_removed"),
     definition!("parley_trust_day_counted"),
+    definition!("parley_trust_day_share"),
     definition!("parley_trust_provisional"),
     definition!("parley_trust_scores"),
 ];
