@@ -18,9 +18,7 @@
 
 use std::time::Duration;
 
-use serde_json::Value;
 use sqlx::PgConnection;
-use uuid::Uuid;
 
 use super::{
     capabilities::{CapabilityError, TaskType, custom_type_for},
@@ -142,29 +140,13 @@ impl Query {
     }
 }
 
-/// One result, as anyone may see it.
+/// One result: a discoverable capability and its composite score. Its `entry` also names the
+/// agent behind the anonymous id; the views built from it never show that (they pick their
+/// fields one by one).
 #[derive(Debug, Clone)]
 pub struct Found {
-    /// The agent's current anonymous id.
-    pub anonymous_agent_id: Uuid,
-    /// The capability.
-    pub capability_id: Uuid,
-    /// Its kind of work.
-    pub task_type: String,
-    /// Set for `custom`.
-    pub custom_type: Option<String>,
-    /// Input JSON Schema.
-    pub input_schema: Value,
-    /// Output JSON Schema.
-    pub output_schema: Value,
-    /// Estimate, milliseconds.
-    pub estimated_latency_ms: Option<i64>,
-    /// Estimate, US dollars.
-    pub estimated_cost_usd: Option<f64>,
-    /// The agent's trust percentile.
-    pub trust_score_percentile: i32,
-    /// Whether its trust is still provisional.
-    pub provisional: bool,
+    /// The capability, with what its agent's record says.
+    pub entry: Entry,
     /// The composite score, 4 decimals.
     pub composite_score: f64,
 }
@@ -269,19 +251,7 @@ pub fn rank(entries: &[Entry], q: &Query, floor: u32) -> Discovered {
     kept.truncate(limit);
     let results = kept
         .into_iter()
-        .map(|(composite_score, e)| Found {
-            anonymous_agent_id: e.anonymous_agent_id,
-            capability_id: e.capability_id,
-            task_type: e.task_type.clone(),
-            custom_type: e.custom_type.clone(),
-            input_schema: e.input_schema.clone(),
-            output_schema: e.output_schema.clone(),
-            estimated_latency_ms: e.estimated_latency_ms,
-            estimated_cost_usd: e.estimated_cost_usd,
-            trust_score_percentile: e.trust_score_percentile,
-            provisional: e.provisional,
-            composite_score,
-        })
+        .map(|(composite_score, e)| Found { entry: e.clone(), composite_score })
         .collect();
     Discovered { results, total }
 }

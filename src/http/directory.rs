@@ -25,7 +25,7 @@ use super::{
 use crate::directory::{
     CapabilityError, PermissionsPatch, anonymity,
     capabilities::{self, Capability, NewCapability, RawCapability},
-    discovery::{self, RawQuery},
+    discovery::{self, Found, RawQuery},
     ranking::{self, RankError, RankQuery},
     trust,
 };
@@ -493,18 +493,18 @@ pub async fn discover(state: &AppState, raw: &RawQuery<'_>) -> ApiResult<Discove
     let results = found
         .results
         .into_iter()
-        .map(|f| DiscoveredOut {
-            anonymous_agent_id: f.anonymous_agent_id,
-            capability_id: state.engine.capability_handle(f.anonymous_agent_id, f.capability_id),
-            task_type: f.task_type,
-            custom_type: f.custom_type,
-            input_schema: f.input_schema,
-            output_schema: f.output_schema,
-            trust_score_percentile: f.trust_score_percentile,
-            provisional: f.provisional,
-            estimated_latency_ms: f.estimated_latency_ms,
-            estimated_cost_usd: f.estimated_cost_usd,
-            composite_score: f.composite_score,
+        .map(|Found { entry: e, composite_score }| DiscoveredOut {
+            anonymous_agent_id: e.anonymous_agent_id,
+            capability_id: state.engine.capability_handle(e.anonymous_agent_id, e.capability_id),
+            task_type: e.task_type,
+            custom_type: e.custom_type,
+            input_schema: e.input_schema,
+            output_schema: e.output_schema,
+            trust_score_percentile: e.trust_score_percentile,
+            provisional: e.provisional,
+            estimated_latency_ms: e.estimated_latency_ms,
+            estimated_cost_usd: e.estimated_cost_usd,
+            composite_score,
             quality_metrics: QualityMetricsOut { success_rate: None, completed_tasks: 0 },
         })
         .collect();

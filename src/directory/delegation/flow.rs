@@ -183,7 +183,7 @@ impl Engine {
         }
         let mut refused = None;
         for found in self.discover_for(conn, &d.task_type, d.custom_type.as_deref()).await? {
-            let Some(r) = anonymity::resolve(conn, found.anonymous_agent_id).await? else {
+            let Some(r) = anonymity::resolve(conn, found.entry.anonymous_agent_id).await? else {
                 continue;
             };
             let eligible =
@@ -193,7 +193,7 @@ impl Engine {
                 Ok(()) => {
                     return Ok(Target {
                         agent_id: r.agent_id,
-                        anonymous_id: found.anonymous_agent_id,
+                        anonymous_id: found.entry.anonymous_agent_id,
                         capability_id: capability.capability_id,
                         output_schema: capability.output_schema,
                     });
@@ -220,7 +220,7 @@ impl Engine {
         screened: &Screened,
     ) -> Result<Option<Target>, DelegationError> {
         for found in self.discover_for(conn, &d.task_type, d.custom_type.as_deref()).await? {
-            let Some(r) = anonymity::resolve(conn, found.anonymous_agent_id).await? else {
+            let Some(r) = anonymity::resolve(conn, found.entry.anonymous_agent_id).await? else {
                 continue;
             };
             if tried.contains(&r.agent_id) {
@@ -241,7 +241,7 @@ impl Engine {
             }
             return Ok(Some(Target {
                 agent_id: r.agent_id,
-                anonymous_id: found.anonymous_agent_id,
+                anonymous_id: found.entry.anonymous_agent_id,
                 capability_id: capability.capability_id,
                 output_schema: capability.output_schema,
             }));

@@ -71,7 +71,7 @@ impl Engine {
                 .discover_for(conn, work.task_type, work.custom_type)
                 .await?
                 .into_iter()
-                .map(|f| (f.capability_id, f.input_schema))
+                .map(|f| (f.entry.capability_id, f.entry.input_schema))
                 .collect(),
         };
         let schemas = capabilities.iter().map(|(_, s)| s.clone()).collect();
