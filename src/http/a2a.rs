@@ -16,9 +16,8 @@ use uuid::Uuid;
 
 use super::{
     AppState, a2a_attempts,
-    agent_auth::presented_key,
+    agent_auth::{AnyAgent, presented_key},
     auth::{Caller, CallerRole},
-    delegations::AnyAgent,
     error::{ApiError, ApiResult},
     extract::Ids,
     views::Viewer,

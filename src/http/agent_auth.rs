@@ -39,6 +39,11 @@ pub fn presented_key(parts: &Parts) -> Option<String> {
     bearer(parts).filter(|t| t.starts_with(KEY_PREFIX)).map(str::to_owned)
 }
 
+/// The API key a request must present: a 401 without one.
+fn required_key(parts: &Parts) -> Result<String, ApiError> {
+    presented_key(parts).ok_or_else(|| ApiError::Unauthorized("missing API key".into()))
+}
+
 async fn path_agent_id(parts: &mut Parts, state: &AppState) -> Result<Uuid, ApiError> {
     let Path(params) = Path::<HashMap<String, String>>::from_request_parts(parts, state)
         .await
@@ -80,9 +85,23 @@ impl FromRequestParts<AppState> for AgentCaller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let key = presented_key(parts).ok_or_else(|| ApiError::Unauthorized("missing API key".into()))?;
+        let key = required_key(parts)?;
         let agent = path_agent_id(parts, state).await?;
         authenticate_key(state, &key, agent).await.map(AgentCaller)
+    }
+}
+
+/// Any active agent, by its API key, whatever the path names (the caller of
+/// `GET /api/agents/me`, or the requester reading its delegations).
+#[derive(Debug, Clone)]
+pub struct AnyAgent(pub AgentIdentity);
+
+impl FromRequestParts<AppState> for AnyAgent {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let key = required_key(parts)?;
+        authenticate_hash(state, &hash_secret(&key), None).await.map(AnyAgent)
     }
 }
 
@@ -118,7 +137,7 @@ impl FromRequestParts<AppState> for PresentedAgentKey {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let key = presented_key(parts).ok_or_else(|| ApiError::Unauthorized("missing API key".into()))?;
+        let key = required_key(parts)?;
         let agent = path_agent_id(parts, state).await?;
         Ok(PresentedAgentKey(AgentKey::new(&key, Some(agent))))
     }
@@ -141,7 +160,7 @@ impl FromRequestParts<AppState> for PresentedKey {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _state: &AppState) -> Result<Self, ApiError> {
-        let key = presented_key(parts).ok_or_else(|| ApiError::Unauthorized("missing API key".into()))?;
+        let key = required_key(parts)?;
         Ok(PresentedKey(AgentKey::new(&key, None)))
     }
 }

@@ -17,10 +17,9 @@ use uuid::Uuid;
 
 use super::{
     AppState,
-    agent_auth::{AgentCaller, KEY_PREFIX},
+    agent_auth::{AgentCaller, AnyAgent, KEY_PREFIX},
     api_docs::{AgentKeyPath, AgentPath, OwnAgentKey, UsersOnly, UsersOwnAgent},
     auth::UserCaller,
-    delegations::AnyAgent,
     error::{ApiError, ApiResult},
     extract::{ApiJson, Ids, OptionalJson},
 };

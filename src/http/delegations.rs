@@ -19,7 +19,7 @@ use uuid::Uuid;
 
 use super::{
     AppState,
-    agent_auth::{AgentCaller, AgentReader, PresentedAgentKey, PresentedKey, presented_key},
+    agent_auth::{AgentCaller, AgentReader, AnyAgent, PresentedAgentKey, PresentedKey, presented_key},
     agent_turns::parse_wait,
     api_docs::{AgentDelegationPath, AgentOrItsOwner, AgentPath, OwnAgentKey},
     auth::{Caller, CallerRole},
@@ -27,7 +27,6 @@ use super::{
     extract::{ApiJson, ApiQuery, Ids, OptionalJson, Page},
 };
 use crate::{
-    delivery::{AgentIdentity, hash_secret},
     directory::delegation::{
         Attempt, DelegationError, Event, InboxItem, RawRequest, Request, Status,
         flow::Record,
@@ -71,28 +70,6 @@ impl From<DelegationError> for ApiError {
             DelegationError::RateLimited(_, wait) | DelegationError::TooManyInvalid(wait) => ApiError::TooMany(message, wait),
             DelegationError::Unexpected(e) => ApiError::Internal(e),
         }
-    }
-}
-
-/// Any active agent, by its API key (the requester of `POST /api/agents/delegate`).
-#[derive(Debug, Clone)]
-pub struct AnyAgent(pub AgentIdentity);
-
-impl FromRequestParts<AppState> for AnyAgent {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let key = presented_key(parts).ok_or_else(|| ApiError::Unauthorized("missing API key".into()))?;
-        let mut conn = state.pool().acquire().await?;
-        let owner = agents::authenticate(&mut conn, &hash_secret(&key))
-            .await?
-            .ok_or_else(|| ApiError::Unauthorized("the API key is unknown, revoked or expired".into()))?;
-        drop(conn);
-        if owner.status != "active" {
-            return Err(ApiError::Forbidden("the agent is inactive".into()));
-        }
-        state.engine.seen(owner.agent_id).await;
-        Ok(AnyAgent(AgentIdentity { agent_id: owner.agent_id, owner_user_id: owner.owner_user_id }))
     }
 }
 

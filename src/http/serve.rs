@@ -181,6 +181,18 @@ impl<T> IdleIo<T> {
         self.deadline.as_mut().reset(Instant::now() + self.timeout);
     }
 
+    /// What a poll of the socket answers: bytes that `moved` re-arm the deadline, and a socket
+    /// with nothing to give or take right now counts towards idleness.
+    fn settle<R>(&mut self, cx: &mut Context<'_>, polled: Poll<io::Result<R>>, moved: bool) -> Poll<io::Result<R>> {
+        if polled.is_pending() {
+            return self.poll_idle(cx).map(Err);
+        }
+        if moved {
+            self.moved();
+        }
+        polled
+    }
+
     /// Called when the socket has nothing to give or take right now.
     fn poll_idle(&mut self, cx: &mut Context<'_>) -> Poll<io::Error> {
         if self.in_flight.load(Ordering::SeqCst) > 0 {
@@ -198,29 +210,17 @@ impl<T> IdleIo<T> {
 impl<T: AsyncRead + Unpin> AsyncRead for IdleIo<T> {
     fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         let before = buf.filled().len();
-        match Pin::new(&mut self.inner).poll_read(cx, buf) {
-            Poll::Ready(result) => {
-                if buf.filled().len() > before {
-                    self.moved();
-                }
-                Poll::Ready(result)
-            }
-            Poll::Pending => self.poll_idle(cx).map(Err),
-        }
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        let moved = buf.filled().len() > before;
+        self.settle(cx, polled, moved)
     }
 }
 
 impl<T: AsyncWrite + Unpin> AsyncWrite for IdleIo<T> {
     fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        match Pin::new(&mut self.inner).poll_write(cx, buf) {
-            Poll::Ready(result) => {
-                if matches!(result, Ok(n) if n > 0) {
-                    self.moved();
-                }
-                Poll::Ready(result)
-            }
-            Poll::Pending => self.poll_idle(cx).map(Err),
-        }
+        let polled = Pin::new(&mut self.inner).poll_write(cx, buf);
+        let moved = matches!(polled, Poll::Ready(Ok(n)) if n > 0);
+        self.settle(cx, polled, moved)
     }
 
     fn poll_write_vectored(
@@ -228,15 +228,9 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for IdleIo<T> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        match Pin::new(&mut self.inner).poll_write_vectored(cx, bufs) {
-            Poll::Ready(result) => {
-                if matches!(result, Ok(n) if n > 0) {
-                    self.moved();
-                }
-                Poll::Ready(result)
-            }
-            Poll::Pending => self.poll_idle(cx).map(Err),
-        }
+        let polled = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        let moved = matches!(polled, Poll::Ready(Ok(n)) if n > 0);
+        self.settle(cx, polled, moved)
     }
 
     fn is_write_vectored(&self) -> bool {
