@@ -11,27 +11,32 @@ RETURNS TABLE (
 )
 LANGUAGE plpgsql AS $$
 DECLARE
-    l record;
+    v_delegation_status text;
+    v_retries_used integer;
+    v_accept_deadline timestamptz;
+    v_output_schema jsonb;
 BEGIN
-    SELECT * INTO l FROM parley_delegation_live(p_key_hash, p_agent, p_request);
-    SELECT l.auth, l.key_agent_id, l.key_owner_user_id, l.outcome, l.status, l.delegation_id, l.attempt, l.deadline
-      INTO auth, key_agent_id, key_owner_user_id, outcome, status, delegation_id, attempt, deadline;
+    SELECT l.auth, l.key_agent_id, l.key_owner_user_id, l.outcome, l.status, l.delegation_id, l.attempt, l.deadline,
+           l.delegation_status, l.retries_used, l.accept_deadline, l.output_schema
+      INTO auth, key_agent_id, key_owner_user_id, outcome, status, delegation_id, attempt, deadline,
+           v_delegation_status, v_retries_used, v_accept_deadline, v_output_schema
+      FROM parley_delegation_live(p_key_hash, p_agent, p_request) l;
     IF outcome IS DISTINCT FROM 'live' THEN
         NULL;  -- a refused key, `not_found` or `not_addressed`: answered as it stands
-    ELSIF l.status <> 'request' THEN
+    ELSIF status <> 'request' THEN
         outcome := 'invalid_state';
-    ELSIF least(l.accept_deadline, l.deadline) <= now() THEN
+    ELSIF least(v_accept_deadline, deadline) <= now() THEN
         outcome := 'past_deadline';
-    ELSIF NOT parley_delegation_move(l.delegation_id, l.attempt, 'request', 'accepted', NULL, NULL,
-                                     l.delegation_status, l.retries_used, 'accepted', NULL) THEN
+    ELSIF NOT parley_delegation_move(delegation_id, attempt, 'request', 'accepted', NULL, NULL,
+                                     v_delegation_status, v_retries_used, 'accepted', NULL) THEN
         outcome := 'invalid_state';
     ELSE
-        IF l.accept_deadline < l.deadline THEN
-            PERFORM parley_jobs.arm_delegation_timeout(l.delegation_id, l.attempt, l.deadline, p_timer_id);
+        IF v_accept_deadline < deadline THEN
+            PERFORM parley_jobs.arm_delegation_timeout(delegation_id, attempt, deadline, p_timer_id);
         END IF;
         outcome := 'accepted';
         status := 'accepted';
-        output_schema := l.output_schema;
+        output_schema := v_output_schema;
     END IF;
     RETURN NEXT;
 END

@@ -13,25 +13,31 @@ CREATE OR REPLACE FUNCTION parley_delegation_complete(
 ) RETURNS TABLE (auth text, key_agent_id uuid, key_owner_user_id text, outcome text, status text, delegation_record jsonb)
 LANGUAGE plpgsql AS $$
 DECLARE
-    l record;
+    v_delegation uuid;
+    v_delegation_status text;
+    v_retries_used integer;
+    v_attempt integer;
+    v_deadline timestamptz;
 BEGIN
-    SELECT * INTO l FROM parley_delegation_live(p_key_hash, p_agent, p_request);
-    SELECT l.auth, l.key_agent_id, l.key_owner_user_id, l.outcome, l.status
-      INTO auth, key_agent_id, key_owner_user_id, outcome, status;
+    SELECT l.auth, l.key_agent_id, l.key_owner_user_id, l.outcome, l.status,
+           l.delegation_id, l.delegation_status, l.retries_used, l.attempt, l.deadline
+      INTO auth, key_agent_id, key_owner_user_id, outcome, status,
+           v_delegation, v_delegation_status, v_retries_used, v_attempt, v_deadline
+      FROM parley_delegation_live(p_key_hash, p_agent, p_request) l;
     IF outcome IS DISTINCT FROM 'live' THEN
         NULL;  -- a refused key, `not_found` or `not_addressed`: answered as it stands
-    ELSIF l.status <> 'accepted' OR l.attempt <> p_attempt OR l.delegation_id <> p_delegation THEN
+    ELSIF status <> 'accepted' OR v_attempt <> p_attempt OR v_delegation <> p_delegation THEN
         outcome := 'invalid_state';
-    ELSIF l.deadline <= now() THEN
+    ELSIF v_deadline <= now() THEN
         outcome := 'past_deadline';
-    ELSIF NOT parley_delegation_move(l.delegation_id, l.attempt, 'accepted', 'completed', p_output, NULL,
-                                     l.delegation_status, l.retries_used, 'completed', p_trust_per_requester) THEN
+    ELSIF NOT parley_delegation_move(v_delegation, v_attempt, 'accepted', 'completed', p_output, NULL,
+                                     v_delegation_status, v_retries_used, 'completed', p_trust_per_requester) THEN
         outcome := 'invalid_state';
     ELSE
-        PERFORM parley_jobs.disarm_delegation_timeout(l.delegation_id);
+        PERFORM parley_jobs.disarm_delegation_timeout(v_delegation);
         outcome := 'completed';
         status := 'completed';
-        delegation_record := parley_delegation_record(l.delegation_id);
+        delegation_record := parley_delegation_record(v_delegation);
     END IF;
     RETURN NEXT;
 END

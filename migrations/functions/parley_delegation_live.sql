@@ -3,12 +3,14 @@
 -- addressed to that agent (`parley_delegation_addressed`), locked, with its live attempt.
 -- `outcome`: NULL for a refused key, `not_found` (never addressed to the agent),
 -- `not_addressed` (its live attempt is addressed elsewhere now) or `live`; the delegation's
--- and the attempt's columns are set from `not_addressed` on.
-CREATE OR REPLACE FUNCTION parley_delegation_live(p_key_hash bytea, p_agent uuid, p_request uuid)
-RETURNS TABLE (
-    auth text, key_agent_id uuid, key_owner_user_id text, outcome text,
-    delegation_id uuid, delegation_status text, retries_used integer,
-    attempt integer, status text, accept_deadline timestamptz, deadline timestamptz, output_schema jsonb
+-- and the attempt's columns are set from `not_addressed` on. One row, not a set: the caller
+-- reads it in the same statement that calls it.
+CREATE OR REPLACE FUNCTION parley_delegation_live(
+    p_key_hash bytea, p_agent uuid, p_request uuid,
+    OUT auth text, OUT key_agent_id uuid, OUT key_owner_user_id text, OUT outcome text,
+    OUT delegation_id uuid, OUT delegation_status text, OUT retries_used integer,
+    OUT attempt integer, OUT status text, OUT accept_deadline timestamptz, OUT deadline timestamptz,
+    OUT output_schema jsonb
 )
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -29,6 +31,5 @@ BEGIN
                         WHEN v_target IS DISTINCT FROM key_agent_id THEN 'not_addressed'
                         ELSE 'live' END;
     END IF;
-    RETURN NEXT;
 END
 $$;
