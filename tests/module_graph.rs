@@ -1,0 +1,229 @@
+//! The code's shape: no Rust file is longer than 1 000 lines, and no two modules import each other,
+//! directly or around a longer loop.
+//!
+//! A circle of imports between files means none of them can be read, moved or tested without the
+//! others; the fix is to move the shared item to the lower module or to merge what belongs
+//! together. This test reads every `.rs` file of the service's library (`src/`, without the
+//! binaries under `src/bin/`, which are crates of their own) and of the jobs crate (`jobs/src/`),
+//! takes every `crate::`, `super::` and `self::` path in it (in `use` trees and inline), resolves
+//! each to the deepest module file it names, and fails naming every circle it finds. `#[cfg(test)]`
+//! modules are left out: a test may use anything. No database is involved.
+
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    path::{Path, PathBuf},
+};
+
+/// The longest a Rust file may be.
+const MAX_LINES: usize = 1_000;
+
+/// A module, as its path from the crate root (`["http", "a2a"]`; the root is `[]`).
+type Module = Vec<String>;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every `.rs` file below `dir`, with its module path; `skip` names top-level folders to leave out.
+fn modules(dir: &Path, skip: &[&str]) -> BTreeMap<Module, PathBuf> {
+    fn walk(dir: &Path, rel: &[String], skip: &[&str], out: &mut BTreeMap<Module, PathBuf>) {
+        let mut entries: Vec<_> = std::fs::read_dir(dir).expect("readable folder").flatten().collect();
+        entries.sort_by_key(|e| e.file_name());
+        for entry in entries {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if entry.path().is_dir() {
+                if !(rel.is_empty() && skip.contains(&name.as_str())) {
+                    walk(&entry.path(), &[rel, &[name]].concat(), skip, out);
+                }
+            } else if let Some(stem) = name.strip_suffix(".rs") {
+                let module = match stem {
+                    "mod" | "lib" | "main" => rel.to_vec(),
+                    _ => [rel, &[stem.to_owned()]].concat(),
+                };
+                out.insert(module, entry.path());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(dir, &[], skip, &mut out);
+    out
+}
+
+/// The file's code as the crate builds it outside tests: line comments dropped, and everything
+/// from the first `#[cfg(test)]` on left out (test modules come last in every file here).
+fn code(text: &str) -> String {
+    let text = text.split("#[cfg(test)]").next().unwrap_or_default();
+    text.lines().map(|l| l.split("//").next().unwrap_or_default()).collect::<Vec<_>>().join("\n")
+}
+
+/// The paths a `use` tree names, braces expanded: `a::{b, c::{d, e}}` gives `a::b`, `a::c::d`
+/// and `a::c::e`.
+fn expand(tree: &str) -> Vec<String> {
+    let tree: String = tree.chars().filter(|c| !c.is_whitespace()).collect();
+    let Some(open) = tree.find('{') else { return vec![tree] };
+    let (prefix, inner) = (&tree[..open], &tree[open + 1..tree.len().saturating_sub(1)]);
+    let (mut parts, mut depth, mut start) = (Vec::new(), 0, 0);
+    for (i, c) in inner.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(&inner[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&inner[start..]);
+    parts.into_iter().filter(|p| !p.is_empty()).flat_map(|p| expand(&format!("{prefix}{p}"))).collect()
+}
+
+/// The paths a file names: every `use` tree, and every inline path that starts with `crate::`
+/// or `super::`.
+fn paths(code: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for statement in code.split(';') {
+        let statement = statement.trim_start();
+        let statement = statement.strip_prefix("pub ").or(statement.strip_prefix("pub(crate) ")).unwrap_or(statement);
+        if let Some(tree) = statement.strip_prefix("use ") {
+            out.extend(expand(tree));
+        }
+    }
+    let bytes = code.as_bytes();
+    for start in ["crate::", "super::"].iter().flat_map(|p| code.match_indices(p).map(|(i, _)| i)) {
+        if start > 0 && (bytes[start - 1].is_ascii_alphanumeric() || bytes[start - 1] == b'_') {
+            continue;
+        }
+        let end = code[start..]
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))
+            .map_or(code.len(), |n| start + n);
+        out.push(code[start..end].to_owned());
+    }
+    out
+}
+
+/// The module file a path in `from` names: the deepest module along it, if it leaves `from`
+/// for another file (a path into `from` itself or one of its ancestors is not an import).
+fn resolve(from: &Module, path: &str, known: &BTreeMap<Module, PathBuf>) -> Option<Module> {
+    let mut segments = path.split("::").filter(|s| !s.is_empty()).peekable();
+    let mut at: Module = match *segments.peek()? {
+        "crate" => Vec::new(),
+        "self" => from.clone(),
+        "super" => from.clone(),
+        _ => return None,
+    };
+    if segments.peek() == Some(&"crate") || segments.peek() == Some(&"self") {
+        segments.next();
+    }
+    while segments.peek() == Some(&"super") {
+        segments.next();
+        at.pop();
+    }
+    let mut deepest = known.contains_key(&at).then(|| at.clone());
+    for segment in segments {
+        at.push(segment.to_owned());
+        if !known.contains_key(&at) {
+            break;
+        }
+        deepest = Some(at.clone());
+    }
+    deepest.filter(|to| to != from && !from.starts_with(to))
+}
+
+/// Which module imports which.
+fn graph(dir: &Path, skip: &[&str]) -> BTreeMap<Module, BTreeSet<Module>> {
+    let known = modules(dir, skip);
+    known
+        .iter()
+        .map(|(module, file)| {
+            let text = std::fs::read_to_string(file).expect("readable source");
+            let to = paths(&code(&text)).iter().filter_map(|p| resolve(module, p, &known)).collect();
+            (module.clone(), to)
+        })
+        .collect()
+}
+
+/// The strongly connected components of more than one module (Tarjan's algorithm): the circles.
+fn circles(graph: &BTreeMap<Module, BTreeSet<Module>>) -> Vec<Vec<String>> {
+    struct Walk<'g> {
+        graph: &'g BTreeMap<Module, BTreeSet<Module>>,
+        index: BTreeMap<&'g Module, usize>,
+        low: BTreeMap<&'g Module, usize>,
+        stack: Vec<&'g Module>,
+        found: Vec<Vec<String>>,
+    }
+    impl<'g> Walk<'g> {
+        fn visit(&mut self, v: &'g Module) {
+            let n = self.index.len();
+            self.index.insert(v, n);
+            self.low.insert(v, n);
+            self.stack.push(v);
+            for w in &self.graph[v] {
+                if !self.index.contains_key(w) {
+                    self.visit(w);
+                    self.low.insert(v, self.low[v].min(self.low[w]));
+                } else if self.stack.contains(&w) {
+                    self.low.insert(v, self.low[v].min(self.index[w]));
+                }
+            }
+            if self.low[v] == self.index[v] {
+                let at = self.stack.iter().rposition(|m| *m == v).expect("on the stack");
+                let component: Vec<String> = self.stack.drain(at..).map(|m| m.join("::")).collect();
+                if component.len() > 1 {
+                    self.found.push(component);
+                }
+            }
+        }
+    }
+    let mut walk = Walk { graph, index: BTreeMap::new(), low: BTreeMap::new(), stack: Vec::new(), found: Vec::new() };
+    for v in graph.keys() {
+        if !walk.index.contains_key(v) {
+            walk.visit(v);
+        }
+    }
+    walk.found
+}
+
+#[test]
+fn no_module_imports_itself_around_a_circle() {
+    for (dir, skip) in [(root().join("src"), &["bin"][..]), (root().join("jobs/src"), &[][..])] {
+        let graph = graph(&dir, skip);
+        // The reading works: the delivery engine's claims are stored through `store::tasks`.
+        if dir.ends_with("src") && !dir.ends_with("jobs/src") {
+            let claims = graph.get(&vec!["delivery".to_owned(), "claims".to_owned()]).expect("src/delivery/claims.rs");
+            assert!(claims.contains(&vec!["store".to_owned(), "tasks".to_owned()]), "{claims:?}");
+        }
+        assert_eq!(circles(&graph), Vec::<Vec<String>>::new(), "import circles under {}", dir.display());
+    }
+}
+
+#[test]
+fn a_circle_is_found_however_long() {
+    let module = |name: &str| vec![name.to_owned()];
+    let mut graph: BTreeMap<Module, BTreeSet<Module>> = BTreeMap::new();
+    for (from, to) in [("a", "b"), ("b", "c"), ("c", "a"), ("c", "d"), ("d", "e")] {
+        graph.entry(module(from)).or_default().insert(module(to));
+        graph.entry(module(to)).or_default();
+    }
+    let mut found = circles(&graph);
+    found.iter_mut().for_each(|c| c.sort());
+    assert_eq!(found, vec![vec!["a".to_owned(), "b".to_owned(), "c".to_owned()]]);
+    assert_eq!(
+        expand("crate::{store::{tasks, messages}, domain::Task}"),
+        ["crate::store::tasks", "crate::store::messages", "crate::domain::Task"]
+    );
+}
+
+#[test]
+fn no_rust_file_is_longer_than_the_limit() {
+    let mut long = Vec::new();
+    for dir in ["src", "jobs/src", "tests"] {
+        for file in modules(&root().join(dir), &[]).into_values() {
+            let lines = std::fs::read_to_string(&file).expect("readable source").lines().count();
+            if lines > MAX_LINES {
+                long.push(format!("{} ({lines} lines)", file.display()));
+            }
+        }
+    }
+    assert!(long.is_empty(), "files over {MAX_LINES} lines: {long:?}");
+}
