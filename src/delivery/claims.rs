@@ -294,7 +294,8 @@ impl Engine {
     }
 
     /// The rest of a release with `hand_back`, in its transaction: the system negotiator plays
-    /// the turn at once for the agent's user (the agent declines the turn), instead of leaving it parked until the park window ends.
+    /// the turn at once for the agent's user (the agent declines the turn), instead of leaving
+    /// it parked until the park window ends.
     /// Only a mixed negotiation has a system negotiator to hand a turn to: in a personal-vs-
     /// personal one this is refused ([`DeliveryError::NoSystemNegotiator`]) and nothing changes.
     ///

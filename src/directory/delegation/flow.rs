@@ -183,16 +183,14 @@ impl Engine {
         }
         let mut refused = None;
         for found in self.discover_for(conn, &d.task_type, d.custom_type.as_deref()).await? {
-            let Some(r) = anonymity::resolve(conn, found.entry.anonymous_agent_id).await? else {
-                continue;
-            };
+            let agent_id = found.entry.agent_id;
             let eligible =
-                eligibility(conn, r.agent_id, d.requester_agent_id, &d.task_type, d.custom_type.as_deref(), floor).await?;
+                eligibility(conn, agent_id, d.requester_agent_id, &d.task_type, d.custom_type.as_deref(), floor).await?;
             let Ok(capability) = eligible else { continue };
             match self.verdict(screened, capability.capability_id, &capability.input_schema, &d.input).await {
                 Ok(()) => {
                     return Ok(Target {
-                        agent_id: r.agent_id,
+                        agent_id,
                         anonymous_id: found.entry.anonymous_agent_id,
                         capability_id: capability.capability_id,
                         output_schema: capability.output_schema,
@@ -220,15 +218,13 @@ impl Engine {
         screened: &Screened,
     ) -> Result<Option<Target>, DelegationError> {
         for found in self.discover_for(conn, &d.task_type, d.custom_type.as_deref()).await? {
-            let Some(r) = anonymity::resolve(conn, found.entry.anonymous_agent_id).await? else {
-                continue;
-            };
-            if tried.contains(&r.agent_id) {
+            let agent_id = found.entry.agent_id;
+            if tried.contains(&agent_id) {
                 continue;
             }
             let eligible = eligibility(
                 conn,
-                r.agent_id,
+                agent_id,
                 d.requester_agent_id,
                 &d.task_type,
                 d.custom_type.as_deref(),
@@ -240,7 +236,7 @@ impl Engine {
                 continue;
             }
             return Ok(Some(Target {
-                agent_id: r.agent_id,
+                agent_id,
                 anonymous_id: found.entry.anonymous_agent_id,
                 capability_id: capability.capability_id,
                 output_schema: capability.output_schema,
