@@ -96,22 +96,6 @@ BEGIN
 END
 $$;
 
-CREATE OR REPLACE FUNCTION parley_jobs.arm_deadline(p_task uuid, p_run_at timestamptz, p_id text) RETURNS void
-LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM parley_jobs.arm('parley.negotiation_deadline', 'deadline:' || p_task, p_id,
-        json_build_object('taskId', p_task)::text, p_run_at, 20);
-END
-$$;
-
-CREATE OR REPLACE FUNCTION parley_jobs.arm_pending_expiry(p_opportunity uuid, p_run_at timestamptz, p_id text) RETURNS void
-LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM parley_jobs.arm('parley.pending_expiry', 'expiry:' || p_opportunity, p_id,
-        json_build_object('opportunityId', p_opportunity)::text, p_run_at, 20);
-END
-$$;
-
 -- When the task's pending turn timer (park or claim) is due, if it has one: the earliest, should
 -- there ever be two. Only `Pending` rows count: a timer already fetched or running is no longer
 -- a promise about the future. Pickup and respond keep the task's turn timer when it is due at or

@@ -5,9 +5,10 @@
 //! needs it commits: a rolled-back transaction leaves no job, a committed one leaves exactly one.
 //!
 //! How a timer is stored and cancelled is written once, in SQL (`jobs/sql/timers.sql`, installed
-//! by [`crate::setup`]): these functions call `parley_jobs.arm_*` and `parley_jobs.disarm`, and
-//! the service's own SQL functions call the same ones inside their statements. One apalis row per
-//! timer, with a fresh ULID id, an explicit queue (`job_type`), `run_at` rounded *up* to the next
+//! by [`crate::setup`]): these functions call `parley_jobs.arm` and `parley_jobs.disarm`, or the
+//! `parley_jobs.arm_*` of the kinds that the service's own SQL functions arm inside their
+//! statements too (park, claim, delegation), so that those kinds' queue, key and payload are
+//! written once. One apalis row per timer, with a fresh ULID id, an explicit queue (`job_type`), `run_at` rounded *up* to the next
 //! whole second (apalis stores whole seconds, and a timer must never fire early), and the
 //! idempotency key of its subject (`park:{task_id}`, ...; see [`crate::payload`]).
 //!
@@ -96,10 +97,7 @@ pub async fn schedule_deadline(
     t: &NegotiationDeadline,
     run_at: DateTime<Utc>,
 ) -> Result<(), JobsError> {
-    arm_with_new_id(conn, sqlx::query("SELECT parley_jobs.arm_deadline($1, $2, $3)")
-        .bind(t.task_id)
-        .bind(run_at))
-    .await
+    arm(conn, queues::NEGOTIATION_DEADLINE, &TimerKind::Deadline.key(t.task_id), t, run_at).await
 }
 
 /// Arms the expiry of the pending opportunity `t.opportunity_id` (replacing any pending one).
@@ -108,10 +106,7 @@ pub async fn schedule_pending_expiry(
     t: &PendingExpiry,
     run_at: DateTime<Utc>,
 ) -> Result<(), JobsError> {
-    arm_with_new_id(conn, sqlx::query("SELECT parley_jobs.arm_pending_expiry($1, $2, $3)")
-        .bind(t.opportunity_id)
-        .bind(run_at))
-    .await
+    arm(conn, queues::PENDING_EXPIRY, &pending_expiry_key(t.opportunity_id), t, run_at).await
 }
 
 /// Arms the timer of the delegation `t.delegation_id` (replacing any pending one, of an
