@@ -8,9 +8,10 @@
 //! by [`crate::setup`]): these functions call `parley_jobs.arm` and `parley_jobs.disarm`, or the
 //! `parley_jobs.arm_*` of the kinds that the service's own SQL functions arm inside their
 //! statements too (park, claim, delegation), so that those kinds' queue, key and payload are
-//! written once. One apalis row per timer, with a fresh ULID id, an explicit queue (`job_type`), `run_at` rounded *up* to the next
-//! whole second (apalis stores whole seconds, and a timer must never fire early), and the
-//! idempotency key of its subject (`park:{task_id}`, ...; see [`crate::payload`]).
+//! written once. One apalis row per timer, with a fresh ULID id, an explicit queue (`job_type`),
+//! `run_at` rounded *up* to the next whole second (apalis stores whole seconds, and a timer must
+//! never fire early), and the idempotency key of its subject (`park:{task_id}`, ...; see
+//! [`crate::payload`]).
 //!
 //! How cancel works: apalis-postgres 1.0 has an `idempotency_key` column with a UNIQUE index on
 //! `(job_type, idempotency_key)` covering *all* rows, finished ones included. So disarming a key

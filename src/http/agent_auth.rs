@@ -55,8 +55,8 @@ async fn path_agent_id(parts: &mut Parts, state: &AppState) -> Result<Uuid, ApiE
         .ok_or(ApiError::NotFound("agent"))
 }
 
-async fn authenticate_key(state: &AppState, key: &str, path_agent: Uuid) -> Result<AgentIdentity, ApiError> {
-    authenticate_hash(state, &hash_secret(key), Some(path_agent)).await
+async fn authenticate_key(state: &AppState, key: &str, path_agent: Option<Uuid>) -> Result<AgentIdentity, ApiError> {
+    authenticate_hash(state, &hash_secret(key), path_agent).await
 }
 
 /// Every agent authenticated here is marked seen (throttled: see `delivery::liveness`). With
@@ -87,7 +87,7 @@ impl FromRequestParts<AppState> for AgentCaller {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let key = required_key(parts)?;
         let agent = path_agent_id(parts, state).await?;
-        authenticate_key(state, &key, agent).await.map(AgentCaller)
+        authenticate_key(state, &key, Some(agent)).await.map(AgentCaller)
     }
 }
 
@@ -101,7 +101,7 @@ impl FromRequestParts<AppState> for AnyAgent {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let key = required_key(parts)?;
-        authenticate_hash(state, &hash_secret(&key), None).await.map(AnyAgent)
+        authenticate_key(state, &key, None).await.map(AnyAgent)
     }
 }
 
@@ -115,7 +115,7 @@ impl FromRequestParts<AppState> for AgentOrOwner {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let agent = path_agent_id(parts, state).await?;
         if let Some(key) = presented_key(parts) {
-            return authenticate_key(state, &key, agent).await.map(AgentOrOwner);
+            return authenticate_key(state, &key, Some(agent)).await.map(AgentOrOwner);
         }
         let caller = Caller::from_request_parts(parts, state).await?;
         let mut conn = state.pool().acquire().await?;
@@ -193,7 +193,7 @@ async fn agent_for(parts: &mut Parts, state: &AppState, service: bool) -> Result
             AnyCaller::from_request_parts(parts, state).await?;
             return Err(ApiError::NotFound("agent"));
         };
-        return authenticate_key(state, &key, agent).await;
+        return authenticate_key(state, &key, Some(agent)).await;
     }
     let caller = Caller::from_request_parts(parts, state).await?;
     let agent = agent?;
