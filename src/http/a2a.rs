@@ -24,8 +24,8 @@ use super::{
 };
 use crate::{
     delivery::AgentIdentity,
-    directory::delegation::store as delegation_store,
-    domain::{Side, SideKind},
+    directory::delegation::{Status, store as delegation_store},
+    domain::{Side, SideKind, TaskState},
     store::{conversations, messages, tasks},
 };
 
@@ -116,21 +116,34 @@ pub struct TaskStatusDoc {
     message: Option<MessageDoc>,
 }
 
-/// An A2A task state: a negotiation's (`TaskState`), or a delegation attempt's (`submitted`,
-/// `working`, `completed`, `rejected` or `failed`).
-#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "snake_case")]
-#[schema(as = A2aTaskState)]
-#[allow(dead_code)]
-pub enum TaskStateDoc {
-    Submitted,
-    Working,
-    WaitingForAgent,
-    Claimed,
-    Completed,
-    Canceled,
-    Failed,
-    Rejected,
+/// An A2A task state: a negotiation's ([`TaskState`]), or a delegation attempt's
+/// ([`Status::a2a_state`]). Its schema is written from those two lists, so it names every state
+/// a task can show and no other. (Serialize only so that [`TaskStatusDoc`] may derive it.)
+#[derive(Debug, serde::Serialize)]
+pub struct TaskStateDoc;
+
+impl utoipa::PartialSchema for TaskStateDoc {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        let mut names: Vec<&str> = TaskState::ALL.iter().map(|s| s.as_str()).collect();
+        for name in Status::ALL.map(Status::a2a_state) {
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+        utoipa::openapi::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::Type::String)
+            .description(Some(
+                "An A2A task state: a negotiation's (`TaskState`), or a delegation attempt's (`submitted`,\n`working`, `completed`, `rejected` or `failed`).",
+            ))
+            .enum_values(Some(names))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for TaskStateDoc {
+    fn name() -> std::borrow::Cow<'static, str> {
+        "A2aTaskState".into()
+    }
 }
 
 /// An A2A message: a negotiation's turn, or a delegation attempt's input.
@@ -425,7 +438,6 @@ mod tests {
     use utoipa::PartialSchema;
 
     use super::*;
-    use crate::{directory::delegation::Status, domain::TaskState};
 
     #[test]
     fn the_state_schema_names_every_state_a_task_can_show() {
