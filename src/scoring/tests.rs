@@ -558,7 +558,7 @@ fn score_below_threshold_carries_everything_in_wire_order() {
     assert!(j.contains(r#""rejection_reason":"score_below_threshold""#));
 }
 
-// ---- end to end: DESIGN/seed PDF invoice example ----
+// ---- end to end: a PDF skill assessed for an invoice-extraction task ----
 
 fn pdf_invoice() -> (Vec<Skill>, AssessmentRequest) {
     let yaml = r#"
