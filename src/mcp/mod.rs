@@ -295,40 +295,30 @@ pub struct RankArgs {
     /// What the task is (1 to 10 000 characters).
     pub task_summary: String,
     /// Longer description.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub task_details: Option<String>,
     /// Input MIME types you will send (capabilities take application/json).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub input_mime_types: Option<Vec<String>>,
     /// Output MIME types you want.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub output_mime_types: Option<Vec<String>>,
     /// Latency budget in milliseconds.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_latency_ms: Option<f64>,
     /// Budget as a price string such as "$0.50".
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_cost_amount: Option<String>,
     /// Tools the skill must offer.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub required_tools: Option<Vec<String>>,
     /// Tools the skill may not allow.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub forbidden_tools: Option<Vec<String>>,
     /// Acceptance threshold on the score (default 0).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub min_score: Option<f64>,
     /// Subscore weights: skill_match, io_compatibility, performance, load, cost.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub weights: Option<std::collections::BTreeMap<String, f64>>,
     /// Only capabilities of this kind of work.
-    #[serde(rename = "taskType", skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "taskType")]
     pub task_type: Option<String>,
     /// With taskType custom: only this custom type.
-    #[serde(rename = "customType", skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "customType")]
     pub custom_type: Option<String>,
     /// Entries in each list, 1 to 20 (default 20).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub limit: Option<i64>,
 }
 
@@ -598,10 +588,14 @@ rankScore = 0.7*score + 0.3*trust/100. Returns {candidates: [{anonymousAgentId, 
 assessment, trustScorePercentile, provisional, rankScore}], rejected: [{anonymousAgentId, capabilityId, \
 taskType, assessment}]}; each assessment explains its score (subscores, skill_matches, rejection_reason).")]
     async fn rank_agents(&self, Parameters(args): Parameters<RankArgs>) -> Result<CallToolResult, ErrorData> {
-        let body = match serde_json::to_value(&args) {
+        let mut body = match serde_json::to_value(&args) {
             Ok(body) => body,
             Err(e) => return Ok(api_error(ApiError::Internal(e.into()))),
         };
+        // An argument left out is left out of the body too, as a caller of the route would.
+        if let Value::Object(fields) = &mut body {
+            fields.retain(|_, v| !v.is_null());
+        }
         Ok(match directory::rank(&self.state, &body).await {
             Ok(ranked) => structured(ranked),
             Err(e) => api_error(e),
