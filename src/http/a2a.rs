@@ -124,19 +124,30 @@ pub struct TaskStateDoc;
 
 impl utoipa::PartialSchema for TaskStateDoc {
     fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        let mut attempt_states = Vec::new();
+        push_new(&mut attempt_states, Status::ALL.map(Status::a2a_state));
+        let quoted: Vec<String> = attempt_states.iter().map(|s| format!("`{s}`")).collect();
+        let (last, rest) = quoted.split_last().expect("an attempt has states");
+        let description = format!(
+            "An A2A task state: a negotiation's (`TaskState`), or a delegation attempt's ({} or {last}).",
+            rest.join(", ")
+        );
         let mut names: Vec<&str> = TaskState::ALL.iter().map(|s| s.as_str()).collect();
-        for name in Status::ALL.map(Status::a2a_state) {
-            if !names.contains(&name) {
-                names.push(name);
-            }
-        }
+        push_new(&mut names, attempt_states);
         utoipa::openapi::ObjectBuilder::new()
             .schema_type(utoipa::openapi::Type::String)
-            .description(Some(
-                "An A2A task state: a negotiation's (`TaskState`), or a delegation attempt's (`submitted`,\n`working`, `completed`, `rejected` or `failed`).",
-            ))
+            .description(Some(description))
             .enum_values(Some(names))
             .into()
+    }
+}
+
+/// Appends the names `list` does not hold yet, in their order.
+fn push_new<'a>(list: &mut Vec<&'a str>, names: impl IntoIterator<Item = &'a str>) {
+    for name in names {
+        if !list.contains(&name) {
+            list.push(name);
+        }
     }
 }
 
