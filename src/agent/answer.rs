@@ -38,7 +38,7 @@ pub fn check_turn(answer: &Value, number: u32) -> Result<Value, String> {
     let turn = body.validate().map_err(|e| e.to_string())?;
     if !action_allowed(turn.action, number, SideKind::Personal) {
         return Err(if number == 0 {
-            format!("turn 0 must be a propose, not {}", turn.action)
+            format!("turn 0 must be a propose or a reject, not {}", turn.action)
         } else {
             format!("{} is not allowed at turn {number}: propose is only for turn 0", turn.action)
         });
@@ -73,12 +73,12 @@ pub fn check_delegation(answer: &Value, output: &Prepared) -> Result<DelegationA
     }
 }
 
-/// The actions a model may choose at turn `number`: `propose` at turn 0; on the final turn
+/// The actions a model may choose at turn `number`: `propose` or `reject` at turn 0; on the final turn
 /// (the cap ends the negotiation after it) `accept` or `reject`, since anything else would end it
 /// `stalled`; otherwise the four later actions.
 pub fn turn_actions(number: u32, is_final: bool) -> &'static [&'static str] {
     if number == 0 {
-        &["propose"]
+        &["propose", "reject"]
     } else if is_final {
         &["accept", "reject"]
     } else {
@@ -128,7 +128,8 @@ mod tests {
     #[test]
     fn turn_answers_follow_the_services_rules() {
         assert_eq!(check_turn(&turn("propose"), 0).unwrap()["action"], "propose");
-        assert!(check_turn(&turn("counter"), 0).unwrap_err().contains("turn 0 must be a propose"));
+        assert!(check_turn(&turn("counter"), 0).unwrap_err().contains("turn 0 must be a propose or a reject"));
+        assert_eq!(check_turn(&turn("reject"), 0).unwrap()["action"], "reject");
         assert!(check_turn(&turn("propose"), 3).unwrap_err().contains("only for turn 0"));
         assert!(check_turn(&turn("haggle"), 3).is_err());
         assert!(check_turn(&json!("accept"), 3).is_err());
@@ -176,8 +177,9 @@ mod tests {
             schema.check(&answer, "answer").is_ok()
         };
         for action in ["propose", "counter", "question", "accept", "reject"] {
-            assert_eq!(check(0, false, action), action == "propose", "turn 0: {action}");
-            assert_eq!(check(0, true, action), action == "propose", "turn 0 of 1: {action}");
+            let opening = matches!(action, "propose" | "reject");
+            assert_eq!(check(0, false, action), opening, "turn 0: {action}");
+            assert_eq!(check(0, true, action), opening, "turn 0 of 1: {action}");
             assert_eq!(check(7, true, action), matches!(action, "accept" | "reject"), "final: {action}");
             assert_eq!(check(3, false, action), action != "propose", "turn 3: {action}");
         }

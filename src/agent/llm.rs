@@ -175,7 +175,9 @@ fn turn_instructions(view: &Value, number: u32, is_final: bool) -> String {
     let other = view["context"]["otherUser"]["name"].as_str().unwrap_or("the other user");
     let allowed = answer::turn_actions(number, is_final).join(", ");
     let this_turn = if number == 0 {
-        "This is the opening turn: propose the match, saying what each side would gain.".to_owned()
+        "This is the opening turn: propose the match, saying what each side would gain, or reject it if it does not \
+         serve your user."
+            .to_owned()
     } else if is_final {
         "This is the last turn the negotiation allows: accept or reject; anything else would end it without a result.".to_owned()
     } else {
@@ -186,7 +188,7 @@ fn turn_instructions(view: &Value, number: u32, is_final: bool) -> String {
          the two of them should be introduced. The user message holds the negotiation as JSON: `context` (your user \
          `ownUser`, the other user `otherUser`, the evaluator's `seedAssessment`), `turn` (its number, whether it is \
          the final one, and the `history` of turns so far) and `opportunity`.\n\
-         Actions: propose (the opening turn only), counter (state objections or terms), question (ask the other side \
+         Actions: propose (the opening turn only; reject is the other opening), counter (state objections or terms), question (ask the other side \
          something), accept (agree: the match goes to both people), reject (decline). Allowed now: {allowed}. \
          {this_turn}\n\
          `message` is read by the other side. `assessment.reasoning` is for your own user only: the other side never \
@@ -233,7 +235,7 @@ mod tests {
         let view = json!({"context": {"ownUser": {"name": "Tomas"}, "otherUser": {"name": "Maya"}}});
         let first = turn_instructions(&view, 0, false);
         assert!(first.contains("personal agent of Tomas") && first.contains("agent of Maya"), "{first}");
-        assert!(first.contains("Allowed now: propose."), "{first}");
+        assert!(first.contains("Allowed now: propose, reject."), "{first}");
         assert!(turn_instructions(&view, 7, true).contains("Allowed now: accept, reject."));
     }
 

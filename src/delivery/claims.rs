@@ -25,7 +25,7 @@ use uuid::Uuid;
 
 use super::{DeliveryError, Engine};
 use crate::{
-    domain::{OpportunityStatus, PreviousRound, TaskEvent, TaskState, Turn},
+    domain::{FallbackReason, OpportunityStatus, PreviousRound, TaskEvent, TaskState, Turn},
     store::{
         tasks::{self, Task},
         turn_delivery::{self, KeyCheck},
@@ -317,11 +317,11 @@ impl Engine {
         tasks::set_state(&mut tx, task.id, task.state, parked, task.turn_count).await?;
         task.state = parked;
         self.disarm_turn_timer(&mut tx, task.id).await?;
-        let (turn, concluded) = self.take_parked_turn(&mut tx, &mut task).await?;
+        let (turn, concluded) = self.take_parked_turn(&mut tx, &mut task, FallbackReason::HandBack).await?;
         tx.commit().await?;
         tracing::info!(negotiation.id = %task.id, agent.id = %agent.agent_id, turn.number = turn.turn_number,
             release.reason = reason.unwrap_or(""), "turn handed back to the system negotiator");
-        self.after_takeover(&task, &turn, concluded, "hand_back").await?;
+        self.after_takeover(&task, &turn, concluded, FallbackReason::HandBack).await?;
         let mut conn = self.pool.acquire().await?;
         tasks::get(&mut conn, task.id).await?.ok_or(DeliveryError::NotFound)
     }

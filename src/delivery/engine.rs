@@ -9,7 +9,10 @@ use uuid::Uuid;
 use super::{DeliveryError, finalize, wakeups::Wakeups};
 use crate::{
     config::Config,
-    domain::{EndReason, SeedAssessment, Side, SideKind, TaskEvent, TaskState, Turn, outcome::cap_reached},
+    domain::{
+        DecidedBy, EndReason, FallbackReason, Played, SeedAssessment, Side, SideKind, TaskEvent, TaskState, Turn,
+        outcome::cap_reached,
+    },
     negotiator::{self, NegotiatorConfig, Situation},
     store::{messages, tasks},
 };
@@ -172,7 +175,7 @@ impl Engine {
         let span = tracing::info_span!("turn", negotiation.id = %task.id, turn.number = turn_number,
             turn.side = side.as_str(), turn.played_by = "system");
         let concluded = async {
-            let (turn, concluded) = self.take_system_turn(&mut tx, &task, side, turns).await?;
+            let (turn, concluded) = self.take_system_turn(&mut tx, &task, side, turns, None).await?;
             tx.commit().await?;
             crate::metrics::turn_by(SideKind::System, turn.action);
             tracing::info!("{}", turn.action);
@@ -188,16 +191,18 @@ impl Engine {
 
     /// The system negotiator takes `side`'s turn on a locked `working` task, in the caller's
     /// transaction: it decides from that side's full context, stores the turn and concludes it.
-    /// `turns` are the turns taken so far.
+    /// `turns` are the turns taken so far; `fallback` says why it stands in for the side's
+    /// personal agent, when it does.
     pub(crate) async fn take_system_turn(
         &self,
         conn: &mut sqlx::PgConnection,
         task: &tasks::Task,
         side: Side,
         mut turns: Vec<Turn>,
+        fallback: Option<FallbackReason>,
     ) -> Result<(Turn, Concluded), DeliveryError> {
-        let turn = self.system_turn(task, side, &turns)?;
-        messages::store_turns(conn, task, &[messages::TurnRow::new(&turn, task.user_id(side), SideKind::System)]).await?;
+        let turn = self.system_turn(task, side, &turns, fallback)?;
+        messages::store_turns(conn, task, &[messages::TurnRow::new(&turn, task.user_id(side))]).await?;
         turns.push(turn.clone());
         let concluded = self.conclude_turn(conn, task, &turns).await?;
         Ok((turn, concluded))
@@ -269,15 +274,18 @@ impl Engine {
         tracing::info!(negotiation.id = %task.id, turn.number = turn_number, turn.side = side.as_str(), "parked");
     }
 
-    /// The system negotiator's turn for `side`, from that side's full context.
+    /// The system negotiator's turn for `side`, from that side's full context; `fallback` says
+    /// why it stands in for the side's personal agent, when it does.
     pub(crate) fn system_turn(
         &self,
         task: &tasks::Task,
         side: Side,
         history: &[Turn],
+        fallback: Option<FallbackReason>,
     ) -> Result<Turn, DeliveryError> {
         let own = task.context(side)?;
-        let other = task.context(side.other())?;
+        // The other user as this side may see them: shared intents, no deal-breakers.
+        let other = task.context(side.other())?.as_seen_by_other_side();
         let seed: SeedAssessment =
             serde_json::from_value(task.seed_assessment.clone()).map_err(anyhow::Error::from)?;
         let decision = negotiator::decide(
@@ -300,6 +308,7 @@ impl Engine {
             reasoning: decision.reasoning,
             suggested_roles: decision.suggested_roles,
             message: decision.message,
+            played: Some(Played::system(fallback, DecidedBy::Rules)),
         })
     }
 

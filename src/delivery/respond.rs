@@ -28,7 +28,7 @@ use super::{
     engine::{Next, next_step},
 };
 use crate::{
-    domain::{Action, Side, SideKind, SuggestedRoles, TaskState, Turn, Viewer, action_allowed},
+    domain::{Action, Played, Side, SideKind, SuggestedRoles, TaskState, Turn, Viewer, action_allowed},
     store::{
         messages, opportunities,
         tasks::{self, Task},
@@ -153,7 +153,7 @@ impl Engine {
         }
         if !action_allowed(answer.action, turn_number, SideKind::Personal) {
             return Err(DeliveryError::ActionNotAllowed(if turn_number == 0 {
-                "turn 0 must be a propose".to_owned()
+                "turn 0 must be a propose (or a reject)".to_owned()
             } else {
                 format!("{} is not allowed at turn {turn_number}; propose is only for turn 0", answer.action)
             }));
@@ -165,6 +165,7 @@ impl Engine {
             reasoning: answer.reasoning.clone(),
             suggested_roles: answer.suggested_roles,
             message: answer.message.clone(),
+            played: Some(Played::agent()),
         };
         let plan = self.plan(&task, snapshot.history, turn)?;
         // A parked next turn is known now, so its answer is stored with the agent's turn.
@@ -178,7 +179,7 @@ impl Engine {
             })
         });
         let mut rows: Vec<TurnRow<'_>> =
-            plan.turns.iter().map(|(t, played_by)| TurnRow::new(t, task.user_id(t.side), *played_by)).collect();
+            plan.turns.iter().map(|(t, _)| TurnRow::new(t, task.user_id(t.side))).collect();
         rows[0].agent_id = Some(agent.agent_id);
         rows[0].claim_generation = Some(task.claim_generation);
         rows[0].request_hash = Some(hex(&request.request_hash));
@@ -234,7 +235,7 @@ impl Engine {
                 Next::Finish(_) => return Ok(Plan { turns, park: None }),
                 Next::Park(side) => return Ok(Plan { turns, park: Some(side) }),
                 Next::System(side) => {
-                    let reply = self.system_turn(task, side, &history)?;
+                    let reply = self.system_turn(task, side, &history, None)?;
                     history.push(reply.clone());
                     turns.push((reply, SideKind::System));
                 }

@@ -28,7 +28,7 @@ use uuid::Uuid;
 use super::{DeliveryError, Engine, engine::Concluded, finalize};
 use crate::{
     domain::{
-        EndReason, OpportunityEvent, OpportunityStatus, Side, TaskEvent, TaskState, Turn,
+        EndReason, FallbackReason, OpportunityEvent, OpportunityStatus, Side, TaskEvent, TaskState, Turn,
     },
     store::{agents, messages, opportunities, tasks, tasks::Task},
 };
@@ -198,7 +198,7 @@ impl Engine {
         };
         let now = Utc::now();
         let window = if after(first_parked_at, self.config.park_timeout) <= now {
-            "park_timeout"
+            FallbackReason::ParkTimeout
         } else if after(first_parked_at, self.config.park_timeout_offline) <= now {
             let user = task.awaiting_user_id.clone().unwrap_or_default();
             if agents::any_live(&mut tx, &user, self.config.agent_liveness).await? {
@@ -208,13 +208,13 @@ impl Engine {
                     "an agent of the user is live again; the turn waits for the long park window");
                 return Ok(false);
             }
-            "offline"
+            FallbackReason::Offline
         } else {
             self.ensure_turn_timer(&mut tx, &task).await?;
             tx.commit().await?;
             return Ok(false);
         };
-        let (turn, concluded) = self.take_parked_turn(&mut tx, &mut task).await?;
+        let (turn, concluded) = self.take_parked_turn(&mut tx, &mut task, window).await?;
         tx.commit().await?;
         self.after_takeover(&task, &turn, concluded, window).await?;
         Ok(true)
@@ -229,13 +229,14 @@ impl Engine {
         &self,
         conn: &mut PgConnection,
         task: &mut Task,
+        reason: FallbackReason,
     ) -> Result<(Turn, Concluded), DeliveryError> {
         let working = task.state.transition(TaskEvent::FallBack)?;
         tasks::set_state(conn, task.id, task.state, working, task.turn_count).await?;
         task.state = working;
         let side = Side::for_turn(task.turn_count);
         let turns: Vec<Turn> = messages::turns(conn, task.id).await?.into_iter().map(|t| t.turn).collect();
-        self.take_system_turn(conn, task, side, turns).await
+        self.take_system_turn(conn, task, side, turns, Some(reason)).await
     }
 
     /// Once a [`Engine::take_parked_turn`] committed: counts the turn under `window` (why the
@@ -246,8 +247,9 @@ impl Engine {
         task: &Task,
         turn: &Turn,
         concluded: Concluded,
-        window: &'static str,
+        reason: FallbackReason,
     ) -> Result<(), DeliveryError> {
+        let window = reason.as_str();
         crate::metrics::park_fallback(window);
         crate::metrics::turn("system_fallback", turn.action);
         tracing::info!(negotiation.id = %task.id, turn.number = turn.turn_number, turn.side = turn.side.as_str(),

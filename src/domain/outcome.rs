@@ -221,6 +221,7 @@ mod tests {
             reasoning: format!("turn {n}"),
             suggested_roles: SuggestedRoles { own_user: own, other_user: other },
             message: None,
+            played: Some(crate::domain::Played::agent()),
         }
     }
 

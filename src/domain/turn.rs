@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Action {
-    /// Opening move; turn 0 only, and turn 0 must be a propose.
+    /// Opening move; turn 0 only (turn 0 is a propose, or a reject of a match that does not
+    /// serve the speaker's user).
     Propose,
     /// Keep talking: state objections or new terms.
     Counter,
@@ -159,13 +160,136 @@ impl SideKind {
 
 /// Whether `action` may be taken at turn `turn_number` (0-based) by a side played by `kind`.
 ///
-/// Turn 0 must be a propose and only turn 0 may be; only personal agents ask questions.
+/// Turn 0 is a propose, or a reject (a side need not present a match that does not serve its
+/// user); only turn 0 may propose; only personal agents ask questions.
 pub fn action_allowed(action: Action, turn_number: u32, kind: SideKind) -> bool {
     match (action, turn_number) {
-        (Action::Propose, 0) => true,
+        (Action::Propose | Action::Reject, 0) => true,
         (_, 0) | (Action::Propose, _) => false,
         (Action::Question, _) => kind == SideKind::Personal,
         (Action::Counter | Action::Accept | Action::Reject, _) => true,
+    }
+}
+
+/// Who took a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PlayedBy {
+    /// The user's personal agent.
+    Agent,
+    /// Parley's system negotiator, for a user who has no personal agent.
+    System,
+    /// Parley's system negotiator, standing in for the user's personal agent (see
+    /// [`FallbackReason`]).
+    SystemFallback,
+}
+
+impl PlayedBy {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PlayedBy::Agent => "agent",
+            PlayedBy::System => "system",
+            PlayedBy::SystemFallback => "system_fallback",
+        }
+    }
+}
+
+/// Why the system negotiator took a personal agent's turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FallbackReason {
+    /// The park timer fired: the turn waited `PARLEY_PARK_TIMEOUT` for the agent.
+    ParkTimeout,
+    /// The offline park timer fired: none of the user's agents was live, and the turn waited
+    /// `PARLEY_PARK_TIMEOUT_OFFLINE`.
+    Offline,
+    /// The agent released the turn with `handBack`.
+    HandBack,
+}
+
+impl FallbackReason {
+    /// The wire name (also the metrics' `window` label).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FallbackReason::ParkTimeout => "park_timeout",
+            FallbackReason::Offline => "offline",
+            FallbackReason::HandBack => "hand_back",
+        }
+    }
+
+    /// Parses a wire name.
+    pub fn parse(s: &str) -> Option<FallbackReason> {
+        [FallbackReason::ParkTimeout, FallbackReason::Offline, FallbackReason::HandBack].into_iter().find(|r| r.as_str() == s)
+    }
+}
+
+/// How a turn was decided: `agent` (the personal agent's own judgment), `rules` (the system
+/// negotiator's rules) or `model:<name>` (the system negotiator's model, guarded by the rules).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "String", try_from = "String")]
+pub enum DecidedBy {
+    /// The personal agent.
+    Agent,
+    /// The system negotiator's rules.
+    Rules,
+    /// The system negotiator's model, by name.
+    Model(String),
+}
+
+impl From<DecidedBy> for String {
+    fn from(d: DecidedBy) -> String {
+        match d {
+            DecidedBy::Agent => "agent".to_owned(),
+            DecidedBy::Rules => "rules".to_owned(),
+            DecidedBy::Model(name) => format!("model:{name}"),
+        }
+    }
+}
+
+impl TryFrom<String> for DecidedBy {
+    type Error = String;
+    fn try_from(s: String) -> Result<DecidedBy, String> {
+        match s.as_str() {
+            "agent" => Ok(DecidedBy::Agent),
+            "rules" => Ok(DecidedBy::Rules),
+            _ => match s.strip_prefix("model:") {
+                Some(name) if !name.is_empty() => Ok(DecidedBy::Model(name.to_owned())),
+                _ => Err(format!("not a decider: {s}")),
+            },
+        }
+    }
+}
+
+/// Who took a turn and how it was decided.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Played {
+    /// Who took it.
+    pub played_by: PlayedBy,
+    /// For a `system_fallback` turn: why the system took it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback_reason: Option<FallbackReason>,
+    /// How it was decided.
+    pub decided_by: DecidedBy,
+}
+
+impl Played {
+    /// A turn of the user's personal agent.
+    pub fn agent() -> Played {
+        Played { played_by: PlayedBy::Agent, fallback_reason: None, decided_by: DecidedBy::Agent }
+    }
+
+    /// A system negotiator's turn decided by `decided_by`, standing in for the agent when
+    /// `fallback` says why.
+    pub fn system(fallback: Option<FallbackReason>, decided_by: DecidedBy) -> Played {
+        let played_by = if fallback.is_some() { PlayedBy::SystemFallback } else { PlayedBy::System };
+        Played { played_by, fallback_reason: fallback, decided_by }
+    }
+
+    /// The seat's kind this turn was played as.
+    pub fn seat(&self) -> SideKind {
+        if self.played_by == PlayedBy::Agent { SideKind::Personal } else { SideKind::System }
     }
 }
 
@@ -185,6 +309,10 @@ pub struct Turn {
     pub suggested_roles: SuggestedRoles,
     /// Optional free text for the other side.
     pub message: Option<String>,
+    /// Who took it and how it was decided; `None` only for a turn a caller is still forming,
+    /// or one read from an earlier round recorded before this was stored.
+    #[serde(flatten, default)]
+    pub played: Option<Played>,
 }
 
 #[cfg(test)]
@@ -192,10 +320,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn turn_zero_admits_only_propose() {
+    fn turn_zero_admits_only_propose_or_reject() {
         for kind in [SideKind::System, SideKind::Personal] {
             for a in Action::ALL {
-                assert_eq!(action_allowed(a, 0, kind), a == Action::Propose, "{a} at 0 by {kind:?}");
+                assert_eq!(action_allowed(a, 0, kind), matches!(a, Action::Propose | Action::Reject), "{a} at 0 by {kind:?}");
             }
         }
     }

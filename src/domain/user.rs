@@ -23,6 +23,18 @@ pub struct UserContext {
 }
 
 impl UserContext {
+    /// This user as the other side of a negotiation may see them: the intents the platform
+    /// shares (not those marked private) and the profile without `dealBreakers`, which are the
+    /// user's own criteria. Every other profile field the platform gave is shown.
+    pub fn as_seen_by_other_side(&self) -> UserContext {
+        let mut seen = self.clone();
+        seen.intents.retain(|i| !i.private);
+        if let Some(p) = seen.profile.as_mut() {
+            p.extra.remove("dealBreakers");
+        }
+        seen
+    }
+
     /// This newer context of the same user, keeping `earlier`'s display name when it gives none:
     /// a reactivation's context replaces what it says, and a name it leaves out is not a name
     /// withdrawn (people would otherwise be shown by their ids).
@@ -67,6 +79,10 @@ pub struct Intent {
     /// How sure the platform is of this intent (0 to 1), when it knows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confidence: Option<f64>,
+    /// Whether the intent stays with its own side. By default intents are shared with the other
+    /// side's negotiator (agent or system), as Index Network shares them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub private: bool,
 }
 
 impl Intent {

@@ -51,6 +51,7 @@ mod tests {
             reasoning: reasoning.to_owned(),
             suggested_roles: SuggestedRoles { own_user: Role::Peer, other_user: Role::Peer },
             message: message.map(str::to_owned),
+            played: Some(crate::domain::Played::agent()),
         }
     }
 

@@ -140,7 +140,7 @@ pub struct PickupOpportunityDoc {
 #[schema(as = PickupTurn)]
 #[allow(dead_code)]
 pub struct PickupTurnDoc {
-    /// 0-based: the number of turns already taken. Turn 0 must be `propose`.
+    /// 0-based: the number of turns already taken. Turn 0 is `propose` or `reject`.
     number: u32,
     /// When the claim lapses (ISO 8601); `extend` pushes it.
     deadline: DateTime<Utc>,

@@ -86,8 +86,8 @@ missing or weak, what would change your mind), or `reject` with the reasons. Acc
 the match genuinely serves your user's intents.
 
 Loop: call `pickup_negotiation`; when it returns a turn, decide and call \
-`respond_to_negotiation` with its `negotiationId` and `claimToken`. Turn 0 (`turn.number` 0) must \
-be `propose`, and only turn 0 may be. Later turns: `counter`, `question` (both need a `message`), \
+`respond_to_negotiation` with its `negotiationId` and `claimToken`. Turn 0 (`turn.number` 0) is \
+`propose`, or `reject` when the match does not serve your user; only turn 0 may propose. Later turns: `counter`, `question` (both need a `message`), \
 `accept` or `reject`. When `turn.isFinalTurn` is true, anything but accept or reject ends the \
 negotiation stalled. Give your `reasoning` (at most 10 000 characters, like `message`); \
 `suggestedRoles.ownUser` and `.otherUser` are each `agent`, `patient` or `peer` (both `peer` when \
@@ -538,8 +538,8 @@ message and suggested roles, and reasoning only for your own side's turns. Answe
     }
 
     /// Answers the turn the agent holds.
-    #[tool(description = "Answer the turn you picked up. action: propose (turn 0 only, and turn 0 must be \
-propose), counter, question, accept or reject; message is required for counter and question. reasoning \
+    #[tool(description = "Answer the turn you picked up. action: propose (turn 0 only; turn 0 is propose or \
+reject), counter, question, accept or reject; message is required for counter and question. reasoning \
 (private to your side) defaults to the message and suggestedRoles to peer/peer. Returns \
 {success, negotiationId, turnNumber, status, opportunity, outcome?}: status waiting_for_agent means the \
 negotiation goes on, completed that it ended.")]

@@ -6,7 +6,7 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 use super::{CorruptRow, parse_enum};
-use crate::domain::{Action, Outcome, Side, SideKind, SuggestedRoles, Turn};
+use crate::domain::{Action, DecidedBy, FallbackReason, Outcome, Played, Side, SideKind, SuggestedRoles, Turn};
 
 /// The name of the artifact every completed negotiation carries exactly once.
 pub const OUTCOME_ARTIFACT: &str = "negotiation-outcome";
@@ -63,8 +63,14 @@ pub struct TurnRow<'a> {
     pub action: &'static str,
     /// The message parts.
     pub parts: serde_json::Value,
-    /// `personal` or `system`.
+    /// `personal` or `system`: the kind of seat the turn was played as.
     pub played_by: &'static str,
+    /// Why a system turn stood in for a personal agent (`park_timeout`, `offline`, `hand_back`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallback_reason: Option<&'static str>,
+    /// How a system turn was decided (`rules`, `model:<name>`); none for an agent's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<String>,
     /// The personal agent that answered.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<Uuid>,
@@ -80,8 +86,10 @@ pub struct TurnRow<'a> {
 }
 
 impl<'a> TurnRow<'a> {
-    /// A turn played by `played_by` for `user_id`, with a fresh message id.
-    pub fn new(turn: &Turn, user_id: &'a str, played_by: SideKind) -> TurnRow<'a> {
+    /// A turn for `user_id`, played as its `played` says (a turn without it is the system's,
+    /// by its rules), with a fresh message id.
+    pub fn new(turn: &Turn, user_id: &'a str) -> TurnRow<'a> {
+        let played = turn.played.clone().unwrap_or_else(|| Played::system(None, DecidedBy::Rules));
         TurnRow {
             message_id: Uuid::now_v7(),
             turn_number: turn.turn_number,
@@ -89,7 +97,9 @@ impl<'a> TurnRow<'a> {
             user_id,
             action: turn.action.as_str(),
             parts: turn_parts(turn),
-            played_by: played_by.as_str(),
+            played_by: played.seat().as_str(),
+            fallback_reason: played.fallback_reason.map(FallbackReason::as_str),
+            decided_by: (played.seat() == SideKind::System).then(|| played.decided_by.into()),
             agent_id: None,
             claim_generation: None,
             request_hash: None,
@@ -121,6 +131,8 @@ struct Row {
     action: String,
     parts: serde_json::Value,
     played_by: String,
+    fallback_reason: Option<String>,
+    decided_by: Option<String>,
     created_at: DateTime<Utc>,
 }
 
@@ -141,6 +153,22 @@ fn decode(r: Row) -> anyhow::Result<StoredTurn> {
     let suggested_roles: SuggestedRoles = serde_json::from_value(data["assessment"]["suggestedRoles"].clone())
         .map_err(|_| CorruptRow { what: "message parts", value: r.parts.to_string() })?;
     let message = data["message"].as_str().map(str::to_owned);
+    let played = match played_by {
+        SideKind::Personal => Played::agent(),
+        SideKind::System => {
+            let fallback = r
+                .fallback_reason
+                .as_deref()
+                .map(|f| parse_enum("fallback_reason", f, FallbackReason::parse))
+                .transpose()?;
+            // Turns stored before deciders were recorded were all the rules'.
+            let decided_by = match r.decided_by {
+                Some(d) => DecidedBy::try_from(d.clone()).map_err(|_| CorruptRow { what: "decided_by", value: d })?,
+                None => DecidedBy::Rules,
+            };
+            Played::system(fallback, decided_by)
+        }
+    };
     let user_id = r.sender_id.strip_prefix("agent:").unwrap_or(&r.sender_id).to_owned();
     Ok(StoredTurn {
         message_id: r.message_id,
@@ -151,6 +179,7 @@ fn decode(r: Row) -> anyhow::Result<StoredTurn> {
             reasoning,
             suggested_roles,
             message,
+            played: Some(played),
         },
         sender_id: r.sender_id,
         user_id,
@@ -164,7 +193,8 @@ fn decode(r: Row) -> anyhow::Result<StoredTurn> {
 pub async fn turns(conn: &mut PgConnection, task_id: Uuid) -> anyhow::Result<Vec<StoredTurn>> {
     let rows = sqlx::query_as!(
         Row,
-        r#"SELECT message_id, turn_number, side, sender_id, action, parts, played_by, created_at
+        r#"SELECT message_id, turn_number, side, sender_id, action, parts, played_by, fallback_reason, decided_by,
+                  created_at
            FROM messages WHERE task_id = $1 ORDER BY turn_number"#,
         task_id
     )
