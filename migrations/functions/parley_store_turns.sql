@@ -1,5 +1,5 @@
--- Stores turns as their messages, and a `negotiation.turn` event for each (the action, never
--- scores), in one statement. A turn number stored twice fails on messages_task_turn_key.
+-- Stores turns as their messages, and a `negotiation.turn` event for each (the action and who
+-- played it, never scores), in one statement. A turn number stored twice fails on messages_task_turn_key.
 -- `p_turns`: [{messageId, turnNumber, side, userId, action, parts, playedBy, fallbackReason?,
 --              decidedBy?, agentId?, claimGeneration?, requestHash? (hex), response?}], in turn order.
 CREATE OR REPLACE FUNCTION parley_store_turns(
@@ -22,7 +22,10 @@ BEGIN
     INSERT INTO events (kind, opportunity_id, source_user_id, candidate_user_id, data)
     SELECT 'negotiation.turn', p_opportunity, p_source_user, p_candidate_user,
            jsonb_build_object('negotiationId', p_task, 'opportunityId', p_opportunity,
-                              'turnNumber', "turnNumber", 'action', action)
+                              'turnNumber', "turnNumber", 'action', action,
+                              'playedBy', CASE WHEN "playedBy" = 'personal' THEN 'agent'
+                                               WHEN "fallbackReason" IS NOT NULL THEN 'system_fallback'
+                                               ELSE 'system' END)
       FROM t ORDER BY "turnNumber";
 END
 $$;

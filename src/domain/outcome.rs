@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     opportunity::OpportunityEvent,
-    turn::{Action, Role, Side, SideKind, Turn},
+    turn::{Action, FallbackReason, Played, PlayedBy, Role, Side, SideKind, Turn},
 };
 use crate::config::TurnCaps;
 
@@ -136,7 +136,7 @@ impl Outcome {
                 };
                 let speaker = name_of(last.side);
                 let n = last.turn_number;
-                match turns.len().checked_sub(2).map(|i| &turns[i]) {
+                let object = match turns.len().checked_sub(2).map(|i| &turns[i]) {
                     Some(previous) => {
                         let what = match previous.action {
                             Action::Propose => "proposal",
@@ -144,9 +144,25 @@ impl Outcome {
                             Action::Question => "question",
                             Action::Accept | Action::Reject => "turn",
                         };
-                        format!("{speaker}'s agent {verb} {}'s {what} at turn {n}.", name_of(previous.side))
+                        format!(" {}'s {what}", name_of(previous.side))
                     }
-                    None => format!("{speaker}'s agent {verb} at turn {n}."),
+                    None => " the match".to_owned(),
+                };
+                // Who decided is never hidden: Parley's own turns say so, and why it took them.
+                match last.played.as_ref() {
+                    Some(Played { played_by: PlayedBy::System, .. }) => {
+                        format!("Parley {verb}{object} for {speaker} at turn {n} ({speaker} has no personal agent).")
+                    }
+                    Some(Played { played_by: PlayedBy::SystemFallback, fallback_reason, .. }) => {
+                        let why = match fallback_reason {
+                            Some(FallbackReason::ParkTimeout) => "did not answer in time",
+                            Some(FallbackReason::Offline) => "was not running",
+                            Some(FallbackReason::HandBack) => "handed the turn back",
+                            None => "did not answer",
+                        };
+                        format!("Parley {verb}{object} for {speaker} at turn {n} ({speaker}'s agent {why}).")
+                    }
+                    _ => format!("{speaker}'s agent {verb}{object} at turn {n}."),
                 }
             }
         }
@@ -267,6 +283,43 @@ mod tests {
             assert_eq!(o.opportunity_event(), OpportunityEvent::NegotiationStalled);
             assert!(!o.reasoning.is_empty());
         }
+    }
+
+    #[test]
+    fn the_summary_never_says_an_agent_decided_what_parley_decided() {
+        let names = |side: Side| if side == Side::Source { "Zed".to_owned() } else { "Kai".to_owned() };
+        let by = |played: Played| {
+            let mut t = turn(1, Action::Reject, Role::Peer, Role::Peer);
+            t.played = Some(played);
+            vec![turn(0, Action::Propose, Role::Peer, Role::Peer), t]
+        };
+        let rules = crate::domain::DecidedBy::Rules;
+        // (who played the reject, the sentence)
+        let table = [
+            (Played::agent(), "Kai's agent rejected Zed's proposal at turn 1."),
+            (Played::system(None, rules.clone()), "Parley rejected Zed's proposal for Kai at turn 1 (Kai has no personal agent)."),
+            (
+                Played::system(Some(FallbackReason::Offline), rules.clone()),
+                "Parley rejected Zed's proposal for Kai at turn 1 (Kai's agent was not running).",
+            ),
+            (
+                Played::system(Some(FallbackReason::ParkTimeout), rules.clone()),
+                "Parley rejected Zed's proposal for Kai at turn 1 (Kai's agent did not answer in time).",
+            ),
+            (
+                Played::system(Some(FallbackReason::HandBack), rules),
+                "Parley rejected Zed's proposal for Kai at turn 1 (Kai's agent handed the turn back).",
+            ),
+        ];
+        for (played, want) in table {
+            let turns = by(played);
+            let o = derive_outcome(&turns, users, None);
+            assert_eq!(o.summary(&turns, names), want);
+        }
+        let mut opening = turn(0, Action::Reject, Role::Peer, Role::Peer);
+        opening.played = Some(Played::system(None, crate::domain::DecidedBy::Rules));
+        let o = derive_outcome(std::slice::from_ref(&opening), users, None);
+        assert_eq!(o.summary(&[opening], names), "Parley rejected the match for Zed at turn 0 (Zed has no personal agent).");
     }
 
     #[test]

@@ -179,8 +179,8 @@ pub struct MessageDoc {
     /// message}}]`, `assessment.reasoning` only on the reader's own side's turns (the service
     /// sees all). A delegation's input: `[{kind: "data", data: input}]`.
     parts: Vec<serde_json::Value>,
-    /// A turn: who spoke (`agent:{userId}`) and the 0-based turn number. Absent on a
-    /// delegation's input.
+    /// A turn: who spoke (`agent:{userId}`), the 0-based turn number, and who played and decided
+    /// it. Absent on a delegation's input.
     #[serde(skip_serializing_if = "Option::is_none")]
     metadata: Option<MessageMetadataDoc>,
 }
@@ -196,6 +196,14 @@ pub struct MessageMetadataDoc {
     /// 0-based.
     #[schema(minimum = 0)]
     turn_number: u32,
+    /// `agent`, `system` or `system_fallback`.
+    played_by: crate::domain::PlayedBy,
+    /// For a `system_fallback` turn: `park_timeout`, `offline` or `hand_back`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fallback_reason: Option<crate::domain::FallbackReason>,
+    /// `agent`, `rules` or `model:<name>`.
+    #[schema(pattern = "^(agent|rules|model:.+)$")]
+    decided_by: String,
 }
 
 /// An A2A artifact.
@@ -356,6 +364,16 @@ pub async fn get_task(
             if !viewer.sees_reasoning_of(t.turn.side) {
                 without_reasoning(&mut parts);
             }
+            let played = t.played();
+            let mut metadata = json!({
+                "senderId": t.sender_id,
+                "turnNumber": t.turn.turn_number,
+                "playedBy": played.played_by,
+                "decidedBy": played.decided_by,
+            });
+            if let Some(reason) = played.fallback_reason {
+                metadata["fallbackReason"] = json!(reason);
+            }
             json!({
                 "messageId": t.message_id,
                 "contextId": task.conversation_id,
@@ -363,7 +381,7 @@ pub async fn get_task(
                 "kind": "message",
                 "role": "agent",
                 "parts": parts,
-                "metadata": { "senderId": t.sender_id, "turnNumber": t.turn.turn_number },
+                "metadata": metadata,
             })
         })
         .collect();

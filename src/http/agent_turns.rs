@@ -170,6 +170,14 @@ pub struct HistoryTurnDoc {
     reasoning: Option<String>,
     suggested_roles: SuggestedRoles,
     message: Option<String>,
+    /// `agent`, `system` or `system_fallback` (Parley standing in for the user's agent); absent
+    /// only on a turn of an earlier round recorded before turns said who played them.
+    played_by: Option<crate::domain::PlayedBy>,
+    /// For a `system_fallback` turn: `park_timeout`, `offline` or `hand_back`.
+    fallback_reason: Option<crate::domain::FallbackReason>,
+    /// `agent`, `rules` or `model:<name>`.
+    #[schema(value_type = Option<String>, pattern = "^(agent|rules|model:.+)$")]
+    decided_by: Option<String>,
 }
 
 /// What the agent argues from.
@@ -180,7 +188,8 @@ pub struct HistoryTurnDoc {
 pub struct PickupContextDoc {
     /// The agent's own user, in full.
     own_user: AgentUserDoc,
-    /// The other user: who they are and what they offer; `intents` is always empty (private).
+    /// The other user: who they are and what they offer, with the intents the platform shares
+    /// (an intent marked `private` stays with its own side; `dealBreakers` never come along).
     other_user: AgentUserDoc,
     /// The platform's index context, verbatim; `{}` when none was given.
     index_context: serde_json::Map<String, Value>,
@@ -220,7 +229,7 @@ pub struct AgentUserDoc {
     name: String,
     /// The platform's profile, always an object, with `name` added when it has none.
     profile: serde_json::Map<String, Value>,
-    /// The own user's intents; always empty for the other user.
+    /// The user's intents: all of the own user's; the other user's shared ones.
     intents: Vec<AgentIntentDoc>,
 }
 
@@ -239,6 +248,8 @@ pub struct AgentIntentDoc {
     description: String,
     /// 0 to 1, when the platform gave one.
     confidence: Option<f64>,
+    /// True on an own intent the platform keeps from the other side (absent otherwise).
+    private: Option<bool>,
 }
 
 /// Parses `wait`: a whole number of seconds > 0, capped at the configured maximum.
@@ -286,35 +297,36 @@ pub async fn pickup_turn(
 /// A user as a personal agent is shown them, in the shape Index Network's clients read:
 /// `name` beside `profile` and again as `profile.name` (the given name, else the user id),
 /// `profile` always an object, and `intents` always a list of `{id, text, title, description,
-/// confidence?}`. The other user's intents stay private: `with_intents` is false for them and
-/// the list is empty.
-fn agent_view_of_user(user: &UserContext, with_intents: bool) -> Value {
+/// confidence?, private?}`. Give it the user as this side may see them: the own user whole, the
+/// other user through [`UserContext::as_seen_by_other_side`] (shared intents only, no
+/// `dealBreakers`).
+fn agent_view_of_user(user: &UserContext) -> Value {
     let name = user.name.clone().filter(|n| !n.trim().is_empty()).unwrap_or_else(|| user.id.clone());
     let mut profile = match user.profile.as_ref().map(serde_json::to_value) {
         Some(Ok(Value::Object(map))) => map,
         _ => serde_json::Map::new(),
     };
     profile.entry("name").or_insert_with(|| Value::String(name.clone()));
-    let intents: Vec<Value> = if with_intents {
-        user.intents
-            .iter()
-            .enumerate()
-            .map(|(i, intent)| {
-                let mut item = json!({
-                    "id": intent.id.clone().unwrap_or_else(|| format!("intent-{}", i + 1)),
-                    "text": intent.text,
-                    "title": intent.display_title(),
-                    "description": intent.text,
-                });
-                if let Some(confidence) = intent.confidence {
-                    item["confidence"] = json!(confidence);
-                }
-                item
-            })
-            .collect()
-    } else {
-        Vec::new()
-    };
+    let intents: Vec<Value> = user
+        .intents
+        .iter()
+        .enumerate()
+        .map(|(i, intent)| {
+            let mut item = json!({
+                "id": intent.id.clone().unwrap_or_else(|| format!("intent-{}", i + 1)),
+                "text": intent.text,
+                "title": intent.display_title(),
+                "description": intent.text,
+            });
+            if let Some(confidence) = intent.confidence {
+                item["confidence"] = json!(confidence);
+            }
+            if intent.private {
+                item["private"] = json!(true);
+            }
+            item
+        })
+        .collect();
     json!({ "id": user.id, "name": name, "profile": profile, "intents": intents })
 }
 
@@ -333,6 +345,13 @@ fn history_for(history: &[Turn], own_side: Side) -> Vec<Value> {
                 "suggestedRoles": t.suggested_roles,
                 "message": t.message,
             });
+            if let Some(played) = &t.played {
+                turn["playedBy"] = json!(played.played_by);
+                turn["decidedBy"] = json!(played.decided_by);
+                if let Some(reason) = played.fallback_reason {
+                    turn["fallbackReason"] = json!(reason);
+                }
+            }
             if viewer.sees_reasoning_of(t.side) {
                 turn["reasoning"] = json!(t.reasoning);
             }
@@ -372,8 +391,8 @@ pub fn pickup_body(claim: &Claim) -> ApiResult<Value> {
             "history": history_for(&claim.history, own_side),
         },
         "context": {
-            "ownUser": agent_view_of_user(&own, true),
-            "otherUser": agent_view_of_user(&other, false),
+            "ownUser": agent_view_of_user(&own),
+            "otherUser": agent_view_of_user(&other.as_seen_by_other_side()),
             "indexContext": index_context,
             "seedAssessment": task.seed_assessment,
             "isDiscoverer": own_side == Side::Source,

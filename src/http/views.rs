@@ -12,7 +12,10 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use crate::{
-    domain::{Action, AgreedRole, OpportunityStatus, Outcome, Side, SideKind, SuggestedRoles, TaskState, Turn},
+    domain::{
+        Action, AgreedRole, DecidedBy, FallbackReason, OpportunityStatus, Outcome, PlayedBy, Side, SideKind,
+        SuggestedRoles, TaskState, Turn,
+    },
     store::{messages::StoredTurn, opportunities::Opportunity, tasks::Task},
 };
 
@@ -73,6 +76,17 @@ pub struct TurnOut {
     pub suggested_roles: SuggestedRoles,
     /// Free text, if any.
     pub message: Option<String>,
+    /// Who took the turn: `agent` (the user's personal agent), `system` (Parley's system
+    /// negotiator, for a user without one) or `system_fallback` (Parley, standing in for the
+    /// user's agent; `fallbackReason` says why).
+    pub played_by: PlayedBy,
+    /// For a `system_fallback` turn: `park_timeout` or `offline` (the timer that fired) or
+    /// `hand_back` (the agent gave the turn back).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallback_reason: Option<FallbackReason>,
+    /// How the turn was decided: `agent`, `rules` or `model:<name>`.
+    #[schema(value_type = String, pattern = "^(agent|rules|model:.+)$", example = "rules")]
+    pub decided_by: DecidedBy,
     /// When it was stored.
     pub created_at: DateTime<Utc>,
 }
@@ -88,6 +102,9 @@ impl TurnOut {
             reasoning: viewer.sees_reasoning_of(t.turn.side).then(|| t.turn.reasoning.clone()),
             suggested_roles: t.turn.suggested_roles,
             message: t.turn.message.clone(),
+            played_by: t.played().played_by,
+            fallback_reason: t.played().fallback_reason,
+            decided_by: t.played().decided_by,
             created_at: t.created_at,
         }
     }

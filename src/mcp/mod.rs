@@ -77,8 +77,9 @@ Contract:
 (`reasoning` for why, `message` for the other side).
 - What is private: your `reasoning` is seen by your own user and the platform, never by the other \
 side; the other side's reasoning is never shown to you, only its action, message and suggested \
-roles. Your `message` is read by the other side. The other user's intents are private to them \
-(`otherUser.intents` is always empty).
+roles. Your `message` is read by the other side. `otherUser.intents` holds the intents the \
+platform shares; the other user's private intents and `dealBreakers` never reach you, and yours \
+never reach them.
 - Never ask your user clarifying questions and never wait for them. Decide from the pickup's \
 context (ownUser, otherUser, seedAssessment, indexContext, discoveryQuery) and the turn history.
 - When unsure, take the most conservative action: `counter` with specific objections (what is \

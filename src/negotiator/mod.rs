@@ -35,8 +35,10 @@
 //!
 //! # What it does
 //!
-//! - Turn 0: `propose` only a match it would accept as it stands; otherwise `reject` at once,
-//!   saying why (a side does not present a match that does not serve its user).
+//! - Turn 0: `propose` only a match it would accept as it stands, or one the seed protects (a
+//!   high seed and nothing against it: it asks before it judges); otherwise `reject` at once,
+//!   saying why (a side does not present a match that does not serve its user, and the other
+//!   side could accept a proposal at once).
 //! - Later: a concern rejects; `fit >= accept_at` with enough grounded evidence accepts;
 //!   `fit < reject_below` rejects (unless the seed protects a first turn); a turn that must
 //!   decide (nothing new since its last counter, the last turn the cap allows, or `max_counters`
@@ -198,7 +200,7 @@ pub fn decide(cfg: &NegotiatorConfig, s: &Situation) -> Decision {
     let protected = own_decisions == 0 && eval.seed >= cfg.protected_seed && eval.concerns.is_empty() && eval.other_sense.is_none();
 
     let action = if turn == 0 {
-        if acceptable { Action::Propose } else { Action::Reject }
+        if acceptable || protected { Action::Propose } else { Action::Reject }
     } else if !eval.concerns.is_empty() {
         Action::Reject
     } else if eval.fit >= cfg.accept_at && grounded_enough {

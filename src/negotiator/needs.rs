@@ -244,6 +244,8 @@ pub fn need(text: &str) -> Need {
             Some(kind) => kind,
             // "Find agritech companies raising growth rounds": someone looking for deals.
             None if object.iter().any(|w| matches!(*w, "raising" | "fundraising")) => Frame::Invest,
+            // "Looking for a fintech startup to join": a position.
+            None if object.windows(2).any(|w| w[0] == "to" && matches!(w[1], "join" | "work")) => Frame::Join,
             // "Find small businesses that need their website redone": someone looking for clients.
             None if object.windows(2).any(|w| matches!(w[0], "that" | "who") && matches!(w[1], "need" | "needs" | "want" | "wants"))
                 || object.contains(&"needing") =>
@@ -363,6 +365,7 @@ mod tests {
             ("Looking for a technical co-founder to build our platform", Frame::Acquire),
             ("I want to join a seed-stage startup", Frame::Join),
             ("Senior Rust engineer role", Frame::Join),
+            ("Looking for a fintech startup to join as a senior backend engineer", Frame::Join),
             ("Move to a senior development role at an arts nonprofit", Frame::Join),
             ("Find small education businesses that need their enrolment redesigned", Frame::Offer),
         ];

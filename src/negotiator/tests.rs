@@ -23,6 +23,9 @@ pub struct Scenario {
     pub discovery_query: Option<String>,
     #[serde(default)]
     pub agent: Script,
+    /// Why the negotiator does not yet agree with the label, for a scenario it gets wrong.
+    #[serde(default)]
+    pub known_miss: Option<String>,
 }
 
 /// What the scripted agent says.
@@ -169,6 +172,55 @@ pub fn load(path: &std::path::Path) -> Vec<Scenario> {
     }
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
     serde_json::from_str::<File>(&text).unwrap_or_else(|e| panic!("parsing {}: {e}", path.display())).scenarios
+}
+
+/// The project's labelled scenarios (also played over HTTP by `tests/api/judgment.rs`).
+const OWN_CASES: &str = include_str!("../../tests/api/judgment_cases.json");
+
+fn own_cases() -> Vec<Scenario> {
+    #[derive(Deserialize)]
+    struct File {
+        scenarios: Vec<Scenario>,
+    }
+    serde_json::from_str::<File>(OWN_CASES).expect("the scenarios parse").scenarios
+}
+
+/// Every labelled scenario ends as its label says, except the few marked as known misses (all
+/// of them false rejects of a paraphrase), and no manipulation or mismatch is ever accepted.
+#[test]
+fn the_labelled_scenarios_end_as_labelled() {
+    let cfg = NegotiatorConfig::default();
+    let cases = own_cases();
+    let kinds: std::collections::BTreeSet<&str> = cases.iter().map(|c| c.category.as_str()).collect();
+    for kind in [
+        "accept/literal", "accept/paraphrase", "accept/null-pitch", "accept/answered", "reject/keyword-trap",
+        "reject/same-role", "reject/mismatch", "reject/negation", "not-accept/echo", "not-accept/echo-after-counter",
+        "not-accept/injection", "not-accept/unicode", "not-accept/snap-accept",
+    ] {
+        assert!(kinds.contains(kind), "no scenario of kind {kind}");
+    }
+    let mut wrong = Vec::new();
+    for sc in &cases {
+        let p = play(&cfg, sc);
+        if sc.label != "accept" {
+            assert!(!p.opportunity && p.verdict != "accept", "{} ({}) was accepted: {:#?}", sc.id, sc.category, p.turns);
+        }
+        if p.agrees(&sc.label) == sc.known_miss.is_some() {
+            wrong.push(format!("{} ({}): {} (known miss: {})", sc.id, sc.category, p.verdict, sc.known_miss.is_some()));
+        }
+    }
+    assert!(wrong.is_empty(), "scenarios that do not end as recorded: {wrong:#?}");
+}
+
+/// Who decided is the engine's to record; the negotiator's turn carries only what was decided,
+/// and the same inputs give the same turn.
+#[test]
+fn the_same_scenario_plays_the_same_way() {
+    let cfg = NegotiatorConfig::default();
+    for sc in own_cases().iter().take(6) {
+        let (a, b) = (play(&cfg, sc), play(&cfg, sc));
+        assert_eq!(a.turns, b.turns, "{}", sc.id);
+    }
 }
 
 /// Plays the scenarios of the file named by `PARLEY_CASES` and prints each verdict (a tool for

@@ -78,8 +78,8 @@ fn list(terms: &[&Weighed], max: usize) -> String {
 fn concern_note(c: &Concern, own: &str) -> String {
     match c {
         Concern::SameNeed => "both want the same thing".to_owned(),
-        Concern::DealBreaker(p) => format!("deal-breaker \"{p}\" shows"),
-        Concern::QueryUnanswered(q) => format!("the other side's discovery query \"{q}\" asks for nothing {own} offers"),
+        Concern::DealBreaker(p) => format!("deal-breaker “{p}” shows"),
+        Concern::QueryUnanswered(q) => format!("the other side's discovery query “{q}” asks for nothing {own} offers"),
         Concern::Denied(terms) => format!("the other side says its user lacks: {}", terms.join(", ")),
         Concern::Axis { axis, wanted, found } => format!("{axis}: {own} needs {wanted}, the other user is {found}"),
     }
@@ -98,7 +98,7 @@ fn summary(cfg: &NegotiatorConfig, s: &Situation, eval: &Evaluation) -> String {
         out.push_str(&format!(" (taken as {:.0}: {word} there is {sense})", eval.prior * 100.0));
     }
     if let Some(need) = &eval.need {
-        out.push_str(&format!("; need \"{}\" ({})", need.text.trim(), need.frame.as_str()));
+        out.push_str(&format!("; need “{}” ({})", need.text.trim(), need.frame.as_str()));
         let grounded: Vec<&Weighed> = eval.terms.iter().filter(|t| !t.denied && t.grounded > 0.0).collect();
         let claimed: Vec<&Weighed> = eval.terms.iter().filter(|t| !t.denied && t.grounded == 0.0 && t.claimed > 0.0).collect();
         let missing: Vec<&Weighed> = eval.missing().collect();

@@ -30,6 +30,13 @@ pub struct StoredTurn {
     pub created_at: DateTime<Utc>,
 }
 
+impl StoredTurn {
+    /// Who played it and how it was decided (always known for a stored turn).
+    pub fn played(&self) -> Played {
+        self.turn.played.clone().unwrap_or_else(|| Played::system(None, DecidedBy::Rules))
+    }
+}
+
 /// The A2A sender id of a user's agent.
 pub fn sender_id(user_id: &str) -> String {
     format!("agent:{user_id}")

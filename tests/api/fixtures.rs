@@ -101,10 +101,11 @@ pub fn mismatch() -> Value {
     request(pastry_chef(), kernel_developer(), 35.0)
 }
 
-/// The CTO/data engineer pair: a partial fit (Tomas has the data engineering only), so Maya's
-/// system negotiator answers a counter with a counter.
+/// The CTO/data engineer pair: a partial fit (Tomas has the data engineering and the Python, not
+/// the Kubernetes or the Terraform) with a middling seed, so Maya's system negotiator proposes,
+/// and answers a first counter with a counter.
 pub fn partial_fit() -> Value {
-    request(climate_cto(), data_engineer(), 70.0)
+    request(climate_cto(), data_engineer(), 55.0)
 }
 
 /// A code-review capability taking `{code}` and giving `{feedback}` (both required), at `cost`

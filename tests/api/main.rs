@@ -21,6 +21,7 @@ mod hardening;
 mod helpers;
 mod index_compat;
 mod insights;
+mod judgment;
 mod integrity;
 mod liveness;
 mod mcp;

@@ -135,9 +135,16 @@ fn the_checker_rejects_bodies_that_do_not_match() {
     assert!(!schema_errors(&spec, error, &json!({"error": "x"})).is_empty());
     let turn = &json!({"$ref": "#/components/schemas/TurnOut"});
     let good = json!({"turnNumber": 0, "side": "source", "userId": "u", "action": "propose", "reasoning": "r",
-        "suggestedRoles": {"ownUser": "peer", "otherUser": "peer"}, "message": null, "createdAt": "2026-01-01T00:00:00Z"});
+        "suggestedRoles": {"ownUser": "peer", "otherUser": "peer"}, "message": null, "playedBy": "system",
+        "decidedBy": "rules", "createdAt": "2026-01-01T00:00:00Z"});
     assert!(schema_errors(&spec, turn, &good).is_empty(), "{:?}", schema_errors(&spec, turn, &good));
-    for (field, bad) in [("action", json!("haggle")), ("createdAt", json!("yesterday")), ("turnNumber", json!(-1))] {
+    for (field, bad) in [
+        ("action", json!("haggle")),
+        ("createdAt", json!("yesterday")),
+        ("turnNumber", json!(-1)),
+        ("playedBy", json!("the agent")),
+        ("decidedBy", json!("gut feeling")),
+    ] {
         let mut wrong = good.clone();
         wrong[field] = bad;
         assert!(!schema_errors(&spec, turn, &wrong).is_empty(), "{field} should be refused");

@@ -257,9 +257,10 @@ async fn a_respond_that_the_other_sides_system_reply_ends_shows_the_sentence() {
         let name = if over_mcp { "Tomas Second" } else { "Tomas Novak" };
         let verb = if last["action"] == "accept" { "accepted" } else { "rejected" };
         let what = if previous["action"] == "propose" { "proposal" } else { "counter" };
+        // Tomas has no personal agent: the sentence says Parley decided for him.
         assert_eq!(
             responded["outcome"]["reasoning"],
-            format!("{name}'s agent {verb} Maya Chen's {what} at turn {}.", last["turnNumber"]),
+            format!("Parley {verb} Maya Chen's {what} for {name} at turn {} ({name} has no personal agent).", last["turnNumber"]),
             "{responded}"
         );
     }

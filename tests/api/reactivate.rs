@@ -75,11 +75,11 @@ async fn only_stalled_and_expired_opportunities_can_be_reactivated() {
     let service = app.service_token();
     app.register_agent("user-raj").await;
 
-    // negotiating: Raj's agent has not answered yet.
+    // negotiating: Raj opens, and his agent has not answered yet.
     let negotiating = app
         .start(&fixtures::request(
-            fixtures::pastry_chef(),
             fixtures::kernel_developer(),
+            fixtures::pastry_chef(),
             40.0,
         ))
         .await;

@@ -805,7 +805,7 @@ async fn with_a_model_the_runner_answers_turns_and_a_delegation_within_the_rules
         .collect();
     assert!(turn_schemas.iter().any(|(n, _)| *n == 0));
     for (number, actions) in &turn_schemas {
-        let want = if *number == 0 { json!(["propose"]) } else { json!(["counter", "question", "accept", "reject"]) };
+        let want = if *number == 0 { json!(["propose", "reject"]) } else { json!(["counter", "question", "accept", "reject"]) };
         assert_eq!(**actions, want, "turn {number}");
     }
     // The first answer was not JSON: the same item was asked once more, saying why.
