@@ -55,6 +55,21 @@ pub struct EmbeddingsConfig {
     pub model: String,
 }
 
+/// The optional model-backed system negotiator: an OpenAI-compatible chat completions endpoint.
+#[derive(Debug, Clone)]
+pub struct NegotiatorModelConfig {
+    /// Base URL; requests go to `{url}/chat/completions`.
+    pub url: String,
+    /// The model's name.
+    pub model: String,
+    /// Bearer token, if the endpoint needs one.
+    pub api_key: Option<String>,
+    /// How long one system turn may wait for the model before the rules decide it.
+    pub timeout: Duration,
+    /// Model calls in flight at once, in this process.
+    pub concurrency: u32,
+}
+
 /// Everything Parley needs to run.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -87,6 +102,9 @@ pub struct Config {
     pub skill_files: Vec<PathBuf>,
     /// `PARLEY_EMBEDDINGS_URL` (+ `_API_KEY`, `_MODEL`).
     pub embeddings: Option<EmbeddingsConfig>,
+    /// `PARLEY_NEGOTIATOR_MODEL_URL` (+ `_MODEL`, `_API_KEY`, `_TIMEOUT`, `_CONCURRENCY`): system
+    /// turns decided by a model, guarded by the rules.
+    pub negotiator_model: Option<NegotiatorModelConfig>,
     /// `PARLEY_LOG_FORMAT`.
     pub log_format: LogFormat,
     /// `PARLEY_DB_POOL_SIZE`: connections in the service's pool.
@@ -159,6 +177,7 @@ impl Default for Config {
             turn_caps: TurnCaps::default(),
             skill_files: Vec::new(),
             embeddings: None,
+            negotiator_model: None,
             log_format: LogFormat::Pretty,
             pool_size: 16,
             timer_poll: Duration::from_secs(1),
@@ -289,6 +308,32 @@ impl Config {
                 })
             }
         };
+        let negotiator_model = match var("PARLEY_NEGOTIATOR_MODEL_URL") {
+            None => None,
+            Some(url) => {
+                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                    return Err(ConfigError {
+                        var: "PARLEY_NEGOTIATOR_MODEL_URL",
+                        message: "must be an http:// or https:// URL".into(),
+                    });
+                }
+                let model = var("PARLEY_NEGOTIATOR_MODEL").ok_or_else(|| ConfigError {
+                    var: "PARLEY_NEGOTIATOR_MODEL",
+                    message: "must name the model when PARLEY_NEGOTIATOR_MODEL_URL is set".into(),
+                })?;
+                let timeout = duration("PARLEY_NEGOTIATOR_MODEL_TIMEOUT", Duration::from_secs(20))?;
+                if timeout.is_zero() {
+                    return Err(ConfigError { var: "PARLEY_NEGOTIATOR_MODEL_TIMEOUT", message: "must be greater than zero".into() });
+                }
+                Some(NegotiatorModelConfig {
+                    url: url.trim_end_matches('/').to_owned(),
+                    model,
+                    api_key: var("PARLEY_NEGOTIATOR_MODEL_API_KEY"),
+                    timeout,
+                    concurrency: at_least("PARLEY_NEGOTIATOR_MODEL_CONCURRENCY", 4, 1)?,
+                })
+            }
+        };
         let pool_size = at_least("PARLEY_DB_POOL_SIZE", d.pool_size, 2)?;
         let auth_failure_burst = at_least("PARLEY_AUTH_FAILURE_BURST", d.auth_failure_burst, 1)?;
         let input_failure_burst = at_least("PARLEY_INPUT_FAILURE_BURST", d.input_failure_burst, 1)?;
@@ -348,6 +393,7 @@ impl Config {
                 .map(|v| v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(PathBuf::from).collect())
                 .unwrap_or_default(),
             embeddings,
+            negotiator_model,
             log_format,
             pool_size,
             timer_poll: duration("PARLEY_TIMER_POLL", d.timer_poll)?,
@@ -452,6 +498,20 @@ mod tests {
         assert_eq!(c.turn_caps.personal, 12);
         let e = c.embeddings.unwrap();
         assert_eq!((e.url.as_str(), e.model.as_str()), ("http://localhost:9/v1", "text-embedding-3-small"));
+    }
+
+    #[test]
+    fn the_negotiator_model_needs_a_name_and_gets_defaults() {
+        assert!(load(&[]).unwrap().negotiator_model.is_none());
+        let m = load(&[("PARLEY_NEGOTIATOR_MODEL_URL", "http://127.0.0.1:9/v1/"), ("PARLEY_NEGOTIATOR_MODEL", "judge")])
+            .unwrap()
+            .negotiator_model
+            .unwrap();
+        assert_eq!((m.url.as_str(), m.model.as_str(), m.timeout, m.concurrency), ("http://127.0.0.1:9/v1", "judge", Duration::from_secs(20), 4));
+        let e = load(&[("PARLEY_NEGOTIATOR_MODEL_URL", "http://127.0.0.1:9/v1")]).unwrap_err();
+        assert_eq!(e.var, "PARLEY_NEGOTIATOR_MODEL");
+        let e = load(&[("PARLEY_NEGOTIATOR_MODEL_URL", "127.0.0.1:9"), ("PARLEY_NEGOTIATOR_MODEL", "judge")]).unwrap_err();
+        assert_eq!(e.var, "PARLEY_NEGOTIATOR_MODEL_URL");
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub mod embeddings;
 pub mod failure_limiter;
 pub mod http;
 pub mod live;
+pub mod llm;
 pub mod metrics;
 pub mod mcp;
 pub mod negotiator;

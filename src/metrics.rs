@@ -71,6 +71,11 @@ fn describe() {
     );
     describe_counter!("parley_turns_total", "Turns taken, by who played the side (system, personal, system_fallback) and action.");
     describe_counter!("parley_negotiations_started_total", "Negotiations started.");
+    describe_counter!(
+        "parley_negotiator_model_calls_total",
+        "Calls of the model-backed system negotiator, by outcome (played, guarded: the rules overruled it, failed: the rules decided)."
+    );
+    describe_gauge!("parley_negotiator_model_calls_in_flight", "Calls of the model-backed system negotiator in flight.");
     describe_counter!("parley_negotiations_ended_total", "Negotiations ended, by outcome (accepted, rejected, stalled) and reason.");
     describe_counter!("parley_claims_total", "Turns claimed by personal agents.");
     describe_counter!("parley_claim_expiries_total", "Claims that lapsed: the turn was parked again.");
@@ -226,6 +231,36 @@ pub fn claim_expired() {
 pub fn park_fallback(window: &'static str) {
     if enabled() {
         counter!("parley_park_fallbacks_total", "window" => window).increment(1);
+    }
+}
+
+/// A call of the model-backed system negotiator ended: `played`, `guarded` (the rules overruled
+/// its answer) or `failed` (the rules decided instead).
+pub fn negotiator_model_call(outcome: &'static str) {
+    if enabled() {
+        counter!("parley_negotiator_model_calls_total", "outcome" => outcome).increment(1);
+    }
+}
+
+/// A model call in flight, counted in `parley_negotiator_model_calls_in_flight` while it lives.
+pub struct ModelCall(bool);
+
+impl ModelCall {
+    /// Starts counting.
+    pub fn start() -> ModelCall {
+        let on = enabled();
+        if on {
+            gauge!("parley_negotiator_model_calls_in_flight").increment(1.0);
+        }
+        ModelCall(on)
+    }
+}
+
+impl Drop for ModelCall {
+    fn drop(&mut self) {
+        if self.0 {
+            gauge!("parley_negotiator_model_calls_in_flight").decrement(1.0);
+        }
     }
 }
 

@@ -198,6 +198,9 @@ impl TimerHandler for Recorder {
     async fn delegation_timeout(&self, _t: parley_jobs::DelegationTimeout) -> Result<(), HandlerError> {
         Ok(())
     }
+    async fn system_turn(&self, _t: parley_jobs::SystemTurn) -> Result<(), HandlerError> {
+        Ok(())
+    }
     async fn housekeeping(&self) -> Result<(), HandlerError> {
         self.record(Fired::Housekeeping);
         Ok(())

@@ -35,15 +35,18 @@ pub mod queues {
     pub const HOUSEKEEPING: &str = "parley.housekeeping";
     /// Queue of [`DelegationTimeout`](super::DelegationTimeout) timers.
     pub const DELEGATION_TIMEOUT: &str = "parley.delegation_timeout";
+    /// Queue of [`SystemTurn`](super::SystemTurn) jobs.
+    pub const SYSTEM_TURN: &str = "parley.system_turn";
 
     /// Every queue this crate owns, in a fixed order.
-    pub const ALL: [&str; 6] = [
+    pub const ALL: [&str; 7] = [
         PARK_TIMEOUT,
         CLAIM_TIMEOUT,
         NEGOTIATION_DEADLINE,
         PENDING_EXPIRY,
         HOUSEKEEPING,
         DELEGATION_TIMEOUT,
+        SYSTEM_TURN,
     ];
 }
 
@@ -101,6 +104,32 @@ pub struct DelegationTimeout {
     pub delegation_id: Uuid,
     /// The 1-based attempt the timer was armed for.
     pub attempt: i32,
+}
+
+/// A system turn that a model decides, taken off the request that made it due (the model may
+/// take seconds). One pending job per task (key `system-turn:{task_id}`), due at once.
+///
+/// Acts only if the task is still `working` at `turn_number` or, for a fallback, still parked
+/// at `turn_number` with `generation`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SystemTurn {
+    /// The negotiation's task.
+    pub task_id: Uuid,
+    /// The 0-based turn the system negotiator takes.
+    pub turn_number: u32,
+    /// The task's claim generation when the job was armed.
+    #[serde(default)]
+    pub generation: i64,
+    /// Why the system stands in for the side's personal agent (`park_timeout`, `offline`,
+    /// `hand_back`), when it does.
+    #[serde(default)]
+    pub fallback: Option<String>,
+}
+
+/// The idempotency key of the system-turn job of `task_id`.
+pub fn system_turn_key(task_id: Uuid) -> String {
+    format!("system-turn:{task_id}")
 }
 
 /// The idempotency key of the timer of `delegation_id`.

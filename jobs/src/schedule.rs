@@ -52,8 +52,8 @@ use ulid::Ulid;
 
 use crate::JobsError;
 use crate::payload::{
-    ClaimTimeout, DelegationTimeout, NegotiationDeadline, ParkTimeout, PendingExpiry, TimerKind,
-    pending_expiry_key, queues,
+    ClaimTimeout, DelegationTimeout, NegotiationDeadline, ParkTimeout, PendingExpiry, SystemTurn, TimerKind,
+    pending_expiry_key, queues, system_turn_key,
 };
 
 /// How many times a timer whose handler keeps failing is retried (with backoff) before it is
@@ -122,6 +122,11 @@ pub async fn schedule_delegation_timeout(
         .bind(t.attempt)
         .bind(run_at))
     .await
+}
+
+/// Arms the system-turn job of `t.task_id` (replacing any pending one), due at once.
+pub async fn schedule_system_turn(conn: &mut PgConnection, t: &SystemTurn) -> Result<(), JobsError> {
+    arm(conn, queues::SYSTEM_TURN, &system_turn_key(t.task_id), t, Utc::now()).await
 }
 
 /// Runs one `parley_jobs.arm_*` call whose last argument is the new job's id.

@@ -50,7 +50,7 @@ use ulid::Ulid;
 use crate::JobsError;
 use crate::payload::{
     ClaimTimeout, DelegationTimeout, HOUSEKEEPING_KEY, Housekeeping, NegotiationDeadline, ParkTimeout, PendingExpiry,
-    queues,
+    SystemTurn, queues,
 };
 use crate::schedule::arm;
 
@@ -95,6 +95,8 @@ pub trait TimerHandler: Clone + Send + Sync + 'static {
         &self,
         t: DelegationTimeout,
     ) -> impl Future<Output = Result<(), HandlerError>> + Send;
+    /// A system turn a model decides came due.
+    fn system_turn(&self, t: SystemTurn) -> impl Future<Output = Result<(), HandlerError>> + Send;
     /// The periodic housekeeping run (resume stale `working` tasks, ...). Apalis rows are already
     /// pruned by this crate before it is called.
     fn housekeeping(&self) -> impl Future<Output = Result<(), HandlerError>> + Send;
@@ -250,16 +252,18 @@ enum QueueKind {
     Expiry,
     Housekeeping,
     Delegation,
+    SystemTurn,
 }
 
 impl QueueKind {
-    const ALL: [QueueKind; 6] = [
+    const ALL: [QueueKind; 7] = [
         QueueKind::Park,
         QueueKind::Claim,
         QueueKind::Deadline,
         QueueKind::Expiry,
         QueueKind::Housekeeping,
         QueueKind::Delegation,
+        QueueKind::SystemTurn,
     ];
 
     fn queue(self) -> &'static str {
@@ -270,6 +274,7 @@ impl QueueKind {
             QueueKind::Expiry => queues::PENDING_EXPIRY,
             QueueKind::Housekeeping => queues::HOUSEKEEPING,
             QueueKind::Delegation => queues::DELEGATION_TIMEOUT,
+            QueueKind::SystemTurn => queues::SYSTEM_TURN,
         }
     }
 }
@@ -422,6 +427,7 @@ async fn dispatch<H: TimerHandler>(
             QueueKind::Deadline => h.negotiation_deadline(decode(&raw)?).await,
             QueueKind::Expiry => h.pending_expiry(decode(&raw)?).await,
             QueueKind::Delegation => h.delegation_timeout(decode(&raw)?).await,
+            QueueKind::SystemTurn => h.system_turn(decode(&raw)?).await,
             QueueKind::Housekeeping => {
                 decode::<Housekeeping>(&raw)?;
                 housekeeping(&d).await

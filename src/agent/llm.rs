@@ -12,47 +12,26 @@
 //! The model sees what a program sees: the item without its claim token. The only credential
 //! sent is the model's own key (`PARLEY_LLM_API_KEY`), to the model's endpoint.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use super::{
     answer::{self, DelegationAnswer},
     program::Failure,
-    report,
 };
-use crate::directory::schema::prepare as compile;
+use crate::{directory::schema::prepare as compile, llm::ChatModel};
 
-/// A model on an OpenAI-compatible server.
+/// A model on an OpenAI-compatible server, asked through [`crate::llm::ChatModel`].
 #[derive(Clone)]
 pub struct Model {
-    http: reqwest::Client,
-    endpoint: String,
-    model: String,
-    api_key: Option<String>,
+    chat: ChatModel,
 }
-
-/// How many times an item is asked for: the first answer, and one more after an invalid one.
-const ASKS: usize = 2;
 
 impl Model {
     /// The model `model` at `url` (the API's base, e.g. `http://127.0.0.1:11434/v1`), with an
     /// optional API key sent as `Authorization: Bearer`.
     pub fn new(url: &str, model: &str, api_key: Option<String>) -> anyhow::Result<Model> {
-        let base = url.trim().trim_end_matches('/');
-        anyhow::ensure!(
-            base.starts_with("http://") || base.starts_with("https://"),
-            "the model URL must start with http:// or https://, not {base:?}"
-        );
-        anyhow::ensure!(!model.trim().is_empty(), "the model name must not be empty");
-        let http = reqwest::Client::builder().connect_timeout(Duration::from_secs(10)).build()?;
-        Ok(Model {
-            http,
-            endpoint: format!("{base}/chat/completions"),
-            model: model.trim().to_owned(),
-            api_key: api_key.map(|k| k.trim().to_owned()).filter(|k| !k.is_empty()),
-        })
+        Ok(Model { chat: ChatModel::new(url, model, api_key)? })
     }
 
     /// The model's answer to a turn: a checked respond body.
@@ -64,7 +43,7 @@ impl Model {
             answer::check_turn(value, number)
         };
         let system = turn_instructions(view, number, is_final);
-        self.ask(system, view, "turn", &schema, true, deadline, check).await
+        self.chat.ask(system, view, "turn", &schema, true, deadline, check).await.map_err(Failure)
     }
 
     /// The model's answer to a delegation: its output, valid under the capability's schema.
@@ -76,96 +55,7 @@ impl Model {
         };
         let system = delegation_instructions(view);
         // A capability's schema need not follow strict mode's subset of JSON Schema.
-        self.ask(system, &task_of(view), "delegation_output", output_schema, false, deadline, check).await
-    }
-
-    /// Asks until an answer passes `check`, at most [`ASKS`] times; after an invalid answer the
-    /// model is told what was wrong.
-    #[allow(clippy::too_many_arguments)]
-    async fn ask<T>(
-        &self,
-        system: String,
-        item: &Value,
-        name: &str,
-        schema: &Value,
-        strict: bool,
-        deadline: Instant,
-        check: impl Fn(&Value) -> Result<T, String>,
-    ) -> Result<T, Failure> {
-        let item = serde_json::to_string_pretty(item).expect("a JSON value serialises");
-        let mut messages = vec![json!({"role": "system", "content": system}), json!({"role": "user", "content": item})];
-        let mut problem = String::new();
-        for _ in 0..ASKS {
-            let (said, verdict) = match self.complete(&messages, name, schema, strict, deadline).await {
-                Ok(said) => {
-                    let verdict = serde_json::from_str(unfenced(&said))
-                        .map_err(|e| format!("the model's answer is not JSON ({e})"))
-                        .and_then(|value| check(&value));
-                    (Some(said), verdict)
-                }
-                Err(e) => (None, Err(e)),
-            };
-            match verdict {
-                Ok(answer) => return Ok(answer),
-                Err(e) => problem = e,
-            }
-            if Instant::now() >= deadline {
-                break;
-            }
-            if let Some(said) = said {
-                messages.push(json!({"role": "assistant", "content": said}));
-                messages.push(json!({"role": "user", "content": format!(
-                    "That answer cannot be used: {problem}. Answer again with one JSON object that matches the schema."
-                )}));
-            }
-        }
-        Err(Failure(format!("the model gave no valid answer in {ASKS} tries: {}", report::tail(&problem, 600))))
-    }
-
-    /// One chat completion: the text the model said.
-    async fn complete(&self, messages: &[Value], name: &str, schema: &Value, strict: bool, deadline: Instant) -> Result<String, String> {
-        let timeout = deadline.saturating_duration_since(Instant::now());
-        if timeout.is_zero() {
-            return Err("no time was left to ask the model".into());
-        }
-        let body = json!({
-            "model": self.model,
-            "messages": messages,
-            "response_format": {
-                "type": "json_schema",
-                "json_schema": { "name": name, "strict": strict, "schema": schema },
-            },
-        });
-        let mut request = self.http.post(&self.endpoint).json(&body).timeout(timeout);
-        if let Some(key) = &self.api_key {
-            request = request.bearer_auth(key);
-        }
-        let response = request.send().await.map_err(|e| {
-            if e.is_timeout() { "the model did not answer in time".to_owned() } else { format!("the model's server did not answer: {e}") }
-        })?;
-        let status = response.status();
-        let text = response.text().await.map_err(|e| format!("the model's answer was cut off: {e}"))?;
-        if !status.is_success() {
-            return Err(format!("the model's server answered {status}: {}", report::tail(&text, 300)));
-        }
-        let reply: Value = serde_json::from_str(&text).map_err(|_| format!("the model's server answered with no JSON: {}", report::tail(&text, 300)))?;
-        let message = &reply["choices"][0]["message"];
-        if let Some(refusal) = message["refusal"].as_str().filter(|r| !r.is_empty()) {
-            return Err(format!("the model refused: {}", report::tail(refusal, 300)));
-        }
-        Ok(message["content"].as_str().ok_or("the model's reply has no message content")?.to_owned())
-    }
-}
-
-/// `text` without a Markdown code fence around it (some servers add one despite the schema).
-fn unfenced(text: &str) -> &str {
-    let t = text.trim();
-    let Some(inner) = t.strip_prefix("```") else { return t };
-    let inner = inner.strip_suffix("```").unwrap_or(inner);
-    // Drop the fence's language tag (```json).
-    match inner.find('\n') {
-        Some(i) if !inner[..i].trim_start().starts_with(['{', '[']) => inner[i + 1..].trim(),
-        _ => inner.trim(),
+        self.chat.ask(system, &task_of(view), "delegation_output", output_schema, false, deadline, check).await.map_err(Failure)
     }
 }
 
@@ -224,13 +114,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn fences_around_an_answer_are_dropped() {
-        assert_eq!(unfenced("```json\n{\"a\": 1}\n```"), "{\"a\": 1}");
-        assert_eq!(unfenced("```{\"a\": 1}```"), "{\"a\": 1}");
-        assert_eq!(unfenced("  {\"a\": 1} "), "{\"a\": 1}");
-    }
-
-    #[test]
     fn a_turns_instructions_name_the_sides_and_the_allowed_actions() {
         let view = json!({"context": {"ownUser": {"name": "Tomas"}, "otherUser": {"name": "Maya"}}});
         let first = turn_instructions(&view, 0, false);
@@ -239,12 +122,4 @@ mod tests {
         assert!(turn_instructions(&view, 7, true).contains("Allowed now: accept, reject."));
     }
 
-    #[test]
-    fn model_urls_must_be_http() {
-        assert!(Model::new("localhost:11434/v1", "m", None).is_err());
-        assert!(Model::new("http://127.0.0.1:11434/v1/", "", None).is_err());
-        let model = Model::new("http://127.0.0.1:11434/v1/", "llama3", Some(" ".into())).unwrap();
-        assert_eq!(model.endpoint, "http://127.0.0.1:11434/v1/chat/completions");
-        assert!(model.api_key.is_none());
-    }
 }

@@ -151,15 +151,7 @@ pub fn took(d: Duration) -> String {
 }
 
 /// The last `max` characters of `text`, trimmed, for a log line or a reason.
-pub fn tail(text: &str, max: usize) -> String {
-    let text = text.trim();
-    let count = text.chars().count();
-    if count <= max {
-        return text.to_owned();
-    }
-    let tail: String = text.chars().skip(count - max).collect();
-    format!("...{tail}")
-}
+pub use crate::llm::tail;
 
 #[cfg(test)]
 mod tests {

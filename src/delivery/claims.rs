@@ -317,6 +317,14 @@ impl Engine {
         tasks::set_state(&mut tx, task.id, task.state, parked, task.turn_count).await?;
         task.state = parked;
         self.disarm_turn_timer(&mut tx, task.id).await?;
+        if self.model_decides() {
+            // The model's job takes the turn if it is still parked when the model has answered.
+            self.request_model_turn(&mut tx, &task, Some(FallbackReason::HandBack)).await?;
+            tx.commit().await?;
+            tracing::info!(negotiation.id = %task.id, agent.id = %agent.agent_id, turn.number = task.turn_count,
+                release.reason = reason.unwrap_or(""), "turn handed back to the system negotiator's model");
+            return Ok(task);
+        }
         let (turn, concluded) = self.take_parked_turn(&mut tx, &mut task, FallbackReason::HandBack).await?;
         tx.commit().await?;
         tracing::info!(negotiation.id = %task.id, agent.id = %agent.agent_id, turn.number = turn.turn_number,

@@ -37,6 +37,8 @@ pub struct Engine {
     pub(crate) schemas: crate::directory::schema::Checker,
     /// Delegations refused for an input the target's schema rejects, per requesting agent.
     pub(crate) input_failures: Arc<crate::failure_limiter::FailureLimiter<Uuid>>,
+    /// The model that decides system turns, when one is configured.
+    pub(crate) model: Option<Arc<super::model_turns::ModelNegotiator>>,
 }
 
 /// How a turn was concluded.
@@ -107,6 +109,7 @@ impl Engine {
                 config.input_failure_burst,
                 config.input_failure_refill,
             )),
+            model: None,
         }
     }
 
@@ -168,6 +171,12 @@ impl Engine {
                 self.parked(&task, turn_number);
                 return Ok(Step::Stop);
             }
+            // A model decides: its job takes the turn, off this call.
+            Next::System(_) if self.model_decides() => {
+                self.request_model_turn(&mut tx, &task, None).await?;
+                tx.commit().await?;
+                return Ok(Step::Stop);
+            }
             Next::System(side) => side,
         };
 
@@ -198,14 +207,26 @@ impl Engine {
         conn: &mut sqlx::PgConnection,
         task: &tasks::Task,
         side: Side,
-        mut turns: Vec<Turn>,
+        turns: Vec<Turn>,
         fallback: Option<FallbackReason>,
     ) -> Result<(Turn, Concluded), DeliveryError> {
         let turn = self.system_turn(task, side, &turns, fallback)?;
-        messages::store_turns(conn, task, &[messages::TurnRow::new(&turn, task.user_id(side))]).await?;
-        turns.push(turn.clone());
-        let concluded = self.conclude_turn(conn, task, &turns).await?;
+        let concluded = self.store_system_turn(conn, task, turns, turn.clone()).await?;
         Ok((turn, concluded))
+    }
+
+    /// Stores a system turn (`turn`, the next after `turns`) on a locked `working` task and
+    /// concludes it, in the caller's transaction.
+    pub(crate) async fn store_system_turn(
+        &self,
+        conn: &mut sqlx::PgConnection,
+        task: &tasks::Task,
+        mut turns: Vec<Turn>,
+        turn: Turn,
+    ) -> Result<Concluded, DeliveryError> {
+        messages::store_turns(conn, task, &[messages::TurnRow::new(&turn, task.user_id(turn.side))]).await?;
+        turns.push(turn);
+        self.conclude_turn(conn, task, &turns).await
     }
 
     /// After a turn was stored on a locked `working` task (`turns`: all of them, the new one

@@ -10,6 +10,7 @@ mod claims;
 mod engine;
 mod finalize;
 mod liveness;
+pub mod model_turns;
 mod reactivate;
 mod recent_claims;
 mod respond;

@@ -234,6 +234,9 @@ impl Engine {
             match next_step(task, &history) {
                 Next::Finish(_) => return Ok(Plan { turns, park: None }),
                 Next::Park(side) => return Ok(Plan { turns, park: Some(side) }),
+                // A model decides the system's reply off this request: leave the task working
+                // (the engine's loop then arms the model's job).
+                Next::System(_) if self.model_decides() => return Ok(Plan { turns, park: None }),
                 Next::System(side) => {
                     let reply = self.system_turn(task, side, &history, None)?;
                     history.push(reply.clone());

@@ -214,6 +214,12 @@ impl Engine {
             tx.commit().await?;
             return Ok(false);
         };
+        if self.model_decides() {
+            // The model's job takes the turn if it is still parked when the model has answered.
+            self.request_model_turn(&mut tx, &task, Some(window)).await?;
+            tx.commit().await?;
+            return Ok(true);
+        }
         let (turn, concluded) = self.take_parked_turn(&mut tx, &mut task, window).await?;
         tx.commit().await?;
         self.after_takeover(&task, &turn, concluded, window).await?;
@@ -310,6 +316,10 @@ impl TimerHandler for Engine {
 
     async fn delegation_timeout(&self, t: parley_jobs::DelegationTimeout) -> Result<(), HandlerError> {
         self.time_out_delegation(t).await.map(|_| ()).map_err(|e| HandlerError::new(anyhow::Error::from(e)))
+    }
+
+    async fn system_turn(&self, t: parley_jobs::SystemTurn) -> Result<(), HandlerError> {
+        handled(self.model_turn(t).await)
     }
 
     async fn housekeeping(&self) -> Result<(), HandlerError> {

@@ -26,6 +26,7 @@ mod integrity;
 mod liveness;
 mod mcp;
 mod metrics;
+mod model_negotiator;
 mod negotiations;
 mod nul;
 mod openapi;
