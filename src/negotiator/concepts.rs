@@ -454,6 +454,19 @@ pub fn keys_of(spellings: &[&str]) -> Vec<String> {
     spellings.iter().map(|s| key_of(s)).collect()
 }
 
+/// The keys of each homonym's markers, in the order of [`HOMONYMS`] (read once).
+pub fn homonym_markers() -> &'static [Vec<String>] {
+    static KEYS: LazyLock<Vec<Vec<String>>> = LazyLock::new(|| HOMONYMS.iter().map(|h| keys_of(h.markers)).collect());
+    &KEYS
+}
+
+/// The keys of each axis's two poles, in the order of [`AXES`] (read once).
+pub fn axis_poles() -> &'static [[Vec<String>; 2]] {
+    static KEYS: LazyLock<Vec<[Vec<String>; 2]>> =
+        LazyLock::new(|| AXES.iter().map(|a| [keys_of(a.poles[0].1), keys_of(a.poles[1].1)]).collect());
+    &KEYS
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -155,8 +155,7 @@ impl Senses {
             tech: words.iter().any(|w| concepts::is_tech(w) && concepts::homonym(w).is_none()),
             other: HashSet::new(),
         };
-        for h in concepts::HOMONYMS {
-            let markers = concepts::keys_of(h.markers);
+        for (h, markers) in concepts::HOMONYMS.iter().zip(concepts::homonym_markers()) {
             if words.iter().any(|w| markers.contains(&w.key) || w.parts.iter().any(|p| markers.contains(p))) {
                 senses.other.insert(h.word);
             }

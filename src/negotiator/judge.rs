@@ -519,10 +519,9 @@ fn axis_conflict(need: &Need, own: &UserContext, profile: &Profile, other_needs:
     let shows = |words: &[&Word], markers: &[String]| {
         words.iter().any(|w| !w.negated && !w.aspired && (markers.contains(&w.key) || w.parts.iter().any(|p| markers.contains(p))))
     };
-    for axis in AXES {
+    for (axis, poles) in AXES.iter().zip(concepts::axis_poles()) {
         let own_too = matches!(axis.name, "company stage" | "order size");
         let need_refs: Vec<&Word> = need_words.iter().chain(own_words.iter().filter(|_| own_too)).collect();
-        let poles: [Vec<String>; 2] = [concepts::keys_of(axis.poles[0].1), concepts::keys_of(axis.poles[1].1)];
         let wants = [shows(&need_refs, &poles[0]), shows(&need_refs, &poles[1])];
         let has = [shows(&other_words, &poles[0]), shows(&other_words, &poles[1])];
         for (p, q) in [(0usize, 1usize), (1, 0)] {
