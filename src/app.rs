@@ -103,7 +103,7 @@ impl Application {
     pub fn build_engine(config: Config, pool: sqlx::PgPool) -> anyhow::Result<Engine> {
         let secret = jwt_secret(&config)?;
         let claim_key = sha2::Sha256::digest(format!("parley claim tokens:{secret}").as_bytes());
-        let model = config.negotiator_model.as_ref().map(crate::delivery::model_turns::ModelNegotiator::new).transpose()?;
+        let model = config.negotiator_model.as_ref().map(crate::delivery::negotiator_model::ModelNegotiator::new).transpose()?;
         let mut engine = Engine::new(pool, Arc::new(config), NegotiatorConfig::default(), &claim_key);
         engine.model = model.map(Arc::new);
         Ok(engine)

@@ -38,7 +38,7 @@ pub struct Engine {
     /// Delegations refused for an input the target's schema rejects, per requesting agent.
     pub(crate) input_failures: Arc<crate::failure_limiter::FailureLimiter<Uuid>>,
     /// The model that decides system turns, when one is configured.
-    pub(crate) model: Option<Arc<super::model_turns::ModelNegotiator>>,
+    pub(crate) model: Option<Arc<super::negotiator_model::ModelNegotiator>>,
 }
 
 /// How a turn was concluded.

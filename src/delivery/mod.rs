@@ -11,6 +11,7 @@ mod engine;
 mod finalize;
 mod liveness;
 pub mod model_turns;
+pub mod negotiator_model;
 mod reactivate;
 mod recent_claims;
 mod respond;

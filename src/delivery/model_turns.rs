@@ -25,37 +25,16 @@
 //! - **Bounded.** At most `PARLEY_NEGOTIATOR_MODEL_CONCURRENCY` calls are in flight per process;
 //!   each outcome is counted in `/metrics` (`parley_negotiator_model_calls_total`).
 
-use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::{sync::Semaphore, time::Instant};
+use tokio::time::Instant;
 
 use super::{DeliveryError, Engine, engine::Concluded, engine::Next, engine::next_step};
 use crate::{
-    config::NegotiatorModelConfig,
     domain::{Action, DecidedBy, FallbackReason, Played, Side, TaskEvent, TaskState, Turn, action_allowed, SideKind},
-    llm::ChatModel,
     negotiator::{self, Concern, Evaluation, evidence::Distrust},
     store::{messages, tasks, tasks::Task},
 };
-
-/// The model, its time limit and the permits that bound its calls.
-pub struct ModelNegotiator {
-    chat: ChatModel,
-    timeout: Duration,
-    permits: Semaphore,
-}
-
-impl ModelNegotiator {
-    /// The model the configuration names.
-    pub fn new(cfg: &NegotiatorModelConfig) -> anyhow::Result<ModelNegotiator> {
-        Ok(ModelNegotiator {
-            chat: ChatModel::new(&cfg.url, &cfg.model, cfg.api_key.clone())?,
-            timeout: cfg.timeout,
-            permits: Semaphore::new(cfg.concurrency.max(1) as usize),
-        })
-    }
-}
 
 /// How a model call ended, for the metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
