@@ -276,14 +276,17 @@ async fn agent(args: AgentArgs) -> ExitCode {
     }
 }
 
-fn assess(skills: &std::path::Path, request: &std::path::Path, queue_depth: Option<i64>, price: Option<String>) -> ExitCode {
-    let skills = match scoring::load_skill_file(skills) {
+fn assess(skills_path: &std::path::Path, request: &std::path::Path, queue_depth: Option<i64>, price: Option<String>) -> ExitCode {
+    let skills = match scoring::load_skill_file(skills_path) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("parley: {e}");
             return ExitCode::from(2);
         }
     };
+    for warning in scoring::skill_file_warnings(skills_path, &skills) {
+        eprintln!("parley: warning: {warning}");
+    }
     let body = match std::fs::read(request) {
         Ok(b) => b,
         Err(e) => {

@@ -107,20 +107,31 @@ fn worker_without_database_url_refuses_to_start_a_database_of_its_own() {
 }
 
 #[test]
-fn a_skill_file_without_an_id_is_refused() {
+fn a_skill_file_without_an_id_is_assessed_as_bindu_does_named_unknown_with_a_warning() {
+    // Bindu's calculator reads `skill.get("id", "unknown")`: a skill without an id is assessed
+    // like any other and reported as `unknown`. The same skill with the id `unknown` written
+    // out is what Bindu answers for it, to the last digit.
     let dir = temp_dir_with(
         "skill-id",
         &[
             ("skills.yaml", "name: PDF Processing\ntags: [pdf, invoice]\n"),
+            ("named.yaml", "id: unknown\nname: PDF Processing\ntags: [pdf, invoice]\n"),
             ("request.json", r#"{"task_summary": "Extract tables from PDF invoices"}"#),
         ],
     );
-    let (skills, request) = (dir.join("skills.yaml"), dir.join("request.json"));
-    let out = parley().arg("assess").arg("--skills").arg(&skills).arg("--request").arg(&request).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(out.stdout.is_empty());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("skills.yaml") && err.contains("`id`"), "{err}");
+    let assess = |file: &str| {
+        parley().arg("assess").arg("--skills").arg(dir.join(file)).arg("--request").arg(dir.join("request.json")).output().unwrap()
+    };
+    let (unnamed, named) = (assess("skills.yaml"), assess("named.yaml"));
+    assert_eq!(unnamed.status.code(), Some(0), "{}", String::from_utf8_lossy(&unnamed.stderr));
+    assert_eq!(unnamed.stdout, named.stdout, "the same answer as for the skill named `unknown`");
+    let answer: serde_json::Value = serde_json::from_slice(&unnamed.stdout).unwrap();
+    assert_eq!(answer["accepted"], true, "{answer}");
+    assert_eq!(answer["skill_matches"][0]["skill_id"], "unknown", "{answer}");
+    assert_eq!(answer["skill_matches"][0]["skill_name"], "PDF Processing", "{answer}");
+    let warning = String::from_utf8_lossy(&unnamed.stderr);
+    assert!(warning.contains("warning") && warning.contains("skills.yaml") && warning.contains("`unknown`"), "{warning}");
+    assert!(named.stderr.is_empty(), "no warning for a skill with an id: {}", String::from_utf8_lossy(&named.stderr));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
