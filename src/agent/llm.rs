@@ -55,6 +55,27 @@ impl Model {
         })
     }
 
+    /// Whether the model's server answers at all (`GET {url}/models`, which OpenAI-compatible
+    /// servers serve; any HTTP answer will do, since some refuse it): a runner whose model does
+    /// not answer would fail every item, so it does not start.
+    pub async fn check(&self) -> Result<(), String> {
+        let base = self.endpoint.trim_end_matches("/chat/completions");
+        let mut request = self.http.get(format!("{base}/models")).timeout(Duration::from_secs(15));
+        if let Some(key) = &self.api_key {
+            request = request.bearer_auth(key);
+        }
+        match request.send().await {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                let why = if e.is_timeout() { "it did not answer in time" } else { "nothing answers there" };
+                Err(format!(
+                    "the model's server at {base} does not answer ({why}): start it, or check --llm (for \
+                     Ollama http://127.0.0.1:11434/v1, for llama.cpp's llama-server --port 8081, http://127.0.0.1:8081/v1)"
+                ))
+            }
+        }
+    }
+
     /// The model's answer to a turn: a checked respond body.
     pub async fn turn(&self, view: &Value, number: u32, is_final: bool, deadline: Instant) -> Result<Value, Failure> {
         let schema = answer::turn_schema(number, is_final);

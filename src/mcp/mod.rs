@@ -515,8 +515,10 @@ the outcome once it ended, ownSide, isUsersTurn and latestAction.")]
     #[tool(description = "Claim the next turn waiting for your user (or the one you already hold). Returns \
 {pickedUp: true, negotiationId, claimToken, opportunity, turn: {number, deadline, counterpartyAction, \
 isFinalTurn, maxTurns, history}, context: {ownUser, otherUser, indexContext, seedAssessment, isDiscoverer, \
-discoveryQuery}}, or {pickedUp: false} when nothing is waiting. History shows the other side's action, \
-message and suggested roles, and reasoning only for your own side's turns. Answer it with respond_to_negotiation.")]
+discoveryQuery, previousRounds}}, or {pickedUp: false} when nothing is waiting. History shows the other side's \
+action, message and suggested roles, and reasoning only for your own side's turns. previousRounds lists the \
+earlier rounds of a reactivated opportunity ([{negotiationId, turns, outcome}], oldest first, the same privacy; \
+[] in a first round). Answer it with respond_to_negotiation.")]
     async fn pickup_negotiation(&self, Extension(parts): Extension<Parts>) -> Result<CallToolResult, ErrorData> {
         let key = key_of(&parts)?;
         let claim = match self.state.engine.pickup(&key, None, &[]).await {
