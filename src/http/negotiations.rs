@@ -49,7 +49,8 @@ const MAX_ID_LEN: usize = 256;
     "discoveryQuery": "senior rust backend engineer for payments"
 }))]
 pub struct CreateNegotiationIn {
-    /// The platform's opportunity id (a UUID); repeating it returns the existing negotiation.
+    /// The platform's opportunity id (a UUID); repeating it with the same body returns the
+    /// existing negotiation, with another body is a 409 (`opportunity_id_reused`).
     #[schema(format = Uuid)]
     pub opportunity_id: Option<String>,
     /// The discovering user.
@@ -137,14 +138,16 @@ pub struct CreatedOut {
 }
 
 /// Starts a negotiation: 201 with `{opportunity, negotiation}`, or 200 with the existing one
-/// when `opportunityId` was seen before.
+/// when `opportunityId` was seen before with the same body (409 `opportunity_id_reused` with
+/// another).
 #[utoipa::path(post, path = "/api/negotiations", tag = "negotiations", operation_id = "createNegotiation",
     security(("bearerJwt" = [])),
     request_body = CreateNegotiationIn,
     responses(
         (status = 201, description = "Created and run as far as it goes in process", body = CreatedOut),
-        (status = 200, description = "This `opportunityId` was seen before: the existing negotiation", body = CreatedOut),
+        (status = 200, description = "This `opportunityId` was seen before with this same body: the existing negotiation", body = CreatedOut),
         (status = 400, description = "Invalid body (`invalid_body`)"),
+        (status = 409, description = "This `opportunityId` was used before with another body (`opportunity_id_reused`); nothing changed"),
         PlatformOnly,
     ))]
 pub async fn create_negotiation(

@@ -104,23 +104,35 @@ pub struct NewOpportunity<'a> {
     pub candidate_user_id: &'a str,
     /// Evaluator's assessment.
     pub seed_assessment: &'a serde_json::Value,
+    /// The SHA-256 of the create request that made it (see `delivery::start`).
+    pub request_hash: &'a [u8],
 }
 
 /// Inserts a `negotiating` opportunity; `false` when one with this id already exists.
 pub async fn insert(conn: &mut PgConnection, o: &NewOpportunity<'_>) -> sqlx::Result<bool> {
     let r = sqlx::query!(
-        r#"INSERT INTO opportunities (opportunity_id, status, score, source_user_id, candidate_user_id, seed_assessment)
-           VALUES ($1, 'negotiating', $2, $3, $4, $5)
+        r#"INSERT INTO opportunities (opportunity_id, status, score, source_user_id, candidate_user_id, seed_assessment,
+                                      request_hash)
+           VALUES ($1, 'negotiating', $2, $3, $4, $5, $6)
            ON CONFLICT (opportunity_id) DO NOTHING"#,
         o.id,
         o.score,
         o.source_user_id,
         o.candidate_user_id,
         o.seed_assessment,
+        o.request_hash,
     )
     .execute(conn)
     .await?;
     Ok(r.rows_affected() == 1)
+}
+
+/// The hash of the create request that made opportunity `id`: `None` when there is no such
+/// opportunity, `Some(None)` when it was made before requests were kept.
+pub async fn request_hash(conn: &mut PgConnection, id: Uuid) -> sqlx::Result<Option<Option<Vec<u8>>>> {
+    sqlx::query_scalar!(r#"SELECT request_hash FROM opportunities WHERE opportunity_id = $1"#, id)
+        .fetch_optional(conn)
+        .await
 }
 
 /// Loads one opportunity.
