@@ -24,6 +24,7 @@ pub use liveness::SEEN_WRITE_EVERY;
 pub use reactivate::Reactivation;
 pub use respond::{Responded, TurnAnswer};
 pub use start::{NewNegotiation, Started};
+pub use timers::{AfterWait, TurnWait};
 pub use wakeups::TURNS_CHANNEL;
 
 use crate::domain::TransitionError;

@@ -815,8 +815,11 @@ pub async fn agent_negotiation(state: &AppState, agent: &AgentIdentity, negotiat
     };
     let turns = messages::turns(&mut conn, task.id).await?;
     let outcome = messages::outcome(&mut conn, task.id).await?;
+    let negotiation = NegotiationOut::new(&task, &turns, outcome, Viewer::Side(own_side))
+        .with_rounds_and_wait(&mut conn, &state.engine, &task)
+        .await?;
     Ok(AgentNegotiationOut {
-        negotiation: NegotiationOut::new(&task, &turns, outcome, Viewer::Side(own_side)),
+        negotiation,
         own_side,
         is_users_turn: is_users_turn(&task, agent),
         latest_action: turns.last().map(|t| t.turn.action),

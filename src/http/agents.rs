@@ -67,7 +67,8 @@ pub struct AgentOut {
     /// When the agent was last seen: any call it made with its key (written at most every
     /// 15 s), null if never.
     pub last_seen_at: Option<DateTime<Utc>>,
-    /// Whether it was seen within `PARLEY_AGENT_LIVENESS` (90 s by default).
+    /// Whether it can answer now: active, with a working key, and seen within
+    /// `PARLEY_AGENT_LIVENESS` (90 s by default).
     pub live: bool,
 }
 
@@ -94,8 +95,13 @@ impl From<&ApiKey> for KeyOut {
 }
 
 fn agent_out(state: &AppState, a: Agent, keys: &[ApiKey]) -> AgentOut {
+    // Seen lately is not enough: an agent whose keys were all revoked (or that was made
+    // inactive) can answer nothing, whatever it did a minute ago.
+    let working_key = keys.iter().any(|k| k.revoked_at.is_none() && k.expires_at.is_none_or(|e| e > Utc::now()));
     AgentOut {
-        live: agents::is_live(a.last_seen_at, state.engine.config().agent_liveness),
+        live: a.status == "active"
+            && working_key
+            && agents::is_live(a.last_seen_at, state.engine.config().agent_liveness),
         last_seen_at: a.last_seen_at,
         id: a.agent_id,
         name: a.name,

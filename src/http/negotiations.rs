@@ -171,7 +171,9 @@ pub(crate) async fn load_pair(state: &AppState, task_id: Uuid) -> ApiResult<(Opp
     let turns = messages::turns(&mut conn, task.id).await?;
     let outcome = messages::outcome(&mut conn, task.id).await?;
     let view = opportunity_views(&mut conn, std::slice::from_ref(&opportunity), None).await?.remove(0);
-    Ok((view, NegotiationOut::new(&task, &turns, outcome, Viewer::Service)))
+    let negotiation =
+        NegotiationOut::new(&task, &turns, outcome, Viewer::Service).with_rounds_and_wait(&mut conn, &state.engine, &task).await?;
+    Ok((view, negotiation))
 }
 
 /// The full negotiation, for the platform or a participant user.
@@ -192,7 +194,7 @@ pub async fn get_negotiation(
     let viewer = Viewer::of_caller(&caller, &task).ok_or(ApiError::NotFound("negotiation"))?;
     let turns = messages::turns(&mut conn, task.id).await?;
     let outcome = messages::outcome(&mut conn, task.id).await?;
-    Ok(Json(NegotiationOut::new(&task, &turns, outcome, viewer)))
+    Ok(Json(NegotiationOut::new(&task, &turns, outcome, viewer).with_rounds_and_wait(&mut conn, &state.engine, &task).await?))
 }
 
 /// Cancels a negotiation: the task ends `canceled` with outcome reason `canceled`.

@@ -372,3 +372,37 @@ async fn an_agents_listing_says_which_negotiations_it_answered_in() {
         .await
         .assert_error(StatusCode::BAD_REQUEST, "invalid_body");
 }
+
+#[tokio::test]
+async fn roles_are_agreed_only_when_both_sides_suggestions_mirror_each_other() {
+    let app = TestApp::spawn().await;
+    let maya = app.user_token("user-maya");
+    for (own, other, agreed) in [("agent", "patient", true), ("peer", "peer", false), ("patient", "agent", false)] {
+        let (agent, id) = app.mixed_negotiation().await;
+        let view = app.get(&format!("/api/negotiations/{id}"), &maya).await.body;
+        // Maya's system negotiator proposed Tomas as the one who helps (agent) and Maya as patient.
+        assert_eq!(view["turns"][0]["suggestedRoles"], json!({"ownUser": "patient", "otherUser": "agent"}), "{view}");
+        let token = app.pickup(&agent, None).await.body["claimToken"].as_str().unwrap().to_owned();
+        let mut body = answer("accept", Some(&token));
+        body["assessment"]["suggestedRoles"] = json!({"ownUser": own, "otherUser": other});
+        let done = app.respond(&agent, &id, &body).await;
+        assert_eq!(done.status, StatusCode::OK, "{}", done.text);
+        let outcome = &done.body["outcome"];
+        let opportunity = app.get(&format!("/api/opportunities/{}", done.body["opportunity"]["id"].as_str().unwrap()), &maya).await.body;
+        let expected = if agreed {
+            json!([{"userId": "user-tomas", "role": "agent"}, {"userId": "user-maya", "role": "patient"}])
+        } else {
+            json!([])
+        };
+        assert_eq!(outcome["agreedRoles"], expected, "Tomas said {own}/{other}: {outcome}");
+        assert_eq!(opportunity["agreedRoles"], expected, "{opportunity}");
+        // Each side's view, agreed or not, the accepting side first.
+        let views = json!([
+            {"userId": "user-tomas", "suggestedRoles": {"ownUser": own, "otherUser": other}},
+            {"userId": "user-maya", "suggestedRoles": {"ownUser": "patient", "otherUser": "agent"}},
+        ]);
+        assert_eq!(outcome["roleViews"], views, "{outcome}");
+        assert_eq!(opportunity["roleViews"], views, "{opportunity}");
+        assert_eq!(opportunity["endReason"], Value::Null);
+    }
+}
