@@ -91,10 +91,17 @@ fn write_private(path: &Path, contents: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The hub's skills: the built-in skill plus `PARLEY_SKILLS` files (a bad file stops start-up).
+/// The hub's skills: the built-in skill plus `PARLEY_SKILLS` files (a bad file stops start-up;
+/// a skill without an `id` is kept, named `unknown`, with a warning in the log).
 pub fn hub_skills(config: &Config) -> anyhow::Result<Vec<scoring::Skill>> {
     let mut skills = vec![scoring::default_skill()];
-    skills.extend(scoring::load_skill_files(&config.skill_files)?);
+    for path in &config.skill_files {
+        let loaded = scoring::load_skill_file(path)?;
+        for warning in scoring::skill_file_warnings(path, &loaded) {
+            tracing::warn!("{warning}");
+        }
+        skills.extend(loaded);
+    }
     Ok(skills)
 }
 

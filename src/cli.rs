@@ -75,13 +75,13 @@ pub enum Command {
 #[derive(Debug, clap::Args)]
 #[command(group = clap::ArgGroup::new("worker").required(true).args(["exec", "llm"]))]
 pub struct AgentArgs {
-    /// The Parley service's base URL.
+    /// The Parley service's base URL (`http://127.0.0.1:8080`; a trailing `/api` is allowed).
     #[arg(long, env = "PARLEY_URL")]
-    pub url: String,
+    pub url: Option<String>,
     /// The agent's API key (`pk_...`); it alone names the agent. Prefer the environment
     /// variable: a command line is visible to other users of the machine.
     #[arg(long, env = "PARLEY_AGENT_KEY", hide_env_values = true)]
-    pub key: String,
+    pub key: Option<String>,
     /// A shell command run once per item: the item as JSON on stdin, one JSON answer on stdout.
     #[arg(long, value_name = "CMD")]
     pub exec: Option<String>,
@@ -198,9 +198,13 @@ async fn run_with_config(command: Command, config: Config) -> anyhow::Result<Exi
                 return Ok(ExitCode::from(2));
             };
             let ttl: Duration = match humantime::parse_duration(&ttl) {
-                Ok(d) => d,
-                Err(e) => {
-                    eprintln!("parley: --ttl {ttl:?}: {e}");
+                Ok(d) if !d.is_zero() => d,
+                _ => {
+                    eprintln!(
+                        "parley: --ttl {ttl:?} is not a lifetime: give one such as 1h, 30m or 7d (at most {}, \
+                         PARLEY_JWT_MAX_TTL; tokens always expire)",
+                        crate::config::format_duration(config.jwt_max_ttl)
+                    );
                     return Ok(ExitCode::from(2));
                 }
             };
@@ -234,8 +238,11 @@ async fn run_with_config(command: Command, config: Config) -> anyhow::Result<Exi
 
 /// The `parley token` command line that mints tokens this service accepts: run with the same
 /// secret, i.e. the same `PARLEY_JWT_SECRET`, or the data directory the secret was generated in.
+/// A service started by `cargo run` (which sets `CARGO` for what it runs) is told the same way
+/// back: `cargo run -q -- token ...`, as the README's tour mints them.
 fn token_command(config: &Config) -> String {
-    let args = "parley token --sub <user id> [--role user|service|admin] [--ttl 1h]";
+    let parley = if std::env::var_os("CARGO").is_some() { "cargo run -q --" } else { "parley" };
+    let args = format!("{parley} token --sub <user id> [--role user|service|admin] [--ttl 1h]");
     if config.jwt_secret.is_some() {
         format!("{args} (with the same PARLEY_JWT_SECRET)")
     } else {
@@ -247,6 +254,19 @@ fn token_command(config: &Config) -> String {
 /// `parley agent`: runs until SIGTERM or Ctrl-C (exit 0), or until the service refuses the key
 /// (exit 1); 2 for arguments that cannot work.
 async fn agent(args: AgentArgs) -> ExitCode {
+    // Both are needed; say how to give each, the environment first (a key on a command line is
+    // visible to the machine's other users).
+    let missing: Vec<&str> = [
+        (args.url.is_none(), "the service's URL: PARLEY_URL=http://127.0.0.1:8080 (or --url)"),
+        (args.key.is_none(), "the agent's API key: PARLEY_AGENT_KEY=pk_... (or --key)"),
+    ]
+    .into_iter()
+    .filter_map(|(absent, what)| absent.then_some(what))
+    .collect();
+    let (Some(url), Some(key)) = (args.url, args.key) else {
+        eprintln!("parley agent needs {}", missing.join("; and "));
+        return ExitCode::from(2);
+    };
     crate::telemetry::init_runner(args.json_logs);
     let worker = match (args.exec, args.llm, args.model) {
         (Some(command), _, _) => crate::agent::WorkerSpec::Exec { command },
@@ -254,8 +274,8 @@ async fn agent(args: AgentArgs) -> ExitCode {
         _ => unreachable!("clap requires --exec, or --llm with --model"),
     };
     let options = crate::agent::Options {
-        url: args.url,
-        key: args.key,
+        url,
+        key,
         worker,
         turns: args.turns || !args.delegations,
         delegations: args.delegations,
@@ -276,14 +296,17 @@ async fn agent(args: AgentArgs) -> ExitCode {
     }
 }
 
-fn assess(skills: &std::path::Path, request: &std::path::Path, queue_depth: Option<i64>, price: Option<String>) -> ExitCode {
-    let skills = match scoring::load_skill_file(skills) {
+fn assess(skills_path: &std::path::Path, request: &std::path::Path, queue_depth: Option<i64>, price: Option<String>) -> ExitCode {
+    let skills = match scoring::load_skill_file(skills_path) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("parley: {e}");
             return ExitCode::from(2);
         }
     };
+    for warning in scoring::skill_file_warnings(skills_path, &skills) {
+        eprintln!("parley: warning: {warning}");
+    }
     let body = match std::fs::read(request) {
         Ok(b) => b,
         Err(e) => {

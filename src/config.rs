@@ -250,17 +250,11 @@ impl Config {
 
         let bind = match var("PARLEY_BIND") {
             None => d.bind,
-            Some(v) => v.parse().map_err(|_| ConfigError {
-                var: "PARLEY_BIND",
-                message: format!("{v:?} is not an address like 127.0.0.1:8080"),
-            })?,
+            Some(v) => listen_address("PARLEY_BIND", &v, "127.0.0.1:8080")?,
         };
         let metrics_bind = match var("PARLEY_METRICS_BIND") {
             None => None,
-            Some(v) => Some(v.parse().map_err(|_| ConfigError {
-                var: "PARLEY_METRICS_BIND",
-                message: format!("{v:?} is not an address like 127.0.0.1:9090"),
-            })?),
+            Some(v) => Some(listen_address("PARLEY_METRICS_BIND", &v, "127.0.0.1:9090")?),
         };
         let metrics = match var("PARLEY_METRICS").as_deref() {
             None | Some("on") => true,
@@ -434,6 +428,25 @@ pub fn format_duration(d: Duration) -> String {
     if parts.is_empty() { "0s".to_owned() } else { parts.join(" ") }
 }
 
+/// A listen address: an IP address and port (`127.0.0.1:8080`, `[::1]:8080`), or a host name
+/// and port (`localhost:8080`) resolved once, at start; a name with IPv4 addresses listens on
+/// the first of them.
+fn listen_address(var: &'static str, value: &str, example: &str) -> Result<SocketAddr, ConfigError> {
+    if let Ok(address) = value.parse() {
+        return Ok(address);
+    }
+    let bad = |why: String| ConfigError { var, message: format!("{value:?} is not an address like {example}: {why}") };
+    let resolved: Vec<SocketAddr> = std::net::ToSocketAddrs::to_socket_addrs(value)
+        .map_err(|e| bad(e.to_string()))?
+        .collect();
+    resolved
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(resolved.first())
+        .copied()
+        .ok_or_else(|| bad("the name resolves to no address".to_owned()))
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;
@@ -518,6 +531,15 @@ mod tests {
     fn the_offline_park_window_may_be_zero() {
         assert_eq!(load(&[("PARLEY_PARK_TIMEOUT_OFFLINE", "0")]).unwrap().park_timeout_offline, Duration::ZERO);
         assert_eq!(load(&[("PARLEY_PARK_TIMEOUT_OFFLINE", "45s")]).unwrap().park_timeout_offline, Duration::from_secs(45));
+    }
+
+    #[test]
+    fn a_listen_address_may_name_a_host() {
+        let c = load(&[("PARLEY_BIND", "localhost:18082"), ("PARLEY_METRICS_BIND", "[::1]:9090")]).unwrap();
+        assert!(c.bind.ip().is_loopback() && c.bind.port() == 18082, "{}", c.bind);
+        assert_eq!(c.metrics_bind.unwrap().to_string(), "[::1]:9090");
+        let err = load(&[("PARLEY_BIND", "no-such-host.invalid:8080")]).unwrap_err();
+        assert!(err.to_string().contains("PARLEY_BIND"), "{err}");
     }
 
     #[test]

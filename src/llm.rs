@@ -52,6 +52,25 @@ impl ChatModel {
         &self.model
     }
 
+    /// The API's base URL, as given.
+    pub fn base(&self) -> &str {
+        self.endpoint.trim_end_matches("/chat/completions")
+    }
+
+    /// Whether the server answers at all (`GET {base}/models`, which OpenAI-compatible servers
+    /// serve; any HTTP answer will do, since some refuse it); why not, when it does not.
+    pub async fn reachable(&self, timeout: Duration) -> Result<(), &'static str> {
+        let mut request = self.http.get(format!("{}/models", self.base())).timeout(timeout);
+        if let Some(key) = &self.api_key {
+            request = request.bearer_auth(key);
+        }
+        match request.send().await {
+            Ok(_) => Ok(()),
+            Err(e) if e.is_timeout() => Err("it did not answer in time"),
+            Err(_) => Err("nothing answers there"),
+        }
+    }
+
     /// Asks until an answer passes `check`, at most [`ASKS`] times and never past `deadline`;
     /// after an invalid answer the model is told what was wrong. `user` is the facts (JSON).
     #[allow(clippy::too_many_arguments)]

@@ -166,6 +166,24 @@ pub async fn turn_timer_at(conn: &mut PgConnection, task_id: Uuid) -> Result<Opt
     Ok(sqlx::query_scalar("SELECT parley_jobs.turn_timer_at($1)").bind(task_id).fetch_one(conn).await?)
 }
 
+/// When the pending timer of `kind` for `task_id` is due, if there is one (a timer already
+/// fetched or running is no longer a promise about the future). One probe of apalis's unique
+/// (job_type, idempotency_key) index.
+pub async fn pending_timer_at(
+    conn: &mut PgConnection,
+    kind: TimerKind,
+    task_id: Uuid,
+) -> Result<Option<DateTime<Utc>>, JobsError> {
+    let at: Option<Option<DateTime<Utc>>> = sqlx::query_scalar(
+        "SELECT CASE WHEN status = 'Pending' THEN run_at END FROM apalis.jobs WHERE job_type = $1 AND idempotency_key = $2",
+    )
+    .bind(kind.queue())
+    .bind(kind.key(task_id))
+    .fetch_optional(conn)
+    .await?;
+    Ok(at.flatten())
+}
+
 /// Cancels the still-pending expiry timer of `opportunity_id`; returns how many were deleted.
 pub async fn cancel_pending_expiry(
     conn: &mut PgConnection,

@@ -49,9 +49,9 @@ impl Backoff {
         delay(self.base, self.max, self.failures)
     }
 
-    /// The last call worked.
-    pub fn reset(&mut self) {
-        self.failures = 0;
+    /// The last call worked; returns how many failed in a row before it.
+    pub fn reset(&mut self) -> u32 {
+        std::mem::take(&mut self.failures)
     }
 }
 

@@ -86,9 +86,11 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 const POLL_SLACK: Duration = Duration::from_secs(15);
 
 impl Client {
-    /// A client of the service at `base` (e.g. `http://127.0.0.1:8080`) for the agent of `key`.
+    /// A client of the service at `base` (e.g. `http://127.0.0.1:8080`; the API's own prefix,
+    /// `http://127.0.0.1:8080/api`, names the same service) for the agent of `key`.
     pub fn new(base: &str, key: &str) -> anyhow::Result<Client> {
-        let base = base.trim().trim_end_matches('/').to_owned();
+        let base = base.trim().trim_end_matches('/');
+        let base = base.strip_suffix("/api").unwrap_or(base).to_owned();
         anyhow::ensure!(
             base.starts_with("http://") || base.starts_with("https://"),
             "the service URL must start with http:// or https://, not {base:?}"

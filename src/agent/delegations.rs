@@ -56,7 +56,7 @@ pub(super) async fn serve(ctx: Arc<Ctx>) {
         };
         let requests = match inbox {
             Ok(requests) => {
-                backoff.reset();
+                ctx.answered("reading the inbox", &mut backoff);
                 requests
             }
             Err(CallError::KeyRefused(message)) => {

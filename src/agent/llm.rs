@@ -34,6 +34,19 @@ impl Model {
         Ok(Model { chat: ChatModel::new(url, model, api_key)? })
     }
 
+    /// Whether the model's server answers at all (`GET {url}/models`, which OpenAI-compatible
+    /// servers serve; any HTTP answer will do, since some refuse it): a runner whose model does
+    /// not answer would fail every item, so it does not start.
+    pub async fn check(&self) -> Result<(), String> {
+        self.chat.reachable(std::time::Duration::from_secs(15)).await.map_err(|why| {
+            format!(
+                "the model's server at {} does not answer ({why}): start it, or check --llm (for \
+                 Ollama http://127.0.0.1:11434/v1, for llama.cpp's llama-server --port 8081, http://127.0.0.1:8081/v1)",
+                self.chat.base()
+            )
+        })
+    }
+
     /// The model's answer to a turn: a checked respond body.
     pub async fn turn(&self, view: &Value, number: u32, is_final: bool, deadline: Instant) -> Result<Value, Failure> {
         let schema = answer::turn_schema(number, is_final);

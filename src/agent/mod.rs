@@ -235,12 +235,22 @@ impl Ctx {
     /// After a failed poll (`what`): logs it and waits as long as the service asked, or as
     /// `backoff` says; returns whether the runner is stopping.
     async fn pause_after(&self, what: &str, error: &CallError, backoff: &mut Backoff) -> bool {
+        let grown = backoff.after_failure();
         let wait = match error {
             CallError::Transient { retry_after: Some(after), .. } => *after,
-            _ => backoff.after_failure(),
+            _ => grown,
         };
         tracing::warn!(error = %error, "{what} failed; trying again in {}", report::took(wait));
         self.pause(wait).await
+    }
+
+    /// After a poll (`what`) that worked: says so when the ones before it had failed (the
+    /// service restarted, the network came back), so that the log shows the runner serving again.
+    fn answered(&self, what: &str, backoff: &mut Backoff) {
+        let failed = backoff.reset();
+        if failed > 0 {
+            tracing::info!(failures = failed, "{what} works again: the service answers; serving again");
+        }
     }
 
     /// Waits `wait`, or less if the runner stops meanwhile; returns whether it is stopping.
@@ -267,10 +277,15 @@ fn instant_of(at: DateTime<Utc>) -> Instant {
 /// Runs the agent until `stop` completes (then gives back what it could not finish within the
 /// grace period) or the service refuses its key. Returns what it did.
 pub async fn run(options: Options, stop: impl Future<Output = ()>) -> Result<Summary, RunError> {
+    check_key(&options.key)?;
     let client = Client::new(&options.url, &options.key).map_err(|e| RunError::Setup(e.to_string()))?;
     let worker = Worker::new(&options.worker)?;
     if options.concurrency == 0 {
         return Err(RunError::Setup("concurrency must be at least 1".into()));
+    }
+    // A model that does not answer now would fail every item: say so at once.
+    if let Worker::Model(model) = &worker {
+        model.check().await.map_err(RunError::Setup)?;
     }
     tokio::pin!(stop);
     // The key alone names the agent; the service may still be starting.
@@ -358,6 +373,30 @@ pub async fn run(options: Options, stop: impl Future<Output = ()>) -> Result<Sum
             Ok(summary)
         }
     }
+}
+
+/// Refuses, before anything is sent, a key that cannot be an agent's: a person's token (a JWT),
+/// which people try first since it is what they were given, or anything else without the keys'
+/// prefix.
+fn check_key(key: &str) -> Result<(), RunError> {
+    let key = key.trim();
+    if key.starts_with(crate::http::auth::KEY_PREFIX) {
+        return Ok(());
+    }
+    let parts: Vec<&str> = key.split('.').collect();
+    let jwt = parts.len() == 3 && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
+    Err(RunError::Setup(if jwt {
+        "the key given (PARLEY_AGENT_KEY or --key) is a user token (a JWT), not an agent's API key: register \
+         an agent with that token (POST /api/agents, or \"My agents\" on the service's web page) and use the \
+         pk_... key it shows"
+            .to_owned()
+    } else {
+        format!(
+            "the key given (PARLEY_AGENT_KEY or --key) is not an agent's API key: those start with {}, as \
+             POST /api/agents (or \"My agents\" on the service's web page) shows them",
+            crate::http::auth::KEY_PREFIX
+        )
+    }))
 }
 
 /// Tells the service every [`HEARTBEAT_EVERY`] that the agent is alive, so that it counts as

@@ -81,9 +81,9 @@ pub(super) async fn serve(ctx: Arc<Ctx>) {
             () = ctx.until_stopping() => break,
         };
         match picked {
-            Ok(None) => backoff.reset(),
+            Ok(None) => ctx.answered("pickup", &mut backoff),
             Ok(Some(pickup)) => {
-                backoff.reset();
+                ctx.answered("pickup", &mut backoff);
                 serve_turn(&ctx, &mut book, pickup).await;
             }
             Err(CallError::KeyRefused(message)) => return ctx.fatal(message),
@@ -194,6 +194,10 @@ async fn fail(ctx: &Ctx, book: &mut FailureBook, claim: &Claim, reason: String, 
         // Personal vs personal: there is no one to hand the turn to; it waits for an agent again.
         handing_back = false;
         released = ctx.persist(deadline, || release(false)).await;
+        tracing::warn!(negotiation = %claim.negotiation, turn = claim.number, failures,
+            "no one can take this turn over: both sides of this negotiation are personal agents, so there is no \
+             system negotiator to hand it to; it waits for an agent of the user until the negotiation's deadline \
+             ends it. Fix the worker, or answer the turn with another agent");
     }
     let (outcome, done) = if handing_back { ("handed_back", Done::TurnHandedBack) } else { ("released", Done::TurnReleased) };
     match released {

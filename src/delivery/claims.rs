@@ -230,6 +230,11 @@ impl Engine {
         if task.state.is_terminal() {
             return Err(DeliveryError::AlreadyCompleted);
         }
+        // A token this service never issued for this task: not one of its tokens at all, or
+        // one for a claim that was never made (generations only grow).
+        if proof == ClaimProof::Forged || proof.generation().is_some_and(|g| g > task.claim_generation) {
+            return Err(DeliveryError::UnknownClaimToken);
+        }
         if task.state != TaskState::Claimed {
             return Err(if token_sent { DeliveryError::ClaimStale } else { DeliveryError::NotClaimed });
         }

@@ -26,6 +26,7 @@ pub use liveness::SEEN_WRITE_EVERY;
 pub use reactivate::Reactivation;
 pub use respond::{Responded, TurnAnswer};
 pub use start::{NewNegotiation, Started};
+pub use timers::{AfterWait, TurnWait};
 pub use wakeups::TURNS_CHANNEL;
 
 use crate::domain::TransitionError;
@@ -45,6 +46,12 @@ pub enum DeliveryError {
     /// No such opportunity.
     #[error("opportunity not found")]
     OpportunityNotFound,
+    /// A create repeated an `opportunityId` with another request.
+    #[error(
+        "this opportunityId was used before for another request; repeat that same request to read its \
+         negotiation, or give the new match an opportunityId of its own"
+    )]
+    OpportunityIdReused,
     /// Only a stalled or expired opportunity can be negotiated again.
     #[error("the opportunity is {0}; only a stalled or expired opportunity can be reactivated")]
     NotReactivatable(crate::domain::OpportunityStatus),
@@ -58,8 +65,20 @@ pub enum DeliveryError {
     #[error("another agent holds the claim on this turn")]
     ClaimedByOther,
     /// The token is not the current claim's, or the claim expired.
-    #[error("the claim token is stale: the claim expired or the turn was claimed again")]
+    #[error("the claim token is stale: its claim expired or was given back, or the turn was claimed again")]
     ClaimStale,
+    /// The token's turn was answered already, with another body than this one.
+    #[error(
+        "this turn was already answered with this claim token, with another body; a repeat must send \
+         the same body (it then gets the same answer)"
+    )]
+    TurnAlreadyAnswered,
+    /// The token was never issued for this negotiation.
+    #[error(
+        "this claim token was never issued for this negotiation: send the claimToken its pickup answered \
+         (or none, to answer with the agent's current claim)"
+    )]
+    UnknownClaimToken,
     /// A hand-back in a negotiation that has no system negotiator (personal vs personal).
     #[error(
         "this negotiation is personal vs personal: there is no system negotiator to hand the turn to; \

@@ -125,7 +125,7 @@ impl Engine {
                     return Err(DeliveryError::NotFound);
                 }
                 if previous.request_hash.as_deref() != Some(request.request_hash.as_slice()) {
-                    return Err(DeliveryError::ClaimStale);
+                    return Err(DeliveryError::TurnAlreadyAnswered);
                 }
                 return match &previous.response {
                     Some(response) => Ok(response.clone()),

@@ -2,6 +2,7 @@
 //! negotiation is opened in one place, [`Engine::open_round`], for the first round of a new
 //! opportunity as for a later round of a reactivated one (`reactivate.rs`).
 
+use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 use super::{DeliveryError, Engine};
@@ -25,6 +26,36 @@ pub struct NewNegotiation {
     pub seed: SeedAssessment,
     /// What the source user searched for.
     pub discovery_query: Option<String>,
+}
+
+impl NewNegotiation {
+    /// The SHA-256 of the request's canonical JSON (object keys sorted at every depth, so that
+    /// the same request sent with its keys in another order is the same request): what tells a
+    /// retry of a create from its `opportunityId` reused for another match.
+    fn request_hash(&self) -> Result<Vec<u8>, DeliveryError> {
+        let request = serde_json::json!({
+            "sourceUser": self.source,
+            "candidateUser": self.candidate,
+            "indexContext": self.index_context,
+            "seedAssessment": self.seed,
+            "discoveryQuery": self.discovery_query,
+        });
+        let bytes = serde_json::to_vec(&canonical(request)).map_err(anyhow::Error::from)?;
+        Ok(Sha256::digest(bytes).to_vec())
+    }
+}
+
+/// `value` with every object's keys in sorted order.
+fn canonical(value: serde_json::Value) -> serde_json::Value {
+    match value {
+        serde_json::Value::Object(map) => {
+            let mut entries: Vec<_> = map.into_iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            serde_json::Value::Object(entries.into_iter().map(|(k, v)| (k, canonical(v))).collect())
+        }
+        serde_json::Value::Array(items) => serde_json::Value::Array(items.into_iter().map(canonical).collect()),
+        other => other,
+    }
 }
 
 /// What [`Engine::start`] (or [`Engine::reactivate`]) did.
@@ -82,6 +113,7 @@ impl Engine {
     /// commits, then runs the negotiation as far as it can go without a personal agent.
     pub async fn start(&self, n: &NewNegotiation) -> Result<Started, DeliveryError> {
         let opportunity_id = n.opportunity_id.unwrap_or_else(Uuid::now_v7);
+        let request_hash = n.request_hash()?;
         let mut tx = self.pool.begin().await?;
         let seed = serde_json::to_value(&n.seed).map_err(anyhow::Error::from)?;
         let inserted = opportunities::insert(
@@ -92,12 +124,19 @@ impl Engine {
                 source_user_id: &n.source.id,
                 candidate_user_id: &n.candidate.id,
                 seed_assessment: &seed,
+                request_hash: &request_hash,
             },
         )
         .await?;
         if !inserted {
             tx.rollback().await?;
+            // A retry of the same request reads the negotiation it started; the id repeated
+            // with another request is a mistake the platform must hear about.
             let mut conn = self.pool.acquire().await?;
+            let stored = opportunities::request_hash(&mut conn, opportunity_id).await?.ok_or(DeliveryError::NotFound)?;
+            if stored.is_some_and(|stored| stored != request_hash) {
+                return Err(DeliveryError::OpportunityIdReused);
+            }
             let task = tasks::for_opportunity(&mut conn, opportunity_id).await?.ok_or(DeliveryError::NotFound)?;
             return Ok(Started { opportunity_id, negotiation_id: task.id, created: false });
         }

@@ -41,7 +41,59 @@ fn after(start: DateTime<Utc>, d: std::time::Duration) -> DateTime<Utc> {
     start + chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX)
 }
 
+/// How long a turn waits for an agent of its user, and what happens when it has waited that long.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TurnWait {
+    /// When the wait ends (if no agent answers first).
+    pub until: DateTime<Utc>,
+    /// What happens then.
+    pub then: AfterWait,
+}
+
+/// What ends a turn's wait for an agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterWait {
+    /// The system negotiator plays the turn for the user (a mixed negotiation).
+    SystemNegotiator,
+    /// The negotiation ends stalled at its deadline (personal vs personal).
+    NegotiationEnds,
+}
+
 impl Engine {
+    /// How long `task`'s turn waits for an agent, and what happens then; `None` unless the turn
+    /// is parked or claimed. Read from the same windows and timers that end the wait: personal
+    /// vs personal, the negotiation's deadline; otherwise the park window from the turn's first
+    /// parking (the offline window when the turn was parked with it and no agent of the user is
+    /// live now, since a live one moves the fallback to the long window), and for a claimed turn
+    /// no earlier than the claim's end, after which it is parked again.
+    pub async fn turn_wait(&self, conn: &mut PgConnection, task: &Task) -> Result<Option<TurnWait>, DeliveryError> {
+        if !matches!(task.state, TaskState::WaitingForAgent | TaskState::Claimed) {
+            return Ok(None);
+        }
+        if !Self::falls_back(task) {
+            let until = after(task.created_at, self.config.pvp_timeout);
+            return Ok(Some(TurnWait { until, then: AfterWait::NegotiationEnds }));
+        }
+        let Some(parked) = task.first_parked_at else { return Ok(None) };
+        let long = after(parked, self.config.park_timeout);
+        if task.state == TaskState::Claimed {
+            let until = task.claim_expires_at.map_or(long, |claim| claim.max(long));
+            return Ok(Some(TurnWait { until, then: AfterWait::SystemNegotiator }));
+        }
+        let offline = after(parked, self.config.park_timeout_offline);
+        let mut until = long;
+        if offline < long {
+            // A park timer armed with the offline window is due then (rounded up to a second).
+            let armed = parley_jobs::pending_timer_at(conn, TimerKind::Park, task.id).await.map_err(jobs)?;
+            let offline_armed = armed.is_some_and(|at| at <= offline + chrono::Duration::seconds(1));
+            let user = task.awaiting_user_id.as_deref().unwrap_or_default();
+            if offline_armed && !agents::any_live(conn, user, self.config.agent_liveness).await? {
+                until = offline;
+            }
+        }
+        Ok(Some(TurnWait { until, then: AfterWait::SystemNegotiator }))
+    }
+
     /// Whether a parked turn of this task falls back to the system negotiator (mixed only;
     /// personal vs personal has a deadline instead).
     pub(crate) fn falls_back(task: &Task) -> bool {

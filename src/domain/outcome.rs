@@ -1,6 +1,11 @@
 //! How a negotiation's result is derived from its turns: the outcome artifact, agreed roles, the
 //! sentence that says how it ended, and the turn cap that applies to a pairing.
 //!
+//! Roles are agreed only when the two sides' last suggestions agree: the accepting turn's view
+//! of both people's roles is the mirror of the turn it accepted (what one side claims for
+//! itself is what the other gave it, and the other way round). Otherwise none are agreed, and
+//! the outcome keeps each side's view (`role_views`) so that a reader can say who thought what.
+//!
 //! The stored outcome keeps the final turn's reasoning, which is private to that turn's side
 //! like every turn's. [`Outcome::for_reader`] is the outcome as one reader sees it: the service
 //! and the final turn's own side read that reasoning; the other side reads instead
@@ -12,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     opportunity::OpportunityEvent,
-    turn::{Action, FallbackReason, Played, PlayedBy, Role, Side, SideKind, Turn},
+    turn::{Action, FallbackReason, Played, PlayedBy, Role, Side, SideKind, SuggestedRoles, Turn},
 };
 use crate::config::TurnCaps;
 
@@ -49,14 +54,35 @@ pub struct AgreedRole {
     pub role: Role,
 }
 
+/// One side's view of the roles, from its last turn before the end: the roles it suggested for
+/// its own user and for the other.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RoleView {
+    /// The side's user.
+    pub user_id: String,
+    /// The roles it suggested, from its user's point of view.
+    pub suggested_roles: SuggestedRoles,
+    /// Who made the suggestion: the side's agent, or Parley for its user (absent for an outcome
+    /// stored before this was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub played_by: Option<PlayedBy>,
+}
+
 /// The `negotiation-outcome` artifact, written once when the negotiation ends.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Outcome {
     /// True iff the last action was accept.
     pub has_opportunity: bool,
-    /// Roles both sides ended on (only for an accept after at least two turns).
+    /// Roles both sides agreed on: only for an accept after at least two turns, and only when
+    /// the accepting turn's suggestion mirrors the accepted turn's; empty otherwise.
     pub agreed_roles: Vec<AgreedRole>,
+    /// Each side's view of the roles at the end of an accept (the accepting side first): what
+    /// each suggested for its own user and for the other, agreed or not. Empty unless an accept
+    /// after at least two turns ended it.
+    #[serde(default)]
+    pub role_views: Vec<RoleView>,
     /// Why it ended. An accept or reject: that final turn's reasoning for the service and the
     /// final turn's own side, and `summary` for the other side (a turn's reasoning is private to
     /// its side). Otherwise why it ended without one, for everyone.
@@ -189,11 +215,18 @@ pub fn derive_outcome(
     let last = turns.last();
     let has_opportunity = reason.is_none() && last.is_some_and(|t| t.action == Action::Accept);
     let mut agreed_roles = Vec::new();
+    let mut role_views = Vec::new();
     if has_opportunity && turns.len() >= 2 {
         let accepter = &turns[turns.len() - 1];
         let previous = &turns[turns.len() - 2];
-        agreed_roles.push(AgreedRole { user_id: user_of(accepter.side), role: accepter.suggested_roles.own_user });
-        agreed_roles.push(AgreedRole { user_id: user_of(previous.side), role: previous.suggested_roles.own_user });
+        let (mine, theirs) = (accepter.suggested_roles, previous.suggested_roles);
+        if mine.own_user == theirs.other_user && mine.other_user == theirs.own_user {
+            agreed_roles.push(AgreedRole { user_id: user_of(accepter.side), role: mine.own_user });
+            agreed_roles.push(AgreedRole { user_id: user_of(previous.side), role: theirs.own_user });
+        }
+        let by = |t: &Turn| t.played.as_ref().map(|p| p.played_by);
+        role_views.push(RoleView { user_id: user_of(accepter.side), suggested_roles: mine, played_by: by(accepter) });
+        role_views.push(RoleView { user_id: user_of(previous.side), suggested_roles: theirs, played_by: by(previous) });
     }
     let reasoning = match (reason, last) {
         (Some(EndReason::TurnCap), _) => format!("No agreement within the cap of {turn_count} turns."),
@@ -202,7 +235,7 @@ pub fn derive_outcome(
         (None, Some(t)) => t.reasoning.clone(),
         (None, None) => String::new(),
     };
-    Outcome { has_opportunity, agreed_roles, reasoning, turn_count, reason, summary: None, message: None }
+    Outcome { has_opportunity, agreed_roles, role_views, reasoning, turn_count, reason, summary: None, message: None }
 }
 
 /// The turn cap for a pairing of side kinds (0 = unlimited).
@@ -227,7 +260,6 @@ pub fn is_final_turn(turn_number: u32, max_turns: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::turn::SuggestedRoles;
 
     fn turn(n: u32, action: Action, own: Role, other: Role) -> Turn {
         Turn {
@@ -249,11 +281,11 @@ mod tests {
     }
 
     #[test]
-    fn an_accept_takes_the_accepters_own_role_and_the_previous_speakers_own_role() {
+    fn an_accept_agrees_the_roles_when_the_two_last_suggestions_mirror_each_other() {
         let turns = [
             turn(0, Action::Propose, Role::Patient, Role::Agent),
-            turn(1, Action::Counter, Role::Peer, Role::Peer),
-            turn(2, Action::Accept, Role::Patient, Role::Peer),
+            turn(1, Action::Counter, Role::Agent, Role::Patient),
+            turn(2, Action::Accept, Role::Patient, Role::Agent),
         ];
         let o = derive_outcome(&turns, users, None);
         assert!(o.has_opportunity);
@@ -263,10 +295,42 @@ mod tests {
             o.agreed_roles,
             vec![
                 AgreedRole { user_id: "alice".into(), role: Role::Patient },
-                AgreedRole { user_id: "bob".into(), role: Role::Peer },
+                AgreedRole { user_id: "bob".into(), role: Role::Agent },
             ]
         );
+        assert_eq!(o.role_views.len(), 2);
         assert_eq!(o.opportunity_event(), OpportunityEvent::AgentsAccepted);
+        let peers = [turn(0, Action::Propose, Role::Peer, Role::Peer), turn(1, Action::Accept, Role::Peer, Role::Peer)];
+        assert_eq!(derive_outcome(&peers, users, None).agreed_roles.len(), 2);
+    }
+
+    #[test]
+    fn roles_each_side_claimed_for_itself_are_not_agreed_and_each_sides_view_is_kept() {
+        // Both say "I am the agent": each side's view, and nothing agreed.
+        for (proposed, accepted) in [
+            ((Role::Agent, Role::Patient), (Role::Agent, Role::Patient)),
+            ((Role::Patient, Role::Agent), (Role::Peer, Role::Peer)),
+            ((Role::Agent, Role::Patient), (Role::Patient, Role::Patient)),
+        ] {
+            let turns = [turn(0, Action::Propose, proposed.0, proposed.1), turn(1, Action::Accept, accepted.0, accepted.1)];
+            let o = derive_outcome(&turns, users, None);
+            assert!(o.has_opportunity && o.agreed_roles.is_empty(), "{proposed:?} / {accepted:?}");
+            assert_eq!(
+                o.role_views,
+                vec![
+                    RoleView {
+                        user_id: "bob".into(),
+                        suggested_roles: SuggestedRoles { own_user: accepted.0, other_user: accepted.1 },
+                        played_by: Some(PlayedBy::Agent),
+                    },
+                    RoleView {
+                        user_id: "alice".into(),
+                        suggested_roles: SuggestedRoles { own_user: proposed.0, other_user: proposed.1 },
+                        played_by: Some(PlayedBy::Agent),
+                    },
+                ]
+            );
+        }
     }
 
     #[test]
@@ -330,6 +394,11 @@ mod tests {
         assert_eq!(v["turnCount"], 1);
         assert_eq!(v["reason"], "turn_cap");
         assert_eq!(v["agreedRoles"], serde_json::json!([]));
+        assert_eq!(v["roleViews"], serde_json::json!([]));
+        // An artifact written before role views were kept still reads.
+        let mut old = v.clone();
+        old.as_object_mut().unwrap().remove("roleViews");
+        assert!(serde_json::from_value::<Outcome>(old).unwrap().role_views.is_empty());
     }
 
     #[test]

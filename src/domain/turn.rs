@@ -105,6 +105,11 @@ pub struct SuggestedRoles {
     pub other_user: Role,
 }
 
+impl SuggestedRoles {
+    /// Both users as peers: what an answer that suggests no roles stands for.
+    pub const PEERS: SuggestedRoles = SuggestedRoles { own_user: Role::Peer, other_user: Role::Peer };
+}
+
 /// Which seat of the negotiation a turn belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]

@@ -28,8 +28,7 @@ use crate::{
     store::agents,
 };
 
-/// Every API key starts with this, which also tells keys and JWTs apart.
-pub const KEY_PREFIX: &str = "pk_";
+pub use super::auth::KEY_PREFIX;
 
 /// The API key a request presents (`x-api-key`, or a bearer token that is a key), if any.
 pub fn presented_key(parts: &Parts) -> Option<String> {

@@ -426,8 +426,9 @@ pub struct AssessmentIn {
     /// Why (required; at most 10 000 characters; may be empty, and stays private to its side).
     #[schema(max_length = 10000)]
     pub reasoning: String,
-    /// Roles from the responding user's view.
-    pub suggested_roles: SuggestedRoles,
+    /// Roles from the responding user's view; when omitted (or null), both are `peer`.
+    #[serde(default)]
+    pub suggested_roles: Option<SuggestedRoles>,
 }
 
 /// Body of respond.
@@ -449,7 +450,10 @@ pub struct RespondIn {
     /// `propose` (turn 0 only), `counter`, `accept`, `reject` or `question`.
     #[schema(pattern = "^(propose|counter|accept|reject|question)$")]
     pub action: String,
-    /// Free text for the other side (at most 10 000 characters).
+    /// Free text for the other side (at most 10 000 characters). Optional for every action,
+    /// `counter` and `question` included: null, absent or blank means none (Index Network's
+    /// clients send null). The other side weighs only what a message says, so say what is
+    /// missing or what you ask in it.
     #[schema(max_length = 10000)]
     pub message: Option<String>,
     /// The agent's assessment.
@@ -477,7 +481,7 @@ impl RespondIn {
         Ok(TurnAnswer {
             action,
             reasoning,
-            suggested_roles: self.assessment.suggested_roles,
+            suggested_roles: self.assessment.suggested_roles.unwrap_or(SuggestedRoles::PEERS),
             message: self.message.filter(|m| !m.trim().is_empty()),
             claim_token: self.claim_token,
         })
@@ -537,7 +541,7 @@ pub struct OpportunityRefDoc {
         (status = 200, description = "The turn is stored (or this exact respond was already applied)", body = RespondedDoc),
         (status = 400, description = "Invalid body (`invalid_body`) or action not allowed at this turn (`action_not_allowed`)"),
         (status = 404, description = "Unknown negotiation, or not the agent's user's"),
-        (status = 409, description = "`not_claimed`, `claimed_by_other`, `claim_stale` or `already_completed`"),
+        (status = 409, description = "`not_claimed`, `claimed_by_other`, `claim_stale`, `turn_already_answered` (the same token with another body), `unknown_claim_token` (a token never issued for this negotiation) or `already_completed`"),
         OwnAgentKey,
     ))]
 pub async fn respond_to_turn(
@@ -622,7 +626,7 @@ pub struct ReleasedOut {
         (status = 200, description = "The claim's deadline was pushed", body = ExtendedOut),
         (status = 400, description = "Invalid body (`invalid_body`)"),
         (status = 404, description = "Unknown negotiation, or not the agent's user's"),
-        (status = 409, description = "`not_claimed`, `claimed_by_other`, `claim_stale` or `already_completed`"),
+        (status = 409, description = "`not_claimed`, `claimed_by_other`, `claim_stale`, `unknown_claim_token` or `already_completed`"),
         OwnAgentKey,
     ))]
 pub async fn extend_claim(
@@ -650,7 +654,7 @@ pub async fn extend_claim(
         (status = 200, description = "The turn is parked again, or the system negotiator played it", body = ReleasedOut),
         (status = 400, description = "Invalid body (`invalid_body`)"),
         (status = 404, description = "Unknown negotiation, or not the agent's user's"),
-        (status = 409, description = "`not_claimed`, `claimed_by_other`, `claim_stale`, `already_completed`, or `no_system_negotiator` (a hand-back in a personal-vs-personal negotiation)"),
+        (status = 409, description = "`not_claimed`, `claimed_by_other`, `claim_stale`, `unknown_claim_token`, `already_completed`, or `no_system_negotiator` (a hand-back in a personal-vs-personal negotiation)"),
         OwnAgentKey,
     ))]
 pub async fn release_claim(
@@ -830,8 +834,11 @@ pub async fn agent_negotiation(state: &AppState, agent: &AgentIdentity, negotiat
     };
     let turns = messages::turns(&mut conn, task.id).await?;
     let outcome = messages::outcome(&mut conn, task.id).await?;
+    let negotiation = NegotiationOut::new(&task, &turns, outcome, Viewer::Side(own_side))
+        .with_rounds_and_wait(&mut conn, &state.engine, &task)
+        .await?;
     Ok(AgentNegotiationOut {
-        negotiation: NegotiationOut::new(&task, &turns, outcome, Viewer::Side(own_side)),
+        negotiation,
         own_side,
         is_users_turn: is_users_turn(&task, agent),
         latest_action: turns.last().map(|t| t.turn.action),

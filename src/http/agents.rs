@@ -17,8 +17,8 @@ use uuid::Uuid;
 
 use super::{
     AppState,
-    agent_auth::{AgentCaller, AnyAgent, KEY_PREFIX},
-    api_docs::{AgentKeyPath, AgentPath, OwnAgentKey, UsersOnly, UsersOwnAgent},
+    agent_auth::{AgentCaller, AgentOrOwner, AnyAgent, KEY_PREFIX},
+    api_docs::{AgentKeyPath, AgentOrItsOwner, AgentPath, OwnAgentKey, UsersOnly, UsersOwnAgent},
     auth::UserCaller,
     error::{ApiError, ApiResult},
     extract::{ApiJson, Ids, OptionalJson},
@@ -67,7 +67,8 @@ pub struct AgentOut {
     /// When the agent was last seen: any call it made with its key (written at most every
     /// 15 s), null if never.
     pub last_seen_at: Option<DateTime<Utc>>,
-    /// Whether it was seen within `PARLEY_AGENT_LIVENESS` (90 s by default).
+    /// Whether it can answer now: active, with a working key, and seen within
+    /// `PARLEY_AGENT_LIVENESS` (90 s by default).
     pub live: bool,
 }
 
@@ -94,8 +95,13 @@ impl From<&ApiKey> for KeyOut {
 }
 
 fn agent_out(state: &AppState, a: Agent, keys: &[ApiKey]) -> AgentOut {
+    // Seen lately is not enough: an agent whose keys were all revoked (or that was made
+    // inactive) can answer nothing, whatever it did a minute ago.
+    let working_key = keys.iter().any(|k| k.revoked_at.is_none() && k.expires_at.is_none_or(|e| e > Utc::now()));
     AgentOut {
-        live: agents::is_live(a.last_seen_at, state.engine.config().agent_liveness),
+        live: a.status == "active"
+            && working_key
+            && agents::is_live(a.last_seen_at, state.engine.config().agent_liveness),
         last_seen_at: a.last_seen_at,
         id: a.agent_id,
         name: a.name,
@@ -248,19 +254,20 @@ async fn own_agent(conn: &mut sqlx::PgConnection, owner: &str, id: Uuid) -> ApiR
     agents::get(conn, id).await?.filter(|a| a.owner_user_id == owner).ok_or(ApiError::NotFound("agent"))
 }
 
-/// One agent.
+/// One agent, read by its owner or by the agent itself (with its own API key).
 #[utoipa::path(get, path = "/api/agents/{id}", tag = "agents", operation_id = "getAgent",
-    security(("bearerJwt" = [])),
+    security(("bearerJwt" = []), ("agentKeyBearer" = []), ("agentKey" = [])),
     params(AgentPath),
     responses(
         (status = 200, description = "The agent", body = AgentOut),
-        UsersOwnAgent,
+        (status = 404, description = "Unknown agent, or another user's"),
+        AgentOrItsOwner,
     ))]
-pub async fn get_agent(State(state): State<AppState>, UserCaller(caller): UserCaller, Ids(id): Ids<Uuid>) -> ApiResult<Json<AgentOut>> {
+pub async fn get_agent(State(state): State<AppState>, AgentOrOwner(agent): AgentOrOwner) -> ApiResult<Json<AgentOut>> {
     let mut conn = state.pool().acquire().await?;
-    let agent = own_agent(&mut conn, &caller.sub, id).await?;
-    let keys = agents::keys(&mut conn, id).await?;
-    Ok(Json(agent_out(&state, agent, &keys)))
+    let found = agents::get(&mut conn, agent.agent_id).await?.ok_or(ApiError::NotFound("agent"))?;
+    let keys = agents::keys(&mut conn, agent.agent_id).await?;
+    Ok(Json(agent_out(&state, found, &keys)))
 }
 
 /// The agent the API key belongs to, as its owner sees it: a program holding only a key learns

@@ -143,6 +143,9 @@ impl Caller {
     }
 }
 
+/// Every API key starts with this, which also tells keys and JWTs apart.
+pub const KEY_PREFIX: &str = "pk_";
+
 /// The bearer token of the request, if any.
 pub fn bearer(parts: &Parts) -> Option<&str> {
     let value = parts.headers.get(axum::http::header::AUTHORIZATION)?.to_str().ok()?;
@@ -150,11 +153,18 @@ pub fn bearer(parts: &Parts) -> Option<&str> {
     scheme.eq_ignore_ascii_case("bearer").then_some(token.trim()).filter(|t| !t.is_empty())
 }
 
-impl FromRequestParts<AppState> for Caller {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let token = bearer(parts).ok_or_else(|| ApiError::Unauthorized("missing bearer token".into()))?;
+impl Caller {
+    /// The JWT's caller; `takes` says, for a request that brought an agent's API key instead,
+    /// what this route takes ("a user token").
+    fn authenticate(parts: &Parts, state: &AppState, takes: &str) -> Result<Caller, ApiError> {
+        let token = bearer(parts).filter(|t| !t.starts_with(KEY_PREFIX)).ok_or_else(|| {
+            let key = parts.headers.contains_key("x-api-key") || bearer(parts).is_some();
+            ApiError::Unauthorized(if key {
+                format!("this route takes {takes} (a JWT, sent as `Authorization: Bearer <token>`), not an agent's API key")
+            } else {
+                "missing bearer token".to_owned()
+            })
+        })?;
         let claims = state.jwt.verify(token)?;
         if claims.sub.trim().is_empty() {
             return Err(ApiError::Unauthorized("the token has an empty subject".into()));
@@ -167,6 +177,14 @@ impl FromRequestParts<AppState> for Caller {
     }
 }
 
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        Caller::authenticate(parts, state, "a user's or the platform's token")
+    }
+}
+
 /// A caller with the `service` (or `admin`) role.
 #[derive(Debug, Clone)]
 pub struct ServiceCaller(pub Caller);
@@ -175,7 +193,7 @@ impl FromRequestParts<AppState> for ServiceCaller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let caller = Caller::from_request_parts(parts, state).await?;
+        let caller = Caller::authenticate(parts, state, "the platform's service token")?;
         if !caller.is_service() {
             return Err(ApiError::Forbidden("this route is for the platform's service token".into()));
         }
@@ -191,7 +209,7 @@ impl FromRequestParts<AppState> for UserCaller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let caller = Caller::from_request_parts(parts, state).await?;
+        let caller = Caller::authenticate(parts, state, "a user token")?;
         if caller.role != CallerRole::User {
             return Err(ApiError::Forbidden("this route is for a user's token".into()));
         }

@@ -78,7 +78,8 @@ pub struct ErrorBody {
     /// A human-readable message.
     pub error: String,
     /// A machine-readable code: `invalid_body`, `action_not_allowed`, `unauthorized`, `forbidden`,
-    /// `not_found`, `not_claimed`, `claimed_by_other`, `claim_stale`, `no_system_negotiator`, `already_completed`,
+    /// `not_found`, `not_claimed`, `claimed_by_other`, `claim_stale`, `turn_already_answered`,
+    /// `unknown_claim_token`, `no_system_negotiator`, `already_completed`, `opportunity_id_reused`,
     /// `invalid_state`, `not_pending`, `already_decided`, `input_invalid`, `output_invalid`,
     /// `target_not_eligible`, `unknown_target`, `request_id_reused`, `not_addressed`,
     /// `request_timeout`, `payload_too_large`, `rate_limited`, `unavailable`, `internal`.
@@ -188,6 +189,9 @@ impl From<DeliveryError> for ApiError {
             DeliveryError::NotClaimed => ApiError::Conflict { code: "not_claimed", message: e.to_string() },
             DeliveryError::ClaimedByOther => ApiError::Conflict { code: "claimed_by_other", message: e.to_string() },
             DeliveryError::ClaimStale => ApiError::Conflict { code: "claim_stale", message: e.to_string() },
+            DeliveryError::TurnAlreadyAnswered => ApiError::Conflict { code: "turn_already_answered", message: e.to_string() },
+            DeliveryError::UnknownClaimToken => ApiError::Conflict { code: "unknown_claim_token", message: e.to_string() },
+            DeliveryError::OpportunityIdReused => ApiError::Conflict { code: "opportunity_id_reused", message: e.to_string() },
             DeliveryError::NoSystemNegotiator => ApiError::Conflict { code: "no_system_negotiator", message: e.to_string() },
             DeliveryError::ActionNotAllowed(message) => ApiError::BadRequest { code: "action_not_allowed", message },
             DeliveryError::Transition(t) => ApiError::Conflict { code: "invalid_state", message: t.to_string() },

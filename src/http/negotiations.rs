@@ -49,7 +49,8 @@ const MAX_ID_LEN: usize = 256;
     "discoveryQuery": "senior rust backend engineer for payments"
 }))]
 pub struct CreateNegotiationIn {
-    /// The platform's opportunity id (a UUID); repeating it returns the existing negotiation.
+    /// The platform's opportunity id (a UUID); repeating it with the same body returns the
+    /// existing negotiation, with another body is a 409 (`opportunity_id_reused`).
     #[schema(format = Uuid)]
     pub opportunity_id: Option<String>,
     /// The discovering user.
@@ -137,14 +138,16 @@ pub struct CreatedOut {
 }
 
 /// Starts a negotiation: 201 with `{opportunity, negotiation}`, or 200 with the existing one
-/// when `opportunityId` was seen before.
+/// when `opportunityId` was seen before with the same body (409 `opportunity_id_reused` with
+/// another).
 #[utoipa::path(post, path = "/api/negotiations", tag = "negotiations", operation_id = "createNegotiation",
     security(("bearerJwt" = [])),
     request_body = CreateNegotiationIn,
     responses(
         (status = 201, description = "Created and run as far as it goes in process", body = CreatedOut),
-        (status = 200, description = "This `opportunityId` was seen before: the existing negotiation", body = CreatedOut),
+        (status = 200, description = "This `opportunityId` was seen before with this same body: the existing negotiation", body = CreatedOut),
         (status = 400, description = "Invalid body (`invalid_body`)"),
+        (status = 409, description = "This `opportunityId` was used before with another body (`opportunity_id_reused`); nothing changed"),
         PlatformOnly,
     ))]
 pub async fn create_negotiation(
@@ -168,7 +171,9 @@ pub(crate) async fn load_pair(state: &AppState, task_id: Uuid) -> ApiResult<(Opp
     let turns = messages::turns(&mut conn, task.id).await?;
     let outcome = messages::outcome(&mut conn, task.id).await?;
     let view = opportunity_views(&mut conn, std::slice::from_ref(&opportunity), None).await?.remove(0);
-    Ok((view, NegotiationOut::new(&task, &turns, outcome, Viewer::Service)))
+    let negotiation =
+        NegotiationOut::new(&task, &turns, outcome, Viewer::Service).with_rounds_and_wait(&mut conn, &state.engine, &task).await?;
+    Ok((view, negotiation))
 }
 
 /// The full negotiation, for the platform or a participant user.
@@ -189,7 +194,7 @@ pub async fn get_negotiation(
     let viewer = Viewer::of_caller(&caller, &task).ok_or(ApiError::NotFound("negotiation"))?;
     let turns = messages::turns(&mut conn, task.id).await?;
     let outcome = messages::outcome(&mut conn, task.id).await?;
-    Ok(Json(NegotiationOut::new(&task, &turns, outcome, viewer)))
+    Ok(Json(NegotiationOut::new(&task, &turns, outcome, viewer).with_rounds_and_wait(&mut conn, &state.engine, &task).await?))
 }
 
 /// Cancels a negotiation: the task ends `canceled` with outcome reason `canceled`.

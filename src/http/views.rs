@@ -12,11 +12,12 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use crate::{
+    delivery::{AfterWait, Engine},
     domain::{
-        Action, AgreedRole, DecidedBy, FallbackReason, OpportunityStatus, Outcome, PlayedBy, Side, SideKind,
-        SuggestedRoles, TaskState, Turn,
+        Action, AgreedRole, DecidedBy, EndReason, FallbackReason, OpportunityStatus, Outcome, PlayedBy, RoleView, Side,
+        SideKind, SuggestedRoles, TaskState, Turn,
     },
-    store::{messages::StoredTurn, opportunities::Opportunity, tasks::Task},
+    store::{messages::StoredTurn, opportunities::Opportunity, tasks, tasks::Task},
 };
 
 pub use crate::domain::Viewer;
@@ -110,6 +111,16 @@ impl TurnOut {
     }
 }
 
+/// What happens when a turn has waited for an agent until `awaitingUntil`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AwaitingThen {
+    /// Parley's system negotiator plays the turn for the user.
+    SystemNegotiator,
+    /// The negotiation ends without agreement (personal vs personal: its deadline).
+    NegotiationEnds,
+}
+
 /// A whole negotiation.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -130,6 +141,20 @@ pub struct NegotiationOut {
     pub turn_count: u32,
     /// While parked or claimed: whose agent the turn waits for.
     pub awaiting_user_id: Option<String>,
+    /// While parked or claimed: until when the turn waits for that agent, if it does not answer
+    /// first (see `awaitingThen` for what happens then). In a mixed negotiation, when the system
+    /// negotiator takes the turn: the offline window from the turn's first parking when it was
+    /// parked with it and none of the user's agents is live, the long window otherwise, and no
+    /// earlier than a claim's end; personal vs personal, the negotiation's deadline.
+    pub awaiting_until: Option<DateTime<Utc>>,
+    /// While parked or claimed: what happens at `awaitingUntil`.
+    pub awaiting_then: Option<AwaitingThen>,
+    /// Which round of its opportunity this negotiation is: 0 for the first, 1 for the one a
+    /// reactivation started, and so on.
+    pub round: u32,
+    /// The negotiation ids of the opportunity's earlier rounds, oldest first (each stays
+    /// readable here); empty in a first round.
+    pub earlier_rounds: Vec<Uuid>,
     /// The turns.
     pub turns: Vec<TurnOut>,
     /// Set once it ended; its `reasoning` as the reader may see it (see [`Viewer`]).
@@ -165,12 +190,41 @@ impl NegotiationOut {
             max_turns: task.max_turns,
             turn_count: task.turn_count,
             awaiting_user_id: task.awaiting_user_id.clone(),
+            awaiting_until: None,
+            awaiting_then: None,
+            round: 0,
+            earlier_rounds: Vec::new(),
             turns: turns.iter().map(|t| TurnOut::new(t, viewer)).collect(),
             outcome: outcome.map(|o| viewer.task_outcome(task, turns, &o)),
             created_at: task.created_at,
             updated_at: task.updated_at,
             completed_at: task.completed_at,
         }
+    }
+}
+
+impl NegotiationOut {
+    /// The view with what takes more reads than the task and its turns: its round and the
+    /// earlier ones, and how long its turn waits for an agent.
+    pub async fn with_rounds_and_wait(
+        mut self,
+        conn: &mut sqlx::PgConnection,
+        engine: &Engine,
+        task: &Task,
+    ) -> super::error::ApiResult<NegotiationOut> {
+        let rounds = tasks::rounds(conn, task.opportunity_id).await?;
+        if let Some(&(_, round)) = rounds.iter().find(|(id, _)| *id == task.id) {
+            self.round = round;
+            self.earlier_rounds = rounds.iter().filter(|(_, r)| *r < round).map(|(id, _)| *id).collect();
+        }
+        if let Some(wait) = engine.turn_wait(conn, task).await? {
+            self.awaiting_until = Some(wait.until);
+            self.awaiting_then = Some(match wait.then {
+                AfterWait::SystemNegotiator => AwaitingThen::SystemNegotiator,
+                AfterWait::NegotiationEnds => AwaitingThen::NegotiationEnds,
+            });
+        }
+        Ok(self)
     }
 }
 
@@ -201,8 +255,18 @@ pub struct OpportunityOut {
     pub counterpart_user_id: Option<String>,
     /// For a user: the other person's display name, when the platform gave one.
     pub counterpart_name: Option<String>,
-    /// The roles the agents agreed on (empty unless they accepted).
+    /// The roles the agents agreed on: empty unless they accepted and their last suggestions
+    /// mirror each other (see `roleViews`).
     pub agreed_roles: Vec<AgreedRole>,
+    /// Each side's view of the roles when the agents accepted (the accepting side first),
+    /// agreed or not: what each suggested for its own user and the other. Empty unless they
+    /// accepted.
+    pub role_views: Vec<RoleView>,
+    /// Why the latest round ended without an accept or reject (`turn_cap`, `timeout`,
+    /// `canceled`), once it has; null otherwise.
+    pub end_reason: Option<EndReason>,
+    /// The latest round's number: 0 for the first, 1 once reactivated, and so on.
+    pub round: u32,
     /// For a user: their own decision (`accept` or `decline`), once made.
     pub my_decision: Option<String>,
     /// For a user: the other person's decision, once made.
@@ -248,6 +312,8 @@ pub async fn opportunity_views(
             out.decisions = made.into_iter().collect();
             if let Some(outcome) = o.negotiation_id.and_then(|t| outcomes.get(&t)) {
                 out.agreed_roles = outcome.agreed_roles.clone();
+                out.role_views = outcome.role_views.clone();
+                out.end_reason = outcome.reason;
             }
             out
         })
@@ -262,6 +328,9 @@ impl From<&Opportunity> for OpportunityOut {
             source_user_name: None,
             candidate_user_name: None,
             agreed_roles: Vec::new(),
+            role_views: Vec::new(),
+            end_reason: None,
+            round: o.round,
             my_decision: None,
             other_decision: None,
             decisions: Default::default(),

@@ -50,7 +50,7 @@ use crate::{
         delegation::{self, Event, RawRequest},
         discovery::RawQuery,
     },
-    domain::{Action, Role},
+    domain::Role,
     http::{
         AppState,
         agent_auth::KEY_PREFIX,
@@ -88,9 +88,11 @@ the match genuinely serves your user's intents.
 
 Loop: call `pickup_negotiation`; when it returns a turn, decide and call \
 `respond_to_negotiation` with its `negotiationId` and `claimToken`. Turn 0 (`turn.number` 0) is \
-`propose`, or `reject` when the match does not serve your user; only turn 0 may propose. Later turns: `counter`, `question` (both need a `message`), \
-`accept` or `reject`. When `turn.isFinalTurn` is true, anything but accept or reject ends the \
-negotiation stalled. Give your `reasoning` (at most 10 000 characters, like `message`); \
+`propose`, or `reject` when the match does not serve your user; only turn 0 may propose. Later turns: \
+`counter`, `question`, `accept` or `reject`; a `message` is optional for each, but the other side weighs \
+only what messages say, so a counter or question should say in its message what is missing or what you \
+ask. When `turn.isFinalTurn` is true, anything but accept or reject ends the negotiation stalled. Give \
+your `reasoning` (at most 10 000 characters, like `message`); \
 `suggestedRoles.ownUser` and `.otherUser` are each `agent`, `patient` or `peer` (both `peer` when \
 omitted; a call without `reasoning` stores the message as the reasoning). When \
 `pickup_negotiation` reports no turn, nothing is waiting: try again later.";
@@ -259,12 +261,12 @@ pub struct RespondArgs {
     /// `propose` (turn 0 only), `counter`, `question`, `accept` or `reject`.
     pub action: String,
     /// Why you chose this action (at most 10 000 characters); private to your side, the other
-    /// side never sees it. When omitted, the message is stored as the reasoning, and one of the
-    /// two is required.
+    /// side never sees it. May be empty; when omitted, the message is stored as the reasoning.
     pub reasoning: Option<String>,
     /// The roles you suggest; when omitted, both are `peer`.
     pub suggested_roles: Option<RolesArg>,
-    /// Text for the other side (required for `counter` and `question`; at most 10 000 characters).
+    /// Text for the other side (at most 10 000 characters); optional for every action, as over
+    /// HTTP. The other side weighs only what a message says.
     pub message: Option<String>,
     /// The `claimToken` from `pickup_negotiation`; strongly recommended (a stale claim is refused).
     pub claim_token: Option<String>,
@@ -516,8 +518,10 @@ the outcome once it ended, ownSide, isUsersTurn and latestAction.")]
     #[tool(description = "Claim the next turn waiting for your user (or the one you already hold). Returns \
 {pickedUp: true, negotiationId, claimToken, opportunity, turn: {number, deadline, counterpartyAction, \
 isFinalTurn, maxTurns, history}, context: {ownUser, otherUser, indexContext, seedAssessment, isDiscoverer, \
-discoveryQuery}}, or {pickedUp: false} when nothing is waiting. History shows the other side's action, \
-message and suggested roles, and reasoning only for your own side's turns. Answer it with respond_to_negotiation.")]
+discoveryQuery, previousRounds}}, or {pickedUp: false} when nothing is waiting. History shows the other side's \
+action, message and suggested roles, and reasoning only for your own side's turns. previousRounds lists the \
+earlier rounds of a reactivated opportunity ([{negotiationId, turns, outcome}], oldest first, the same privacy; \
+[] in a first round). Answer it with respond_to_negotiation.")]
     async fn pickup_negotiation(&self, Extension(parts): Extension<Parts>) -> Result<CallToolResult, ErrorData> {
         let key = key_of(&parts)?;
         let claim = match self.state.engine.pickup(&key, None, &[]).await {
@@ -540,8 +544,9 @@ message and suggested roles, and reasoning only for your own side's turns. Answe
 
     /// Answers the turn the agent holds.
     #[tool(description = "Answer the turn you picked up. action: propose (turn 0 only; turn 0 is propose or \
-reject), counter, question, accept or reject; message is required for counter and question. reasoning \
-(private to your side) defaults to the message and suggestedRoles to peer/peer. Returns \
+reject), counter, question, accept or reject. message (for the other side) is optional for every action, \
+as over HTTP; say in it what is missing or what you ask. reasoning (private to your side) defaults to the \
+message, suggestedRoles to peer/peer. Returns \
 {success, negotiationId, turnNumber, status, opportunity, outcome?}: status waiting_for_agent means the \
 negotiation goes on, completed that it ended.")]
     async fn respond_to_negotiation(
@@ -849,24 +854,20 @@ impl ParleyMcp {
     async fn respond(&self, key: &AgentKey, args: RespondArgs) -> Result<Value, ApiError> {
         let id = parse_id(&args.negotiation_id)?;
         let roles = args.suggested_roles.unwrap_or_else(|| RolesArg { own_user: "peer".into(), other_user: "peer".into() });
+        // The HTTP body's rules apply (see `RespondIn`); the tool's flat shape only lets
+        // `reasoning` be left out, as Index Network's earlier tool had none: the message is then
+        // kept as the reasoning.
         let reasoning = args
             .reasoning
             .filter(|r| !r.trim().is_empty())
             .or_else(|| args.message.clone().filter(|m| !m.trim().is_empty()))
-            .ok_or_else(|| ApiError::invalid("reasoning is required (or a message, which is then taken as the reasoning)"))?;
+            .unwrap_or_default();
         for (field, value) in [("ownUser", &roles.own_user), ("otherUser", &roles.other_user)] {
             if Role::parse(value).is_none() {
                 return Err(ApiError::invalid(format!(
                     "suggestedRoles.{field} must be agent, patient or peer, not {value:?}"
                 )));
             }
-        }
-        let needs_message = matches!(Action::parse(&args.action), Some(Action::Counter | Action::Question));
-        if needs_message && args.message.as_deref().is_none_or(|m| m.trim().is_empty()) {
-            return Err(ApiError::invalid(format!(
-                "message is required for {}: say what is missing or what you ask",
-                args.action
-            )));
         }
         // The HTTP respond body, parsed and validated exactly as the HTTP route does.
         let body = json!({

@@ -598,16 +598,15 @@ pub fn roles(cfg: &NegotiatorConfig, s: &Situation, eval: &Evaluation) -> Sugges
         let own = if s.own_side == Side::Source { source_role } else { source_role.complement() };
         return SuggestedRoles { own_user: own, other_user: own.complement() };
     }
-    // Who needs what: how well each side's needs are met by the other.
-    let forward = if eval.need.is_some() { eval.grounded } else { 0.0 };
-    let offer = own_offer(s.own, false);
-    let backward = s
-        .other
-        .intents
-        .iter()
-        .filter(|i| !i.private)
-        .map(|i| coverage(&needs::need(&i.text), &offer))
-        .fold(0.0, f64::max);
+    // Who needs what: how well each side's needs are met by the other's profile, measured the
+    // same way in both directions, so that two system negotiators suggest mirrored roles.
+    let _ = eval;
+    let best = |of: &UserContext, by: &UserContext| {
+        let offer = own_offer(by, false);
+        of.intents.iter().filter(|i| !i.private).map(|i| coverage(&needs::need(&i.text), &offer)).fold(0.0, f64::max)
+    };
+    let forward = best(s.own, s.other);
+    let backward = best(s.other, s.own);
     let own = if forward - backward > cfg.role_margin {
         Role::Patient
     } else if backward - forward > cfg.role_margin {

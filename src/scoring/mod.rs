@@ -35,6 +35,6 @@ pub use pyfloat::{python_repr, round4, to_python_json};
 pub use request::{AssessmentRequest, RequestError, Weights, parse_request, parse_request_value};
 pub use skill::{
     Performance, Skill, SkillAssessment, SkillFileError, Specialization, default_skill,
-    load_skill_file, load_skill_files,
+    load_skill_file, load_skill_files, skill_file_warnings,
 };
 pub use text::{keyword_set, lowercase, tokenize};

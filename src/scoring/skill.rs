@@ -338,8 +338,9 @@ fn decode_specialization(value: &Value, path: &str) -> Result<Specialization, Fi
     })
 }
 
-/// Loads the skills of one file: `.json`, `.yaml` or `.yml`, holding one skill or a list, each
-/// with an `id`.
+/// Loads the skills of one file: `.json`, `.yaml` or `.yml`, holding one skill or a list. A
+/// skill without an `id` is kept, as Bindu's calculator keeps it, and named `unknown` in
+/// assessments; [`skill_file_warnings`] says which ones, for the caller to print.
 pub fn load_skill_file(path: &Path) -> Result<Vec<Skill>, SkillFileError> {
     let ext = path
         .extension()
@@ -369,16 +370,26 @@ pub fn load_skill_file(path: &Path) -> Result<Vec<Skill>, SkillFileError> {
             message: f.message,
         },
     })?;
-    // A file's skills are told apart by their ids in every assessment; without one a skill
-    // would be reported as "unknown", which says nothing to whoever reads the answer.
-    if let Some(i) = skills.iter().position(|s| s.id.as_deref().is_none_or(|id| id.trim().is_empty())) {
-        return Err(SkillFileError::Field {
-            path: path.to_owned(),
-            field: if skills.len() == 1 { "id".to_owned() } else { format!("[{i}].id") },
-            message: "missing: every skill in a file needs an `id` (it names the skill in assessments)".to_owned(),
-        });
-    }
     Ok(skills)
+}
+
+/// What to warn about in the skills `path` holds: one line per skill without an `id` (or with a
+/// blank one), which assessments can only report as `unknown` (or blank), so that whoever reads
+/// an answer cannot tell it from the file's other skills.
+pub fn skill_file_warnings(path: &Path, skills: &[Skill]) -> Vec<String> {
+    skills
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.id.as_deref().is_none_or(|id| id.trim().is_empty()))
+        .map(|(i, s)| {
+            let which = if skills.len() == 1 { "its skill".to_owned() } else { format!("skill [{i}]") };
+            format!(
+                "{}: {which} has no `id`; assessments name it `{}` (give it an `id` to tell it apart)",
+                path.display(),
+                s.id_or_unknown()
+            )
+        })
+        .collect()
 }
 
 /// Loads and concatenates the skills of several files, in order; the first failure wins.
@@ -600,13 +611,18 @@ assessment:
                 .contains("missing.yml")
         );
 
+        // Bindu's calculator keeps a skill without an id and names it "unknown"; so does this,
+        // with a warning for each such skill.
         let unnamed = dir.join("unnamed.yaml");
         std::fs::write(&unnamed, "name: PDF Processing\ntags: [pdf]\n").unwrap();
-        let msg = load_skill_file(&unnamed).unwrap_err().to_string();
-        assert!(msg.contains("unnamed.yaml") && msg.contains("`id`"), "{msg}");
+        let skills = load_skill_file(&unnamed).unwrap();
+        assert_eq!(skills[0].id_or_unknown(), "unknown");
+        let warnings = skill_file_warnings(&unnamed, &skills);
+        assert!(warnings.len() == 1 && warnings[0].contains("unnamed.yaml") && warnings[0].contains("`unknown`"), "{warnings:?}");
         std::fs::write(&unnamed, "- id: a\n- name: B\n").unwrap();
-        let msg = load_skill_file(&unnamed).unwrap_err().to_string();
-        assert!(msg.contains("[1].id"), "{msg}");
+        let skills = load_skill_file(&unnamed).unwrap();
+        let warnings = skill_file_warnings(&unnamed, &skills);
+        assert!(warnings.len() == 1 && warnings[0].contains("skill [1]"), "{warnings:?}");
 
         let good = dir.join("good.yml");
         std::fs::write(&good, "- id: a\n- id: b\n").unwrap();

@@ -229,13 +229,16 @@ pub async fn mark_seen(conn: &mut PgConnection, agent_id: Uuid) -> sqlx::Result<
     Ok(())
 }
 
-/// Whether `user_id` has an active agent seen within `liveness`.
+/// Whether `user_id` has an active agent with a working key seen within `liveness`: one that
+/// can answer a turn now.
 pub async fn any_live(conn: &mut PgConnection, user_id: &str, liveness: std::time::Duration) -> sqlx::Result<bool> {
     let window = sqlx::postgres::types::PgInterval::try_from(liveness).map_err(sqlx::Error::Encode)?;
     sqlx::query_scalar!(
         r#"SELECT EXISTS (
-               SELECT 1 FROM agents
-               WHERE owner_user_id = $1 AND status = 'active' AND last_seen_at > now() - $2::interval
+               SELECT 1 FROM agents a
+               WHERE a.owner_user_id = $1 AND a.status = 'active' AND a.last_seen_at > now() - $2::interval
+                 AND EXISTS (SELECT 1 FROM api_keys k WHERE k.agent_id = a.agent_id AND k.revoked_at IS NULL
+                                                       AND (k.expires_at IS NULL OR k.expires_at > now()))
            ) AS "live!""#,
         user_id,
         window

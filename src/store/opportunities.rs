@@ -14,9 +14,9 @@ macro_rules! opportunities_where {
         sqlx::query_as!(
             Row,
             r#"SELECT o.opportunity_id, o.status, o.score, o.source_user_id, o.candidate_user_id, o.seed_assessment,
-                      t.task_id AS "task_id?", o.created_at, o.updated_at
+                      t.task_id AS "task_id?", t.round AS "round?", o.created_at, o.updated_at
                FROM opportunities o
-               LEFT JOIN LATERAL (SELECT task_id FROM tasks WHERE tasks.opportunity_id = o.opportunity_id
+               LEFT JOIN LATERAL (SELECT task_id, round FROM tasks WHERE tasks.opportunity_id = o.opportunity_id
                                   ORDER BY round DESC LIMIT 1) t ON true
                "# + $rest,
             $($arg),+
@@ -41,6 +41,8 @@ pub struct Opportunity {
     pub seed_assessment: serde_json::Value,
     /// The negotiation (task) deciding it: its latest round's.
     pub negotiation_id: Option<Uuid>,
+    /// That round's number: 0 for the first, 1 once reactivated, and so on.
+    pub round: u32,
     /// When it was created.
     pub created_at: DateTime<Utc>,
     /// When its status last changed.
@@ -71,6 +73,7 @@ struct Row {
     candidate_user_id: String,
     seed_assessment: serde_json::Value,
     task_id: Option<Uuid>,
+    round: Option<i32>,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
 }
@@ -86,6 +89,7 @@ impl TryFrom<Row> for Opportunity {
             candidate_user_id: r.candidate_user_id,
             seed_assessment: r.seed_assessment,
             negotiation_id: r.task_id,
+            round: r.round.and_then(|n| u32::try_from(n).ok()).unwrap_or(0),
             created_at: r.created_at,
             updated_at: r.updated_at,
         })
@@ -104,23 +108,35 @@ pub struct NewOpportunity<'a> {
     pub candidate_user_id: &'a str,
     /// Evaluator's assessment.
     pub seed_assessment: &'a serde_json::Value,
+    /// The SHA-256 of the create request that made it (see `delivery::start`).
+    pub request_hash: &'a [u8],
 }
 
 /// Inserts a `negotiating` opportunity; `false` when one with this id already exists.
 pub async fn insert(conn: &mut PgConnection, o: &NewOpportunity<'_>) -> sqlx::Result<bool> {
     let r = sqlx::query!(
-        r#"INSERT INTO opportunities (opportunity_id, status, score, source_user_id, candidate_user_id, seed_assessment)
-           VALUES ($1, 'negotiating', $2, $3, $4, $5)
+        r#"INSERT INTO opportunities (opportunity_id, status, score, source_user_id, candidate_user_id, seed_assessment,
+                                      request_hash)
+           VALUES ($1, 'negotiating', $2, $3, $4, $5, $6)
            ON CONFLICT (opportunity_id) DO NOTHING"#,
         o.id,
         o.score,
         o.source_user_id,
         o.candidate_user_id,
         o.seed_assessment,
+        o.request_hash,
     )
     .execute(conn)
     .await?;
     Ok(r.rows_affected() == 1)
+}
+
+/// The hash of the create request that made opportunity `id`: `None` when there is no such
+/// opportunity, `Some(None)` when it was made before requests were kept.
+pub async fn request_hash(conn: &mut PgConnection, id: Uuid) -> sqlx::Result<Option<Option<Vec<u8>>>> {
+    sqlx::query_scalar!(r#"SELECT request_hash FROM opportunities WHERE opportunity_id = $1"#, id)
+        .fetch_optional(conn)
+        .await
 }
 
 /// Loads one opportunity.

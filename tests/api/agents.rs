@@ -93,6 +93,35 @@ async fn a_key_works_only_for_its_own_agent() {
 }
 
 #[tokio::test]
+async fn keys_and_tokens_where_people_try_them_work_or_say_what_the_route_takes() {
+    let app = TestApp::spawn().await;
+    let tomas = app.register_agent("user-tomas").await;
+    let maya = app.register_agent("user-maya").await;
+    // An agent reads itself with its own key, as its owner reads it with a user token.
+    let itself = app.agent_call(&tomas, Method::GET, "", None).await;
+    assert_eq!(itself.status, StatusCode::OK, "{}", itself.text);
+    assert_eq!(itself.body["id"], tomas.id.as_str());
+    assert_eq!(itself.body, app.get(&format!("/api/agents/{}", tomas.id), &app.user_token("user-tomas")).await.body);
+    // Another agent's key may not.
+    let borrowed = crate::helpers::TestAgent { id: tomas.id.clone(), ..maya.clone() };
+    app.agent_call(&borrowed, Method::GET, "", None).await.assert_error(StatusCode::FORBIDDEN, "forbidden");
+
+    // An agent's key on a route for people: the answer says which token the route takes.
+    for (path, takes) in [("/api/opportunities", "a user's or the platform's token"), ("/api/agents", "a user token")] {
+        for bearer in [false, true] {
+            let mut req = app.client.get(format!("{}{path}", app.base));
+            req = if bearer { req.bearer_auth(&tomas.key) } else { req.header("x-api-key", &tomas.key) };
+            let refused = crate::helpers::Answer::from(req.send().await.unwrap()).await;
+            refused.assert_error(StatusCode::UNAUTHORIZED, "unauthorized");
+            let message = refused.body["error"].as_str().unwrap();
+            assert!(message.contains(&format!("this route takes {takes}")) && message.contains("not an agent's API key"), "{message}");
+        }
+    }
+    let created = app.call(Method::POST, "/api/negotiations", None, Some(&fixtures::good_match())).await;
+    assert_eq!(created.body["error"], "missing bearer token", "no credentials at all: {}", created.text);
+}
+
+#[tokio::test]
 async fn the_side_kind_follows_the_agents_mode_and_keys() {
     let app = TestApp::spawn().await;
     let agent = app.register_agent("user-tomas").await;

@@ -143,7 +143,7 @@ async fn every_route_refuses_every_wrong_credential_and_leaks_nothing() {
         (Method::GET, "/api/events".into(), None, Audience::Participant),
         (Method::POST, "/api/agents".into(), Some(json!({ "name": "x" })), Audience::Owner),
         (Method::GET, "/api/agents".into(), None, Audience::Owner),
-        (Method::GET, format!("/api/agents/{a}"), None, Audience::Owner),
+        (Method::GET, format!("/api/agents/{a}"), None, Audience::AgentOrOwner),
         (Method::PATCH, format!("/api/agents/{a}"), Some(json!({ "name": "y" })), Audience::Owner),
         (Method::DELETE, format!("/api/agents/{a}"), None, Audience::Owner),
         (Method::POST, format!("/api/agents/{a}/keys"), None, Audience::Owner),

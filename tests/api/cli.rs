@@ -75,7 +75,51 @@ fn token_prints_a_jwt_for_the_services_secret_and_refuses_bad_arguments() {
 
     let bad = parley().args(["token", "--sub", "x", "--role", "root"]).env("PARLEY_DATA_DIR", &dir).output().unwrap();
     assert_eq!(bad.status.code(), Some(2));
+    // A lifetime that is not one says what a lifetime looks like.
+    let forever = parley().args(["token", "--sub", "x", "--ttl", "forever"]).env("PARLEY_DATA_DIR", &dir).output().unwrap();
+    assert_eq!(forever.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&forever.stderr);
+    assert!(err.contains("--ttl \"forever\"") && err.contains("such as 1h") && !err.contains("expected number"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn parley_agent_says_what_is_missing_or_wrong_before_it_starts() {
+    let agent = || {
+        let mut c = parley();
+        c.args(["agent", "--exec", "true"]).env_remove("PARLEY_URL").env_remove("PARLEY_AGENT_KEY").env_remove("PARLEY_LLM_API_KEY");
+        c
+    };
+    // Neither the URL nor the key: both named, with their environment variables.
+    let out = agent().output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("PARLEY_URL") && err.contains("PARLEY_AGENT_KEY"), "{err}");
+    let out = agent().env("PARLEY_URL", "http://127.0.0.1:9").output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.code() == Some(2) && err.contains("PARLEY_AGENT_KEY") && !err.contains("PARLEY_URL="), "{err}");
+
+    // A person's token where the agent's key belongs: said so, before anything is sent (nothing
+    // listens at that address).
+    let user_token = parley::http::auth::JwtKeys::new(TEST_SECRET.as_bytes())
+        .mint("user-tomas", parley::http::auth::CallerRole::User, std::time::Duration::from_secs(60))
+        .unwrap();
+    let out = agent().env("PARLEY_URL", "http://127.0.0.1:9").env("PARLEY_AGENT_KEY", &user_token).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("is a user token (a JWT), not an agent's API key") && !err.contains("unknown, revoked"), "{err}");
+
+    // A model server that does not answer: said at start, not once per turn.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let out = parley()
+        .args(["agent", "--llm", &format!("http://127.0.0.1:{port}/v1"), "--model", "llama3.1"])
+        .env("PARLEY_URL", "http://127.0.0.1:9")
+        .env("PARLEY_AGENT_KEY", "pk_some_key")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains(&format!("the model's server at http://127.0.0.1:{port}/v1 does not answer")), "{err}");
 }
 
 #[test]
@@ -107,20 +151,31 @@ fn worker_without_database_url_refuses_to_start_a_database_of_its_own() {
 }
 
 #[test]
-fn a_skill_file_without_an_id_is_refused() {
+fn a_skill_file_without_an_id_is_assessed_as_bindu_does_named_unknown_with_a_warning() {
+    // Bindu's calculator reads `skill.get("id", "unknown")`: a skill without an id is assessed
+    // like any other and reported as `unknown`. The same skill with the id `unknown` written
+    // out is what Bindu answers for it, to the last digit.
     let dir = temp_dir_with(
         "skill-id",
         &[
             ("skills.yaml", "name: PDF Processing\ntags: [pdf, invoice]\n"),
+            ("named.yaml", "id: unknown\nname: PDF Processing\ntags: [pdf, invoice]\n"),
             ("request.json", r#"{"task_summary": "Extract tables from PDF invoices"}"#),
         ],
     );
-    let (skills, request) = (dir.join("skills.yaml"), dir.join("request.json"));
-    let out = parley().arg("assess").arg("--skills").arg(&skills).arg("--request").arg(&request).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(out.stdout.is_empty());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("skills.yaml") && err.contains("`id`"), "{err}");
+    let assess = |file: &str| {
+        parley().arg("assess").arg("--skills").arg(dir.join(file)).arg("--request").arg(dir.join("request.json")).output().unwrap()
+    };
+    let (unnamed, named) = (assess("skills.yaml"), assess("named.yaml"));
+    assert_eq!(unnamed.status.code(), Some(0), "{}", String::from_utf8_lossy(&unnamed.stderr));
+    assert_eq!(unnamed.stdout, named.stdout, "the same answer as for the skill named `unknown`");
+    let answer: serde_json::Value = serde_json::from_slice(&unnamed.stdout).unwrap();
+    assert_eq!(answer["accepted"], true, "{answer}");
+    assert_eq!(answer["skill_matches"][0]["skill_id"], "unknown", "{answer}");
+    assert_eq!(answer["skill_matches"][0]["skill_name"], "PDF Processing", "{answer}");
+    let warning = String::from_utf8_lossy(&unnamed.stderr);
+    assert!(warning.contains("warning") && warning.contains("skills.yaml") && warning.contains("`unknown`"), "{warning}");
+    assert!(named.stderr.is_empty(), "no warning for a skill with an id: {}", String::from_utf8_lossy(&named.stderr));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -142,7 +197,8 @@ impl Serving {
             .env("PARLEY_BIND", "127.0.0.1:0")
             .env("PARLEY_LOG_FORMAT", "pretty")
             .env_remove("PARLEY_JWT_SECRET")
-            .env_remove("RUST_LOG");
+            .env_remove("RUST_LOG")
+            .env_remove("CARGO");
         for (k, v) in env {
             command.env(k, v);
         }
@@ -253,6 +309,8 @@ async fn logs_say_values_in_words_and_the_mcp_library_stays_quiet() {
     assert!(ended.contains("canceled") && !ended.contains("Some("), "{ended}");
     assert!(!log.contains("Some(") && !log.contains("None,"), "a value logged as Rust syntax:\n{log}");
     assert!(!log.contains("rmcp") && !log.contains("log-test-client"), "the MCP library logged at info:\n{log}");
+    // Not started by cargo: the installed binary's own command.
+    assert!(log.contains("mint a token: parley token --sub <user id>"), "{log}");
 }
 
 #[tokio::test]
@@ -265,10 +323,14 @@ async fn serve_logs_its_address_its_database_without_the_password_and_how_to_min
     let user = user.split(':').next().unwrap();
     let dir = temp_path("startup");
     let with_password = format!("{scheme}://{user}:{password}@{host}");
+    // Started the way the README starts it (`cargo run -- serve`, which sets CARGO), on a host
+    // name rather than an address.
     let mut serving = Serving::start(&[
         ("DATABASE_URL", with_password.as_ref()),
         ("PARLEY_DATA_DIR", dir.as_os_str()),
         ("RUST_LOG", "info".as_ref()),
+        ("PARLEY_BIND", "localhost:0".as_ref()),
+        ("CARGO", "cargo".as_ref()),
     ]);
     serving.wait_for("listening on");
     serving.wait_for("mint a token");
@@ -282,7 +344,9 @@ async fn serve_logs_its_address_its_database_without_the_password_and_how_to_min
     assert!(log.contains(&format!("database: {scheme}://{user}:***@{host}")), "{log}");
     let dir = dir.to_string_lossy();
     assert!(
-        log.contains(&format!("mint a token: PARLEY_DATA_DIR={dir} parley token --sub <user id> [--role user|service|admin]")),
+        log.contains(&format!(
+            "mint a token: PARLEY_DATA_DIR={dir} cargo run -q -- token --sub <user id> [--role user|service|admin]"
+        )),
         "{log}"
     );
 }

@@ -73,8 +73,11 @@ async fn a_mixed_negotiation_ends_pending_when_the_personal_agent_accepts() {
     assert_eq!(retry.status, StatusCode::OK);
     assert_eq!(retry.body, done.body);
     assert_eq!(app.snapshot(&id).await, ("completed".into(), 2, 2));
-    // A different body under a used token is stale; after completion without a token, 409.
-    app.respond(&agent, &id, &answer("reject", Some(&token))).await.assert_error(StatusCode::CONFLICT, "claim_stale");
+    // A different body under a used token: the turn was answered already, and the answer says
+    // so; after completion without a token, 409.
+    let changed = app.respond(&agent, &id, &answer("reject", Some(&token))).await;
+    changed.assert_error(StatusCode::CONFLICT, "turn_already_answered");
+    assert!(changed.body["error"].as_str().unwrap().contains("already answered"), "{}", changed.text);
     app.respond(&agent, &id, &answer("reject", None)).await.assert_error(StatusCode::CONFLICT, "already_completed");
     assert_eq!(app.count("artifacts").await, 1);
 }
@@ -162,7 +165,7 @@ async fn refused_responds_leave_the_negotiation_as_it_was() {
 
     let mut cases: Vec<(Value, StatusCode, &str)> = vec![
         (answer("propose", Some(&token)), StatusCode::BAD_REQUEST, "action_not_allowed"),
-        (answer("accept", Some("ct_not-the-token")), StatusCode::CONFLICT, "claim_stale"),
+        (answer("accept", Some("ct_not-the-token")), StatusCode::CONFLICT, "unknown_claim_token"),
         (answer("shrug", Some(&token)), StatusCode::BAD_REQUEST, "invalid_body"),
         (json!({ "action": "accept" }), StatusCode::BAD_REQUEST, "invalid_body"),
         (json!({ "action": "accept", "assessment": { "suggestedRoles": { "ownUser": "peer", "otherUser": "peer" } } }), StatusCode::BAD_REQUEST, "invalid_body"),
@@ -179,7 +182,7 @@ async fn refused_responds_leave_the_negotiation_as_it_was() {
         let mut raw = b64.decode(token.strip_prefix("ct_").unwrap()).unwrap();
         assert_eq!(raw.len(), 40, "generation (8 bytes) + HMAC-SHA256 tag");
         raw[7] ^= 0x02;
-        cases.push((answer("accept", Some(&format!("ct_{}", b64.encode(raw)))), StatusCode::CONFLICT, "claim_stale"));
+        cases.push((answer("accept", Some(&format!("ct_{}", b64.encode(raw)))), StatusCode::CONFLICT, "unknown_claim_token"));
     }
     for (body, status, code) in cases.drain(..) {
         app.respond(&agent, &id, &body).await.assert_error(status, code);
@@ -197,9 +200,11 @@ async fn refused_responds_leave_the_negotiation_as_it_was() {
         .await
         .unwrap();
     assert_eq!(raw.status(), StatusCode::BAD_REQUEST);
-    // A token is bound to its negotiation: this one does not answer another negotiation's turn.
+    // A token is bound to its negotiation: this one was never issued for another negotiation.
     let other = app.start(&fixtures::good_match()).await["negotiation"]["id"].as_str().unwrap().to_owned();
-    app.respond(&agent, &other, &answer("accept", Some(&token))).await.assert_error(StatusCode::CONFLICT, "claim_stale");
+    let foreign = app.respond(&agent, &other, &answer("accept", Some(&token))).await;
+    foreign.assert_error(StatusCode::CONFLICT, "unknown_claim_token");
+    assert!(foreign.body["error"].as_str().unwrap().contains("never issued"), "{}", foreign.text);
     // Another user's agent cannot touch it.
     let eve = app.register_agent("user-eve").await;
     app.respond(&eve, &id, &answer("accept", None)).await.assert_error(StatusCode::NOT_FOUND, "not_found");
@@ -367,4 +372,38 @@ async fn an_agents_listing_says_which_negotiations_it_answered_in() {
     app.agent_call(&first, Method::GET, "/negotiations?answered=maybe", None)
         .await
         .assert_error(StatusCode::BAD_REQUEST, "invalid_body");
+}
+
+#[tokio::test]
+async fn roles_are_agreed_only_when_both_sides_suggestions_mirror_each_other() {
+    let app = TestApp::spawn().await;
+    let maya = app.user_token("user-maya");
+    for (own, other, agreed) in [("agent", "patient", true), ("peer", "peer", false), ("patient", "agent", false)] {
+        let (agent, id) = app.mixed_negotiation().await;
+        let view = app.get(&format!("/api/negotiations/{id}"), &maya).await.body;
+        // Maya's system negotiator proposed Tomas as the one who helps (agent) and Maya as patient.
+        assert_eq!(view["turns"][0]["suggestedRoles"], json!({"ownUser": "patient", "otherUser": "agent"}), "{view}");
+        let token = app.pickup(&agent, None).await.body["claimToken"].as_str().unwrap().to_owned();
+        let mut body = answer("accept", Some(&token));
+        body["assessment"]["suggestedRoles"] = json!({"ownUser": own, "otherUser": other});
+        let done = app.respond(&agent, &id, &body).await;
+        assert_eq!(done.status, StatusCode::OK, "{}", done.text);
+        let outcome = &done.body["outcome"];
+        let opportunity = app.get(&format!("/api/opportunities/{}", done.body["opportunity"]["id"].as_str().unwrap()), &maya).await.body;
+        let expected = if agreed {
+            json!([{"userId": "user-tomas", "role": "agent"}, {"userId": "user-maya", "role": "patient"}])
+        } else {
+            json!([])
+        };
+        assert_eq!(outcome["agreedRoles"], expected, "Tomas said {own}/{other}: {outcome}");
+        assert_eq!(opportunity["agreedRoles"], expected, "{opportunity}");
+        // Each side's view, agreed or not, the accepting side first.
+        let views = json!([
+            {"userId": "user-tomas", "suggestedRoles": {"ownUser": own, "otherUser": other}},
+            {"userId": "user-maya", "suggestedRoles": {"ownUser": "patient", "otherUser": "agent"}},
+        ]);
+        assert_eq!(outcome["roleViews"], views, "{outcome}");
+        assert_eq!(opportunity["roleViews"], views, "{opportunity}");
+        assert_eq!(opportunity["endReason"], Value::Null);
+    }
 }

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use parley::http::auth::{CallerRole, Claims};
-use reqwest::StatusCode;
+use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
@@ -294,11 +294,50 @@ async fn a_burst_of_failed_authentications_is_answered_429_and_successes_are_not
     assert!((1..=600).contains(&retry_after), "{retry_after}");
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["code"], "rate_limited", "{body}");
-    // Bad API keys from the same address are refused before they are looked up.
+    // Bad API keys from the same address are refused too.
     let agent_path = format!("/api/agents/{}/negotiations", uuid::Uuid::now_v7());
     let refused = app.client.get(format!("{}{agent_path}", app.base)).header("x-api-key", "pk_wrong").send().await.unwrap();
     assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
     assert!(refused.headers().contains_key("retry-after"));
+    // The valid token from the same address is still served.
+    assert_eq!(app.get("/api/opportunities", &good).await.status, StatusCode::OK);
     // Requests without credentials to public routes still answer.
     assert_eq!(app.client.get(format!("{}/healthz", app.base)).send().await.unwrap().status(), StatusCode::OK);
+}
+
+#[tokio::test]
+async fn a_flood_of_bad_keys_never_locks_out_valid_credentials_from_the_same_address() {
+    let app = TestApp::spawn_with(|c| {
+        c.auth_failure_burst = 5;
+        c.auth_failure_refill = Duration::from_secs(600);
+    })
+    .await;
+    let agent = app.register_agent("user-tomas").await;
+    let maya = app.user_token("user-maya");
+    let pickup = format!("{}/api/agents/{}/negotiations/pickup", app.base, agent.id);
+    let bad_key = |n: usize| {
+        app.client.post(&pickup).header("x-api-key", format!("pk_not-a-key-{}", n % 3)).send()
+    };
+    // A client cycling through three bad keys, 40 times, all from 127.0.0.1.
+    let mut statuses = Vec::new();
+    for n in 0..40 {
+        statuses.push(bad_key(n).await.unwrap().status());
+    }
+    assert!(statuses[..5].iter().all(|s| *s == StatusCode::UNAUTHORIZED), "{statuses:?}");
+    assert!(statuses[5..].iter().all(|s| *s == StatusCode::TOO_MANY_REQUESTS), "the flood is refused: {statuses:?}");
+    // Meanwhile a person's valid token and an agent's valid key, from the same address, are served.
+    for _ in 0..3 {
+        assert_eq!(app.get("/api/opportunities", &maya).await.status, StatusCode::OK);
+        let picked = app.client.post(&pickup).header("x-api-key", &agent.key).send().await.unwrap();
+        assert_eq!(picked.status(), StatusCode::NO_CONTENT, "the agent's own key picks up");
+        let beat = app.agent_call(&agent, Method::POST, "/heartbeat", None).await;
+        assert_eq!(beat.status, StatusCode::NO_CONTENT);
+        // ...and the flood goes on being refused around them.
+        assert_eq!(bad_key(0).await.unwrap().status(), StatusCode::TOO_MANY_REQUESTS);
+    }
+    // A new bad key is refused as well once the address is over its budget.
+    let fresh = app.client.post(&pickup).header("x-api-key", "pk_another-bad-key").send().await.unwrap();
+    assert_eq!(fresh.status(), StatusCode::TOO_MANY_REQUESTS);
+    let fresh_token = app.client.get(format!("{}/api/opportunities", app.base)).bearer_auth("not.a.jwt").send().await.unwrap();
+    assert_eq!(fresh_token.status(), StatusCode::TOO_MANY_REQUESTS);
 }

@@ -165,3 +165,73 @@ async fn a_thousand_pickups_write_last_seen_at_only_a_handful_of_times() {
     assert!((1..=allowed).contains(&writes), "{writes} writes in {elapsed:?} (at most {allowed})");
     assert_eq!(agent_view(&app, "user-tomas", &agent).await["live"], true);
 }
+
+fn at(v: &Value) -> chrono::DateTime<chrono::Utc> {
+    v.as_str().unwrap_or_else(|| panic!("not a time: {v}")).parse().unwrap()
+}
+
+#[tokio::test]
+async fn a_waiting_turn_says_whose_agent_it_waits_for_until_when_and_what_happens_then() {
+    let app = TestApp::spawn_with(|c| {
+        c.park_timeout_offline = Duration::from_secs(60);
+        c.park_timeout = Duration::from_secs(120);
+        c.claim_timeout = Duration::from_secs(300);
+    })
+    .await;
+    let agent = app.register_agent("user-tomas").await;
+    let id = start_partial_fit(&app).await;
+    let maya = app.user_token("user-maya");
+    let path = format!("/api/negotiations/{id}");
+    let view = || app.get(&path, &maya);
+    // Seconds from the turn's parking (just after turn 0 was stored) to the end of its wait.
+    let waits = |v: &Value| (at(&v["awaitingUntil"]) - at(&v["turns"][0]["createdAt"])).num_milliseconds() as f64 / 1000.0;
+
+    // Tomas's agent never ran: the turn waits the offline window, then Parley decides.
+    let parked = view().await.body;
+    assert_eq!(parked["status"], "waiting_for_agent", "{parked}");
+    assert_eq!(parked["awaitingUserId"], "user-tomas");
+    assert_eq!(parked["awaitingThen"], "system_negotiator");
+    assert!((59.0..62.0).contains(&waits(&parked)), "the offline window: {parked}");
+    assert_eq!((parked["round"].clone(), parked["earlierRounds"].clone()), (json!(0), json!([])));
+
+    // Once it is live, the long window.
+    assert_eq!(heartbeat(&app, &agent).await, StatusCode::NO_CONTENT);
+    let live = view().await.body;
+    assert!((119.0..122.0).contains(&waits(&live)), "the long window: {live}");
+    // Claimed: no earlier than the claim's end (here the later of the two).
+    let picked = app.pickup(&agent, None).await;
+    let claimed = view().await.body;
+    assert_eq!(claimed["status"], "claimed");
+    assert_eq!(at(&claimed["awaitingUntil"]), at(&picked.body["turn"]["deadline"]), "{claimed}");
+    assert_eq!(claimed["awaitingThen"], "system_negotiator");
+    // The agent's own view says the same.
+    let own = app.agent_call(&agent, Method::GET, &format!("/negotiations/{id}"), None).await;
+    assert_eq!(own.body["awaitingUntil"], claimed["awaitingUntil"], "{}", own.text);
+    // Answered and ended: nothing is awaited.
+    let token = picked.body["claimToken"].as_str().unwrap();
+    assert_eq!(app.respond(&agent, &id, &answer("reject", Some(token))).await.status, StatusCode::OK);
+    let ended = view().await.body;
+    assert!(ended["awaitingUntil"].is_null() && ended["awaitingThen"].is_null(), "{ended}");
+
+    // Personal vs personal: the negotiation's deadline, then it ends.
+    app.register_agent("user-maya").await;
+    let pvp = app.start(&fixtures::good_match()).await;
+    let pvp = app.get(&format!("/api/negotiations/{}", pvp["negotiation"]["id"].as_str().unwrap()), &maya).await.body;
+    assert_eq!((pvp["awaitingUserId"].as_str(), pvp["awaitingThen"].as_str()), (Some("user-maya"), Some("negotiation_ends")), "{pvp}");
+    let left = (at(&pvp["awaitingUntil"]) - at(&pvp["createdAt"])).num_seconds();
+    assert!((119..=121).contains(&left), "the personal-vs-personal deadline: {pvp}");
+}
+
+#[tokio::test]
+async fn an_agent_whose_keys_are_all_revoked_is_not_live_whenever_it_was_seen() {
+    let app = TestApp::spawn().await;
+    let tomas = app.register_agent("user-tomas").await;
+    assert_eq!(heartbeat(&app, &tomas).await, StatusCode::NO_CONTENT);
+    assert_eq!(agent_view(&app, "user-tomas", &tomas).await["live"], true);
+    let token = app.user_token("user-tomas");
+    let revoked = app.call(Method::DELETE, &format!("/api/agents/{}/keys/{}", tomas.id, tomas.key_id), Some(&token), None).await;
+    assert_eq!(revoked.status, StatusCode::NO_CONTENT);
+    let after = agent_view(&app, "user-tomas", &tomas).await;
+    assert_eq!(after["live"], false, "it cannot answer anything: {after}");
+    assert!(after["lastSeenAt"].is_string(), "when it was last seen is still told: {after}");
+}

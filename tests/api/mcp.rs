@@ -160,12 +160,6 @@ async fn an_agent_runtime_picks_up_and_answers_its_turn_over_mcp() {
         json!({"negotiationId": id, "claimToken": token, "action": action, "reasoning": reasoning,
             "suggestedRoles": {"ownUser": "agent", "otherUser": "patient"}})
     };
-    // A counter without a message is a tool error, and changes nothing.
-    let refused = call_tool(&app, &agent.key, "respond_to_negotiation", respond("counter", "Need the stage")).await;
-    assert_eq!(refused["isError"], true, "{refused}");
-    assert!(refused["structuredContent"]["error"].as_str().unwrap().contains("message is required"));
-    assert_eq!(app.snapshot(&id).await.0, "claimed");
-
     // Propose is not allowed after turn 0: the engine's own refusal, as a tool error.
     let refused = call_tool(&app, &agent.key, "respond_to_negotiation", respond("propose", "Again")).await;
     assert_tool_error(&refused, "action_not_allowed");
@@ -233,11 +227,6 @@ async fn mcp_refuses_missing_bad_and_revoked_keys() {
 async fn era_b_respond_arguments_store_the_message_as_reasoning_and_peer_roles() {
     let app = TestApp::spawn().await;
     let (agent, id) = claimed_over_mcp(&app).await;
-
-    // Neither reasoning nor message: refused, nothing changes.
-    let refused = call_tool(&app, &agent.key, "respond_to_negotiation", json!({"negotiationId": id, "action": "accept"})).await;
-    assert_tool_error(&refused, "invalid_body");
-    assert_eq!(app.snapshot(&id).await, ("claimed".into(), 1, 1));
 
     // Index Network's era-B call: no claim token, no reasoning, no roles.
     let message = "Tomas has built payments APIs in Rust for eight years; this is the role he wants.";
@@ -380,4 +369,59 @@ async fn delegation_tools_refuse_as_the_routes_do_and_change_nothing() {
     assert_eq!(rejected["structuredContent"], json!({"ended": true}), "{rejected}");
     let got = call_tool(&app, &requester.key, "get_delegation", request).await;
     assert_eq!(got["structuredContent"]["delegation"]["attempts"][0]["reason"], "busy", "{got}");
+}
+
+#[tokio::test]
+async fn respond_has_one_rule_set_over_http_and_mcp_a_null_message_and_no_roles_are_accepted() {
+    let app = TestApp::spawn().await;
+    let token = app.service_token();
+    // Two of Tomas's turns parked: one answered over HTTP, one over MCP.
+    let agent = app.register_agent("user-tomas").await;
+    let over_http = app.start(&fixtures::good_match()).await["negotiation"]["id"].as_str().unwrap().to_owned();
+    let over_mcp = app.start(&fixtures::good_match()).await["negotiation"]["id"].as_str().unwrap().to_owned();
+    initialize(&app, &agent.key).await;
+
+    // As Index Network's clients send it: a counter with a null message (and here no roles).
+    let http_token = app.pickup(&agent, None).await.body["claimToken"].as_str().unwrap().to_owned();
+    let http_id = if app.snapshot(&over_http).await.0 == "claimed" { &over_http } else { &over_mcp };
+    let body = json!({"claimToken": http_token, "action": "counter", "message": null,
+        "assessment": {"reasoning": "Need to know the company's stage"}});
+    let answered = app.respond(&agent, http_id, &body).await;
+    assert_eq!(answered.status, StatusCode::OK, "{}", answered.text);
+
+    // The same over MCP: no message, no roles, no reasoning.
+    let mcp_id = if http_id == &over_http { &over_mcp } else { &over_http };
+    let picked = call_tool(&app, &agent.key, "pickup_negotiation", json!({})).await;
+    assert_eq!(picked["structuredContent"]["negotiationId"], mcp_id.as_str(), "{picked}");
+    let claim = picked["structuredContent"]["claimToken"].clone();
+    let args = json!({"negotiationId": mcp_id, "claimToken": claim, "action": "question", "message": null});
+    let answered = call_tool(&app, &agent.key, "respond_to_negotiation", args).await;
+    assert_eq!(answered["isError"], false, "{answered}");
+
+    // Both stored the same way: no message, both roles `peer`.
+    for id in [http_id, mcp_id] {
+        let view = app.get(&format!("/api/negotiations/{id}"), &token).await;
+        let turn = &view.body["turns"][1];
+        assert_eq!(turn["message"], Value::Null, "{turn}");
+        assert_eq!(turn["suggestedRoles"], json!({"ownUser": "peer", "otherUser": "peer"}), "{turn}");
+    }
+    // A role that is none of the three is refused by both, and so is a message past 10 000
+    // characters.
+    let next = app.pickup(&agent, None).await;
+    if next.status == StatusCode::OK {
+        let (id, claim) = (next.body["negotiationId"].as_str().unwrap().to_owned(), next.body["claimToken"].clone());
+        let bad_role = json!({"claimToken": claim, "action": "counter",
+            "assessment": {"reasoning": "x", "suggestedRoles": {"ownUser": "boss", "otherUser": "peer"}}});
+        app.respond(&agent, &id, &bad_role).await.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
+        let args = json!({"negotiationId": id, "claimToken": claim, "action": "counter",
+            "suggestedRoles": {"ownUser": "boss", "otherUser": "peer"}});
+        assert_tool_error(&call_tool(&app, &agent.key, "respond_to_negotiation", args).await, "invalid_body");
+        let args = json!({"negotiationId": id, "claimToken": claim, "action": "counter", "message": "m".repeat(10_001)});
+        assert_tool_error(&call_tool(&app, &agent.key, "respond_to_negotiation", args).await, "invalid_body");
+    }
+    // The tool's schema says the same: only the negotiation and the action are required.
+    let (_, listed) = rpc(&app, Key::Header(&agent.key), json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).await;
+    let tool = listed["result"]["tools"].as_array().unwrap().iter().find(|t| t["name"] == "respond_to_negotiation").unwrap();
+    let description = tool["description"].as_str().unwrap();
+    assert!(description.contains("optional for every action") && !description.contains("message is required"), "{description}");
 }

@@ -79,6 +79,33 @@ async fn repeating_a_create_with_the_same_opportunity_id_returns_the_existing_on
 }
 
 #[tokio::test]
+async fn an_opportunity_id_reused_for_another_request_is_refused_and_changes_nothing() {
+    let app = TestApp::spawn().await;
+    let mut body = fixtures::good_match();
+    body["opportunityId"] = json!("0192f4a0-0000-7000-8000-000000000002");
+    let first = start(&app, &body).await;
+    // The same request with its keys in another order is the same request: a retry.
+    let reordered: serde_json::Map<String, Value> =
+        body.as_object().unwrap().iter().rev().map(|(k, v)| (k.clone(), v.clone())).collect();
+    let retry = app.post("/api/negotiations", &app.service_token(), &Value::Object(reordered)).await;
+    assert_eq!(retry.status, StatusCode::OK, "{}", retry.text);
+    assert_eq!(retry.body["negotiation"]["id"], first["negotiation"]["id"]);
+    // Another match under the same id: 409, and nothing is made or changed.
+    let mut other = fixtures::request(fixtures::founder(), fixtures::pastry_chef(), 40.0);
+    other["opportunityId"] = body["opportunityId"].clone();
+    let reused = app.post("/api/negotiations", &app.service_token(), &other).await;
+    reused.assert_error(StatusCode::CONFLICT, "opportunity_id_reused");
+    assert!(reused.body["error"].as_str().unwrap().contains("opportunityId"), "{}", reused.text);
+    let mut rescored = body.clone();
+    rescored["seedAssessment"]["score"] = json!(12);
+    app.post("/api/negotiations", &app.service_token(), &rescored).await.assert_error(StatusCode::CONFLICT, "opportunity_id_reused");
+    assert_eq!((app.count("opportunities").await, app.count("tasks").await), (1, 1));
+    let id = body["opportunityId"].as_str().unwrap();
+    let kept = app.get(&format!("/api/opportunities/{id}"), &app.service_token()).await;
+    assert_eq!(kept.body["score"], first["opportunity"]["score"], "{}", kept.text);
+}
+
+#[tokio::test]
 async fn concurrent_creates_with_one_opportunity_id_make_one_negotiation() {
     let app = TestApp::spawn().await;
     let mut body = fixtures::good_match();

@@ -57,6 +57,8 @@ async fn stalled(app: &TestApp) -> (TestAgent, String, String) {
         )
         .await;
     assert_eq!(o.body["status"], "stalled");
+    // Stalled because the platform canceled it, which the opportunity says.
+    assert_eq!((o.body["endReason"].as_str(), o.body["round"].as_u64()), (Some("canceled"), Some(0)), "{}", o.text);
     (tomas, opportunity, negotiation)
 }
 
@@ -208,6 +210,12 @@ async fn a_reactivated_round_runs_to_an_outcome_and_its_agent_sees_the_earlier_r
     assert_eq!(answer_.body["negotiation"]["status"], "waiting_for_agent");
     assert_eq!(answer_.body["negotiation"]["turns"][0]["turnNumber"], 0);
     assert_eq!(answer_.body["negotiation"]["turns"][0]["action"], "propose");
+    // The second round (1, from 0), which names the first; the opportunity says which round.
+    assert_eq!(answer_.body["negotiation"]["round"], 1);
+    assert_eq!(answer_.body["negotiation"]["earlierRounds"], json!([first]));
+    assert_eq!((answer_.body["opportunity"]["round"].as_u64(), answer_.body["opportunity"]["endReason"].as_str()), (Some(1), None));
+    let earlier = app.get(&format!("/api/negotiations/{first}"), &app.user_token("user-maya")).await.body;
+    assert_eq!((earlier["round"].as_u64(), earlier["earlierRounds"].clone()), (Some(0), json!([])), "{earlier}");
     // The same conversation, a new task in it.
     let conversations: i64 =
         sqlx::query_scalar("SELECT count(DISTINCT conversation_id) FROM tasks")

@@ -373,9 +373,11 @@ async fn with_no_system_negotiator_to_hand_it_to_a_failing_turn_is_released_agai
 
     runner.until_logged("failures=3").await;
     let log = runner.log();
-    let third = log.lines().find(|l| l.contains("failures=3")).unwrap();
+    let third = log.lines().find(|l| l.contains("failures=3") && l.contains("outcome=")).unwrap();
     assert!(third.contains("outcome=\"released\""), "{log}");
     assert!(!log.contains("handed_back"), "{log}");
+    // The log says that nobody can take the turn over, and what ends the wait.
+    assert!(log.contains("no one can take this turn over") && log.contains("the negotiation's deadline"), "{log}");
     // The turn waits for an agent of Tomas's again (his runner may hold it once more); nobody
     // played it.
     let (state, turn_count, stored) = app.snapshot(&id).await;
@@ -680,6 +682,71 @@ async fn the_runner_waits_for_a_service_that_does_not_answer_yet_then_serves() {
     let id = start(&app, fixtures::good_match()).await;
     let answered = until_turn(&app, &id, 1).await;
     assert_eq!((answered.1.as_str(), answered.2), ("personal", Some(id_of(&tomas.id))), "{}", runner.log());
+}
+
+/// A TCP proxy in front of a service that the test can cut (open connections dropped, new ones
+/// refused) and restore: what a service's restart looks like to its clients.
+struct Proxy {
+    base: String,
+    down: Arc<std::sync::atomic::AtomicBool>,
+    open: Arc<Mutex<Vec<tokio::task::AbortHandle>>>,
+}
+
+impl Proxy {
+    async fn start(target: &str) -> Proxy {
+        let target = target.trim_start_matches("http://").to_owned();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let down = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let open = Arc::new(Mutex::new(Vec::new()));
+        let (is_down, connections) = (down.clone(), open.clone());
+        tokio::spawn(async move {
+            while let Ok((mut client, _)) = listener.accept().await {
+                if is_down.load(std::sync::atomic::Ordering::SeqCst) {
+                    continue; // dropped: the connection closes at once
+                }
+                let target = target.clone();
+                let piping = tokio::spawn(async move {
+                    if let Ok(mut upstream) = tokio::net::TcpStream::connect(&target).await {
+                        let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+                    }
+                });
+                connections.lock().unwrap().push(piping.abort_handle());
+            }
+        });
+        Proxy { base, down, open }
+    }
+
+    fn cut(&self) {
+        self.down.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.open.lock().unwrap().drain(..).for_each(|c| c.abort());
+    }
+
+    fn restore(&self) {
+        self.down.store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[tokio::test]
+async fn the_runner_says_when_the_service_answers_again_and_takes_a_url_ending_in_api() {
+    let app = TestApp::spawn().await;
+    let tomas = app.register_agent("user-tomas").await;
+    let proxy = Proxy::start(&app.base).await;
+    let scratch = Scratch::new("reconnect");
+    // The API's prefix in the URL names the same service.
+    let url = format!("{}/api/", proxy.base);
+    let runner = Runner::start(&app, &tomas.key, &["--url", &url, "--exec", &scratch.program("answer")], &scratch, "runner");
+    runner.until_logged("serving turns").await;
+
+    // The service goes away (its long-poll is cut, new connections refused), then comes back.
+    proxy.cut();
+    runner.until_logged("pickup failed; trying again in").await;
+    proxy.restore();
+    let id = start(&app, fixtures::good_match()).await;
+    runner.until_logged("pickup works again: the service answers; serving again").await;
+    let answered = until_turn(&app, &id, 1).await;
+    assert_eq!((answered.1.as_str(), answered.2), ("personal", Some(id_of(&tomas.id))), "{}", runner.log());
+    assert!(!runner.log().contains("route not found"), "{}", runner.log());
 }
 
 /// A wait as the runner's log writes it: `850ms` or `2.4s`.

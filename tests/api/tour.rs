@@ -79,6 +79,9 @@ cargo() {
     // Tomas's agent is registered; his turn waits for it; the platform cancels: stalled.
     assert!(docs[3]["agent"].is_string(), "{}", docs[3]);
     assert_eq!(docs[4]["awaitingUserId"], "user-tomas", "{}", docs[4]);
+    // ...and until when, and what then: the README's words about an agent that never ran.
+    assert!(docs[4]["awaitingUntil"].is_string(), "{}", docs[4]);
+    assert_eq!(docs[4]["awaitingThen"], "system_negotiator", "{}", docs[4]);
     assert_eq!(docs[5]["status"], "canceled", "{}", docs[5]);
     // Reactivated: a new round; the pending opportunity is refused, with the reason shown.
     assert_eq!(docs[6]["status"], "negotiating", "{}", docs[6]);

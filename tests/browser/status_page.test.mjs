@@ -225,6 +225,37 @@ async function eventually(what, read, expected) {
 /** The element's trimmed text, or "<absent>" while there is no such element. */
 const text = async (locator) => ((await locator.count()) ? (await locator.textContent({ timeout: 1000 }))?.trim() : "<absent>");
 
+/** An opportunity card's status as the API names it (the badge itself says it in words). */
+const statusOf = async (card) => {
+  const badge = card.locator('[data-testid="status"]');
+  return (await badge.count()) ? badge.getAttribute("data-status", { timeout: 1000 }) : "<absent>";
+};
+
+/** The section a card is listed under. */
+const sectionOf = (card) => card.locator("xpath=ancestor::section").getAttribute("data-testid");
+
+/** How many negotiations ended and how, in the page's words (only the outcomes that happened). */
+function endedText(total, accepted, rejected, stalled) {
+  if (!total) return "none ended";
+  const parts = [accepted ? `the agents agreed in ${accepted}` : null, rejected ? `an agent said no in ${rejected}` : null,
+    stalled ? `${stalled} ended without agreement` : null].filter(Boolean);
+  return `${total} ended: ${parts.join(", ")}`;
+}
+
+/** Screenshots of `locator` (or the whole page) at desktop width and at 375 px, as `<name>.png` and `<name>_375.png`. */
+async function shoot(page, name, locator = null) {
+  for (const [width, suffix] of [[1100, ""], [375, "_375"]]) {
+    await page.setViewportSize({ width, height: width === 375 ? 800 : 900 });
+    if (width === 375) {
+      assert.equal(await page.evaluate(() => document.scrollingElement.scrollWidth <= document.scrollingElement.clientWidth), true,
+        `${name}: nothing sticks out sideways at 375 px`);
+    }
+    const path = join(OUTPUT_DIR, `${name}${suffix}.png`);
+    if (locator) await locator.screenshot({ path }); else await page.screenshot({ path, fullPage: true });
+  }
+  await page.setViewportSize({ width: 1100, height: 900 });
+}
+
 // ---- the test --------------------------------------------------------------
 
 describe("status page", { timeout: 240_000 }, () => {
@@ -301,7 +332,12 @@ describe("status page", { timeout: 240_000 }, () => {
       const lineHeight = await page.locator('label[for="remember"]').evaluate((n) => parseFloat(getComputedStyle(n).lineHeight));
       assert.ok(label && label.height < lineHeight * 1.5 && label.width > 120, `the label fits one line: ${JSON.stringify(label)}`);
       assert.equal(await page.evaluate(() => document.scrollingElement.scrollWidth <= 375), true, "nothing sticks out sideways");
-      await page.screenshot({ path: join(OUTPUT_DIR, "signin_375.png"), fullPage: true });
+      // What Parley is and where a token comes from, before anything is asked.
+      const intro = await text(page.locator('[data-testid="intro"]'));
+      assert.match(intro, /Parley talks over introductions for you/);
+      assert.match(intro, /access token your platform gave you/);
+      assert.match(intro, /parley token --sub/);
+      await shoot(page, "signin");
     } finally {
       await page.setViewportSize({ width: 1100, height: 900 });
     }
@@ -378,12 +414,17 @@ describe("status page", { timeout: 240_000 }, () => {
     assert.ok(opportunityId, "the answer names the opportunity");
 
     const card = page.locator(`[data-opportunity-id="${opportunityId}"]`);
-    await eventually("status of the new card", () => text(card.locator('[data-testid="status"]')), "pending");
+    await eventually("status of the new card", () => statusOf(card), "pending");
     assert.equal(await page.evaluate(() => window.__notReloaded), true, "the page was not reloaded");
     assert.equal(listRequests(), listsLoaded, "the list was not re-read: the card came from /api/events");
     assert.ok(requests.some((r) => r.url === `${proxy.base}/api/opportunities/${opportunityId}`), "the card was fetched after an event");
-    assert.equal(await card.locator("xpath=ancestor::section").getAttribute("data-testid"), "section-pending");
+    assert.equal(await sectionOf(card), "section-pending");
+    assert.equal(await text(page.locator('[data-testid="section-pending"] h2')), "Waiting for your decision (1)");
+    assert.equal(await text(card.locator('[data-testid="status"]')), "your decision");
     assert.equal(await text(card.locator('[data-testid="counterpart"]')), "Tomas Novak", "the name the platform gave, not the id");
+    // Signed in under the name the platform gave, no longer the id.
+    await eventually("signed in by name", () => text(page.locator("#whoami")), "Maya Chen");
+    assert.equal(await page.locator("#whoami").getAttribute("title"), "user-maya");
     assert.equal(await card.locator('[data-testid="counterpart"]').getAttribute("title"), "user-tomas");
     assert.equal(await text(card.locator('[data-testid="score"]')), "88 / 100");
     assert.equal(await text(card.locator('[data-testid="my-decision"]')), "not decided yet");
@@ -391,22 +432,48 @@ describe("status page", { timeout: 240_000 }, () => {
     assert.equal(await card.locator('[data-testid="accept"]').isEnabled(), true);
   });
 
-  step("the Turns view lists the negotiation's turns and outcome", async () => {
+  step("the Turns view lists the negotiation's turns and outcome, in words, the private reasoning folded away", async () => {
     const card = page.locator(`[data-opportunity-id="${opportunityId}"]`);
-    await card.locator("summary").click();
+    await card.locator('[data-testid="turns"] > summary').click();
     await card.locator('[data-testid="outcome"]').waitFor();
     const turns = card.locator('[data-testid="turn"]');
     assert.ok((await turns.count()) >= 2, "at least a propose and an accept");
-    assert.match(await text(turns.first()), /Turn 0 · source \(Maya Chen \(you\)\) · propose/);
-    assert.match(await text(turns.nth(1)), /Turn 1 · candidate \(Tomas Novak\) · /);
-    assert.match(await text(turns.last()), /· accept/);
+    // Who did what, in words: no seat names, no action codes.
+    // Maya has no agent: Parley plays her seat, and says so.
+    assert.equal(await text(turns.first().locator('[data-testid="turn-head"]')), "Turn 0 · Parley for you proposed the match");
+    assert.match(await text(turns.nth(1).locator('[data-testid="turn-head"]')), /^Turn 1 · (Tomas Novak's agent|Parley for Tomas Novak) (countered|accepted|asked a question|rejected the match)$/);
+    assert.match(await text(turns.last().locator('[data-testid="turn-head"]')), /(agent|Parley for you|Parley for Tomas Novak) accepted$/);
+    for (const head of await card.locator('[data-testid="turn-head"]').allTextContents()) {
+      assert.doesNotMatch(head, /source|candidate|propose$|counter$/, head);
+    }
+    // Maya's own side's reasoning (the system negotiator's working, with its raw scores) is
+    // labelled as hers alone and folded away: not on screen until she opens it.
+    const privateNotes = card.locator('[data-testid="private-reasoning"]');
+    assert.ok((await privateNotes.count()) >= 1, "her side's turns carry their reasoning");
+    assert.equal(await text(privateNotes.first().locator("summary")), "Parley's reasoning (only you see this)");
+    assert.equal(await privateNotes.first().getAttribute("open"), null, "folded by default");
+    const negotiation = (await server.api(mayaToken, "GET", `/api/negotiations/${(await server.api(mayaToken, "GET", `/api/opportunities/${opportunityId}`)).json.negotiationId}`)).json;
+    const own = negotiation.turns.find((t) => t.userId === "user-maya" && t.reasoning);
+    assert.ok(own, JSON.stringify(negotiation));
+    assert.ok(!(await card.innerText()).includes(own.reasoning), "her side's reasoning is not on screen until opened");
+    assert.doesNotMatch(await card.innerText(), /\bfit \d\.\d|coverage \d+\/\d+|matched: /, "no raw scores on screen");
+    await card.screenshot({ path: join(OUTPUT_DIR, "turns_folded.png") });
+    await privateNotes.first().locator("summary").click();
+    assert.ok((await card.innerText()).includes(own.reasoning), "one click away");
+    await card.screenshot({ path: join(OUTPUT_DIR, "turns_reasoning_open.png") });
+    await privateNotes.first().locator("summary").click();
+    // Roles in words: the two system negotiators' suggestions mirror each other, so they agree.
+    const roles = (await server.api(mayaToken, "GET", `/api/opportunities/${opportunityId}`)).json;
+    assert.equal(roles.agreedRoles.length, 2, JSON.stringify(roles));
+    assert.match(await text(card.locator('[data-testid="roles"]')), /^(Tomas Novak would help you|You would help Tomas Novak|You and Tomas Novak, as peers)$/);
+    assert.doesNotMatch(await text(card.locator('[data-testid="roles"]')), /agent|patient|peer:/);
     // Who accepted what, at which turn: the service's sentence, as the API gives it.
     const negotiationId = (await server.api(mayaToken, "GET", `/api/opportunities/${opportunityId}`)).json.negotiationId;
     const n = await server.api(mayaToken, "GET", `/api/negotiations/${negotiationId}`);
     const sentence = await text(card.locator('[data-testid="outcome-summary"]'));
     assert.equal(sentence, n.json.outcome.summary);
-    assert.match(sentence, /^(Tomas Novak|Maya Chen)'s agent accepted (Maya Chen|Tomas Novak)'s (proposal|counter) at turn \d+\.$/);
-    assert.ok(sentence.endsWith(`at turn ${(await turns.count()) - 1}.`), `the last turn's number: ${sentence}`);
+    assert.match(sentence, /^((Tomas Novak|Maya Chen)'s agent accepted (Maya Chen|Tomas Novak)'s (proposal|counter) at turn \d+|Parley accepted (Maya Chen|Tomas Novak)'s (proposal|counter) for (Tomas Novak|you) at turn \d+ \((Tomas Novak|you) (has|have) no personal agent\))\.$/);
+    assert.ok(sentence.includes(`at turn ${(await turns.count()) - 1}`), `the last turn's number: ${sentence}`);
     assert.doesNotMatch(await text(card.locator('[data-testid="outcome"]')), /both agents/);
     // What Tomas's side keeps to itself never reaches Maya's page: the reasoning of his turns
     // (the final one's included, when his turn ended it), which the API shows to his side only.
@@ -422,27 +489,33 @@ describe("status page", { timeout: 240_000 }, () => {
     const card = page.locator(`[data-opportunity-id="${opportunityId}"]`);
     await card.locator('[data-testid="accept"]').click();
     await eventually("my decision", () => text(card.locator('[data-testid="my-decision"]')), "accepted");
-    assert.equal(await text(card.locator('[data-testid="status"]')), "pending");
+    assert.equal(await statusOf(card), "pending");
     assert.equal(await text(card.locator('[data-testid="other-decision"]')), "not decided yet");
     assert.equal(await card.locator('[data-testid="accept"]').isDisabled(), true, "Accept is disabled once decided");
     assert.equal(await card.locator('[data-testid="decline"]').isDisabled(), true, "Decline is disabled once decided");
     const seen = await server.api(mayaToken, "GET", `/api/opportunities/${opportunityId}`);
     assert.equal(seen.json?.status, "pending", `the server agrees: ${seen.text}`);
     assert.equal(seen.json?.myDecision, "accept");
+    // Accepted by Maya, it waits for Tomas: no longer counted as waiting for her decision.
+    await eventually("moved to the waiting section", () => sectionOf(card), "section-waiting");
+    assert.equal(await text(card.locator('[data-testid="status"]')), "waiting for Tomas Novak");
+    assert.equal(await text(page.locator('[data-testid="section-pending"] h2')), "Waiting for your decision (0)");
+    assert.equal(await text(page.locator('[data-testid="section-waiting"] h2')), "You accepted: waiting for the other person (1)");
+    await shoot(page, "board_waiting_for_other", page.locator("#board"));
   });
 
   step("the other person's accept turns it accepted live", async () => {
     const res = await server.api(tomasToken, "POST", `/api/opportunities/${opportunityId}/decision`, { decision: "accept" });
     assert.equal(res.status, 200, `tomas's decision: ${res.text}`);
     const card = page.locator(`[data-opportunity-id="${opportunityId}"]`);
-    await eventually("status after both accepted", () => text(card.locator('[data-testid="status"]')), "accepted");
+    await eventually("status after both accepted", () => statusOf(card), "accepted");
     assert.equal(await page.evaluate(() => window.__notReloaded), true, "the page was not reloaded");
-    assert.equal(await card.locator("xpath=ancestor::section").getAttribute("data-testid"), "section-accepted");
+    assert.equal(await sectionOf(card), "section-accepted");
     assert.equal(await text(card.locator('[data-testid="other-decision"]')), "accepted");
     assert.equal(await card.locator('[data-testid="accept"]').count(), 0, "no buttons once it is no longer pending");
     await eventually("announcement", () => text(page.locator("#announcer")), "Opportunity with Tomas Novak is now accepted.");
     await eventually("the insights follow", () => text(page.locator('[data-testid="insights"] [data-testid="stat"]').first()),
-      "1: agents agreed in 1, an agent rejected 0, 0 stalled");
+      "1 ended: the agents agreed in 1");
     await page.screenshot({ path: join(OUTPUT_DIR, "status_page.png"), fullPage: true });
   });
 
@@ -461,7 +534,7 @@ describe("status page", { timeout: 240_000 }, () => {
 
     const id = res.json.opportunity.id;
     const card = page.locator(`[data-opportunity-id="${id}"]`);
-    await eventually("status of the second card", () => text(card.locator('[data-testid="status"]')), "pending");
+    await eventually("status of the second card", () => statusOf(card), "pending");
     // Decline asks first; the safe choice has the focus, and keeping it changes nothing.
     await card.locator('[data-testid="decline"]').focus();
     await page.keyboard.press("Enter");
@@ -480,14 +553,81 @@ describe("status page", { timeout: 240_000 }, () => {
     await page.keyboard.press("Shift+Tab");
     assert.equal(await page.evaluate(() => document.activeElement?.dataset.testid), "decline-confirm");
     await page.keyboard.press("Enter");
-    await eventually("status after I declined", () => text(card.locator('[data-testid="status"]')), "rejected");
+    await eventually("status after I declined", () => statusOf(card), "rejected");
     assert.equal(await text(card.locator('[data-testid="my-decision"]')), "declined");
     assert.equal(await text(card.locator('[data-testid="other-decision"]')), "not needed: you declined");
-    assert.match(await text(card.locator('[data-testid="roles"]')), /^none agreed$|Maya Chen \(you\)/, "roles name people, not ids");
-    assert.equal(await card.locator("xpath=ancestor::section").getAttribute("data-testid"), "section-rejected");
+    assert.doesNotMatch(await text(card.locator('[data-testid="roles"]')), /user-|agent:|patient/, "roles in words, never ids");
+    assert.equal(await sectionOf(card), "section-rejected");
     assert.equal(await page.evaluate(() => document.activeElement?.closest("[data-opportunity-id]")?.dataset.opportunityId),
       id, "focus stays on the card after it moved");
     assert.equal(await page.evaluate(() => window.__notReloaded), true, "the page was not reloaded");
+  });
+
+  step("a negotiation waiting for an agent that never ran says whose and until when; roles nobody agreed are each side's view; a canceled one is listed as canceled", async () => {
+    // Tomas registers a personal agent that never runs: his turns wait for it.
+    const registered = await server.api(tomasToken, "POST", "/api/agents", { name: "Tomas on his phone" });
+    assert.equal(registered.status, 201, registered.text);
+    const tomasAgent = registered.json.agent.id;
+    const tomasKey = registered.json.apiKey.key;
+    const started = await server.api(serviceToken, "POST", "/api/negotiations", NEGOTIATION);
+    assert.equal(started.status, 201, started.text);
+    const [id, negotiation] = [started.json.opportunity.id, started.json.negotiation.id];
+    const card = page.locator(`[data-opportunity-id="${id}"]`);
+    await eventually("the waiting card", () => statusOf(card), "negotiating");
+    assert.equal(await sectionOf(card), "section-negotiating");
+    const view = (await server.api(mayaToken, "GET", `/api/negotiations/${negotiation}`)).json;
+    assert.equal(view.awaitingUserId, "user-tomas");
+    assert.equal(view.awaitingThen, "system_negotiator");
+    // The line says whose agent, until when (as this browser tells time), and what then.
+    const until = await page.evaluate((iso) => new Date(iso).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" }), view.awaitingUntil);
+    await eventually("the waiting line", () => text(card.locator('[data-testid="waiting"]')),
+      `Waiting for Tomas Novak's agent until ${until}, then Parley decides.`);
+    await card.locator('[data-testid="turns"] > summary').click();
+    await eventually("the turns panel says it too", async () => (await text(card.locator(".turns-body .outcome"))).startsWith("Waiting for Tomas Novak's agent"), true);
+    await shoot(page, "waiting_for_agent", card);
+    await card.locator('[data-testid="turns"] > summary').click();
+
+    // His agent answers after all, accepting with roles of its own view: it sees them as peers,
+    // while Maya's side proposed that Tomas would help her. Nothing was agreed; each view is told.
+    const agentCall = async (method, path, body) => {
+      const res = await fetch(`${server.base}/api/agents/${tomasAgent}${path}`, {
+        method, headers: { "x-api-key": tomasKey, ...(body ? { "Content-Type": "application/json" } : {}) }, body: body ? JSON.stringify(body) : undefined,
+      });
+      return { status: res.status, json: await res.json().catch(() => null) };
+    };
+    const picked = await agentCall("POST", "/negotiations/pickup");
+    assert.equal(picked.status, 200, JSON.stringify(picked.json));
+    const answered = await agentCall("POST", `/negotiations/${negotiation}/respond`, {
+      claimToken: picked.json.claimToken, action: "accept", message: "Happy to talk as equals.",
+      assessment: { reasoning: "Good fit", suggestedRoles: { ownUser: "peer", otherUser: "peer" } },
+    });
+    assert.equal(answered.status, 200, JSON.stringify(answered.json));
+    await eventually("the accepted card", () => statusOf(card), "pending");
+    const o = (await server.api(mayaToken, "GET", `/api/opportunities/${id}`)).json;
+    assert.deepEqual(o.agreedRoles, [], JSON.stringify(o));
+    const proposed = o.roleViews.find((v) => v.userId === "user-maya").suggestedRoles;
+    assert.deepEqual(proposed, { ownUser: "patient", otherUser: "agent" }, JSON.stringify(o));
+    assert.equal(await text(card.locator('[data-testid="roles"]')),
+      "Not agreed. Parley for you suggested Tomas Novak would help you. Tomas Novak's agent suggested you and Tomas Novak, as peers.");
+    assert.equal(await card.locator('[data-testid="waiting"]').count(), 0, "nothing is awaited any more");
+    await shoot(page, "roles_not_agreed", card);
+
+    // A negotiation the platform cancels is listed apart from those the agents did not agree on.
+    const second = await server.api(serviceToken, "POST", "/api/negotiations", NEGOTIATION);
+    assert.equal(second.status, 201, second.text);
+    const canceledCard = page.locator(`[data-opportunity-id="${second.json.opportunity.id}"]`);
+    await eventually("the second waiting card", () => statusOf(canceledCard), "negotiating");
+    const canceled = await server.api(serviceToken, "DELETE", `/api/negotiations/${second.json.negotiation.id}`);
+    assert.equal(canceled.status, 200, canceled.text);
+    await eventually("listed as canceled", () => sectionOf(canceledCard), "section-canceled");
+    assert.equal(await text(page.locator('[data-testid="section-canceled"] h2')), "Canceled by the platform (1)");
+    assert.equal(await text(canceledCard.locator('[data-testid="status"]')), "canceled");
+    assert.equal(await text(canceledCard.locator('[data-testid="my-decision"]')), "not asked: the platform canceled it");
+    assert.equal(await page.locator('[data-testid="section-stalled"] [data-opportunity-id]').count(), 0, "not among the agents' stalemates");
+    await shoot(page, "canceled", page.locator('[data-testid="section-canceled"]'));
+
+    // Tomas's agent goes: the later steps negotiate with his system negotiator again.
+    assert.equal((await server.api(tomasToken, "DELETE", `/api/agents/${tomasAgent}`)).status, 204);
   });
 
   step("Insights: charts drawn from the server's figures, usable from the keyboard and at 375 px", async () => {
@@ -517,11 +657,12 @@ describe("status page", { timeout: 240_000 }, () => {
     const panel = page.locator('[data-testid="insights"]');
     const stalled = t.negotiations.stalled.turnCap + t.negotiations.stalled.timeout + t.negotiations.stalled.canceled;
     await eventually("negotiations in the insights", () => text(panel.locator('[data-testid="stat"]').first()),
-      `${t.negotiations.total}: agents agreed in ${t.negotiations.accepted}, an agent rejected ${t.negotiations.rejected}, ${stalled} stalled`);
+      endedText(t.negotiations.total, t.negotiations.accepted, t.negotiations.rejected, stalled));
+    assert.doesNotMatch(await text(panel.locator('[data-testid="stat"]').first()), /\b0\b/, "no outcome that never happened");
     assert.match(await text(panel.locator("dt").first()), /the agents' outcomes/, "the agents' outcomes are named as such");
     // The rejected mismatch: nobody was asked to decide.
     const lena = page.locator(`[data-opportunity-id="${res.json.opportunity.id}"]`);
-    await eventually("the mismatch's card", () => text(lena.locator('[data-testid="status"]')), "rejected");
+    await eventually("the mismatch's card", () => statusOf(lena), "rejected");
     assert.equal(await text(lena.locator('[data-testid="my-decision"]')), "not asked: the agents did not agree");
     // Every ending happened today: the axis runs over the last 7 days, not a 30-day sliver.
     const outcomes = panel.locator('[data-testid="chart-outcomes"] svg');
@@ -533,8 +674,8 @@ describe("status page", { timeout: 240_000 }, () => {
     const ticks = await outcomes.locator("text.y-tick").allTextContents();
     assert.equal(ticks[0], "0");
     assert.ok(Number(ticks.at(-1)) >= t.negotiations.total && ticks.length >= 2, `a value axis: ${ticks}`);
-    assert.match(await text(todays.locator("title")),
-      new RegExp(`^${today}: agents agreed in ${t.negotiations.accepted}, rejected ${t.negotiations.rejected}, ${stalled} stalled$`));
+    assert.equal(await text(todays.locator("title")),
+      `${today}: ${endedText(t.negotiations.total, t.negotiations.accepted, t.negotiations.rejected, stalled)}`);
     const turns = panel.locator('[data-testid="chart-turns"] svg g.bar');
     assert.equal(await turns.count(), t.turnsToOutcome.length);
     const objections = panel.locator('[data-testid="chart-objections"]');
@@ -585,6 +726,10 @@ describe("status page", { timeout: 240_000 }, () => {
     assert.match(await text(box), /shown only this once/);
     const key = await box.locator('[data-testid="new-key-value"]').inputValue();
     assert.match(key, /^pk_/, "the key itself is shown");
+    // ...and what to do with it: the command that runs the agent against this service.
+    assert.equal(await text(box.locator('[data-testid="new-key-command"]')),
+      `parley agent --url ${proxy.base} --key ${key} --exec "python3 my_agent.py"`);
+    assert.match(await text(box), /Next, run your agent with it/);
     // Room below the text line, so that the key's underscores are not cut off at 1x.
     const [lineHeight, fontSize] = await box.locator('[data-testid="new-key-value"]').evaluate((n) =>
       [parseFloat(getComputedStyle(n).lineHeight), parseFloat(getComputedStyle(n).fontSize)]);
@@ -593,9 +738,16 @@ describe("status page", { timeout: 240_000 }, () => {
     await eventually("one agent listed", () => card.count(), 1);
     const agentId = await card.getAttribute("data-agent-id");
     assert.equal(await text(card.locator('[data-testid="agent-name"]')), "Maya's laptop");
-    await eventually("trust read, provisional", () => text(card.locator('[data-testid="provisional"]')), "provisional");
-    assert.match(await text(card.locator('[data-testid="trust"]')), /^\d+ out of 100, higher than \d+% of agents$/);
-    assert.equal(await text(card.locator('[data-testid="liveness"]')), "offline", "never seen yet");
+    // No record yet: no made-up score (and nothing to call provisional).
+    await eventually("trust read", () => text(card.locator('[data-testid="trust"]')), "no record yet: it has not answered a turn or a delegation");
+    assert.equal(await card.locator('[data-testid="provisional"]').count(), 0);
+    // It never ran: the card says so, how to run it, and that it does not negotiate yet.
+    assert.equal(await text(card.locator('[data-testid="liveness"]')), "never connected");
+    assert.match(await text(card.locator('[data-testid="negotiates"]')), /^not yet: it has never connected/);
+    const prefix = (await text(card.locator('[data-testid="key"] code'))).replace("…", "");
+    assert.equal(await text(card.locator('[data-testid="run-command"]')),
+      `parley agent --url ${proxy.base} --key ${prefix}… --exec "python3 my_agent.py"`);
+    await shoot(page, "agent_never_connected", panel);
     assert.equal(await card.locator('[data-testid="key"]').count(), 1);
     assert.ok(key.startsWith(await text(card.locator('[data-testid="key"] code')).then((t) => t.replace("…", ""))), "the listing shows only the key's prefix");
     assert.ok(!(await text(card)).includes(key), "the listing never shows the key");
@@ -614,6 +766,8 @@ describe("status page", { timeout: 240_000 }, () => {
     await panel.locator('[data-testid="agents-refresh"]').click();
     await eventually("liveness after the heartbeat", () => text(card.locator('[data-testid="liveness"]')), "live");
     assert.match(await text(card.locator('[data-testid="last-seen"]')), /^last seen/);
+    assert.equal(await card.locator('[data-testid="connect-hint"]').count(), 0, "connected: no more hint");
+    assert.equal(await text(card.locator('[data-testid="negotiates"]')), "yes");
 
     // The agent's negotiations (its user's, by name, linked to the opportunity cards) and the
     // capabilities it offers.
@@ -644,10 +798,11 @@ describe("status page", { timeout: 240_000 }, () => {
     assert.equal(await box.isVisible(), false);
     await page.reload();
     await eventually("agent listed again after reload", () => panel.locator("li[data-agent-id]").count(), 1);
-    await eventually("trust read again", () => text(card.locator('[data-testid="provisional"]')), "provisional");
+    await eventually("trust read again", () => text(card.locator('[data-testid="trust"]')), "no record yet: it has not answered a turn or a delegation");
     assert.equal(await box.isVisible(), false, "no key box after a reload");
     const html = await page.content();
     assert.ok(!html.includes(key), "the key is nowhere in the page after a reload");
+    assert.equal(await text(box.locator('[data-testid="new-key-command"]')), "", "nor its command");
     const stored = await page.evaluate(() => JSON.stringify({ ...sessionStorage }) + JSON.stringify({ ...localStorage }));
     assert.ok(!stored.includes(key), "the key is never stored in the browser");
 
@@ -734,6 +889,8 @@ describe("status page", { timeout: 240_000 }, () => {
     assert.match(requesterAnon, /^[0-9a-f-]{36}$/, "the requester by an anonymous id");
     assert.notEqual(requesterAnon, botId, "never the requester's agent id");
     assert.equal(await text(laptop.locator('[data-testid="delegations-sent-empty"]')), "No delegations sent yet.");
+    // A delegation between one owner's agents is no evidence of work for others: still no record.
+    assert.equal(await text(laptop.locator('[data-testid="trust"]')), "no record yet: it has not answered a turn or a delegation");
     assert.ok(!(await text(panel.locator("#agent-list"))).includes(`to ${botId}`), "no agent id as the other side");
     await panel.screenshot({ path: join(OUTPUT_DIR, "agents_delegations.png") });
   });
@@ -753,8 +910,20 @@ describe("status page", { timeout: 240_000 }, () => {
     const second = again.json.negotiation.id;
 
     const card = page.locator(`[data-opportunity-id="${id}"]`);
-    await eventually("the opportunity negotiates again", () => text(card.locator('[data-testid="status"]')), "negotiating");
+    await eventually("the opportunity negotiates again", () => statusOf(card), "negotiating");
     assert.equal(await text(card.locator('[data-testid="counterpart"]')), "Tomas Novak", "the name survives the reactivation");
+    // The card says it is the second round, and shows the first one behind a toggle.
+    await eventually("round 2 on the card", () => text(card.locator('[data-testid="round"]')), "round 2");
+    await eventually("waiting for Maya's own agent", async () => /^Waiting for your agent until .+, then Parley decides\.$/.test(await text(card.locator('[data-testid="waiting"]'))), true);
+    await card.locator('[data-testid="turns"] > summary').click();
+    await card.locator('[data-testid="earlier-round"]').waitFor();
+    assert.match(await text(card.locator('[data-testid="round-head"]')), /^Round 2/);
+    // Maya's own agent had not spoken yet when the platform canceled the first round.
+    assert.equal(await text(card.locator('[data-testid="earlier-round"] > summary')), "Round 1: Canceled by the platform after 0 turns.");
+    await card.locator('[data-testid="earlier-round"] > summary').click();
+    assert.match(await text(card.locator('[data-testid="earlier-round"]')), /No turn was taken\./);
+    await shoot(page, "reactivated_round_2", card);
+    await card.locator('[data-testid="turns"] > summary').click();
     assert.equal(await text(card.locator('[data-testid="my-decision"]')), "not asked yet: the agents are still negotiating");
     const laptop = page.locator(`[data-testid="agents"] li[data-agent-id="${laptopId}"]`);
     if ((await laptop.locator("details").getAttribute("open")) === null) await laptop.locator('[data-testid="agent-negotiations"] summary').click();
@@ -795,6 +964,9 @@ describe("status page", { timeout: 240_000 }, () => {
     await bot.locator('[data-testid="revoke"]').click();
     await bot.locator('[data-testid="revoke-confirm"]').click();
     await eventually("the bot without a key", () => text(bot.locator('[data-testid="negotiates"]')), "no: it has no working key (add one)");
+    // It was live a moment ago (it delegated); with no key left it can answer nothing.
+    assert.equal(await text(bot.locator('[data-testid="liveness"]')), "offline");
+    assert.equal(await bot.locator('[data-testid="liveness"]').getAttribute("data-live"), "false");
 
     // Stop the laptop negotiating, then let it negotiate again.
     await laptop.locator('[data-testid="toggle-mode"]').click();

@@ -1,12 +1,18 @@
-//! The benchmark's personal agent and the negotiations that wait for it: the agent's two calls
-//! (pickup, respond) as a personal-agent runtime makes them, what it answers, and the people and
-//! bodies of the negotiations the turn-cycle, wake-latency and system-vs-system phases create.
+//! The benchmark's personal agent and the negotiations that wait for it: the agents registered
+//! for the phases, their two calls (pickup, respond) as a personal-agent runtime makes them, what
+//! they answer, and the people and bodies of the negotiations the turn-cycle, wake-latency and
+//! system-vs-system phases create.
+
+use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::harness::call;
+use crate::{
+    harness::{Bench, call},
+    timing::for_each_concurrent,
+};
 
 /// An agent's API, as a personal agent runtime would call it.
 #[derive(Clone)]
@@ -55,6 +61,20 @@ impl AgentClient {
         });
         let req = self.client.post(format!("{}/{id}/respond", self.base)).header("x-api-key", &self.key).json(&body);
         call(req, StatusCode::OK, "respond").await
+    }
+}
+
+impl Bench {
+    /// Registers agents for users `<prefix>-0` to `<prefix>-<n-1>`, eight at a time; returns
+    /// their clients in the order the registrations finished.
+    pub async fn register_agents(self: &Arc<Self>, prefix: &str, n: usize) -> anyhow::Result<Vec<AgentClient>> {
+        let (b, prefix) = (self.clone(), prefix.to_owned());
+        let registered = for_each_concurrent(n, 8, move |i| {
+            let (b, user) = (b.clone(), format!("{prefix}-{i}"));
+            async move { b.register_agent(&user).await }
+        })
+        .await?;
+        Ok(registered.iter().map(|(id, key)| AgentClient::new(&self.client, &self.base, id, key)).collect())
     }
 }
 

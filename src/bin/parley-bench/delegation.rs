@@ -1,7 +1,7 @@
 //! The delegation phase (`--only delegation`, never in a default run): request, accept and
-//! complete round trips over HTTP between pairs of agents, with what each costs, then the same
-//! work's SQL floor under pgbench ([`crate::floors::delegation_floor`]). Also registers the
-//! agent pairs both halves use.
+//! complete round trips over HTTP between pairs of agents, with what each costs (`main.rs` then
+//! measures the same work's SQL floor under pgbench, `floors::delegation_floor`). Also registers
+//! the agent pairs both halves use.
 
 use std::sync::{
     Arc,
@@ -16,10 +16,8 @@ use tokio::task::JoinSet;
 
 use crate::{
     cost::CostMeter,
-    floors::delegation_floor,
     harness::{BENCH_RATE_LIMIT, Bench},
     report::{Results, note},
-    server::Server,
     stats::ms_since,
     timing::{Window, join_all},
 };
@@ -117,7 +115,7 @@ async fn delegate_until(
 /// Delegation round trips over HTTP: 16 requesters each delegate (`?wait=` long-poll) to their
 /// own target by anonymous id; each target long-polls its inbox, accepts and completes. The round
 /// trip is from the delegate call sent to the requester's wait answered with the result.
-pub async fn delegation(server: &Server, bench: &Arc<Bench>, r: &mut Results, secs: u64) -> anyhow::Result<()> {
+pub async fn delegation(bench: &Arc<Bench>, r: &mut Results, secs: u64) -> anyhow::Result<()> {
     note(format!("delegation: {DELEGATION_PAIRS} pairs, {secs} s"));
     let pairs = register_pairs(bench, "bench-delegation").await?;
     // As for the turn cycles: what one round trip costs the service's process and PostgreSQL's
@@ -154,5 +152,5 @@ pub async fn delegation(server: &Server, bench: &Arc<Bench>, r: &mut Results, se
     r.set("delegation_secs", secs);
     r.set_rounded("delegations_per_s", all.len() as f64 / elapsed, 1);
     r.set_p50_p99("delegation_rtt", &all, 2);
-    delegation_floor(server, bench, secs, r).await
+    Ok(())
 }

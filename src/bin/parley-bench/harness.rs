@@ -3,7 +3,7 @@
 //! makes on it: HTTP requests that must answer a given status, agent registration, negotiation
 //! creation. A phase that needs a second instance (the wake-latency one) starts it here too.
 
-use std::{path::PathBuf, sync::Arc, time::Duration};
+use std::{path::PathBuf, time::Duration};
 
 use anyhow::Context;
 use axum::body::Bytes;
@@ -17,8 +17,6 @@ use reqwest::{Method, RequestBuilder, StatusCode};
 use serde_json::{Value, json};
 use sqlx::PgPool;
 
-use crate::agent::AgentClient;
-use crate::timing::for_each_concurrent;
 
 const JWT_SECRET: &str = "parley-bench-secret-0123456789";
 
@@ -137,18 +135,6 @@ impl Bench {
         let id = body["agent"]["id"].as_str().context("agent.id")?.to_owned();
         let key = body["apiKey"]["key"].as_str().context("apiKey.key")?.to_owned();
         Ok((id, key))
-    }
-
-    /// Registers agents for users `<prefix>-0` to `<prefix>-<n-1>`, eight at a time; returns
-    /// their clients in the order the registrations finished.
-    pub async fn register_agents(self: &Arc<Self>, prefix: &str, n: usize) -> anyhow::Result<Vec<AgentClient>> {
-        let (b, prefix) = (self.clone(), prefix.to_owned());
-        let registered = for_each_concurrent(n, 8, move |i| {
-            let (b, user) = (b.clone(), format!("{prefix}-{i}"));
-            async move { b.register_agent(&user).await }
-        })
-        .await?;
-        Ok(registered.iter().map(|(id, key)| AgentClient::new(&self.client, &self.base, id, key)).collect())
     }
 
     /// Starts a negotiation; returns the response body.

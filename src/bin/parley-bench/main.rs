@@ -174,7 +174,8 @@ async fn run(args: Args) -> anyhow::Result<Results> {
                 directory::directory(&bench, &plan, &mut r).await?;
             }
             if named("delegation") {
-                delegation::delegation(&server, &bench, &mut r, args.delegation_secs).await?;
+                delegation::delegation(&bench, &mut r, args.delegation_secs).await?;
+                floors::delegation_floor(&server, &bench, args.delegation_secs, &mut r).await?;
             }
             if named("metrics") {
                 metrics::metrics_overhead(&bench, args.agents, &mut r).await?;
