@@ -30,7 +30,7 @@ pub struct Engine {
     pub(crate) seen_throttle: Arc<super::liveness::SeenThrottle>,
     /// Attempts accepted and delegations ended lately, for the calls that follow them.
     pub(crate) recent_delegations: Arc<crate::directory::delegation::recent::RecentDelegations>,
-    /// JSON Schema checks of delegations' inputs and outputs, off the async workers.
+    /// JSON Schema compiles and checks, on a pool of their own.
     pub(crate) schemas: crate::directory::schema::Checker,
     /// Delegations refused for an input the target's schema rejects, per requesting agent.
     pub(crate) input_failures: Arc<crate::failure_limiter::FailureLimiter<Uuid>>,
@@ -99,12 +99,22 @@ impl Engine {
             recent_claims: Arc::default(),
             seen_throttle: Arc::default(),
             recent_delegations: Arc::default(),
-            schemas: crate::directory::schema::Checker::new(config.schema_check_timeout),
+            schemas: crate::directory::schema::Checker::new(crate::directory::schema::CheckerConfig {
+                threads: config.schema_check_threads as usize,
+                timeout: config.schema_check_timeout,
+                budget: config.schema_check_budget,
+                cache_bytes: (config.schema_cache_mib as usize) << 20,
+            }),
             input_failures: Arc::new(crate::failure_limiter::FailureLimiter::new(
                 config.input_failure_burst,
                 config.input_failure_refill,
             )),
         }
+    }
+
+    /// Where schemas are compiled and checked.
+    pub fn schemas(&self) -> &crate::directory::schema::Checker {
+        &self.schemas
     }
 
     /// The registry of waiting long-polls (its listener is started by the application).

@@ -67,7 +67,11 @@ impl From<DelegationError> for ApiError {
             DelegationError::NotAddressed => ApiError::Conflict { code: "not_addressed", message },
             DelegationError::InvalidState(_) => ApiError::Conflict { code: "invalid_state", message },
             DelegationError::ClaimStale(_) => ApiError::Conflict { code: "claim_stale", message },
-            DelegationError::RateLimited(_, wait) | DelegationError::TooManyInvalid(wait) => ApiError::TooMany(message, wait),
+            DelegationError::RateLimited(_, wait)
+            | DelegationError::TooManyInvalid(wait)
+            | DelegationError::CheckBudget(wait) => ApiError::TooMany(message, wait),
+            DelegationError::Rescreen => ApiError::Conflict { code: "invalid_state", message },
+            DelegationError::Overloaded => ApiError::Unavailable(message),
             DelegationError::Unexpected(e) => ApiError::Internal(e),
         }
     }

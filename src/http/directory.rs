@@ -24,7 +24,8 @@ use super::{
 };
 use crate::directory::{
     CapabilityError, PermissionsPatch, anonymity,
-    capabilities::{self, Capability, NewCapability, RawCapability},
+    capabilities::{self, Capability, NewCapability, RawCapability, SchemaRefusal},
+    schema::CheckError,
     discovery::{self, Found, RawQuery},
     ranking::{self, RankError, RankQuery},
     trust,
@@ -201,8 +202,10 @@ pub struct DeletedOut {
     responses(
         (status = 200, description = "Replaced", body = CapabilityAnswer),
         (status = 201, description = "Created", body = CapabilityAnswer),
-        (status = 400, description = "Invalid body, naming the field (`invalid_body`)"),
+        (status = 400, description = "Invalid body, naming the field (`invalid_body`), or a schema past its bounds (`schema_too_complex`)"),
         (status = 404, description = "Unknown agent, or another user's"),
+        (status = 409, description = "The owner's agents have as many capabilities as they may (`limit_reached`)"),
+        (status = 429, description = "The owner's schema-checking time is used up for now (`rate_limited`)"),
         AgentManagers,
     ))]
 pub async fn put_capability(
@@ -220,6 +223,17 @@ pub async fn put_capability(
         description: body.description.as_deref(),
         tags: &body.tags,
         skill: body.skill.as_ref(),
+    })?;
+    capabilities::compile_schemas(state.engine.schemas(), &agent.owner_user_id, &new).await.map_err(|e| match e {
+        SchemaRefusal::Refused(refused) => refused.into(),
+        SchemaRefusal::Unchecked(CheckError::OverBudget(wait)) => {
+            ApiError::TooMany(CheckError::OverBudget(wait).to_string(), wait)
+        }
+        SchemaRefusal::Unchecked(CheckError::TooSlow(t)) => ApiError::BadRequest {
+            code: "schema_too_complex",
+            message: format!("the schemas could not be compiled within {t:?}"),
+        },
+        SchemaRefusal::Unchecked(busy) => ApiError::Unavailable(busy.to_string()),
     })?;
     let mut tx = state.pool().begin().await?;
     // The id first: a first capability then finds it and needs no placeholder.
