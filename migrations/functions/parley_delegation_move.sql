@@ -7,6 +7,7 @@
 -- trust row (and, for an attempt it had accepted, whether it was completed in time) only when
 -- it is evidence about the target's work for others (`counted` records the verdict):
 -- - never between agents of one owner (an owner cannot vouch for itself);
+-- - never for or against a deleted target;
 -- - neither for nor against the target when the requester gave it less time than the target's
 --   own estimate (`short_timeout`): the estimate can only take evidence away, never bias it, so
 --   no declared estimate makes failures free while successes count;
@@ -37,7 +38,7 @@ BEGIN
         RETURN false;
     END IF;
     IF v_counted THEN
-        SELECT r.owner_user_id, r.owner_user_id <> t.owner_user_id INTO v_owner, v_counted
+        SELECT r.owner_user_id, r.owner_user_id <> t.owner_user_id AND t.deleted_at IS NULL INTO v_owner, v_counted
           FROM delegations d
           JOIN agents r ON r.agent_id = d.requester_agent_id
           JOIN agents t ON t.agent_id = v_target

@@ -369,6 +369,30 @@ pub async fn upsert(conn: &mut PgConnection, agent_id: Uuid, c: &NewCapability) 
     Ok((capability, row.created))
 }
 
+/// How many capabilities `owner`'s agents have in all.
+pub async fn count_for_owner(conn: &mut PgConnection, owner: &str) -> sqlx::Result<i64> {
+    sqlx::query_scalar!(
+        r#"SELECT count(*) AS "n!" FROM capabilities c JOIN agents a ON a.agent_id = c.agent_id
+            WHERE a.owner_user_id = $1"#,
+        owner
+    )
+    .fetch_one(conn)
+    .await
+}
+
+/// Whether the agent has a capability for the kind of work of `c` (registering it replaces it).
+pub async fn has_kind(conn: &mut PgConnection, agent_id: Uuid, c: &NewCapability) -> sqlx::Result<bool> {
+    sqlx::query_scalar!(
+        r#"SELECT EXISTS (SELECT 1 FROM capabilities WHERE agent_id = $1 AND task_type = $2
+                                                   AND custom_type IS NOT DISTINCT FROM $3) AS "found!""#,
+        agent_id,
+        c.task_type.as_str(),
+        c.custom_type.as_deref()
+    )
+    .fetch_one(conn)
+    .await
+}
+
 /// One of the agent's capabilities.
 pub async fn get(conn: &mut PgConnection, agent_id: Uuid, capability_id: Uuid) -> sqlx::Result<Option<Capability>> {
     sqlx::query_as!(

@@ -101,8 +101,8 @@ impl FromRequestParts<AppState> for Reader {
             return Ok(Reader::Requesters(Vec::new()));
         }
         let mut conn = state.pool().acquire().await?;
-        let owned = agents::list_for_owner(&mut conn, &caller.sub).await?;
-        Ok(Reader::Requesters(owned.into_iter().map(|a| a.agent_id).collect()))
+        // Deleted agents too: what they asked for stays readable by their owner.
+        Ok(Reader::Requesters(agents::ids_for_owner(&mut conn, &caller.sub).await?))
     }
 }
 

@@ -235,7 +235,19 @@ pub async fn put_capability(
         },
         SchemaRefusal::Unchecked(busy) => ApiError::Unavailable(busy.to_string()),
     })?;
+    let max = state.engine.config().max_capabilities_per_user;
     let mut tx = state.pool().begin().await?;
+    crate::store::agents::lock_owner(&mut tx, &agent.owner_user_id).await?;
+    if !capabilities::has_kind(&mut tx, agent.agent_id, &new).await?
+        && capabilities::count_for_owner(&mut tx, &agent.owner_user_id).await? >= i64::from(max)
+    {
+        return Err(ApiError::LimitReached {
+            message: format!(
+                "a user's agents may have at most {max} capabilities in all (PARLEY_MAX_CAPABILITIES_PER_USER); delete one first"
+            ),
+            limit: max,
+        });
+    }
     // The id first: a first capability then finds it and needs no placeholder.
     let anonymous_agent_id = anonymity::current(&mut tx, agent.agent_id, state.engine.config().anonymous_id_ttl).await?;
     let (capability, created) = capabilities::upsert(&mut tx, agent.agent_id, &new).await?;
@@ -632,7 +644,7 @@ pub async fn rank(state: &AppState, body: &Value) -> ApiResult<RankOut> {
     let mut tx = state.pool().begin().await?;
     let found = ranking::candidates(&mut tx, &query, config.min_trust, config.anonymous_id_ttl).await?;
     tx.commit().await?;
-    let ranked = ranking::rank(&query.request, found, query.limit);
+    let ranked = ranking::rank_off_the_async_workers(query.request, found, query.limit).await;
     let candidates = ranked
         .candidates
         .into_iter()

@@ -51,6 +51,15 @@ pub enum ApiError {
         /// What happened, for a human.
         message: String,
     },
+    /// 409 `limit_reached`: the user has as many of something as they may (the body carries the
+    /// limit).
+    #[error("{message}")]
+    LimitReached {
+        /// What the limit is of, for a human.
+        message: String,
+        /// The limit.
+        limit: u32,
+    },
     /// 408: the request body did not arrive whole in time.
     #[error("the request body did not arrive in time; send it at once")]
     RequestTimeout,
@@ -81,9 +90,13 @@ pub struct ErrorBody {
     /// `not_found`, `not_claimed`, `claimed_by_other`, `claim_stale`, `no_system_negotiator`, `already_completed`,
     /// `invalid_state`, `not_pending`, `already_decided`, `input_invalid`, `output_invalid`,
     /// `target_not_eligible`, `unknown_target`, `request_id_reused`, `not_addressed`,
-    /// `request_timeout`, `payload_too_large`, `rate_limited`, `unavailable`, `internal`.
+    /// `limit_reached`, `request_timeout`, `payload_too_large`, `rate_limited`, `unavailable`,
+    /// `internal`.
     #[schema(value_type = String)]
     pub code: &'static str,
+    /// With `limit_reached`: the limit that was reached.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
 }
 
 impl ApiError {
@@ -99,7 +112,7 @@ impl ApiError {
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) | ApiError::NotFoundCode { .. } => StatusCode::NOT_FOUND,
-            ApiError::Conflict { .. } => StatusCode::CONFLICT,
+            ApiError::Conflict { .. } | ApiError::LimitReached { .. } => StatusCode::CONFLICT,
             ApiError::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::RateLimited(_) | ApiError::TooMany(..) => StatusCode::TOO_MANY_REQUESTS,
@@ -115,6 +128,7 @@ impl ApiError {
             ApiError::Unauthorized(_) => "unauthorized",
             ApiError::Forbidden(_) => "forbidden",
             ApiError::NotFound(_) => "not_found",
+            ApiError::LimitReached { .. } => "limit_reached",
             ApiError::RequestTimeout => "request_timeout",
             ApiError::PayloadTooLarge(_) => "payload_too_large",
             ApiError::RateLimited(_) | ApiError::TooMany(..) => "rate_limited",
@@ -159,7 +173,11 @@ impl IntoResponse for ApiError {
             }
             other => other.to_string(),
         };
-        let mut response = (status, Json(ErrorBody { error: message, code: this.code() })).into_response();
+        let limit = match &this {
+            ApiError::LimitReached { limit, .. } => Some(*limit),
+            _ => None,
+        };
+        let mut response = (status, Json(ErrorBody { error: message, code: this.code(), limit })).into_response();
         if let ApiError::RateLimited(wait) | ApiError::TooMany(_, wait) = this {
             // Whole seconds, rounded up: retrying earlier would only be refused again.
             let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);

@@ -169,7 +169,7 @@ async fn transport_errors(request: Request, next: Next) -> Response {
     } else {
         text
     };
-    let body = ErrorBody { error: message, code: transport_code(status) };
+    let body = ErrorBody { error: message, code: transport_code(status), limit: None };
     (status, axum::Json(body)).into_response()
 }
 

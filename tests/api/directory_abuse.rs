@@ -144,3 +144,136 @@ async fn a_flood_of_one_owners_refusing_capabilities_keeps_no_honest_target_out_
     assert_eq!(attempts.last().unwrap()["targetAnonymousId"], honest_anon.as_str(), "{}", record.text);
     assert!(attempts.len() <= 4, "{}", record.text);
 }
+
+#[tokio::test]
+async fn deleting_a_target_keeps_its_records_and_its_live_attempts_fall_back() {
+    let app = TestApp::spawn().await;
+    let doomed = app.register_agent("user-doomed").await;
+    let mut cheap = capability("code-review", json!({}));
+    cheap["estimatedCostUsd"] = json!(0);
+    let doomed_anon = offer(&app, &doomed, &cheap).await;
+    let other = app.register_agent("user-other").await;
+    let mut dear = capability("code-review", json!({}));
+    dear["estimatedCostUsd"] = json!(50);
+    let other_anon = offer(&app, &other, &dear).await;
+    let requester = app.register_agent("user-requester").await;
+
+    // One delegation the doomed target completed, one it holds accepted, one still offered.
+    let done = app.delegate(&requester, &asked(Some(&doomed_anon), "code-review", json!({"code": "a"}))).await;
+    let done_rid = done.body["delegation"]["requestId"].as_str().unwrap().to_owned();
+    app.act(&doomed, &done_rid, "accept", None).await;
+    let c = app.act(&doomed, &done_rid, "complete", Some(&json!({"output": {"feedback": "kept"}}))).await;
+    assert_eq!(c.status, StatusCode::OK, "{}", c.text);
+    let mut live = Vec::new();
+    for accept in [true, false] {
+        let mut body = asked(None, "code-review", json!({"code": "b"}));
+        body["maxRetries"] = json!(2);
+        let a = app.delegate(&requester, &body).await;
+        let rid = a.body["delegation"]["requestId"].as_str().unwrap().to_owned();
+        assert_eq!(a.body["delegation"]["attempts"][0]["targetAnonymousId"], doomed_anon.as_str(), "{}", a.text);
+        if accept {
+            assert_eq!(app.act(&doomed, &rid, "accept", None).await.status, StatusCode::OK);
+        }
+        live.push(rid);
+    }
+
+    let deleted = app.call(Method::DELETE, &format!("/api/agents/{}", doomed.id), Some(&app.user_token("user-doomed")), None).await;
+    assert_eq!(deleted.status, StatusCode::NO_CONTENT, "{}", deleted.text);
+
+    // The live attempts ended `error` and fell back to the other target at once.
+    for rid in &live {
+        let record = app.keyed(&requester, Method::GET, &format!("/api/delegations/{rid}"), None).await;
+        assert_eq!((record.status, &record.body["delegation"]["status"]), (StatusCode::OK, &json!("request")), "{}", record.text);
+        let attempts = record.body["delegation"]["attempts"].as_array().unwrap();
+        assert_eq!((&attempts[0]["status"], &attempts[0]["reason"]), (&json!("error"), &json!("the target was deleted")), "{}", record.text);
+        assert_eq!(attempts[1]["targetAnonymousId"], other_anon.as_str(), "{}", record.text);
+        app.until_offered(&other, rid, Duration::from_secs(5)).await;
+    }
+    // The completed one still answers with its output, to its requester and the platform.
+    let kept = app.keyed(&requester, Method::GET, &format!("/api/delegations/{done_rid}"), None).await;
+    assert_eq!((kept.status, &kept.body["result"]["output"]), (StatusCode::OK, &json!({"feedback": "kept"})), "{}", kept.text);
+    let by_platform = app.get(&format!("/api/delegations/{done_rid}"), &app.service_token()).await;
+    assert_eq!(by_platform.status, StatusCode::OK, "{}", by_platform.text);
+    // The deleted agent can neither call nor be found; its records stay whole and counted nothing.
+    let me = app.keyed(&doomed, Method::GET, "/api/agents/me", None).await;
+    assert_eq!(me.status, StatusCode::UNAUTHORIZED, "{}", me.text);
+    let gone = app.get(&format!("/api/agents/{}", doomed.id), &app.user_token("user-doomed")).await;
+    assert_eq!(gone.status, StatusCode::NOT_FOUND);
+    let attempts = app.counted(&format!("SELECT count(*) FROM delegation_attempts WHERE target_agent_id = '{}'", doomed.id)).await;
+    assert_eq!(attempts, 3);
+    let counted = app
+        .counted(&format!("SELECT count(*) FROM delegation_attempts WHERE target_agent_id = '{}' AND status = 'error' AND counted", doomed.id))
+        .await;
+    assert_eq!(counted, 0);
+    let found = app.get("/api/agents/discover?taskType=code-review", &app.service_token()).await;
+    assert_eq!(found.body["total"], 1, "{}", found.text);
+
+    // A deleted requester's delegations stay readable by its owner.
+    let asked_by = app.delegate(&requester, &asked(Some(&other_anon), "code-review", json!({"code": "c"}))).await;
+    let rid = asked_by.body["delegation"]["requestId"].as_str().unwrap().to_owned();
+    let owner = app.user_token("user-requester");
+    let removed = app.call(Method::DELETE, &format!("/api/agents/{}", requester.id), Some(&owner), None).await;
+    assert_eq!(removed.status, StatusCode::NO_CONTENT);
+    let read = app.get(&format!("/api/delegations/{rid}"), &owner).await;
+    assert!(read.status.is_success(), "{}", read.text);
+}
+
+#[tokio::test]
+async fn one_user_cannot_register_without_end_and_reads_its_agents_a_page_at_a_time() {
+    let app = TestApp::spawn_with(|c| {
+        c.max_agents_per_user = 3;
+        c.max_capabilities_per_user = 4;
+        c.max_keys_per_user = 4;
+    })
+    .await;
+    let token = app.user_token("user-prolific");
+    let mut agents = Vec::new();
+    for _ in 0..3 {
+        agents.push(app.register_agent("user-prolific").await);
+    }
+    let fourth = app.post("/api/agents", &token, &json!({"name": "one too many"})).await;
+    fourth.assert_error(StatusCode::CONFLICT, "limit_reached");
+    assert_eq!(fourth.body["limit"], 3, "{}", fourth.text);
+    assert!(fourth.text.contains("PARLEY_MAX_AGENTS_PER_USER"), "{}", fourth.text);
+    // Keys: three live already (one per agent); one more, then no more.
+    let key = app.post(&format!("/api/agents/{}/keys", agents[0].id), &token, &json!({})).await;
+    assert_eq!(key.status, StatusCode::CREATED, "{}", key.text);
+    let refused = app.post(&format!("/api/agents/{}/keys", agents[0].id), &token, &json!({})).await;
+    refused.assert_error(StatusCode::CONFLICT, "limit_reached");
+    assert_eq!(refused.body["limit"], 4);
+    // Capabilities: four in all across the user's agents; replacing one is no new one.
+    for (i, kind) in ["code-review", "testing", "analysis", "translation"].into_iter().enumerate() {
+        offer(&app, &agents[i % 3], &capability(kind, json!({}))).await;
+    }
+    let fifth = put_capability(&app, &agents[2], &capability("summarization", json!({}))).await;
+    fifth.assert_error(StatusCode::CONFLICT, "limit_reached");
+    assert_eq!(fifth.body["limit"], 4);
+    offer(&app, &agents[0], &capability("code-review", json!({"type": "object"}))).await;
+    assert_eq!(app.count("capabilities").await, 4);
+    assert_eq!(app.count("agents").await, 3, "nothing refused was stored");
+
+    // Paging: the default page holds them all (the old shape); small pages chain by cursor.
+    let all = app.get("/api/agents", &token).await;
+    assert_eq!(all.body["agents"].as_array().unwrap().len(), 3);
+    assert!(all.body.get("nextCursor").is_none(), "{}", all.text);
+    let first = app.get("/api/agents?limit=2", &token).await;
+    assert_eq!(first.body["agents"].as_array().unwrap().len(), 2);
+    let cursor = first.body["nextCursor"].as_str().unwrap().to_owned();
+    let second = app.get(&format!("/api/agents?limit=2&cursor={cursor}"), &token).await;
+    assert_eq!(second.body["agents"].as_array().unwrap().len(), 1);
+    assert_eq!(second.body["agents"][0]["id"], agents[2].id.as_str());
+    app.get("/api/agents?limit=0", &token).await.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
+    app.get("/api/agents?cursor=nope", &token).await.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
+
+    // Deleting an agent frees its place, its keys' and its capabilities'.
+    let d = app.call(Method::DELETE, &format!("/api/agents/{}", agents[0].id), Some(&token), None).await;
+    assert_eq!(d.status, StatusCode::NO_CONTENT);
+    let again = app.post("/api/agents", &token, &json!({"name": "in its place"})).await;
+    assert_eq!(again.status, StatusCode::CREATED, "{}", again.text);
+    let new_agent = TestAgent {
+        id: again.body["agent"]["id"].as_str().unwrap().to_owned(),
+        key: again.body["apiKey"]["key"].as_str().unwrap().to_owned(),
+        key_id: again.body["apiKey"]["id"].as_str().unwrap().to_owned(),
+    };
+    offer(&app, &new_agent, &capability("summarization", json!({}))).await;
+}

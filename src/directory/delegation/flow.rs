@@ -59,6 +59,9 @@ pub struct Accepted {
     pub deadline: DateTime<Utc>,
 }
 
+/// The reason an attempt ends with when its target is deleted.
+pub const TARGET_DELETED: &str = "the target was deleted";
+
 fn after(start: DateTime<Utc>, d: Duration) -> DateTime<Utc> {
     (start + chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX)).trunc_subsecs(6)
 }
@@ -623,6 +626,41 @@ impl Engine {
         self.wake_delegation(d.delegation_id, &next);
         tracing::info!(delegation.id = %d.delegation_id, delegation.attempt = t.attempt, "{reason}");
         Ok(true)
+    }
+
+    /// After an agent was deleted (its row kept, its capabilities gone): every attempt still
+    /// open at it ends `error` with the reason [`TARGET_DELETED`], one transaction each, so
+    /// that its delegation falls back to another target as after a failure (never counted for
+    /// or against the deleted agent). Returns how many ended. An attempt offered to it by a
+    /// transaction that read it before its deletion committed is left to its timer.
+    pub async fn end_attempts_at_deleted(&self, agent_id: Uuid) -> Result<usize, DelegationError> {
+        let open = {
+            let mut conn = self.pool.acquire().await?;
+            store::open_at(&mut conn, agent_id).await?
+        };
+        let mut ended = 0;
+        for request_id in open {
+            let addressed = {
+                let mut conn = self.pool.acquire().await?;
+                store::addressed(&mut conn, agent_id, request_id).await?
+            };
+            let Some(d) = addressed else { continue };
+            let screened = self.screen_fallback(&d).await?;
+            let mut tx = self.pool.begin().await?;
+            let (d, a) = match self.lock_addressed(&mut tx, agent_id, request_id).await {
+                Ok(found) => found,
+                Err(DelegationError::NotFound | DelegationError::NotAddressed) => continue,
+                Err(e) => return Err(e),
+            };
+            if a.status().is_terminal() {
+                continue;
+            }
+            let next = end_attempt(self, &mut tx, &d, &a, Event::TargetGone, None, Some(TARGET_DELETED), &screened).await?;
+            tx.commit().await?;
+            self.wake_delegation(d.delegation_id, &next);
+            ended += 1;
+        }
+        Ok(ended)
     }
 
     /// The delegation of `request_id` visible to the caller, with its attempts.

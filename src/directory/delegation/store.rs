@@ -205,6 +205,19 @@ pub async fn check_key_for_request(
     Ok((KeyCheck::from_parts(&r.auth, r.agent_id, r.owner_user_id), r.used))
 }
 
+/// The request ids of the delegations whose live attempt is addressed to `target` (offered or
+/// accepted).
+pub async fn open_at(conn: &mut PgConnection, target: Uuid) -> sqlx::Result<Vec<Uuid>> {
+    sqlx::query_scalar!(
+        r#"SELECT d.request_id FROM delegation_attempts a JOIN delegations d ON d.delegation_id = a.delegation_id
+            WHERE a.target_agent_id = $1 AND a.status IN ('request', 'accepted')
+            ORDER BY d.delegation_id"#,
+        target
+    )
+    .fetch_all(conn)
+    .await
+}
+
 /// The owner of an agent (deleted agents included), if it exists.
 pub async fn owner_of(conn: &mut PgConnection, agent_id: Uuid) -> sqlx::Result<Option<String>> {
     sqlx::query_scalar!("SELECT owner_user_id FROM agents WHERE agent_id = $1", agent_id).fetch_optional(conn).await
