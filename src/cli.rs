@@ -154,6 +154,9 @@ async fn run_with_config(command: Command, config: Config) -> anyhow::Result<Exi
             app::ensure_jwt_secret(&config)?;
             let database = app::open_database(&config).await?;
             tracing::info!("database: {}", database.describe());
+            if let Some(files) = crate::http::serve::raise_open_file_limit() {
+                tracing::info!(open_files = files, "open-file limit");
+            }
             let config = Config { database_url: Some(database.url.clone()), workers: !no_workers, ..config };
             let app = Application::build(config, database.pool.clone()).await?;
             tracing::info!("mint a token: {}", token_command(app.state().engine.config()));

@@ -31,11 +31,12 @@ pub async fn body_bytes<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes
     })
 }
 
-/// Whether reading a body failed because it did not arrive within the body timeout.
+/// Whether reading a body failed because it did not arrive within the body timeout or by its
+/// deadline.
 fn is_body_timeout(e: &(dyn std::error::Error + 'static)) -> bool {
     let mut cause = Some(e);
     while let Some(c) = cause {
-        if c.is::<tower_http::timeout::TimeoutError>() {
+        if c.is::<tower_http::timeout::TimeoutError>() || c.is::<super::body_deadline::BodyDeadline>() {
             return true;
         }
         cause = c.source();
