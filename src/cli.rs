@@ -79,9 +79,10 @@ pub struct AgentArgs {
     #[arg(long, env = "PARLEY_URL")]
     pub url: String,
     /// The agent's API key (`pk_...`); it alone names the agent. Prefer the environment
-    /// variable: a command line is visible to other users of the machine.
+    /// variable: a command line is visible to other users of the machine (the runner takes the
+    /// key out of its environment at once, see `agent::secrets`).
     #[arg(long, env = "PARLEY_AGENT_KEY", hide_env_values = true)]
-    pub key: String,
+    pub key: Option<String>,
     /// A shell command run once per item: the item as JSON on stdin, one JSON answer on stdout.
     #[arg(long, value_name = "CMD")]
     pub exec: Option<String>,
@@ -250,15 +251,35 @@ fn token_command(config: &Config) -> String {
 /// `parley agent`: runs until SIGTERM or Ctrl-C (exit 0), or until the service refuses the key
 /// (exit 1); 2 for arguments that cannot work.
 async fn agent(args: AgentArgs) -> ExitCode {
+    use crate::agent::secrets;
+    // Keys in the environment: start again without them (this returns only on failure).
+    if let Err(e) = secrets::hide_from_proc() {
+        eprintln!("parley: could not take the keys out of the environment: {e}");
+        return ExitCode::from(1);
+    }
+    let handed = match secrets::handed_over() {
+        Ok(keys) => keys.unwrap_or_default(),
+        Err(e) => {
+            eprintln!("parley: could not read the keys handed over: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    secrets::not_dumpable();
     crate::telemetry::init_runner(args.json_logs);
+    let Some(key) = args.key.or(handed.agent) else {
+        eprintln!("parley: the agent's key is needed: --key or PARLEY_AGENT_KEY");
+        return ExitCode::from(2);
+    };
     let worker = match (args.exec, args.llm, args.model) {
         (Some(command), _, _) => crate::agent::WorkerSpec::Exec { command },
-        (None, Some(url), Some(model)) => crate::agent::WorkerSpec::Llm { url, model, api_key: args.llm_api_key },
+        (None, Some(url), Some(model)) => {
+            crate::agent::WorkerSpec::Llm { url, model, api_key: args.llm_api_key.or(handed.llm) }
+        }
         _ => unreachable!("clap requires --exec, or --llm with --model"),
     };
     let options = crate::agent::Options {
         url: args.url,
-        key: args.key,
+        key,
         worker,
         turns: args.turns || !args.delegations,
         delegations: args.delegations,

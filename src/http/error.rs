@@ -105,6 +105,16 @@ impl ApiError {
         ApiError::BadRequest { code: "invalid_body", message: message.into() }
     }
 
+    /// The message a client is given: every quoted run in it cut to a short prefix and the whole
+    /// to a few hundred characters (see `crate::quote`), so that no answer echoes what was sent
+    /// at length; nothing of an internal failure.
+    pub fn message(&self) -> String {
+        match self {
+            ApiError::Internal(_) => "internal server error".to_owned(),
+            other => crate::quote::shorten_quoted(&other.to_string()),
+        }
+    }
+
     /// The HTTP status.
     pub fn status(&self) -> StatusCode {
         match self {
@@ -166,13 +176,10 @@ impl IntoResponse for ApiError {
             other => other,
         };
         let status = this.status();
-        let message = match &this {
-            ApiError::Internal(e) => {
-                tracing::error!(error = format!("{e:#}"), "internal error");
-                "internal server error".to_owned()
-            }
-            other => other.to_string(),
-        };
+        if let ApiError::Internal(e) = &this {
+            tracing::error!(error = format!("{e:#}"), "internal error");
+        }
+        let message = this.message();
         let limit = match &this {
             ApiError::LimitReached { limit, .. } => Some(*limit),
             _ => None,

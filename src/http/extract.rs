@@ -79,7 +79,11 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for ApiQuery<T> {
         Query::<T>::from_request_parts(parts, state)
             .await
             .map(|Query(q)| ApiQuery(q))
-            .map_err(|e| ApiError::invalid(format!("invalid query string: {}", e.body_text())))
+            .map_err(|e| {
+                // The library's text quotes what it did not understand, sometimes unquoted: cut.
+                let text: String = e.body_text().chars().take(160).collect();
+                ApiError::invalid(format!("invalid query string: {text}"))
+            })
     }
 }
 

@@ -14,6 +14,7 @@ mod delivery;
 mod directory;
 mod directory_abuse;
 mod directory_calls;
+mod echo;
 mod assessment;
 mod auth;
 mod fixtures;

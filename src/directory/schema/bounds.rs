@@ -131,7 +131,12 @@ impl<'a> Names<'a> {
 
     /// The subschema `reference` names from within `resource`.
     fn resolve(&self, reference: &str, resource: &'a Value) -> Result<&'a Value, TooComplex> {
-        let cannot = || TooComplex(format!("$ref {reference:?} cannot be followed: only references within the schema are accepted"));
+        let cannot = || {
+            TooComplex(format!(
+                "$ref {} cannot be followed: only references within the schema are accepted",
+                crate::quote::quote(reference)
+            ))
+        };
         let (base, fragment) = reference.split_once('#').unwrap_or((reference, ""));
         let resource = if base.is_empty() { resource } else { *self.ids.get(base).ok_or_else(cannot)? };
         if fragment.is_empty() {
