@@ -314,6 +314,13 @@ impl Engine {
     }
 
     /// Cancels a negotiation (platform request): the task ends `canceled`, the outcome says why.
+    ///
+    /// A negotiation whose stored turns already decide its end (a respond's `accept` or
+    /// `reject`, or the last turn the cap allows, stored and acknowledged but not yet
+    /// concluded) is not canceled: that end is concluded here, through the same finalize, and
+    /// the cancel answers `AlreadyCompleted`. So an acknowledged accept is never overturned: of
+    /// an accept and a cancel racing, whichever takes the task's lock first wins, and the other
+    /// is refused.
     pub async fn cancel(&self, task_id: Uuid) -> Result<(), DeliveryError> {
         let mut tx = self.pool.begin().await?;
         let task = tasks::lock(&mut tx, task_id).await?.ok_or(DeliveryError::NotFound)?;
@@ -321,6 +328,15 @@ impl Engine {
             return Err(DeliveryError::AlreadyCompleted);
         }
         let turns: Vec<Turn> = messages::turns(&mut tx, task.id).await?.into_iter().map(|t| t.turn).collect();
+        if task.state == TaskState::Working
+            && let Next::Finish(reason) = next_step(&task, &turns)
+        {
+            let outcome = finalize(self, &mut tx, &task, &turns, reason).await?;
+            tx.commit().await?;
+            self.wakeups.events_written();
+            crate::metrics::negotiation_ended(outcome.has_opportunity, outcome.reason);
+            return Err(DeliveryError::AlreadyCompleted);
+        }
         let outcome = finalize(self, &mut tx, &task, &turns, Some(EndReason::Canceled)).await?;
         tx.commit().await?;
         crate::metrics::negotiation_ended(outcome.has_opportunity, outcome.reason);
