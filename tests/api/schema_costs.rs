@@ -85,6 +85,7 @@ async fn a_regex_heavy_schema_is_refused_at_once_and_the_compiled_cache_keeps_to
     let refused = app.agent_call(&target, Method::PUT, "/capabilities", Some(&capability("analysis", heavy))).await;
     refused.assert_error(StatusCode::BAD_REQUEST, "schema_too_complex");
     assert!(refused.text.contains("KiB"), "{}", refused.text);
+    eprintln!("the probe's regex-heavy schema was refused in {:?}: {}", started.elapsed(), refused.text);
     assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
 
     // Schemas as heavy as accepted, each delegated to: the cache's weight stays in its budget.
@@ -105,6 +106,7 @@ async fn a_regex_heavy_schema_is_refused_at_once_and_the_compiled_cache_keeps_to
         assert_eq!(a.status, StatusCode::ACCEPTED, "{}", a.text);
     }
     let (held, kept) = app.state.engine.schemas().cached();
+    eprintln!("after 6 heavy schemas were checked: the cache holds {kept} validators weighing {} KiB (budget 8 MiB)", held >> 10);
     assert!(held <= 8 << 20 && kept < 12, "{held} bytes in {kept} validators");
 }
 
