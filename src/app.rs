@@ -135,6 +135,7 @@ impl Application {
             None => None,
         };
         crate::metrics::install(config.metrics);
+        let streams = Arc::new(http::streams::StreamLimits::new(config.sse_per_token, config.sse_per_user, config.sse_max));
         let engine = Self::build_engine(config, pool)?;
         let (stop, stopping) = tokio::sync::watch::channel(false);
         let state = AppState {
@@ -146,6 +147,7 @@ impl Application {
             embeddings,
             events: Arc::new(crate::live::EventHub::default()),
             stopping,
+            streams,
         };
         Ok(Application { listener, metrics_listener, state, stop })
     }

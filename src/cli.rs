@@ -79,7 +79,8 @@ pub struct AgentArgs {
     #[arg(long, env = "PARLEY_URL")]
     pub url: Option<String>,
     /// The agent's API key (`pk_...`); it alone names the agent. Prefer the environment
-    /// variable: a command line is visible to other users of the machine.
+    /// variable: a command line is visible to other users of the machine (the runner takes the
+    /// key out of its environment at once, see `agent::secrets`).
     #[arg(long, env = "PARLEY_AGENT_KEY", hide_env_values = true)]
     pub key: Option<String>,
     /// A shell command run once per item: the item as JSON on stdin, one JSON answer on stdout.
@@ -154,6 +155,9 @@ async fn run_with_config(command: Command, config: Config) -> anyhow::Result<Exi
             app::ensure_jwt_secret(&config)?;
             let database = app::open_database(&config).await?;
             tracing::info!("database: {}", database.describe());
+            if let Some(files) = crate::http::serve::raise_open_file_limit() {
+                tracing::info!(open_files = files, "open-file limit");
+            }
             let config = Config { database_url: Some(database.url.clone()), workers: !no_workers, ..config };
             let app = Application::build(config, database.pool.clone()).await?;
             tracing::info!("mint a token: {}", token_command(app.state().engine.config()));
@@ -254,23 +258,40 @@ fn token_command(config: &Config) -> String {
 /// `parley agent`: runs until SIGTERM or Ctrl-C (exit 0), or until the service refuses the key
 /// (exit 1); 2 for arguments that cannot work.
 async fn agent(args: AgentArgs) -> ExitCode {
+    use crate::agent::secrets;
+    // Keys in the environment: start again without them (this returns only on failure).
+    if let Err(e) = secrets::hide_from_proc() {
+        eprintln!("parley: could not take the keys out of the environment: {e}");
+        return ExitCode::from(1);
+    }
+    let handed = match secrets::handed_over() {
+        Ok(keys) => keys.unwrap_or_default(),
+        Err(e) => {
+            eprintln!("parley: could not read the keys handed over: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    secrets::not_dumpable();
+    crate::telemetry::init_runner(args.json_logs);
     // Both are needed; say how to give each, the environment first (a key on a command line is
     // visible to the machine's other users).
+    let key = args.key.or(handed.agent);
     let missing: Vec<&str> = [
         (args.url.is_none(), "the service's URL: PARLEY_URL=http://127.0.0.1:8080 (or --url)"),
-        (args.key.is_none(), "the agent's API key: PARLEY_AGENT_KEY=pk_... (or --key)"),
+        (key.is_none(), "the agent's API key: PARLEY_AGENT_KEY=pk_... (or --key)"),
     ]
     .into_iter()
     .filter_map(|(absent, what)| absent.then_some(what))
     .collect();
-    let (Some(url), Some(key)) = (args.url, args.key) else {
+    let (Some(url), Some(key)) = (args.url, key) else {
         eprintln!("parley agent needs {}", missing.join("; and "));
         return ExitCode::from(2);
     };
-    crate::telemetry::init_runner(args.json_logs);
     let worker = match (args.exec, args.llm, args.model) {
         (Some(command), _, _) => crate::agent::WorkerSpec::Exec { command },
-        (None, Some(url), Some(model)) => crate::agent::WorkerSpec::Llm { url, model, api_key: args.llm_api_key },
+        (None, Some(url), Some(model)) => {
+            crate::agent::WorkerSpec::Llm { url, model, api_key: args.llm_api_key.or(handed.llm) }
+        }
         _ => unreachable!("clap requires --exec, or --llm with --model"),
     };
     let options = crate::agent::Options {

@@ -121,8 +121,18 @@ pub struct Config {
     /// `PARLEY_HTTP_IDLE_TIMEOUT`: a connection on which nothing moves while no request is being
     /// handled is closed after this.
     pub http_idle_timeout: Duration,
-    /// `PARLEY_HTTP_BODY_TIMEOUT`: a request body must arrive whole within this (408 otherwise).
+    /// `PARLEY_HTTP_BODY_TIMEOUT`: each part of a request body must arrive within this of the
+    /// one before (408 otherwise).
     pub http_body_timeout: Duration,
+    /// `PARLEY_HTTP_BODY_DEADLINE`: a request body must arrive whole within this of the
+    /// request's head, however it trickles in (408 otherwise).
+    pub http_body_deadline: Duration,
+    /// `PARLEY_SSE_PER_TOKEN`: event streams one token may hold open at once.
+    pub sse_per_token: u32,
+    /// `PARLEY_SSE_PER_USER`: event streams one user (or the service) may hold open at once.
+    pub sse_per_user: u32,
+    /// `PARLEY_SSE_MAX`: event streams the process holds open at once.
+    pub sse_max: u32,
     /// `PARLEY_JWT_MAX_TTL`: a token whose `exp` lies further out than this from now is refused.
     pub jwt_max_ttl: Duration,
     /// `PARLEY_AUTH_FAILURE_BURST`: failed authentications a client address may make in a burst.
@@ -150,9 +160,24 @@ pub struct Config {
     /// `PARLEY_TRUST_PER_REQUESTER`: how many attempts of one requesting owner count for or
     /// against one target's trust per UTC day.
     pub trust_per_requester: u32,
-    /// `PARLEY_SCHEMA_CHECK_TIMEOUT`: the longest a JSON Schema check of a delegation's input
-    /// or output may take before the call is answered without it.
+    /// `PARLEY_SCHEMA_CHECK_TIMEOUT`: the longest a batch of JSON Schema checks (a delegation's
+    /// input against its candidates, or an output) may run before it stops and the call is
+    /// answered without it.
     pub schema_check_timeout: Duration,
+    /// `PARLEY_SCHEMA_CHECK_THREADS`: the threads that compile and check schemas.
+    pub schema_check_threads: u32,
+    /// `PARLEY_SCHEMA_CHECK_BUDGET`: the checking time the agents of one owner may use per
+    /// minute.
+    pub schema_check_budget: Duration,
+    /// `PARLEY_SCHEMA_CACHE_MIB`: the memory compiled schemas may weigh, MiB.
+    pub schema_cache_mib: u32,
+    /// `PARLEY_MAX_AGENTS_PER_USER`: agents one user may have.
+    pub max_agents_per_user: u32,
+    /// `PARLEY_MAX_CAPABILITIES_PER_USER`: capabilities the agents of one user may have in all.
+    pub max_capabilities_per_user: u32,
+    /// `PARLEY_MAX_KEYS_PER_USER`: live (unrevoked, unexpired) API keys the agents of one user
+    /// may have in all.
+    pub max_keys_per_user: u32,
     /// `PARLEY_INPUT_FAILURE_BURST`: delegations refused for an input the target's schema
     /// rejects that one requester may make in a burst before it is answered 429.
     pub input_failure_burst: u32,
@@ -186,6 +211,10 @@ impl Default for Config {
             http_header_timeout: Duration::from_secs(10),
             http_idle_timeout: Duration::from_secs(60),
             http_body_timeout: Duration::from_secs(30),
+            http_body_deadline: Duration::from_secs(30),
+            sse_per_token: 4,
+            sse_per_user: 16,
+            sse_max: 4096,
             jwt_max_ttl: Duration::from_secs(30 * 24 * 3600),
             auth_failure_burst: 30,
             auth_failure_refill: Duration::from_millis(250),
@@ -199,6 +228,12 @@ impl Default for Config {
             inbound_rate: 10,
             trust_per_requester: 3,
             schema_check_timeout: Duration::from_secs(1),
+            schema_check_threads: 2,
+            schema_check_budget: Duration::from_secs(5),
+            schema_cache_mib: 64,
+            max_agents_per_user: 50,
+            max_capabilities_per_user: 200,
+            max_keys_per_user: 100,
             input_failure_burst: 20,
             input_failure_refill: Duration::from_secs(3),
         }
@@ -347,6 +382,22 @@ impl Config {
         let outbound_rate = rate("PARLEY_OUTBOUND_RATE", d.outbound_rate)?;
         let inbound_rate = rate("PARLEY_INBOUND_RATE", d.inbound_rate)?;
 
+        let within = |name: &'static str, default: u32, min: u32, max: u32| -> Result<u32, ConfigError> {
+            let n = number(name, default)?;
+            if !(min..=max).contains(&n) {
+                return Err(ConfigError { var: name, message: format!("must be a whole number from {min} to {max}") });
+            }
+            Ok(n)
+        };
+        let sse_per_token = within("PARLEY_SSE_PER_TOKEN", d.sse_per_token, 1, 100_000)?;
+        let sse_per_user = within("PARLEY_SSE_PER_USER", d.sse_per_user, 1, 100_000)?;
+        let sse_max = within("PARLEY_SSE_MAX", d.sse_max, 1, 1_000_000)?;
+        let schema_check_threads = within("PARLEY_SCHEMA_CHECK_THREADS", d.schema_check_threads, 1, 64)?;
+        let schema_cache_mib = within("PARLEY_SCHEMA_CACHE_MIB", d.schema_cache_mib, 1, 65_536)?;
+        let max_agents_per_user = within("PARLEY_MAX_AGENTS_PER_USER", d.max_agents_per_user, 1, 1_000_000)?;
+        let max_capabilities_per_user =
+            within("PARLEY_MAX_CAPABILITIES_PER_USER", d.max_capabilities_per_user, 1, 1_000_000)?;
+        let max_keys_per_user = within("PARLEY_MAX_KEYS_PER_USER", d.max_keys_per_user, 1, 1_000_000)?;
         let min_trust = number("PARLEY_MIN_TRUST", d.min_trust)?;
         if min_trust > 100 {
             return Err(ConfigError { var: "PARLEY_MIN_TRUST", message: "must be a percentile from 0 to 100".into() });
@@ -396,6 +447,10 @@ impl Config {
             http_header_timeout: duration("PARLEY_HTTP_HEADER_TIMEOUT", d.http_header_timeout)?,
             http_idle_timeout: duration("PARLEY_HTTP_IDLE_TIMEOUT", d.http_idle_timeout)?,
             http_body_timeout: duration("PARLEY_HTTP_BODY_TIMEOUT", d.http_body_timeout)?,
+            http_body_deadline: duration("PARLEY_HTTP_BODY_DEADLINE", d.http_body_deadline)?,
+            sse_per_token,
+            sse_per_user,
+            sse_max,
             jwt_max_ttl: duration("PARLEY_JWT_MAX_TTL", d.jwt_max_ttl)?,
             auth_failure_burst,
             auth_failure_refill: duration("PARLEY_AUTH_FAILURE_REFILL", d.auth_failure_refill)?,
@@ -409,6 +464,12 @@ impl Config {
             inbound_rate,
             trust_per_requester,
             schema_check_timeout: duration("PARLEY_SCHEMA_CHECK_TIMEOUT", d.schema_check_timeout)?,
+            schema_check_threads,
+            schema_check_budget: duration("PARLEY_SCHEMA_CHECK_BUDGET", d.schema_check_budget)?,
+            schema_cache_mib,
+            max_agents_per_user,
+            max_capabilities_per_user,
+            max_keys_per_user,
             input_failure_burst,
             input_failure_refill: duration("PARLEY_INPUT_FAILURE_REFILL", d.input_failure_refill)?,
         })
@@ -493,6 +554,10 @@ mod tests {
         assert_eq!((c.auth_failure_burst, c.auth_failure_refill), (30, Duration::from_millis(250)));
         assert_eq!(c.delegation_min_timeout, Duration::from_secs(1));
         assert_eq!((c.outbound_rate, c.inbound_rate, c.trust_per_requester), (20, 10, 3));
+        assert_eq!(c.http_body_deadline, Duration::from_secs(30));
+        assert_eq!((c.sse_per_token, c.sse_per_user, c.sse_max), (4, 16, 4096));
+        assert_eq!((c.schema_check_threads, c.schema_check_budget, c.schema_cache_mib), (2, Duration::from_secs(5), 64));
+        assert_eq!((c.max_agents_per_user, c.max_capabilities_per_user, c.max_keys_per_user), (50, 200, 100));
     }
 
     #[test]
@@ -567,6 +632,14 @@ mod tests {
             ("PARLEY_INBOUND_RATE", "20000"),
             ("PARLEY_DELEGATION_MIN_TIMEOUT", "2d"),
             ("PARLEY_INPUT_FAILURE_BURST", "0"),
+            ("PARLEY_HTTP_BODY_DEADLINE", "0s"),
+            ("PARLEY_SSE_PER_TOKEN", "0"),
+            ("PARLEY_SSE_MAX", "many"),
+            ("PARLEY_SCHEMA_CHECK_THREADS", "100"),
+            ("PARLEY_SCHEMA_CHECK_BUDGET", "0s"),
+            ("PARLEY_SCHEMA_CACHE_MIB", "0"),
+            ("PARLEY_MAX_AGENTS_PER_USER", "0"),
+            ("PARLEY_MAX_KEYS_PER_USER", "-2"),
         ] {
             let err = load(&[(var, value)]).unwrap_err();
             assert_eq!(err.var, var);

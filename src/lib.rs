@@ -22,6 +22,7 @@ pub mod metrics;
 pub mod mcp;
 pub mod negotiator;
 pub mod openapi;
+pub mod quote;
 pub mod scoring;
 pub mod store;
 pub mod telemetry;

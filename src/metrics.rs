@@ -89,6 +89,8 @@ fn describe() {
         "How long a pickup waited before it answered (0 for an immediate answer)."
     );
     describe_gauge!("parley_long_poll_waiters", "Pickups waiting in a long-poll right now.");
+    describe_gauge!("parley_http_connections", "HTTP connections open right now (each holds a file descriptor).");
+    describe_gauge!("parley_sse_streams", "Event streams (GET /api/events) open right now.");
     describe_gauge!("parley_parked_turns", "Turns parked for a personal agent and not claimed.");
     describe_gauge!("parley_claimed_turns", "Turns claimed by a personal agent and not yet answered.");
     describe_gauge!(
@@ -125,6 +127,8 @@ fn register_known_series() {
     counter!("parley_park_fallbacks_total", "window" => "offline").absolute(0);
     counter!("parley_park_fallbacks_total", "window" => "hand_back").absolute(0);
     gauge!("parley_long_poll_waiters").set(0.0);
+    gauge!("parley_http_connections").set(0.0);
+    gauge!("parley_sse_streams").set(0.0);
     let _ = histogram!("parley_pickup_wait_seconds");
 }
 
@@ -289,6 +293,37 @@ impl Drop for LongPollWaiter {
     fn drop(&mut self) {
         if self.0 {
             gauge!("parley_long_poll_waiters").decrement(1.0);
+        }
+    }
+}
+
+/// Counts something open (an HTTP connection, an event stream) for as long as the guard lives.
+pub struct Open(Option<&'static str>);
+
+impl Open {
+    fn start(gauge: &'static str) -> Open {
+        if !enabled() {
+            return Open(None);
+        }
+        gauge!(gauge).increment(1.0);
+        Open(Some(gauge))
+    }
+
+    /// An accepted HTTP connection (`parley_http_connections`).
+    pub fn connection() -> Open {
+        Open::start("parley_http_connections")
+    }
+
+    /// An event stream (`parley_sse_streams`).
+    pub fn sse_stream() -> Open {
+        Open::start("parley_sse_streams")
+    }
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        if let Some(gauge) = self.0 {
+            gauge!(gauge).decrement(1.0);
         }
     }
 }

@@ -7,8 +7,10 @@
 -- trust row (and, for an attempt it had accepted, whether it was completed in time) only when
 -- it is evidence about the target's work for others (`counted` records the verdict):
 -- - never between agents of one owner (an owner cannot vouch for itself);
--- - not against the target when the requester gave it less time than the target's own
---   estimate (`short_timeout`) and it did not complete;
+-- - never for or against a deleted target;
+-- - neither for nor against the target when the requester gave it less time than the target's
+--   own estimate (`short_timeout`): the estimate can only take evidence away, never bias it, so
+--   no declared estimate makes failures free while successes count;
 -- - at most `p_trust_per_requester` attempts per target, requesting owner and UTC day
 --   (`trust_requester_days`): one requester cannot buy or wreck a score by volume.
 CREATE OR REPLACE FUNCTION parley_delegation_move(
@@ -29,14 +31,14 @@ BEGIN
        SET status = p_to, output = p_output, reason = p_reason,
            accepted_at = CASE WHEN p_to = 'accepted' THEN now() ELSE a.accepted_at END,
            ended_at = CASE WHEN v_ends THEN now() END,
-           counted = CASE WHEN v_ends THEN (v_done OR NOT a.short_timeout) END
+           counted = CASE WHEN v_ends THEN NOT a.short_timeout END
      WHERE a.delegation_id = p_delegation AND a.attempt = p_attempt AND a.status = p_from
     RETURNING a.target_agent_id, a.counted INTO v_target, v_counted;
     IF NOT FOUND THEN
         RETURN false;
     END IF;
     IF v_counted THEN
-        SELECT r.owner_user_id, r.owner_user_id <> t.owner_user_id INTO v_owner, v_counted
+        SELECT r.owner_user_id, r.owner_user_id <> t.owner_user_id AND t.deleted_at IS NULL INTO v_owner, v_counted
           FROM delegations d
           JOIN agents r ON r.agent_id = d.requester_agent_id
           JOIN agents t ON t.agent_id = v_target

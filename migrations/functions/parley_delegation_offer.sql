@@ -16,9 +16,9 @@
 -- owner's own rank at the target (`owner_seq`), and since ranks and times only grow together,
 -- the owner holds its share exactly when its share-th newest rank is still in the window.
 --
--- `short_timeout` records whether the delegation's `timeoutMs` is below the capability's
--- `estimatedLatencyMs` as offered: such an attempt that does not complete does not count
--- against the target (see `parley_delegation_move`).
+-- `short_timeout` records whether the time the attempt really has, from when it is offered to
+-- its deadline, is below the capability's `estimatedLatencyMs` as offered: such an attempt
+-- counts neither for nor against the target (see `parley_delegation_move`).
 CREATE OR REPLACE FUNCTION parley_delegation_offer(
     p_delegation uuid, p_attempt integer, p_task uuid, p_target uuid, p_target_anonymous uuid,
     p_requester_anonymous uuid, p_capability uuid, p_output_schema jsonb, p_created_at timestamptz,
@@ -28,6 +28,7 @@ LANGUAGE plpgsql AS $$
 DECLARE
     v_limit integer;
     v_short boolean;
+    v_estimate bigint;
     v_owner text;
     v_seq bigint;
     v_owner_seq bigint;
@@ -36,8 +37,8 @@ DECLARE
     v_full boolean;
 BEGIN
     SELECT CASE WHEN c.capability_id IS NULL THEN 0 ELSE least(c.inbound_rate_limit, p_inbound_limit) END,
-           d.timeout_ms < coalesce(c.estimated_latency_ms, 0), r.owner_user_id
-      INTO v_limit, v_short, v_owner
+           c.estimated_latency_ms, r.owner_user_id
+      INTO v_limit, v_estimate, v_owner
       FROM delegations d
       JOIN agents r ON r.agent_id = d.requester_agent_id
       LEFT JOIN capabilities c ON c.capability_id = p_capability
@@ -64,6 +65,8 @@ BEGIN
                AND a.owner_seq = v_owner_seq - v_share + 1;
         END IF;
     END IF;
+    -- Against the real deadline: the attempt is offered no earlier than the target's newest one.
+    v_short := extract(epoch FROM p_deadline - greatest(p_created_at, v_at)) * 1000 < coalesce(v_estimate, 0);
     INSERT INTO delegation_attempts (delegation_id, attempt, target_agent_id, target_anonymous_id,
                                      requester_anonymous_id, capability_id, output_schema, status, created_at,
                                      accept_deadline, deadline, task_id, target_seq, short_timeout,

@@ -20,6 +20,7 @@
 //! - [`turns`] and [`delegations`]: the two loops, one item at a time for turns (the service
 //!   gives an agent one claim at a time), up to `concurrency` delegations at once.
 //! - [`report`]: the log line of each item and the summary.
+//! - [`secrets`]: the keys kept out of the program's reach, `/proc` included.
 
 pub mod answer;
 pub mod backoff;
@@ -28,6 +29,7 @@ mod delegations;
 pub mod llm;
 pub mod program;
 pub mod report;
+pub mod secrets;
 mod turns;
 
 use std::{

@@ -35,8 +35,8 @@ const STDERR_QUOTED: usize = 600;
 /// hold the pipes open; its group is stopped then).
 const DRAIN: Duration = Duration::from_secs(2);
 
-/// Environment variables a program never sees.
-const SECRETS: [&str; 2] = ["PARLEY_AGENT_KEY", "PARLEY_LLM_API_KEY"];
+/// Environment variables a program never sees: the keys, and where they were handed over.
+const SECRETS: [&str; 3] = [super::secrets::SECRETS[0], super::secrets::SECRETS[1], super::secrets::HANDED_OVER];
 
 /// Why the program gave no usable answer, in words for the log and the service.
 #[derive(Debug, Clone, PartialEq, Eq)]

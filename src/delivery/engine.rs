@@ -33,7 +33,7 @@ pub struct Engine {
     pub(crate) seen_throttle: Arc<super::liveness::SeenThrottle>,
     /// Attempts accepted and delegations ended lately, for the calls that follow them.
     pub(crate) recent_delegations: Arc<crate::directory::delegation::recent::RecentDelegations>,
-    /// JSON Schema checks of delegations' inputs and outputs, off the async workers.
+    /// JSON Schema compiles and checks, on a pool of their own.
     pub(crate) schemas: crate::directory::schema::Checker,
     /// Delegations refused for an input the target's schema rejects, per requesting agent.
     pub(crate) input_failures: Arc<crate::failure_limiter::FailureLimiter<Uuid>>,
@@ -104,13 +104,23 @@ impl Engine {
             recent_claims: Arc::default(),
             seen_throttle: Arc::default(),
             recent_delegations: Arc::default(),
-            schemas: crate::directory::schema::Checker::new(config.schema_check_timeout),
+            schemas: crate::directory::schema::Checker::new(crate::directory::schema::CheckerConfig {
+                threads: config.schema_check_threads as usize,
+                timeout: config.schema_check_timeout,
+                budget: config.schema_check_budget,
+                cache_bytes: (config.schema_cache_mib as usize) << 20,
+            }),
             input_failures: Arc::new(crate::failure_limiter::FailureLimiter::new(
                 config.input_failure_burst,
                 config.input_failure_refill,
             )),
             model: None,
         }
+    }
+
+    /// Where schemas are compiled and checked.
+    pub fn schemas(&self) -> &crate::directory::schema::Checker {
+        &self.schemas
     }
 
     /// The registry of waiting long-polls (its listener is started by the application).
@@ -334,6 +344,13 @@ impl Engine {
     }
 
     /// Cancels a negotiation (platform request): the task ends `canceled`, the outcome says why.
+    ///
+    /// A negotiation whose stored turns already decide its end (a respond's `accept` or
+    /// `reject`, or the last turn the cap allows, stored and acknowledged but not yet
+    /// concluded) is not canceled: that end is concluded here, through the same finalize, and
+    /// the cancel answers `AlreadyCompleted`. So an acknowledged accept is never overturned: of
+    /// an accept and a cancel racing, whichever takes the task's lock first wins, and the other
+    /// is refused.
     pub async fn cancel(&self, task_id: Uuid) -> Result<(), DeliveryError> {
         let mut tx = self.pool.begin().await?;
         let task = tasks::lock(&mut tx, task_id).await?.ok_or(DeliveryError::NotFound)?;
@@ -341,6 +358,15 @@ impl Engine {
             return Err(DeliveryError::AlreadyCompleted);
         }
         let turns: Vec<Turn> = messages::turns(&mut tx, task.id).await?.into_iter().map(|t| t.turn).collect();
+        if task.state == TaskState::Working
+            && let Next::Finish(reason) = next_step(&task, &turns)
+        {
+            let outcome = finalize(self, &mut tx, &task, &turns, reason).await?;
+            tx.commit().await?;
+            self.wakeups.events_written();
+            crate::metrics::negotiation_ended(outcome.has_opportunity, outcome.reason);
+            return Err(DeliveryError::AlreadyCompleted);
+        }
         let outcome = finalize(self, &mut tx, &task, &turns, Some(EndReason::Canceled)).await?;
         tx.commit().await?;
         crate::metrics::negotiation_ended(outcome.has_opportunity, outcome.reason);

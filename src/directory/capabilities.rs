@@ -2,16 +2,19 @@
 //! `custom`), with its permissions. Registering the same kind again replaces it in place (same
 //! id, same permissions).
 //!
-//! [`NewCapability::parse`] is the one place a capability's fields are checked: both schemas must
-//! compile as JSON Schema (compiled once, here; external references are never fetched), the
-//! numbers must be non-negative, a given skill must decode as an assessment skill. A refused
-//! capability names the field at fault and nothing is stored.
+//! [`NewCapability::parse`] is the one place a capability's fields are checked: the numbers must
+//! be non-negative (and `estimatedLatencyMs` at most the longest delegation timeout), a given
+//! skill must decode as an assessment skill. Both schemas must then compile as JSON Schema
+//! within the bounds of [`super::schema`] ([`compile_schemas`], on the schema pool; external
+//! references are never fetched). A refused capability names the field at fault and nothing is
+//! stored.
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
+use super::schema::{CheckError, Checker, Refused};
 use crate::scoring::Skill;
 
 /// The kinds of work a capability can be for.
@@ -136,33 +139,60 @@ pub fn custom_type_for(task_type: TaskType, custom_type: Option<&str>) -> Result
     }
 }
 
-/// Checks a schema given at registration: it must compile (external references are not
-/// fetched: they fail) and stay within the bounds of [`super::schema`].
-pub fn check_schema(field: &'static str, schema: &Value) -> Result<(), CapabilityError> {
-    super::schema::compile(schema).map_err(|refused| match refused {
-        super::schema::Refused::Invalid(message) => refuse(field, message),
-        super::schema::Refused::TooComplex(message) => {
-            CapabilityError { field, message, code: "schema_too_complex" }
-        }
-    })
+/// The 400 for a schema refused at registration.
+fn refused_schema(field: &'static str, refused: Refused) -> CapabilityError {
+    match refused {
+        Refused::Invalid(message) => refuse(field, message),
+        Refused::TooComplex(message) => CapabilityError { field, message, code: "schema_too_complex" },
+    }
 }
 
-/// A whole, non-negative number of milliseconds that fits the store (a 64-bit integer), or
-/// none. A number past that range is refused, never clamped.
-fn milliseconds(field: &'static str, value: Option<&Value>) -> Result<Option<i64>, CapabilityError> {
-    match value {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(n)) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
-            (Some(ms), _, _) if ms >= 0 => Ok(Some(ms)),
-            (None, Some(_), _) => Err(refuse(field, format!("must be at most {} milliseconds", i64::MAX))),
-            (None, None, Some(f)) if f.is_finite() && f >= 0.0 && f.fract() == 0.0 && f < 9.0e18 => Ok(Some(f as i64)),
-            (None, None, Some(f)) if f.is_finite() && f >= 0.0 && f.fract() == 0.0 => {
-                Err(refuse(field, format!("must be at most {} milliseconds", i64::MAX)))
-            }
-            _ => Err(refuse(field, "must be a whole, non-negative number of milliseconds")),
-        },
-        Some(_) => Err(refuse(field, "must be a whole, non-negative number of milliseconds")),
+/// Why a registration's schemas were not accepted.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SchemaRefusal {
+    /// A schema is refused (400).
+    Refused(CapabilityError),
+    /// The schema pool did not compile it (the agent's checking time, or an overload).
+    Unchecked(CheckError),
+}
+
+/// Compiles both schemas of `c` on the schema pool, on behalf of the agent's `owner` (and keeps
+/// them compiled for the checks that follow); the first one refused is named.
+pub async fn compile_schemas(checker: &Checker, owner: &str, c: &NewCapability) -> Result<(), SchemaRefusal> {
+    let compiled = checker
+        .compile(owner, vec![c.input_schema.clone(), c.output_schema.clone()])
+        .await
+        .map_err(SchemaRefusal::Unchecked)?;
+    for (field, answer) in ["inputSchema", "outputSchema"].into_iter().zip(compiled) {
+        answer.map_err(|refused| SchemaRefusal::Refused(refused_schema(field, refused)))?;
     }
+    Ok(())
+}
+
+/// The longest `estimatedLatencyMs`, 24 hours: the longest `timeoutMs` a delegation may ask for
+/// (a test pins the two together), so that a requester can always give a target the time it
+/// says it needs.
+pub const MAX_LATENCY_MS: i64 = 24 * 3600 * 1000;
+
+/// A whole, non-negative number of milliseconds, at most `max`, or none. A number past that
+/// range is refused, never clamped.
+fn milliseconds(field: &'static str, value: Option<&Value>, max: i64) -> Result<Option<i64>, CapabilityError> {
+    let whole = |f: f64| f.is_finite() && f >= 0.0 && f.fract() == 0.0;
+    let ms = match value {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Number(n)) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+            (Some(ms), _, _) if ms >= 0 => ms,
+            (None, Some(_), _) => i64::MAX,
+            (None, None, Some(f)) if whole(f) && f < 9.0e18 => f as i64,
+            (None, None, Some(f)) if whole(f) => i64::MAX,
+            _ => return Err(refuse(field, "must be a whole, non-negative number of milliseconds")),
+        },
+        Some(_) => return Err(refuse(field, "must be a whole, non-negative number of milliseconds")),
+    };
+    if ms > max {
+        return Err(refuse(field, format!("must be at most {max} milliseconds")));
+    }
+    Ok(Some(ms))
 }
 
 /// A non-negative number, or none.
@@ -225,14 +255,19 @@ pub struct RawCapability<'a> {
 }
 
 impl NewCapability {
-    /// Checks every field; the first one at fault is named.
+    /// Checks every field but the schemas' compilation ([`compile_schemas`] comes next); the
+    /// first one at fault is named.
     pub fn parse(raw: &RawCapability<'_>) -> Result<NewCapability, CapabilityError> {
         let task_type = TaskType::parse(raw.task_type)
             .ok_or_else(|| refuse("taskType", format!("must be one of {}", TaskType::names())))?;
         let custom_type = custom_type_for(task_type, raw.custom_type)?;
-        check_schema("inputSchema", raw.input_schema)?;
-        check_schema("outputSchema", raw.output_schema)?;
-        let estimated_latency_ms = milliseconds("estimatedLatencyMs", raw.estimated_latency_ms)?;
+        for (field, schema) in [("inputSchema", raw.input_schema), ("outputSchema", raw.output_schema)] {
+            if !(schema.is_object() || schema.is_boolean()) {
+                return Err(refuse(field, "must be a JSON Schema (an object or a boolean)"));
+            }
+            super::schema::bounds::bound_size(schema).map_err(|e| refused_schema(field, Refused::TooComplex(e.0)))?;
+        }
+        let estimated_latency_ms = milliseconds("estimatedLatencyMs", raw.estimated_latency_ms, MAX_LATENCY_MS)?;
         let estimated_cost_usd = non_negative("estimatedCostUsd", raw.estimated_cost_usd)?;
         if raw.description.is_some_and(|d| d.chars().count() > MAX_DESCRIPTION) {
             return Err(refuse("description", format!("must be at most {MAX_DESCRIPTION} characters")));
@@ -332,6 +367,30 @@ pub async fn upsert(conn: &mut PgConnection, agent_id: Uuid, c: &NewCapability) 
     .await?;
     let capability = get(conn, agent_id, row.capability_id).await?.ok_or(sqlx::Error::RowNotFound)?;
     Ok((capability, row.created))
+}
+
+/// How many capabilities `owner`'s agents have in all.
+pub async fn count_for_owner(conn: &mut PgConnection, owner: &str) -> sqlx::Result<i64> {
+    sqlx::query_scalar!(
+        r#"SELECT count(*) AS "n!" FROM capabilities c JOIN agents a ON a.agent_id = c.agent_id
+            WHERE a.owner_user_id = $1"#,
+        owner
+    )
+    .fetch_one(conn)
+    .await
+}
+
+/// Whether the agent has a capability for the kind of work of `c` (registering it replaces it).
+pub async fn has_kind(conn: &mut PgConnection, agent_id: Uuid, c: &NewCapability) -> sqlx::Result<bool> {
+    sqlx::query_scalar!(
+        r#"SELECT EXISTS (SELECT 1 FROM capabilities WHERE agent_id = $1 AND task_type = $2
+                                                   AND custom_type IS NOT DISTINCT FROM $3) AS "found!""#,
+        agent_id,
+        c.task_type.as_str(),
+        c.custom_type.as_deref()
+    )
+    .fetch_one(conn)
+    .await
 }
 
 /// One of the agent's capabilities.
@@ -464,14 +523,30 @@ mod tests {
         assert_eq!(NewCapability::parse(&ok).unwrap().custom_type.as_deref(), Some("legal"));
     }
 
-    #[test]
-    fn schemas_must_compile() {
+    #[tokio::test]
+    async fn schemas_must_compile() {
+        let checker = Checker::new(crate::directory::schema::CheckerConfig {
+            threads: 1,
+            timeout: std::time::Duration::from_secs(5),
+            budget: std::time::Duration::from_secs(60),
+            cache_bytes: 1 << 20,
+        });
         let good = json!({"type": "object"});
         let bad = json!({"type": "no-such-type"});
-        let r = RawCapability { input_schema: &bad, ..raw("testing", &good) };
-        assert_eq!(NewCapability::parse(&r).unwrap_err().field, "inputSchema");
-        let r = RawCapability { output_schema: &bad, ..raw("testing", &good) };
-        assert_eq!(NewCapability::parse(&r).unwrap_err().field, "outputSchema");
+        let agent = "owner-a";
+        let compiled = |r: RawCapability<'_>| {
+            let new = NewCapability::parse(&r).unwrap();
+            let checker = checker.clone();
+            async move {
+                match compile_schemas(&checker, agent, &new).await {
+                    Err(SchemaRefusal::Refused(e)) => Some(e.field),
+                    _ => None,
+                }
+            }
+        };
+        assert_eq!(compiled(RawCapability { input_schema: &bad, ..raw("testing", &good) }).await, Some("inputSchema"));
+        assert_eq!(compiled(RawCapability { output_schema: &bad, ..raw("testing", &good) }).await, Some("outputSchema"));
+        assert_eq!(compiled(raw("testing", &good)).await, None);
         let text = json!("a schema");
         let r = RawCapability { input_schema: &text, ..raw("testing", &good) };
         assert_eq!(NewCapability::parse(&r).unwrap_err().field, "inputSchema");
@@ -485,6 +560,14 @@ mod tests {
         let past_i64: Value = serde_json::from_str("9223372036854775808").unwrap();
         let r = RawCapability { estimated_latency_ms: Some(&past_i64), ..raw("testing", &schema) };
         assert_eq!(NewCapability::parse(&r).unwrap_err().field, "estimatedLatencyMs", "past i64: refused, not clamped");
+        // No estimate longer than the longest timeout a requester may give.
+        assert_eq!(MAX_LATENCY_MS, crate::directory::delegation::MAX_TIMEOUT_MS);
+        let longest = json!(MAX_LATENCY_MS);
+        let r = RawCapability { estimated_latency_ms: Some(&longest), ..raw("testing", &schema) };
+        assert_eq!(NewCapability::parse(&r).unwrap().estimated_latency_ms, Some(MAX_LATENCY_MS));
+        let past = json!(MAX_LATENCY_MS + 1);
+        let r = RawCapability { estimated_latency_ms: Some(&past), ..raw("testing", &schema) };
+        assert_eq!(NewCapability::parse(&r).unwrap_err().field, "estimatedLatencyMs");
         let whole_float = json!(1500.0);
         let r = RawCapability { estimated_latency_ms: Some(&whole_float), ..raw("testing", &schema) };
         assert_eq!(NewCapability::parse(&r).unwrap().estimated_latency_ms, Some(1500));

@@ -96,7 +96,7 @@ fn number(field: &'static str, value: Option<&str>) -> Result<Option<f64>, Capab
         None => Ok(None),
         Some(v) => match v.parse::<f64>() {
             Ok(x) if x.is_finite() => Ok(Some(x)),
-            _ => Err(refuse(field, format!("{v:?} is not a number"))),
+            _ => Err(refuse(field, format!("{} is not a number", crate::quote::quote(v)))),
         },
     }
 }

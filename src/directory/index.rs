@@ -68,6 +68,11 @@ pub struct Entry {
     pub provisional: bool,
     /// The agent (never shown).
     pub agent_id: Uuid,
+    /// The agent's owner (never shown): a delegation's candidates take at most a few of one
+    /// owner's capabilities.
+    pub owner_user_id: String,
+    /// Whether the capability takes delegations.
+    pub accept_delegations: bool,
 }
 
 /// The discoverable capabilities of one key, as of one version.
@@ -160,7 +165,7 @@ async fn build(
                   c.capability_id, c.updated_at, c.task_type, c.custom_type, c.input_schema, c.output_schema,
                   c.estimated_latency_ms, c.estimated_cost_usd,
                   t.percentile AS "trust_score_percentile!", t.provisional AS "provisional!",
-                  c.agent_id
+                  c.agent_id, a.owner_user_id, c.accept_delegations
              FROM capabilities c
              JOIN agents a ON a.agent_id = c.agent_id AND a.status = 'active'
              JOIN anonymous_ids ai ON ai.agent_id = c.agent_id AND ai.current

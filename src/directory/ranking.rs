@@ -30,7 +30,10 @@
 //! snapshot look up nothing.
 //!
 //! Every candidate is first scored without its explanation; only the entries shown are then
-//! assessed in full (see [`rank`]).
+//! assessed in full (see [`rank`]). The work of preparing calculators and of assessing runs on
+//! the blocking pool, at most [`AT_ONCE`] rankings at a time ([`off_the_async_workers`]): a
+//! ranking over a large directory never holds an async worker, so the service's other requests
+//! (a health probe, a long-poll's answer) are not kept waiting behind it.
 //!
 //! Assessments are keyword-only (no embeddings). Accepted assessments are candidates, best
 //! `rankScore` first, ties by anonymous id and capability id; the others are listed as rejected
@@ -185,6 +188,23 @@ pub struct Source {
     pub skill: Option<Value>,
 }
 
+/// Rankings whose work runs at once; more wait for their turn.
+pub const AT_ONCE: usize = 2;
+
+static RANKING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(AT_ONCE);
+
+/// Runs `work` (a ranking's preparing or assessing) on the blocking pool, at most [`AT_ONCE`] at
+/// a time, and waits for it without holding an async worker.
+pub async fn off_the_async_workers<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+    let _turn = RANKING.acquire().await.expect("the semaphore is never closed");
+    tokio::task::spawn_blocking(work).await.expect("a ranking's work does not panic")
+}
+
+/// Assesses every candidate and ranks them (see [`rank`]), off the async workers.
+pub async fn rank_off_the_async_workers(request: AssessmentRequest, found: Vec<Candidate>, limit: usize) -> Ranking {
+    off_the_async_workers(move || rank(&request, found, limit)).await
+}
+
 /// How many prepared calculators the process keeps (the least recently used go first): room for
 /// every capability of a large directory, a few kilobytes each.
 pub const PREPARED_CAPACITY: usize = 16_384;
@@ -278,10 +298,10 @@ async fn calculators<'s>(
         )
         .fetch_all(conn)
         .await?;
-        let fresh: HashMap<Uuid, (DateTime<Utc>, Arc<Calculator>)> = sources
-            .iter()
-            .map(|s| (s.capability_id, (s.updated_at, Arc::new(calculator_of(s)))))
-            .collect();
+        let fresh: HashMap<Uuid, (DateTime<Utc>, Arc<Calculator>)> = off_the_async_workers(move || {
+            sources.iter().map(|s| (s.capability_id, (s.updated_at, Arc::new(calculator_of(s))))).collect()
+        })
+        .await;
         let mut cache = prepared();
         for (id, (updated_at, calculator)) in &fresh {
             cache.put((*id, *updated_at), calculator.clone());

@@ -21,7 +21,7 @@ use super::{
     api_docs::{AgentKeyPath, AgentOrItsOwner, AgentPath, OwnAgentKey, UsersOnly, UsersOwnAgent},
     auth::UserCaller,
     error::{ApiError, ApiResult},
-    extract::{ApiJson, Ids, OptionalJson},
+    extract::{ApiJson, ApiQuery, Ids, OptionalJson, MAX_PAGE},
 };
 use crate::{
     delivery::hash_secret,
@@ -156,11 +156,37 @@ pub struct CreatedAgentOut {
     pub api_key: NewKeyOut,
 }
 
-/// The caller's agents.
+/// A page of the caller's agents.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct AgentListOut {
     /// Oldest first.
     pub agents: Vec<AgentOut>,
+    /// The cursor of the next page (pass it as `cursor`); absent on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<Uuid>,
+}
+
+/// Query of `GET /api/agents`.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct AgentListQuery {
+    /// 1 to 200 (default 100: every agent a user may have by default, in one page).
+    pub limit: Option<i64>,
+    /// The `nextCursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+/// Agents on a page of `GET /api/agents` when the query gives no `limit`.
+pub const DEFAULT_AGENT_PAGE: i64 = 100;
+
+/// The 409 for a user at one of the limits of the configuration.
+fn limit_reached(what: &str, limit: u32, variable: &str) -> ApiError {
+    ApiError::LimitReached {
+        message: format!("a user may have at most {limit} {what} ({variable}); delete or revoke one first"),
+        limit,
+    }
 }
 
 /// Body of `POST /api/agents`.
@@ -206,6 +232,7 @@ fn check_mode(mode: Option<&str>) -> ApiResult<()> {
     responses(
         (status = 201, description = "Registered; the key is shown this once", body = CreatedAgentOut),
         (status = 400, description = "Invalid body (`invalid_body`)"),
+        (status = 409, description = "The user has as many agents, or live keys, as they may (`limit_reached`, with the `limit`)"),
         UsersOnly,
     ))]
 pub async fn create_agent(
@@ -216,7 +243,15 @@ pub async fn create_agent(
     check_name(&body.name)?;
     check_description(body.description.as_deref())?;
     check_mode(body.negotiation_mode.as_deref())?;
+    let config = state.engine.config();
     let mut tx = state.pool().begin().await?;
+    agents::lock_owner(&mut tx, &caller.sub).await?;
+    if agents::count_for_owner(&mut tx, &caller.sub).await? >= i64::from(config.max_agents_per_user) {
+        return Err(limit_reached("agents", config.max_agents_per_user, "PARLEY_MAX_AGENTS_PER_USER"));
+    }
+    if agents::count_live_keys(&mut tx, &caller.sub).await? >= i64::from(config.max_keys_per_user) {
+        return Err(limit_reached("live API keys", config.max_keys_per_user, "PARLEY_MAX_KEYS_PER_USER"));
+    }
     let agent = agents::insert(
         &mut tx,
         Uuid::now_v7(),
@@ -232,21 +267,43 @@ pub async fn create_agent(
     Ok((StatusCode::CREATED, Json(CreatedAgentOut { agent: agent_out(&state, agent, &keys), api_key: key })))
 }
 
-/// The caller's agents.
+/// The caller's agents, a page at a time, oldest first. Without a query the first page holds up
+/// to 100, every agent a user may have by default.
 #[utoipa::path(get, path = "/api/agents", tag = "agents", operation_id = "listAgents",
     security(("bearerJwt" = [])),
+    params(AgentListQuery),
     responses(
-        (status = 200, description = "The caller's agents", body = AgentListOut),
+        (status = 200, description = "A page of the caller's agents", body = AgentListOut),
+        (status = 400, description = "Invalid query (`invalid_body`)"),
         UsersOnly,
     ))]
-pub async fn list_agents(State(state): State<AppState>, UserCaller(caller): UserCaller) -> ApiResult<Json<AgentListOut>> {
-    let mut conn = state.pool().acquire().await?;
-    let mut out = Vec::new();
-    for agent in agents::list_for_owner(&mut conn, &caller.sub).await? {
-        let keys = agents::keys(&mut conn, agent.agent_id).await?;
-        out.push(agent_out(&state, agent, &keys));
+pub async fn list_agents(
+    State(state): State<AppState>,
+    UserCaller(caller): UserCaller,
+    ApiQuery(q): ApiQuery<AgentListQuery>,
+) -> ApiResult<Json<AgentListOut>> {
+    let limit = q.limit.unwrap_or(DEFAULT_AGENT_PAGE);
+    if !(1..=MAX_PAGE).contains(&limit) {
+        return Err(ApiError::invalid(format!("limit must be between 1 and {MAX_PAGE}")));
     }
-    Ok(Json(AgentListOut { agents: out }))
+    let after = match q.cursor.as_deref() {
+        None => None,
+        Some(c) => Some(Uuid::parse_str(c).map_err(|_| ApiError::invalid("cursor is not valid"))?),
+    };
+    let mut conn = state.pool().acquire().await?;
+    let mut page = agents::list_for_owner(&mut conn, &caller.sub, after, limit + 1).await?;
+    let next_cursor = (page.len() as i64 > limit).then(|| page[limit as usize - 1].agent_id);
+    page.truncate(limit as usize);
+    let ids: Vec<Uuid> = page.iter().map(|a| a.agent_id).collect();
+    let keys = agents::keys_of(&mut conn, &ids).await?;
+    let out = page
+        .into_iter()
+        .map(|agent| {
+            let own: Vec<ApiKey> = keys.iter().filter(|k| k.agent_id == agent.agent_id).cloned().collect();
+            agent_out(&state, agent, &own)
+        })
+        .collect();
+    Ok(Json(AgentListOut { agents: out, next_cursor }))
 }
 
 /// The caller's agent `id`, or 404.
@@ -343,7 +400,10 @@ pub async fn update_agent(
     Ok(Json(agent_out(&state, agent, &keys)))
 }
 
-/// Deletes an agent and its keys; turns it holds are given back to be picked up again.
+/// Deletes an agent: its keys and capabilities go, turns it holds are given back to be picked up
+/// again, and the delegation attempts open at it end `error` ("the target was deleted") so that
+/// their delegations fall back. Its records stay: the delegations it asked for or worked on
+/// remain readable by their parties.
 #[utoipa::path(delete, path = "/api/agents/{id}", tag = "agents", operation_id = "deleteAgent",
     security(("bearerJwt" = [])),
     params(AgentPath),
@@ -357,8 +417,10 @@ pub async fn delete_agent(State(state): State<AppState>, UserCaller(caller): Use
     drop(conn);
     let identity = crate::delivery::AgentIdentity { agent_id: agent.agent_id, owner_user_id: agent.owner_user_id };
     state.engine.release_all(&identity).await?;
-    let mut conn = state.pool().acquire().await?;
-    agents::delete(&mut conn, id).await?;
+    let mut tx = state.pool().begin().await?;
+    agents::delete(&mut tx, id).await?;
+    tx.commit().await?;
+    state.engine.end_attempts_at_deleted(id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -378,6 +440,7 @@ pub struct CreateKeyIn {
     responses(
         (status = 201, description = "The new key, shown this once", body = NewKeyOut),
         (status = 400, description = "Invalid body (`invalid_body`)"),
+        (status = 409, description = "The user has as many live keys as they may (`limit_reached`, with the `limit`)"),
         UsersOwnAgent,
     ))]
 pub async fn create_key(
@@ -391,6 +454,11 @@ pub async fn create_key(
     }
     let mut tx = state.pool().begin().await?;
     own_agent(&mut tx, &caller.sub, id).await?;
+    let max_keys = state.engine.config().max_keys_per_user;
+    agents::lock_owner(&mut tx, &caller.sub).await?;
+    if agents::count_live_keys(&mut tx, &caller.sub).await? >= i64::from(max_keys) {
+        return Err(limit_reached("live API keys", max_keys, "PARLEY_MAX_KEYS_PER_USER"));
+    }
     let key = issue_key(&mut tx, id, body.expires_at).await?;
     tx.commit().await?;
     Ok((StatusCode::CREATED, Json(key)))

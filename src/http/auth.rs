@@ -148,7 +148,12 @@ pub const KEY_PREFIX: &str = "pk_";
 
 /// The bearer token of the request, if any.
 pub fn bearer(parts: &Parts) -> Option<&str> {
-    let value = parts.headers.get(axum::http::header::AUTHORIZATION)?.to_str().ok()?;
+    bearer_of(&parts.headers)
+}
+
+/// The bearer token in `headers`, if any.
+pub fn bearer_of(headers: &axum::http::HeaderMap) -> Option<&str> {
+    let value = headers.get(axum::http::header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.split_once(' ')?;
     scheme.eq_ignore_ascii_case("bearer").then_some(token.trim()).filter(|t| !t.is_empty())
 }

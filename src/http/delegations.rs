@@ -67,7 +67,11 @@ impl From<DelegationError> for ApiError {
             DelegationError::NotAddressed => ApiError::Conflict { code: "not_addressed", message },
             DelegationError::InvalidState(_) => ApiError::Conflict { code: "invalid_state", message },
             DelegationError::ClaimStale(_) => ApiError::Conflict { code: "claim_stale", message },
-            DelegationError::RateLimited(_, wait) | DelegationError::TooManyInvalid(wait) => ApiError::TooMany(message, wait),
+            DelegationError::RateLimited(_, wait)
+            | DelegationError::TooManyInvalid(wait)
+            | DelegationError::CheckBudget(wait) => ApiError::TooMany(message, wait),
+            DelegationError::Rescreen => ApiError::Conflict { code: "invalid_state", message },
+            DelegationError::Overloaded => ApiError::Unavailable(message),
             DelegationError::Unexpected(e) => ApiError::Internal(e),
         }
     }
@@ -97,8 +101,8 @@ impl FromRequestParts<AppState> for Reader {
             return Ok(Reader::Requesters(Vec::new()));
         }
         let mut conn = state.pool().acquire().await?;
-        let owned = agents::list_for_owner(&mut conn, &caller.sub).await?;
-        Ok(Reader::Requesters(owned.into_iter().map(|a| a.agent_id).collect()))
+        // Deleted agents too: what they asked for stays readable by their owner.
+        Ok(Reader::Requesters(agents::ids_for_owner(&mut conn, &caller.sub).await?))
     }
 }
 

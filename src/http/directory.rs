@@ -24,7 +24,8 @@ use super::{
 };
 use crate::directory::{
     CapabilityError, PermissionsPatch, anonymity,
-    capabilities::{self, Capability, NewCapability, RawCapability},
+    capabilities::{self, Capability, NewCapability, RawCapability, SchemaRefusal},
+    schema::CheckError,
     discovery::{self, Found, RawQuery},
     ranking::{self, RankError, RankQuery},
     trust,
@@ -201,8 +202,10 @@ pub struct DeletedOut {
     responses(
         (status = 200, description = "Replaced", body = CapabilityAnswer),
         (status = 201, description = "Created", body = CapabilityAnswer),
-        (status = 400, description = "Invalid body, naming the field (`invalid_body`)"),
+        (status = 400, description = "Invalid body, naming the field (`invalid_body`), or a schema past its bounds (`schema_too_complex`)"),
         (status = 404, description = "Unknown agent, or another user's"),
+        (status = 409, description = "The owner's agents have as many capabilities as they may (`limit_reached`)"),
+        (status = 429, description = "The owner's schema-checking time is used up for now (`rate_limited`)"),
         AgentManagers,
     ))]
 pub async fn put_capability(
@@ -221,7 +224,30 @@ pub async fn put_capability(
         tags: &body.tags,
         skill: body.skill.as_ref(),
     })?;
+    capabilities::compile_schemas(state.engine.schemas(), &agent.owner_user_id, &new).await.map_err(|e| match e {
+        SchemaRefusal::Refused(refused) => refused.into(),
+        SchemaRefusal::Unchecked(CheckError::OverBudget(wait)) => {
+            ApiError::TooMany(CheckError::OverBudget(wait).to_string(), wait)
+        }
+        SchemaRefusal::Unchecked(CheckError::TooSlow(t)) => ApiError::BadRequest {
+            code: "schema_too_complex",
+            message: format!("the schemas could not be compiled within {t:?}"),
+        },
+        SchemaRefusal::Unchecked(busy) => ApiError::Unavailable(busy.to_string()),
+    })?;
+    let max = state.engine.config().max_capabilities_per_user;
     let mut tx = state.pool().begin().await?;
+    crate::store::agents::lock_owner(&mut tx, &agent.owner_user_id).await?;
+    if !capabilities::has_kind(&mut tx, agent.agent_id, &new).await?
+        && capabilities::count_for_owner(&mut tx, &agent.owner_user_id).await? >= i64::from(max)
+    {
+        return Err(ApiError::LimitReached {
+            message: format!(
+                "a user's agents may have at most {max} capabilities in all (PARLEY_MAX_CAPABILITIES_PER_USER); delete one first"
+            ),
+            limit: max,
+        });
+    }
     // The id first: a first capability then finds it and needs no placeholder.
     let anonymous_agent_id = anonymity::current(&mut tx, agent.agent_id, state.engine.config().anonymous_id_ttl).await?;
     let (capability, created) = capabilities::upsert(&mut tx, agent.agent_id, &new).await?;
@@ -618,7 +644,7 @@ pub async fn rank(state: &AppState, body: &Value) -> ApiResult<RankOut> {
     let mut tx = state.pool().begin().await?;
     let found = ranking::candidates(&mut tx, &query, config.min_trust, config.anonymous_id_ttl).await?;
     tx.commit().await?;
-    let ranked = ranking::rank(&query.request, found, query.limit);
+    let ranked = ranking::rank_off_the_async_workers(query.request, found, query.limit).await;
     let candidates = ranked
         .candidates
         .into_iter()

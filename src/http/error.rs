@@ -51,6 +51,15 @@ pub enum ApiError {
         /// What happened, for a human.
         message: String,
     },
+    /// 409 `limit_reached`: the user has as many of something as they may (the body carries the
+    /// limit).
+    #[error("{message}")]
+    LimitReached {
+        /// What the limit is of, for a human.
+        message: String,
+        /// The limit.
+        limit: u32,
+    },
     /// 408: the request body did not arrive whole in time.
     #[error("the request body did not arrive in time; send it at once")]
     RequestTimeout,
@@ -82,15 +91,29 @@ pub struct ErrorBody {
     /// `unknown_claim_token`, `no_system_negotiator`, `already_completed`, `opportunity_id_reused`,
     /// `invalid_state`, `not_pending`, `already_decided`, `input_invalid`, `output_invalid`,
     /// `target_not_eligible`, `unknown_target`, `request_id_reused`, `not_addressed`,
-    /// `request_timeout`, `payload_too_large`, `rate_limited`, `unavailable`, `internal`.
+    /// `limit_reached`, `request_timeout`, `payload_too_large`, `rate_limited`, `unavailable`,
+    /// `internal`.
     #[schema(value_type = String)]
     pub code: &'static str,
+    /// With `limit_reached`: the limit that was reached.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
 }
 
 impl ApiError {
     /// A 400 `invalid_body` with `message`.
     pub fn invalid(message: impl Into<String>) -> ApiError {
         ApiError::BadRequest { code: "invalid_body", message: message.into() }
+    }
+
+    /// The message a client is given: every quoted run in it cut to a short prefix and the whole
+    /// to a few hundred characters (see `crate::quote`), so that no answer echoes what was sent
+    /// at length; nothing of an internal failure.
+    pub fn message(&self) -> String {
+        match self {
+            ApiError::Internal(_) => "internal server error".to_owned(),
+            other => crate::quote::shorten_quoted(&other.to_string()),
+        }
     }
 
     /// The HTTP status.
@@ -100,7 +123,7 @@ impl ApiError {
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) | ApiError::NotFoundCode { .. } => StatusCode::NOT_FOUND,
-            ApiError::Conflict { .. } => StatusCode::CONFLICT,
+            ApiError::Conflict { .. } | ApiError::LimitReached { .. } => StatusCode::CONFLICT,
             ApiError::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::RateLimited(_) | ApiError::TooMany(..) => StatusCode::TOO_MANY_REQUESTS,
@@ -116,6 +139,7 @@ impl ApiError {
             ApiError::Unauthorized(_) => "unauthorized",
             ApiError::Forbidden(_) => "forbidden",
             ApiError::NotFound(_) => "not_found",
+            ApiError::LimitReached { .. } => "limit_reached",
             ApiError::RequestTimeout => "request_timeout",
             ApiError::PayloadTooLarge(_) => "payload_too_large",
             ApiError::RateLimited(_) | ApiError::TooMany(..) => "rate_limited",
@@ -153,14 +177,15 @@ impl IntoResponse for ApiError {
             other => other,
         };
         let status = this.status();
-        let message = match &this {
-            ApiError::Internal(e) => {
-                tracing::error!(error = format!("{e:#}"), "internal error");
-                "internal server error".to_owned()
-            }
-            other => other.to_string(),
+        if let ApiError::Internal(e) = &this {
+            tracing::error!(error = format!("{e:#}"), "internal error");
+        }
+        let message = this.message();
+        let limit = match &this {
+            ApiError::LimitReached { limit, .. } => Some(*limit),
+            _ => None,
         };
-        let mut response = (status, Json(ErrorBody { error: message, code: this.code() })).into_response();
+        let mut response = (status, Json(ErrorBody { error: message, code: this.code(), limit })).into_response();
         if let ApiError::RateLimited(wait) | ApiError::TooMany(_, wait) = this {
             // Whole seconds, rounded up: retrying earlier would only be refused again.
             let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);

@@ -9,6 +9,9 @@
 //! `EventHub::CAPACITY` events behind gets a final `reconnect` event and is dropped. A `: ping`
 //! comment every 15 s keeps proxies from closing the stream.
 //!
+//! Streams are limited per token, per user and in all ([`super::streams`]): past a limit a new
+//! one is refused `429 rate_limited`.
+//!
 //! A stream lives no longer than the token that opened it: when the token expires the stream
 //! sends a final `reconnect` event with `code: "token_expired"` and ends; the client reconnects
 //! with a fresh token and `Last-Event-ID`, and misses nothing.
@@ -25,7 +28,11 @@ use axum::{
 use futures::{Stream, StreamExt, stream};
 use tokio::sync::broadcast::{Receiver, error::RecvError};
 
-use super::{AppState, auth::Caller, error::ApiResult};
+use super::{
+    AppState,
+    auth::Caller,
+    error::{ApiError, ApiResult},
+};
 use crate::store::events::{self, Event};
 
 /// How far back `Last-Event-ID` can resume.
@@ -60,6 +67,7 @@ struct Live {
     security(("bearerJwt" = [])),
     params(("Last-Event-ID" = Option<i64>, Header, description = "Resume after this event id (up to 24 hours back, at most 1 000 events)")),
     responses(
+        (status = 429, description = "The token, the user or the service holds as many streams open as it may (`rate_limited`)"),
         (status = 200, description = "A Server-Sent Events stream: `opportunity.status`, `negotiation.turn`, \
 `negotiation.outcome`, `negotiation.round` (a reactivated opportunity's new negotiation), `delegation.status` \
 (`{requestId, attempt, status, taskId, taskType, requesterAnonymousId, targetAnonymousId}`, to the owners of both the requester and the target) (and a final `reconnect` for a client that fell behind, or with `code: token_expired` \
@@ -72,6 +80,12 @@ pub async fn stream_events(
     headers: HeaderMap,
 ) -> ApiResult<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>> {
     let user = if caller.is_service() { None } else { Some(caller.sub.clone()) };
+    let token = super::auth::bearer_of(&headers).unwrap_or_default();
+    let counted_as = if caller.is_service() { format!("service:{}", caller.sub) } else { format!("user:{}", caller.sub) };
+    let slot = state
+        .streams
+        .open(token, &counted_as)
+        .map_err(|full| ApiError::TooMany(full.to_string(), Duration::from_secs(5)))?;
     // Subscribe before reading the log, so nothing falls between the two.
     let rx = state.events.subscribe();
     let last_id = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<i64>().ok());
@@ -143,6 +157,11 @@ pub async fn stream_events(
         .chain(live)
         .take_until(tokio::time::sleep_until(expires))
         .chain(expired)
-        .take_until(state.stopped());
+        .take_until(state.stopped())
+        // The slot goes back when the stream ends, however it ends.
+        .map(move |event| {
+            let _held = &slot;
+            event
+        });
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(HEARTBEAT).text("ping")))
 }

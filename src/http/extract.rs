@@ -31,11 +31,12 @@ pub async fn body_bytes<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes
     })
 }
 
-/// Whether reading a body failed because it did not arrive within the body timeout.
+/// Whether reading a body failed because it did not arrive within the body timeout or by its
+/// deadline.
 fn is_body_timeout(e: &(dyn std::error::Error + 'static)) -> bool {
     let mut cause = Some(e);
     while let Some(c) = cause {
-        if c.is::<tower_http::timeout::TimeoutError>() {
+        if c.is::<tower_http::timeout::TimeoutError>() || c.is::<super::body_deadline::BodyDeadline>() {
             return true;
         }
         cause = c.source();
@@ -78,7 +79,11 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for ApiQuery<T> {
         Query::<T>::from_request_parts(parts, state)
             .await
             .map(|Query(q)| ApiQuery(q))
-            .map_err(|e| ApiError::invalid(format!("invalid query string: {}", e.body_text())))
+            .map_err(|e| {
+                // The library's text quotes what it did not understand, sometimes unquoted: cut.
+                let text: String = e.body_text().chars().take(160).collect();
+                ApiError::invalid(format!("invalid query string: {text}"))
+            })
     }
 }
 

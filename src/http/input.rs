@@ -84,8 +84,8 @@ pub fn check_query(uri: &Uri) -> Result<(), ApiError> {
     let pairs = Query::<Vec<(String, String)>>::try_from_uri(uri).map(|Query(pairs)| pairs).unwrap_or_default();
     match pairs.iter().find(|(name, value)| has_nul(name) || has_nul(value)) {
         Some((name, _)) => Err(ApiError::invalid(format!(
-            "query parameter {:?} contains a NUL character (%00), which text may not contain",
-            name.replace('\0', r"\u0000")
+            "query parameter {} contains a NUL character (%00), which text may not contain",
+            crate::quote::quote(&name.replace('\0', r"\u0000"))
         ))),
         None => Ok(()),
     }

@@ -1,5 +1,5 @@
 //! The HTTP API: one router per resource, merged here ([`resources`]), the shared layers (body
-//! limit and body timeout, the failed-authentication limiter, security headers, tracing:
+//! limit, body timeout and deadline, the failed-authentication limiter, security headers, tracing:
 //! [`layered`]) and the shared state. The application assembles the whole service from these,
 //! the MCP endpoint and the OpenAPI document (`crate::app::router`), so that this module never
 //! imports the modules built on it. Handlers are thin: validate, call the engine or the store,
@@ -14,6 +14,7 @@ pub mod api_docs;
 pub mod assessment;
 pub mod auth;
 pub mod auth_limiter;
+pub mod body_deadline;
 pub mod delegations;
 pub mod directory;
 pub mod error;
@@ -27,6 +28,7 @@ pub mod negotiations;
 pub mod opportunities;
 pub mod serve;
 pub mod status_page;
+pub mod streams;
 pub mod unread_body;
 pub mod views;
 
@@ -68,6 +70,8 @@ pub struct AppState {
     /// Turns true when the process starts shutting down: open event streams end then, so that
     /// a graceful shutdown is not held up by clients that never disconnect.
     pub stopping: tokio::sync::watch::Receiver<bool>,
+    /// The event streams open, by token, by user and in all.
+    pub streams: Arc<streams::StreamLimits>,
 }
 
 impl AppState {
@@ -115,11 +119,12 @@ pub fn resources() -> Router<AppState> {
     routers.into_iter().fold(Router::new(), Router::merge)
 }
 
-/// `routes` under the layers every answer goes through: the body limit and body timeout, the
+/// `routes` under the layers every answer goes through: the body limit, timeout and deadline, the
 /// failed-authentication limiter, security headers, metrics, the unread-body rule and tracing;
 /// an unknown path is a 404 with the error body.
 pub fn layered(routes: Router<AppState>, state: AppState) -> Router {
     let body_timeout = state.engine.config().http_body_timeout;
+    let body_deadline = state.engine.config().http_body_deadline;
     let security_headers = ServiceBuilder::new()
         .layer(SetResponseHeaderLayer::overriding(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")))
         .layer(SetResponseHeaderLayer::overriding(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer")))
@@ -128,8 +133,12 @@ pub fn layered(routes: Router<AppState>, state: AppState) -> Router {
             HeaderValue::from_static(API_CSP),
         ))
         .layer(SetResponseHeaderLayer::if_not_present(HeaderName::from_static("cache-control"), no_store_for_json));
-    // A body that trickles in is cut off: reading it fails, which the extractors answer 408.
+    // A body that trickles in is cut off, part by part and as a whole: reading it fails, which
+    // the extractors answer 408.
     let body_timeout = ServiceBuilder::new()
+        .map_request(move |request: Request<Body>| {
+            request.map(|body| Body::new(body_deadline::Deadlined::new(body, body_deadline)))
+        })
         .layer(RequestBodyTimeoutLayer::new(body_timeout))
         .map_request(|request: Request<TimeoutBody<Body>>| request.map(Body::new));
     routes

@@ -10,7 +10,8 @@
 //!   in a handler (a long-poll waiting for a turn) is not idle; an event stream is not idle while
 //!   its heartbeats reach the client, and one whose client stopped reading is.
 //!
-//! The body timeout is a router layer (see [`super::router`]). The accept loop keeps going when
+//! The body timeout and deadline are router layers (see [`super::layered`]). Open connections
+//! are counted (`parley_http_connections`). The accept loop keeps going when
 //! the process runs out of file descriptors: it backs off (10 ms doubling to 1 s) and logs once
 //! per episode instead of spinning. Shutdown stops accepting and lets hyper finish every
 //! connection gracefully.
@@ -96,7 +97,9 @@ pub async fn serve(
             .header_read_timeout(timeouts.header)
             .serve_connection(io, service);
         let connection = graceful.watch(connection);
+        let counted = crate::metrics::Open::connection();
         tokio::spawn(async move {
+            let _counted = counted;
             if let Err(e) = connection.await {
                 tracing::debug!(error = %e, %remote, "connection closed with an error");
             }
@@ -244,6 +247,20 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for IdleIo<T> {
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.inner).poll_shutdown(cx)
     }
+}
+
+/// Raises the process's soft limit of open files to its hard limit, so that connections (each a
+/// file descriptor) run out as late as the machine allows; returns the limit in force.
+pub fn raise_open_file_limit() -> Option<u64> {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    if limit.current < limit.maximum || (limit.maximum.is_none() && limit.current.is_some()) {
+        let raised = Rlimit { current: limit.maximum, maximum: limit.maximum };
+        if setrlimit(Resource::Nofile, raised).is_ok() {
+            return limit.maximum;
+        }
+    }
+    limit.current
 }
 
 /// The client's address, as the serve loop records it on every request.

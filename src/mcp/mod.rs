@@ -172,7 +172,7 @@ async fn transport_errors(request: Request, next: Next) -> Response {
     } else {
         text
     };
-    let body = ErrorBody { error: message, code: transport_code(status) };
+    let body = ErrorBody { error: message, code: transport_code(status), limit: None };
     (status, axum::Json(body)).into_response()
 }
 
@@ -414,7 +414,7 @@ pub struct FailArgs {
 
 /// A tool's failure as a tool error: `{error, code}` like the HTTP API's, for the model to read.
 fn tool_error(code: &str, message: impl Into<String>) -> CallToolResult {
-    CallToolResult::structured_error(json!({ "error": message.into(), "code": code }))
+    CallToolResult::structured_error(json!({ "error": crate::quote::shorten_quoted(&message.into()), "code": code }))
 }
 
 fn api_error(e: ApiError) -> CallToolResult {
@@ -422,7 +422,7 @@ fn api_error(e: ApiError) -> CallToolResult {
         tracing::error!(error = format!("{inner:#}"), "internal error in an MCP tool");
         return tool_error("internal", "internal server error");
     }
-    tool_error(e.code(), e.to_string())
+    tool_error(e.code(), e.message())
 }
 
 fn structured(value: impl serde::Serialize) -> CallToolResult {
@@ -450,12 +450,12 @@ fn agent_of(parts: &Parts) -> Result<AgentIdentity, ErrorData> {
 
 fn parse_uuid(raw: &str, field: &str) -> Result<Uuid, ApiError> {
     Uuid::parse_str(raw.trim())
-        .map_err(|_| ApiError::invalid(format!("{field} {raw:?} is not a UUID")))
+        .map_err(|_| ApiError::invalid(format!("{field} {} is not a UUID", crate::quote::quote(raw))))
 }
 
 fn parse_id(raw: &str) -> Result<Uuid, ApiError> {
     Uuid::parse_str(raw.trim())
-        .map_err(|_| ApiError::invalid(format!("negotiationId {raw:?} is not a negotiation id (a UUID)")))
+        .map_err(|_| ApiError::invalid(format!("negotiationId {} is not a negotiation id (a UUID)", crate::quote::quote(raw))))
 }
 
 /// The MCP server: one per request (stateless), over the shared application state.
@@ -865,7 +865,8 @@ impl ParleyMcp {
         for (field, value) in [("ownUser", &roles.own_user), ("otherUser", &roles.other_user)] {
             if Role::parse(value).is_none() {
                 return Err(ApiError::invalid(format!(
-                    "suggestedRoles.{field} must be agent, patient or peer, not {value:?}"
+                    "suggestedRoles.{field} must be agent, patient or peer, not {}",
+                    crate::quote::quote(value)
                 )));
             }
         }

@@ -94,30 +94,41 @@ pub async fn insert(
     .await
 }
 
-/// Loads an agent.
+/// Loads an agent (never a deleted one).
 pub async fn get(conn: &mut PgConnection, id: Uuid) -> sqlx::Result<Option<Agent>> {
     sqlx::query_as!(
         Agent,
         r#"SELECT agent_id, owner_user_id, name, agent_type, status, negotiation_mode, description, created_at, updated_at,
                   last_seen_at
-           FROM agents WHERE agent_id = $1"#,
+           FROM agents WHERE agent_id = $1 AND deleted_at IS NULL"#,
         id
     )
     .fetch_optional(conn)
     .await
 }
 
-/// A user's agents, oldest first.
-pub async fn list_for_owner(conn: &mut PgConnection, owner: &str) -> sqlx::Result<Vec<Agent>> {
+/// A page of a user's agents (not the deleted ones), oldest first: at most `limit`, after the
+/// agent `after` when given.
+pub async fn list_for_owner(conn: &mut PgConnection, owner: &str, after: Option<Uuid>, limit: i64) -> sqlx::Result<Vec<Agent>> {
     sqlx::query_as!(
         Agent,
         r#"SELECT agent_id, owner_user_id, name, agent_type, status, negotiation_mode, description, created_at, updated_at,
                   last_seen_at
-           FROM agents WHERE owner_user_id = $1 ORDER BY agent_id"#,
-        owner
+           FROM agents WHERE owner_user_id = $1 AND deleted_at IS NULL AND ($2::uuid IS NULL OR agent_id > $2)
+           ORDER BY agent_id LIMIT $3"#,
+        owner,
+        after,
+        limit
     )
     .fetch_all(conn)
     .await
+}
+
+/// Every agent a user ever had, the deleted ones too (whose records the user still reads).
+pub async fn ids_for_owner(conn: &mut PgConnection, owner: &str) -> sqlx::Result<Vec<Uuid>> {
+    sqlx::query_scalar!("SELECT agent_id FROM agents WHERE owner_user_id = $1 ORDER BY agent_id", owner)
+        .fetch_all(conn)
+        .await
 }
 
 /// Changes the given fields of an agent.
@@ -146,9 +157,53 @@ pub async fn update(
     .await
 }
 
-/// Deletes an agent and its keys. Claims it holds are released by the caller first.
+/// Deletes an agent, keeping its row and every record that names it: the row is marked
+/// deleted (and inactive), its keys and capabilities go, and it leaves the trust population.
+/// `false` when there was no such agent left. In the caller's transaction; claims it holds are
+/// released by the caller first, and its open delegation attempts ended after.
 pub async fn delete(conn: &mut PgConnection, id: Uuid) -> sqlx::Result<bool> {
-    Ok(sqlx::query!("DELETE FROM agents WHERE agent_id = $1", id).execute(conn).await?.rows_affected() == 1)
+    let marked = sqlx::query!(
+        "UPDATE agents SET deleted_at = now(), status = 'inactive', updated_at = now()
+          WHERE agent_id = $1 AND deleted_at IS NULL",
+        id
+    )
+    .execute(&mut *conn)
+    .await?;
+    if marked.rows_affected() == 0 {
+        return Ok(false);
+    }
+    sqlx::query!("DELETE FROM api_keys WHERE agent_id = $1", id).execute(&mut *conn).await?;
+    sqlx::query!("DELETE FROM capabilities WHERE agent_id = $1", id).execute(&mut *conn).await?;
+    sqlx::query!("DELETE FROM trust_records WHERE agent_id = $1", id).execute(&mut *conn).await?;
+    Ok(true)
+}
+
+/// Takes the lock of `owner`'s agents, keys and capabilities for the rest of the caller's
+/// transaction, so that the counts below hold until it commits.
+pub async fn lock_owner(conn: &mut PgConnection, owner: &str) -> sqlx::Result<()> {
+    sqlx::query!("SELECT pg_advisory_xact_lock(hashtextextended('agents-of:' || $1, 0))", owner).execute(conn).await?;
+    Ok(())
+}
+
+/// How many agents `owner` has (not the deleted ones).
+pub async fn count_for_owner(conn: &mut PgConnection, owner: &str) -> sqlx::Result<i64> {
+    sqlx::query_scalar!(
+        r#"SELECT count(*) AS "n!" FROM agents WHERE owner_user_id = $1 AND deleted_at IS NULL"#,
+        owner
+    )
+    .fetch_one(conn)
+    .await
+}
+
+/// How many live keys (unrevoked, unexpired) `owner`'s agents have in all.
+pub async fn count_live_keys(conn: &mut PgConnection, owner: &str) -> sqlx::Result<i64> {
+    sqlx::query_scalar!(
+        r#"SELECT count(*) AS "n!" FROM api_keys k JOIN agents a ON a.agent_id = k.agent_id
+            WHERE a.owner_user_id = $1 AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())"#,
+        owner
+    )
+    .fetch_one(conn)
+    .await
 }
 
 /// Stores a key's hash.
@@ -170,6 +225,18 @@ pub async fn insert_key(
         expires_at
     )
     .fetch_one(conn)
+    .await
+}
+
+/// The keys of each of `agents`, oldest first.
+pub async fn keys_of(conn: &mut PgConnection, agents: &[Uuid]) -> sqlx::Result<Vec<ApiKey>> {
+    sqlx::query_as!(
+        ApiKey,
+        r#"SELECT api_key_id, agent_id, prefix, created_at, expires_at, revoked_at, last_used_at
+           FROM api_keys WHERE agent_id = ANY($1) ORDER BY api_key_id"#,
+        agents
+    )
+    .fetch_all(conn)
     .await
 }
 

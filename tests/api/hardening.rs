@@ -341,3 +341,86 @@ async fn a_flood_of_bad_keys_never_locks_out_valid_credentials_from_the_same_add
     let fresh_token = app.client.get(format!("{}/api/opportunities", app.base)).bearer_auth("not.a.jwt").send().await.unwrap();
     assert_eq!(fresh_token.status(), StatusCode::TOO_MANY_REQUESTS);
 }
+
+#[tokio::test]
+async fn a_body_trickled_a_byte_at_a_time_is_cut_off_at_its_deadline() {
+    // Each byte comes well within the per-part timeout; the whole body never comes in time.
+    let app = TestApp::spawn_with(|c| {
+        timeouts(30, 30, 5)(c);
+        c.http_body_deadline = Duration::from_secs(1);
+    })
+    .await;
+    let mut socket = connect(&app).await;
+    let started = std::time::Instant::now();
+    // The public self-assessment: no credentials needed.
+    let head = "POST /agent/negotiation HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n{";
+    socket.write_all(head.as_bytes()).await.unwrap();
+    let trickle = async {
+        for _ in 0..100 {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            if socket.write_all(b" ").await.is_err() {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_millis(1_600), trickle).await;
+    let answer = read_until_closed(&mut socket).await.expect("the server waited for the body forever");
+    let took = started.elapsed();
+    eprintln!("a body trickled a byte every 200 ms was answered {} after {took:?}", &answer[..12]);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("request_timeout"), "{answer}");
+    assert!(took < Duration::from_secs(4), "answered after {took:?}");
+}
+
+#[tokio::test]
+async fn event_streams_are_capped_per_token_per_user_and_in_all_and_counted() {
+    let app = TestApp::spawn_with(|c| {
+        c.sse_per_token = 2;
+        c.sse_per_user = 3;
+        c.sse_max = 5;
+    })
+    .await;
+    let client = reqwest::Client::new();
+    let open = |token: String| {
+        let client = client.clone();
+        let url = format!("{}/api/events", app.base);
+        async move { client.get(url).bearer_auth(token).send().await.unwrap() }
+    };
+    // Tokens minted in one second differ by their lifetimes.
+    let mint_for = |sub: &str, ttl: u64| app.state.jwt.mint(sub, CallerRole::User, Duration::from_secs(ttl)).unwrap();
+    let mint = |sub: &str| mint_for(sub, 600);
+    let (a, b, c) = (mint_for("user-1", 600), mint_for("user-1", 601), mint_for("user-1", 602));
+    assert_ne!(a, b);
+    let mut held = vec![open(a.clone()).await, open(a.clone()).await];
+    assert!(held.iter().all(|r| r.status() == StatusCode::OK));
+    let third = open(a.clone()).await;
+    assert_eq!(third.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(third.headers().contains_key("retry-after"));
+    assert!(third.text().await.unwrap().contains("PARLEY_SSE_PER_TOKEN"));
+    held.push(open(b).await);
+    assert_eq!(held[2].status(), StatusCode::OK);
+    let over_user = open(c).await;
+    assert_eq!(over_user.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(over_user.text().await.unwrap().contains("PARLEY_SSE_PER_USER"));
+    held.push(open(mint("user-2")).await);
+    held.push(open(mint("user-3")).await);
+    let over_all = open(mint("user-4")).await;
+    assert_eq!(over_all.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(over_all.text().await.unwrap().contains("PARLEY_SSE_MAX"));
+    assert_eq!(app.state.streams.open_now(), 5);
+    // Counted in /metrics, with the connections (both process-wide: at least these).
+    let metrics = app.get("/metrics", &app.service_token()).await;
+    let value = |name: &str| -> f64 {
+        metrics.text.lines().find(|l| l.starts_with(name)).and_then(|l| l.split_whitespace().last()).unwrap().parse().unwrap()
+    };
+    assert!(value("parley_sse_streams") >= 5.0, "{}", metrics.text);
+    assert!(value("parley_http_connections") >= 5.0, "{}", metrics.text);
+    // A stream that ends gives its place back.
+    held.truncate(4);
+    let deadline = std::time::Instant::now() + PATIENCE;
+    while app.state.streams.open_now() > 4 {
+        assert!(std::time::Instant::now() < deadline, "the closed stream kept its place");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(open(mint("user-4")).await.status(), StatusCode::OK);
+}

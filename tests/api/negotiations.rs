@@ -330,3 +330,41 @@ async fn a_negotiation_left_working_by_a_crash_is_resumed_at_start_up() {
     }
     panic!("the negotiation was not resumed; status {status}");
 }
+
+#[tokio::test]
+async fn an_acknowledged_accept_is_never_overturned_by_a_concurrent_cancel() {
+    let app = TestApp::spawn().await;
+    let tomas = app.register_agent("user-tomas").await;
+    let (mut accepted, mut canceled) = (0, 0);
+    for i in 0..12 {
+        let mut body = fixtures::good_match();
+        body["sourceUser"]["id"] = json!(format!("user-maya-{i}"));
+        let started = app.start(&body).await;
+        let id = started["negotiation"]["id"].as_str().unwrap().to_owned();
+        let token = app.claim_token(&tomas).await;
+        let service = app.service_token();
+        let accept = crate::helpers::answer("accept", Some(&token));
+        let path = format!("/api/negotiations/{id}");
+        let (respond, cancel) = tokio::join!(
+            app.respond(&tomas, &id, &accept),
+            app.call(Method::DELETE, &path, Some(&service), None),
+        );
+        let view = app.get(&format!("/api/negotiations/{id}"), &service).await.body;
+        let stored_accept = view["turns"].as_array().unwrap().iter().any(|t| t["action"] == "accept");
+        match (respond.status, cancel.status) {
+            (StatusCode::OK, StatusCode::CONFLICT) => {
+                accepted += 1;
+                cancel.assert_error(StatusCode::CONFLICT, "already_completed");
+                assert_eq!((&view["status"], &view["outcome"]["hasOpportunity"]), (&json!("completed"), &json!(true)), "{view}");
+                assert!(stored_accept);
+            }
+            (StatusCode::CONFLICT, StatusCode::OK) => {
+                canceled += 1;
+                assert_eq!(view["status"], "canceled", "{view}");
+                assert!(!stored_accept, "a refused accept left its turn: {view}");
+            }
+            other => panic!("both or neither won: {other:?}: {} / {}", respond.text, cancel.text),
+        }
+    }
+    eprintln!("accept vs cancel, 12 races: {accepted} accepts won, {canceled} cancels won; the other always 409");
+}

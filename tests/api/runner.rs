@@ -39,6 +39,13 @@ with open(os.path.join(here, "pids"), "a") as f:
     f.write(f"{os.getpid()}\n")
 record = {"t": time.time(), "pid": os.getpid(), "raw": raw,
           "env": {k: v for k, v in os.environ.items() if k.startswith("PARLEY")}}
+# What the runner's /proc shows this program (it runs as the runner's user).
+for name in ("environ", "cmdline"):
+    try:
+        with open(f"/proc/{os.getppid()}/{name}", "rb") as f:
+            record["runner_" + name] = f.read().decode("latin-1")
+    except OSError as e:
+        record["runner_" + name] = f"unreadable: {e}"
 if "turn" in item:
     record.update(negotiation=item["negotiationId"], turn=item["turn"]["number"],
                   other=item["context"]["otherUser"]["name"])
@@ -747,6 +754,40 @@ async fn the_runner_says_when_the_service_answers_again_and_takes_a_url_ending_i
     let answered = until_turn(&app, &id, 1).await;
     assert_eq!((answered.1.as_str(), answered.2), ("personal", Some(id_of(&tomas.id))), "{}", runner.log());
     assert!(!runner.log().contains("route not found"), "{}", runner.log());
+}
+
+#[tokio::test]
+async fn the_program_cannot_read_the_runners_keys_through_proc() {
+    let app = TestApp::spawn().await;
+    let tomas = app.register_agent("user-tomas").await;
+    let id = start(&app, fixtures::good_match()).await;
+    let scratch = Scratch::new("proc");
+    let runner = Runner::start_with(
+        &app,
+        &tomas.key,
+        &["--exec", &scratch.program("answer")],
+        &scratch,
+        "runner",
+        &[("PARLEY_LLM_API_KEY", "sk-never-seen-4711")],
+    );
+    let runs = scratch.until_runs(1).await;
+    let run = &runs[0];
+    let environ = run["runner_environ"].as_str().unwrap();
+    eprintln!("the program read /proc/<runner>/environ: {} bytes, or {}", environ.len(), &environ[..environ.len().min(60)]);
+    // The same process the test started (re-executed in place, so the same pid) ...
+    assert_eq!(run["raw"].as_str().map(|r| r.contains(&id)), Some(true));
+    assert!(runner.log().contains("serving turns"), "{}", runner.log());
+    // ... and neither key, nor their names, in what the program can read of it.
+    for secret in [tomas.key.as_str(), "sk-never-seen-4711", "PARLEY_AGENT_KEY", "PARLEY_LLM_API_KEY"] {
+        assert!(!environ.contains(secret), "{secret} in the runner's environ: {environ}");
+        assert!(!run["runner_cmdline"].as_str().unwrap().contains(secret), "{run}");
+        assert!(!run["env"].to_string().contains(secret), "{run}");
+    }
+    if !environ.starts_with("unreadable") {
+        assert!(environ.contains("PARLEY_URL="), "the runner's own environment is the one shown: {environ}");
+    }
+    let answered = until_turn(&app, &id, 1).await;
+    assert_eq!(answered.1.as_str(), "personal");
 }
 
 /// A wait as the runner's log writes it: `850ms` or `2.4s`.

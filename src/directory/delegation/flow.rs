@@ -40,23 +40,15 @@ use super::{
     recent::AcceptedAttempt,
     screen::{Screened, Work},
     state::{Event, Status},
-    store::{self, Attempt, Delegation, InboxItem, TargetOffer},
+    store::{self, Attempt, Delegation, InboxItem},
+    targets::Target,
 };
 pub use super::store::Record;
 use crate::{
     delivery::{AgentIdentity, AgentKey, Engine, wakeups::wait_or_recheck},
-    directory::{anonymity, trust},
+    directory::{anonymity, schema::CheckError},
     store::turn_delivery::KeyCheck,
 };
-
-/// The target an attempt goes to.
-#[derive(Debug, Clone)]
-struct Target {
-    agent_id: Uuid,
-    anonymous_id: Uuid,
-    capability_id: Uuid,
-    output_schema: Value,
-}
 
 /// What an accept hands the target.
 #[derive(Debug, Clone)]
@@ -67,71 +59,11 @@ pub struct Accepted {
     pub deadline: DateTime<Utc>,
 }
 
+/// The reason an attempt ends with when its target is deleted.
+pub const TARGET_DELETED: &str = "the target was deleted";
+
 fn after(start: DateTime<Utc>, d: Duration) -> DateTime<Utc> {
     (start + chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX)).trunc_subsecs(6)
-}
-
-/// The capability an eligible target offers for the work.
-#[derive(Debug, Clone)]
-struct Offered {
-    capability_id: Uuid,
-    input_schema: Value,
-    output_schema: Value,
-}
-
-/// Whether `agent_id`, offering `offer` for `task_type` work (`None`: no such agent), may take it
-/// from `requester`: the capability when it may, else why not. The trust minimum is checked
-/// apart ([`above_floor`]).
-fn judge(offer: Option<TargetOffer>, agent_id: Uuid, requester: Uuid, task_type: &str) -> Result<Offered, String> {
-    if agent_id == requester {
-        return Err("the target is the requesting agent itself".into());
-    }
-    let Some(offer) = offer.filter(|o| o.active) else {
-        return Err("the target agent is not active".into());
-    };
-    let (Some(capability_id), Some(input_schema), Some(output_schema)) =
-        (offer.capability_id, offer.input_schema, offer.output_schema)
-    else {
-        return Err(format!("the target has no {task_type} capability"));
-    };
-    if !offer.enabled {
-        return Err("the target's capability is disabled".into());
-    }
-    if !offer.accept_delegations {
-        return Err("the target does not accept delegations".into());
-    }
-    Ok(Offered { capability_id, input_schema, output_schema })
-}
-
-/// Whether `agent_id`'s trust percentile reaches `floor`, else why not.
-async fn above_floor(conn: &mut PgConnection, agent_id: Uuid, floor: u32) -> Result<Result<(), String>, DelegationError> {
-    // Every percentile is at least 0, so without a minimum there is nothing to read.
-    if floor == 0 {
-        return Ok(Ok(()));
-    }
-    let percentile = trust::percentile(conn, agent_id).await?;
-    if percentile < i32::try_from(floor).unwrap_or(i32::MAX) {
-        return Ok(Err(format!("the target's trust percentile {percentile} is below the minimum {floor}")));
-    }
-    Ok(Ok(()))
-}
-
-/// Why an agent may not take `kind` work from `requester`, if it may not: its offer read, then
-/// judged, then its trust.
-async fn eligibility(
-    conn: &mut PgConnection,
-    agent_id: Uuid,
-    requester: Uuid,
-    task_type: &str,
-    custom_type: Option<&str>,
-    floor: u32,
-) -> Result<Result<Offered, String>, DelegationError> {
-    let offer = store::target_offer(conn, agent_id, task_type, custom_type).await?;
-    let offered = match judge(offer, agent_id, requester, task_type) {
-        Ok(offered) => offered,
-        Err(why) => return Ok(Err(why)),
-    };
-    Ok(above_floor(conn, agent_id, floor).await?.map(|()| offered))
 }
 
 /// The agent a key speaks for, or why the call is refused (401 or 403).
@@ -155,96 +87,6 @@ fn refusal(moved: &store::Moved) -> DelegationError {
 }
 
 impl Engine {
-    /// The first target of a new delegation: the named one (as [`store::open`] read it), or the
-    /// best-ranked eligible discovery result whose input schema accepts the input (one that
-    /// refuses it is skipped, not fatal). The input's verdicts come from `screened`.
-    async fn first_target(
-        &self,
-        conn: &mut PgConnection,
-        d: &Delegation,
-        opened: &store::Opened,
-        screened: &Screened,
-    ) -> Result<Target, DelegationError> {
-        let floor = self.config.min_trust;
-        if let Some(named) = d.requested_target {
-            let (agent_id, _) = opened.target.filter(|(_, live)| *live).ok_or(DelegationError::UnknownTarget)?;
-            let capability = judge(opened.offer.clone(), agent_id, d.requester_agent_id, &d.task_type)
-                .map_err(DelegationError::NotEligible)?;
-            above_floor(conn, agent_id, floor).await?.map_err(DelegationError::NotEligible)?;
-            self.verdict(screened, capability.capability_id, &capability.input_schema, &d.input)
-                .await
-                .map_err(DelegationError::InputInvalid)?;
-            return Ok(Target {
-                agent_id,
-                anonymous_id: named,
-                capability_id: capability.capability_id,
-                output_schema: capability.output_schema,
-            });
-        }
-        let mut refused = None;
-        for found in self.discover_for(conn, &d.task_type, d.custom_type.as_deref()).await? {
-            let agent_id = found.entry.agent_id;
-            let eligible =
-                eligibility(conn, agent_id, d.requester_agent_id, &d.task_type, d.custom_type.as_deref(), floor).await?;
-            let Ok(capability) = eligible else { continue };
-            match self.verdict(screened, capability.capability_id, &capability.input_schema, &d.input).await {
-                Ok(()) => {
-                    return Ok(Target {
-                        agent_id,
-                        anonymous_id: found.entry.anonymous_agent_id,
-                        capability_id: capability.capability_id,
-                        output_schema: capability.output_schema,
-                    });
-                }
-                Err(why) => {
-                    refused.get_or_insert(why);
-                }
-            }
-        }
-        // Eligible agents were found, and every one refused the input: say why the best did.
-        Err(match refused {
-            Some(why) => DelegationError::InputInvalid(why),
-            None => DelegationError::NotEligible(format!("no eligible agent offers {} work", d.task_type)),
-        })
-    }
-
-    /// The next target of a fallback: the best-ranked eligible one not yet tried whose input
-    /// schema accepts the input (its verdict from `screened`).
-    async fn next_target(
-        &self,
-        conn: &mut PgConnection,
-        d: &Delegation,
-        tried: &[Uuid],
-        screened: &Screened,
-    ) -> Result<Option<Target>, DelegationError> {
-        for found in self.discover_for(conn, &d.task_type, d.custom_type.as_deref()).await? {
-            let agent_id = found.entry.agent_id;
-            if tried.contains(&agent_id) {
-                continue;
-            }
-            let eligible = eligibility(
-                conn,
-                agent_id,
-                d.requester_agent_id,
-                &d.task_type,
-                d.custom_type.as_deref(),
-                self.config.min_trust,
-            )
-            .await?;
-            let Ok(capability) = eligible else { continue };
-            if self.verdict(screened, capability.capability_id, &capability.input_schema, &d.input).await.is_err() {
-                continue;
-            }
-            return Ok(Some(Target {
-                agent_id,
-                anonymous_id: found.entry.anonymous_agent_id,
-                capability_id: capability.capability_id,
-                output_schema: capability.output_schema,
-            }));
-        }
-        Ok(None)
-    }
-
     /// Attempt `number` of `d` to `target`, as it is offered now (in `request`).
     fn attempt_for(&self, d: &Delegation, number: i32, target: Target, requester_anonymous_id: Uuid) -> Attempt {
         let now = Utc::now().trunc_subsecs(6);
@@ -344,35 +186,48 @@ impl Engine {
     ///
     /// Before the transaction: the key (so that nothing is checked for an unknown caller), the
     /// requester's budget of refused inputs, and the input against the schemas of the targets
-    /// the transaction may pick ([`Engine::screen`]). A requester whose inputs keep being
-    /// refused is answered 429 for a while, like a client whose credentials keep failing.
+    /// the transaction may pick ([`Engine::screen`]), unless the request id was used already (a
+    /// retry is answered from what it made, and is never checked again). A requester whose
+    /// inputs keep being refused is answered 429 for a while, like a client whose credentials
+    /// keep failing.
     pub async fn delegate(
         &self,
         key: &AgentKey,
         req: &Request,
         wait: Option<Duration>,
     ) -> Result<Record, DelegationError> {
-        let (requester, screened) = {
+        let (requester, used) = {
             let mut conn = self.pool.acquire().await?;
-            let requester = identity(store::check_key(&mut conn, &key.key_hash).await?)?;
-            if req.agent_id.is_some_and(|a| a != requester.agent_id) {
-                return Err(DelegationError::Forbidden("agentId must be the API key's own agent"));
-            }
-            if let Some(wait) = self.input_failures.blocked_for(&requester.agent_id) {
-                return Err(DelegationError::TooManyInvalid(wait));
-            }
-            let work = Work {
-                task_type: req.task_type.as_str(),
-                custom_type: req.custom_type.as_deref(),
-                input: &req.input,
-                target: req.target_anonymous_id,
-            };
-            (requester.agent_id, self.screen(&mut conn, work).await?)
+            let (key, used) = store::check_key_for_request(&mut conn, &key.key_hash, req.request_id).await?;
+            (identity(key)?, used)
         };
-        match self.delegate_screened(key, req, wait, &screened).await {
-            Err(DelegationError::InputInvalid(why)) => match self.input_failures.failed(&requester) {
+        if req.agent_id.is_some_and(|a| a != requester.agent_id) {
+            return Err(DelegationError::Forbidden("agentId must be the API key's own agent"));
+        }
+        if let Some(wait) = self.input_failures.blocked_for(&requester.agent_id) {
+            return Err(DelegationError::TooManyInvalid(wait));
+        }
+        let work = Work {
+            task_type: req.task_type.as_str(),
+            custom_type: req.custom_type.as_deref(),
+            input: &req.input,
+            target: req.target_anonymous_id,
+            requester: requester.agent_id,
+            owner: &requester.owner_user_id,
+            tried: &[],
+        };
+        // A named target whose capability changed between the screen and the transaction is
+        // screened again, once.
+        let mut screened = if used { Screened::none() } else { self.screen(work).await? };
+        let mut made = self.delegate_screened(key, req, wait, &screened).await;
+        if matches!(made, Err(DelegationError::Rescreen)) {
+            screened = self.screen(work).await?;
+            made = self.delegate_screened(key, req, wait, &screened).await;
+        }
+        match made {
+            Err(DelegationError::InputInvalid(why)) => match self.input_failures.failed(&requester.agent_id) {
                 Err(wait) => {
-                    tracing::info!(agent.id = %requester, "too many delegations with a refused input");
+                    tracing::info!(agent.id = %requester.agent_id, "too many delegations with a refused input");
                     Err(DelegationError::TooManyInvalid(wait))
                 }
                 Ok(()) => Err(DelegationError::InputInvalid(why)),
@@ -556,8 +411,13 @@ impl Engine {
                 // Only the event streams: the requester's waits are for the end.
                 self.wakeups.events_written();
                 if let Some(schema) = moved.output_schema {
-                    let remembered =
-                        AcceptedAttempt { delegation_id, attempt, deadline, output_schema: Arc::new(schema) };
+                    let remembered = AcceptedAttempt {
+                        delegation_id,
+                        attempt,
+                        deadline,
+                        output_schema: Arc::new(schema),
+                        owner: target.owner_user_id.clone(),
+                    };
                     self.recent_delegations.accepted(target.agent_id, request_id, remembered);
                 }
                 Ok(Accepted { claim_token: self.claim_token(delegation_id, i64::from(attempt)), deadline })
@@ -584,7 +444,7 @@ impl Engine {
         let mut checked_here = None;
         if let Some(a) = remembered
             && self.check_claim(a.delegation_id, a.attempt, Status::Accepted, a.deadline, token).is_ok()
-            && matches!(self.schemas.check(&a.output_schema, output, "output").await, Ok(Ok(())))
+            && matches!(self.schemas.check(&a.owner, &a.output_schema, output, "output").await, Ok(Ok(())))
         {
             checked_here = Some(a);
         }
@@ -658,8 +518,10 @@ impl Engine {
             return Err(DelegationError::NotAddressed);
         }
         self.check_claim(view.delegation_id, view.attempt, view.status, view.deadline, token)?;
-        match self.schemas.check(&view.output_schema, output, "output").await {
+        match self.schemas.check(&target.owner_user_id, &view.output_schema, output, "output").await {
             Ok(verdict) => verdict.map_err(DelegationError::OutputInvalid)?,
+            Err(CheckError::OverBudget(wait)) => return Err(DelegationError::CheckBudget(wait)),
+            Err(CheckError::Busy) => return Err(DelegationError::Overloaded),
             Err(slow) => return Err(DelegationError::OutputInvalid(format!("the output could not be checked: {slow}"))),
         }
         Ok((view.delegation_id, view.attempt))
@@ -675,12 +537,13 @@ impl Engine {
         reason: Option<&str>,
         token: Option<&str>,
     ) -> Result<(), DelegationError> {
-        let screened = {
+        let addressed = {
             let mut conn = self.pool.acquire().await?;
-            match store::addressed(&mut conn, target.agent_id, request_id).await? {
-                Some(d) => self.screen_fallback(&mut conn, &d).await?,
-                None => Screened::none(),
-            }
+            store::addressed(&mut conn, target.agent_id, request_id).await?
+        };
+        let screened = match addressed {
+            Some(d) => self.screen_fallback(&d).await?,
+            None => Screened::none(),
         };
         let mut tx = self.pool.begin().await?;
         let (d, a) = self.lock_addressed(&mut tx, target.agent_id, request_id).await?;
@@ -698,26 +561,48 @@ impl Engine {
         Ok(())
     }
 
-    /// The screen for an attempt's end: the input against the candidates a fallback may pick,
-    /// when `d` may still fall back (nothing otherwise).
-    async fn screen_fallback(&self, conn: &mut PgConnection, d: &Delegation) -> Result<Screened, DelegationError> {
+    /// The screen for an attempt's end: the input against the candidates a fallback may pick
+    /// (the targets not tried yet), on behalf of the requester's owner, when `d` may still fall
+    /// back; nothing otherwise, nor when that owner's checking time is used up (the attempt
+    /// still ends; the delegation then ends with it).
+    pub(super) async fn screen_fallback(&self, d: &Delegation) -> Result<Screened, DelegationError> {
         if d.status().is_terminal() || !d.fallback_enabled || d.retries_used >= d.max_retries {
             return Ok(Screened::none());
         }
-        let work = Work { task_type: &d.task_type, custom_type: d.custom_type.as_deref(), input: &d.input, target: None };
-        self.screen(conn, work).await
+        let (owner, tried) = {
+            let mut conn = self.pool.acquire().await?;
+            let owner = store::owner_of(&mut conn, d.requester_agent_id).await?;
+            let tried: Vec<Uuid> =
+                store::attempts(&mut conn, d.delegation_id).await?.iter().map(|a| a.target_agent_id).collect();
+            (owner, tried)
+        };
+        let Some(owner) = owner else { return Ok(Screened::none()) };
+        let work = Work {
+            task_type: &d.task_type,
+            custom_type: d.custom_type.as_deref(),
+            input: &d.input,
+            target: None,
+            requester: d.requester_agent_id,
+            owner: &owner,
+            tried: &tried,
+        };
+        match self.screen(work).await {
+            Err(DelegationError::CheckBudget(_)) => Ok(Screened::none()),
+            other => other,
+        }
     }
 
     /// The delegation timer: the attempt it was armed for times out if it is still the live one
     /// and its deadline (from where it stands) has passed. Anything else is a stale or early
     /// delivery and changes nothing.
     pub async fn time_out_delegation(&self, t: parley_jobs::DelegationTimeout) -> Result<bool, DelegationError> {
-        let screened = {
+        let found = {
             let mut conn = self.pool.acquire().await?;
-            match store::get(&mut conn, t.delegation_id).await? {
-                Some(d) => self.screen_fallback(&mut conn, &d).await?,
-                None => return Ok(false),
-            }
+            store::get(&mut conn, t.delegation_id).await?
+        };
+        let screened = match found {
+            Some(d) => self.screen_fallback(&d).await?,
+            None => return Ok(false),
         };
         let mut tx = self.pool.begin().await?;
         let Some(d) = store::lock(&mut tx, t.delegation_id).await? else {
@@ -741,6 +626,41 @@ impl Engine {
         self.wake_delegation(d.delegation_id, &next);
         tracing::info!(delegation.id = %d.delegation_id, delegation.attempt = t.attempt, "{reason}");
         Ok(true)
+    }
+
+    /// After an agent was deleted (its row kept, its capabilities gone): every attempt still
+    /// open at it ends `error` with the reason [`TARGET_DELETED`], one transaction each, so
+    /// that its delegation falls back to another target as after a failure (never counted for
+    /// or against the deleted agent). Returns how many ended. An attempt offered to it by a
+    /// transaction that read it before its deletion committed is left to its timer.
+    pub async fn end_attempts_at_deleted(&self, agent_id: Uuid) -> Result<usize, DelegationError> {
+        let open = {
+            let mut conn = self.pool.acquire().await?;
+            store::open_at(&mut conn, agent_id).await?
+        };
+        let mut ended = 0;
+        for request_id in open {
+            let addressed = {
+                let mut conn = self.pool.acquire().await?;
+                store::addressed(&mut conn, agent_id, request_id).await?
+            };
+            let Some(d) = addressed else { continue };
+            let screened = self.screen_fallback(&d).await?;
+            let mut tx = self.pool.begin().await?;
+            let (d, a) = match self.lock_addressed(&mut tx, agent_id, request_id).await {
+                Ok(found) => found,
+                Err(DelegationError::NotFound | DelegationError::NotAddressed) => continue,
+                Err(e) => return Err(e),
+            };
+            if a.status().is_terminal() {
+                continue;
+            }
+            let next = end_attempt(self, &mut tx, &d, &a, Event::TargetGone, None, Some(TARGET_DELETED), &screened).await?;
+            tx.commit().await?;
+            self.wake_delegation(d.delegation_id, &next);
+            ended += 1;
+        }
+        Ok(ended)
     }
 
     /// The delegation of `request_id` visible to the caller, with its attempts.

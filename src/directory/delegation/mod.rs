@@ -16,7 +16,8 @@
 //! - [`recent`]: what this process learned of the attempts it accepted and the delegations it
 //!   ended, so that the calls that follow need not read them again;
 //! - [`screen`]: the input checked against the schemas of the targets a transaction may pick,
-//!   before it opens.
+//!   before it opens;
+//! - [`targets`]: which of them the transaction picks.
 //!
 //! Unlike the rest of the directory, `flow` owns its transactions (like `crate::delivery`):
 //! an attempt's end, its trust counts, the next attempt and the timers commit together.
@@ -28,6 +29,7 @@ pub mod recent;
 pub mod screen;
 pub mod state;
 pub mod store;
+pub mod targets;
 
 use serde_json::Value;
 use uuid::Uuid;
@@ -102,6 +104,17 @@ pub enum DelegationError {
     /// `rate_limited`); retry after the duration.
     #[error("too many delegations with an input the target's schema refuses; retry later")]
     TooManyInvalid(std::time::Duration),
+    /// The named target's capability changed between the screen and the transaction (409
+    /// `invalid_state` when it happens again at once).
+    #[error("the target's capability changed while the delegation was being made; send it again")]
+    Rescreen,
+    /// The owner of the agent whose schema checks these are used up its checking time (429
+    /// `rate_limited`); retry after the duration.
+    #[error("the schema-checking time of this agent's owner is used up for now (PARLEY_SCHEMA_CHECK_BUDGET per minute); retry later")]
+    CheckBudget(std::time::Duration),
+    /// The schema checks are overloaded (503 `unavailable`).
+    #[error("the schema checks are overloaded; retry shortly")]
+    Overloaded,
     /// Anything else.
     #[error(transparent)]
     Unexpected(#[from] anyhow::Error),

@@ -43,6 +43,8 @@ pub struct AcceptedAttempt {
     pub deadline: DateTime<Utc>,
     /// What its output must match (compiled once per process, see `directory::schema`).
     pub output_schema: Arc<serde_json::Value>,
+    /// The target's owner, on whose behalf its output is checked.
+    pub owner: String,
 }
 
 /// See the module docs.

@@ -1,20 +1,28 @@
 //! Which targets' input schemas accept a delegation's input, decided before any transaction
-//! opens.
+//! opens, and which of them a delegation without a named target may go to.
 //!
 //! A schema check runs code the target wrote (its schema) on data the requester wrote (the
-//! input), so it must never hold a transaction, a row lock or an async worker. Before a
-//! delegation's transaction opens (a new delegation, or the end of an attempt that may fall back
-//! to another target), [`Engine::screen`] reads the capabilities the transaction may offer the
-//! attempt to (the named target's, or discovery's candidates for the kind of work) and checks
-//! the input against each on the blocking pool, within `PARLEY_SCHEMA_CHECK_TIMEOUT` (see
-//! [`crate::directory::schema::Checker`]). The transaction then only looks the verdicts up. A
-//! capability registered or changed in between has no verdict: the transaction checks it there
-//! and then, the same way (rare; still off the async workers and within the time cap).
+//! input), so it must never hold a transaction, a row lock, a pooled connection or an async
+//! worker. Before a delegation's transaction opens (a new delegation, or the end of an attempt
+//! that may fall back to another target), [`Engine::screen`] reads the capabilities the
+//! transaction may offer the attempt to, gives its connection back, and checks the input
+//! against them on the schema pool ([`crate::directory::schema::Checker`]), on behalf of the
+//! requester's owner. The transaction then only looks the verdicts up; a named target whose
+//! capability changed in between has none, and the delegation is screened again.
+//!
+//! The candidates of a delegation without a named target are discovery's order of the whole
+//! kind of work, not its first page: every enabled capability that takes delegations, of an
+//! active agent above the trust floor, best composite score first (the requester's own agent
+//! and the targets already tried left out). They are checked in that order until
+//! [`WANTED`] accept the input; at most [`PER_OWNER`] capabilities of any one owner are
+//! checked, and at most [`MOST_CHECKED`] in all. So a flood of capabilities that refuse every
+//! input, priced at nothing and claiming no latency, costs one owner's few checks and pushes no
+//! honest target out of reach; and one owner's agents are at most [`PER_OWNER`] of the targets
+//! a delegation can fall back through.
 
-use std::sync::Arc;
+use std::{collections::HashMap, sync::Arc};
 
 use serde_json::Value;
-use sqlx::PgConnection;
 use uuid::Uuid;
 
 use super::{DelegationError, store};
@@ -23,25 +31,60 @@ use crate::{
     directory::{
         capabilities::TaskType,
         discovery::{self, Query},
-        schema::Verdict,
+        index,
+        schema::{CheckError, Verdict, units},
     },
 };
 
-/// The input checked against the capabilities a delegation may go to, by capability.
+/// Candidates that accept the input a screen looks for: as many as discovery shows.
+pub const WANTED: usize = discovery::MAX_LIMIT as usize;
+/// The most capabilities of one owner a screen checks.
+pub const PER_OWNER: usize = 3;
+/// The most capabilities one screen checks.
+pub const MOST_CHECKED: usize = 3 * WANTED;
+
+/// One capability a delegation may go to, and what its input schema said of the input.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    /// The agent.
+    pub agent_id: Uuid,
+    /// Its current anonymous id.
+    pub anonymous_id: Uuid,
+    /// The capability.
+    pub capability_id: Uuid,
+    /// The input schema the input was checked against.
+    pub input_schema: Value,
+    /// Its verdict.
+    pub verdict: Verdict,
+}
+
+/// The input checked against the capabilities a delegation may go to, best first.
 #[derive(Debug, Default, Clone)]
 pub struct Screened {
-    /// (capability, the input schema it was checked against, the verdict).
-    verdicts: Vec<(Uuid, Value, Verdict)>,
+    checked: Vec<Candidate>,
+    /// Why no candidate could be checked at all, when none was.
+    unchecked: Option<String>,
 }
 
 impl Screened {
-    /// Nothing checked (a delegation that cannot fall back).
+    /// Nothing checked (a delegation that cannot fall back, or one already made).
     pub fn none() -> Screened {
         Screened::default()
     }
 
-    fn find(&self, capability_id: Uuid, schema: &Value) -> Option<&Verdict> {
-        self.verdicts.iter().find(|(c, s, _)| *c == capability_id && s == schema).map(|(_, _, v)| v)
+    /// The verdict of capability `capability_id` with input schema `schema`, if it was checked.
+    pub fn find(&self, capability_id: Uuid, schema: &Value) -> Option<&Verdict> {
+        self.checked.iter().find(|c| c.capability_id == capability_id && c.input_schema == *schema).map(|c| &c.verdict)
+    }
+
+    /// The candidates that accept the input, best first.
+    pub fn accepted(&self) -> impl Iterator<Item = &Candidate> {
+        self.checked.iter().filter(|c| c.verdict.is_ok())
+    }
+
+    /// Why the best candidate refused the input (or why none could be checked), if one did.
+    pub fn first_refusal(&self) -> Option<String> {
+        self.checked.iter().find_map(|c| c.verdict.clone().err()).or_else(|| self.unchecked.clone())
     }
 }
 
@@ -56,69 +99,114 @@ pub struct Work<'a> {
     pub input: &'a Value,
     /// The named target, if any.
     pub target: Option<Uuid>,
+    /// The requesting agent (never its own target).
+    pub requester: Uuid,
+    /// Its owner, on whose behalf the checks run.
+    pub owner: &'a str,
+    /// Agents already tried (a fallback's screen leaves them out).
+    pub tried: &'a [Uuid],
+}
+
+/// A capability listed for a screen, before its check.
+struct Listed {
+    agent_id: Uuid,
+    anonymous_id: Uuid,
+    owner: String,
+    capability_id: Uuid,
+    input_schema: Value,
 }
 
 impl Engine {
     /// Checks `work`'s input against the input schema of the named target's capability, or of
-    /// every candidate discovery offers for its kind of work (see the module docs).
-    pub(crate) async fn screen(&self, conn: &mut PgConnection, work: Work<'_>) -> Result<Screened, DelegationError> {
-        let capabilities: Vec<(Uuid, Value)> = match work.target {
-            Some(anonymous_id) => store::named_capability(conn, anonymous_id, work.task_type, work.custom_type)
-                .await?
-                .into_iter()
-                .collect(),
-            None => self
-                .discover_for(conn, work.task_type, work.custom_type)
-                .await?
-                .into_iter()
-                .map(|f| (f.entry.capability_id, f.entry.input_schema))
-                .collect(),
+    /// the candidates for its kind of work (see the module docs). `Err` only when the owner's
+    /// checking time is used up (or the database fails): a check that could not run is a
+    /// refusal saying so.
+    pub(crate) async fn screen(&self, work: Work<'_>) -> Result<Screened, DelegationError> {
+        let listed = {
+            let mut conn = self.pool.acquire().await?;
+            match work.target {
+                Some(anonymous_id) => store::named_capability(&mut conn, anonymous_id, work.task_type, work.custom_type)
+                    .await?
+                    .into_iter()
+                    .map(|(capability_id, input_schema)| Listed {
+                        agent_id: Uuid::nil(),
+                        anonymous_id,
+                        owner: String::new(),
+                        capability_id,
+                        input_schema,
+                    })
+                    .collect(),
+                None => self.candidates(&mut conn, &work).await?,
+            }
         };
-        let schemas = capabilities.iter().map(|(_, s)| s.clone()).collect();
-        let verdicts = match self.schemas.check_all(schemas, Arc::new(work.input.clone()), "input").await {
-            Ok(verdicts) => verdicts,
-            Err(slow) => vec![Err(format!("the target's input schema could not be checked: {slow}")); capabilities.len()],
-        };
-        Ok(Screened {
-            verdicts: capabilities.into_iter().zip(verdicts).map(|((c, s), v)| (c, s, v)).collect(),
-        })
+        if listed.is_empty() {
+            return Ok(Screened::none());
+        }
+        let value = Arc::new(work.input.clone());
+        let checked = self
+            .schemas
+            .run(work.owner, move |batch| {
+                let units = units(&value);
+                let mut per_owner: HashMap<String, usize> = HashMap::new();
+                let (mut checked, mut accepted) = (Vec::new(), 0usize);
+                for l in listed {
+                    if accepted >= WANTED || checked.len() >= MOST_CHECKED || batch.go_on().is_err() {
+                        break;
+                    }
+                    let seen = per_owner.entry(l.owner).or_default();
+                    if *seen >= PER_OWNER {
+                        continue;
+                    }
+                    *seen += 1;
+                    let verdict = batch.prepare(&l.input_schema).and_then(|p| p.check_measured(&value, units, "input"));
+                    accepted += usize::from(verdict.is_ok());
+                    checked.push(Candidate {
+                        agent_id: l.agent_id,
+                        anonymous_id: l.anonymous_id,
+                        capability_id: l.capability_id,
+                        input_schema: l.input_schema,
+                        verdict,
+                    });
+                }
+                Ok(checked)
+            })
+            .await;
+        match checked {
+            Ok(checked) => Ok(Screened { checked, unchecked: None }),
+            Err(CheckError::OverBudget(wait)) => Err(DelegationError::CheckBudget(wait)),
+            Err(e) => Ok(Screened {
+                checked: Vec::new(),
+                unchecked: Some(format!("the target's input schema could not be checked: {e}")),
+            }),
+        }
     }
 
-    /// The verdict on `input` of capability `capability_id` with input schema `schema`: as
-    /// screened, or checked now when it was not (a capability changed since).
-    pub(crate) async fn verdict(
-        &self,
-        screened: &Screened,
-        capability_id: Uuid,
-        schema: &Value,
-        input: &Value,
-    ) -> Verdict {
-        if let Some(v) = screened.find(capability_id, schema) {
-            return v.clone();
-        }
-        match self.schemas.check(schema, input, "input").await {
-            Ok(verdict) => verdict,
-            Err(slow) => Err(format!("the target's input schema could not be checked: {slow}")),
-        }
-    }
-
-    /// The directory's discovery for a kind of work, best first: the candidates of a delegation
-    /// without a named target.
-    pub(crate) async fn discover_for(
-        &self,
-        conn: &mut PgConnection,
-        task_type: &str,
-        custom_type: Option<&str>,
-    ) -> Result<Vec<discovery::Found>, DelegationError> {
-        let task_type = TaskType::parse(task_type).ok_or_else(|| anyhow::anyhow!("stored task type {task_type}"))?;
+    /// Every capability a delegation of `work`'s kind without a named target may go to, best
+    /// first (see the module docs).
+    async fn candidates(&self, conn: &mut sqlx::PgConnection, work: &Work<'_>) -> Result<Vec<Listed>, DelegationError> {
+        let task_type =
+            TaskType::parse(work.task_type).ok_or_else(|| anyhow::anyhow!("stored task type {}", work.task_type))?;
+        let snapshot = index::snapshot(conn, Some(task_type), self.config.anonymous_id_ttl).await?;
         let q = Query {
             task_type,
-            custom_type: custom_type.map(str::to_owned),
+            custom_type: work.custom_type.map(str::to_owned),
             min_trust_score: 0.0,
             max_cost_usd: None,
             max_latency_ms: None,
-            limit: discovery::MAX_LIMIT,
+            limit: i64::try_from(snapshot.entries.len()).unwrap_or(i64::MAX),
         };
-        Ok(discovery::discover(conn, &q, self.config.min_trust, self.config.anonymous_id_ttl).await?.results)
+        Ok(discovery::rank(&snapshot.entries, &q, self.config.min_trust)
+            .results
+            .into_iter()
+            .map(|f| f.entry)
+            .filter(|e| e.accept_delegations && e.agent_id != work.requester && !work.tried.contains(&e.agent_id))
+            .map(|e| Listed {
+                agent_id: e.agent_id,
+                anonymous_id: e.anonymous_agent_id,
+                owner: e.owner_user_id,
+                capability_id: e.capability_id,
+                input_schema: e.input_schema,
+            })
+            .collect())
     }
 }

@@ -20,7 +20,7 @@ pub enum Status {
     Rejected,
     /// Not accepted, or not finished, in time.
     Timeout,
-    /// The target reported that it failed.
+    /// The target reported that it failed, or was deleted.
     Error,
 }
 
@@ -37,6 +37,8 @@ pub enum Event {
     Fail,
     /// Its deadline passed.
     TimeOut,
+    /// Its target was deleted.
+    TargetGone,
 }
 
 impl Event {
@@ -48,6 +50,7 @@ impl Event {
             Event::Reject => "reject",
             Event::Fail => "fail",
             Event::TimeOut => "time_out",
+            Event::TargetGone => "target_gone",
         }
     }
 }
@@ -108,6 +111,7 @@ impl Status {
             (S::Request | S::Accepted, E::TimeOut) => Ok(S::Timeout),
             (S::Accepted, E::Complete) => Ok(S::Completed),
             (S::Accepted, E::Fail) => Ok(S::Error),
+            (S::Request | S::Accepted, E::TargetGone) => Ok(S::Error),
             (from, event) => Err(TransitionError { machine: "delegation", from: from.as_str(), event: event.name() }),
         }
     }
@@ -119,7 +123,7 @@ mod tests {
 
     #[test]
     fn the_table_allows_exactly_the_documented_moves() {
-        let events = [Event::Accept, Event::Complete, Event::Reject, Event::Fail, Event::TimeOut];
+        let events = [Event::Accept, Event::Complete, Event::Reject, Event::Fail, Event::TimeOut, Event::TargetGone];
         let mut allowed = Vec::new();
         for from in Status::ALL {
             for event in events {
@@ -134,10 +138,12 @@ mod tests {
                 ("request", Event::Accept, "accepted"),
                 ("request", Event::Reject, "rejected"),
                 ("request", Event::TimeOut, "timeout"),
+                ("request", Event::TargetGone, "error"),
                 ("accepted", Event::Complete, "completed"),
                 ("accepted", Event::Reject, "rejected"),
                 ("accepted", Event::Fail, "error"),
                 ("accepted", Event::TimeOut, "timeout"),
+                ("accepted", Event::TargetGone, "error"),
             ]
         );
     }

@@ -185,6 +185,44 @@ pub async fn check_key(conn: &mut PgConnection, key_hash: &[u8]) -> sqlx::Result
     Ok(KeyCheck::from_parts(&r.auth, r.agent_id, r.owner_user_id))
 }
 
+/// The key's verdict (as [`check_key`]), and whether a delegation with `request_id` exists
+/// already (any requester's): such a request is answered from the transaction, and its input is
+/// never checked again.
+pub async fn check_key_for_request(
+    conn: &mut PgConnection,
+    key_hash: &[u8],
+    request_id: Uuid,
+) -> sqlx::Result<(KeyCheck, bool)> {
+    let r = sqlx::query!(
+        r#"SELECT auth AS "auth!", agent_id, owner_user_id,
+                  EXISTS (SELECT 1 FROM delegations WHERE request_id = $2) AS "used!"
+             FROM parley_agent_of_key($1, NULL)"#,
+        key_hash,
+        request_id
+    )
+    .fetch_one(conn)
+    .await?;
+    Ok((KeyCheck::from_parts(&r.auth, r.agent_id, r.owner_user_id), r.used))
+}
+
+/// The request ids of the delegations whose live attempt is addressed to `target` (offered or
+/// accepted).
+pub async fn open_at(conn: &mut PgConnection, target: Uuid) -> sqlx::Result<Vec<Uuid>> {
+    sqlx::query_scalar!(
+        r#"SELECT d.request_id FROM delegation_attempts a JOIN delegations d ON d.delegation_id = a.delegation_id
+            WHERE a.target_agent_id = $1 AND a.status IN ('request', 'accepted')
+            ORDER BY d.delegation_id"#,
+        target
+    )
+    .fetch_all(conn)
+    .await
+}
+
+/// The owner of an agent (deleted agents included), if it exists.
+pub async fn owner_of(conn: &mut PgConnection, agent_id: Uuid) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar!("SELECT owner_user_id FROM agents WHERE agent_id = $1", agent_id).fetch_optional(conn).await
+}
+
 /// The capability (its id and input schema) that the agent behind `anonymous_id` offers for
 /// `task_type`/`custom_type`, whatever its state: what a delegation naming it screens its input
 /// against (eligibility is judged in the delegation's transaction).

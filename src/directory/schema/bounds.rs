@@ -1,43 +1,21 @@
-//! The JSON Schemas of capabilities: bounded when registered, compiled once, and checked off the
-//! async workers.
+//! The bounds a schema must stay within, checked at registration: its size ([`MAX_BYTES`]), its
+//! nesting ([`MAX_DEPTH`]), and the number of subschemas a validation may visit at any one
+//! place of the input ([`MAX_VISITS`]).
 //!
-//! A schema comes from an agent and is run against input another agent sends, so both sides of
-//! a check are untrusted. Three defences, each for a way a check could cost without bound:
-//!
-//! - [`bound`], at registration: the schema's size ([`MAX_BYTES`]), its nesting
-//!   ([`MAX_DEPTH`]), and the number of subschemas a validation may visit at any one place of
-//!   the input ([`MAX_VISITS`]). That count follows `$ref`s and adds up the fan-out of the
-//!   keywords that apply several subschemas to the same place (`allOf`, `anyOf`, `oneOf`, `not`,
-//!   `if`/`then`/`else`, `dependentSchemas`), and carries it down into the input: the
-//!   subschemas that apply to one child (one property name or one array index, plus those that
-//!   apply to any child) add up there. A schema of 2 KB whose definitions each refer to the
-//!   next twice asks for some 2^30 visits at one place and is refused (`schema_too_complex`),
-//!   as is a `$ref` loop that never descends into the input; a recursive schema that descends
-//!   one level per reference (a tree) costs a few visits per place and is accepted. The count is
-//!   carried through 128 levels of input, the deepest JSON the service parses.
-//! - [`Prepared`]: each schema is compiled once per process and kept (by its SHA-256) in a
-//!   small LRU, so a delegation checks its input against every candidate without compiling
-//!   anything on the usual path.
-//! - [`Checker`]: every check of a delegation's input or output runs on the blocking pool,
-//!   at most a few at a time, and is waited for at most `PARLEY_SCHEMA_CHECK_TIMEOUT`, before
-//!   any transaction opens; past it the call is answered without it. (A check that overran
-//!   keeps its permit until it ends, so overruns cannot pile up.)
-//!
-//! Refusals name the keyword and the place in the input at fault, never the input itself: the
-//! validator's messages are rendered with the value masked, places are cut to 40 characters,
-//! and at most five are given.
+//! The visit count follows `$ref`s and adds up the fan-out of the keywords that apply several
+//! subschemas to the same place (`allOf`, `anyOf`, `oneOf`, `not`, `if`/`then`/`else`,
+//! `dependentSchemas`), and carries it down into the input: the subschemas that apply to one
+//! child (one property name or one array index, plus those that apply to any child) add up
+//! there. A schema of 2 KB whose definitions each refer to the next twice asks for some 2^30
+//! visits at one place and is refused (`schema_too_complex`), as is a `$ref` loop that never
+//! descends into the input; a recursive schema that descends one level per reference (a tree)
+//! costs a few visits per place and is accepted. The count is carried through 128 levels of
+//! input, the deepest JSON the service parses. It also bounds what one check may cost: at most
+//! that many subschemas look at each value of the input (see `super::Prepared::check`).
 
-use std::{
-    collections::HashMap,
-    num::NonZeroUsize,
-    sync::{Arc, LazyLock, Mutex, PoisonError},
-    time::Duration,
-};
+use std::collections::HashMap;
 
-use lru::LruCache;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
-use tokio::sync::Semaphore;
 
 /// The largest schema accepted, serialized.
 pub const MAX_BYTES: usize = 64 * 1024;
@@ -47,10 +25,6 @@ pub const MAX_DEPTH: usize = 64;
 pub const MAX_VISITS: u64 = 1_000;
 /// How deep into the input the visits are carried: the deepest JSON the service parses.
 const INPUT_DEPTH: usize = 128;
-/// Messages given for a refused value.
-const MAX_MESSAGES: usize = 5;
-/// Characters of a place in the input shown in a message.
-const MAX_PLACE: usize = 40;
 
 /// What [`bound`] measured of an accepted schema.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,7 +46,7 @@ pub fn bound(schema: &Value) -> Result<Bounded, TooComplex> {
 }
 
 /// The bounds that cost nothing to check: size and nesting.
-fn bound_size(schema: &Value) -> Result<(), TooComplex> {
+pub fn bound_size(schema: &Value) -> Result<(), TooComplex> {
     let size = serde_json::to_vec(schema).map(|v| v.len()).unwrap_or(usize::MAX);
     if size > MAX_BYTES {
         return Err(TooComplex(format!("is {size} bytes; at most {MAX_BYTES} are accepted")));
@@ -93,7 +67,7 @@ fn depth(v: &Value) -> usize {
 }
 
 /// Keywords whose value is data, not schemas (never walked for `$id`s or anchors).
-const DATA_KEYWORDS: [&str; 4] = ["enum", "const", "default", "examples"];
+pub const DATA_KEYWORDS: [&str; 4] = ["enum", "const", "default", "examples"];
 /// Keywords applying one subschema at the same place.
 const IN_PLACE_ONE: [&str; 4] = ["not", "if", "then", "else"];
 /// Keywords applying each of a list of subschemas at the same place.
@@ -157,7 +131,12 @@ impl<'a> Names<'a> {
 
     /// The subschema `reference` names from within `resource`.
     fn resolve(&self, reference: &str, resource: &'a Value) -> Result<&'a Value, TooComplex> {
-        let cannot = || TooComplex(format!("$ref {reference:?} cannot be followed: only references within the schema are accepted"));
+        let cannot = || {
+            TooComplex(format!(
+                "$ref {} cannot be followed: only references within the schema are accepted",
+                crate::quote::quote(reference)
+            ))
+        };
         let (base, fragment) = reference.split_once('#').unwrap_or((reference, ""));
         let resource = if base.is_empty() { resource } else { *self.ids.get(base).ok_or_else(cannot)? };
         if fragment.is_empty() {
@@ -336,121 +315,6 @@ impl Graph {
     }
 }
 
-/// A schema compiled, ready to check values.
-pub struct Prepared {
-    validator: jsonschema::Validator,
-}
-
-impl Prepared {
-    /// Checks `value`: `Err` with at most five messages, each naming the place in `what` at fault
-    /// and the keyword, with the value itself masked.
-    pub fn check(&self, value: &Value, what: &str) -> Result<(), String> {
-        let messages: Vec<String> = self
-            .validator
-            .iter_errors(value)
-            .take(MAX_MESSAGES)
-            .map(|e| {
-                let place = e.instance_path().to_string();
-                let place = if place.chars().count() > MAX_PLACE {
-                    format!("{}…", place.chars().take(MAX_PLACE).collect::<String>())
-                } else {
-                    place
-                };
-                format!("{what}{place}: {} ({})", e.masked(), e.kind().keyword())
-            })
-            .collect();
-        if messages.is_empty() { Ok(()) } else { Err(messages.join("; ")) }
-    }
-}
-
-/// Compiled schemas kept per process, by the SHA-256 of their text.
-static PREPARED: LazyLock<Mutex<LruCache<[u8; 32], Arc<Prepared>>>> =
-    LazyLock::new(|| Mutex::new(LruCache::new(NonZeroUsize::new(512).expect("non-zero"))));
-
-/// The compiled form of `schema`, from the process's cache or compiled now. A schema that does
-/// not compile, or (stored before the bounds existed) breaks them, is an `Err` naming why.
-pub fn prepare(schema: &Value) -> Result<Arc<Prepared>, String> {
-    let key: [u8; 32] = Sha256::digest(serde_json::to_vec(schema).unwrap_or_default()).into();
-    if let Some(found) = PREPARED.lock().unwrap_or_else(PoisonError::into_inner).get(&key) {
-        return Ok(found.clone());
-    }
-    bound(schema).map_err(|e| format!("the schema {e}"))?;
-    let validator = jsonschema::validator_for(schema).map_err(|e| format!("the schema does not compile: {e}"))?;
-    let prepared = Arc::new(Prepared { validator });
-    PREPARED.lock().unwrap_or_else(PoisonError::into_inner).put(key, prepared.clone());
-    Ok(prepared)
-}
-
-/// Compiles a schema given at registration (external references are never fetched: they fail)
-/// and checks it against the bounds (see [`Refused`]).
-pub fn compile(schema: &Value) -> Result<(), Refused> {
-    if !(schema.is_object() || schema.is_boolean()) {
-        return Err(Refused::Invalid("must be a JSON Schema (an object or a boolean)".into()));
-    }
-    // Size and nesting first: both are cheap, and compiling is not. Then what makes a schema
-    // invalid (a reference that cannot be resolved), then the visits.
-    bound_size(schema).map_err(|e| Refused::TooComplex(e.0))?;
-    jsonschema::validator_for(schema).map_err(|e| Refused::Invalid(format!("is not a valid JSON Schema: {e}")))?;
-    bound(schema).map_err(|e| Refused::TooComplex(e.0))?;
-    Ok(())
-}
-
-/// Why a schema given at registration is refused.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Refused {
-    /// Not a JSON Schema (400 `invalid_body`).
-    Invalid(String),
-    /// Past a bound (400 `schema_too_complex`).
-    TooComplex(String),
-}
-
-/// The verdict of one schema on one value.
-pub type Verdict = Result<(), String>;
-
-/// Runs schema checks on the blocking pool, a few at a time, each waited for at most a
-/// configured time (see the module docs).
-#[derive(Clone)]
-pub struct Checker {
-    permits: Arc<Semaphore>,
-    timeout: Duration,
-}
-
-/// The checks did not finish within their time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("the schema check took longer than {0:?}")]
-pub struct TooSlow(pub Duration);
-
-impl Checker {
-    /// Checks that each wait at most `timeout`.
-    pub fn new(timeout: Duration) -> Checker {
-        let cores = std::thread::available_parallelism().map_or(2, NonZeroUsize::get);
-        Checker { permits: Arc::new(Semaphore::new(cores * 2)), timeout }
-    }
-
-    /// Checks `value` (named `what` in messages) against each of `schemas`, in one task on the
-    /// blocking pool: one verdict per schema, in order.
-    pub async fn check_all(&self, schemas: Vec<Value>, value: Arc<Value>, what: &'static str) -> Result<Vec<Verdict>, TooSlow> {
-        if schemas.is_empty() {
-            return Ok(Vec::new());
-        }
-        let work = async {
-            let permit = self.permits.clone().acquire_owned().await.map_err(|_| TooSlow(self.timeout))?;
-            let task = tokio::task::spawn_blocking(move || {
-                let _permit = permit;
-                schemas.iter().map(|s| prepare(s).and_then(|p| p.check(&value, what))).collect::<Vec<Verdict>>()
-            });
-            task.await.map_err(|_| TooSlow(self.timeout))
-        };
-        tokio::time::timeout(self.timeout, work).await.map_err(|_| TooSlow(self.timeout))?
-    }
-
-    /// Checks `value` against one schema.
-    pub async fn check(&self, schema: &Value, value: &Value, what: &'static str) -> Result<Verdict, TooSlow> {
-        let mut verdicts = self.check_all(vec![schema.clone()], Arc::new(value.clone()), what).await?;
-        Ok(verdicts.pop().unwrap_or(Ok(())))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -527,34 +391,5 @@ mod tests {
             deep = json!({"not": deep});
         }
         assert!(bound(&deep).unwrap_err().0.contains("levels"));
-    }
-
-    #[test]
-    fn refusals_name_place_and_keyword_but_never_echo_the_input() {
-        let schema = json!({"type": "object", "properties": {"code": {"type": "string", "maxLength": 3}}});
-        let p = prepare(&schema).unwrap();
-        assert!(p.check(&json!({"code": "ok"}), "input").is_ok());
-        let secret = "s3cr3t-value-that-must-not-come-back";
-        let e = p.check(&json!({"code": secret}), "input").unwrap_err();
-        assert!(e.starts_with("input/code:"), "{e}");
-        assert!(e.contains("maxLength"), "{e}");
-        assert!(!e.contains(secret), "{e}");
-        let long_key = "k".repeat(500);
-        let keyed = json!({"type": "object", "additionalProperties": {"type": "integer"}});
-        let e = prepare(&keyed).unwrap().check(&json!({long_key.clone(): "x"}), "input").unwrap_err();
-        assert!(e.len() < 200, "{e}");
-    }
-
-    #[tokio::test]
-    async fn checks_run_off_the_async_workers_within_their_time() {
-        let checker = Checker::new(Duration::from_secs(5));
-        let schema = json!({"type": "object", "required": ["code"]});
-        let verdicts = checker
-            .check_all(vec![schema.clone(), json!(false), json!({"type": "string"})], Arc::new(json!({"code": 1})), "input")
-            .await
-            .unwrap();
-        assert!(verdicts[0].is_ok());
-        assert!(verdicts[1].is_err());
-        assert!(verdicts[2].as_ref().unwrap_err().contains("type"));
     }
 }

@@ -1,0 +1,1 @@
+ALTER TABLE capabilities DROP CONSTRAINT capabilities_latency_bound;
