@@ -241,7 +241,7 @@ pub(crate) fn turn_words(
                     "{own} is interested and would like to hear more before deciding. What has {other} done that shows the fit? Concrete roles, projects and results help most."
                 ),
                 1 => format!("Thank you, that helps. Before {own} decides: is there anything else concrete {other} has done that bears on this?"),
-                n => format!("One more question before {own} decides (round {}): what else should {own} know about {other}'s experience here?", n + 1),
+                _ => format!("One last question before {own} decides: what else should {own} know about {other}'s experience here?"),
             };
             (reasoning, message)
         }

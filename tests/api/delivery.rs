@@ -397,10 +397,10 @@ async fn roles_are_agreed_only_when_both_sides_suggestions_mirror_each_other() {
         };
         assert_eq!(outcome["agreedRoles"], expected, "Tomas said {own}/{other}: {outcome}");
         assert_eq!(opportunity["agreedRoles"], expected, "{opportunity}");
-        // Each side's view, agreed or not, the accepting side first.
+        // Each side's view, agreed or not, the accepting side first, with who suggested it.
         let views = json!([
-            {"userId": "user-tomas", "suggestedRoles": {"ownUser": own, "otherUser": other}},
-            {"userId": "user-maya", "suggestedRoles": {"ownUser": "patient", "otherUser": "agent"}},
+            {"userId": "user-tomas", "suggestedRoles": {"ownUser": own, "otherUser": other}, "playedBy": "agent"},
+            {"userId": "user-maya", "suggestedRoles": {"ownUser": "patient", "otherUser": "agent"}, "playedBy": "system"},
         ]);
         assert_eq!(outcome["roleViews"], views, "{outcome}");
         assert_eq!(opportunity["roleViews"], views, "{opportunity}");

@@ -78,28 +78,23 @@ impl Bench {
     }
 }
 
-/// What the benchmark's agent says: it answers the first term the system negotiator's latest
-/// counter asked evidence of (`... needs evidence of: a, b.`). The negotiator counters again only
-/// when something new was covered and decides at once otherwise, so an agent that said the same
-/// thing every turn would end each negotiation at the system's next turn, and the turn cycle
-/// would no longer be the same unit of work.
+/// What the benchmark's agent says: at each of its turns one more of the source's needs, in the
+/// order of [`CLAIMS`]. The system negotiator counters again only when something new came up
+/// and decides at once otherwise, so an agent that said the same thing every turn would end each
+/// negotiation at the system's next turn, and the turn cycle would no longer be the same unit of
+/// work (a claim, the agent's turn, a system counter, the next park).
 fn answer_message(turn: &Value) -> String {
-    let asked = turn["turn"]["history"].as_array().and_then(|history| {
-        history.iter().rev().find_map(|t| {
-            let (_, list) = t["message"].as_str()?.split_once("needs evidence of: ")?;
-            list.split([',', '.', '\n']).next().map(|term| term.trim().to_owned())
-        })
-    });
-    match asked {
-        Some(term) if !term.is_empty() && term != "none" => {
-            format!("I have {term} experience; tell me more about how you would work together.")
-        }
-        _ => "Thanks; before we go further, tell me more about how you would work together.".to_owned(),
-    }
+    let number = turn["turn"]["number"].as_u64().unwrap_or(1) as usize;
+    let claim = CLAIMS[(number / 2).min(CLAIMS.len() - 1)];
+    format!("I have {claim} experience; tell me more about how you would work together.")
 }
 
-/// The source side (played by the system negotiator): a partial match, so that it counters
-/// rather than accepting or rejecting at once, and the turn parks again for the agent.
+/// The source's needs the candidate's profile does not show, claimed one per turn.
+const CLAIMS: [&str; 4] = ["senior", "kubernetes", "compliance", "security"];
+
+/// The source side (played by the system negotiator): a partial match with many needs, so that
+/// it proposes (the seed carries it), then counters each claim that adds one need rather than
+/// accepting or rejecting at once, and the turn parks again for the agent.
 pub fn source_user(n: usize) -> Value {
     json!({
         "id": format!("bench-source-{n}"),
@@ -109,7 +104,7 @@ pub fn source_user(n: usize) -> Value {
             "skills": ["product management", "fundraising"],
             "interests": ["payments", "startups"]
         },
-        "intents": [{"text": "Looking for a senior rust engineer with payments, kubernetes, compliance and security experience"}]
+        "intents": [{"text": "Looking for a senior rust engineer with payments, kubernetes, compliance, security, terraform, observability and fraud experience"}]
     })
 }
 
@@ -132,8 +127,7 @@ pub fn negotiation_body(source: Value, candidate: Value) -> Value {
     json!({
         "sourceUser": source,
         "candidateUser": candidate,
-        "seedAssessment": {"score": 50, "reasoning": "Evaluator: partially overlapping intents"},
-        "discoveryQuery": "senior rust engineer"
+        "seedAssessment": {"score": 70, "reasoning": "Evaluator: partially overlapping intents"}
     })
 }
 
@@ -142,14 +136,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_agent_answers_the_first_term_the_latest_counter_asked_for() {
-        let turn = |messages: &[&str]| {
-            json!({ "turn": { "history": messages.iter().map(|m| json!({ "message": m })).collect::<Vec<_>>() } })
-        };
-        let asked = "To go ahead, Source founder needs evidence of: senior, kubernetes.\nSource founder brings: x.";
-        let later = "Now covered: senior; to go ahead, Source founder still needs evidence of: kubernetes.\nx";
-        assert!(answer_message(&turn(&["Source founder brings: x.", "Thanks"])).starts_with("Thanks;"));
-        assert!(answer_message(&turn(&["p", "q", asked, "I have senior experience"])).starts_with("I have senior experience;"));
-        assert!(answer_message(&turn(&[asked, "a", later, "b"])).starts_with("I have kubernetes experience;"));
+    fn the_agent_claims_one_more_need_at_each_of_its_turns() {
+        let turn = |number: u64| json!({ "turn": { "number": number, "history": [] } });
+        assert!(answer_message(&turn(1)).starts_with("I have senior experience;"));
+        assert!(answer_message(&turn(3)).starts_with("I have kubernetes experience;"));
+        assert!(answer_message(&turn(5)).starts_with("I have compliance experience;"));
+        assert!(answer_message(&turn(41)).starts_with("I have security experience;"));
     }
 }
