@@ -280,6 +280,8 @@ struct Index {
     by_key: HashMap<String, Vec<&'static str>>,
     /// Multi-word spellings, as the keys of their words, longest first.
     phrases: Vec<Vec<String>>,
+    /// The phrases (indexes into `phrases`, longest first) by the key of their first word.
+    phrase_starts: HashMap<String, Vec<usize>>,
     /// A concept -> every concept it implies, directly or not.
     implies: HashMap<&'static str, Vec<&'static str>>,
     /// Keys of the words that show software.
@@ -355,18 +357,44 @@ static INDEX: LazyLock<Index> = LazyLock::new(|| {
     let keys_of = |list: &[&str]| -> HashSet<String> {
         list.iter().map(|s| phrase_key(&spelling_keys(s))).collect()
     };
-    Index { by_key, phrases, implies, tech: keys_of(TECH_CONTEXT), weak: keys_of(WEAK) }
+    let mut phrase_starts: HashMap<String, Vec<usize>> = HashMap::new();
+    for (i, p) in phrases.iter().enumerate() {
+        phrase_starts.entry(p[0].clone()).or_default().push(i);
+    }
+    Index { by_key, phrases, phrase_starts, implies, tech: keys_of(TECH_CONTEXT), weak: keys_of(WEAK) }
 });
 
 /// Reads `raw` with the concepts' phrases merged into single words, and `go` kept only where
 /// the text speaks of software (or is a short label, like a skill): elsewhere it is the verb.
 pub fn read(raw: &str) -> Reading {
-    finish(text::read(raw))
+    remembered(raw, false)
 }
 
 /// Reads a description of someone (see [`text::read_description`]) like [`read`].
 pub fn read_description(raw: &str) -> Reading {
-    finish(text::read_description(raw))
+    remembered(raw, true)
+}
+
+/// How many readings the process keeps: the same profiles and intents are read at every turn of
+/// a negotiation, and reading (folding, stemming) is most of what a decision costs.
+const REMEMBERED: usize = 8192;
+
+/// Texts longer than this are read every time (a reading is kept only for short texts).
+const REMEMBERED_LEN: usize = 2_000;
+
+fn remembered(raw: &str, description: bool) -> Reading {
+    static CACHE: LazyLock<std::sync::Mutex<lru::LruCache<(bool, String), Reading>>> =
+        LazyLock::new(|| std::sync::Mutex::new(lru::LruCache::new(std::num::NonZeroUsize::new(REMEMBERED).expect("non-zero"))));
+    if raw.len() > REMEMBERED_LEN {
+        return finish(if description { text::read_description(raw) } else { text::read(raw) });
+    }
+    let key = (description, raw.to_owned());
+    if let Some(hit) = CACHE.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return hit.clone();
+    }
+    let reading = finish(if description { text::read_description(raw) } else { text::read(raw) });
+    CACHE.lock().unwrap_or_else(|e| e.into_inner()).put(key, reading.clone());
+    reading
 }
 
 fn finish(mut reading: Reading) -> Reading {
@@ -386,8 +414,10 @@ fn merge_phrases(words: &mut Vec<Word>) {
     let mut out = Vec::with_capacity(words.len());
     let mut i = 0;
     while i < words.len() {
-        let found = index.phrases.iter().find(|p| {
-            i + p.len() <= words.len() && words[i..i + p.len()].iter().zip(p.iter()).all(|(w, k)| &w.key == k)
+        let found = index.phrase_starts.get(&words[i].key).and_then(|starts| {
+            starts.iter().map(|&n| &index.phrases[n]).find(|p| {
+                i + p.len() <= words.len() && words[i..i + p.len()].iter().zip(p.iter()).all(|(w, k)| &w.key == k)
+            })
         });
         match found {
             Some(p) => {

@@ -203,8 +203,23 @@ fn raw_words(folded: &str) -> Vec<String> {
         .collect()
 }
 
-/// Reads one intent (or discovery query) as a need.
+/// Reads one intent (or discovery query) as a need (kept for the next turns that read it).
 pub fn need(text: &str) -> Need {
+    static CACHE: std::sync::LazyLock<std::sync::Mutex<lru::LruCache<String, Need>>> = std::sync::LazyLock::new(|| {
+        std::sync::Mutex::new(lru::LruCache::new(std::num::NonZeroUsize::new(4096).expect("non-zero")))
+    });
+    if text.len() > 2_000 {
+        return read_need(text);
+    }
+    if let Some(hit) = CACHE.lock().unwrap_or_else(|e| e.into_inner()).get(text) {
+        return hit.clone();
+    }
+    let need = read_need(text);
+    CACHE.lock().unwrap_or_else(|e| e.into_inner()).put(text.to_owned(), need.clone());
+    need
+}
+
+fn read_need(text: &str) -> Need {
     let folded = text::fold(text).text;
     let raw = raw_words(&folded);
     // The verb: the first word after the lead-ins.
