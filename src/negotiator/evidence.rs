@@ -20,7 +20,9 @@
 
 use super::concepts::{self, Homonym};
 use super::text::{self, Word};
-use std::collections::{HashMap, HashSet};
+/// Maps and sets of the evidence: hashed with aHash (fast; keyed per process).
+type HashMap<K, V> = std::collections::HashMap<K, V, ahash::RandomState>;
+type HashSet<K> = std::collections::HashSet<K, ahash::RandomState>;
 
 /// Strength of an interest as evidence.
 pub const INTEREST: f64 = 0.6;
@@ -153,7 +155,7 @@ impl Senses {
         let words: Vec<&Word> = words.into_iter().collect();
         let mut senses = Senses {
             tech: words.iter().any(|w| concepts::is_tech(w) && concepts::homonym(w).is_none()),
-            other: HashSet::new(),
+            other: HashSet::default(),
         };
         for (h, markers) in concepts::HOMONYMS.iter().zip(concepts::homonym_markers()) {
             if words.iter().any(|w| markers.contains(&w.key) || w.parts.iter().any(|p| markers.contains(p))) {
