@@ -278,7 +278,7 @@ fn read_need(text: &str) -> Need {
     let frame = frame.unwrap_or(Frame::Acquire);
 
     let verb_key = (frame_verb(verb) || wanting).then_some(verb_stem);
-    let head_key = head_word.map(|w| concepts::key_of(w));
+    let head_key = head_word.map(concepts::key_of);
     let core_keys: Vec<String> = phrase.iter().flat_map(|w| text::read(w).words).map(|w| w.key).collect();
     let mut terms: Vec<Term> = Vec::new();
     for word in concepts::read(text).words {

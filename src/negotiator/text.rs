@@ -337,10 +337,10 @@ fn pieces(text: &str) -> Vec<Piece<'_>> {
             continue;
         }
         match b {
-            b'.' | b';' | b':' | b'!' | b'?' | b'(' | b')' | b'[' | b']' | b'\n' | b'|' | 1 => {
-                if out.last() != Some(&Piece::ClauseEnd) {
-                    out.push(Piece::ClauseEnd);
-                }
+            b'.' | b';' | b':' | b'!' | b'?' | b'(' | b')' | b'[' | b']' | b'\n' | b'|' | 1
+                if out.last() != Some(&Piece::ClauseEnd) =>
+            {
+                out.push(Piece::ClauseEnd);
             }
             b',' => out.push(Piece::Comma),
             _ => {}
