@@ -182,6 +182,11 @@ impl Application {
         let stopped = move || state.stopped();
         let engine = self.state.engine.clone();
         let workers = if engine.config().workers {
+            // History from before the insights rollups, rolled up in the background.
+            spawn_until(
+                crate::store::insight_rollups::backfill(engine.pool().clone(), 1000, Duration::from_millis(20)),
+                stopped(),
+            );
             Some(tokio::spawn(run_workers(engine.clone(), stopped())))
         } else {
             None

@@ -114,6 +114,9 @@ pub struct Config {
     pub timer_poll: Duration,
     /// `PARLEY_HOUSEKEEPING_EVERY`: period of the recovery and pruning job.
     pub housekeeping_every: Duration,
+    /// `PARLEY_HISTORY_RETENTION`: how long ended negotiations and delegations are kept (their
+    /// insights are kept for ever); `None` (`off`, the default) keeps them all.
+    pub history_retention: Option<Duration>,
     /// Whether this process runs the timer workers (`serve --no-workers` turns them off).
     pub workers: bool,
     /// `PARLEY_HTTP_HEADER_TIMEOUT`: a request's head must arrive whole within this.
@@ -207,6 +210,7 @@ impl Default for Config {
             pool_size: 16,
             timer_poll: Duration::from_secs(1),
             housekeeping_every: Duration::from_secs(300),
+            history_retention: None,
             workers: true,
             http_header_timeout: Duration::from_secs(10),
             http_idle_timeout: Duration::from_secs(60),
@@ -283,6 +287,10 @@ impl Config {
             Ok(n)
         };
 
+        let history_retention = match var("PARLEY_HISTORY_RETENTION").as_deref() {
+            None | Some("off") => None,
+            Some(_) => Some(duration("PARLEY_HISTORY_RETENTION", Duration::ZERO)?),
+        };
         let bind = match var("PARLEY_BIND") {
             None => d.bind,
             Some(v) => listen_address("PARLEY_BIND", &v, "127.0.0.1:8080")?,
@@ -443,6 +451,7 @@ impl Config {
             pool_size,
             timer_poll: duration("PARLEY_TIMER_POLL", d.timer_poll)?,
             housekeeping_every: duration("PARLEY_HOUSEKEEPING_EVERY", d.housekeeping_every)?,
+            history_retention,
             workers: true,
             http_header_timeout: duration("PARLEY_HTTP_HEADER_TIMEOUT", d.http_header_timeout)?,
             http_idle_timeout: duration("PARLEY_HTTP_IDLE_TIMEOUT", d.http_idle_timeout)?,
@@ -576,6 +585,18 @@ mod tests {
         assert_eq!(c.turn_caps.personal, 12);
         let e = c.embeddings.unwrap();
         assert_eq!((e.url.as_str(), e.model.as_str()), ("http://localhost:9/v1", "text-embedding-3-small"));
+    }
+
+    #[test]
+    fn history_is_kept_for_ever_unless_a_retention_is_given() {
+        assert_eq!(load(&[]).unwrap().history_retention, None);
+        assert_eq!(load(&[("PARLEY_HISTORY_RETENTION", "off")]).unwrap().history_retention, None);
+        let c = load(&[("PARLEY_HISTORY_RETENTION", "365d")]).unwrap();
+        assert_eq!(c.history_retention, Some(Duration::from_secs(365 * 86_400)));
+        for bad in ["0s", "a year", "-1d"] {
+            let e = load(&[("PARLEY_HISTORY_RETENTION", bad)]).unwrap_err();
+            assert_eq!(e.var, "PARLEY_HISTORY_RETENTION", "{bad}");
+        }
     }
 
     #[test]

@@ -1,7 +1,8 @@
 -- The end of a claim counts for or against its holder: a respond (the turn count grew), an
 -- expiry (the claim had lapsed) or a release. One upsert, in the transaction that ends the
 -- claim; a claim ended because the negotiation itself ended (cancelled, deadline) counts for
--- nothing.
+-- nothing. A lapsed claim also counts in the insights of the day, for everyone and for the
+-- agent's owner (in the shard of its negotiation, as the negotiation's own ending would).
 CREATE OR REPLACE FUNCTION parley_count_claim_end() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -28,6 +29,15 @@ BEGIN
            claims_expired = d.claims_expired + EXCLUDED.claims_expired,
            claims_released = d.claims_released + EXCLUDED.claims_released,
            updated_at = now();
+    IF expired = 1 THEN
+        INSERT INTO insight_days AS d (scope, day, shard, claim_expiries)
+        SELECT scope, (now() AT TIME ZONE 'UTC')::date, parley_insights_shard(OLD.task_id), 1
+          FROM (SELECT '' AS scope
+                UNION
+                SELECT owner_user_id FROM agents WHERE agent_id = OLD.claim_agent_id) s
+         ORDER BY scope
+        ON CONFLICT (scope, day, shard) DO UPDATE SET claim_expiries = d.claim_expiries + 1;
+    END IF;
     RETURN NULL;
 END
 $$;

@@ -5,7 +5,7 @@ use sqlx::PgConnection;
 use super::{DeliveryError, Engine};
 use crate::{
     domain::{EndReason, Outcome, TaskEvent, Turn, derive_outcome},
-    store::{events, messages, opportunities, tasks::Task},
+    store::{events, insight_rollups, messages, opportunities, tasks::Task},
 };
 
 /// Ends a locked, non-terminal task: writes the `negotiation-outcome` artifact, completes the task
@@ -43,6 +43,8 @@ pub async fn finalize(
     .await?;
     let status = opportunities::apply(conn, &opportunity, outcome.opportunity_event()).await??;
     engine.on_finished(conn, task, status).await?;
+    // Last, so that the insights rows it updates are held for as short a time as possible.
+    insight_rollups::record_endings(conn, &[task.id]).await?;
     tracing::info!(
         negotiation.id = %task.id,
         outcome.has_opportunity = outcome.has_opportunity,

@@ -349,6 +349,13 @@ fn handled(r: Result<bool, DeliveryError>) -> Result<(), HandlerError> {
     r.map(|_| ()).map_err(|e| HandlerError::new(anyhow::Error::from(e)))
 }
 
+/// The most past days of insights housekeeping folds in one run.
+const FOLD_DAYS_PER_RUN: i64 = 31;
+/// Rows pruning deletes per transaction.
+const PRUNE_BATCH: i64 = 1000;
+/// The longest one run prunes for; what is left waits for the next run.
+const PRUNE_BUDGET: std::time::Duration = std::time::Duration::from_secs(20);
+
 impl TimerHandler for Engine {
     async fn park_timeout(&self, t: ParkTimeout) -> Result<(), HandlerError> {
         handled(self.fall_back(t).await)
@@ -377,8 +384,20 @@ impl TimerHandler for Engine {
     async fn housekeeping(&self) -> Result<(), HandlerError> {
         self.recover(std::time::Duration::from_secs(30)).await.map_err(|e| HandlerError::new(anyhow::Error::from(e)))?;
         let mut conn = self.pool.acquire().await?;
-        let cutoff = Utc::now() - chrono::Duration::days(1);
-        crate::store::events::prune(&mut conn, cutoff).await?;
+        let now = Utc::now();
+        crate::store::events::prune(&mut conn, now - chrono::Duration::days(1)).await?;
+        drop(conn);
+        // Past days' insights shards into one row per day and key (a day late: an ending that
+        // committed after midnight may still count on the day before).
+        let yesterday = now.date_naive() - chrono::Days::new(1);
+        crate::store::insight_rollups::fold(&self.pool, yesterday, FOLD_DAYS_PER_RUN).await?;
+        let retention = self.config.history_retention;
+        let pruned = crate::store::retention::prune(&self.pool, retention, now, PRUNE_BATCH, PRUNE_BUDGET)
+            .await
+            .map_err(HandlerError::new)?;
+        if pruned != crate::store::retention::Pruned::default() {
+            tracing::info!(?pruned, "housekeeping pruned history");
+        }
         Ok(())
     }
 }

@@ -57,9 +57,11 @@ pub struct InsightsDay {
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct InsightsOut {
-    /// Start of the range (inclusive).
+    /// Start of the range (inclusive): the midnight (UTC) that begins the first day the asked
+    /// range touches (figures are kept per UTC day, and a day counts whole).
     pub from: DateTime<Utc>,
-    /// End of the range (exclusive).
+    /// End of the range (exclusive): the midnight (UTC) that ends the last day the asked range
+    /// touches.
     pub to: DateTime<Utc>,
     /// Whose data: the user's id, or null for everyone.
     pub user_id: Option<String>,
@@ -102,8 +104,9 @@ pub fn range(from: Option<&str>, to: Option<&str>, now: DateTime<Utc>) -> Result
     Ok((from, to))
 }
 
-/// Insights per UTC day and in total: negotiations that ended by outcome and reason, mean turns
-/// and turns to outcome, median time to outcome, human decisions and expired opportunities,
+/// Insights per UTC day and in total, over every whole UTC day the range touches: negotiations
+/// that ended by outcome and reason, mean turns and turns to outcome, median time to outcome
+/// (read from buckets, within a fifth), human decisions and expired opportunities,
 /// personal agents' answer latency, claim expiries and fallbacks, and the ten terms most often
 /// named missing. A user sees only negotiations they are part of, their own decisions and
 /// agents, and objections from their own side's counter and reject turns and from outcomes (never
@@ -130,8 +133,15 @@ pub async fn get_insights(
         }
         Some(caller.sub.clone())
     };
-    let mut conn = state.pool().acquire().await?;
-    let found = insights::compute(&mut conn, &Scope { from, to, user_id: user_id.as_deref() }).await?;
+    // The rollups count whole UTC days: the answer covers every day the range touches.
+    let (first_day, last_day) = insights::days_of(from, to);
+    let midnight = |d: NaiveDate| d.and_hms_opt(0, 0, 0).expect("midnight").and_utc();
+    let (from, to) = (midnight(first_day), midnight(last_day) + Duration::days(1));
+    let mut tx = state.pool().begin().await?;
+    // Reads a few hundred rows per scope; never let one request hold a connection for long.
+    sqlx::query("SET LOCAL statement_timeout = '5s'").execute(&mut *tx).await?;
+    let found = insights::compute(&mut tx, &Scope { from, to, user_id: user_id.as_deref() }).await?;
+    tx.commit().await?;
     Ok(Json(InsightsOut {
         from,
         to,

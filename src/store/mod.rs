@@ -6,9 +6,11 @@ pub mod agents;
 pub mod conversations;
 pub mod decisions;
 pub mod events;
+pub mod insight_rollups;
 pub mod insights;
 pub mod messages;
 pub mod opportunities;
+pub mod retention;
 pub mod tasks;
 pub mod turn_delivery;
 

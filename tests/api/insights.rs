@@ -220,3 +220,98 @@ async fn bad_ranges_and_other_users_are_refused() {
     let own = app.get("/api/insights?userId=user-maya&from=2026-01-01&to=2026-06-30", &maya).await;
     assert_eq!(own.status, StatusCode::OK, "{}", own.text);
 }
+
+/// The figures of everyone and of each user, as the route answers them for the last 30 days.
+async fn views(app: &TestApp) -> Vec<Value> {
+    let mut out = vec![app.get("/api/insights", &app.service_token()).await.body];
+    for user in ["user-maya", "user-tomas"] {
+        out.push(app.get("/api/insights", &app.user_token(user)).await.body);
+    }
+    out
+}
+
+#[tokio::test]
+async fn history_from_before_the_rollups_is_rolled_up_to_the_same_figures_and_folding_changes_nothing()
+ {
+    let app = TestApp::spawn_with(|c| c.turn_caps.personal = 3).await;
+    let [maya, tomas] = app.register_agents(["user-maya", "user-tomas"]).await;
+    use By::{Maya, Tomas};
+    let propose = (Maya, "propose", "Proposing Tomas; missing: rust");
+    let n1 = play(&app, &maya, &tomas, &[propose, (Tomas, "accept", "Fine")]).await;
+    decide(&app, "user-maya", &opportunity_of(&n1), "accept").await;
+    decide(&app, "user-tomas", &opportunity_of(&n1), "decline").await;
+    play(
+        &app,
+        &maya,
+        &tomas,
+        &[
+            propose,
+            (Tomas, "counter", "missing: senior, rust"),
+            (Maya, "reject", "missing: payments"),
+        ],
+    )
+    .await;
+    play(
+        &app,
+        &maya,
+        &tomas,
+        &[propose, (Tomas, "reject", "missing: kubernetes")],
+    )
+    .await;
+    let other = app.start(&fixtures::mismatch()).await;
+    let other_id = other["negotiation"]["id"].as_str().unwrap().to_owned();
+    app.wait_for(&other_id, Duration::from_secs(10), |v| {
+        v["status"] == "completed"
+    })
+    .await;
+    let live = views(&app).await;
+    assert_eq!(live[0]["total"]["negotiations"]["total"], 4, "{}", live[0]);
+    assert_eq!(
+        live[1]["total"]["decisions"],
+        json!({ "accepted": 1, "declined": 0, "expired": 0 })
+    );
+
+    // As if all of it had happened before the rollups existed: nothing counted, every source's
+    // cursor at its start, up to now.
+    sqlx::query("DELETE FROM insight_days")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    sqlx::query("DELETE FROM insight_counts")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE insight_backfill SET cutoff = now(), after_at = NULL, after_id = NULL, done_at = NULL")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(views(&app).await[0]["total"]["negotiations"]["total"], 0);
+    // Two negotiations per batch: the cursor carries the walk across batches.
+    let mut steps = 0;
+    while parley::store::insight_rollups::backfill_step(&app.pool, 2)
+        .await
+        .unwrap()
+        != parley::store::insight_rollups::Backfill::Done
+    {
+        steps += 1;
+        assert!(steps < 50, "the backfill never ended");
+    }
+    assert!(
+        steps >= 3,
+        "four negotiations in batches of two and the decisions take several steps: {steps}"
+    );
+    assert_eq!(
+        views(&app).await,
+        live,
+        "the backfill counts what live counting counted"
+    );
+
+    // Folding every day's shards into one row per key changes no figure.
+    let tomorrow = chrono::Utc::now().date_naive() + chrono::Days::new(1);
+    parley::store::insight_rollups::fold(&app.pool, tomorrow, 31)
+        .await
+        .unwrap();
+    let unfolded = app.counted("SELECT (SELECT count(*) FROM insight_days WHERE shard <> 0) + (SELECT count(*) FROM insight_counts WHERE shard <> 0)").await;
+    assert_eq!(unfolded, 0);
+    assert_eq!(views(&app).await, live, "folding keeps every figure");
+}

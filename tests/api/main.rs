@@ -35,6 +35,7 @@ mod openapi;
 mod privacy;
 mod rank;
 mod reactivate;
+mod retention;
 mod runner;
 mod schema;
 mod schema_costs;

@@ -1,0 +1,11 @@
+DROP TRIGGER IF EXISTS opportunity_decisions_insights ON opportunity_decisions;
+DROP TRIGGER IF EXISTS opportunities_expired_insights ON opportunities;
+DROP FUNCTION IF EXISTS parley_insights_decided();
+DROP FUNCTION IF EXISTS parley_insights_expired();
+DROP FUNCTION IF EXISTS parley_insights_negotiations(uuid[], smallint);
+DROP FUNCTION IF EXISTS parley_insights_shard(uuid);
+DROP FUNCTION IF EXISTS parley_insights_bucket(double precision);
+DROP TABLE insight_backfill;
+DROP TABLE insight_counts;
+DROP TABLE insight_days;
+DELETE FROM parley_definitions;
