@@ -3,7 +3,7 @@
 //! Every state change is one transaction that holds the task's row lock (`store::tasks::lock`),
 //! so concurrent callers (an HTTP respond, a timer, the recovery pass) serialise on the task and
 //! each sees the state the previous one committed. There is exactly one way a negotiation ends:
-//! [`finalize`]. Turn delivery to personal agents (pickup, respond) lives in later modules and
+//! [`finalize()`]. Turn delivery to personal agents (pickup, respond) lives in later modules and
 //! re-enters the same [`Engine::advance`] loop.
 
 mod claims;

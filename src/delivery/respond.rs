@@ -15,7 +15,7 @@
 //! refusal or lost race on that path is decided again from a fresh read.
 //!
 //! A plan that ends the negotiation stores its turns and leaves the task `working`; the engine's
-//! loop then concludes it through the one [`finalize`](super::finalize).
+//! loop then concludes it through the one [`finalize`](super::finalize()).
 
 use serde::Serialize;
 use serde_json::{Value, json};

@@ -99,6 +99,9 @@ pub enum Backfill {
     Done,
 }
 
+/// A source's cursor row: its cutoff, and the last row rolled up (time, id).
+type Cursor = (DateTime<Utc>, Option<DateTime<Utc>>, Option<String>);
+
 /// The sources, in the order they are rolled up.
 const SOURCES: [&str; 4] = ["negotiations", "decisions", "expiries", "claim_expiries"];
 
@@ -108,7 +111,7 @@ const SOURCES: [&str; 4] = ["negotiations", "decisions", "expiries", "claim_expi
 pub async fn backfill_step(pool: &PgPool, batch: i64) -> anyhow::Result<Backfill> {
     for source in SOURCES {
         let mut tx = pool.begin().await?;
-        let cursor: Option<(DateTime<Utc>, Option<DateTime<Utc>>, Option<String>)> = sqlx::query_as(
+        let cursor: Option<Cursor> = sqlx::query_as(
             "SELECT cutoff, after_at, after_id FROM insight_backfill WHERE source = $1 AND done_at IS NULL FOR UPDATE",
         )
         .bind(source)
