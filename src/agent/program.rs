@@ -79,6 +79,8 @@ impl Drop for Running {
 
 /// Asks that the program be killed when the runner dies without stopping it (see the module docs).
 #[cfg(target_os = "linux")]
+// `pre_exec` is unsafe by signature: what runs between fork and exec must be async-signal-safe.
+#[allow(unsafe_code)]
 fn die_with_runner(command: &mut Command) {
     let runner = rustix::process::getpid();
     // SAFETY: the closure runs in the child between fork and exec, where only async-signal-safe

@@ -62,6 +62,8 @@ pub fn hide_from_proc() -> std::io::Result<()> {
 
 /// The keys handed over by the runner's first image, read from their pipe (which is closed),
 /// or none when the keys never came in the environment.
+// The one way to take ownership of a descriptor given by number.
+#[allow(unsafe_code)]
 pub fn handed_over() -> std::io::Result<Option<Keys>> {
     let Some(fd) = std::env::var_os(HANDED_OVER) else { return Ok(None) };
     let fd: i32 = fd
