@@ -701,11 +701,16 @@ pub async fn list_delegations(
             let rows =
                 store::outbound(&mut conn, agent.agent_id, q.status.as_deref(), page.before, page.limit + 1).await?;
             let next_cursor = (rows.len() as i64 > page.limit).then(|| rows[page.limit as usize - 1].delegation_id);
-            let mut out = Vec::new();
-            for d in rows.into_iter().take(page.limit as usize) {
-                let attempts = store::attempts(&mut conn, d.delegation_id).await?;
-                out.push(delegation_out(d, attempts));
-            }
+            let rows: Vec<_> = rows.into_iter().take(page.limit as usize).collect();
+            let ids: Vec<_> = rows.iter().map(|d| d.delegation_id).collect();
+            let mut attempts = store::attempts_of(&mut conn, &ids).await?;
+            let out = rows
+                .into_iter()
+                .map(|d| {
+                    let mine = attempts.remove(&d.delegation_id).unwrap_or_default();
+                    delegation_out(d, mine)
+                })
+                .collect();
             Ok(Json(DelegationListOut {
                 direction: "outbound".into(),
                 delegations: Some(out),

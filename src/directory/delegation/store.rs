@@ -702,6 +702,24 @@ pub async fn attempts(conn: &mut PgConnection, delegation_id: Uuid) -> sqlx::Res
     .await
 }
 
+/// The attempts of each of these delegations, in one query, each delegation's in order.
+pub async fn attempts_of(
+    conn: &mut PgConnection,
+    delegation_ids: &[Uuid],
+) -> sqlx::Result<std::collections::HashMap<Uuid, Vec<Attempt>>> {
+    let rows = attempts_where!(
+        r#"WHERE delegation_id = ANY($1) ORDER BY delegation_id, attempt"#,
+        delegation_ids
+    )
+    .fetch_all(conn)
+    .await?;
+    let mut out: std::collections::HashMap<Uuid, Vec<Attempt>> = std::collections::HashMap::new();
+    for a in rows {
+        out.entry(a.delegation_id).or_default().push(a);
+    }
+    Ok(out)
+}
+
 /// The attempt whose A2A task id is `task_id`, with its delegation and the owners of its
 /// requester and of its target (who, besides the two agents, may read it).
 pub async fn attempt_task(conn: &mut PgConnection, task_id: Uuid) -> sqlx::Result<Option<AttemptTask>> {
