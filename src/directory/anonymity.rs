@@ -115,7 +115,7 @@ pub async fn refresh_all_expired(pool: &PgPool, ttl: Duration, batch: i64) -> sq
         if expired.is_empty() {
             return Ok(done);
         }
-        refresh(&mut *tx, &expired, ttl).await?;
+        refresh(&mut tx, &expired, ttl).await?;
         tx.commit().await?;
         done += expired.len() as u64;
         if (expired.len() as i64) < batch {
