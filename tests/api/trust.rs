@@ -182,7 +182,8 @@ async fn one_by_one_as_all_at_once(app: &TestApp) {
 
 #[tokio::test]
 async fn stored_trust_follows_counters_and_capabilities_exactly() {
-    let app = TestApp::spawn().await;
+    // No timer workers: the housekeeping they run at start would race the one run below.
+    let app = TestApp::spawn_with(|c| c.workers = false).await;
     let [a, b, c, d, e] = app.register_agents(["user-a", "user-b", "user-c", "user-d", "user-e"]).await;
     put_capability(&app, &a, &capability("testing", None, None)).await;
     record(&app, &a, 0, 3, 1).await;
@@ -258,7 +259,8 @@ async fn stored_trusts(app: &TestApp) -> Vec<TrustRow> {
 /// those a full recomputation gives.
 #[tokio::test]
 async fn housekeeping_rolls_every_stale_record_over_in_batches() {
-    let app = TestApp::spawn().await;
+    // No timer workers: the housekeeping they run at start would race the one run below.
+    let app = TestApp::spawn_with(|c| c.workers = false).await;
     let mut agents = Vec::new();
     for i in 0..3 {
         let agent = app.register_agent(&format!("user-{i}")).await;
