@@ -335,10 +335,13 @@ pub async fn render(pool: &sqlx::PgPool) -> Result<Option<String>, sqlx::Error> 
     // services in one process, as in the tests) must not render each other's readings.
     static SCRAPE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
     let _one_at_a_time = SCRAPE.lock().await;
-    // Over the partial index of active tasks: a handful of rows, however large the history.
+    // One count per state, each predicate exactly that of a partial index (`tasks_parked_idx`,
+    // `tasks_one_claim_per_agent`): a handful of index entries, however large the history. A
+    // single count over `state IN (...)` matches no partial index (the planner does not split
+    // the list over several), and read every task with a parallel sequential scan.
     let (parked, claimed): (i64, i64) = sqlx::query_as(
-        "SELECT count(*) FILTER (WHERE state = 'waiting_for_agent'), count(*) FILTER (WHERE state = 'claimed')
-           FROM tasks WHERE state IN ('submitted', 'working', 'waiting_for_agent', 'claimed')",
+        "SELECT (SELECT count(*) FROM tasks WHERE state = 'waiting_for_agent'),
+                (SELECT count(*) FROM tasks WHERE state = 'claimed')",
     )
     .fetch_one(pool)
     .await?;

@@ -14,6 +14,9 @@
 //! task has now ([`Engine::ensure_turn_timer`]); a duplicate of it finds that timer pending and
 //! does nothing.
 //!
+//! Housekeeping (a periodic job) recovers tasks left runnable, prunes the event log, and runs
+//! the directory's upkeep ([`Engine::directory_upkeep`]).
+//!
 //! The park timer of a mixed negotiation has two windows: the long one (`PARLEY_PARK_TIMEOUT`)
 //! and, for a user with no live agent, the offline one (`PARLEY_PARK_TIMEOUT_OFFLINE`); see
 //! [`Engine::fall_back`].
@@ -345,6 +348,34 @@ impl Engine {
     }
 }
 
+/// Agents per transaction in the directory's upkeep.
+const UPKEEP_BATCH: i64 = 500;
+
+/// What one [`Engine::directory_upkeep`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Upkeep {
+    /// Trust records recomputed because they were computed on an earlier UTC day.
+    pub trust_rolled: u64,
+    /// Expired anonymous ids replaced.
+    pub anonymous_ids_replaced: u64,
+}
+
+impl Engine {
+    /// The directory's upkeep, run by housekeeping and never by a request: the trust records
+    /// of an earlier UTC day recomputed for the windows of today, and the expired anonymous ids
+    /// of the agents others may discover replaced, each in batches of a few hundred agents (one
+    /// transaction each).
+    pub async fn directory_upkeep(&self) -> sqlx::Result<Upkeep> {
+        let trust_rolled = crate::directory::trust::roll(&self.pool, UPKEEP_BATCH).await?;
+        let anonymous_ids_replaced =
+            crate::directory::anonymity::refresh_all_expired(&self.pool, self.config.anonymous_id_ttl, UPKEEP_BATCH).await?;
+        if trust_rolled > 0 || anonymous_ids_replaced > 0 {
+            tracing::info!(trust.rolled = trust_rolled, anonymous_ids.replaced = anonymous_ids_replaced, "directory upkeep");
+        }
+        Ok(Upkeep { trust_rolled, anonymous_ids_replaced })
+    }
+}
+
 fn handled(r: Result<bool, DeliveryError>) -> Result<(), HandlerError> {
     r.map(|_| ()).map_err(|e| HandlerError::new(anyhow::Error::from(e)))
 }
@@ -387,6 +418,7 @@ impl TimerHandler for Engine {
         let now = Utc::now();
         crate::store::events::prune(&mut conn, now - chrono::Duration::days(1)).await?;
         drop(conn);
+        self.directory_upkeep().await?;
         // Past days' insights shards into one row per day and key (a day late: an ending that
         // committed after midnight may still count on the day before).
         let yesterday = now.date_naive() - chrono::Days::new(1);

@@ -1,7 +1,9 @@
 //! Anonymous ids: the only name under which another party sees an agent.
 //!
-//! Random (UUIDv4), valid for a configured time, and replaced lazily: whoever next needs an
-//! agent's id after it expired issues the new one (a discovery, or the agent reading its own
+//! Random (UUIDv4), valid for a configured time, and replaced once expired: housekeeping
+//! replaces the expired ids of the agents with an enabled capability in batches
+//! ([`refresh_all_expired`]), and whoever needs an agent's id after it expired and before
+//! housekeeping came round issues the new one (a discovery, or the agent reading its own
 //! capabilities). At most one id per agent is current (a unique partial index), so two callers
 //! replacing the same id at once end with one new id. Old ids are kept: they still resolve, so
 //! records made under them keep pointing at their agent.
@@ -9,8 +11,8 @@
 //! Every agent with a capability has a current id row: a database trigger issues one, already
 //! expired, when its first capability arrives without one (so its first real use replaces it).
 //! A discovery therefore only has to look for current ids that expired ([`refresh_expired`]:
-//! one range read of a small partial index, empty on almost every request) instead of
-//! refreshing every agent it may show.
+//! one range read of a small partial index, empty on almost every request since housekeeping
+//! replaces them) instead of refreshing every agent it may show.
 //!
 //! Nothing else that others see may link two of an agent's anonymous ids: a capability is shown
 //! under a handle derived from the anonymous id ([`capability_handle`]), which changes with it,
@@ -21,7 +23,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
-use sqlx::PgConnection;
+use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 /// The name under which others see capability `capability_id` of the agent now known as
@@ -92,6 +94,34 @@ pub async fn refresh_expired(
     .fetch_all(&mut *conn)
     .await?;
     refresh(conn, &expired, ttl).await
+}
+
+/// Replaces the expired current ids of every agent with an enabled capability, at most `batch`
+/// agents per transaction, until none is left; returns how many it replaced. Run by
+/// housekeeping, so that discoveries almost never find one to replace.
+pub async fn refresh_all_expired(pool: &PgPool, ttl: Duration, batch: i64) -> sqlx::Result<u64> {
+    let mut done = 0u64;
+    loop {
+        let mut tx = pool.begin().await?;
+        let expired = sqlx::query_scalar!(
+            r#"SELECT ai.agent_id FROM anonymous_ids ai
+                WHERE ai.current AND ai.expires_at <= now()
+                  AND EXISTS (SELECT 1 FROM capabilities c WHERE c.agent_id = ai.agent_id AND c.enabled)
+                ORDER BY ai.expires_at LIMIT $1"#,
+            batch
+        )
+        .fetch_all(&mut *tx)
+        .await?;
+        if expired.is_empty() {
+            return Ok(done);
+        }
+        refresh(&mut tx, &expired, ttl).await?;
+        tx.commit().await?;
+        done += expired.len() as u64;
+        if (expired.len() as i64) < batch {
+            return Ok(done);
+        }
+    }
 }
 
 /// The agent's current anonymous id, issuing a new one first when it has none or it expired.

@@ -15,10 +15,11 @@
 //! snapshot was built at that version, so an answer is exactly as fresh as a query would give:
 //! a write is visible to the very next request. The version is read before the snapshot is
 //! built, so a write committed in between only costs one more rebuild. A snapshot is also
-//! rebuilt when one of its anonymous ids expired (the lazy replacement runs first, see
-//! [`super::anonymity`]) or the UTC day changed (the trust windows move, see
-//! [`super::trust::roll`]). Requests needing the same rebuild wait for the first one (a lock
-//! per key). A request inside a transaction that already wrote sees rows nobody else sees yet:
+//! rebuilt when one of its anonymous ids expired (housekeeping replaces expired ids in batches;
+//! one that expired since it last ran is replaced first, see [`super::anonymity`]). The trust
+//! windows' move at UTC midnight is housekeeping's too ([`super::trust::roll`]): the records it
+//! rewrites move the version like any other write. Requests needing the same rebuild wait for
+//! the first one (a lock per key). A request inside a transaction that already wrote sees rows nobody else sees yet:
 //! it builds its own snapshot and keeps it to itself.
 //!
 //! Snapshots are kept per database (the version row's random `epoch` and the database's oid, as
@@ -31,12 +32,12 @@ use std::{
     time::Duration,
 };
 
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use super::{anonymity, capabilities::TaskType, trust};
+use super::{anonymity, capabilities::TaskType};
 use crate::scoring::Calculator;
 
 /// One discoverable capability, with what its agent's record says.
@@ -80,8 +81,6 @@ pub struct Entry {
 pub struct Snapshot {
     /// The database version it was built at.
     version: i64,
-    /// The UTC day it was built on.
-    day: NaiveDate,
     /// The earliest expiry of its anonymous ids.
     first_expiry: Option<DateTime<Utc>>,
     /// Its capabilities, in no particular order.
@@ -93,9 +92,7 @@ pub struct Snapshot {
 
 impl Snapshot {
     fn usable(&self, version: i64, now: DateTime<Utc>) -> bool {
-        self.version == version
-            && self.day == now.date_naive()
-            && self.first_expiry.is_none_or(|e| e > now)
+        self.version == version && self.first_expiry.is_none_or(|e| e > now)
     }
 }
 
@@ -158,7 +155,6 @@ async fn build(
     key: Option<TaskType>,
     version: i64,
 ) -> sqlx::Result<Snapshot> {
-    let day = Utc::now().date_naive();
     let entries = sqlx::query_as!(
         Entry,
         r#"SELECT ai.anonymous_id AS anonymous_agent_id, ai.expires_at AS anonymous_expires_at,
@@ -178,7 +174,6 @@ async fn build(
     let first_expiry = entries.iter().map(|e| e.anonymous_expires_at).min();
     Ok(Snapshot {
         version,
-        day,
         first_expiry,
         entries,
         calculators: OnceLock::new(),
@@ -187,7 +182,7 @@ async fn build(
 
 /// The discoverable capabilities of `key` (every kind when `None`) as the committed state has
 /// them now, from the process's snapshot when it is current, else rebuilt (after replacing
-/// expired anonymous ids and rolling trust over to a new day, as a query would).
+/// the anonymous ids that expired since housekeeping last did, as a query would).
 pub async fn snapshot(
     conn: &mut PgConnection,
     key: Option<TaskType>,
@@ -217,7 +212,6 @@ async fn rebuild(
     ttl: Duration,
 ) -> sqlx::Result<Snapshot> {
     anonymity::refresh_expired(conn, key.map(TaskType::as_str), None, ttl).await?;
-    trust::roll(conn).await?;
     build(conn, key, version).await
 }
 

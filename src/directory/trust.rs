@@ -22,19 +22,24 @@
 //! attempts ([`super::delegation::store::move_attempt`]).
 //!
 //! Two readers, one definition:
-//! - `GET /api/trust/:agentId` ([`of`]) computes the agent's numbers from the per-agent daily
-//!   counters (`agent_trust_days`) with the SQL function `parley_trust_scores`, fresh on every
-//!   read;
-//! - discovery and ranking read the view `trust_percentiles`: a rank over `trust_records`, one
-//!   small row per agent of the population holding the numbers that depend on its own counters.
-//!   Those rows are written in the transactions that change their inputs (database triggers on
-//!   the counters and on capabilities), so the percentiles they give are as fresh as
-//!   [`of`]'s; no request reads any agent's history. The 30- and 90-day windows move at UTC
-//!   midnight: rows computed on an earlier day are recomputed by the first discovery or ranking
-//!   of the new day ([`roll`], one indexed check otherwise).
+//! - `GET /api/trust/:agentId` ([`of`]) computes the agent's numbers from its own daily counters
+//!   (`agent_trust_days`, at most 90 rows) with the SQL function `parley_trust_of`, fresh on
+//!   every read, and ranks it among the stored records of the rest of the population (a count
+//!   below its score on the index of `trust_records.raw`); no other agent's history is read;
+//! - discovery and ranking read the view `trust_percentiles`: the rank of each record's score
+//!   among the scores of `trust_records` (counted per distinct score: at most 10 001 of them),
+//!   one small row per agent of the population holding the numbers that depend on its own
+//!   counters. Those rows are written in the transactions that change their inputs (database
+//!   triggers on the counters and on capabilities), so the percentiles they give are as fresh
+//!   as the counters; no request reads any agent's history.
+//!
+//! The 30- and 90-day windows move at UTC midnight: the rows computed on an earlier day are
+//! recomputed by housekeeping ([`roll`], in batches of a few hundred agents, one transaction
+//! each), never by a request. Until it has run on a new day, the other agents' stored rows are
+//! those of the day before (the asked agent's own numbers are always today's).
 
 use chrono::{DateTime, Utc};
-use sqlx::PgConnection;
+use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 /// An agent's trust.
@@ -63,7 +68,7 @@ pub struct Trust {
     pub provisional: bool,
 }
 
-/// The trust of one agent (ranked among all agents).
+/// The trust of one agent, from its own counters, ranked among the stored records of the others.
 pub async fn of(conn: &mut PgConnection, agent_id: Uuid) -> sqlx::Result<Trust> {
     sqlx::query_as!(
         Trust,
@@ -71,23 +76,22 @@ pub async fn of(conn: &mut PgConnection, agent_id: Uuid) -> sqlx::Result<Trust> 
                   delegation::float8 AS "delegation_component!", raw::float8 AS "raw_score!",
                   percentile AS "percentile!", events AS "events!", total_delegations AS "total_delegations!",
                   successful_delegations AS "successful_delegations!", updated_at, provisional AS "provisional!"
-           FROM parley_trust_scores($1) WHERE agent_id = $1"#,
+           FROM parley_trust_of($1)"#,
         agent_id
     )
     .fetch_one(conn)
     .await
 }
 
-/// The percentile of one agent, as [`of`] gives it, read from the stored records (after
-/// [`roll`]): one count over `trust_records`, no agent's history. An agent without a record
-/// (outside the population: no capability and no recent record) is ranked by [`of`].
+/// The percentile of one agent, as [`of`] gives it, read from the stored records: one count
+/// over `trust_records`, no agent's history. An agent without a record (outside the
+/// population: no capability and no recent record) is ranked by [`of`].
 pub async fn percentile(conn: &mut PgConnection, agent_id: Uuid) -> sqlx::Result<i32> {
-    roll(conn).await?;
     let stored = sqlx::query_scalar!(
         r#"SELECT CASE WHEN s.n <= 1 THEN 100 ELSE round(100.0 * s.lower / (s.n - 1))::integer END AS "percentile!"
              FROM (SELECT raw FROM trust_records WHERE agent_id = $1) me,
-                  LATERAL (SELECT count(*) AS n, count(*) FILTER (WHERE t.raw < me.raw) AS lower
-                             FROM trust_records t) s"#,
+                  LATERAL (SELECT (SELECT count(*) FROM trust_records) AS n,
+                                  (SELECT count(*) FROM trust_records t WHERE t.raw < me.raw) AS lower) s"#,
         agent_id
     )
     .fetch_optional(&mut *conn)
@@ -98,26 +102,36 @@ pub async fn percentile(conn: &mut PgConnection, agent_id: Uuid) -> sqlx::Result
     }
 }
 
-/// Recomputes the trust rows computed on an earlier UTC day, when there are any (one indexed
-/// check otherwise). One caller does it at a time (a transaction-scoped advisory lock); the
-/// others wait, then find nothing left to do.
-pub async fn roll(conn: &mut PgConnection) -> sqlx::Result<()> {
-    let stale = sqlx::query_scalar!(
-        r#"SELECT EXISTS (SELECT 1 FROM trust_records WHERE as_of < (now() AT TIME ZONE 'UTC')::date) AS "stale!""#
-    )
-    .fetch_one(&mut *conn)
-    .await?;
-    if !stale {
-        return Ok(());
+/// Recomputes the trust rows computed on an earlier UTC day (the windows have moved since), at
+/// most `batch` agents per transaction, until none is left; returns how many agents it
+/// recomputed. Run by housekeeping. One caller does it at a time (a transaction-scoped advisory
+/// lock per batch); another finds the rows already done.
+pub async fn roll(pool: &PgPool, batch: i64) -> sqlx::Result<u64> {
+    let mut done = 0u64;
+    loop {
+        let mut tx = pool.begin().await?;
+        sqlx::query!("SELECT pg_advisory_xact_lock($1)", ROLL_LOCK)
+            .execute(&mut *tx)
+            .await?;
+        let stale = sqlx::query_scalar!(
+            "SELECT agent_id FROM trust_records WHERE as_of < (now() AT TIME ZONE 'UTC')::date
+              ORDER BY agent_id LIMIT $1",
+            batch
+        )
+        .fetch_all(&mut *tx)
+        .await?;
+        if stale.is_empty() {
+            return Ok(done);
+        }
+        sqlx::query!("SELECT parley_refresh_trust_records($1)", &stale)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        done += stale.len() as u64;
+        if (stale.len() as i64) < batch {
+            return Ok(done);
+        }
     }
-    sqlx::query!("SELECT pg_advisory_xact_lock($1)", ROLL_LOCK).execute(&mut *conn).await?;
-    sqlx::query!(
-        "SELECT parley_refresh_trust_records(ARRAY(
-             SELECT agent_id FROM trust_records WHERE as_of < (now() AT TIME ZONE 'UTC')::date ORDER BY agent_id))"
-    )
-    .execute(conn)
-    .await?;
-    Ok(())
 }
 
 /// The advisory lock key of [`roll`].

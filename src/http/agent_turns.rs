@@ -753,20 +753,18 @@ pub async fn list_agent_negotiations(
 
 /// The agent's listing (shared by HTTP and MCP).
 pub async fn agent_negotiations(state: &AppState, agent: &AgentIdentity, q: &AgentListQuery) -> ApiResult<AgentNegotiationPage> {
-    const ACTIVE: [&str; 4] = ["submitted", "working", "waiting_for_agent", "claimed"];
-    const DONE: [&str; 3] = ["completed", "canceled", "failed"];
-    let (states, awaiting_only): (Vec<&str>, bool) = match q.status.as_deref().unwrap_or("all") {
-        "waiting_for_agent" => (vec!["waiting_for_agent", "claimed"], true),
-        "active" => (ACTIVE.to_vec(), false),
-        "completed" => (DONE.to_vec(), false),
-        "all" => (ACTIVE.iter().chain(DONE.iter()).copied().collect(), false),
+    let listed = match q.status.as_deref().unwrap_or("all") {
+        "waiting_for_agent" => tasks::Listed::Awaiting,
+        "active" => tasks::Listed::Active,
+        "completed" => tasks::Listed::Ended,
+        "all" => tasks::Listed::All,
         _ => return Err(ApiError::invalid("status must be one of waiting_for_agent, active, completed, all")),
     };
     let Page { limit, before } = Page::parse(q.limit, q.cursor.as_deref())?;
     let mut conn = state.pool().acquire().await?;
     let answered_by = q.answered.unwrap_or(false).then_some(agent.agent_id);
     let page =
-        tasks::list_for_user(&mut conn, &agent.owner_user_id, &states, awaiting_only, answered_by, before, limit + 1).await?;
+        tasks::list_for_user(&mut conn, &agent.owner_user_id, listed, answered_by, before, limit + 1).await?;
     let has_more = page.len() as i64 > limit;
     let shown: Vec<Uuid> = page.iter().take(limit as usize).map(|t| t.id).collect();
     let answered = tasks::turns_answered_by(&mut conn, agent.agent_id, &shown).await?;

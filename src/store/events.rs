@@ -57,7 +57,9 @@ pub async fn record(conn: &mut PgConnection, kind: &str, to: &Audience<'_>, data
 }
 
 /// Events after `after` (exclusive) that `user_id` may see (all when `None`), oldest first,
-/// at most `limit`, no older than `since`.
+/// at most `limit`, no older than `since`. A person's are read as source and as candidate apart,
+/// each from its own index in id order and limited to `limit`, then merged: one condition over
+/// both columns read every newer event of everyone.
 pub async fn after(
     conn: &mut PgConnection,
     after: i64,
@@ -65,27 +67,41 @@ pub async fn after(
     since: DateTime<Utc>,
     limit: i64,
 ) -> sqlx::Result<Vec<Event>> {
-    let rows = sqlx::query!(
-        r#"SELECT event_id, kind, source_user_id, candidate_user_id, data FROM events
-           WHERE event_id > $1 AND created_at >= $2
-             AND ($3::text IS NULL OR source_user_id = $3 OR candidate_user_id = $3)
-           ORDER BY event_id LIMIT $4"#,
-        after,
-        since,
-        user_id,
-        limit
-    )
-    .fetch_all(conn)
-    .await?;
+    let rows: Vec<(i64, String, String, String, Value)> = match user_id {
+        None => {
+            sqlx::query_as(
+                "SELECT event_id, kind, source_user_id, candidate_user_id, data FROM events
+                  WHERE event_id > $1 AND created_at >= $2
+                  ORDER BY event_id LIMIT $3",
+            )
+            .bind(after)
+            .bind(since)
+            .bind(limit)
+            .fetch_all(conn)
+            .await?
+        }
+        Some(user) => {
+            sqlx::query_as(
+                "(SELECT event_id, kind, source_user_id, candidate_user_id, data FROM events
+                   WHERE source_user_id = $4 AND event_id > $1 AND created_at >= $2
+                   ORDER BY event_id LIMIT $3)
+                 UNION ALL
+                 (SELECT event_id, kind, source_user_id, candidate_user_id, data FROM events
+                   WHERE candidate_user_id = $4 AND source_user_id <> $4 AND event_id > $1 AND created_at >= $2
+                   ORDER BY event_id LIMIT $3)
+                 ORDER BY event_id LIMIT $3",
+            )
+            .bind(after)
+            .bind(since)
+            .bind(limit)
+            .bind(user)
+            .fetch_all(conn)
+            .await?
+        }
+    };
     Ok(rows
         .into_iter()
-        .map(|r| Event {
-            id: r.event_id,
-            kind: r.kind,
-            source_user_id: r.source_user_id,
-            candidate_user_id: r.candidate_user_id,
-            data: r.data,
-        })
+        .map(|(id, kind, source_user_id, candidate_user_id, data)| Event { id, kind, source_user_id, candidate_user_id, data })
         .collect())
 }
 

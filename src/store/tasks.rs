@@ -235,7 +235,7 @@ pub async fn insert(conn: &mut PgConnection, t: &NewTask<'_>) -> anyhow::Result<
 }
 
 macro_rules! select_task {
-    ($tail:literal, $($arg:expr),*) => {
+    ($tail:literal $(+ $more:literal)*, $($arg:expr),*) => {
         sqlx::query_as!(
             Row,
             r#"SELECT task_id, conversation_id, opportunity_id, state, source_user_id, candidate_user_id,
@@ -243,7 +243,7 @@ macro_rules! select_task {
                       index_context, discovery_query, max_turns, turn_count, awaiting_user_id, first_parked_at,
                       claim_agent_id, claim_generation, claim_expires_at,
                       created_at, updated_at, completed_at
-               FROM tasks "# + $tail,
+               FROM tasks "# + $tail $(+ $more)*,
             $($arg),*
         )
     };
@@ -388,32 +388,150 @@ pub async fn extend_claim(conn: &mut PgConnection, id: Uuid, expires_at: DateTim
     Ok(())
 }
 
-/// The negotiations a user takes part in, newest first.
+/// Which of a user's negotiations a list shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Listed {
+    /// Those whose turn waits for the user (`waiting_for_agent` or `claimed` for them).
+    Awaiting,
+    /// Those in progress (`submitted`, `working`, `waiting_for_agent`, `claimed`).
+    Active,
+    /// Those ended (`completed`, `canceled`, `failed`).
+    Ended,
+    /// All of them.
+    All,
+}
+
+/// `select_task!` of the tasks whose ids the rest of the statement gives (an `ARRAY(...)` and
+/// its closing), newest first. Each list below names its states literally, so that PostgreSQL
+/// can prove it reads from a partial index with a generic plan as with a custom one.
+macro_rules! list_tasks {
+    ($ids:literal, $($arg:expr),*) => {
+        select_task!("WHERE task_id = ANY(ARRAY(" + $ids + ")) ORDER BY task_id DESC", $($arg),*)
+    };
+}
+
+/// The negotiations a user takes part in, newest first: at most `limit`, older than `before`
+/// when given, and only those where `answered_by` answered a turn when given.
+///
+/// Read in the time of one page however long the user's history: the newest rows where the user
+/// is the source and those where they are the candidate are read apart, each from its own index
+/// in id order and limited to the page (a partial index of the active states for `Active`, of the
+/// awaited turns for `Awaiting`), then merged. One condition over both columns
+/// (`source_user_id = $1 OR candidate_user_id = $1`) walked the primary key backwards instead,
+/// through every other negotiation newer than the user's.
 pub async fn list_for_user(
     conn: &mut PgConnection,
     user_id: &str,
-    states: &[&str],
-    awaiting_only: bool,
+    listed: Listed,
     answered_by: Option<Uuid>,
     before: Option<Uuid>,
     limit: i64,
 ) -> anyhow::Result<Vec<Task>> {
-    let states: Vec<String> = states.iter().map(|s| s.to_string()).collect();
-    let rows = select_task!(
-        "WHERE (source_user_id = $1 OR candidate_user_id = $1) AND state = ANY($2)
-           AND (NOT $3 OR awaiting_user_id = $1) AND ($4::uuid IS NULL OR task_id < $4)
-           AND ($6::uuid IS NULL
-                OR EXISTS (SELECT 1 FROM messages m WHERE m.task_id = tasks.task_id AND m.agent_id = $6))
-         ORDER BY task_id DESC LIMIT $5",
-        user_id,
-        &states,
-        awaiting_only,
-        before,
-        limit,
-        answered_by
-    )
-    .fetch_all(conn)
-    .await?;
+    // A bound the index can seek to even in a generic plan (no id is greater).
+    let before = before.unwrap_or(Uuid::max());
+    let rows = match listed {
+        Listed::Awaiting => {
+            list_tasks!(
+                "SELECT task_id FROM tasks
+                  WHERE awaiting_user_id = $1 AND state IN ('waiting_for_agent', 'claimed') AND task_id < $2
+                    AND (source_user_id = $1 OR candidate_user_id = $1)
+                    AND ($4::uuid IS NULL
+                         OR (SELECT true FROM messages m WHERE m.task_id = tasks.task_id AND m.agent_id = $4 LIMIT 1))
+                  ORDER BY task_id DESC LIMIT $3",
+                user_id,
+                before,
+                limit,
+                answered_by
+            )
+            .fetch_all(conn)
+            .await?
+        }
+        Listed::Active => {
+            list_tasks!(
+                "(SELECT task_id FROM tasks
+                   WHERE source_user_id = $1 AND state IN ('submitted', 'working', 'waiting_for_agent', 'claimed')
+                     AND task_id < $2
+                     AND ($4::uuid IS NULL
+                          OR (SELECT true FROM messages m WHERE m.task_id = tasks.task_id AND m.agent_id = $4 LIMIT 1))
+                   ORDER BY task_id DESC LIMIT $3)
+                 UNION ALL
+                 (SELECT task_id FROM tasks
+                   WHERE candidate_user_id = $1 AND state IN ('submitted', 'working', 'waiting_for_agent', 'claimed')
+                     AND source_user_id <> $1 AND task_id < $2
+                     AND ($4::uuid IS NULL
+                          OR (SELECT true FROM messages m WHERE m.task_id = tasks.task_id AND m.agent_id = $4 LIMIT 1))
+                   ORDER BY task_id DESC LIMIT $3)
+                 ORDER BY 1 DESC LIMIT $3",
+                user_id,
+                before,
+                limit,
+                answered_by
+            )
+            .fetch_all(conn)
+            .await?
+        }
+        Listed::Ended if answered_by.is_none() => {
+            list_tasks!(
+                "(SELECT task_id FROM tasks
+                   WHERE source_user_id = $1 AND state IN ('completed', 'canceled', 'failed') AND task_id < $2
+                   ORDER BY task_id DESC LIMIT $3)
+                 UNION ALL
+                 (SELECT task_id FROM tasks
+                   WHERE candidate_user_id = $1 AND state IN ('completed', 'canceled', 'failed')
+                     AND source_user_id <> $1 AND task_id < $2
+                   ORDER BY task_id DESC LIMIT $3)
+                 ORDER BY 1 DESC LIMIT $3",
+                user_id,
+                before,
+                limit
+            )
+            .fetch_all(conn)
+            .await?
+        }
+        Listed::All if answered_by.is_none() => {
+            list_tasks!(
+                "(SELECT task_id FROM tasks
+                   WHERE source_user_id = $1 AND task_id < $2
+                   ORDER BY task_id DESC LIMIT $3)
+                 UNION ALL
+                 (SELECT task_id FROM tasks
+                   WHERE candidate_user_id = $1 AND source_user_id <> $1 AND task_id < $2
+                   ORDER BY task_id DESC LIMIT $3)
+                 ORDER BY 1 DESC LIMIT $3",
+                user_id,
+                before,
+                limit
+            )
+            .fetch_all(conn)
+            .await?
+        }
+        Listed::Ended | Listed::All => {
+            // The turns the agent answered, newest task first, from their index (one agent's
+            // turns are all of its owner's negotiations): a page of them however long the
+            // owner's history.
+            let states: &[&str] = match listed {
+                Listed::Ended => &["completed", "canceled", "failed"],
+                _ => &["submitted", "working", "waiting_for_agent", "claimed", "completed", "canceled", "failed"],
+            };
+            let states: Vec<String> = states.iter().map(|s| (*s).to_owned()).collect();
+            list_tasks!(
+                "SELECT t.task_id
+                   FROM (SELECT DISTINCT m.task_id FROM messages m
+                          WHERE m.agent_id = $4 AND m.task_id < $2 ORDER BY m.task_id DESC) m
+                   JOIN LATERAL (SELECT x.task_id FROM tasks x
+                                  WHERE x.task_id = m.task_id AND (x.source_user_id = $1 OR x.candidate_user_id = $1)
+                                    AND x.state = ANY($5)) t ON true
+                  ORDER BY m.task_id DESC LIMIT $3",
+                user_id,
+                before,
+                limit,
+                answered_by,
+                &states
+            )
+            .fetch_all(conn)
+            .await?
+        }
+    };
     Ok(rows.into_iter().map(Task::try_from).collect::<Result<_, _>>()?)
 }
 

@@ -26,6 +26,7 @@ mod insights;
 mod judgment;
 mod integrity;
 mod liveness;
+mod lists;
 mod mcp;
 mod metrics;
 mod model_negotiator;

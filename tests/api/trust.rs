@@ -146,6 +146,7 @@ async fn the_end_of_each_claim_writes_the_holders_daily_counters() {
 type TrustRow = (Uuid, f64, i32, i64, bool);
 
 async fn both_trusts(app: &TestApp) -> (Vec<TrustRow>, Vec<TrustRow>) {
+    one_by_one_as_all_at_once(app).await;
     let full = sqlx::query_as(
         "SELECT agent_id, raw::float8, percentile, events, provisional FROM parley_trust_scores(NULL) ORDER BY agent_id",
     )
@@ -159,9 +160,30 @@ async fn both_trusts(app: &TestApp) -> (Vec<TrustRow>, Vec<TrustRow>) {
     (full, stored)
 }
 
+/// The trust route's computation for one agent (`parley_trust_of`: its own counters, its rank
+/// among the stored records) gives every agent, in the population or not, exactly the row the
+/// whole-population computation gives it.
+async fn one_by_one_as_all_at_once(app: &TestApp) {
+    let agents: Vec<Uuid> = sqlx::query_scalar("SELECT agent_id FROM agents ORDER BY agent_id").fetch_all(&app.pool).await.unwrap();
+    for agent in agents {
+        let row = |function: &str| {
+            format!(
+                "SELECT agent_id, health::text, delegation::text, raw::text, percentile, events, total_delegations,
+                        successful_delegations, updated_at::text, provisional
+                   FROM {function}($1) WHERE agent_id = $1"
+            )
+        };
+        type Row = (Uuid, String, String, String, i32, i64, i64, i64, Option<String>, bool);
+        let all: Row = sqlx::query_as(sqlx::AssertSqlSafe(row("parley_trust_scores"))).bind(agent).fetch_one(&app.pool).await.unwrap();
+        let one: Row = sqlx::query_as(sqlx::AssertSqlSafe(row("parley_trust_of"))).bind(agent).fetch_one(&app.pool).await.unwrap();
+        assert_eq!(one, all, "agent {agent}");
+    }
+}
+
 #[tokio::test]
 async fn stored_trust_follows_counters_and_capabilities_exactly() {
-    let app = TestApp::spawn().await;
+    // No timer workers: the housekeeping they run at start would race the one run below.
+    let app = TestApp::spawn_with(|c| c.workers = false).await;
     let [a, b, c, d, e] = app.register_agents(["user-a", "user-b", "user-c", "user-d", "user-e"]).await;
     put_capability(&app, &a, &capability("testing", None, None)).await;
     record(&app, &a, 0, 3, 1).await;
@@ -208,16 +230,66 @@ async fn stored_trust_follows_counters_and_capabilities_exactly() {
     let provisional = |id: &str| full.iter().find(|r| r.0.to_string() == id).unwrap().4;
     assert!(!provisional(&c.id) && provisional(&a.id));
 
-    // A row computed on an earlier day (the windows have moved since) is recomputed by the next
-    // discovery.
+    // A row computed on an earlier day (the windows have moved since) is recomputed by
+    // housekeeping, never by a request: a discovery reads it as it is.
     sqlx::query("UPDATE trust_records SET as_of = as_of - 1, raw = 0 WHERE agent_id = $1")
         .bind(a.id.parse::<Uuid>().unwrap())
         .execute(&app.pool)
         .await
         .unwrap();
-    assert_ne!(both_trusts(&app).await.1, full);
+    let stale = stored_trusts(&app).await;
+    assert_ne!(stale, full);
     assert_eq!(discover(&app, "taskType=testing").await.status, StatusCode::OK);
+    assert_eq!(stored_trusts(&app).await, stale, "a discovery does not roll trust over");
+    let upkeep = app.state.engine.directory_upkeep().await.unwrap();
+    assert_eq!(upkeep.trust_rolled, 1);
     assert_eq!(both_trusts(&app).await.1, full);
+    assert_eq!(app.state.engine.directory_upkeep().await.unwrap().trust_rolled, 0, "nothing left to roll");
+}
+
+/// What discovery and ranking read of every stored record.
+async fn stored_trusts(app: &TestApp) -> Vec<TrustRow> {
+    sqlx::query_as("SELECT agent_id, raw::float8, percentile, events, provisional FROM trust_percentiles ORDER BY agent_id")
+        .fetch_all(&app.pool)
+        .await
+        .unwrap()
+}
+
+/// Housekeeping rolls every stale record over, a batch at a time, and the records it leaves are
+/// those a full recomputation gives.
+#[tokio::test]
+async fn housekeeping_rolls_every_stale_record_over_in_batches() {
+    // No timer workers: the housekeeping they run at start would race the one run below.
+    let app = TestApp::spawn_with(|c| c.workers = false).await;
+    let mut agents = Vec::new();
+    for i in 0..3 {
+        let agent = app.register_agent(&format!("user-{i}")).await;
+        put_capability(&app, &agent, &capability("analysis", None, None)).await;
+        record(&app, &agent, 29, 2 + i, 1).await;
+        agents.push(agent);
+    }
+    let (full, stored) = both_trusts(&app).await;
+    assert_eq!(stored, full);
+    // 1 200 agents more in the population, then every record computed a day ago, from numbers
+    // that no longer hold.
+    sqlx::query("INSERT INTO agents (agent_id, owner_user_id, name) SELECT gen_random_uuid(), 'bulk-' || i, 'bulk' FROM generate_series(1, 1200) i")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    sqlx::query(
+        "INSERT INTO agent_trust_days (agent_id, day, claims_answered, claims_expired)
+         SELECT agent_id, (now() AT TIME ZONE 'UTC')::date - 3, 1, (agent_id::text < '8')::int FROM agents WHERE owner_user_id LIKE 'bulk-%'",
+    )
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    sqlx::query("UPDATE trust_records SET as_of = as_of - 1, health = 0, raw = 0, events = 0").execute(&app.pool).await.unwrap();
+    assert!(stored_trusts(&app).await.iter().all(|r| r.1 == 0.0));
+    let upkeep = app.state.engine.directory_upkeep().await.unwrap();
+    assert_eq!(upkeep.trust_rolled, 1203);
+    let (full, stored) = both_trusts(&app).await;
+    assert_eq!(full.len(), 1203);
+    assert_eq!(stored, full);
 }
 
 #[tokio::test]
@@ -247,8 +319,12 @@ async fn discovery_and_ranking_never_run_the_full_trust_computation() {
     .execute(&app.pool)
     .await
     .unwrap();
-    let tripped = app.keyed(&agents[0], Method::GET, &format!("/api/trust/{}", agents[0].id), None).await;
-    assert_eq!(tripped.status, StatusCode::INTERNAL_SERVER_ERROR, "the trip wire is armed");
+    let tripped = sqlx::query("SELECT * FROM parley_trust_scores(NULL)").execute(&app.pool).await;
+    assert!(tripped.is_err(), "the trip wire is armed");
+    // The trust route does not run it either: it reads the agent's own counters.
+    for (agent, percentile) in agents.iter().zip(&expected) {
+        assert_eq!(trust(&app, agent).await["percentile"].as_i64(), Some(*percentile));
+    }
 
     let percentiles = |answer: &Answer, list: &str| -> Vec<i64> {
         assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);

@@ -1,0 +1,3 @@
+DROP INDEX tasks_conversation_idx;
+DROP INDEX tasks_claim_agent_idx;
+DROP INDEX messages_agent_idx;
