@@ -12,6 +12,8 @@
 //! (`parley_delegation_record`), which [`make`] and [`complete`] also answer. The moves their
 //! SQL writes are [`SQL_MOVES`].
 
+use std::collections::HashMap;
+
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use serde_json::Value;
@@ -694,26 +696,15 @@ pub async fn offer(conn: &mut PgConnection, a: &Attempt, inbound_limit: i32) -> 
 
 /// Every attempt of a delegation, first first.
 pub async fn attempts(conn: &mut PgConnection, delegation_id: Uuid) -> sqlx::Result<Vec<Attempt>> {
-    attempts_where!(
-        r#"WHERE delegation_id = $1 ORDER BY attempt"#,
-        delegation_id
-    )
-    .fetch_all(conn)
-    .await
+    Ok(attempts_of(conn, &[delegation_id]).await?.remove(&delegation_id).unwrap_or_default())
 }
 
 /// The attempts of each of these delegations, in one query, each delegation's in order.
-pub async fn attempts_of(
-    conn: &mut PgConnection,
-    delegation_ids: &[Uuid],
-) -> sqlx::Result<std::collections::HashMap<Uuid, Vec<Attempt>>> {
-    let rows = attempts_where!(
-        r#"WHERE delegation_id = ANY($1) ORDER BY delegation_id, attempt"#,
-        delegation_ids
-    )
-    .fetch_all(conn)
-    .await?;
-    let mut out: std::collections::HashMap<Uuid, Vec<Attempt>> = std::collections::HashMap::new();
+pub async fn attempts_of(conn: &mut PgConnection, ids: &[Uuid]) -> sqlx::Result<HashMap<Uuid, Vec<Attempt>>> {
+    let rows = attempts_where!(r#"WHERE delegation_id = ANY($1) ORDER BY delegation_id, attempt"#, ids)
+        .fetch_all(conn)
+        .await?;
+    let mut out: HashMap<Uuid, Vec<Attempt>> = HashMap::new();
     for a in rows {
         out.entry(a.delegation_id).or_default().push(a);
     }
