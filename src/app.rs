@@ -14,6 +14,7 @@ use std::{
 
 use anyhow::Context;
 use rand::RngCore;
+use secrecy::ExposeSecret;
 use sha2::Digest;
 use tokio::net::TcpListener;
 
@@ -40,7 +41,7 @@ pub struct Application {
 /// would sign tokens the running service refuses. Without one the error says how to get it.
 pub fn jwt_secret(config: &Config) -> anyhow::Result<String> {
     if let Some(secret) = &config.jwt_secret {
-        return Ok(secret.clone());
+        return Ok(secret.expose_secret().to_owned());
     }
     let path = config.data_dir.join("jwt_secret");
     match fs::read_to_string(&path) {

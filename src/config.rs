@@ -6,6 +6,7 @@
 
 use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
+use secrecy::SecretString;
 use thiserror::Error;
 
 /// A configuration value that could not be used.
@@ -50,7 +51,7 @@ pub struct EmbeddingsConfig {
     /// Base URL; requests go to `{url}/embeddings`.
     pub url: String,
     /// Bearer token, if the provider needs one.
-    pub api_key: Option<String>,
+    pub api_key: Option<SecretString>,
     /// Model name.
     pub model: String,
 }
@@ -63,7 +64,7 @@ pub struct NegotiatorModelConfig {
     /// The model's name.
     pub model: String,
     /// Bearer token, if the endpoint needs one.
-    pub api_key: Option<String>,
+    pub api_key: Option<SecretString>,
     /// How long one system turn may wait for the model before the rules decide it.
     pub timeout: Duration,
     /// Model calls in flight at once, in this process.
@@ -80,7 +81,7 @@ pub struct Config {
     /// `PARLEY_DATA_DIR`: embedded database and generated secret.
     pub data_dir: PathBuf,
     /// `PARLEY_JWT_SECRET`; `None` means "generate once into the data dir".
-    pub jwt_secret: Option<String>,
+    pub jwt_secret: Option<SecretString>,
     /// `PARLEY_CLAIM_TIMEOUT`.
     pub claim_timeout: Duration,
     /// `PARLEY_PARK_TIMEOUT`.
@@ -340,7 +341,7 @@ impl Config {
                 }
                 Some(EmbeddingsConfig {
                     url: url.trim_end_matches('/').to_owned(),
-                    api_key: var("PARLEY_EMBEDDINGS_API_KEY"),
+                    api_key: var("PARLEY_EMBEDDINGS_API_KEY").map(SecretString::from),
                     model: var("PARLEY_EMBEDDINGS_MODEL").unwrap_or_else(|| "text-embedding-3-small".into()),
                 })
             }
@@ -365,7 +366,7 @@ impl Config {
                 Some(NegotiatorModelConfig {
                     url: url.trim_end_matches('/').to_owned(),
                     model,
-                    api_key: var("PARLEY_NEGOTIATOR_MODEL_API_KEY"),
+                    api_key: var("PARLEY_NEGOTIATOR_MODEL_API_KEY").map(SecretString::from),
                     timeout,
                     concurrency: at_least("PARLEY_NEGOTIATOR_MODEL_CONCURRENCY", 4, 1)?,
                 })
@@ -429,7 +430,7 @@ impl Config {
             database_url,
             bind,
             data_dir: var("PARLEY_DATA_DIR").map(PathBuf::from).unwrap_or(d.data_dir),
-            jwt_secret,
+            jwt_secret: jwt_secret.map(SecretString::from),
             claim_timeout: duration("PARLEY_CLAIM_TIMEOUT", d.claim_timeout)?,
             park_timeout: duration("PARLEY_PARK_TIMEOUT", d.park_timeout)?,
             park_timeout_offline,
@@ -585,6 +586,22 @@ mod tests {
         assert_eq!(c.turn_caps.personal, 12);
         let e = c.embeddings.unwrap();
         assert_eq!((e.url.as_str(), e.model.as_str()), ("http://localhost:9/v1", "text-embedding-3-small"));
+    }
+
+    #[test]
+    fn secrets_never_show_in_debug_output() {
+        let c = load(&[
+            ("PARLEY_JWT_SECRET", "jwt-secret-that-must-not-leak"),
+            ("PARLEY_EMBEDDINGS_URL", "http://127.0.0.1:9/v1"),
+            ("PARLEY_EMBEDDINGS_API_KEY", "sk-embeddings-must-not-leak"),
+            ("PARLEY_NEGOTIATOR_MODEL_URL", "http://127.0.0.1:9/v1"),
+            ("PARLEY_NEGOTIATOR_MODEL", "m"),
+            ("PARLEY_NEGOTIATOR_MODEL_API_KEY", "sk-model-must-not-leak"),
+        ])
+        .unwrap();
+        let printed = format!("{c:?}");
+        assert!(!printed.contains("must-not-leak"), "{printed}");
+        assert!(c.jwt_secret.is_some() && c.embeddings.unwrap().api_key.is_some());
     }
 
     #[test]

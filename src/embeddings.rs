@@ -96,7 +96,7 @@ impl Embeddings {
             .post(format!("{}/embeddings", self.config.url))
             .json(&json!({ "model": self.config.model, "input": inputs }));
         if let Some(key) = &self.config.api_key {
-            req = req.bearer_auth(key);
+            req = req.bearer_auth(secrecy::ExposeSecret::expose_secret(key));
         }
         let resp = req.send().await?.error_for_status()?;
         let mut body: EmbeddingsResponse = resp.json().await?;

@@ -22,7 +22,7 @@ pub struct ChatModel {
     http: reqwest::Client,
     endpoint: String,
     model: String,
-    api_key: Option<String>,
+    api_key: Option<secrecy::SecretString>,
 }
 
 /// How many times one question is asked: the first answer, and one more after an invalid one.
@@ -43,7 +43,7 @@ impl ChatModel {
             http,
             endpoint: format!("{base}/chat/completions"),
             model: model.trim().to_owned(),
-            api_key: api_key.map(|k| k.trim().to_owned()).filter(|k| !k.is_empty()),
+            api_key: api_key.map(|k| k.trim().to_owned()).filter(|k| !k.is_empty()).map(Into::into),
         })
     }
 
@@ -62,7 +62,7 @@ impl ChatModel {
     pub async fn reachable(&self, timeout: Duration) -> Result<(), &'static str> {
         let mut request = self.http.get(format!("{}/models", self.base())).timeout(timeout);
         if let Some(key) = &self.api_key {
-            request = request.bearer_auth(key);
+            request = request.bearer_auth(secrecy::ExposeSecret::expose_secret(key));
         }
         match request.send().await {
             Ok(_) => Ok(()),
@@ -130,7 +130,7 @@ impl ChatModel {
         });
         let mut request = self.http.post(&self.endpoint).json(&body).timeout(timeout);
         if let Some(key) = &self.api_key {
-            request = request.bearer_auth(key);
+            request = request.bearer_auth(secrecy::ExposeSecret::expose_secret(key));
         }
         let response = request.send().await.map_err(|e| {
             if e.is_timeout() { "the model did not answer in time".to_owned() } else { format!("the model's server did not answer: {e}") }
