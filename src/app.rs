@@ -182,9 +182,12 @@ impl Application {
         let state = self.state.clone();
         let stopped = move || state.stopped();
         let engine = self.state.engine.clone();
+        // Every background task ends with the service and is waited for before this returns.
+        let mut background = tokio::task::JoinSet::new();
         let workers = if engine.config().workers {
             // History from before the insights rollups, rolled up in the background.
             spawn_until(
+                &mut background,
                 crate::store::insight_rollups::backfill(engine.pool().clone(), 1000, Duration::from_millis(20)),
                 stopped(),
             );
@@ -194,45 +197,57 @@ impl Application {
         };
         // The listener, the wake-up sender and the event log's reader end with the service.
         if let Some(url) = engine.config().database_url.clone() {
-            spawn_until(crate::live::listen(url, engine.wakeups().clone()), stopped());
+            spawn_until(&mut background, crate::live::listen(url, engine.wakeups().clone()), stopped());
         }
-        spawn_until(crate::live::send_wakeups(engine.pool().clone(), engine.wakeups().clone()), stopped());
+        spawn_until(&mut background, crate::live::send_wakeups(engine.pool().clone(), engine.wakeups().clone()), stopped());
         spawn_until(
+            &mut background,
             crate::live::tail_events(engine.pool().clone(), engine.wakeups().clone(), self.state.events.clone()),
             stopped(),
         );
-        tokio::spawn(async move {
-            if let Err(e) = engine.recover(Duration::ZERO).await {
-                tracing::error!(error = %e, "the recovery pass failed");
-            }
-        });
-        let timeouts = http::serve::ConnectionTimeouts {
-            header: self.state.engine.config().http_header_timeout,
-            idle: self.state.engine.config().http_idle_timeout,
+        let recovering = engine.clone();
+        spawn_until(
+            &mut background,
+            async move {
+                if let Err(e) = recovering.recover(Duration::ZERO).await {
+                    tracing::error!(error = %e, "the recovery pass failed");
+                }
+            },
+            stopped(),
+        );
+        let limits = http::serve::ConnectionLimits {
+            header: engine.config().http_header_timeout,
+            idle: engine.config().http_idle_timeout,
+            max: http::serve::connection_cap(engine.config().http_max_connections),
         };
         if let Some(listener) = self.metrics_listener {
             tracing::info!(address = %listener.local_addr()?, "serving /metrics without credentials");
             let metrics = http::metrics::open_router(self.state.clone());
-            let stopped = self.state.stopped();
-            tokio::spawn(http::serve::serve(listener, metrics, timeouts, stopped));
+            background.spawn(http::serve::serve(listener, metrics, limits, stopped()));
         }
         let router = router(self.state);
         let address = self.listener.local_addr()?;
-        tracing::info!(%address, "listening on http://{address}");
-        http::serve::serve(self.listener, router, timeouts, stopped()).await;
+        tracing::info!(%address, max_connections = limits.max, "listening on http://{address}");
+        http::serve::serve(self.listener, router, limits, stopped()).await;
         if let Some(w) = workers {
             w.await??;
+        }
+        while let Some(ended) = background.join_next().await {
+            if let Err(e) = ended {
+                tracing::error!(error = %e, "a background task panicked");
+            }
         }
         Ok(())
     }
 }
 
-/// Runs `task` in the background until it ends or `until` resolves.
+/// Runs `task` in `set` until it ends or `until` resolves.
 fn spawn_until(
+    set: &mut tokio::task::JoinSet<()>,
     task: impl std::future::Future<Output = ()> + Send + 'static,
     until: impl std::future::Future<Output = ()> + Send + 'static,
 ) {
-    tokio::spawn(async move {
+    set.spawn(async move {
         tokio::select! {
             () = task => {}
             () = until => {}

@@ -125,6 +125,9 @@ pub struct Config {
     /// `PARLEY_HTTP_IDLE_TIMEOUT`: a connection on which nothing moves while no request is being
     /// handled is closed after this.
     pub http_idle_timeout: Duration,
+    /// `PARLEY_HTTP_MAX_CONNECTIONS`: connections served at once (lowered to the descriptor
+    /// limit less 256); further ones wait in the listen backlog.
+    pub http_max_connections: u32,
     /// `PARLEY_HTTP_BODY_TIMEOUT`: each part of a request body must arrive within this of the
     /// one before (408 otherwise).
     pub http_body_timeout: Duration,
@@ -215,6 +218,7 @@ impl Default for Config {
             workers: true,
             http_header_timeout: Duration::from_secs(10),
             http_idle_timeout: Duration::from_secs(60),
+            http_max_connections: 8192,
             http_body_timeout: Duration::from_secs(30),
             http_body_deadline: Duration::from_secs(30),
             sse_per_token: 4,
@@ -456,6 +460,7 @@ impl Config {
             workers: true,
             http_header_timeout: duration("PARLEY_HTTP_HEADER_TIMEOUT", d.http_header_timeout)?,
             http_idle_timeout: duration("PARLEY_HTTP_IDLE_TIMEOUT", d.http_idle_timeout)?,
+            http_max_connections: at_least("PARLEY_HTTP_MAX_CONNECTIONS", d.http_max_connections, 1)?,
             http_body_timeout: duration("PARLEY_HTTP_BODY_TIMEOUT", d.http_body_timeout)?,
             http_body_deadline: duration("PARLEY_HTTP_BODY_DEADLINE", d.http_body_deadline)?,
             sse_per_token,

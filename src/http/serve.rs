@@ -11,7 +11,10 @@
 //!   its heartbeats reach the client, and one whose client stopped reading is.
 //!
 //! The body timeout and deadline are router layers (see [`super::layered`]). Open connections
-//! are counted (`parley_http_connections`). The accept loop keeps going when
+//! are counted (`parley_http_connections`) and capped (`PARLEY_HTTP_MAX_CONNECTIONS`, lowered
+//! to the descriptor limit less 256): at the cap the loop stops accepting, and new connections
+//! wait in the kernel's listen backlog until one closes, instead of failing for want of
+//! descriptors. The accept loop keeps going when
 //! the process runs out of file descriptors: it backs off (10 ms doubling to 1 s) and logs once
 //! per episode instead of spinning. Shutdown stops accepting and lets hyper finish every
 //! connection gracefully.
@@ -40,26 +43,48 @@ use tokio::{
 };
 use tower::ServiceExt;
 
-/// The per-connection timeouts.
+/// The per-connection timeouts, and how many connections are served at once.
 #[derive(Debug, Clone, Copy)]
-pub struct ConnectionTimeouts {
+pub struct ConnectionLimits {
     /// A request head must arrive whole within this.
     pub header: Duration,
     /// A connection with nothing moving and no request being handled is closed after this.
     pub idle: Duration,
+    /// Connections served at once; further ones wait in the listen backlog until one closes.
+    pub max: usize,
+}
+
+/// Descriptors kept for everything but HTTP connections (the database pool, files, listeners).
+const RESERVED_DESCRIPTORS: u64 = 256;
+
+/// The connection cap: `configured`, lowered to what the process's descriptor limit leaves for
+/// connections, so that the cap is reached before accepting fails for want of descriptors.
+pub fn connection_cap(configured: u32) -> usize {
+    let configured = configured.max(1) as usize;
+    let descriptors = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
+    match descriptors {
+        Some(limit) => configured.min(limit.saturating_sub(RESERVED_DESCRIPTORS).max(1) as usize),
+        None => configured,
+    }
 }
 
 /// Serves `router` on `listener` until `shutdown` resolves, then waits for open connections.
 pub async fn serve(
     listener: TcpListener,
     router: Router,
-    timeouts: ConnectionTimeouts,
+    limits: ConnectionLimits,
     shutdown: impl std::future::Future<Output = ()> + Send,
 ) {
     let graceful = GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
     let mut backoff = Backoff::default();
+    let slots = Arc::new(tokio::sync::Semaphore::new(limits.max));
     loop {
+        // At the cap, nothing more is accepted until a connection closes.
+        let slot = tokio::select! {
+            slot = slots.clone().acquire_owned() => slot.expect("the semaphore is never closed"),
+            () = &mut shutdown => break,
+        };
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
             () = &mut shutdown => break,
@@ -80,7 +105,7 @@ pub async fn serve(
         };
         let _ = stream.set_nodelay(true);
         let in_flight = Arc::new(AtomicUsize::new(0));
-        let io = TokioIo::new(IdleIo::new(stream, timeouts.idle, in_flight.clone()));
+        let io = TokioIo::new(IdleIo::new(stream, limits.idle, in_flight.clone()));
         let router = router.clone();
         let service = hyper::service::service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
             request.extensions_mut().insert(ConnectInfo(remote));
@@ -94,12 +119,12 @@ pub async fn serve(
         });
         let connection = hyper::server::conn::http1::Builder::new()
             .timer(TokioTimer::new())
-            .header_read_timeout(timeouts.header)
+            .header_read_timeout(limits.header)
             .serve_connection(io, service);
         let connection = graceful.watch(connection);
         let counted = crate::metrics::Open::connection();
         tokio::spawn(async move {
-            let _counted = counted;
+            let (_counted, _slot) = (counted, slot);
             if let Err(e) = connection.await {
                 tracing::debug!(error = %e, %remote, "connection closed with an error");
             }

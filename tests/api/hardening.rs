@@ -424,3 +424,21 @@ async fn event_streams_are_capped_per_token_per_user_and_in_all_and_counted() {
     }
     assert_eq!(open(mint("user-4")).await.status(), StatusCode::OK);
 }
+
+#[tokio::test]
+async fn at_the_connection_cap_a_new_connection_waits_until_one_closes() {
+    let app = TestApp::spawn_with(|c| c.http_max_connections = 2).await;
+    let first = connect(&app).await;
+    let second = connect(&app).await;
+    // The two hold the cap (idle, no request): a third is not served...
+    let mut third = connect(&app).await;
+    third.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").await.unwrap();
+    let mut buf = [0u8; 64];
+    let waited = tokio::time::timeout(Duration::from_millis(500), third.read(&mut buf)).await;
+    assert!(waited.is_err(), "a connection over the cap was served");
+    // ...until one of the two closes; then it is, with the request it already sent.
+    drop(first);
+    let answer = read_until_closed(&mut third).await.expect("served once a connection closed");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    drop(second);
+}
