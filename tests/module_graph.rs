@@ -233,3 +233,40 @@ fn no_rust_file_is_longer_than_the_limit() {
     }
     assert!(long.is_empty(), "files over {MAX_LINES} lines: {long:?}");
 }
+
+/// Imports one top-level module of the service's library may not make: the layers, lowest
+/// first. The domain (states, transition tables, outcomes) and the pure deciders (`negotiator`,
+/// `scoring`) know nothing of storage, delivery or the wire; the SQL (`store`) knows nothing of
+/// the engine or the wire; the engine (`delivery`) and the directory know nothing of the wire
+/// (`http`, `mcp`) or of how the process is assembled (`app`, `cli`); the HTTP adapter does not
+/// reach into the MCP adapter. Not yet enforced, and so not listed: MCP builds on HTTP's
+/// handlers, and `delivery` and `directory` import each other.
+const FORBIDDEN: &[(&str, &[&str])] = &[
+    ("domain", &["store", "db", "delivery", "directory", "http", "mcp", "app", "cli", "agent", "negotiator", "scoring"]),
+    ("negotiator", &["store", "db", "delivery", "directory", "http", "mcp", "app", "cli", "agent"]),
+    ("scoring", &["store", "db", "delivery", "directory", "http", "mcp", "app", "cli", "agent"]),
+    ("store", &["delivery", "directory", "http", "mcp", "app", "cli", "agent"]),
+    ("delivery", &["http", "mcp", "app", "cli", "agent"]),
+    ("directory", &["http", "mcp", "app", "cli", "agent"]),
+    ("http", &["mcp", "app", "cli", "agent"]),
+    // `parley agent` is a client: it shares the wire's types and the schema checker, never the
+    // service's storage or engine.
+    ("agent", &["store", "db", "delivery", "mcp", "app"]),
+];
+
+#[test]
+fn layers_import_only_downwards() {
+    let graph = graph(&root().join("src"), &["bin"]);
+    let mut crossed = Vec::new();
+    for (from, to) in &graph {
+        let Some(a) = from.first() else { continue };
+        for target in to {
+            let Some(b) = target.first() else { continue };
+            let denied = FORBIDDEN.iter().find(|(layer, _)| layer == a).is_some_and(|(_, no)| no.contains(&b.as_str()));
+            if denied {
+                crossed.push(format!("{} -> {}", from.join("::"), target.join("::")));
+            }
+        }
+    }
+    assert_eq!(crossed, Vec::<String>::new(), "imports across the layers");
+}
