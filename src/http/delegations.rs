@@ -281,7 +281,7 @@ fn attempt_out(a: Attempt) -> AttemptOut {
         attempt: a.attempt,
         task_id: a.task_id,
         target_anonymous_id: a.target_anonymous_id,
-        status: a.status,
+        status: a.status.as_str().to_owned(),
         reason: a.reason,
         created_at: a.created_at,
         accepted_at: a.accepted_at,
@@ -293,7 +293,7 @@ fn attempt_out(a: Attempt) -> AttemptOut {
 fn delegation_out(d: Delegation, attempts: Vec<Attempt>) -> DelegationOut {
     DelegationOut {
         request_id: d.request_id,
-        status: d.status,
+        status: d.status.as_str().to_owned(),
         task_type: d.task_type,
         custom_type: d.custom_type,
         input: d.input,

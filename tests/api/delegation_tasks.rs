@@ -236,3 +236,16 @@ async fn mcp_get_delegation_and_inbox_wait_like_the_http_long_polls() {
     let over_http = app.get(&format!("/api/delegations/{rid}"), &app.user_token("user-maya")).await;
     assert_eq!(got["structuredContent"], over_http.body);
 }
+
+#[tokio::test]
+async fn a_stored_delegation_status_reads_as_itself_and_a_name_that_is_no_status_fails_the_read() {
+    use parley::directory::delegation::Status;
+    let app = TestApp::spawn().await;
+    for status in Status::ALL {
+        let read: Status = sqlx::query_scalar("SELECT $1::text").bind(status.as_str()).fetch_one(&app.pool).await.unwrap();
+        assert_eq!(read, status);
+    }
+    // Never silently another status (it used to read as `error`).
+    let bogus = sqlx::query_scalar::<_, Status>("SELECT 'finished'::text").fetch_one(&app.pool).await;
+    assert!(bogus.is_err(), "{bogus:?}");
+}

@@ -115,7 +115,13 @@ pub fn ranking(answer: &Answer) -> Vec<(String, f64)> {
 /// A Parley whose anonymous ids live a second, where Tomas's agent offers a `testing`
 /// capability whose anonymous id has just expired (a refused call must not replace it).
 pub async fn with_an_expired_anonymous_id() -> TestApp {
-    let app = TestApp::spawn_with(|c| c.anonymous_id_ttl = Duration::from_secs(1)).await;
+    // No timer workers: housekeeping replaces expired ids too, and these tests check that a
+    // refused request replaced none.
+    let app = TestApp::spawn_with(|c| {
+        c.anonymous_id_ttl = Duration::from_secs(1);
+        c.workers = false;
+    })
+    .await;
     let agent = app.register_agent("user-tomas").await;
     offer(&app, &agent, &capability("testing", None, None)).await;
     tokio::time::sleep(Duration::from_millis(1200)).await;

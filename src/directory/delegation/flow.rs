@@ -100,7 +100,7 @@ impl Engine {
             requester_anonymous_id,
             capability_id: target.capability_id,
             output_schema: target.output_schema,
-            status: Status::Request.as_str().to_owned(),
+            status: Status::Request,
             output: None,
             reason: None,
             created_at: now,
@@ -163,7 +163,7 @@ impl Engine {
                 return Ok(Some(target_id));
             }
         }
-        let asked = Delegation { status: Status::Request.as_str().to_owned(), ..d.clone() };
+        let asked = Delegation { status: Status::Request, ..d.clone() };
         store::set_delegation(conn, &asked, number - 1, Status::Rejected, None).await?;
         parley_jobs::cancel_delegation_timeout(conn, d.delegation_id).await?;
         Ok(None)
@@ -334,7 +334,7 @@ impl Engine {
             fallback_enabled: req.fallback_enabled,
             max_retries: req.max_retries,
             retries_used: 0,
-            status: Status::Request.as_str().to_owned(),
+            status: Status::Request,
             output: None,
             created_at: window.not_before.map_or(now, |t| t.max(now)),
             ended_at: None,
@@ -814,7 +814,7 @@ async fn end_attempt(
         if let Some(target) = engine.next_target(conn, d, &tried, screened).await? {
             store::set_delegation(conn, d, d.retries_used + 1, Status::Request, None).await?;
             let asked = Delegation {
-                status: Status::Request.as_str().to_owned(),
+                status: Status::Request,
                 retries_used: d.retries_used + 1,
                 ..d.clone()
             };

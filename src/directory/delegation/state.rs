@@ -7,8 +7,11 @@
 
 use crate::domain::TransitionError;
 
-/// Where an attempt (and its delegation) stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// Where an attempt (and its delegation) stands. Stored as its name in `TEXT`; a stored name
+/// that is none of these fails the read (`sqlx::Type`), never reads as another status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, sqlx::Type, serde::Deserialize, serde::Serialize)]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum Status {
     /// Offered to the target, not yet taken.
     Request,

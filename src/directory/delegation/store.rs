@@ -28,10 +28,11 @@ macro_rules! attempts_where {
     ($rest:literal, $($arg:expr),+ $(,)?) => {
         sqlx::query_as!(
             Attempt,
-            "SELECT delegation_id, attempt, task_id, target_agent_id, target_anonymous_id, requester_anonymous_id,
-                    capability_id, output_schema, status, output, reason, created_at, accept_deadline, deadline,
+            r#"SELECT delegation_id, attempt, task_id, target_agent_id, target_anonymous_id, requester_anonymous_id,
+                    capability_id, output_schema, status AS "status: Status", output, reason, created_at,
+                    accept_deadline, deadline,
                     accepted_at, ended_at
-             FROM delegation_attempts " + $rest,
+             FROM delegation_attempts "# + $rest,
             $($arg),+
         )
     };
@@ -43,9 +44,10 @@ macro_rules! delegations_where {
     ($rest:literal, $($arg:expr),+ $(,)?) => {
         sqlx::query_as!(
             Delegation,
-            "SELECT delegation_id, request_id, requester_agent_id, task_type, custom_type, input, requested_target,
-                    timeout_ms, fallback_enabled, max_retries, retries_used, status, output, created_at, ended_at
-             FROM delegations " + $rest,
+            r#"SELECT delegation_id, request_id, requester_agent_id, task_type, custom_type, input, requested_target,
+                    timeout_ms, fallback_enabled, max_retries, retries_used, status AS "status: Status", output,
+                    created_at, ended_at
+             FROM delegations "# + $rest,
             $($arg),+
         )
     };
@@ -85,8 +87,8 @@ pub struct Delegation {
     pub max_retries: i32,
     /// Attempts made after the first.
     pub retries_used: i32,
-    /// Its last attempt's status (a [`Status`] name).
-    pub status: String,
+    /// Its last attempt's status.
+    pub status: Status,
     /// The completed attempt's output.
     pub output: Option<Value>,
     /// Asked.
@@ -98,7 +100,7 @@ pub struct Delegation {
 impl Delegation {
     /// The status, parsed.
     pub fn status(&self) -> Status {
-        Status::parse(&self.status).unwrap_or(Status::Error)
+        self.status
     }
 
     /// The number of the live (or last) attempt.
@@ -126,8 +128,8 @@ pub struct Attempt {
     pub capability_id: Uuid,
     /// What its output is checked against.
     pub output_schema: Value,
-    /// A [`Status`] name.
-    pub status: String,
+    /// Where it stands.
+    pub status: Status,
     /// The output, when completed.
     pub output: Option<Value>,
     /// Why it ended, when it did not complete.
@@ -147,7 +149,7 @@ pub struct Attempt {
 impl Attempt {
     /// The status, parsed.
     pub fn status(&self) -> Status {
-        Status::parse(&self.status).unwrap_or(Status::Error)
+        self.status
     }
 
     /// When the attempt times out from where it stands.
@@ -792,7 +794,7 @@ pub async fn move_attempt(
         m.to.as_str(),
         m.output,
         m.reason,
-        d.status,
+        d.status.as_str(),
         retries_used,
         delegation_to,
         trust_per_requester
@@ -816,7 +818,7 @@ pub async fn set_delegation(
                   ended_at = CASE WHEN $4 IN ('completed', 'rejected', 'timeout', 'error') THEN now() ELSE NULL END
             WHERE delegation_id = $1 AND status = $2"#,
         d.delegation_id,
-        d.status,
+        d.status.as_str(),
         retries_used,
         to.as_str(),
         output
