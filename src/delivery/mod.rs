@@ -7,6 +7,7 @@
 //! re-enters the same [`Engine::advance`] loop.
 
 mod claims;
+mod decisions;
 mod engine;
 mod finalize;
 mod liveness;
@@ -20,6 +21,7 @@ mod timers;
 pub mod wakeups;
 
 pub use claims::{AgentIdentity, AgentKey, Claim, hash_secret};
+pub use decisions::decide;
 pub use engine::Engine;
 pub use finalize::finalize;
 pub use liveness::SEEN_WRITE_EVERY;
@@ -52,6 +54,12 @@ pub enum DeliveryError {
          negotiation, or give the new match an opportunityId of its own"
     )]
     OpportunityIdReused,
+    /// A decision on an opportunity that is not pending.
+    #[error("the opportunity is {0}, not pending")]
+    NotPending(crate::domain::OpportunityStatus),
+    /// The person decided on this opportunity already.
+    #[error("you have already decided")]
+    AlreadyDecided,
     /// Only a stalled or expired opportunity can be negotiated again.
     #[error("the opportunity is {0}; only a stalled or expired opportunity can be reactivated")]
     NotReactivatable(crate::domain::OpportunityStatus),
@@ -102,9 +110,3 @@ impl From<sqlx::Error> for DeliveryError {
     }
 }
 
-/// Hook for a pending opportunity that the people decided (accepted or rejected), inside the
-/// deciding transaction: nothing is left to expire.
-pub async fn on_opportunity_decided(conn: &mut sqlx::PgConnection, opportunity_id: uuid::Uuid) -> Result<(), DeliveryError> {
-    parley_jobs::cancel_pending_expiry(conn, opportunity_id).await.map_err(|e| DeliveryError::Unexpected(e.into()))?;
-    Ok(())
-}

@@ -9,7 +9,7 @@ pub mod turn;
 pub mod user;
 pub mod viewer;
 
-pub use opportunity::{OpportunityEvent, OpportunityStatus};
+pub use opportunity::{Decision, OpportunityEvent, OpportunityStatus};
 pub use outcome::{AgreedRole, EndReason, Outcome, PreviousRound, RoleView, derive_outcome, max_turns_for};
 pub use task::{TaskEvent, TaskState};
 pub use turn::{Action, DecidedBy, FallbackReason, Played, PlayedBy, Role, Side, SideKind, SuggestedRoles, Turn, action_allowed};

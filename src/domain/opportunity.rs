@@ -122,6 +122,37 @@ impl OpportunityEvent {
     }
 }
 
+/// A person's decision on a pending opportunity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// They want to meet.
+    Accept,
+    /// They do not.
+    Decline,
+}
+
+impl Decision {
+    /// The stored/wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Accept => "accept",
+            Decision::Decline => "decline",
+        }
+    }
+
+    /// What this decision does to a pending opportunity, given whether both people have now
+    /// accepted (this decision included): the first decline rejects it, the second accept
+    /// accepts it, and a first accept changes nothing yet.
+    pub fn event(self, both_accepted: bool) -> Option<OpportunityEvent> {
+        match self {
+            Decision::Decline => Some(OpportunityEvent::SomeoneDeclined),
+            Decision::Accept if both_accepted => Some(OpportunityEvent::EveryoneAccepted),
+            Decision::Accept => None,
+        }
+    }
+}
+
 impl std::fmt::Display for OpportunityStatus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
@@ -130,7 +161,19 @@ impl std::fmt::Display for OpportunityStatus {
 
 #[cfg(test)]
 mod tests {
-    use super::{OpportunityEvent as E, OpportunityStatus as S};
+    use super::{Decision, OpportunityEvent as E, OpportunityStatus as S};
+
+    #[test]
+    fn the_first_decline_rejects_and_the_second_accept_accepts() {
+        assert_eq!(Decision::Decline.event(false), Some(E::SomeoneDeclined));
+        assert_eq!(Decision::Decline.event(true), Some(E::SomeoneDeclined));
+        assert_eq!(Decision::Accept.event(false), None);
+        assert_eq!(Decision::Accept.event(true), Some(E::EveryoneAccepted));
+        for d in [Decision::Accept, Decision::Decline] {
+            assert_eq!(serde_json::to_value(d).unwrap(), d.as_str());
+        }
+        assert!(serde_json::from_str::<Decision>("\"maybe\"").is_err());
+    }
 
     #[test]
     fn the_transition_table_is_exactly_this() {

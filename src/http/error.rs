@@ -206,6 +206,8 @@ impl From<DeliveryError> for ApiError {
             DeliveryError::Forbidden(message) => ApiError::Forbidden(message.into()),
             DeliveryError::NotFound => ApiError::NotFound("negotiation"),
             DeliveryError::OpportunityNotFound => ApiError::NotFound("opportunity"),
+            DeliveryError::NotPending(_) => ApiError::Conflict { code: "not_pending", message: e.to_string() },
+            DeliveryError::AlreadyDecided => ApiError::Conflict { code: "already_decided", message: e.to_string() },
             DeliveryError::NotReactivatable(_) => ApiError::Conflict { code: "not_reactivatable", message: e.to_string() },
             DeliveryError::AlreadyCompleted => ApiError::Conflict {
                 code: "already_completed",

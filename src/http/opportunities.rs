@@ -21,8 +21,8 @@ use super::{
 };
 use crate::{
     delivery::Reactivation,
-    domain::{OpportunityEvent, OpportunityStatus, SeedAssessment, UserContext},
-    store::{decisions, opportunities},
+    domain::{Decision, OpportunityStatus, SeedAssessment, UserContext},
+    store::opportunities,
 };
 
 /// The routes.
@@ -136,8 +136,7 @@ pub async fn get_opportunity(
 #[schema(example = json!({"decision": "accept"}))]
 pub struct DecisionIn {
     /// `accept` or `decline`.
-    #[schema(pattern = "^(accept|decline)$")]
-    pub decision: String,
+    pub decision: Decision,
 }
 
 /// A participant's decision on a pending opportunity: the first decline rejects it; once every
@@ -159,38 +158,7 @@ pub async fn decide_opportunity(
     Ids(id): Ids<Uuid>,
     ApiJson(body): ApiJson<DecisionIn>,
 ) -> ApiResult<Json<OpportunityOut>> {
-    let decision = body.decision.as_str();
-    if !matches!(decision, "accept" | "decline") {
-        return Err(ApiError::invalid("decision must be accept or decline"));
-    }
-    let mut tx = state.pool().begin().await?;
-    let o = opportunities::lock(&mut tx, id).await?.ok_or(ApiError::NotFound("opportunity"))?;
-    if !o.has_participant(&caller.sub) {
-        return Err(ApiError::NotFound("opportunity"));
-    }
-    if o.status != OpportunityStatus::Pending {
-        return Err(ApiError::Conflict {
-            code: "not_pending",
-            message: format!("the opportunity is {}, not pending", o.status),
-        });
-    }
-    if !decisions::insert(&mut tx, o.id, &caller.sub, decision).await? {
-        return Err(ApiError::Conflict { code: "already_decided", message: "you have already decided".into() });
-    }
-    let made = decisions::for_opportunities(&mut tx, &[o.id]).await?.remove(&o.id).unwrap_or_default();
-    let everyone_accepted = [&o.source_user_id, &o.candidate_user_id]
-        .iter()
-        .all(|u| made.get(u.as_str()).map(String::as_str) == Some("accept"));
-    let event = match decision {
-        "decline" => Some(OpportunityEvent::SomeoneDeclined),
-        _ if everyone_accepted => Some(OpportunityEvent::EveryoneAccepted),
-        _ => None,
-    };
-    if let Some(event) = event {
-        opportunities::apply(&mut tx, &o, event).await?.map_err(|e| ApiError::Internal(e.into()))?;
-        crate::delivery::on_opportunity_decided(&mut tx, o.id).await?;
-    }
-    tx.commit().await?;
+    crate::delivery::decide(state.pool(), id, &caller.sub, body.decision).await?;
     let o = opportunities::get(state.pool().acquire().await?.as_mut(), id).await?.ok_or(ApiError::NotFound("opportunity"))?;
     let mut conn = state.pool().acquire().await?;
     let mut views = opportunity_views(&mut conn, std::slice::from_ref(&o), Some(&caller.sub)).await?;
