@@ -14,6 +14,7 @@ pub mod delivery;
 pub mod directory;
 pub mod domain;
 pub mod embeddings;
+pub mod error_code;
 pub mod failure_limiter;
 pub mod http;
 pub mod live;

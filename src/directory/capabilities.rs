@@ -9,6 +9,7 @@
 //! references are never fetched). A refused capability names the field at fault and nothing is
 //! stored.
 
+use crate::error_code::ErrorCode;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::PgConnection;
@@ -103,13 +104,13 @@ pub struct CapabilityError {
     pub message: String,
     /// The API's error code: `invalid_body`, or `schema_too_complex` for a schema past the
     /// bounds of [`super::schema`].
-    pub code: &'static str,
+    pub code: ErrorCode,
 }
 
 impl CapabilityError {
     /// A field at fault (`invalid_body`).
     pub fn invalid(field: &'static str, message: impl Into<String>) -> CapabilityError {
-        CapabilityError { field, message: message.into(), code: "invalid_body" }
+        CapabilityError { field, message: message.into(), code: ErrorCode::InvalidBody }
     }
 }
 
@@ -143,7 +144,7 @@ pub fn custom_type_for(task_type: TaskType, custom_type: Option<&str>) -> Result
 fn refused_schema(field: &'static str, refused: Refused) -> CapabilityError {
     match refused {
         Refused::Invalid(message) => refuse(field, message),
-        Refused::TooComplex(message) => CapabilityError { field, message, code: "schema_too_complex" },
+        Refused::TooComplex(message) => CapabilityError { field, message, code: ErrorCode::SchemaTooComplex },
     }
 }
 

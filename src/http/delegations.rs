@@ -3,6 +3,7 @@
 //! fails (its agent key). The rules live in `crate::directory::delegation`; these handlers check
 //! the input, call it and shape the answer. Each side sees the other only by anonymous id.
 
+use crate::error_code::ErrorCode;
 use std::time::Duration;
 
 use axum::{
@@ -58,19 +59,19 @@ impl From<DelegationError> for ApiError {
             DelegationError::Unauthorized => ApiError::Unauthorized(message),
             DelegationError::Forbidden(m) => ApiError::Forbidden(m.into()),
             DelegationError::NotFound => ApiError::NotFound("delegation"),
-            DelegationError::UnknownTarget => ApiError::NotFoundCode { code: "unknown_target", message },
-            DelegationError::NotEligible(m) => ApiError::BadRequest { code: "target_not_eligible", message: m },
-            DelegationError::InputInvalid(m) => ApiError::BadRequest { code: "input_invalid", message: m },
-            DelegationError::OutputInvalid(m) => ApiError::BadRequest { code: "output_invalid", message: m },
-            DelegationError::RequestIdReused => ApiError::Conflict { code: "request_id_reused", message },
-            DelegationError::RequestIdTaken => ApiError::Conflict { code: "request_id_taken", message },
-            DelegationError::NotAddressed => ApiError::Conflict { code: "not_addressed", message },
-            DelegationError::InvalidState(_) => ApiError::Conflict { code: "invalid_state", message },
-            DelegationError::ClaimStale(_) => ApiError::Conflict { code: "claim_stale", message },
+            DelegationError::UnknownTarget => ApiError::NotFoundCode { code: ErrorCode::UnknownTarget, message },
+            DelegationError::NotEligible(m) => ApiError::BadRequest { code: ErrorCode::TargetNotEligible, message: m },
+            DelegationError::InputInvalid(m) => ApiError::BadRequest { code: ErrorCode::InputInvalid, message: m },
+            DelegationError::OutputInvalid(m) => ApiError::BadRequest { code: ErrorCode::OutputInvalid, message: m },
+            DelegationError::RequestIdReused => ApiError::Conflict { code: ErrorCode::RequestIdReused, message },
+            DelegationError::RequestIdTaken => ApiError::Conflict { code: ErrorCode::RequestIdTaken, message },
+            DelegationError::NotAddressed => ApiError::Conflict { code: ErrorCode::NotAddressed, message },
+            DelegationError::InvalidState(_) => ApiError::Conflict { code: ErrorCode::InvalidState, message },
+            DelegationError::ClaimStale(_) => ApiError::Conflict { code: ErrorCode::ClaimStale, message },
             DelegationError::RateLimited(_, wait)
             | DelegationError::TooManyInvalid(wait)
             | DelegationError::CheckBudget(wait) => ApiError::TooMany(message, wait),
-            DelegationError::Rescreen => ApiError::Conflict { code: "invalid_state", message },
+            DelegationError::Rescreen => ApiError::Conflict { code: ErrorCode::InvalidState, message },
             DelegationError::Overloaded => ApiError::Unavailable(message),
             DelegationError::Unexpected(e) => ApiError::Internal(e),
         }

@@ -4,6 +4,7 @@
 //! the input, call it and shape the answer (`discover` and `rank` serve the MCP tools too).
 //! Discovery and ranking answers never carry an agent's id or owner.
 
+use crate::error_code::ErrorCode;
 use axum::{
     Json, Router,
     extract::State,
@@ -230,7 +231,7 @@ pub async fn put_capability(
             ApiError::TooMany(CheckError::OverBudget(wait).to_string(), wait)
         }
         SchemaRefusal::Unchecked(CheckError::TooSlow(t)) => ApiError::BadRequest {
-            code: "schema_too_complex",
+            code: ErrorCode::SchemaTooComplex,
             message: format!("the schemas could not be compiled within {t:?}"),
         },
         SchemaRefusal::Unchecked(busy) => ApiError::Unavailable(busy.to_string()),

@@ -1,11 +1,12 @@
 //! The one error type of the HTTP edge and its body `{"error": ..., "code": ...}`.
 //!
-//! Every `code` the API answers, with its status and when it happens, is listed in `README.md`
-//! ("Errors"); a new code belongs in that table.
+//! Every `code` the API answers is an [`ErrorCode`]; `README.md`'s "Errors" table lists each
+//! with its status and when it happens (a unit test of `crate::error_code` keeps them equal).
 //!
 //! Handlers return [`ApiError`]; internal failures are logged once here with their whole cause
 //! chain and answered with a generic 500 that carries no internal detail.
 
+use crate::error_code::ErrorCode;
 use axum::{
     Json,
     http::StatusCode,
@@ -21,8 +22,8 @@ pub enum ApiError {
     /// 400: the request is malformed or not allowed now.
     #[error("{message}")]
     BadRequest {
-        /// `invalid_body` or `action_not_allowed`.
-        code: &'static str,
+        /// `invalid_body`, `action_not_allowed`, ...
+        code: ErrorCode,
         /// What is wrong, for a human.
         message: String,
     },
@@ -39,7 +40,7 @@ pub enum ApiError {
     #[error("{message}")]
     NotFoundCode {
         /// `unknown_target`.
-        code: &'static str,
+        code: ErrorCode,
         /// What is missing, for a human.
         message: String,
     },
@@ -47,7 +48,7 @@ pub enum ApiError {
     #[error("{message}")]
     Conflict {
         /// `not_claimed`, `claimed_by_other`, `claim_stale`, `already_completed`, ...
-        code: &'static str,
+        code: ErrorCode,
         /// What happened, for a human.
         message: String,
     },
@@ -86,13 +87,14 @@ pub enum ApiError {
 pub struct ErrorBody {
     /// A human-readable message.
     pub error: String,
-    /// A machine-readable code: `invalid_body`, `action_not_allowed`, `unauthorized`, `forbidden`,
-    /// `not_found`, `not_claimed`, `claimed_by_other`, `claim_stale`, `turn_already_answered`,
-    /// `unknown_claim_token`, `no_system_negotiator`, `already_completed`, `opportunity_id_reused`,
-    /// `invalid_state`, `not_pending`, `already_decided`, `input_invalid`, `output_invalid`,
-    /// `target_not_eligible`, `unknown_target`, `request_id_reused`, `not_addressed`,
-    /// `limit_reached`, `request_timeout`, `payload_too_large`, `rate_limited`, `unavailable`,
-    /// `internal`.
+    /// A machine-readable code (`crate::error_code::ErrorCode`): `invalid_body`,
+    /// `action_not_allowed`, `unauthorized`, `forbidden`, `not_found`, `not_claimed`,
+    /// `claimed_by_other`, `claim_stale`, `turn_already_answered`, `unknown_claim_token`,
+    /// `no_system_negotiator`, `already_completed`, `opportunity_id_reused`, `invalid_state`,
+    /// `not_pending`, `already_decided`, `not_reactivatable`, `input_invalid`, `output_invalid`,
+    /// `target_not_eligible`, `unknown_target`, `schema_too_complex`, `request_id_reused`,
+    /// `request_id_taken`, `not_addressed`, `limit_reached`, `request_timeout`,
+    /// `payload_too_large`, `rate_limited`, `unavailable`, `internal`.
     #[schema(value_type = String)]
     pub code: &'static str,
     /// With `limit_reached`: the limit that was reached.
@@ -103,7 +105,7 @@ pub struct ErrorBody {
 impl ApiError {
     /// A 400 `invalid_body` with `message`.
     pub fn invalid(message: impl Into<String>) -> ApiError {
-        ApiError::BadRequest { code: "invalid_body", message: message.into() }
+        ApiError::BadRequest { code: ErrorCode::InvalidBody, message: message.into() }
     }
 
     /// The message a client is given: every quoted run in it cut to a short prefix and the whole
@@ -133,18 +135,18 @@ impl ApiError {
     }
 
     /// The machine-readable code.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            ApiError::BadRequest { code, .. } | ApiError::Conflict { code, .. } | ApiError::NotFoundCode { code, .. } => code,
-            ApiError::Unauthorized(_) => "unauthorized",
-            ApiError::Forbidden(_) => "forbidden",
-            ApiError::NotFound(_) => "not_found",
-            ApiError::LimitReached { .. } => "limit_reached",
-            ApiError::RequestTimeout => "request_timeout",
-            ApiError::PayloadTooLarge(_) => "payload_too_large",
-            ApiError::RateLimited(_) | ApiError::TooMany(..) => "rate_limited",
-            ApiError::Unavailable(_) => "unavailable",
-            ApiError::Internal(_) => "internal",
+            ApiError::BadRequest { code, .. } | ApiError::Conflict { code, .. } | ApiError::NotFoundCode { code, .. } => *code,
+            ApiError::Unauthorized(_) => ErrorCode::Unauthorized,
+            ApiError::Forbidden(_) => ErrorCode::Forbidden,
+            ApiError::NotFound(_) => ErrorCode::NotFound,
+            ApiError::LimitReached { .. } => ErrorCode::LimitReached,
+            ApiError::RequestTimeout => ErrorCode::RequestTimeout,
+            ApiError::PayloadTooLarge(_) => ErrorCode::PayloadTooLarge,
+            ApiError::RateLimited(_) | ApiError::TooMany(..) => ErrorCode::RateLimited,
+            ApiError::Unavailable(_) => ErrorCode::Unavailable,
+            ApiError::Internal(_) => ErrorCode::Internal,
         }
     }
 }
@@ -185,7 +187,7 @@ impl IntoResponse for ApiError {
             ApiError::LimitReached { limit, .. } => Some(*limit),
             _ => None,
         };
-        let mut response = (status, Json(ErrorBody { error: message, code: this.code(), limit })).into_response();
+        let mut response = (status, Json(ErrorBody { error: message, code: this.code().as_str(), limit })).into_response();
         if let ApiError::RateLimited(wait) | ApiError::TooMany(_, wait) = this {
             // Whole seconds, rounded up: retrying earlier would only be refused again.
             let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
@@ -206,22 +208,22 @@ impl From<DeliveryError> for ApiError {
             DeliveryError::Forbidden(message) => ApiError::Forbidden(message.into()),
             DeliveryError::NotFound => ApiError::NotFound("negotiation"),
             DeliveryError::OpportunityNotFound => ApiError::NotFound("opportunity"),
-            DeliveryError::NotPending(_) => ApiError::Conflict { code: "not_pending", message: e.to_string() },
-            DeliveryError::AlreadyDecided => ApiError::Conflict { code: "already_decided", message: e.to_string() },
-            DeliveryError::NotReactivatable(_) => ApiError::Conflict { code: "not_reactivatable", message: e.to_string() },
+            DeliveryError::NotPending(_) => ApiError::Conflict { code: ErrorCode::NotPending, message: e.to_string() },
+            DeliveryError::AlreadyDecided => ApiError::Conflict { code: ErrorCode::AlreadyDecided, message: e.to_string() },
+            DeliveryError::NotReactivatable(_) => ApiError::Conflict { code: ErrorCode::NotReactivatable, message: e.to_string() },
             DeliveryError::AlreadyCompleted => ApiError::Conflict {
-                code: "already_completed",
+                code: ErrorCode::AlreadyCompleted,
                 message: "the negotiation has already ended".into(),
             },
-            DeliveryError::NotClaimed => ApiError::Conflict { code: "not_claimed", message: e.to_string() },
-            DeliveryError::ClaimedByOther => ApiError::Conflict { code: "claimed_by_other", message: e.to_string() },
-            DeliveryError::ClaimStale => ApiError::Conflict { code: "claim_stale", message: e.to_string() },
-            DeliveryError::TurnAlreadyAnswered => ApiError::Conflict { code: "turn_already_answered", message: e.to_string() },
-            DeliveryError::UnknownClaimToken => ApiError::Conflict { code: "unknown_claim_token", message: e.to_string() },
-            DeliveryError::OpportunityIdReused => ApiError::Conflict { code: "opportunity_id_reused", message: e.to_string() },
-            DeliveryError::NoSystemNegotiator => ApiError::Conflict { code: "no_system_negotiator", message: e.to_string() },
-            DeliveryError::ActionNotAllowed(message) => ApiError::BadRequest { code: "action_not_allowed", message },
-            DeliveryError::Transition(t) => ApiError::Conflict { code: "invalid_state", message: t.to_string() },
+            DeliveryError::NotClaimed => ApiError::Conflict { code: ErrorCode::NotClaimed, message: e.to_string() },
+            DeliveryError::ClaimedByOther => ApiError::Conflict { code: ErrorCode::ClaimedByOther, message: e.to_string() },
+            DeliveryError::ClaimStale => ApiError::Conflict { code: ErrorCode::ClaimStale, message: e.to_string() },
+            DeliveryError::TurnAlreadyAnswered => ApiError::Conflict { code: ErrorCode::TurnAlreadyAnswered, message: e.to_string() },
+            DeliveryError::UnknownClaimToken => ApiError::Conflict { code: ErrorCode::UnknownClaimToken, message: e.to_string() },
+            DeliveryError::OpportunityIdReused => ApiError::Conflict { code: ErrorCode::OpportunityIdReused, message: e.to_string() },
+            DeliveryError::NoSystemNegotiator => ApiError::Conflict { code: ErrorCode::NoSystemNegotiator, message: e.to_string() },
+            DeliveryError::ActionNotAllowed(message) => ApiError::BadRequest { code: ErrorCode::ActionNotAllowed, message },
+            DeliveryError::Transition(t) => ApiError::Conflict { code: ErrorCode::InvalidState, message: t.to_string() },
             DeliveryError::Unexpected(e) => ApiError::Internal(e),
         }
     }

@@ -13,7 +13,7 @@
 //! one is refused `429 rate_limited`.
 //!
 //! A stream lives no longer than the token that opened it: when the token expires the stream
-//! sends a final `reconnect` event with `code: "token_expired"` and ends; the client reconnects
+//! sends a final `reconnect` event with `code: ErrorCode::TokenExpired` and ends; the client reconnects
 //! with a fresh token and `Last-Event-ID`, and misses nothing.
 
 use std::{convert::Infallible, sync::Arc, time::Duration};
@@ -146,7 +146,7 @@ pub async fn stream_events(
             Ok(SseEvent::default().event("reconnect").data(
                 serde_json::json!({
                     "reason": "the token has expired; reconnect with a fresh token and Last-Event-ID",
-                    "code": "token_expired",
+                    "code": crate::error_code::ErrorCode::TokenExpired,
                 })
                 .to_string(),
             ))

@@ -22,6 +22,7 @@
 //! processes can serve it and each request stands alone. Host-header checks are off: every
 //! request must carry a valid API key anyway, so DNS rebinding gains an attacker nothing.
 
+use crate::error_code::ErrorCode;
 use std::sync::Arc;
 
 use axum::{
@@ -118,16 +119,16 @@ pub fn router(state: AppState) -> Router<AppState> {
 }
 
 /// The machine code of a transport-level refusal's status.
-fn transport_code(status: StatusCode) -> &'static str {
+fn transport_code(status: StatusCode) -> ErrorCode {
     match status {
-        StatusCode::BAD_REQUEST | StatusCode::UNSUPPORTED_MEDIA_TYPE => "invalid_body",
-        StatusCode::NOT_FOUND => "not_found",
-        StatusCode::METHOD_NOT_ALLOWED => "method_not_allowed",
-        StatusCode::NOT_ACCEPTABLE => "not_acceptable",
-        StatusCode::PAYLOAD_TOO_LARGE => "payload_too_large",
-        StatusCode::REQUEST_TIMEOUT => "request_timeout",
-        s if s.is_server_error() => "internal",
-        _ => "invalid_request",
+        StatusCode::BAD_REQUEST | StatusCode::UNSUPPORTED_MEDIA_TYPE => ErrorCode::InvalidBody,
+        StatusCode::NOT_FOUND => ErrorCode::NotFound,
+        StatusCode::METHOD_NOT_ALLOWED => ErrorCode::MethodNotAllowed,
+        StatusCode::NOT_ACCEPTABLE => ErrorCode::NotAcceptable,
+        StatusCode::PAYLOAD_TOO_LARGE => ErrorCode::PayloadTooLarge,
+        StatusCode::REQUEST_TIMEOUT => ErrorCode::RequestTimeout,
+        s if s.is_server_error() => ErrorCode::Internal,
+        _ => ErrorCode::InvalidRequest,
     }
 }
 
@@ -172,7 +173,7 @@ async fn transport_errors(request: Request, next: Next) -> Response {
     } else {
         text
     };
-    let body = ErrorBody { error: message, code: transport_code(status), limit: None };
+    let body = ErrorBody { error: message, code: transport_code(status).as_str(), limit: None };
     (status, axum::Json(body)).into_response()
 }
 
@@ -413,14 +414,14 @@ pub struct FailArgs {
 }
 
 /// A tool's failure as a tool error: `{error, code}` like the HTTP API's, for the model to read.
-fn tool_error(code: &str, message: impl Into<String>) -> CallToolResult {
+fn tool_error(code: ErrorCode, message: impl Into<String>) -> CallToolResult {
     CallToolResult::structured_error(json!({ "error": crate::quote::shorten_quoted(&message.into()), "code": code }))
 }
 
 fn api_error(e: ApiError) -> CallToolResult {
     if let ApiError::Internal(inner) = &e {
         tracing::error!(error = format!("{inner:#}"), "internal error in an MCP tool");
-        return tool_error("internal", "internal server error");
+        return tool_error(ErrorCode::Internal, "internal server error");
     }
     tool_error(e.code(), e.message())
 }

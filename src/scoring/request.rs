@@ -6,6 +6,7 @@
 //! reproduced verbatim. Python's falsy values are honoured downstream: an empty list, an empty
 //! string and a `max_latency_ms` of 0 all mean "not given".
 
+use crate::error_code::ErrorCode;
 use super::text::char_len;
 use serde_json::{Map, Value};
 
@@ -19,14 +20,14 @@ pub struct RequestError {
     /// Human message (Bindu's verbatim where Bindu defines one).
     pub message: String,
     /// Machine code for the shared error body.
-    pub code: &'static str,
+    pub code: ErrorCode,
 }
 
 impl RequestError {
     fn invalid(message: impl Into<String>) -> Self {
         RequestError {
             message: message.into(),
-            code: "invalid_body",
+            code: ErrorCode::InvalidBody,
         }
     }
 }
@@ -315,7 +316,7 @@ mod tests {
             err(r#"{"task_summary": "x", "weights": {"cost": 1, "load": -1, "performance": -2}}"#),
             "Invalid weights: Weight 'performance' must be non-negative"
         );
-        assert_eq!(parse_request(b"{}").unwrap_err().code, "invalid_body");
+        assert_eq!(parse_request(b"{}").unwrap_err().code, crate::error_code::ErrorCode::InvalidBody);
     }
 
     #[test]
