@@ -87,8 +87,7 @@ pub enum ApiError {
 pub struct ErrorBody {
     /// A human-readable message.
     pub error: String,
-    /// A machine-readable code (`crate::error_code::ErrorCode`): `invalid_body`,
-    /// `action_not_allowed`, `unauthorized`, `forbidden`, `not_found`, `not_claimed`,
+    /// A machine-readable code: `invalid_body`, `action_not_allowed`, `unauthorized`, `forbidden`, `not_found`, `not_claimed`,
     /// `claimed_by_other`, `claim_stale`, `turn_already_answered`, `unknown_claim_token`,
     /// `no_system_negotiator`, `already_completed`, `opportunity_id_reused`, `invalid_state`,
     /// `not_pending`, `already_decided`, `not_reactivatable`, `input_invalid`, `output_invalid`,
