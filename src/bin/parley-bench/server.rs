@@ -61,6 +61,24 @@ impl Server {
         }
     }
 
+    /// Creates (afresh) one more scratch database, `<app_db>_<suffix>`, for a phase that needs a
+    /// database of its own; returns its name. The phase drops it with [`Server::drop_scratch`].
+    pub async fn create_scratch(&self, suffix: &str) -> anyhow::Result<String> {
+        let name = format!("{}_{suffix}", self.app_db);
+        let mut conn = PgConnection::connect(&self.admin_url).await.context("connecting to PostgreSQL")?;
+        drop_database(&mut conn, &name).await?;
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"))).execute(&mut conn).await?;
+        Ok(name)
+    }
+
+    /// Drops a database made by [`Server::create_scratch`], ignoring failures (a phase calls it
+    /// on its way out, whatever its outcome).
+    pub async fn drop_scratch(&self, name: &str) {
+        if let Ok(mut conn) = PgConnection::connect(&self.admin_url).await {
+            let _ = drop_database(&mut conn, name).await;
+        }
+    }
+
     /// `pgbench` with the server's host, port and user, on the pgbench scratch database.
     pub fn pgbench(&self, args: &[String]) -> anyhow::Result<String> {
         self.pgbench_on(&self.pgbench_db, args)
