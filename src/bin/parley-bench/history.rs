@@ -18,7 +18,8 @@
 //! 4. Measurements with the service started as the bench starts it: its start-up, the reads of
 //!    insights, trust, metrics and per-user lists, agent deletion, discovery on a new UTC day
 //!    (made by ageing the trust records a day: the service has no clock of its own to move) and
-//!    after a directory change, and turn cycles on top of the history.
+//!    after a directory change, and turn cycles on top of the history; and, beside the API's
+//!    agent deletion (which keeps the row), the deletion of an agent's row in SQL.
 //!
 //! Every figure is `history_<N>_<path>_p50_ms` / `_p95_ms` (or `_per_s`, `_s`, `_bytes`).
 
@@ -595,6 +596,18 @@ async fn measure(b: &Bench, conn: &mut PgConnection, sp: &Specials, n: u64, r: &
             Ok(None)
         })
         .await?;
+        // The service keeps a deleted agent's row; deleting the row itself (by hand, or by a
+        // retention that prunes agents) runs every `ON DELETE` rule of the keys that name it.
+        let c = &mut *conn;
+        let mut rows = Vec::new();
+        for (id, _) in doomed {
+            let t = Instant::now();
+            sqlx::query("DELETE FROM agents WHERE agent_id = $1").bind(id).execute(&mut *c).await?;
+            rows.push(ms_since(t));
+        }
+        r.set_percentile(format!("history_{n}_delete_agent_row_p50_ms"), &rows, 50.0, 1);
+        r.set_percentile(format!("history_{n}_delete_agent_row_p95_ms"), &rows, 95.0, 1);
+        note(format!("history {n}: delete_agent_row: {:?} ms", rows.iter().map(|s| s.round()).collect::<Vec<_>>()));
     }
     Ok(())
 }
