@@ -52,10 +52,17 @@ impl Server {
         with_database(&self.admin_url, db)
     }
 
-    /// Drops the scratch databases, ignoring failures: the run's outcome is already decided.
+    /// Drops the scratch databases, those of [`Server::create_scratch`] left behind included,
+    /// ignoring failures: the run's outcome is already decided.
     pub async fn drop_databases(&self) {
         if let Ok(mut conn) = PgConnection::connect(&self.admin_url).await {
-            for name in self.databases() {
+            let pattern = format!("{}\\_%", self.app_db);
+            let extra: Vec<String> = sqlx::query_scalar("SELECT datname FROM pg_database WHERE datname LIKE $1")
+                .bind(pattern)
+                .fetch_all(&mut conn)
+                .await
+                .unwrap_or_default();
+            for name in self.databases().into_iter().chain(extra.iter()) {
                 let _ = drop_database(&mut conn, name).await;
             }
         }
