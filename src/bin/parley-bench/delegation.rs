@@ -36,7 +36,7 @@ pub struct DelegationAgent {
 
 /// Registers an agent with one capability of `task_type` and the rate limits at their maximum
 /// (the bench measures the flow, not the limiter).
-async fn delegation_agent(bench: &Bench, user: &str, task_type: &str) -> anyhow::Result<DelegationAgent> {
+pub async fn delegation_agent(bench: &Bench, user: &str, task_type: &str) -> anyhow::Result<DelegationAgent> {
     let (id, key) = bench.register_agent(user).await?;
     let capability = json!({
         "taskType": task_type,

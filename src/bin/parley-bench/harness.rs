@@ -72,6 +72,12 @@ impl Bench {
     /// skills of [`extra_skills`] and rate limits that never decide a figure; returns once it
     /// is ready (its notification listener up: long-polls depend on it).
     pub async fn start(url: &str, pool_size: u32) -> anyhow::Result<Bench> {
+        Bench::start_with(url, pool_size, |_| {}).await
+    }
+
+    /// [`Bench::start`] with the configuration changed by `tweak` first (the history phase makes
+    /// its template negotiations end by their timers within seconds).
+    pub async fn start_with(url: &str, pool_size: u32, tweak: impl FnOnce(&mut Config)) -> anyhow::Result<Bench> {
         let pool = db::pool(url, pool_size).await?;
         db::migrate(&pool).await?;
         let skills_dir = std::env::temp_dir().join(format!("parley-bench-skills-{}", std::process::id()));
@@ -90,6 +96,8 @@ impl Bench {
             inbound_rate: BENCH_RATE_LIMIT,
             ..Config::default()
         };
+        let mut config = config;
+        tweak(&mut config);
         let instance = Instance::serve(config, pool.clone()).await?;
         let client = reqwest::Client::builder().pool_max_idle_per_host(2048).build()?;
         let service = instance.state.jwt.mint("parley-bench", CallerRole::Service, TOKEN_TTL)?;

@@ -13,7 +13,7 @@
 //!
 //! This file holds the command line, the sizes of a run and the order of its phases. Each phase
 //! has a module of its own (`cycles`, `floors`, `wakeups`, `svs`, `assessment`, `longpolls`,
-//! `directory`, `delegation`, `metrics`, `liveness`); the pieces they share are the started
+//! `directory`, `delegation`, `metrics`, `liveness`, `history`); the pieces they share are the started
 //! service and its calls (`harness`, `agent`), the database server (`server`), the measurement
 //! windows (`timing`), the arithmetic on samples (`stats`), what a phase costs (`cost`) and the
 //! results with their table (`report`).
@@ -26,6 +26,7 @@ mod delegation;
 mod directory;
 mod floors;
 mod harness;
+mod history;
 mod liveness;
 mod longpolls;
 mod metrics;
@@ -68,7 +69,9 @@ struct Args {
     /// under pgbench); `metrics` (recording flipped on and off every half second within one 90 s
     /// turn-cycle phase) and `liveness` (the agents' `last_seen_at` writes off and on, round by
     /// round), never part of a default run, compare the turn cycle with and without them;
-    /// `floor` is the SQL floor alone
+    /// `history`, never part of a default run, seeds a year of finished
+    /// negotiations and delegations at each size of `--history` and measures the reads beside
+    /// it; `floor` is the SQL floor alone
     /// (also part of `pgbench`); `floor-variants`, never part of a default run, measures the floor
     /// with timer-row moves and with a NOTIFY added).
     #[arg(long, value_delimiter = ',')]
@@ -77,6 +80,10 @@ struct Args {
     /// so only a run longer than that shows their cost at a steady rate.
     #[arg(long, default_value_t = DELEGATION_SECS)]
     delegation_secs: u64,
+    /// Sizes of the history phase: finished negotiations (and as many finished delegations)
+    /// seeded before its measurements, each size on a scratch database of its own.
+    #[arg(long, value_delimiter = ',', default_values_t = [0u64, 100_000])]
+    history: Vec<u64>,
 }
 
 /// Sizes of one run.
@@ -182,6 +189,9 @@ async fn run(args: Args) -> anyhow::Result<Results> {
             }
             if named("liveness") {
                 liveness::liveness_overhead(&bench, &plan, args.agents, &mut r).await?;
+            }
+            if named("history") {
+                history::history(&server, &args.history, args.pool_size, args.agents, &mut r).await?;
             }
             anyhow::Ok(())
         }

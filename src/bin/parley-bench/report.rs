@@ -128,4 +128,13 @@ pub fn print_table(r: &Results) {
         let value = fill(value, r);
         println!("{name:<38} {value:>14}   {}", fill(note, r));
     }
+    print_history(r);
+}
+
+/// The history phase's figures, one line per size and path: `history_<N>_<path>` keys, whose
+/// sizes the run chose, so they are listed as they come rather than from [`ROWS`].
+fn print_history(r: &Results) {
+    for (key, value) in r.0.iter().filter(|(k, _)| k.starts_with("history_")) {
+        println!("{key:<52} {value:>14}");
+    }
 }

@@ -52,12 +52,37 @@ impl Server {
         with_database(&self.admin_url, db)
     }
 
-    /// Drops the scratch databases, ignoring failures: the run's outcome is already decided.
+    /// Drops the scratch databases, those of [`Server::create_scratch`] left behind included,
+    /// ignoring failures: the run's outcome is already decided.
     pub async fn drop_databases(&self) {
         if let Ok(mut conn) = PgConnection::connect(&self.admin_url).await {
-            for name in self.databases() {
+            let pattern = format!("{}\\_%", self.app_db);
+            let extra: Vec<String> = sqlx::query_scalar("SELECT datname FROM pg_database WHERE datname LIKE $1")
+                .bind(pattern)
+                .fetch_all(&mut conn)
+                .await
+                .unwrap_or_default();
+            for name in self.databases().into_iter().chain(extra.iter()) {
                 let _ = drop_database(&mut conn, name).await;
             }
+        }
+    }
+
+    /// Creates (afresh) one more scratch database, `<app_db>_<suffix>`, for a phase that needs a
+    /// database of its own; returns its name. The phase drops it with [`Server::drop_scratch`].
+    pub async fn create_scratch(&self, suffix: &str) -> anyhow::Result<String> {
+        let name = format!("{}_{suffix}", self.app_db);
+        let mut conn = PgConnection::connect(&self.admin_url).await.context("connecting to PostgreSQL")?;
+        drop_database(&mut conn, &name).await?;
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"))).execute(&mut conn).await?;
+        Ok(name)
+    }
+
+    /// Drops a database made by [`Server::create_scratch`], ignoring failures (a phase calls it
+    /// on its way out, whatever its outcome).
+    pub async fn drop_scratch(&self, name: &str) {
+        if let Ok(mut conn) = PgConnection::connect(&self.admin_url).await {
+            let _ = drop_database(&mut conn, name).await;
         }
     }
 
