@@ -3,14 +3,7 @@
 //! `main` and the tests both go through [`Application`], so what the tests exercise is exactly
 //! what `parley serve` runs.
 
-use std::{
-    fs,
-    io::Write,
-    os::unix::fs::OpenOptionsExt,
-    path::Path,
-    sync::Arc,
-    time::Duration,
-};
+use std::{fs, io::Write, os::unix::fs::OpenOptionsExt, path::Path, sync::Arc, time::Duration};
 
 use anyhow::Context;
 use rand::RngCore;
@@ -111,7 +104,11 @@ impl Application {
     pub fn build_engine(config: Config, pool: sqlx::PgPool) -> anyhow::Result<Engine> {
         let secret = jwt_secret(&config)?;
         let claim_key = sha2::Sha256::digest(format!("parley claim tokens:{secret}").as_bytes());
-        let model = config.negotiator_model.as_ref().map(crate::delivery::negotiator_model::ModelNegotiator::new).transpose()?;
+        let model = config
+            .negotiator_model
+            .as_ref()
+            .map(crate::delivery::negotiator_model::ModelNegotiator::new)
+            .transpose()?;
         let mut engine = Engine::new(pool, Arc::new(config), NegotiatorConfig::default(), &claim_key);
         engine.model = model.map(Arc::new);
         Ok(engine)
@@ -121,11 +118,9 @@ impl Application {
     pub async fn build(config: Config, pool: sqlx::PgPool) -> anyhow::Result<Application> {
         let secret = jwt_secret(&config)?;
         let skills = hub_skills(&config)?;
-        let embeddings =
-            config.embeddings.clone().map(|e| Arc::new(crate::embeddings::Embeddings::new(e, &skills)));
+        let embeddings = config.embeddings.clone().map(|e| Arc::new(crate::embeddings::Embeddings::new(e, &skills)));
         let calculator = Calculator::new(&skills, None);
-        let listener =
-            TcpListener::bind(config.bind).await.with_context(|| format!("binding {}", config.bind))?;
+        let listener = TcpListener::bind(config.bind).await.with_context(|| format!("binding {}", config.bind))?;
         let jwt = JwtKeys::new(secret.as_bytes()).with_max_ttl(config.jwt_max_ttl);
         let auth_failures = Arc::new(http::auth_limiter::AuthFailureLimiter::new(
             config.auth_failure_burst,
@@ -136,7 +131,8 @@ impl Application {
             None => None,
         };
         crate::metrics::install(config.metrics);
-        let streams = Arc::new(http::streams::StreamLimits::new(config.sse_per_token, config.sse_per_user, config.sse_max));
+        let streams =
+            Arc::new(http::streams::StreamLimits::new(config.sse_per_token, config.sse_per_user, config.sse_max));
         let engine = Self::build_engine(config, pool)?;
         let (stop, stopping) = tokio::sync::watch::channel(false);
         let state = AppState {
@@ -199,7 +195,11 @@ impl Application {
         if let Some(url) = engine.config().database_url.clone() {
             spawn_until(&mut background, crate::live::listen(url, engine.wakeups().clone()), stopped());
         }
-        spawn_until(&mut background, crate::live::send_wakeups(engine.pool().clone(), engine.wakeups().clone()), stopped());
+        spawn_until(
+            &mut background,
+            crate::live::send_wakeups(engine.pool().clone(), engine.wakeups().clone()),
+            stopped(),
+        );
         spawn_until(
             &mut background,
             crate::live::tail_events(engine.pool().clone(), engine.wakeups().clone(), self.state.events.clone()),
@@ -256,7 +256,10 @@ fn spawn_until(
 }
 
 /// Runs the timer workers on the engine's pool until `shutdown` resolves.
-pub async fn run_workers(engine: Engine, shutdown: impl std::future::Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+pub async fn run_workers(
+    engine: Engine,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
     let cfg = parley_jobs::WorkerConfig {
         poll_interval: engine.config().timer_poll,
         housekeeping_every: engine.config().housekeeping_every,

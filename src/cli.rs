@@ -317,7 +317,12 @@ async fn agent(args: AgentArgs) -> ExitCode {
     }
 }
 
-fn assess(skills_path: &std::path::Path, request: &std::path::Path, queue_depth: Option<i64>, price: Option<String>) -> ExitCode {
+fn assess(
+    skills_path: &std::path::Path,
+    request: &std::path::Path,
+    queue_depth: Option<i64>,
+    price: Option<String>,
+) -> ExitCode {
     let skills = match scoring::load_skill_file(skills_path) {
         Ok(s) => s,
         Err(e) => {

@@ -308,7 +308,10 @@ impl Config {
             None | Some("on") => true,
             Some("off") => false,
             Some(other) => {
-                return Err(ConfigError { var: "PARLEY_METRICS", message: format!("{other:?} is neither \"on\" nor \"off\"") });
+                return Err(ConfigError {
+                    var: "PARLEY_METRICS",
+                    message: format!("{other:?} is neither \"on\" nor \"off\""),
+                });
             }
         };
         let log_format = match var("PARLEY_LOG_FORMAT").as_deref() {
@@ -323,17 +326,19 @@ impl Config {
         };
         let database_url = var("DATABASE_URL");
         if let Some(url) = &database_url
-            && !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
-                return Err(ConfigError {
-                    var: "DATABASE_URL",
-                    message: "must be a postgres:// or postgresql:// URL".into(),
-                });
-            }
+            && !(url.starts_with("postgres://") || url.starts_with("postgresql://"))
+        {
+            return Err(ConfigError {
+                var: "DATABASE_URL",
+                message: "must be a postgres:// or postgresql:// URL".into(),
+            });
+        }
         let jwt_secret = var("PARLEY_JWT_SECRET");
         if let Some(s) = &jwt_secret
-            && s.len() < 16 {
-                return Err(ConfigError { var: "PARLEY_JWT_SECRET", message: "must be at least 16 characters".into() });
-            }
+            && s.len() < 16
+        {
+            return Err(ConfigError { var: "PARLEY_JWT_SECRET", message: "must be at least 16 characters".into() });
+        }
         let embeddings = match var("PARLEY_EMBEDDINGS_URL") {
             None => None,
             Some(url) => {
@@ -365,7 +370,10 @@ impl Config {
                 })?;
                 let timeout = duration("PARLEY_NEGOTIATOR_MODEL_TIMEOUT", Duration::from_secs(20))?;
                 if timeout.is_zero() {
-                    return Err(ConfigError { var: "PARLEY_NEGOTIATOR_MODEL_TIMEOUT", message: "must be greater than zero".into() });
+                    return Err(ConfigError {
+                        var: "PARLEY_NEGOTIATOR_MODEL_TIMEOUT",
+                        message: "must be greater than zero".into(),
+                    });
                 }
                 Some(NegotiatorModelConfig {
                     url: url.trim_end_matches('/').to_owned(),
@@ -388,7 +396,10 @@ impl Config {
         let rate = |name: &'static str, default: u32| -> Result<u32, ConfigError> {
             let n = number(name, default)?;
             if n > 10_000 {
-                return Err(ConfigError { var: name, message: "must be a whole number from 0 to 10000 (per minute)".into() });
+                return Err(ConfigError {
+                    var: name,
+                    message: "must be a whole number from 0 to 10000 (per minute)".into(),
+                });
             }
             Ok(n)
         };
@@ -512,9 +523,8 @@ fn listen_address(var: &'static str, value: &str, example: &str) -> Result<Socke
         return Ok(address);
     }
     let bad = |why: String| ConfigError { var, message: format!("{value:?} is not an address like {example}: {why}") };
-    let resolved: Vec<SocketAddr> = std::net::ToSocketAddrs::to_socket_addrs(value)
-        .map_err(|e| bad(e.to_string()))?
-        .collect();
+    let resolved: Vec<SocketAddr> =
+        std::net::ToSocketAddrs::to_socket_addrs(value).map_err(|e| bad(e.to_string()))?.collect();
     resolved
         .iter()
         .find(|a| a.is_ipv4())
@@ -571,7 +581,10 @@ mod tests {
         assert_eq!((c.outbound_rate, c.inbound_rate, c.trust_per_requester), (20, 10, 3));
         assert_eq!(c.http_body_deadline, Duration::from_secs(30));
         assert_eq!((c.sse_per_token, c.sse_per_user, c.sse_max), (4, 16, 4096));
-        assert_eq!((c.schema_check_threads, c.schema_check_budget, c.schema_cache_mib), (2, Duration::from_secs(5), 64));
+        assert_eq!(
+            (c.schema_check_threads, c.schema_check_budget, c.schema_cache_mib),
+            (2, Duration::from_secs(5), 64)
+        );
         assert_eq!((c.max_agents_per_user, c.max_capabilities_per_user, c.max_keys_per_user), (50, 200, 100));
     }
 
@@ -624,21 +637,29 @@ mod tests {
     #[test]
     fn the_negotiator_model_needs_a_name_and_gets_defaults() {
         assert!(load(&[]).unwrap().negotiator_model.is_none());
-        let m = load(&[("PARLEY_NEGOTIATOR_MODEL_URL", "http://127.0.0.1:9/v1/"), ("PARLEY_NEGOTIATOR_MODEL", "judge")])
-            .unwrap()
-            .negotiator_model
-            .unwrap();
-        assert_eq!((m.url.as_str(), m.model.as_str(), m.timeout, m.concurrency), ("http://127.0.0.1:9/v1", "judge", Duration::from_secs(20), 4));
+        let m =
+            load(&[("PARLEY_NEGOTIATOR_MODEL_URL", "http://127.0.0.1:9/v1/"), ("PARLEY_NEGOTIATOR_MODEL", "judge")])
+                .unwrap()
+                .negotiator_model
+                .unwrap();
+        assert_eq!(
+            (m.url.as_str(), m.model.as_str(), m.timeout, m.concurrency),
+            ("http://127.0.0.1:9/v1", "judge", Duration::from_secs(20), 4)
+        );
         let e = load(&[("PARLEY_NEGOTIATOR_MODEL_URL", "http://127.0.0.1:9/v1")]).unwrap_err();
         assert_eq!(e.var, "PARLEY_NEGOTIATOR_MODEL");
-        let e = load(&[("PARLEY_NEGOTIATOR_MODEL_URL", "127.0.0.1:9"), ("PARLEY_NEGOTIATOR_MODEL", "judge")]).unwrap_err();
+        let e =
+            load(&[("PARLEY_NEGOTIATOR_MODEL_URL", "127.0.0.1:9"), ("PARLEY_NEGOTIATOR_MODEL", "judge")]).unwrap_err();
         assert_eq!(e.var, "PARLEY_NEGOTIATOR_MODEL_URL");
     }
 
     #[test]
     fn the_offline_park_window_may_be_zero() {
         assert_eq!(load(&[("PARLEY_PARK_TIMEOUT_OFFLINE", "0")]).unwrap().park_timeout_offline, Duration::ZERO);
-        assert_eq!(load(&[("PARLEY_PARK_TIMEOUT_OFFLINE", "45s")]).unwrap().park_timeout_offline, Duration::from_secs(45));
+        assert_eq!(
+            load(&[("PARLEY_PARK_TIMEOUT_OFFLINE", "45s")]).unwrap().park_timeout_offline,
+            Duration::from_secs(45)
+        );
     }
 
     #[test]

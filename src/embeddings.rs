@@ -8,7 +8,10 @@
 
 use std::{
     num::NonZeroUsize,
-    sync::{Mutex, atomic::{AtomicBool, Ordering}},
+    sync::{
+        Mutex,
+        atomic::{AtomicBool, Ordering},
+    },
     time::Duration,
 };
 
@@ -53,9 +56,10 @@ pub fn skill_text(skill: &Skill) -> String {
         parts.push(skill.tags.join(", "));
     }
     if let Some(a) = &skill.assessment
-        && !a.keywords.is_empty() {
-            parts.push(a.keywords.join(", "));
-        }
+        && !a.keywords.is_empty()
+    {
+        parts.push(a.keywords.join(", "));
+    }
     if !skill.capabilities_detail.is_empty() {
         parts.push(skill.capabilities_detail.keys().cloned().collect::<Vec<_>>().join(", "));
     }
@@ -100,7 +104,12 @@ impl Embeddings {
         }
         let resp = req.send().await?.error_for_status()?;
         let mut body: EmbeddingsResponse = resp.json().await?;
-        anyhow::ensure!(body.data.len() == inputs.len(), "expected {} embeddings, got {}", inputs.len(), body.data.len());
+        anyhow::ensure!(
+            body.data.len() == inputs.len(),
+            "expected {} embeddings, got {}",
+            inputs.len(),
+            body.data.len()
+        );
         body.data.sort_by_key(|d| d.index.unwrap_or(0));
         Ok(body.data.into_iter().map(|d| d.embedding).collect())
     }

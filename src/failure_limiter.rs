@@ -33,9 +33,8 @@ impl<K: Hash + Eq + Clone, D: Hash + Eq> FailureLimiter<K, D> {
     /// A burst of `burst` failures, then one more per `refill`.
     pub fn new(burst: u32, refill: Duration) -> FailureLimiter<K, D> {
         let burst = NonZeroU32::new(burst).unwrap_or(NonZeroU32::MIN);
-        let quota = Quota::with_period(refill.max(Duration::from_nanos(1)))
-            .expect("a non-zero period")
-            .allow_burst(burst);
+        let quota =
+            Quota::with_period(refill.max(Duration::from_nanos(1))).expect("a non-zero period").allow_burst(burst);
         FailureLimiter { failures: RateLimiter::keyed(quota), blocked: Mutex::new(HashMap::new()) }
     }
 

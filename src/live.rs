@@ -113,7 +113,9 @@ fn payloads(origin: uuid::Uuid, keys: impl Iterator<Item = String>) -> Vec<Strin
     let mut size = 0;
     for key in keys {
         if !batch.is_empty() && size + key.len() + 3 > PAYLOAD_BUDGET {
-            out.push(serde_json::to_string(&WakePayload { origin, keys: std::mem::take(&mut batch) }).unwrap_or_default());
+            out.push(
+                serde_json::to_string(&WakePayload { origin, keys: std::mem::take(&mut batch) }).unwrap_or_default(),
+            );
             size = 0;
         }
         size += key.len() + 3;

@@ -115,7 +115,14 @@ impl ChatModel {
     }
 
     /// One chat completion: the text the model said.
-    async fn complete(&self, messages: &[Value], name: &str, schema: &Value, strict: bool, deadline: Instant) -> Result<String, String> {
+    async fn complete(
+        &self,
+        messages: &[Value],
+        name: &str,
+        schema: &Value,
+        strict: bool,
+        deadline: Instant,
+    ) -> Result<String, String> {
         let timeout = deadline.saturating_duration_since(Instant::now());
         if timeout.is_zero() {
             return Err("the model did not answer in time".into());
@@ -133,14 +140,19 @@ impl ChatModel {
             request = request.bearer_auth(secrecy::ExposeSecret::expose_secret(key));
         }
         let response = request.send().await.map_err(|e| {
-            if e.is_timeout() { "the model did not answer in time".to_owned() } else { format!("the model's server did not answer: {e}") }
+            if e.is_timeout() {
+                "the model did not answer in time".to_owned()
+            } else {
+                format!("the model's server did not answer: {e}")
+            }
         })?;
         let status = response.status();
         let text = response.text().await.map_err(|e| format!("the model's answer was cut off: {e}"))?;
         if !status.is_success() {
             return Err(format!("the model's server answered {status}: {}", tail(&text, 300)));
         }
-        let reply: Value = serde_json::from_str(&text).map_err(|_| format!("the model's server answered with no JSON: {}", tail(&text, 300)))?;
+        let reply: Value = serde_json::from_str(&text)
+            .map_err(|_| format!("the model's server answered with no JSON: {}", tail(&text, 300)))?;
         let message = &reply["choices"][0]["message"];
         if let Some(refusal) = message["refusal"].as_str().filter(|r| !r.is_empty()) {
             return Err(format!("the model refused: {}", tail(refusal, 300)));

@@ -69,14 +69,23 @@ fn describe() {
         metrics::Unit::Seconds,
         "Time to answer an HTTP request (headers sent), by method and route template."
     );
-    describe_counter!("parley_turns_total", "Turns taken, by who played the side (system, personal, system_fallback) and action.");
+    describe_counter!(
+        "parley_turns_total",
+        "Turns taken, by who played the side (system, personal, system_fallback) and action."
+    );
     describe_counter!("parley_negotiations_started_total", "Negotiations started.");
     describe_counter!(
         "parley_negotiator_model_calls_total",
         "Calls of the model-backed system negotiator, by outcome (played, guarded: the rules overruled it, failed: the rules decided)."
     );
-    describe_gauge!("parley_negotiator_model_calls_in_flight", "Calls of the model-backed system negotiator in flight.");
-    describe_counter!("parley_negotiations_ended_total", "Negotiations ended, by outcome (accepted, rejected, stalled) and reason.");
+    describe_gauge!(
+        "parley_negotiator_model_calls_in_flight",
+        "Calls of the model-backed system negotiator in flight."
+    );
+    describe_counter!(
+        "parley_negotiations_ended_total",
+        "Negotiations ended, by outcome (accepted, rejected, stalled) and reason."
+    );
     describe_counter!("parley_claims_total", "Turns claimed by personal agents.");
     describe_counter!("parley_claim_expiries_total", "Claims that lapsed: the turn was parked again.");
     describe_counter!(
@@ -354,8 +363,7 @@ pub async fn render(pool: &sqlx::PgPool) -> Result<Option<String>, sqlx::Error> 
     .fetch_all(pool)
     .await?;
     for queue in parley_jobs::queues::ALL.iter() {
-        let (pending, overdue) =
-            timers.iter().find(|(q, ..)| q == queue).map(|(_, p, o)| (*p, *o)).unwrap_or((0, 0));
+        let (pending, overdue) = timers.iter().find(|(q, ..)| q == queue).map(|(_, p, o)| (*p, *o)).unwrap_or((0, 0));
         gauge!("parley_timer_jobs_pending", "queue" => *queue).set(pending as f64);
         gauge!("parley_timer_jobs_overdue", "queue" => *queue).set(overdue as f64);
     }
@@ -370,7 +378,10 @@ pub async fn render(pool: &sqlx::PgPool) -> Result<Option<String>, sqlx::Error> 
 mod tests {
     #[test]
     fn route_templates_become_colon_labels() {
-        assert_eq!(super::route_label("/api/agents/{id}/negotiations/{negotiationId}"), "/api/agents/:id/negotiations/:negotiationId");
+        assert_eq!(
+            super::route_label("/api/agents/{id}/negotiations/{negotiationId}"),
+            "/api/agents/:id/negotiations/:negotiationId"
+        );
         assert_eq!(super::route_label("/healthz"), "/healthz");
     }
 }

@@ -13,8 +13,8 @@ use utoipa::{
 };
 
 use crate::http::{
-    a2a, agent_turns, agents, assessment, delegations, directory, error::ErrorBody, events, health, insights, metrics, negotiations, opportunities,
-    status_page,
+    a2a, agent_turns, agents, assessment, delegations, directory, error::ErrorBody, events, health, insights, metrics,
+    negotiations, opportunities, status_page,
 };
 
 /// Where the spec is served.
@@ -186,10 +186,14 @@ pub fn spec() -> Value {
                 .is_some_and(|reqs| reqs.iter().any(|r| r.as_object().is_some_and(|r| !r.is_empty())));
             let has_body = op.contains_key("requestBody");
             // An optional body is an absent body, not a JSON `null`.
-            if let Some(schema) = op.get_mut("requestBody").and_then(|b| b.pointer_mut("/content/application~1json/schema")) {
-                let nullable_of = schema.get("oneOf").and_then(Value::as_array).and_then(|alternatives| match alternatives.as_slice() {
-                    [inner, null] if null == &json!({ "type": "null" }) => Some(inner.clone()),
-                    _ => None,
+            if let Some(schema) =
+                op.get_mut("requestBody").and_then(|b| b.pointer_mut("/content/application~1json/schema"))
+            {
+                let nullable_of = schema.get("oneOf").and_then(Value::as_array).and_then(|alternatives| {
+                    match alternatives.as_slice() {
+                        [inner, null] if null == &json!({ "type": "null" }) => Some(inner.clone()),
+                        _ => None,
+                    }
                 });
                 if let Some(inner) = nullable_of {
                     *schema = inner;

@@ -9,7 +9,8 @@ use crate::config::LogFormat;
 /// What is logged when `RUST_LOG` is unset: Parley's own events at `info`; the libraries below
 /// it only when something goes wrong (the MCP library would otherwise log three lines, one
 /// with the whole client description, per MCP request).
-pub const DEFAULT_FILTER: &str = "info,sqlx=warn,tower_http=warn,apalis=warn,apalis_core=warn,apalis_postgres=warn,rmcp=warn";
+pub const DEFAULT_FILTER: &str =
+    "info,sqlx=warn,tower_http=warn,apalis=warn,apalis_core=warn,apalis_postgres=warn,rmcp=warn";
 
 /// Installs the global subscriber. Safe to call more than once (later calls do nothing).
 pub fn init(format: LogFormat) {
@@ -35,7 +36,13 @@ pub fn init_runner(json: bool) {
         registry.with(fmt::layer().json().with_target(false).with_writer(std::io::stderr)).try_init()
     } else {
         registry
-            .with(fmt::layer().compact().with_target(false).with_ansi(std::io::stderr().is_terminal()).with_writer(std::io::stderr))
+            .with(
+                fmt::layer()
+                    .compact()
+                    .with_target(false)
+                    .with_ansi(std::io::stderr().is_terminal())
+                    .with_writer(std::io::stderr),
+            )
             .try_init()
     };
 }

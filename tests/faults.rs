@@ -13,14 +13,14 @@
 //! `cargo test --test faults` runs the short version (CI runs it). Set
 //! `PARLEY_FAULT_SCALE=full` for the long one (more negotiations, more agents, more kills).
 
+#[path = "faults/delegations.rs"]
+mod delegations;
 #[path = "api/fixtures.rs"]
 #[allow(dead_code)]
 mod fixtures;
 #[path = "api/helpers.rs"]
 #[allow(dead_code)]
 mod helpers;
-#[path = "faults/delegations.rs"]
-mod delegations;
 
 use std::{
     collections::{HashMap, HashSet},
@@ -86,13 +86,24 @@ impl Lcg {
 }
 
 /// One agent's polling loop against `base` until `stop`; behaves badly on purpose.
-async fn agent_loop(base: Arc<Mutex<String>>, agent: (String, String), ledger: Arc<Ledger>, stop: Arc<AtomicBool>, seed: u64) {
+async fn agent_loop(
+    base: Arc<Mutex<String>>,
+    agent: (String, String),
+    ledger: Arc<Ledger>,
+    stop: Arc<AtomicBool>,
+    seed: u64,
+) {
     let client = reqwest::Client::builder().timeout(Duration::from_secs(5)).build().unwrap();
     let mut rng = Lcg(seed);
     let (agent_id, key) = agent;
     while !stop.load(Ordering::Relaxed) {
         let url = base.lock().unwrap().clone();
-        let pickup = || client.post(format!("{url}/api/agents/{agent_id}/negotiations/pickup?wait=1")).header("x-api-key", &key).send();
+        let pickup = || {
+            client
+                .post(format!("{url}/api/agents/{agent_id}/negotiations/pickup?wait=1"))
+                .header("x-api-key", &key)
+                .send()
+        };
         let picked = if rng.below(4) == 0 {
             // Impatient: two pickups at once, the first answer used. Both get the agent's one
             // claim; two claims would show in `watch_claims`.
@@ -275,23 +286,30 @@ async fn check(pool: &sqlx::PgPool, ledger: &Ledger, in_flight_at_faults: &HashS
     // The number of rows `sql` counts.
     let count = async |sql: &'static str| sqlx::query_scalar::<_, i64>(sql).fetch_one(pool).await.unwrap() as u64;
     // Duplicated: a turn stored twice, a claim handed to two agents.
-    report.duplicated += count("SELECT count(*) FROM (SELECT 1 FROM messages GROUP BY task_id, turn_number HAVING count(*) > 1) d").await;
+    report.duplicated +=
+        count("SELECT count(*) FROM (SELECT 1 FROM messages GROUP BY task_id, turn_number HAVING count(*) > 1) d")
+            .await;
     report.duplicated += ledger.double_claims.load(Ordering::Relaxed);
     // An agent holding two claims: seen live during the run, or left claimed at the end.
     report.duplicated += ledger.two_live_claims.load(Ordering::Relaxed);
-    report.duplicated += count("SELECT count(*) FROM (SELECT 1 FROM tasks WHERE state = 'claimed'
-                              GROUP BY claim_agent_id HAVING count(*) > 1) d").await;
-    report.duplicated += count("SELECT count(*) FROM (SELECT 1 FROM artifacts GROUP BY task_id, name HAVING count(*) > 1) d").await;
+    report.duplicated += count(
+        "SELECT count(*) FROM (SELECT 1 FROM tasks WHERE state = 'claimed'
+                              GROUP BY claim_agent_id HAVING count(*) > 1) d",
+    )
+    .await;
+    report.duplicated +=
+        count("SELECT count(*) FROM (SELECT 1 FROM artifacts GROUP BY task_id, name HAVING count(*) > 1) d").await;
     // Lost: a negotiation that never ended; an acknowledged turn that is not stored as answered.
     report.lost += count("SELECT count(*) FROM tasks WHERE state NOT IN ('completed', 'canceled', 'failed')").await;
-    let stored: HashSet<(String, i64, String)> =
-        sqlx::query_as::<_, (uuid::Uuid, i32, String)>("SELECT task_id, turn_number, action FROM messages WHERE played_by = 'personal'")
-            .fetch_all(pool)
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|(t, n, a)| (t.to_string(), i64::from(n), a))
-            .collect();
+    let stored: HashSet<(String, i64, String)> = sqlx::query_as::<_, (uuid::Uuid, i32, String)>(
+        "SELECT task_id, turn_number, action FROM messages WHERE played_by = 'personal'",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap()
+    .into_iter()
+    .map(|(t, n, a)| (t.to_string(), i64::from(n), a))
+    .collect();
     for ((task, turn), action) in ledger.acknowledged.lock().unwrap().iter() {
         if !stored.contains(&(task.clone(), *turn as i64, action.clone())) {
             report.lost += 1;
@@ -309,13 +327,14 @@ async fn check(pool: &sqlx::PgPool, ledger: &Ledger, in_flight_at_faults: &HashS
     // Gaps in the turn sequence.
     report.unexpected += count("SELECT count(*) FROM (SELECT task_id FROM messages GROUP BY task_id HAVING max(turn_number) + 1 <> count(*)) g").await;
     // Recovered: negotiations in flight at a fault that still ended.
-    let ended: HashSet<String> = sqlx::query_scalar::<_, uuid::Uuid>("SELECT task_id FROM tasks WHERE state IN ('completed', 'canceled')")
-        .fetch_all(pool)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|u| u.to_string())
-        .collect();
+    let ended: HashSet<String> =
+        sqlx::query_scalar::<_, uuid::Uuid>("SELECT task_id FROM tasks WHERE state IN ('completed', 'canceled')")
+            .fetch_all(pool)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|u| u.to_string())
+            .collect();
     report.recovered = in_flight_at_faults.iter().filter(|t| ended.contains(*t)).count() as u64;
     report
 }
@@ -327,22 +346,25 @@ async fn checker_pool(url: &str) -> sqlx::PgPool {
 }
 
 async fn in_flight(pool: &sqlx::PgPool) -> HashSet<String> {
-    sqlx::query_scalar::<_, uuid::Uuid>("SELECT task_id FROM tasks WHERE state NOT IN ('completed', 'canceled', 'failed')")
-        .fetch_all(pool)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|u| u.to_string())
-        .collect()
+    sqlx::query_scalar::<_, uuid::Uuid>(
+        "SELECT task_id FROM tasks WHERE state NOT IN ('completed', 'canceled', 'failed')",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap()
+    .into_iter()
+    .map(|u| u.to_string())
+    .collect()
 }
 
 async fn wait_all_ended(pool: &sqlx::PgPool, limit: Duration) {
     let deadline = Instant::now() + limit;
     while Instant::now() < deadline {
-        let open: i64 = sqlx::query_scalar("SELECT count(*) FROM tasks WHERE state NOT IN ('completed', 'canceled', 'failed')")
-            .fetch_one(pool)
-            .await
-            .unwrap();
+        let open: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM tasks WHERE state NOT IN ('completed', 'canceled', 'failed')")
+                .fetch_one(pool)
+                .await
+                .unwrap();
         if open == 0 {
             return;
         }
@@ -385,7 +407,13 @@ async fn kills_restarts_and_dropped_connections_lose_nothing() {
     let shared_base = Arc::new(Mutex::new(base.clone()));
     let mut pollers = Vec::new();
     for (i, agent) in agents.iter().enumerate() {
-        pollers.push(tokio::spawn(agent_loop(shared_base.clone(), agent.clone(), ledger.clone(), stop.clone(), 7 + i as u64)));
+        pollers.push(tokio::spawn(agent_loop(
+            shared_base.clone(),
+            agent.clone(),
+            ledger.clone(),
+            stop.clone(),
+            7 + i as u64,
+        )));
     }
     pollers.push(tokio::spawn(watch_claims(database_url.clone(), ledger.clone(), stop.clone())));
     // Delegations in flight through the same faults: the requesters stop with the faults, the
@@ -396,11 +424,24 @@ async fn kills_restarts_and_dropped_connections_lose_nothing() {
     let mut requesters = Vec::new();
     for (i, agent) in cast.requesters.iter().enumerate() {
         let (base, ledger, stop) = (shared_base.clone(), delegation_ledger.clone(), stop_delegating.clone());
-        requesters.push(tokio::spawn(delegations::requester_loop(base, i, agent.clone(), ledger, stop, 1000 + i as u64)));
+        requesters.push(tokio::spawn(delegations::requester_loop(
+            base,
+            i,
+            agent.clone(),
+            ledger,
+            stop,
+            1000 + i as u64,
+        )));
     }
     for (i, agent) in cast.targets.iter().enumerate() {
         let (base, ledger) = (shared_base.clone(), delegation_ledger.clone());
-        pollers.push(tokio::spawn(delegations::target_loop(base, agent.clone(), ledger, stop.clone(), 2000 + i as u64)));
+        pollers.push(tokio::spawn(delegations::target_loop(
+            base,
+            agent.clone(),
+            ledger,
+            stop.clone(),
+            2000 + i as u64,
+        )));
     }
     let mut delegations_in_flight_at_faults = HashSet::new();
 

@@ -242,7 +242,10 @@ fn no_rust_file_is_longer_than_the_limit() {
 /// reach into the MCP adapter. Not yet enforced, and so not listed: MCP builds on HTTP's
 /// handlers, and `delivery` and `directory` import each other.
 const FORBIDDEN: &[(&str, &[&str])] = &[
-    ("domain", &["store", "db", "delivery", "directory", "http", "mcp", "app", "cli", "agent", "negotiator", "scoring"]),
+    (
+        "domain",
+        &["store", "db", "delivery", "directory", "http", "mcp", "app", "cli", "agent", "negotiator", "scoring"],
+    ),
     ("negotiator", &["store", "db", "delivery", "directory", "http", "mcp", "app", "cli", "agent"]),
     ("scoring", &["store", "db", "delivery", "directory", "http", "mcp", "app", "cli", "agent"]),
     ("store", &["delivery", "directory", "http", "mcp", "app", "cli", "agent"]),

@@ -168,19 +168,21 @@ fn every_path_the_repository_mentions_exists() {
 
 #[test]
 fn the_scanner_recognises_each_kind_of_reference() {
-    assert_eq!(markdown_links("see [the spec](api-spec/openapi.json#x) and [site](https://a.b/c)"), ["api-spec/openapi.json"]);
-    assert_eq!(backticked_paths("run `bash .ci/run` or read `src/app.rs:12`, `tests/api/*.rs`."), [
-        ".ci/run",
-        "src/app.rs",
-        "tests/api/*.rs"
-    ]);
+    assert_eq!(
+        markdown_links("see [the spec](api-spec/openapi.json#x) and [site](https://a.b/c)"),
+        ["api-spec/openapi.json"]
+    );
+    assert_eq!(
+        backticked_paths("run `bash .ci/run` or read `src/app.rs:12`, `tests/api/*.rs`."),
+        [".ci/run", "src/app.rs", "tests/api/*.rs"]
+    );
     assert_eq!(backticked_paths("`GET /api-spec/openapi.json` and `store::tasks::lock`"), Vec::<String>::new());
     // Spelled in pieces so that this file does not itself mention a missing file.
     let notes = concat!("NOTES", ".md");
-    assert_eq!(capital_markdown_names(&format!("as README.md says (and {notes}); not docs/X.md nor readme.md")), [
-        "README.md",
-        notes
-    ]);
+    assert_eq!(
+        capital_markdown_names(&format!("as README.md says (and {notes}); not docs/X.md nor readme.md")),
+        ["README.md", notes]
+    );
     assert!(resolves("", "tests/api/*.rs"));
     assert!(!resolves("", notes));
 }

@@ -54,10 +54,7 @@ impl Proc {
             .env("PARLEY_BIND", bind)
             .env("PARLEY_DATA_DIR", dir.join(name))
             .env("PARLEY_JWT_SECRET", TEST_SECRET)
-            .env(
-                "PARLEY_CLAIM_TIMEOUT",
-                format!("{}s", CLAIM_TIMEOUT.as_secs()),
-            )
+            .env("PARLEY_CLAIM_TIMEOUT", format!("{}s", CLAIM_TIMEOUT.as_secs()))
             // Long enough that no park fallback interferes with what the test watches.
             .env("PARLEY_PARK_TIMEOUT", "10m")
             .env("PARLEY_TIMER_POLL", "100ms")
@@ -86,19 +83,12 @@ impl Drop for Proc {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 /// `url` with its database name replaced by `name`.
 fn with_database(url: &str, name: &str) -> String {
-    let (base, query) = url
-        .split_once('?')
-        .map(|(b, q)| (b, format!("?{q}")))
-        .unwrap_or((url, String::new()));
+    let (base, query) = url.split_once('?').map(|(b, q)| (b, format!("?{q}"))).unwrap_or((url, String::new()));
     let scheme_end = base.find("://").map(|i| i + 3).unwrap_or(0);
     let host_part = match base[scheme_end..].find('/') {
         Some(i) => &base[..scheme_end + i],
@@ -116,9 +106,7 @@ enum DbServer {
 impl DbServer {
     fn open(dir: &Path) -> DbServer {
         match std::env::var("DATABASE_URL").ok().filter(|u| !u.is_empty()) {
-            Some(url) => DbServer::External {
-                admin_url: with_database(&url, "postgres"),
-            },
+            Some(url) => DbServer::External { admin_url: with_database(&url, "postgres") },
             None => DbServer::Embedded(
                 parley::db::EmbeddedPostgres::start(&dir.join("pg"))
                     .expect("a private PostgreSQL for the scale-out test"),
@@ -148,18 +136,13 @@ impl Drop for Cleanup {
         if let Some((admin_url, name)) = self.database.take() {
             // Drop runs outside any async context the test could still use: a thread of its own.
             let dropped = std::thread::spawn(move || {
-                let runtime = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .unwrap();
+                let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
                 runtime.block_on(async {
                     let admin: PgPool = PgPool::connect(&admin_url).await?;
                     // The name is this test's own (`parley_scale_<uuid>`), never outside input.
-                    sqlx::query(sqlx::AssertSqlSafe(format!(
-                        "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
-                    )))
-                    .execute(&admin)
-                    .await?;
+                    sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")))
+                        .execute(&admin)
+                        .await?;
                     admin.close().await;
                     Ok::<(), sqlx::Error>(())
                 })
@@ -179,10 +162,7 @@ impl Drop for Cleanup {
 
 async fn wait_ready(base: &str) {
     for _ in 0..400 {
-        if reqwest::get(format!("{base}/readyz"))
-            .await
-            .is_ok_and(|r| r.status().is_success())
-        {
+        if reqwest::get(format!("{base}/readyz")).await.is_ok_and(|r| r.status().is_success()) {
             return;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -218,10 +198,7 @@ struct Deployment {
 impl Deployment {
     /// Registers a personal agent for `user` through `base`; returns (agent id, API key).
     async fn agent(&self, base: &str, user: &str) -> (String, String) {
-        let token = self
-            .jwt
-            .mint(user, CallerRole::User, Duration::from_secs(3600))
-            .unwrap();
+        let token = self.jwt.mint(user, CallerRole::User, Duration::from_secs(3600)).unwrap();
         let r = self
             .client
             .post(format!("{base}/api/agents"))
@@ -232,10 +209,7 @@ impl Deployment {
             .unwrap();
         assert_eq!(r.status(), StatusCode::CREATED);
         let body: Value = r.json().await.unwrap();
-        (
-            body["agent"]["id"].as_str().unwrap().to_owned(),
-            body["apiKey"]["key"].as_str().unwrap().to_owned(),
-        )
+        (body["agent"]["id"].as_str().unwrap().to_owned(), body["apiKey"]["key"].as_str().unwrap().to_owned())
     }
 
     /// Starts a mixed negotiation through `base` whose candidate is `user`; its turn 1 parks for
@@ -254,27 +228,17 @@ impl Deployment {
             .unwrap();
         assert_eq!(r.status(), StatusCode::CREATED);
         let created: Value = r.json().await.unwrap();
-        assert_eq!(
-            created["negotiation"]["status"], "waiting_for_agent",
-            "{created}"
-        );
+        assert_eq!(created["negotiation"]["status"], "waiting_for_agent", "{created}");
         created["negotiation"]["id"].as_str().unwrap().to_owned()
     }
 
     /// A pickup through `base`, waiting up to `wait` seconds (0: not at all): the turn, or
     /// `None` on 204.
     async fn pickup(&self, base: &str, agent: &(String, String), wait: u64) -> Option<Value> {
-        let query = if wait > 0 {
-            format!("?wait={wait}")
-        } else {
-            String::new()
-        };
+        let query = if wait > 0 { format!("?wait={wait}") } else { String::new() };
         let r = self
             .client
-            .post(format!(
-                "{base}/api/agents/{}/negotiations/pickup{query}",
-                agent.0
-            ))
+            .post(format!("{base}/api/agents/{}/negotiations/pickup{query}", agent.0))
             .header("x-api-key", &agent.1)
             .send()
             .await
@@ -286,13 +250,7 @@ impl Deployment {
         }
     }
 
-    async fn respond(
-        &self,
-        base: &str,
-        agent: &(String, String),
-        turn: &Value,
-        action: &str,
-    ) -> reqwest::Response {
+    async fn respond(&self, base: &str, agent: &(String, String), turn: &Value, action: &str) -> reqwest::Response {
         let id = turn["negotiationId"].as_str().unwrap();
         let body = json!({
             "claimToken": turn["claimToken"],
@@ -301,10 +259,7 @@ impl Deployment {
             "assessment": { "reasoning": "A scale-out test turn", "suggestedRoles": { "ownUser": "peer", "otherUser": "peer" } }
         });
         self.client
-            .post(format!(
-                "{base}/api/agents/{}/negotiations/{id}/respond",
-                agent.0
-            ))
+            .post(format!("{base}/api/agents/{}/negotiations/{id}/respond", agent.0))
             .header("x-api-key", &agent.1)
             .json(&body)
             .send()
@@ -341,54 +296,30 @@ async fn task_state(pool: &PgPool, task: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_api_processes_and_a_worker_behave_as_one_service() {
-    let dir: PathBuf =
-        std::env::temp_dir().join(format!("parley-scale-out-{}", uuid::Uuid::now_v7()));
+    let dir: PathBuf = std::env::temp_dir().join(format!("parley-scale-out-{}", uuid::Uuid::now_v7()));
     std::fs::create_dir_all(&dir).unwrap();
     // Declared first, so dropped last: after the children and the database server.
-    let mut cleanup = Cleanup {
-        database: None,
-        dir: dir.clone(),
-    };
+    let mut cleanup = Cleanup { database: None, dir: dir.clone() };
     let server = DbServer::open(&dir);
     let db_name = format!("parley_scale_{}", uuid::Uuid::now_v7().simple());
     let database_url = server.url(&db_name);
     if let DbServer::External { admin_url } = &server {
         cleanup.database = Some((admin_url.clone(), db_name.clone()));
     }
-    parley::db::create_database_if_missing(&database_url)
-        .await
-        .unwrap();
-    let pool = sqlx::postgres::PgPoolOptions::new()
-        .max_connections(2)
-        .connect(&database_url)
-        .await
-        .unwrap();
+    parley::db::create_database_if_missing(&database_url).await.unwrap();
+    let pool = sqlx::postgres::PgPoolOptions::new().max_connections(2).connect(&database_url).await.unwrap();
     // Migrated once here, so the three processes start on a ready schema.
     parley::db::migrate(&pool).await.unwrap();
     let logs = dir.display().to_string();
 
     let (port_a, port_b) = (free_port(), free_port());
-    let mut api_a = Proc::spawn(
-        &["serve", "--no-workers"],
-        &database_url,
-        Some(port_a),
-        &dir,
-        "api-a",
-    );
-    let mut api_b = Proc::spawn(
-        &["serve", "--no-workers"],
-        &database_url,
-        Some(port_b),
-        &dir,
-        "api-b",
-    );
+    let mut api_a = Proc::spawn(&["serve", "--no-workers"], &database_url, Some(port_a), &dir, "api-a");
+    let mut api_b = Proc::spawn(&["serve", "--no-workers"], &database_url, Some(port_b), &dir, "api-b");
     let mut worker = Proc::spawn(&["worker"], &database_url, None, &dir, "worker");
     let jwt = JwtKeys::new(TEST_SECRET.as_bytes());
     let d = Deployment {
         client: reqwest::Client::new(),
-        service: jwt
-            .mint("platform", CallerRole::Service, Duration::from_secs(3600))
-            .unwrap(),
+        service: jwt.mint("platform", CallerRole::Service, Duration::from_secs(3600)).unwrap(),
         jwt,
         a: format!("http://127.0.0.1:{port_a}"),
         b: format!("http://127.0.0.1:{port_b}"),
@@ -406,28 +337,18 @@ async fn two_api_processes_and_a_worker_behave_as_one_service() {
         let (d_b, maya, client) = (b.clone(), maya.clone(), d.client.clone());
         tokio::spawn(async move {
             let r = client
-                .post(format!(
-                    "{d_b}/api/agents/{}/negotiations/pickup?wait=10",
-                    maya.0
-                ))
+                .post(format!("{d_b}/api/agents/{}/negotiations/pickup?wait=10", maya.0))
                 .header("x-api-key", &maya.1)
                 .send()
                 .await
                 .unwrap();
             let answered = Instant::now();
-            assert_eq!(
-                r.status(),
-                StatusCode::OK,
-                "the long-poll on B was not woken by the park on A"
-            );
+            assert_eq!(r.status(), StatusCode::OK, "the long-poll on B was not woken by the park on A");
             (answered, r.json::<Value>().await.unwrap())
         })
     };
     assert!(
-        eventually(Duration::from_secs(10), || async {
-            d.waiters(&b).await >= 1.0
-        })
-        .await,
+        eventually(Duration::from_secs(10), || async { d.waiters(&b).await >= 1.0 }).await,
         "the pickup never started waiting on B (logs in {logs})"
     );
     let first = d.negotiate(&a, "maya").await;
@@ -440,30 +361,18 @@ async fn two_api_processes_and_a_worker_behave_as_one_service() {
     } else {
         -parked_on_a.duration_since(woken_on_b).as_secs_f64()
     } * 1e3;
-    eprintln!(
-        "scale-out: B answered the long-poll {signed_ms:.1} ms after A answered the create that parked the turn"
-    );
+    eprintln!("scale-out: B answered the long-poll {signed_ms:.1} ms after A answered the create that parked the turn");
     assert_eq!(turn["negotiationId"], first.as_str());
     assert_eq!(turn["turn"]["number"], 1);
-    assert!(
-        wake < WAKE_BOUND,
-        "the wake-up across processes took {wake:?}"
-    );
+    assert!(wake < WAKE_BOUND, "the wake-up across processes took {wake:?}");
 
     // (c) A turn made through A (with the claim B handed out) shows on B's event stream.
     let r = d.respond(&a, &maya, &turn, "counter").await;
-    assert_eq!(
-        r.status(),
-        StatusCode::OK,
-        "a claim from B is answered through A"
-    );
+    assert_eq!(r.status(), StatusCode::OK, "a claim from B is answered through A");
     let mut seen_on_b = false;
     let deadline = Instant::now() + Duration::from_secs(5);
     while !seen_on_b && Instant::now() < deadline {
-        let Some(ev) = events_on_b
-            .next(deadline.saturating_duration_since(Instant::now()))
-            .await
-        else {
+        let Some(ev) = events_on_b.next(deadline.saturating_duration_since(Instant::now())).await else {
             break;
         };
         seen_on_b = ev.event == "negotiation.turn"
@@ -471,35 +380,20 @@ async fn two_api_processes_and_a_worker_behave_as_one_service() {
             && ev.data["turnNumber"] == 1
             && ev.data["action"] == "counter";
     }
-    assert!(
-        seen_on_b,
-        "B's event stream did not show the turn made through A (logs in {logs})"
-    );
+    assert!(seen_on_b, "B's event stream did not show the turn made through A (logs in {logs})");
 
     // (b) A claim taken on A and never answered lapses; the worker's claim timer parks the turn
     // again and wakes the other agent of that user, waiting on B.
     let (noor, noor_second) = (d.agent(&a, "noor").await, d.agent(&b, "noor").await);
     let second = d.negotiate(&a, "noor").await;
-    let claimed = d
-        .pickup(&a, &noor, 0)
-        .await
-        .expect("the parked turn is claimed on A");
+    let claimed = d.pickup(&a, &noor, 0).await.expect("the parked turn is claimed on A");
     assert_eq!(claimed["negotiationId"], second.as_str());
     let claimed_at = Instant::now();
-    let again = d
-        .pickup(&b, &noor_second, 10)
-        .await
-        .expect("the lapsed claim came back on B");
+    let again = d.pickup(&b, &noor_second, 10).await.expect("the lapsed claim came back on B");
     let lapsed_after = claimed_at.elapsed();
-    eprintln!(
-        "scale-out: the claim lapsed and was picked up again on B after {:.2} s",
-        lapsed_after.as_secs_f64()
-    );
+    eprintln!("scale-out: the claim lapsed and was picked up again on B after {:.2} s", lapsed_after.as_secs_f64());
     assert_eq!(again["negotiationId"], second.as_str());
-    assert_eq!(
-        again["turn"]["number"], claimed["turn"]["number"],
-        "the same turn, handed out again"
-    );
+    assert_eq!(again["turn"]["number"], claimed["turn"]["number"], "the same turn, handed out again");
     assert_ne!(again["claimToken"], claimed["claimToken"]);
     assert!(
         lapsed_after + Duration::from_millis(100) >= CLAIM_TIMEOUT,
@@ -513,11 +407,7 @@ async fn two_api_processes_and_a_worker_behave_as_one_service() {
         "B's long-poll was not woken by the worker's wake-up: {lapsed_after:?}"
     );
     let stale = d.respond(&a, &noor, &claimed, "counter").await;
-    assert_eq!(
-        stale.status(),
-        StatusCode::CONFLICT,
-        "the first claim is stale"
-    );
+    assert_eq!(stale.status(), StatusCode::CONFLICT, "the first claim is stale");
 
     // (d) The worker killed (SIGKILL) while claim timers are pending: nothing fires until a new
     // worker runs, and then every one of them does.
@@ -534,10 +424,7 @@ async fn two_api_processes_and_a_worker_behave_as_one_service() {
     worker.kill9();
     let killed_at = Instant::now();
     // Every claim has lapsed (plus more than a poll interval of the old worker), yet no timer ran.
-    tokio::time::sleep(
-        (CLAIM_TIMEOUT + Duration::from_millis(1500)).saturating_sub(killed_at.elapsed()),
-    )
-    .await;
+    tokio::time::sleep((CLAIM_TIMEOUT + Duration::from_millis(1500)).saturating_sub(killed_at.elapsed())).await;
     let overdue: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM tasks WHERE task_id = ANY($1::uuid[]) AND state = 'claimed' AND claim_expires_at < now()",
     )
@@ -545,11 +432,7 @@ async fn two_api_processes_and_a_worker_behave_as_one_service() {
     .fetch_one(&pool)
     .await
     .unwrap();
-    assert_eq!(
-        overdue as usize,
-        pending.len(),
-        "with no worker running, no claim timer fired"
-    );
+    assert_eq!(overdue as usize, pending.len(), "with no worker running, no claim timer fired");
 
     let worker2 = Proc::spawn(&["worker"], &database_url, None, &dir, "worker-2");
     let all_back = eventually(Duration::from_secs(20), || async {
@@ -562,22 +445,15 @@ async fn two_api_processes_and_a_worker_behave_as_one_service() {
         back == pending.len()
     })
     .await;
-    assert!(
-        all_back,
-        "after a new worker started, every pending claim timer fired (logs in {logs})"
-    );
+    assert!(all_back, "after a new worker started, every pending claim timer fired (logs in {logs})");
     // Each one fired once: the claim came back, nothing else changed.
     for task in &pending {
-        let turns: i64 =
-            sqlx::query_scalar("SELECT count(*) FROM messages WHERE task_id = $1::uuid")
-                .bind(task)
-                .fetch_one(&pool)
-                .await
-                .unwrap();
-        assert_eq!(
-            turns, 1,
-            "only the system's opening turn is stored for {task}"
-        );
+        let turns: i64 = sqlx::query_scalar("SELECT count(*) FROM messages WHERE task_id = $1::uuid")
+            .bind(task)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        assert_eq!(turns, 1, "only the system's opening turn is stored for {task}");
     }
 
     api_a.kill9();

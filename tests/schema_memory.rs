@@ -26,8 +26,9 @@ fn resident() -> usize {
 /// A schema whose patterns weigh nearly what one schema may: five Unicode-class patterns,
 /// distinct per `i`.
 fn heavy(i: usize) -> Value {
-    let props: serde_json::Map<String, Value> =
-        (0..5).map(|j| (format!("p{j}"), json!({"type": "string", "pattern": format!("\\p{{L}}{{6}}{i}x{j}")}))).collect();
+    let props: serde_json::Map<String, Value> = (0..5)
+        .map(|j| (format!("p{j}"), json!({"type": "string", "pattern": format!("\\p{{L}}{{6}}{i}x{j}")})))
+        .collect();
     json!({"type": "object", "properties": props})
 }
 

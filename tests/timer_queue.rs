@@ -10,10 +10,9 @@ use std::{
 
 use chrono::{DateTime, Utc};
 use parley_jobs::{
-    ClaimTimeout, HandlerError, NegotiationDeadline, ParkTimeout, PendingExpiry, TimerHandler,
-    TimerKind, WorkerConfig, cancel_pending_expiry, cancel_timers_for_task, queues, run_workers,
-    schedule_claim_timeout, schedule_deadline, schedule_park_timeout, schedule_pending_expiry,
-    setup,
+    ClaimTimeout, HandlerError, NegotiationDeadline, ParkTimeout, PendingExpiry, TimerHandler, TimerKind, WorkerConfig,
+    cancel_pending_expiry, cancel_timers_for_task, queues, run_workers, schedule_claim_timeout, schedule_deadline,
+    schedule_park_timeout, schedule_pending_expiry, setup,
 };
 use sqlx::{
     AssertSqlSafe, Connection, Executor, PgConnection, PgPool,
@@ -34,7 +33,9 @@ fn admin_options() -> PgConnectOptions {
         Some(url) => url,
         None => {
             let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("test-pg");
-            parley::db::EmbeddedPostgres::start_or_attach(&dir).expect("starting the embedded PostgreSQL").url("postgres")
+            parley::db::EmbeddedPostgres::start_or_attach(&dir)
+                .expect("starting the embedded PostgreSQL")
+                .url("postgres")
         }
     });
     PgConnectOptions::from_str(url).expect("a valid test database URL")
@@ -66,26 +67,14 @@ impl TestDb {
         let mut admin = PgConnection::connect_with(&admin_options())
             .await
             .expect("connect to the admin database (is PostgreSQL running?)");
-        admin
-            .execute(AssertSqlSafe(format!("CREATE DATABASE {name}")))
-            .await
-            .expect("create test database");
+        admin.execute(AssertSqlSafe(format!("CREATE DATABASE {name}"))).await.expect("create test database");
         let options = admin_options().database(&name);
         let pool = Self::pool_for(&options).await;
-        TestDb {
-            name,
-            options,
-            pool,
-            dropped: false,
-        }
+        TestDb { name, options, pool, dropped: false }
     }
 
     async fn pool_for(options: &PgConnectOptions) -> PgPool {
-        PgPoolOptions::new()
-            .max_connections(12)
-            .connect_with(options.clone())
-            .await
-            .expect("connect to test database")
+        PgPoolOptions::new().max_connections(12).connect_with(options.clone()).await.expect("connect to test database")
     }
 
     async fn drop_db(mut self) {
@@ -97,11 +86,7 @@ impl TestDb {
 
 async fn drop_database(name: &str) {
     if let Ok(mut admin) = PgConnection::connect_with(&admin_options()).await {
-        let _ = admin
-            .execute(AssertSqlSafe(format!(
-                "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
-            )))
-            .await;
+        let _ = admin.execute(AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))).await;
     }
 }
 
@@ -112,10 +97,7 @@ impl Drop for TestDb {
         }
         let name = self.name.clone();
         let _ = std::thread::spawn(move || {
-            if let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            {
+            if let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() {
                 rt.block_on(drop_database(&name));
             }
         })
@@ -157,19 +139,11 @@ impl Recorder {
     }
 
     fn times_of(&self, want: &Fired) -> Vec<DateTime<Utc>> {
-        self.all()
-            .into_iter()
-            .filter(|(f, _)| f == want)
-            .map(|(_, at)| at)
-            .collect()
+        self.all().into_iter().filter(|(f, _)| f == want).map(|(_, at)| at).collect()
     }
 
     fn timers(&self) -> Vec<Fired> {
-        self.all()
-            .into_iter()
-            .map(|(f, _)| f)
-            .filter(|f| *f != Fired::Housekeeping)
-            .collect()
+        self.all().into_iter().map(|(f, _)| f).filter(|f| *f != Fired::Housekeeping).collect()
     }
 }
 
@@ -208,11 +182,7 @@ impl TimerHandler for Recorder {
 }
 
 fn cfg(housekeeping_every: Duration) -> WorkerConfig {
-    WorkerConfig {
-        poll_interval: Duration::from_millis(200),
-        housekeeping_every,
-        concurrency: 4,
-    }
+    WorkerConfig { poll_interval: Duration::from_millis(200), housekeeping_every, concurrency: 4 }
 }
 
 /// Running workers plus the way to stop them.
@@ -275,11 +245,7 @@ impl Recorder {
 
 /// The park timer of `task_id`'s turn 3 with `generation`, as its handler receives it.
 fn park(task_id: Uuid, generation: i64) -> Fired {
-    Fired::Park(ParkTimeout {
-        task_id,
-        turn_number: 3,
-        generation,
-    })
+    Fired::Park(ParkTimeout { task_id, turn_number: 3, generation })
 }
 
 /// A claim timer of a task of its own (a task's own claim timer would take its park timer's
@@ -329,19 +295,13 @@ async fn wait_for_rows(pool: &PgPool, sql: &'static str, want: i64, timeout: Dur
         if n == want {
             return;
         }
-        assert!(
-            start.elapsed() < timeout,
-            "timed out waiting for {want} rows of `{sql}` (have {n})"
-        );
+        assert!(start.elapsed() < timeout, "timed out waiting for {want} rows of `{sql}` (have {n})");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
 async fn count_rows(pool: &PgPool, sql: &'static str) -> i64 {
-    sqlx::query_scalar::<_, i64>(sql)
-        .fetch_one(pool)
-        .await
-        .expect("count query")
+    sqlx::query_scalar::<_, i64>(sql).fetch_one(pool).await.expect("count query")
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -551,19 +511,11 @@ async fn timers_survive_a_dropped_worker_runtime() {
         let options = db.options.clone();
         let first = first.clone();
         std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .enable_all()
-                .build()
-                .expect("runtime");
+            let rt =
+                tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("runtime");
             rt.block_on(async {
                 let pool = TestDb::pool_for(&options).await;
-                tokio::spawn(run_workers(
-                    pool,
-                    first,
-                    cfg(Duration::from_secs(60)),
-                    std::future::pending::<()>(),
-                ));
+                tokio::spawn(run_workers(pool, first, cfg(Duration::from_secs(60)), std::future::pending::<()>()));
                 tokio::time::sleep(Duration::from_millis(700)).await;
             });
             rt.shutdown_background();
@@ -590,11 +542,7 @@ async fn timers_survive_a_dropped_worker_runtime() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn housekeeping_runs_periodically_as_one_chain() {
     let db = TestDb::new().await;
-    for (age, status) in [
-        ("2 days", "Done"),
-        ("1 minute", "Done"),
-        ("2 days", "Pending"),
-    ] {
+    for (age, status) in [("2 days", "Done"), ("1 minute", "Done"), ("2 days", "Pending")] {
         sqlx::query(
             "INSERT INTO apalis.jobs (job, id, job_type, status, attempts, max_attempts, run_at, done_at, priority) \
              VALUES ('{}'::bytea, $1, 'parley.claim_timeout', $2, 1, 20, now() + interval '1 day', \
@@ -614,10 +562,7 @@ async fn housekeeping_runs_periodically_as_one_chain() {
     let wb = Workers::start(&db.pool, &b, cfg(every));
     let started = Instant::now();
     let runs = || a.count(|f| *f == Fired::Housekeeping) + b.count(|f| *f == Fired::Housekeeping);
-    wait_for("three housekeeping runs", Duration::from_secs(8), || {
-        runs() >= 3
-    })
-    .await;
+    wait_for("three housekeeping runs", Duration::from_secs(8), || runs() >= 3).await;
     let elapsed = started.elapsed();
     // One chain: exactly one next run armed, and at most that one plus the run in progress.
     let armed = count_rows(
@@ -635,11 +580,8 @@ async fn housekeeping_runs_periodically_as_one_chain() {
     .await;
     assert!(live <= 2, "{live} live housekeeping jobs");
     // Runs are spaced by the period (whole-second run_at), not back to back.
-    let mut times: Vec<_> = a
-        .times_of(&Fired::Housekeeping)
-        .into_iter()
-        .chain(b.times_of(&Fired::Housekeeping))
-        .collect();
+    let mut times: Vec<_> =
+        a.times_of(&Fired::Housekeeping).into_iter().chain(b.times_of(&Fired::Housekeeping)).collect();
     times.sort();
     for pair in times.windows(2) {
         assert!(
@@ -647,10 +589,7 @@ async fn housekeeping_runs_periodically_as_one_chain() {
             "housekeeping runs too close together: {times:?}"
         );
     }
-    assert!(
-        elapsed >= Duration::from_millis(1500),
-        "three runs took {elapsed:?}"
-    );
+    assert!(elapsed >= Duration::from_millis(1500), "three runs took {elapsed:?}");
 
     let claims: Vec<String> = sqlx::query_scalar(
         "SELECT status || coalesce(':' || (now() - done_at < interval '1 hour')::text, '') \
@@ -693,28 +632,18 @@ async fn apalis_setup_coexists_with_the_service_migrator() {
     let db = TestDb::empty().await;
     let dir = std::env::temp_dir().join(format!("parley_jobs_migrations_{}", Uuid::now_v7()));
     std::fs::create_dir_all(&dir).expect("migrations dir");
-    std::fs::write(
-        dir.join("20260101000001_service.sql"),
-        "CREATE TABLE service_table (id BIGINT PRIMARY KEY);",
-    )
-    .expect("migration file");
-    let service = sqlx::migrate::Migrator::new(dir.as_path())
-        .await
-        .expect("migrator");
+    std::fs::write(dir.join("20260101000001_service.sql"), "CREATE TABLE service_table (id BIGINT PRIMARY KEY);")
+        .expect("migration file");
+    let service = sqlx::migrate::Migrator::new(dir.as_path()).await.expect("migrator");
 
     service.run(&db.pool).await.expect("service first");
     setup(&db.pool).await.expect("apalis second");
     service.run(&db.pool).await.expect("service again");
     setup(&db.pool).await.expect("apalis again");
 
-    let service_versions =
-        count_rows(&db.pool, "SELECT count(*) FROM public._sqlx_migrations").await;
-    assert_eq!(
-        service_versions, 1,
-        "the service's history holds only its own migrations"
-    );
-    let apalis_versions =
-        count_rows(&db.pool, "SELECT count(*) FROM apalis._sqlx_migrations").await;
+    let service_versions = count_rows(&db.pool, "SELECT count(*) FROM public._sqlx_migrations").await;
+    assert_eq!(service_versions, 1, "the service's history holds only its own migrations");
+    let apalis_versions = count_rows(&db.pool, "SELECT count(*) FROM apalis._sqlx_migrations").await;
     assert!(apalis_versions > 10, "apalis keeps its own history");
 
     // And the other order, on a second fresh database.

@@ -48,8 +48,8 @@ pub use payload::{
 };
 pub use schedule::{
     MAX_ATTEMPTS, cancel_delegation_timeout, cancel_pending_expiry, cancel_timers_for_task, new_timer_id,
-    pending_timer_at, schedule_claim_timeout, schedule_deadline, schedule_delegation_timeout,
-    schedule_park_timeout, schedule_pending_expiry, schedule_system_turn, turn_timer_at,
+    pending_timer_at, schedule_claim_timeout, schedule_deadline, schedule_delegation_timeout, schedule_park_timeout,
+    schedule_pending_expiry, schedule_system_turn, turn_timer_at,
 };
 pub use worker::{HandlerError, TIMERS_SQL, TimerHandler, WorkerConfig, run_workers, setup};
 

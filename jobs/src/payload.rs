@@ -191,11 +191,7 @@ mod tests {
     #[test]
     fn payloads_are_camel_case_and_tolerate_unknown_fields() {
         let id = Uuid::now_v7();
-        let t = ParkTimeout {
-            task_id: id,
-            turn_number: 3,
-            generation: 7,
-        };
+        let t = ParkTimeout { task_id: id, turn_number: 3, generation: 7 };
         let json = serde_json::to_value(t).expect("encode");
         assert_eq!(json["taskId"], id.to_string());
         assert_eq!(json["turnNumber"], 3);
@@ -209,10 +205,7 @@ mod tests {
 
         let h: Housekeeping = serde_json::from_str(r#"{"anything": 1}"#).expect("decode");
         assert_eq!(h, Housekeeping {});
-        assert_eq!(
-            serde_json::to_string(&Housekeeping {}).expect("encode"),
-            "{}"
-        );
+        assert_eq!(serde_json::to_string(&Housekeeping {}).expect("encode"), "{}");
     }
 
     #[test]

@@ -71,11 +71,14 @@ pub async fn schedule_park_timeout(
     t: &ParkTimeout,
     run_at: DateTime<Utc>,
 ) -> Result<(), JobsError> {
-    arm_with_new_id(conn, sqlx::query("SELECT parley_jobs.arm_park_timeout($1, $2, $3, $4, $5)")
-        .bind(t.task_id)
-        .bind(i32::try_from(t.turn_number).unwrap_or(i32::MAX))
-        .bind(t.generation)
-        .bind(run_at))
+    arm_with_new_id(
+        conn,
+        sqlx::query("SELECT parley_jobs.arm_park_timeout($1, $2, $3, $4, $5)")
+            .bind(t.task_id)
+            .bind(i32::try_from(t.turn_number).unwrap_or(i32::MAX))
+            .bind(t.generation)
+            .bind(run_at),
+    )
     .await
 }
 
@@ -85,10 +88,13 @@ pub async fn schedule_claim_timeout(
     t: &ClaimTimeout,
     run_at: DateTime<Utc>,
 ) -> Result<(), JobsError> {
-    arm_with_new_id(conn, sqlx::query("SELECT parley_jobs.arm_claim_timeout($1, $2, $3, $4)")
-        .bind(t.task_id)
-        .bind(t.generation)
-        .bind(run_at))
+    arm_with_new_id(
+        conn,
+        sqlx::query("SELECT parley_jobs.arm_claim_timeout($1, $2, $3, $4)")
+            .bind(t.task_id)
+            .bind(t.generation)
+            .bind(run_at),
+    )
     .await
 }
 
@@ -117,10 +123,13 @@ pub async fn schedule_delegation_timeout(
     t: &DelegationTimeout,
     run_at: DateTime<Utc>,
 ) -> Result<(), JobsError> {
-    arm_with_new_id(conn, sqlx::query("SELECT parley_jobs.arm_delegation_timeout($1, $2, $3, $4)")
-        .bind(t.delegation_id)
-        .bind(t.attempt)
-        .bind(run_at))
+    arm_with_new_id(
+        conn,
+        sqlx::query("SELECT parley_jobs.arm_delegation_timeout($1, $2, $3, $4)")
+            .bind(t.delegation_id)
+            .bind(t.attempt)
+            .bind(run_at),
+    )
     .await
 }
 
@@ -136,10 +145,7 @@ async fn arm_with_new_id(conn: &mut PgConnection, call: Query<'_, Postgres, PgAr
 }
 
 /// Cancels the still-pending timer of `delegation_id`; returns how many were deleted.
-pub async fn cancel_delegation_timeout(
-    conn: &mut PgConnection,
-    delegation_id: Uuid,
-) -> Result<u64, JobsError> {
+pub async fn cancel_delegation_timeout(conn: &mut PgConnection, delegation_id: Uuid) -> Result<u64, JobsError> {
     let deleted: i64 = sqlx::query_scalar("SELECT parley_jobs.disarm_delegation_timeout($1)")
         .bind(delegation_id)
         .fetch_one(conn)
@@ -185,30 +191,15 @@ pub async fn pending_timer_at(
 }
 
 /// Cancels the still-pending expiry timer of `opportunity_id`; returns how many were deleted.
-pub async fn cancel_pending_expiry(
-    conn: &mut PgConnection,
-    opportunity_id: Uuid,
-) -> Result<u64, JobsError> {
-    disarm(
-        conn,
-        queues::PENDING_EXPIRY,
-        &pending_expiry_key(opportunity_id),
-    )
-    .await
+pub async fn cancel_pending_expiry(conn: &mut PgConnection, opportunity_id: Uuid) -> Result<u64, JobsError> {
+    disarm(conn, queues::PENDING_EXPIRY, &pending_expiry_key(opportunity_id)).await
 }
 
 /// Deletes the still-pending job(s) holding `key` in `queue` and detaches the key from every
 /// other row; returns the number of pending jobs deleted. See the module docs for the order.
-pub(crate) async fn disarm(
-    conn: &mut PgConnection,
-    queue: &str,
-    key: &str,
-) -> Result<u64, JobsError> {
-    let deleted: i64 = sqlx::query_scalar("SELECT parley_jobs.disarm($1, $2)")
-        .bind(queue)
-        .bind(key)
-        .fetch_one(conn)
-        .await?;
+pub(crate) async fn disarm(conn: &mut PgConnection, queue: &str, key: &str) -> Result<u64, JobsError> {
+    let deleted: i64 =
+        sqlx::query_scalar("SELECT parley_jobs.disarm($1, $2)").bind(queue).bind(key).fetch_one(conn).await?;
     Ok(u64::try_from(deleted).unwrap_or(0))
 }
 

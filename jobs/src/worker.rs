@@ -37,8 +37,8 @@ use std::{
 };
 
 use apalis::prelude::{
-    Attempt, BackendExt, BoxDynError, Codec, Event, Monitor, PollSnapshot, PollStrategy, TaskId,
-    WorkerBuilder, WorkerBuilderExt,
+    Attempt, BackendExt, BoxDynError, Codec, Event, Monitor, PollSnapshot, PollStrategy, TaskId, WorkerBuilder,
+    WorkerBuilderExt,
 };
 use apalis_postgres::{Config, PostgresStorage};
 use chrono::Utc;
@@ -73,28 +73,15 @@ const MAX_RESTART_DELAY: Duration = Duration::from_secs(30);
 /// when the timer turned out to be stale. An `Err` is logged and the timer retried with backoff.
 pub trait TimerHandler: Clone + Send + Sync + 'static {
     /// A parked turn's park timeout came due.
-    fn park_timeout(&self, t: ParkTimeout)
-    -> impl Future<Output = Result<(), HandlerError>> + Send;
+    fn park_timeout(&self, t: ParkTimeout) -> impl Future<Output = Result<(), HandlerError>> + Send;
     /// A claim's expiry came due.
-    fn claim_timeout(
-        &self,
-        t: ClaimTimeout,
-    ) -> impl Future<Output = Result<(), HandlerError>> + Send;
+    fn claim_timeout(&self, t: ClaimTimeout) -> impl Future<Output = Result<(), HandlerError>> + Send;
     /// A personal-vs-personal negotiation's deadline came due.
-    fn negotiation_deadline(
-        &self,
-        t: NegotiationDeadline,
-    ) -> impl Future<Output = Result<(), HandlerError>> + Send;
+    fn negotiation_deadline(&self, t: NegotiationDeadline) -> impl Future<Output = Result<(), HandlerError>> + Send;
     /// A pending opportunity's TTL came due.
-    fn pending_expiry(
-        &self,
-        t: PendingExpiry,
-    ) -> impl Future<Output = Result<(), HandlerError>> + Send;
+    fn pending_expiry(&self, t: PendingExpiry) -> impl Future<Output = Result<(), HandlerError>> + Send;
     /// A delegation attempt's deadline came due.
-    fn delegation_timeout(
-        &self,
-        t: DelegationTimeout,
-    ) -> impl Future<Output = Result<(), HandlerError>> + Send;
+    fn delegation_timeout(&self, t: DelegationTimeout) -> impl Future<Output = Result<(), HandlerError>> + Send;
     /// A system turn a model decides came due.
     fn system_turn(&self, t: SystemTurn) -> impl Future<Output = Result<(), HandlerError>> + Send;
     /// The periodic housekeeping run (resume stale `working` tasks, ...). Apalis rows are already
@@ -156,11 +143,7 @@ pub struct WorkerConfig {
 
 impl Default for WorkerConfig {
     fn default() -> Self {
-        Self {
-            poll_interval: Duration::from_secs(1),
-            housekeeping_every: Duration::from_secs(300),
-            concurrency: 8,
-        }
+        Self { poll_interval: Duration::from_secs(1), housekeeping_every: Duration::from_secs(300), concurrency: 8 }
     }
 }
 
@@ -199,14 +182,10 @@ pub async fn run_workers<H: TimerHandler>(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), JobsError> {
     if cfg.poll_interval.is_zero() {
-        return Err(JobsError::Config(
-            "poll_interval must be greater than zero".into(),
-        ));
+        return Err(JobsError::Config("poll_interval must be greater than zero".into()));
     }
     if cfg.housekeeping_every.is_zero() {
-        return Err(JobsError::Config(
-            "housekeeping_every must be greater than zero".into(),
-        ));
+        return Err(JobsError::Config("housekeeping_every must be greater than zero".into()));
     }
     if cfg.concurrency == 0 {
         return Err(JobsError::Config("concurrency must be at least 1".into()));
@@ -226,12 +205,8 @@ pub async fn run_workers<H: TimerHandler>(
         })
         .shutdown_timeout(SHUTDOWN_GRACE);
     for kind in QueueKind::ALL {
-        let dispatch = Dispatch {
-            handler: handler.clone(),
-            pool: pool.clone(),
-            kind,
-            housekeeping_every: cfg.housekeeping_every,
-        };
+        let dispatch =
+            Dispatch { handler: handler.clone(), pool: pool.clone(), kind, housekeeping_every: cfg.housekeeping_every };
         monitor = register(monitor, dispatch, instance, cfg);
     }
     monitor
@@ -311,12 +286,7 @@ struct Dispatch<H> {
 }
 
 /// Adds the worker of `dispatch.kind`'s queue to `monitor`. Each (re)start gets a fresh name.
-fn register<H: TimerHandler>(
-    monitor: Monitor,
-    dispatch: Dispatch<H>,
-    instance: Ulid,
-    cfg: WorkerConfig,
-) -> Monitor {
+fn register<H: TimerHandler>(monitor: Monitor, dispatch: Dispatch<H>, instance: Ulid, cfg: WorkerConfig) -> Monitor {
     monitor.register(move |restarts| {
         let queue = dispatch.kind.queue();
         let config = Config::default()
@@ -342,9 +312,7 @@ fn register<H: TimerHandler>(
             .backend(backend)
             .catch_panic()
             .concurrency(cfg.concurrency)
-            .build(move |raw: RawPayload, id: TaskId, attempt: Attempt| {
-                run_one(dispatch.clone(), raw, id, attempt)
-            })
+            .build(move |raw: RawPayload, id: TaskId, attempt: Attempt| run_one(dispatch.clone(), raw, id, attempt))
     })
 }
 
@@ -372,11 +340,7 @@ impl PollStrategy for Ticker {
             ticked = true;
         }
         tracing::trace!(queue = self.queue, ticked, "poll tick");
-        if ticked {
-            Poll::Ready(Some(()))
-        } else {
-            Poll::Pending
-        }
+        if ticked { Poll::Ready(Some(())) } else { Poll::Pending }
     }
 }
 
@@ -391,9 +355,7 @@ fn restart_delay(restarts: usize) -> Duration {
 
 /// Delay before retrying a timer whose handler failed on `attempt` (1-based).
 fn retry_delay(attempt: usize) -> Duration {
-    let exp = u32::try_from(attempt.saturating_sub(1))
-        .unwrap_or(u32::MAX)
-        .min(16);
+    let exp = u32::try_from(attempt.saturating_sub(1)).unwrap_or(u32::MAX).min(16);
     Duration::from_secs(1u64 << exp).min(MAX_RETRY_DELAY)
 }
 
@@ -406,9 +368,7 @@ async fn run_one<H: TimerHandler>(
 ) -> Result<(), BoxDynError> {
     let job_id = id.to_string();
     let span = info_span!("timer", queue = d.kind.queue(), job_id = %job_id);
-    dispatch(d, raw, job_id, attempt.current())
-        .instrument(span)
-        .await
+    dispatch(d, raw, job_id, attempt.current()).instrument(span).await
 }
 
 /// Decodes the payload for `d.kind` and calls the matching handler method.
@@ -461,10 +421,8 @@ fn decode<P: DeserializeOwned>(raw: &RawPayload) -> Result<P, serde_json::Error>
 /// Gives up on a job whose payload does not decode: no retries, error kept in `last_result`.
 async fn reject(pool: &PgPool, job_id: &str, e: serde_json::Error) -> Result<(), BoxDynError> {
     error!(error = %e, "timer payload does not decode; dropping this timer");
-    if let Err(db) = sqlx::query("UPDATE apalis.jobs SET max_attempts = 0 WHERE id = $1")
-        .bind(job_id)
-        .execute(pool)
-        .await
+    if let Err(db) =
+        sqlx::query("UPDATE apalis.jobs SET max_attempts = 0 WHERE id = $1").bind(job_id).execute(pool).await
     {
         warn!(error = %db, "could not mark an undecodable timer as final");
     }
@@ -489,15 +447,7 @@ async fn housekeeping<H: TimerHandler>(d: &Dispatch<H>) -> Result<(), HandlerErr
     let next = Utc::now() + chrono::Duration::from_std(d.housekeeping_every)?;
     let mut tx = d.pool.begin().await?;
     sqlx::query(HOUSEKEEPING_LOCK).execute(&mut *tx).await?;
-    arm(
-        &mut tx,
-        queues::HOUSEKEEPING,
-        HOUSEKEEPING_KEY,
-        &Housekeeping {},
-        next,
-    )
-    .await
-    .map_err(HandlerError::new)?;
+    arm(&mut tx, queues::HOUSEKEEPING, HOUSEKEEPING_KEY, &Housekeeping {}, next).await.map_err(HandlerError::new)?;
     tx.commit().await?;
 
     let (jobs, workers) = prune(&d.pool).await?;
@@ -552,14 +502,7 @@ async fn ensure_housekeeping(pool: &PgPool, every: Duration) -> Result<(), JobsE
     .fetch_one(&mut *tx)
     .await?;
     if live != Some(true) {
-        arm(
-            &mut tx,
-            queues::HOUSEKEEPING,
-            HOUSEKEEPING_KEY,
-            &Housekeeping {},
-            Utc::now(),
-        )
-        .await?;
+        arm(&mut tx, queues::HOUSEKEEPING, HOUSEKEEPING_KEY, &Housekeeping {}, Utc::now()).await?;
     }
     tx.commit().await?;
     Ok(())

@@ -52,7 +52,8 @@ pub fn check_turn(answer: &Value, number: u32) -> Result<Value, String> {
 
 /// Checks a delegation's answer; `output` is the capability's output schema, compiled.
 pub fn check_delegation(answer: &Value, output: &Prepared) -> Result<DelegationAnswer, String> {
-    const SHAPES: &str = r#"the answer must be exactly one of {"output": ...}, {"reject": "reason"} or {"error": "message"}"#;
+    const SHAPES: &str =
+        r#"the answer must be exactly one of {"output": ...}, {"reject": "reason"} or {"error": "message"}"#;
     let Some(fields) = answer.as_object().filter(|o| o.len() == 1) else { return Err(SHAPES.into()) };
     let (name, value) = fields.iter().next().expect("one field");
     match name.as_str() {
@@ -62,7 +63,9 @@ pub fn check_delegation(answer: &Value, output: &Prepared) -> Result<DelegationA
         }
         "reject" => match value {
             Value::Null => Ok(DelegationAnswer::Reject(None)),
-            Value::String(reason) => Ok(DelegationAnswer::Reject(Some(reason.trim().to_owned()).filter(|r| !r.is_empty()))),
+            Value::String(reason) => {
+                Ok(DelegationAnswer::Reject(Some(reason.trim().to_owned()).filter(|r| !r.is_empty())))
+            }
             _ => Err("reject must be a reason (a string)".into()),
         },
         "error" => match value.as_str().map(str::trim) {
@@ -161,8 +164,14 @@ mod tests {
         let ok = check_delegation(&json!({"output": {"feedback": "fine"}}), &schema).unwrap();
         assert_eq!(ok, DelegationAnswer::Output(json!({"feedback": "fine"})));
         assert!(check_delegation(&json!({"output": {"other": 1}}), &schema).unwrap_err().contains("output"));
-        assert_eq!(check_delegation(&json!({"reject": " busy "}), &schema).unwrap(), DelegationAnswer::Reject(Some("busy".into())));
-        assert_eq!(check_delegation(&json!({"error": "crashed"}), &schema).unwrap(), DelegationAnswer::Error("crashed".into()));
+        assert_eq!(
+            check_delegation(&json!({"reject": " busy "}), &schema).unwrap(),
+            DelegationAnswer::Reject(Some("busy".into()))
+        );
+        assert_eq!(
+            check_delegation(&json!({"error": "crashed"}), &schema).unwrap(),
+            DelegationAnswer::Error("crashed".into())
+        );
         assert!(check_delegation(&json!({"error": ""}), &schema).is_err());
         assert!(check_delegation(&json!({"output": {}, "reject": "x"}), &schema).is_err());
         assert!(check_delegation(&json!({"feedback": "fine"}), &schema).is_err());

@@ -77,7 +77,8 @@ impl FailureBook {
     pub fn failed(&mut self, item: &str, stage: u32) -> u32 {
         let now = Instant::now();
         self.entries.retain(|_, e| now.duration_since(e.last) < FORGET_AFTER);
-        let entry = self.entries.entry(item.to_owned()).or_insert(Entry { stage, failures: 0, retry_at: now, last: now });
+        let entry =
+            self.entries.entry(item.to_owned()).or_insert(Entry { stage, failures: 0, retry_at: now, last: now });
         if entry.stage != stage {
             *entry = Entry { stage, failures: 0, retry_at: now, last: now };
         }

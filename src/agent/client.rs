@@ -103,13 +103,22 @@ impl Client {
     }
 
     /// One call: the answer's status and JSON body (`Null` when empty).
-    async fn call(&self, method: Method, path: &str, body: Option<&Value>, timeout: Duration) -> Result<(StatusCode, Value), CallError> {
+    async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+        timeout: Duration,
+    ) -> Result<(StatusCode, Value), CallError> {
         let mut request =
             self.http.request(method, format!("{}{path}", self.base)).header("x-api-key", &self.key).timeout(timeout);
         if let Some(body) = body {
             request = request.json(body);
         }
-        let response = request.send().await.map_err(|e| CallError::transient(format!("the service did not answer: {}", plain(&e))))?;
+        let response = request
+            .send()
+            .await
+            .map_err(|e| CallError::transient(format!("the service did not answer: {}", plain(&e))))?;
         let status = response.status();
         let retry_after = response
             .headers()
@@ -117,8 +126,12 @@ impl Client {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok())
             .map(Duration::from_secs);
-        let text = response.text().await.map_err(|e| CallError::transient(format!("the answer was cut off: {}", plain(&e))))?;
-        let body: Value = if text.trim().is_empty() { Value::Null } else { serde_json::from_str(&text).unwrap_or(Value::Null) };
+        let text = response
+            .text()
+            .await
+            .map_err(|e| CallError::transient(format!("the answer was cut off: {}", plain(&e))))?;
+        let body: Value =
+            if text.trim().is_empty() { Value::Null } else { serde_json::from_str(&text).unwrap_or(Value::Null) };
         if status.is_success() {
             return Ok((status, body));
         }
@@ -126,7 +139,9 @@ impl Client {
         let code = body["code"].as_str().unwrap_or("").to_owned();
         Err(match status {
             StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => CallError::KeyRefused(message),
-            StatusCode::TOO_MANY_REQUESTS | StatusCode::REQUEST_TIMEOUT => CallError::Transient { message, retry_after },
+            StatusCode::TOO_MANY_REQUESTS | StatusCode::REQUEST_TIMEOUT => {
+                CallError::Transient { message, retry_after }
+            }
             s if s.is_server_error() => CallError::Transient { message: format!("{message} ({s})"), retry_after },
             s => CallError::Refused { status: s.as_u16(), code, message },
         })
@@ -136,7 +151,9 @@ impl Client {
     pub async fn me(&self) -> Result<Me, CallError> {
         let (_, body) = self.call(Method::GET, "/api/agents/me", None, CALL_TIMEOUT).await?;
         let id = body["id"].as_str().and_then(|id| Uuid::parse_str(id).ok());
-        let Some(id) = id else { return Err(CallError::transient("the service's answer to /api/agents/me names no agent")) };
+        let Some(id) = id else {
+            return Err(CallError::transient("the service's answer to /api/agents/me names no agent"));
+        };
         Ok(Me {
             id,
             name: body["name"].as_str().unwrap_or_default().to_owned(),
@@ -200,7 +217,8 @@ impl Client {
 
     /// `GET /api/agents/{id}/capabilities`: the agent's capabilities.
     pub async fn capabilities(&self, agent: Uuid) -> Result<Vec<Value>, CallError> {
-        let (_, body) = self.call(Method::GET, &format!("/api/agents/{agent}/capabilities"), None, CALL_TIMEOUT).await?;
+        let (_, body) =
+            self.call(Method::GET, &format!("/api/agents/{agent}/capabilities"), None, CALL_TIMEOUT).await?;
         Ok(body["capabilities"].as_array().cloned().unwrap_or_default())
     }
 

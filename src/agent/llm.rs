@@ -60,7 +60,12 @@ impl Model {
     }
 
     /// The model's answer to a delegation: its output, valid under the capability's schema.
-    pub async fn delegation(&self, view: &Value, output_schema: &Value, deadline: Instant) -> Result<DelegationAnswer, Failure> {
+    pub async fn delegation(
+        &self,
+        view: &Value,
+        output_schema: &Value,
+        deadline: Instant,
+    ) -> Result<DelegationAnswer, Failure> {
         let output = compile(output_schema).map_err(Failure)?;
         let check = |value: &Value| {
             output.check(value, "output")?;
@@ -68,7 +73,10 @@ impl Model {
         };
         let system = delegation_instructions(view);
         // A capability's schema need not follow strict mode's subset of JSON Schema.
-        self.chat.ask(system, &task_of(view), "delegation_output", output_schema, false, deadline, check).await.map_err(Failure)
+        self.chat
+            .ask(system, &task_of(view), "delegation_output", output_schema, false, deadline, check)
+            .await
+            .map_err(Failure)
     }
 }
 
@@ -82,7 +90,8 @@ fn turn_instructions(view: &Value, number: u32, is_final: bool) -> String {
          serve your user."
             .to_owned()
     } else if is_final {
-        "This is the last turn the negotiation allows: accept or reject; anything else would end it without a result.".to_owned()
+        "This is the last turn the negotiation allows: accept or reject; anything else would end it without a result."
+            .to_owned()
     } else {
         format!("This is turn {number}.")
     };
@@ -134,5 +143,4 @@ mod tests {
         assert!(first.contains("Allowed now: propose, reject."), "{first}");
         assert!(turn_instructions(&view, 7, true).contains("Allowed now: accept, reject."));
     }
-
 }

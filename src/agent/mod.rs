@@ -145,14 +145,20 @@ impl Worker {
         match self {
             Worker::Program(program) => {
                 let answer = program.run(view, deadline).await?;
-                answer::check_turn(&answer, number).map_err(|e| Failure(format!("the program's answer cannot be sent: {e}")))
+                answer::check_turn(&answer, number)
+                    .map_err(|e| Failure(format!("the program's answer cannot be sent: {e}")))
             }
             Worker::Model(model) => model.turn(view, number, is_final, deadline).await,
         }
     }
 
     /// A checked delegation answer, its output valid under `output_schema`.
-    async fn delegation(&self, view: &Value, output_schema: &Value, deadline: Instant) -> Result<DelegationAnswer, Failure> {
+    async fn delegation(
+        &self,
+        view: &Value,
+        output_schema: &Value,
+        deadline: Instant,
+    ) -> Result<DelegationAnswer, Failure> {
         match self {
             Worker::Program(program) => {
                 let output = compile(output_schema).map_err(Failure)?;
@@ -300,7 +306,9 @@ pub async fn run(options: Options, stop: impl Future<Output = ()>) -> Result<Sum
         match asked {
             Ok(me) => break me,
             Err(CallError::KeyRefused(message)) => return Err(RunError::KeyRefused(message)),
-            Err(e @ CallError::Refused { .. }) => return Err(RunError::Setup(format!("the service refused to name the agent: {e}"))),
+            Err(e @ CallError::Refused { .. }) => {
+                return Err(RunError::Setup(format!("the service refused to name the agent: {e}")));
+            }
             Err(e) => {
                 let wait = backoff.after_failure();
                 tracing::warn!(error = %e, "the service did not answer; trying again in {}", report::took(wait));
@@ -386,7 +394,10 @@ fn check_key(key: &str) -> Result<(), RunError> {
         return Ok(());
     }
     let parts: Vec<&str> = key.split('.').collect();
-    let jwt = parts.len() == 3 && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
+    let jwt = parts.len() == 3
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
     Err(RunError::Setup(if jwt {
         "the key given (PARLEY_AGENT_KEY or --key) is a user token (a JWT), not an agent's API key: register \
          an agent with that token (POST /api/agents, or \"My agents\" on the service's web page) and use the \

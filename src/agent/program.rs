@@ -242,7 +242,9 @@ mod tests {
 
     #[tokio::test]
     async fn the_program_reads_the_item_and_answers_json() {
-        let program = Program::new(r#"python3 -c 'import json, sys; d = json.load(sys.stdin); print(json.dumps({"got": d["n"] + 1}))'"#);
+        let program = Program::new(
+            r#"python3 -c 'import json, sys; d = json.load(sys.stdin); print(json.dumps({"got": d["n"] + 1}))'"#,
+        );
         assert_eq!(program.run(&json!({"n": 41}), soon(20)).await.unwrap(), json!({"got": 42}));
     }
 
@@ -266,7 +268,8 @@ mod tests {
         // The shell starts a sleeper of its own, then waits: both must be stopped.
         let command = format!("sleep 30 & echo $! > {}; wait", marker.display());
         let started = Instant::now();
-        let failed = Program::new(&command).run(&json!({}), Instant::now() + Duration::from_millis(800)).await.unwrap_err();
+        let failed =
+            Program::new(&command).run(&json!({}), Instant::now() + Duration::from_millis(800)).await.unwrap_err();
         assert!(failed.0.contains("did not answer within"), "{failed}");
         assert!(started.elapsed() < Duration::from_secs(10), "stopped at its deadline, not when it ended");
         let pid = std::fs::read_to_string(&marker).unwrap().trim().to_owned();

@@ -73,9 +73,9 @@ pub(super) async fn serve(ctx: Arc<Ctx>) {
     while !ctx.is_stopping() {
         let skip = book.waiting(MAX_SKIP);
         // Wake when the first held-back turn may be tried again: a pickup skipping it would not.
-        let wait = book
-            .next_retry()
-            .map_or(POLL_WAIT, |at| at.saturating_duration_since(Instant::now()).clamp(Duration::from_secs(1), POLL_WAIT));
+        let wait = book.next_retry().map_or(POLL_WAIT, |at| {
+            at.saturating_duration_since(Instant::now()).clamp(Duration::from_secs(1), POLL_WAIT)
+        });
         let picked = tokio::select! {
             picked = ctx.client.pickup(ctx.agent, wait, &skip) => picked,
             () = ctx.until_stopping() => break,
@@ -105,7 +105,15 @@ async fn serve_turn(ctx: &Ctx, book: &mut FailureBook, mut pickup: Value) {
     };
     if book.is_waiting(&claim.negotiation) {
         // The agent's own live claim came back (the answer to an earlier release was lost).
-        give_back(ctx, &claim, claim.deadline, "the agent holds back from this turn after its worker failed on it", Done::TurnReleased, started).await;
+        give_back(
+            ctx,
+            &claim,
+            claim.deadline,
+            "the agent holds back from this turn after its worker failed on it",
+            Done::TurnReleased,
+            started,
+        )
+        .await;
         return;
     }
     // The worker gets the turn without the claim token: the runner alone answers.
@@ -124,7 +132,15 @@ async fn serve_turn(ctx: &Ctx, book: &mut FailureBook, mut pickup: Value) {
                 "turn lost before it was answered: {why}");
         }
         Work::GivenUp(deadline) => {
-            give_back(ctx, &claim, deadline, "the agent's runner stopped before its worker answered", Done::TurnGivenBack, started).await;
+            give_back(
+                ctx,
+                &claim,
+                deadline,
+                "the agent's runner stopped before its worker answered",
+                Done::TurnGivenBack,
+                started,
+            )
+            .await;
         }
     }
 }
@@ -160,7 +176,14 @@ async fn work(ctx: &Ctx, claim: &Claim, view: &Value) -> Work {
 }
 
 /// Sends the worker's answer under the claim.
-async fn answer(ctx: &Ctx, book: &mut FailureBook, claim: &Claim, mut body: Value, deadline: Instant, started: Instant) {
+async fn answer(
+    ctx: &Ctx,
+    book: &mut FailureBook,
+    claim: &Claim,
+    mut body: Value,
+    deadline: Instant,
+    started: Instant,
+) {
     body["claimToken"] = json!(claim.token);
     let action = body["action"].as_str().unwrap_or_default().to_owned();
     match ctx.persist(deadline, || ctx.client.respond(ctx.agent, &claim.negotiation, &body)).await {
@@ -199,7 +222,8 @@ async fn fail(ctx: &Ctx, book: &mut FailureBook, claim: &Claim, reason: String, 
              system negotiator to hand it to; it waits for an agent of the user until the negotiation's deadline \
              ends it. Fix the worker, or answer the turn with another agent");
     }
-    let (outcome, done) = if handing_back { ("handed_back", Done::TurnHandedBack) } else { ("released", Done::TurnReleased) };
+    let (outcome, done) =
+        if handing_back { ("handed_back", Done::TurnHandedBack) } else { ("released", Done::TurnReleased) };
     match released {
         Ok(_) => {
             if handing_back {
@@ -222,7 +246,8 @@ async fn fail(ctx: &Ctx, book: &mut FailureBook, claim: &Claim, reason: String, 
 /// Gives the turn back without the worker having failed on it (the runner is stopping, or holds
 /// back from it).
 async fn give_back(ctx: &Ctx, claim: &Claim, deadline: Instant, reason: &str, done: Done, started: Instant) {
-    match ctx.persist(deadline, || ctx.client.release(ctx.agent, &claim.negotiation, &claim.token, reason, false)).await {
+    match ctx.persist(deadline, || ctx.client.release(ctx.agent, &claim.negotiation, &claim.token, reason, false)).await
+    {
         Ok(_) => {
             ctx.tally.count(done);
             tracing::info!(negotiation = %claim.negotiation, turn = claim.number, outcome = "given_back", took = %took(started.elapsed()),

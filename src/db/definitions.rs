@@ -157,10 +157,8 @@ mod tests {
     #[test]
     fn every_file_of_the_folder_is_listed_once_in_order() {
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/migrations/functions");
-        let mut files: Vec<String> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .collect();
+        let mut files: Vec<String> =
+            std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
         files.sort();
         let listed: Vec<String> = DEFINITIONS.iter().map(|d| format!("{}.sql", d.name)).collect();
         assert_eq!(listed, files);

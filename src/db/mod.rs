@@ -28,11 +28,7 @@ pub struct Database {
 
 /// Connects to `database_url`, or starts the embedded server in `data_dir`; creates the database
 /// if it is missing and runs the migrations.
-pub async fn open(
-    database_url: Option<&str>,
-    data_dir: &std::path::Path,
-    pool_size: u32,
-) -> anyhow::Result<Database> {
+pub async fn open(database_url: Option<&str>, data_dir: &std::path::Path, pool_size: u32) -> anyhow::Result<Database> {
     let (url, embedded) = match database_url {
         Some(url) => (url.to_owned(), None),
         None => {
@@ -106,9 +102,8 @@ pub async fn create_database_if_missing(url: &str) -> anyhow::Result<()> {
     let options = PgConnectOptions::from_str(url).context("parsing the database URL")?;
     let name = options.get_database().unwrap_or("postgres").to_owned();
     let admin = options.clone().database("postgres");
-    let mut conn = PgConnection::connect_with(&admin)
-        .await
-        .with_context(|| format!("connecting to {}", redact(url)))?;
+    let mut conn =
+        PgConnection::connect_with(&admin).await.with_context(|| format!("connecting to {}", redact(url)))?;
     let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)")
         .bind(&name)
         .fetch_one(&mut conn)

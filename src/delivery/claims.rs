@@ -156,7 +156,11 @@ impl Engine {
     /// One pickup attempt, in one statement: authenticates the key, then returns the agent's
     /// live claim, else claims the oldest turn parked for its user that is not one of the
     /// negotiations in `skip`. Also returns the agent.
-    pub async fn try_pickup(&self, key: &AgentKey, skip: &[Uuid]) -> Result<(AgentIdentity, Option<Claim>), DeliveryError> {
+    pub async fn try_pickup(
+        &self,
+        key: &AgentKey,
+        skip: &[Uuid],
+    ) -> Result<(AgentIdentity, Option<Claim>), DeliveryError> {
         let found = {
             let mut conn = self.pool.acquire().await?;
             turn_delivery::pickup(
@@ -195,7 +199,12 @@ impl Engine {
     /// another agent keeps waiting for the rest of its time. Turns of the negotiations in `skip`
     /// are passed over (an agent backing off on them); the agent's own live claim is returned
     /// whatever `skip` says, so that a retried pickup never strands a turn.
-    pub async fn pickup(&self, key: &AgentKey, wait: Option<Duration>, skip: &[Uuid]) -> Result<Option<Claim>, DeliveryError> {
+    pub async fn pickup(
+        &self,
+        key: &AgentKey,
+        wait: Option<Duration>,
+        skip: &[Uuid],
+    ) -> Result<Option<Claim>, DeliveryError> {
         let (agent, claim) = self.try_pickup(key, skip).await?;
         // Marked at the start: a long-poll counts as seen while it waits (see `liveness`).
         self.seen(agent.agent_id).await;
@@ -252,7 +261,12 @@ impl Engine {
 
     /// Pushes the holder's claim expiry to now + claim timeout.
     /// Returns the task as extended; its token is unchanged.
-    pub async fn extend(&self, agent: &AgentIdentity, task_id: Uuid, token: Option<&str>) -> Result<Task, DeliveryError> {
+    pub async fn extend(
+        &self,
+        agent: &AgentIdentity,
+        task_id: Uuid,
+        token: Option<&str>,
+    ) -> Result<Task, DeliveryError> {
         let mut tx = self.pool.begin().await?;
         let mut task = self.lock_visible(&mut tx, agent, task_id).await?;
         Self::check_holder(&task, agent, self.claim_proof(task_id, token))?;

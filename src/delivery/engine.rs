@@ -288,7 +288,12 @@ impl Engine {
     /// In a mixed negotiation the park timer is armed for the park window of that user: the
     /// offline window when none of the user's agents is live, else `PARLEY_PARK_TIMEOUT`
     /// ([`Engine::park_window`]); when it fires, the handler decides again from the state then.
-    async fn park_in(&self, tx: &mut sqlx::PgConnection, task: &tasks::Task, turn_number: u32) -> Result<(), DeliveryError> {
+    async fn park_in(
+        &self,
+        tx: &mut sqlx::PgConnection,
+        task: &tasks::Task,
+        turn_number: u32,
+    ) -> Result<(), DeliveryError> {
         let side = Side::for_turn(turn_number);
         let user = task.user_id(side);
         let park_timeout = if Self::falls_back(task) { Some(self.park_window(tx, user).await?) } else { None };
@@ -317,8 +322,7 @@ impl Engine {
         let own = task.context(side)?;
         // The other user as this side may see them: shared intents, no deal-breakers.
         let other = task.context(side.other())?.as_seen_by_other_side();
-        let seed: SeedAssessment =
-            serde_json::from_value(task.seed_assessment.clone()).map_err(anyhow::Error::from)?;
+        let seed: SeedAssessment = serde_json::from_value(task.seed_assessment.clone()).map_err(anyhow::Error::from)?;
         let decision = negotiator::decide(
             &self.negotiator,
             &Situation {

@@ -109,4 +109,3 @@ impl From<sqlx::Error> for DeliveryError {
         DeliveryError::Unexpected(e.into())
     }
 }
-

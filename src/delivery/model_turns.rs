@@ -25,13 +25,12 @@
 //! - **Bounded.** At most `PARLEY_NEGOTIATOR_MODEL_CONCURRENCY` calls are in flight per process;
 //!   each outcome is counted in `/metrics` (`parley_negotiator_model_calls_total`).
 
-
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use super::{DeliveryError, Engine, engine::Concluded, engine::Next, engine::next_step};
 use crate::{
-    domain::{Action, DecidedBy, FallbackReason, Played, Side, TaskEvent, TaskState, Turn, action_allowed, SideKind},
+    domain::{Action, DecidedBy, FallbackReason, Played, Side, SideKind, TaskEvent, TaskState, Turn, action_allowed},
     negotiator::{self, Concern, Evaluation, evidence::Distrust},
     store::{messages, tasks, tasks::Task},
 };
@@ -250,13 +249,16 @@ impl Engine {
             let schema = answer_schema(&allowed);
             model
                 .chat
-                .ask(instructions(&own, &other, &allowed), &facts, "system_turn", &schema, true, deadline, |v| check(v, &allowed))
+                .ask(instructions(&own, &other, &allowed), &facts, "system_turn", &schema, true, deadline, |v| {
+                    check(v, &allowed)
+                })
                 .await
         };
         let (turn, outcome) = match answer {
             Err(why) => {
                 let mut turn = rules;
-                turn.reasoning = format!("The model {name} gave no usable answer ({why}); the rules decided. {}", turn.reasoning);
+                turn.reasoning =
+                    format!("The model {name} gave no usable answer ({why}); the rules decided. {}", turn.reasoning);
                 (turn, ModelOutcome::Failed)
             }
             Ok(answer) => match overruled(&answer, &evaluation, &allowed) {
@@ -335,14 +337,21 @@ fn overruled(answer: &Answer, eval: &Evaluation, allowed: &[Action]) -> Option<(
             Concern::Denied(_) => "the other side says its user lacks what is needed".to_owned(),
             Concern::Axis { axis, .. } => format!("the {axis} does not fit"),
         }
-    } else if let Some(d @ (Distrust::Unsupported | Distrust::Contradicted | Distrust::Instructions | Distrust::LookAlikes)) = eval.distrust {
+    } else if let Some(
+        d @ (Distrust::Unsupported | Distrust::Contradicted | Distrust::Instructions | Distrust::LookAlikes),
+    ) = eval.distrust
+    {
         d.as_str().to_owned()
     } else if answer.action == Action::Accept && eval.grounded < negotiator::NegotiatorConfig::default().min_grounded {
         "the other user's profile grounds too little of the need".to_owned()
     } else {
         return None;
     };
-    let instead = if answer.action == Action::Propose || !allowed.contains(&Action::Counter) { Action::Reject } else { Action::Counter };
+    let instead = if answer.action == Action::Propose || !allowed.contains(&Action::Counter) {
+        Action::Reject
+    } else {
+        Action::Counter
+    };
     Some((instead, why))
 }
 

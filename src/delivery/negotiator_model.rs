@@ -19,7 +19,11 @@ impl ModelNegotiator {
     /// The model the configuration names.
     pub fn new(cfg: &NegotiatorModelConfig) -> anyhow::Result<ModelNegotiator> {
         Ok(ModelNegotiator {
-            chat: ChatModel::new(&cfg.url, &cfg.model, cfg.api_key.as_ref().map(|k| secrecy::ExposeSecret::expose_secret(k).to_owned()))?,
+            chat: ChatModel::new(
+                &cfg.url,
+                &cfg.model,
+                cfg.api_key.as_ref().map(|k| secrecy::ExposeSecret::expose_secret(k).to_owned()),
+            )?,
             timeout: cfg.timeout,
             permits: Semaphore::new(cfg.concurrency.max(1) as usize),
         })

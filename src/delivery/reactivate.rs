@@ -18,9 +18,7 @@ use uuid::Uuid;
 
 use super::{DeliveryError, Engine, Started, start::Round};
 use crate::{
-    domain::{
-        OpportunityEvent, OpportunityStatus, PreviousRound, SeedAssessment, Side, UserContext,
-    },
+    domain::{OpportunityEvent, OpportunityStatus, PreviousRound, SeedAssessment, Side, UserContext},
     store::{events, messages, opportunities, tasks},
 };
 
@@ -39,33 +37,21 @@ impl Engine {
     /// Starts a new round for a `stalled` or `expired` opportunity (see the module docs);
     /// while a reactivated round is running, returns that round (`created: false`). Any other
     /// status is [`DeliveryError::NotReactivatable`].
-    pub async fn reactivate(
-        &self,
-        opportunity_id: Uuid,
-        r: &Reactivation,
-    ) -> Result<Started, DeliveryError> {
+    pub async fn reactivate(&self, opportunity_id: Uuid, r: &Reactivation) -> Result<Started, DeliveryError> {
         let mut tx = self.pool.begin().await?;
-        let opportunity = opportunities::lock(&mut tx, opportunity_id)
-            .await?
-            .ok_or(DeliveryError::OpportunityNotFound)?;
-        let (latest_id, latest_round, earlier) = tasks::latest_round(&mut tx, opportunity_id)
-            .await?
-            .ok_or(DeliveryError::OpportunityNotFound)?;
+        let opportunity =
+            opportunities::lock(&mut tx, opportunity_id).await?.ok_or(DeliveryError::OpportunityNotFound)?;
+        let (latest_id, latest_round, earlier) =
+            tasks::latest_round(&mut tx, opportunity_id).await?.ok_or(DeliveryError::OpportunityNotFound)?;
         match opportunity.status {
             OpportunityStatus::Stalled | OpportunityStatus::Expired => {}
             OpportunityStatus::Negotiating if latest_round > 0 => {
                 tx.rollback().await?;
-                return Ok(Started {
-                    opportunity_id,
-                    negotiation_id: latest_id,
-                    created: false,
-                });
+                return Ok(Started { opportunity_id, negotiation_id: latest_id, created: false });
             }
             status => return Err(DeliveryError::NotReactivatable(status)),
         }
-        let latest = tasks::lock(&mut tx, latest_id)
-            .await?
-            .ok_or(DeliveryError::NotFound)?;
+        let latest = tasks::lock(&mut tx, latest_id).await?.ok_or(DeliveryError::NotFound)?;
 
         let mut rounds: Vec<PreviousRound> = match earlier {
             Some(value) => serde_json::from_value(value).map_err(anyhow::Error::from)?,
@@ -73,11 +59,7 @@ impl Engine {
         };
         rounds.push(PreviousRound {
             negotiation_id: latest.id,
-            turns: messages::turns(&mut tx, latest.id)
-                .await?
-                .into_iter()
-                .map(|t| t.turn)
-                .collect(),
+            turns: messages::turns(&mut tx, latest.id).await?.into_iter().map(|t| t.turn).collect(),
             outcome: messages::outcome(&mut tx, latest.id).await?,
         });
         let previous_rounds = serde_json::to_value(&rounds).map_err(anyhow::Error::from)?;

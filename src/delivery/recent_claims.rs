@@ -35,7 +35,8 @@ impl Default for RecentClaims {
 impl RecentClaims {
     /// Remembers a claim handed out by pickup.
     pub fn remember(&self, claim: &Claim) {
-        let (Some(agent_id), Some(owner_user_id)) = (claim.task.claim_agent_id, claim.task.awaiting_user_id.clone()) else {
+        let (Some(agent_id), Some(owner_user_id)) = (claim.task.claim_agent_id, claim.task.awaiting_user_id.clone())
+        else {
             return;
         };
         let snapshot = RespondSnapshot {

@@ -30,9 +30,10 @@ use super::{
 use crate::{
     domain::{Action, Played, Side, SideKind, SuggestedRoles, TaskState, Turn, Viewer, action_allowed},
     store::{
-        messages, opportunities,
-        tasks::{self, Task},
+        messages,
         messages::TurnRow,
+        opportunities,
+        tasks::{self, Task},
         turn_delivery::{self, ApplyRespond, RespondSnapshot},
     },
 };
@@ -92,19 +93,37 @@ const ATTEMPTS: usize = 3;
 impl Engine {
     /// Applies the holder's answer; see the module docs.
     #[tracing::instrument(name = "turn", skip_all, fields(negotiation.id = %task_id))]
-    pub async fn respond(&self, key: &AgentKey, task_id: Uuid, answer: &TurnAnswer) -> Result<Responded, DeliveryError> {
+    pub async fn respond(
+        &self,
+        key: &AgentKey,
+        task_id: Uuid,
+        answer: &TurnAnswer,
+    ) -> Result<Responded, DeliveryError> {
         let result = self.respond_once(key, task_id, answer).await;
         // Any answer past the key check means the key is this agent's: it was seen.
         if let Some(agent) = key.agent_id
-            && !matches!(result, Err(DeliveryError::Unauthorized | DeliveryError::Forbidden(_) | DeliveryError::Unexpected(_)))
+            && !matches!(
+                result,
+                Err(DeliveryError::Unauthorized | DeliveryError::Forbidden(_) | DeliveryError::Unexpected(_))
+            )
         {
             self.seen(agent).await;
         }
         result
     }
 
-    async fn respond_once(&self, key: &AgentKey, task_id: Uuid, answer: &TurnAnswer) -> Result<Responded, DeliveryError> {
-        let request = Request { key, answer, request_hash: answer.request_hash(), proof: self.claim_proof(task_id, answer.claim_token.as_deref()) };
+    async fn respond_once(
+        &self,
+        key: &AgentKey,
+        task_id: Uuid,
+        answer: &TurnAnswer,
+    ) -> Result<Responded, DeliveryError> {
+        let request = Request {
+            key,
+            answer,
+            request_hash: answer.request_hash(),
+            proof: self.claim_proof(task_id, answer.claim_token.as_deref()),
+        };
         // The claim as this process's pickup saw it: only ever a shortcut to success. Any
         // refusal or lost race is decided again from a fresh read.
         if let Some(generation) = request.proof.generation()
@@ -116,8 +135,14 @@ impl Engine {
         for _ in 0..ATTEMPTS {
             let snapshot = {
                 let mut conn = self.pool.acquire().await?;
-                turn_delivery::respond_snapshot(&mut conn, &key.key_hash, key.agent_id, task_id, request.proof.generation())
-                    .await?
+                turn_delivery::respond_snapshot(
+                    &mut conn,
+                    &key.key_hash,
+                    key.agent_id,
+                    task_id,
+                    request.proof.generation(),
+                )
+                .await?
             };
             if let Some(previous) = &snapshot.replay {
                 snapshot.key.clone().identity()?;
@@ -141,7 +166,11 @@ impl Engine {
 
     /// One try at applying `request` on `snapshot`: the answer, or `None` when the claim
     /// changed after the snapshot was taken (nothing was written).
-    async fn attempt(&self, request: &Request<'_>, snapshot: RespondSnapshot) -> Result<Option<Responded>, DeliveryError> {
+    async fn attempt(
+        &self,
+        request: &Request<'_>,
+        snapshot: RespondSnapshot,
+    ) -> Result<Option<Responded>, DeliveryError> {
         let agent = snapshot.key.identity()?;
         let task = snapshot.task.ok_or(DeliveryError::NotFound)?;
         let answer = request.answer;
@@ -256,7 +285,8 @@ impl Engine {
         let outcome = if task.state == TaskState::Completed || task.state == TaskState::Canceled {
             match messages::outcome(&mut conn, task.id).await? {
                 Some(outcome) => {
-                    let turns: Vec<Turn> = messages::turns(&mut conn, task.id).await?.into_iter().map(|t| t.turn).collect();
+                    let turns: Vec<Turn> =
+                        messages::turns(&mut conn, task.id).await?.into_iter().map(|t| t.turn).collect();
                     let reader = Viewer::Side(Side::for_turn(turn_number));
                     Some(reader.outcome(&outcome, &turns, |side| task.display_name(side)))
                 }

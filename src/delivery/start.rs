@@ -133,7 +133,8 @@ impl Engine {
             // A retry of the same request reads the negotiation it started; the id repeated
             // with another request is a mistake the platform must hear about.
             let mut conn = self.pool.acquire().await?;
-            let stored = opportunities::request_hash(&mut conn, opportunity_id).await?.ok_or(DeliveryError::NotFound)?;
+            let stored =
+                opportunities::request_hash(&mut conn, opportunity_id).await?.ok_or(DeliveryError::NotFound)?;
             if stored.is_some_and(|stored| stored != request_hash) {
                 return Err(DeliveryError::OpportunityIdReused);
             }

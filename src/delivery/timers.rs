@@ -30,9 +30,7 @@ use uuid::Uuid;
 
 use super::{DeliveryError, Engine, engine::Concluded, finalize};
 use crate::{
-    domain::{
-        EndReason, FallbackReason, OpportunityEvent, OpportunityStatus, Side, TaskEvent, TaskState, Turn,
-    },
+    domain::{EndReason, FallbackReason, OpportunityEvent, OpportunityStatus, Side, TaskEvent, TaskState, Turn},
     store::{agents, messages, opportunities, tasks, tasks::Task},
 };
 
@@ -176,7 +174,12 @@ impl Engine {
     }
 
     /// Arms the personal-vs-personal deadline at start.
-    pub(crate) async fn arm_deadline(&self, conn: &mut PgConnection, task_id: Uuid, started: DateTime<Utc>) -> Result<(), DeliveryError> {
+    pub(crate) async fn arm_deadline(
+        &self,
+        conn: &mut PgConnection,
+        task_id: Uuid,
+        started: DateTime<Utc>,
+    ) -> Result<(), DeliveryError> {
         parley_jobs::schedule_deadline(conn, &NegotiationDeadline { task_id }, after(started, self.config.pvp_timeout))
             .await
             .map_err(jobs)
@@ -368,9 +371,14 @@ impl Engine {
     pub async fn directory_upkeep(&self) -> sqlx::Result<Upkeep> {
         let trust_rolled = crate::directory::trust::roll(&self.pool, UPKEEP_BATCH).await?;
         let anonymous_ids_replaced =
-            crate::directory::anonymity::refresh_all_expired(&self.pool, self.config.anonymous_id_ttl, UPKEEP_BATCH).await?;
+            crate::directory::anonymity::refresh_all_expired(&self.pool, self.config.anonymous_id_ttl, UPKEEP_BATCH)
+                .await?;
         if trust_rolled > 0 || anonymous_ids_replaced > 0 {
-            tracing::info!(trust.rolled = trust_rolled, anonymous_ids.replaced = anonymous_ids_replaced, "directory upkeep");
+            tracing::info!(
+                trust.rolled = trust_rolled,
+                anonymous_ids.replaced = anonymous_ids_replaced,
+                "directory upkeep"
+            );
         }
         Ok(Upkeep { trust_rolled, anonymous_ids_replaced })
     }
@@ -413,7 +421,9 @@ impl TimerHandler for Engine {
     }
 
     async fn housekeeping(&self) -> Result<(), HandlerError> {
-        self.recover(std::time::Duration::from_secs(30)).await.map_err(|e| HandlerError::new(anyhow::Error::from(e)))?;
+        self.recover(std::time::Duration::from_secs(30))
+            .await
+            .map_err(|e| HandlerError::new(anyhow::Error::from(e)))?;
         let mut conn = self.pool.acquire().await?;
         let now = Utc::now();
         crate::store::events::prune(&mut conn, now - chrono::Duration::days(1)).await?;

@@ -425,9 +425,10 @@ pub async fn list(conn: &mut PgConnection, agent_id: Uuid) -> sqlx::Result<Vec<C
 
 /// Deletes one of the agent's capabilities; `false` when it has no such capability.
 pub async fn delete(conn: &mut PgConnection, agent_id: Uuid, capability_id: Uuid) -> sqlx::Result<bool> {
-    let r = sqlx::query!("DELETE FROM capabilities WHERE agent_id = $1 AND capability_id = $2", agent_id, capability_id)
-        .execute(conn)
-        .await?;
+    let r =
+        sqlx::query!("DELETE FROM capabilities WHERE agent_id = $1 AND capability_id = $2", agent_id, capability_id)
+            .execute(conn)
+            .await?;
     Ok(r.rows_affected() == 1)
 }
 
@@ -459,7 +460,9 @@ impl PermissionsPatch {
             if value.is_some_and(|v| !(0..=max).contains(&v)) {
                 return Err(refuse(
                     field,
-                    format!("must be a whole number from 0 to {max} (the service's own limit, {var}, which a capability may only lower)"),
+                    format!(
+                        "must be a whole number from 0 to {max} (the service's own limit, {var}, which a capability may only lower)"
+                    ),
                 ));
             }
         }
@@ -546,7 +549,10 @@ mod tests {
             }
         };
         assert_eq!(compiled(RawCapability { input_schema: &bad, ..raw("testing", &good) }).await, Some("inputSchema"));
-        assert_eq!(compiled(RawCapability { output_schema: &bad, ..raw("testing", &good) }).await, Some("outputSchema"));
+        assert_eq!(
+            compiled(RawCapability { output_schema: &bad, ..raw("testing", &good) }).await,
+            Some("outputSchema")
+        );
         assert_eq!(compiled(raw("testing", &good)).await, None);
         let text = json!("a schema");
         let r = RawCapability { input_schema: &text, ..raw("testing", &good) };

@@ -86,7 +86,9 @@ fn either(
 ) -> Result<Option<f64>, CapabilityError> {
     let (a, b) = (number(name, value)?, number(alias, alias_value)?);
     match (a, b) {
-        (Some(x), Some(y)) if x != y => Err(refuse(name, format!("and {alias} are the same filter and must not differ"))),
+        (Some(x), Some(y)) if x != y => {
+            Err(refuse(name, format!("and {alias} are the same filter and must not differ")))
+        }
         _ => Ok(a.or(b)),
     }
 }
@@ -105,9 +107,10 @@ impl Query {
     /// Checks the parameters; the first one at fault is named. A `limit` above
     /// [`MAX_LIMIT`] shows [`MAX_LIMIT`].
     pub fn parse(raw: &RawQuery<'_>) -> Result<Query, CapabilityError> {
-        let task_type = raw.task_type.map(str::trim).filter(|t| !t.is_empty()).ok_or_else(|| refuse("taskType", "is required"))?;
         let task_type =
-            TaskType::parse(task_type).ok_or_else(|| refuse("taskType", format!("must be one of {}", TaskType::names())))?;
+            raw.task_type.map(str::trim).filter(|t| !t.is_empty()).ok_or_else(|| refuse("taskType", "is required"))?;
+        let task_type = TaskType::parse(task_type)
+            .ok_or_else(|| refuse("taskType", format!("must be one of {}", TaskType::names())))?;
         let custom_type = match (task_type, raw.custom_type) {
             // Without a customType, a custom discovery shows every custom capability.
             (TaskType::Custom, None) => None,
@@ -155,12 +158,7 @@ pub struct Found {
 /// tiny read when nothing changed since the last request; the expired anonymous ids of the
 /// agents it may show are replaced before it is rebuilt). `floor` is the configured lowest trust
 /// percentile.
-pub async fn discover(
-    conn: &mut PgConnection,
-    q: &Query,
-    floor: u32,
-    ttl: Duration,
-) -> sqlx::Result<Discovered> {
+pub async fn discover(conn: &mut PgConnection, q: &Query, floor: u32, ttl: Duration) -> sqlx::Result<Discovered> {
     let snapshot = index::snapshot(conn, Some(q.task_type), ttl).await?;
     Ok(rank(&snapshot.entries, q, floor))
 }
@@ -178,13 +176,7 @@ pub struct Discovered {
 /// point, then rounded to 4 places half away from zero as the exact decimal would be (the
 /// tolerance absorbs the binary error, some 1e-16, far below the 1e-9 that separates a real
 /// half from its neighbours at 4 places).
-pub fn composite(
-    percentile: i32,
-    cost: Option<f64>,
-    latency: Option<i64>,
-    max_cost: f64,
-    max_latency: f64,
-) -> f64 {
+pub fn composite(percentile: i32, cost: Option<f64>, latency: Option<i64>, max_cost: f64, max_latency: f64) -> f64 {
     let part = |value: Option<f64>, max: f64| value.map_or(0.5, |v| (v / max).min(1.0));
     #[allow(clippy::cast_precision_loss)]
     let latency = latency.map(|l| l as f64);
@@ -192,11 +184,7 @@ pub fn composite(
         + 0.3 * (1.0 - part(cost, max_cost))
         + 0.2 * (1.0 - part(latency, max_latency));
     let scaled = raw * 10_000.0;
-    let rounded = if scaled >= 0.0 {
-        (scaled + 0.5 + 1e-9).floor()
-    } else {
-        (scaled - 0.5 - 1e-9).ceil()
-    };
+    let rounded = if scaled >= 0.0 { (scaled + 0.5 + 1e-9).floor() } else { (scaled - 0.5 - 1e-9).ceil() };
     rounded / 10_000.0
 }
 
@@ -209,20 +197,10 @@ pub fn rank(entries: &[Entry], q: &Query, floor: u32) -> Discovered {
     #[allow(clippy::cast_precision_loss)]
     let mut kept: Vec<(f64, &Entry)> = entries
         .iter()
-        .filter(|e| {
-            q.custom_type
-                .as_deref()
-                .is_none_or(|c| e.custom_type.as_deref() == Some(c))
-        })
+        .filter(|e| q.custom_type.as_deref().is_none_or(|c| e.custom_type.as_deref() == Some(c)))
         .filter(|e| f64::from(e.trust_score_percentile) >= min_trust)
-        .filter(|e| {
-            q.max_cost_usd
-                .is_none_or(|m| e.estimated_cost_usd.is_none_or(|c| c <= m))
-        })
-        .filter(|e| {
-            q.max_latency_ms
-                .is_none_or(|m| e.estimated_latency_ms.is_none_or(|l| l as f64 <= m))
-        })
+        .filter(|e| q.max_cost_usd.is_none_or(|m| e.estimated_cost_usd.is_none_or(|c| c <= m)))
+        .filter(|e| q.max_latency_ms.is_none_or(|m| e.estimated_latency_ms.is_none_or(|l| l as f64 <= m)))
         .map(|e| {
             (
                 composite(
@@ -249,10 +227,7 @@ pub fn rank(entries: &[Entry], q: &Query, floor: u32) -> Discovered {
     }
     kept.sort_by(order);
     kept.truncate(limit);
-    let results = kept
-        .into_iter()
-        .map(|(composite_score, e)| Found { entry: e.clone(), composite_score })
-        .collect();
+    let results = kept.into_iter().map(|(composite_score, e)| Found { entry: e.clone(), composite_score }).collect();
     Discovered { results, total }
 }
 
@@ -273,14 +248,8 @@ mod tests {
         // 0.5 * 0.33 + 0.3 * 0.5 + 0.2 * (1 - 0.00001) = 0.514998 -> 0.515
         assert_eq!(composite(33, None, Some(1), 100.0, 100_000.0), 0.515);
         // an exact half at the fifth place goes up: 0.3 * 0.99 + 0.2 * 0.00025 = 0.29705
-        assert_eq!(
-            composite(0, Some(1.0), Some(99_975), 100.0, 100_000.0),
-            0.2971
-        );
-        assert_eq!(
-            composite(100, Some(500.0), Some(90_000), 100.0, 30_000.0),
-            0.5
-        );
+        assert_eq!(composite(0, Some(1.0), Some(99_975), 100.0, 100_000.0), 0.2971);
+        assert_eq!(composite(100, Some(500.0), Some(90_000), 100.0, 30_000.0), 0.5);
     }
 
     #[test]

@@ -145,16 +145,10 @@ async fn state(conn: &mut PgConnection) -> sqlx::Result<State> {
 }
 
 async fn clean(conn: &mut PgConnection) -> sqlx::Result<bool> {
-    sqlx::query_scalar!(r#"SELECT pg_current_xact_id_if_assigned() IS NULL AS "clean!""#)
-        .fetch_one(conn)
-        .await
+    sqlx::query_scalar!(r#"SELECT pg_current_xact_id_if_assigned() IS NULL AS "clean!""#).fetch_one(conn).await
 }
 
-async fn build(
-    conn: &mut PgConnection,
-    key: Option<TaskType>,
-    version: i64,
-) -> sqlx::Result<Snapshot> {
+async fn build(conn: &mut PgConnection, key: Option<TaskType>, version: i64) -> sqlx::Result<Snapshot> {
     let entries = sqlx::query_as!(
         Entry,
         r#"SELECT ai.anonymous_id AS anonymous_agent_id, ai.expires_at AS anonymous_expires_at,
@@ -172,22 +166,13 @@ async fn build(
     .fetch_all(conn)
     .await?;
     let first_expiry = entries.iter().map(|e| e.anonymous_expires_at).min();
-    Ok(Snapshot {
-        version,
-        first_expiry,
-        entries,
-        calculators: OnceLock::new(),
-    })
+    Ok(Snapshot { version, first_expiry, entries, calculators: OnceLock::new() })
 }
 
 /// The discoverable capabilities of `key` (every kind when `None`) as the committed state has
 /// them now, from the process's snapshot when it is current, else rebuilt (after replacing
 /// the anonymous ids that expired since housekeeping last did, as a query would).
-pub async fn snapshot(
-    conn: &mut PgConnection,
-    key: Option<TaskType>,
-    ttl: Duration,
-) -> sqlx::Result<Arc<Snapshot>> {
+pub async fn snapshot(conn: &mut PgConnection, key: Option<TaskType>, ttl: Duration) -> sqlx::Result<Arc<Snapshot>> {
     let st = state(conn).await?;
     if !st.clean {
         return Ok(Arc::new(rebuild(conn, key, st.n, ttl).await?));
@@ -220,10 +205,7 @@ async fn rebuild(
 /// yet ended). Only its directory work: its owner's negotiation turns are not counted, since a
 /// depth that moved when a turn was parked for a user would tell whoever saw that turn parked
 /// who stands behind an anonymous id.
-pub async fn queue_depths(
-    conn: &mut PgConnection,
-    entries: &[Entry],
-) -> sqlx::Result<HashMap<Uuid, i64>> {
+pub async fn queue_depths(conn: &mut PgConnection, entries: &[Entry]) -> sqlx::Result<HashMap<Uuid, i64>> {
     let mut agents: Vec<Uuid> = entries.iter().map(|e| e.agent_id).collect();
     agents.sort_unstable();
     agents.dedup();

@@ -59,8 +59,8 @@ use super::{
     index,
 };
 use crate::scoring::{
-    Assessment, AssessmentRequest, Calculator, Detail, Performance, PreparedTask, RequestError, Skill,
-    SkillAssessment, lowercase, parse_request_value, round4, tokenize,
+    Assessment, AssessmentRequest, Calculator, Detail, Performance, PreparedTask, RequestError, Skill, SkillAssessment,
+    lowercase, parse_request_value, round4, tokenize,
 };
 
 /// The most candidates (and rejected entries) one ranking shows, and the default.
@@ -118,7 +118,8 @@ impl RankQuery {
         let task_type = match opt_str(obj, "taskType")?.map(str::trim) {
             None => None,
             Some(t) => Some(
-                TaskType::parse(t).ok_or_else(|| refuse("taskType", format!("must be one of {}", TaskType::names())))?,
+                TaskType::parse(t)
+                    .ok_or_else(|| refuse("taskType", format!("must be one of {}", TaskType::names())))?,
             ),
         };
         let custom = opt_str(obj, "customType")?;
@@ -240,11 +241,7 @@ pub async fn candidates(
         .entries
         .iter()
         .zip(calculators)
-        .filter(|(e, _)| {
-            q.custom_type
-                .as_deref()
-                .is_none_or(|c| e.custom_type.as_deref() == Some(c))
-        })
+        .filter(|(e, _)| q.custom_type.as_deref().is_none_or(|c| e.custom_type.as_deref() == Some(c)))
         .filter(|(e, _)| e.trust_score_percentile >= floor)
         .filter_map(|(e, calculator)| {
             Some(Candidate {
@@ -277,17 +274,10 @@ async fn calculators<'s>(
     let entries = &snapshot.entries;
     let mut found: Vec<Option<Arc<Calculator>>> = {
         let mut cache = prepared();
-        entries
-            .iter()
-            .map(|e| cache.get(&(e.capability_id, e.updated_at)).cloned())
-            .collect()
+        entries.iter().map(|e| cache.get(&(e.capability_id, e.updated_at)).cloned()).collect()
     };
-    let missing: Vec<Uuid> = entries
-        .iter()
-        .zip(&found)
-        .filter(|(_, c)| c.is_none())
-        .map(|(e, _)| e.capability_id)
-        .collect();
+    let missing: Vec<Uuid> =
+        entries.iter().zip(&found).filter(|(_, c)| c.is_none()).map(|(e, _)| e.capability_id).collect();
     if !missing.is_empty() {
         let sources = sqlx::query_as!(
             Source,
@@ -308,9 +298,7 @@ async fn calculators<'s>(
         }
         for (e, c) in entries.iter().zip(found.iter_mut()) {
             if c.is_none() {
-                *c = fresh
-                    .get(&e.capability_id)
-                    .map(|(_, calculator)| calculator.clone());
+                *c = fresh.get(&e.capability_id).map(|(_, calculator)| calculator.clone());
             }
         }
     }
@@ -345,11 +333,8 @@ pub fn derived_skill(task_type: &str, custom_type: Option<&str>, description: Op
 
 /// The skill a capability is assessed with: its own or a derived one, with the declared latency.
 pub fn skill_of(c: &Source) -> Skill {
-    let tags: Vec<String> = c
-        .tags
-        .as_array()
-        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
-        .unwrap_or_default();
+    let tags: Vec<String> =
+        c.tags.as_array().map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect()).unwrap_or_default();
     let derive = || derived_skill(&c.task_type, c.custom_type.as_deref(), c.description.as_deref(), &tags);
     // A stored skill was checked at registration; should it no longer decode, derive one.
     let mut skill = match &c.skill {
@@ -414,7 +399,9 @@ pub fn rank(request: &AssessmentRequest, found: Vec<Candidate>, limit: usize) ->
         }
     }
     let best_first = |list: &mut Vec<(usize, f64)>| {
-        let order = |a: &(usize, f64), b: &(usize, f64)| b.1.total_cmp(&a.1).then_with(|| key(&found[a.0]).cmp(&key(&found[b.0])));
+        let order = |a: &(usize, f64), b: &(usize, f64)| {
+            b.1.total_cmp(&a.1).then_with(|| key(&found[a.0]).cmp(&key(&found[b.0])))
+        };
         if list.len() > limit {
             list.select_nth_unstable_by(limit, order);
             list.truncate(limit);
@@ -454,14 +441,20 @@ mod tests {
         let q = parse(json!({"task_summary": "review my rust code"})).unwrap();
         assert_eq!((q.task_type, q.custom_type, q.limit), (None, None, MAX_LIMIT));
         let q = parse(json!({"task_summary": "x", "taskType": "custom", "customType": "legal", "limit": 500})).unwrap();
-        assert_eq!((q.task_type, q.custom_type.as_deref(), q.limit), (Some(TaskType::Custom), Some("legal"), MAX_LIMIT));
+        assert_eq!(
+            (q.task_type, q.custom_type.as_deref(), q.limit),
+            (Some(TaskType::Custom), Some("legal"), MAX_LIMIT)
+        );
         assert_eq!(field(parse(json!({"task_summary": "x", "taskType": "cooking"})).unwrap_err()), "taskType");
         assert_eq!(field(parse(json!({"task_summary": "x", "taskType": 3})).unwrap_err()), "taskType");
         assert_eq!(field(parse(json!({"task_summary": "x", "customType": "legal"})).unwrap_err()), "customType");
         assert_eq!(field(parse(json!({"task_summary": "x", "limit": 0})).unwrap_err()), "limit");
         assert_eq!(field(parse(json!({"task_summary": "x", "limit": 2.5})).unwrap_err()), "limit");
         assert_eq!(field(parse(json!({"taskType": "testing"})).unwrap_err()), "'task_summary' is required");
-        assert_eq!(field(parse(json!({"task_summary": "x", "min_score": "high"})).unwrap_err()), "'min_score' must be a number");
+        assert_eq!(
+            field(parse(json!({"task_summary": "x", "min_score": "high"})).unwrap_err()),
+            "'min_score' must be a number"
+        );
         assert_eq!(field(parse(json!([])).unwrap_err()), "body");
     }
 
@@ -479,11 +472,13 @@ mod tests {
 
     /// What `rank` promises, computed the slow way: every candidate assessed in full, sorted,
     /// cut at `limit`.
-    fn rank_by_full_assessment(request: &AssessmentRequest, found: &[Candidate], limit: usize) -> Vec<(Uuid, Option<f64>, Assessment)> {
-        let mut all: Vec<(Candidate, Assessment)> = found
-            .iter()
-            .map(|c| (c.clone(), c.calculator.assess(request, Some(c.queue_depth), None)))
-            .collect();
+    fn rank_by_full_assessment(
+        request: &AssessmentRequest,
+        found: &[Candidate],
+        limit: usize,
+    ) -> Vec<(Uuid, Option<f64>, Assessment)> {
+        let mut all: Vec<(Candidate, Assessment)> =
+            found.iter().map(|c| (c.clone(), c.calculator.assess(request, Some(c.queue_depth), None))).collect();
         let key = |c: &Candidate| (c.anonymous_agent_id, c.capability_id);
         let (mut acc, mut rej): (Vec<_>, Vec<_>) = all.drain(..).partition(|(_, a)| a.accepted);
         let rs = |(c, a): &(Candidate, Assessment)| rank_score(a.score, c.trust_score_percentile);
@@ -559,12 +554,22 @@ mod tests {
                     .chain(&ranking.rejected)
                     .map(|r| (r.candidate.capability_id, r.rank_score, r.assessment.clone()))
                     .collect();
-                assert_eq!(shown, rank_by_full_assessment(request, &found, limit), "{:?} limit {limit}", request.task_summary);
+                assert_eq!(
+                    shown,
+                    rank_by_full_assessment(request, &found, limit),
+                    "{:?} limit {limit}",
+                    request.task_summary
+                );
             }
         }
         // The inputs reach every outcome this test means to cover.
         let full = rank(&requests[0], found.clone(), 300);
-        assert!(full.candidates.len() > 20 && full.rejected.len() > 20, "{} / {}", full.candidates.len(), full.rejected.len());
+        assert!(
+            full.candidates.len() > 20 && full.rejected.len() > 20,
+            "{} / {}",
+            full.candidates.len(),
+            full.rejected.len()
+        );
     }
 
     #[test]

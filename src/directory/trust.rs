@@ -110,9 +110,7 @@ pub async fn roll(pool: &PgPool, batch: i64) -> sqlx::Result<u64> {
     let mut done = 0u64;
     loop {
         let mut tx = pool.begin().await?;
-        sqlx::query!("SELECT pg_advisory_xact_lock($1)", ROLL_LOCK)
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query!("SELECT pg_advisory_xact_lock($1)", ROLL_LOCK).execute(&mut *tx).await?;
         let stale = sqlx::query_scalar!(
             "SELECT agent_id FROM trust_records WHERE as_of < (now() AT TIME ZONE 'UTC')::date
               ORDER BY agent_id LIMIT $1",
@@ -123,9 +121,7 @@ pub async fn roll(pool: &PgPool, batch: i64) -> sqlx::Result<u64> {
         if stale.is_empty() {
             return Ok(done);
         }
-        sqlx::query!("SELECT parley_refresh_trust_records($1)", &stale)
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query!("SELECT parley_refresh_trust_records($1)", &stale).execute(&mut *tx).await?;
         tx.commit().await?;
         done += stale.len() as u64;
         if (stale.len() as i64) < batch {

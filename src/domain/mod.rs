@@ -12,7 +12,9 @@ pub mod viewer;
 pub use opportunity::{Decision, OpportunityEvent, OpportunityStatus};
 pub use outcome::{AgreedRole, EndReason, Outcome, PreviousRound, RoleView, derive_outcome, max_turns_for};
 pub use task::{TaskEvent, TaskState};
-pub use turn::{Action, DecidedBy, FallbackReason, Played, PlayedBy, Role, Side, SideKind, SuggestedRoles, Turn, action_allowed};
+pub use turn::{
+    Action, DecidedBy, FallbackReason, Played, PlayedBy, Role, Side, SideKind, SuggestedRoles, Turn, action_allowed,
+};
 pub use user::{Intent, Profile, SeedActor, SeedAssessment, UserContext};
 pub use viewer::Viewer;
 

@@ -206,11 +206,7 @@ impl Outcome {
 
 /// Derives the outcome from the turns taken. `reason` is given when something other than the
 /// last turn ended it (cap, deadline, cancel); otherwise the last turn must be accept or reject.
-pub fn derive_outcome(
-    turns: &[Turn],
-    user_of: impl Fn(Side) -> String,
-    reason: Option<EndReason>,
-) -> Outcome {
+pub fn derive_outcome(turns: &[Turn], user_of: impl Fn(Side) -> String, reason: Option<EndReason>) -> Outcome {
     let turn_count = turns.len() as u32;
     let last = turns.last();
     let has_opportunity = reason.is_none() && last.is_some_and(|t| t.action == Action::Accept);
@@ -312,7 +308,8 @@ mod tests {
             ((Role::Patient, Role::Agent), (Role::Peer, Role::Peer)),
             ((Role::Agent, Role::Patient), (Role::Patient, Role::Patient)),
         ] {
-            let turns = [turn(0, Action::Propose, proposed.0, proposed.1), turn(1, Action::Accept, accepted.0, accepted.1)];
+            let turns =
+                [turn(0, Action::Propose, proposed.0, proposed.1), turn(1, Action::Accept, accepted.0, accepted.1)];
             let o = derive_outcome(&turns, users, None);
             assert!(o.has_opportunity && o.agreed_roles.is_empty(), "{proposed:?} / {accepted:?}");
             assert_eq!(
@@ -335,7 +332,8 @@ mod tests {
 
     #[test]
     fn a_reject_or_an_imposed_end_has_no_opportunity_and_no_roles() {
-        let rejected = [turn(0, Action::Propose, Role::Peer, Role::Peer), turn(1, Action::Reject, Role::Peer, Role::Peer)];
+        let rejected =
+            [turn(0, Action::Propose, Role::Peer, Role::Peer), turn(1, Action::Reject, Role::Peer, Role::Peer)];
         let o = derive_outcome(&rejected, users, None);
         assert!(!o.has_opportunity && o.agreed_roles.is_empty() && o.reason.is_none());
         assert_eq!(o.opportunity_event(), OpportunityEvent::AgentsRejected);
@@ -361,7 +359,10 @@ mod tests {
         // (who played the reject, the sentence)
         let table = [
             (Played::agent(), "Kai's agent rejected Zed's proposal at turn 1."),
-            (Played::system(None, rules.clone()), "Parley rejected Zed's proposal for Kai at turn 1 (Kai has no personal agent)."),
+            (
+                Played::system(None, rules.clone()),
+                "Parley rejected Zed's proposal for Kai at turn 1 (Kai has no personal agent).",
+            ),
             (
                 Played::system(Some(FallbackReason::Offline), rules.clone()),
                 "Parley rejected Zed's proposal for Kai at turn 1 (Kai's agent was not running).",
@@ -383,7 +384,10 @@ mod tests {
         let mut opening = turn(0, Action::Reject, Role::Peer, Role::Peer);
         opening.played = Some(Played::system(None, crate::domain::DecidedBy::Rules));
         let o = derive_outcome(std::slice::from_ref(&opening), users, None);
-        assert_eq!(o.summary(&[opening], names), "Parley rejected the match for Zed at turn 0 (Zed has no personal agent).");
+        assert_eq!(
+            o.summary(&[opening], names),
+            "Parley rejected the match for Zed at turn 0 (Zed has no personal agent)."
+        );
     }
 
     #[test]

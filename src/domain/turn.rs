@@ -24,8 +24,7 @@ pub enum Action {
 
 impl Action {
     /// All actions, in a fixed order (for tables and tests).
-    pub const ALL: [Action; 5] =
-        [Action::Propose, Action::Counter, Action::Accept, Action::Reject, Action::Question];
+    pub const ALL: [Action; 5] = [Action::Propose, Action::Counter, Action::Accept, Action::Reject, Action::Question];
 
     /// The wire name of the action.
     pub fn as_str(self) -> &'static str {
@@ -225,7 +224,9 @@ impl FallbackReason {
 
     /// Parses a wire name.
     pub fn parse(s: &str) -> Option<FallbackReason> {
-        [FallbackReason::ParkTimeout, FallbackReason::Offline, FallbackReason::HandBack].into_iter().find(|r| r.as_str() == s)
+        [FallbackReason::ParkTimeout, FallbackReason::Offline, FallbackReason::HandBack]
+            .into_iter()
+            .find(|r| r.as_str() == s)
     }
 }
 
@@ -328,7 +329,11 @@ mod tests {
     fn turn_zero_admits_only_propose_or_reject() {
         for kind in [SideKind::System, SideKind::Personal] {
             for a in Action::ALL {
-                assert_eq!(action_allowed(a, 0, kind), matches!(a, Action::Propose | Action::Reject), "{a} at 0 by {kind:?}");
+                assert_eq!(
+                    action_allowed(a, 0, kind),
+                    matches!(a, Action::Propose | Action::Reject),
+                    "{a} at 0 by {kind:?}"
+                );
             }
         }
     }

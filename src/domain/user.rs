@@ -151,12 +151,14 @@ mod tests {
 
     #[test]
     fn a_newer_context_without_a_name_keeps_the_earlier_name() {
-        let earlier = UserContext { id: "user-tomas".into(), name: Some("Tomas Novak".into()), ..UserContext::default() };
+        let earlier =
+            UserContext { id: "user-tomas".into(), name: Some("Tomas Novak".into()), ..UserContext::default() };
         let unnamed = UserContext { id: "user-tomas".into(), ..UserContext::default() };
         assert_eq!(unnamed.keeping_name_of(&earlier).name.as_deref(), Some("Tomas Novak"));
         let blank = UserContext { id: "user-tomas".into(), name: Some(" ".into()), ..UserContext::default() };
         assert_eq!(blank.keeping_name_of(&earlier).name.as_deref(), Some("Tomas Novak"));
-        let renamed = UserContext { id: "user-tomas".into(), name: Some("Tomáš Novák".into()), ..UserContext::default() };
+        let renamed =
+            UserContext { id: "user-tomas".into(), name: Some("Tomáš Novák".into()), ..UserContext::default() };
         assert_eq!(renamed.keeping_name_of(&earlier).name.as_deref(), Some("Tomáš Novák"));
     }
 

@@ -31,9 +31,7 @@ use crate::{
 
 /// The routes.
 pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/tasks/{id}", get(get_task))
-        .route("/api/conversations/{id}", get(get_conversation))
+    Router::new().route("/api/tasks/{id}", get(get_task)).route("/api/conversations/{id}", get(get_conversation))
 }
 
 /// Who reads an A2A task: a token (user, service or admin), or a personal agent's API key.
@@ -340,11 +338,7 @@ pub struct ParticipantDoc {
         (status = 403, description = "The key's agent is inactive"),
         (status = 404, description = "Unknown, or not visible to the caller"),
     ))]
-pub async fn get_task(
-    State(state): State<AppState>,
-    reader: TaskReader,
-    Ids(id): Ids<Uuid>,
-) -> ApiResult<Json<Value>> {
+pub async fn get_task(State(state): State<AppState>, reader: TaskReader, Ids(id): Ids<Uuid>) -> ApiResult<Json<Value>> {
     let mut conn = state.pool().acquire().await?;
     let Some(task) = tasks::get(&mut conn, id).await? else {
         let attempt = delegation_store::attempt_task(&mut conn, id).await?;
@@ -387,7 +381,9 @@ pub async fn get_task(
         .collect();
     // The outcome's reasoning follows the turn that ended the negotiation, like the turns'.
     let outcome = match messages::outcome_of(&artifacts)? {
-        Some(stored) => Some(serde_json::to_value(viewer.task_outcome(&task, &turns, &stored)).map_err(anyhow::Error::from)?),
+        Some(stored) => {
+            Some(serde_json::to_value(viewer.task_outcome(&task, &turns, &stored)).map_err(anyhow::Error::from)?)
+        }
         None => None,
     };
     let artifacts: Vec<Value> = artifacts
@@ -446,11 +442,8 @@ pub async fn get_conversation(
     if !caller.is_service() && !c.participants.iter().any(|(_, user, _)| *user == caller.sub) {
         return Err(ApiError::NotFound("conversation"));
     }
-    let participants: Vec<Value> = c
-        .participants
-        .iter()
-        .map(|(pid, user, side)| json!({ "id": pid, "userId": user, "side": side }))
-        .collect();
+    let participants: Vec<Value> =
+        c.participants.iter().map(|(pid, user, side)| json!({ "id": pid, "userId": user, "side": side })).collect();
     Ok(Json(json!({
         "id": c.id,
         "contextId": c.id,

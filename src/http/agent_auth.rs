@@ -60,7 +60,11 @@ async fn authenticate_key(state: &AppState, key: &str, path_agent: Option<Uuid>)
 
 /// Every agent authenticated here is marked seen (throttled: see `delivery::liveness`). With
 /// `path_agent` `None`, the key may be any agent's.
-async fn authenticate_hash(state: &AppState, key_hash: &[u8], path_agent: Option<Uuid>) -> Result<AgentIdentity, ApiError> {
+async fn authenticate_hash(
+    state: &AppState,
+    key_hash: &[u8],
+    path_agent: Option<Uuid>,
+) -> Result<AgentIdentity, ApiError> {
     let mut conn = state.pool().acquire().await?;
     let owner = agents::authenticate(&mut conn, key_hash)
         .await?

@@ -25,7 +25,10 @@ use super::{
 };
 use crate::{
     delivery::{AgentIdentity, Claim, TurnAnswer},
-    domain::{Action, PreviousRound, SeedAssessment, Side, SuggestedRoles, TaskState, Turn, UserContext, outcome::is_final_turn},
+    domain::{
+        Action, PreviousRound, SeedAssessment, Side, SuggestedRoles, TaskState, Turn, UserContext,
+        outcome::is_final_turn,
+    },
     store::{messages, tasks},
 };
 
@@ -73,7 +76,6 @@ pub fn parse_skip(raw: Option<&str>) -> ApiResult<Vec<Uuid>> {
     }
     Ok(ids)
 }
-
 
 /// The pickup answer: the claimed turn with everything needed to answer it.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -255,12 +257,9 @@ pub struct AgentIntentDoc {
 /// Parses `wait`: a whole number of seconds > 0, capped at the configured maximum.
 pub fn parse_wait(raw: Option<&str>, max: Duration) -> ApiResult<Option<Duration>> {
     let Some(raw) = raw else { return Ok(None) };
-    let secs: u64 = raw
-        .trim()
-        .parse()
-        .ok()
-        .filter(|s| *s > 0)
-        .ok_or_else(|| ApiError::invalid(format!("wait must be a whole number of seconds from 1 to {}", max.as_secs())))?;
+    let secs: u64 = raw.trim().parse().ok().filter(|s| *s > 0).ok_or_else(|| {
+        ApiError::invalid(format!("wait must be a whole number of seconds from 1 to {}", max.as_secs()))
+    })?;
     Ok(Some(Duration::from_secs(secs).min(max)))
 }
 
@@ -405,7 +404,11 @@ pub fn pickup_body(claim: &Claim) -> ApiResult<Value> {
 /// The opportunity's earlier rounds as the agent of `own_side` sees them: each round's turns
 /// shaped like `history` (reasoning only on its own side's turns) and its outcome, whose
 /// reasoning follows the same rule (see [`Viewer::outcome`]); `name_of` names each side's user.
-pub fn previous_rounds_for(rounds: &[PreviousRound], own_side: Side, name_of: impl Fn(Side) -> String + Copy) -> Vec<Value> {
+pub fn previous_rounds_for(
+    rounds: &[PreviousRound],
+    own_side: Side,
+    name_of: impl Fn(Side) -> String + Copy,
+) -> Vec<Value> {
     let viewer = Viewer::Side(own_side);
     rounds
         .iter()
@@ -463,9 +466,8 @@ pub struct RespondIn {
 impl RespondIn {
     /// Checks the parts serde cannot.
     pub fn validate(self) -> ApiResult<TurnAnswer> {
-        let action = Action::parse(&self.action).ok_or_else(|| {
-            ApiError::invalid("action must be one of propose, counter, accept, reject, question")
-        })?;
+        let action = Action::parse(&self.action)
+            .ok_or_else(|| ApiError::invalid("action must be one of propose, counter, accept, reject, question"))?;
         // An empty reasoning is accepted, as Index Network's own clients may send it: it stays
         // private to its side and shows as empty.
         let reasoning = self.assessment.reasoning.trim().to_owned();
@@ -752,7 +754,11 @@ pub async fn list_agent_negotiations(
 }
 
 /// The agent's listing (shared by HTTP and MCP).
-pub async fn agent_negotiations(state: &AppState, agent: &AgentIdentity, q: &AgentListQuery) -> ApiResult<AgentNegotiationPage> {
+pub async fn agent_negotiations(
+    state: &AppState,
+    agent: &AgentIdentity,
+    q: &AgentListQuery,
+) -> ApiResult<AgentNegotiationPage> {
     let listed = match q.status.as_deref().unwrap_or("all") {
         "waiting_for_agent" => tasks::Listed::Awaiting,
         "active" => tasks::Listed::Active,
@@ -763,8 +769,7 @@ pub async fn agent_negotiations(state: &AppState, agent: &AgentIdentity, q: &Age
     let Page { limit, before } = Page::parse(q.limit, q.cursor.as_deref())?;
     let mut conn = state.pool().acquire().await?;
     let answered_by = q.answered.unwrap_or(false).then_some(agent.agent_id);
-    let page =
-        tasks::list_for_user(&mut conn, &agent.owner_user_id, listed, answered_by, before, limit + 1).await?;
+    let page = tasks::list_for_user(&mut conn, &agent.owner_user_id, listed, answered_by, before, limit + 1).await?;
     let has_more = page.len() as i64 > limit;
     let shown: Vec<Uuid> = page.iter().take(limit as usize).map(|t| t.id).collect();
     let answered = tasks::turns_answered_by(&mut conn, agent.agent_id, &shown).await?;
@@ -824,7 +829,11 @@ pub async fn get_agent_negotiation(
 }
 
 /// One negotiation from the agent's side (shared by HTTP and MCP).
-pub async fn agent_negotiation(state: &AppState, agent: &AgentIdentity, negotiation_id: Uuid) -> ApiResult<AgentNegotiationOut> {
+pub async fn agent_negotiation(
+    state: &AppState,
+    agent: &AgentIdentity,
+    negotiation_id: Uuid,
+) -> ApiResult<AgentNegotiationOut> {
     let mut conn = state.pool().acquire().await?;
     let task = tasks::get(&mut conn, negotiation_id).await?.ok_or(ApiError::NotFound("negotiation"))?;
     let Some(own_side) = task.side_of(&agent.owner_user_id) else {

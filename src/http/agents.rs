@@ -21,7 +21,7 @@ use super::{
     api_docs::{AgentKeyPath, AgentOrItsOwner, AgentPath, OwnAgentKey, UsersOnly, UsersOwnAgent},
     auth::UserCaller,
     error::{ApiError, ApiResult},
-    extract::{ApiJson, ApiQuery, Ids, OptionalJson, MAX_PAGE},
+    extract::{ApiJson, ApiQuery, Ids, MAX_PAGE, OptionalJson},
 };
 use crate::{
     delivery::hash_secret,
@@ -90,7 +90,13 @@ pub struct KeyOut {
 
 impl From<&ApiKey> for KeyOut {
     fn from(k: &ApiKey) -> Self {
-        KeyOut { id: k.api_key_id, prefix: k.prefix.clone(), created_at: k.created_at, expires_at: k.expires_at, revoked_at: k.revoked_at }
+        KeyOut {
+            id: k.api_key_id,
+            prefix: k.prefix.clone(),
+            created_at: k.created_at,
+            expires_at: k.expires_at,
+            revoked_at: k.revoked_at,
+        }
     }
 }
 
@@ -140,7 +146,11 @@ pub struct NewKeyOut {
     pub expires_at: Option<DateTime<Utc>>,
 }
 
-async fn issue_key(conn: &mut sqlx::PgConnection, agent_id: Uuid, expires_at: Option<DateTime<Utc>>) -> ApiResult<NewKeyOut> {
+async fn issue_key(
+    conn: &mut sqlx::PgConnection,
+    agent_id: Uuid,
+    expires_at: Option<DateTime<Utc>>,
+) -> ApiResult<NewKeyOut> {
     let (key, prefix) = new_key();
     let stored = agents::insert_key(conn, agent_id, &prefix, &hash_secret(&key), expires_at).await?;
     Ok(NewKeyOut { id: stored.api_key_id, key, prefix, expires_at: stored.expires_at })
@@ -411,7 +421,11 @@ pub async fn update_agent(
         (status = 204, description = "Deleted"),
         UsersOwnAgent,
     ))]
-pub async fn delete_agent(State(state): State<AppState>, UserCaller(caller): UserCaller, Ids(id): Ids<Uuid>) -> ApiResult<StatusCode> {
+pub async fn delete_agent(
+    State(state): State<AppState>,
+    UserCaller(caller): UserCaller,
+    Ids(id): Ids<Uuid>,
+) -> ApiResult<StatusCode> {
     let mut conn = state.pool().acquire().await?;
     let agent = own_agent(&mut conn, &caller.sub, id).await?;
     drop(conn);

@@ -23,9 +23,7 @@ fn uuid_in_path(name: &str, description: &str) -> Parameter {
         .description(Some(description))
         .required(Required::True)
         .schema(Some(
-            ObjectBuilder::new()
-                .schema_type(Type::String)
-                .format(Some(SchemaFormat::KnownFormat(KnownFormat::Uuid))),
+            ObjectBuilder::new().schema_type(Type::String).format(Some(SchemaFormat::KnownFormat(KnownFormat::Uuid))),
         ))
         .build()
 }

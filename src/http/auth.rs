@@ -165,7 +165,9 @@ impl Caller {
         let token = bearer(parts).filter(|t| !t.starts_with(KEY_PREFIX)).ok_or_else(|| {
             let key = parts.headers.contains_key("x-api-key") || bearer(parts).is_some();
             ApiError::Unauthorized(if key {
-                format!("this route takes {takes} (a JWT, sent as `Authorization: Bearer <token>`), not an agent's API key")
+                format!(
+                    "this route takes {takes} (a JWT, sent as `Authorization: Bearer <token>`), not an agent's API key"
+                )
             } else {
                 "missing bearer token".to_owned()
             })

@@ -398,7 +398,8 @@ async fn delegate_with(
 ) -> ApiResult<Response> {
     let checked = query.and_then(|ApiQuery(q)| {
         let ApiJson(body) = body?;
-        let min_timeout_ms = i64::try_from(state.engine.config().delegation_min_timeout.as_millis()).unwrap_or(i64::MAX);
+        let min_timeout_ms =
+            i64::try_from(state.engine.config().delegation_min_timeout.as_millis()).unwrap_or(i64::MAX);
         let request = Request::parse(
             &RawRequest {
                 request_id: body.request_id,

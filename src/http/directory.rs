@@ -26,9 +26,9 @@ use super::{
 use crate::directory::{
     CapabilityError, PermissionsPatch, anonymity,
     capabilities::{self, Capability, NewCapability, RawCapability, SchemaRefusal},
-    schema::CheckError,
     discovery::{self, Found, RawQuery},
     ranking::{self, RankError, RankQuery},
+    schema::CheckError,
     trust,
 };
 use crate::scoring;
@@ -65,7 +65,9 @@ pub struct CapabilityIn {
     /// `code-review`, `code-generation`, `testing`, `documentation`, `analysis`,
     /// `summarization`, `translation`, `data-extraction`, `classification`, `generation`,
     /// `transformation` or `custom`.
-    #[schema(pattern = "^(code-review|code-generation|testing|documentation|analysis|summarization|translation|data-extraction|classification|generation|transformation|custom)$")]
+    #[schema(
+        pattern = "^(code-review|code-generation|testing|documentation|analysis|summarization|translation|data-extraction|classification|generation|transformation|custom)$"
+    )]
     pub task_type: String,
     /// Required for `custom` (1-100 characters), refused otherwise.
     pub custom_type: Option<String>,
@@ -250,7 +252,8 @@ pub async fn put_capability(
         });
     }
     // The id first: a first capability then finds it and needs no placeholder.
-    let anonymous_agent_id = anonymity::current(&mut tx, agent.agent_id, state.engine.config().anonymous_id_ttl).await?;
+    let anonymous_agent_id =
+        anonymity::current(&mut tx, agent.agent_id, state.engine.config().anonymous_id_ttl).await?;
     let (capability, created) = capabilities::upsert(&mut tx, agent.agent_id, &new).await?;
     tx.commit().await?;
     let status = if created { StatusCode::CREATED } else { StatusCode::OK };
@@ -266,10 +269,14 @@ pub async fn put_capability(
         (status = 404, description = "Unknown agent, or another user's"),
         AgentManagers,
     ))]
-pub async fn list_capabilities(State(state): State<AppState>, AgentManager(agent): AgentManager) -> ApiResult<Json<CapabilityListOut>> {
+pub async fn list_capabilities(
+    State(state): State<AppState>,
+    AgentManager(agent): AgentManager,
+) -> ApiResult<Json<CapabilityListOut>> {
     let mut tx = state.pool().begin().await?;
     let list = capabilities::list(&mut tx, agent.agent_id).await?;
-    let anonymous_agent_id = anonymity::current(&mut tx, agent.agent_id, state.engine.config().anonymous_id_ttl).await?;
+    let anonymous_agent_id =
+        anonymity::current(&mut tx, agent.agent_id, state.engine.config().anonymous_id_ttl).await?;
     tx.commit().await?;
     Ok(Json(CapabilityListOut { capabilities: list.into_iter().map(Into::into).collect(), anonymous_agent_id }))
 }
@@ -356,7 +363,8 @@ pub async fn put_permissions(
     let capability = capabilities::set_permissions(&mut tx, agent.agent_id, capability_id, &patch)
         .await?
         .ok_or(ApiError::NotFound("capability"))?;
-    let anonymous_agent_id = anonymity::current(&mut tx, agent.agent_id, state.engine.config().anonymous_id_ttl).await?;
+    let anonymous_agent_id =
+        anonymity::current(&mut tx, agent.agent_id, state.engine.config().anonymous_id_ttl).await?;
     tx.commit().await?;
     Ok(Json(CapabilityAnswer { capability: capability.into(), anonymous_agent_id }))
 }
@@ -564,7 +572,9 @@ pub struct RankIn {
     #[serde(flatten)]
     request: crate::http::assessment::AssessmentRequestDoc,
     /// Only capabilities of this kind of work.
-    #[schema(pattern = "^(code-review|code-generation|testing|documentation|analysis|summarization|translation|data-extraction|classification|generation|transformation|custom)$")]
+    #[schema(
+        pattern = "^(code-review|code-generation|testing|documentation|analysis|summarization|translation|data-extraction|classification|generation|transformation|custom)$"
+    )]
     task_type: Option<String>,
     /// With `taskType` `custom`: only this custom type.
     custom_type: Option<String>,
@@ -634,7 +644,11 @@ pub struct RankOut {
         (status = 400, description = "Invalid body, naming the field (`invalid_body`)"),
         (status = 403, description = "An inactive agent's key"),
     ))]
-pub async fn rank_agents(State(state): State<AppState>, _caller: AnyCaller, ApiJson(body): ApiJson<Value>) -> ApiResult<Json<RankOut>> {
+pub async fn rank_agents(
+    State(state): State<AppState>,
+    _caller: AnyCaller,
+    ApiJson(body): ApiJson<Value>,
+) -> ApiResult<Json<RankOut>> {
     Ok(Json(rank(&state, &body).await?))
 }
 

@@ -136,7 +136,9 @@ impl ApiError {
     /// The machine-readable code.
     pub fn code(&self) -> ErrorCode {
         match self {
-            ApiError::BadRequest { code, .. } | ApiError::Conflict { code, .. } | ApiError::NotFoundCode { code, .. } => *code,
+            ApiError::BadRequest { code, .. }
+            | ApiError::Conflict { code, .. }
+            | ApiError::NotFoundCode { code, .. } => *code,
             ApiError::Unauthorized(_) => ErrorCode::Unauthorized,
             ApiError::Forbidden(_) => ErrorCode::Forbidden,
             ApiError::NotFound(_) => ErrorCode::NotFound,
@@ -186,7 +188,8 @@ impl IntoResponse for ApiError {
             ApiError::LimitReached { limit, .. } => Some(*limit),
             _ => None,
         };
-        let mut response = (status, Json(ErrorBody { error: message, code: this.code().as_str(), limit })).into_response();
+        let mut response =
+            (status, Json(ErrorBody { error: message, code: this.code().as_str(), limit })).into_response();
         if let ApiError::RateLimited(wait) | ApiError::TooMany(_, wait) = this {
             // Whole seconds, rounded up: retrying earlier would only be refused again.
             let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
@@ -194,7 +197,9 @@ impl IntoResponse for ApiError {
         }
         if status == StatusCode::REQUEST_TIMEOUT {
             // The rest of the body may still be on its way; the connection cannot be reused.
-            response.headers_mut().insert(axum::http::header::CONNECTION, axum::http::HeaderValue::from_static("close"));
+            response
+                .headers_mut()
+                .insert(axum::http::header::CONNECTION, axum::http::HeaderValue::from_static("close"));
         }
         response
     }
@@ -208,21 +213,39 @@ impl From<DeliveryError> for ApiError {
             DeliveryError::NotFound => ApiError::NotFound("negotiation"),
             DeliveryError::OpportunityNotFound => ApiError::NotFound("opportunity"),
             DeliveryError::NotPending(_) => ApiError::Conflict { code: ErrorCode::NotPending, message: e.to_string() },
-            DeliveryError::AlreadyDecided => ApiError::Conflict { code: ErrorCode::AlreadyDecided, message: e.to_string() },
-            DeliveryError::NotReactivatable(_) => ApiError::Conflict { code: ErrorCode::NotReactivatable, message: e.to_string() },
+            DeliveryError::AlreadyDecided => {
+                ApiError::Conflict { code: ErrorCode::AlreadyDecided, message: e.to_string() }
+            }
+            DeliveryError::NotReactivatable(_) => {
+                ApiError::Conflict { code: ErrorCode::NotReactivatable, message: e.to_string() }
+            }
             DeliveryError::AlreadyCompleted => ApiError::Conflict {
                 code: ErrorCode::AlreadyCompleted,
                 message: "the negotiation has already ended".into(),
             },
             DeliveryError::NotClaimed => ApiError::Conflict { code: ErrorCode::NotClaimed, message: e.to_string() },
-            DeliveryError::ClaimedByOther => ApiError::Conflict { code: ErrorCode::ClaimedByOther, message: e.to_string() },
+            DeliveryError::ClaimedByOther => {
+                ApiError::Conflict { code: ErrorCode::ClaimedByOther, message: e.to_string() }
+            }
             DeliveryError::ClaimStale => ApiError::Conflict { code: ErrorCode::ClaimStale, message: e.to_string() },
-            DeliveryError::TurnAlreadyAnswered => ApiError::Conflict { code: ErrorCode::TurnAlreadyAnswered, message: e.to_string() },
-            DeliveryError::UnknownClaimToken => ApiError::Conflict { code: ErrorCode::UnknownClaimToken, message: e.to_string() },
-            DeliveryError::OpportunityIdReused => ApiError::Conflict { code: ErrorCode::OpportunityIdReused, message: e.to_string() },
-            DeliveryError::NoSystemNegotiator => ApiError::Conflict { code: ErrorCode::NoSystemNegotiator, message: e.to_string() },
-            DeliveryError::ActionNotAllowed(message) => ApiError::BadRequest { code: ErrorCode::ActionNotAllowed, message },
-            DeliveryError::Transition(t) => ApiError::Conflict { code: ErrorCode::InvalidState, message: t.to_string() },
+            DeliveryError::TurnAlreadyAnswered => {
+                ApiError::Conflict { code: ErrorCode::TurnAlreadyAnswered, message: e.to_string() }
+            }
+            DeliveryError::UnknownClaimToken => {
+                ApiError::Conflict { code: ErrorCode::UnknownClaimToken, message: e.to_string() }
+            }
+            DeliveryError::OpportunityIdReused => {
+                ApiError::Conflict { code: ErrorCode::OpportunityIdReused, message: e.to_string() }
+            }
+            DeliveryError::NoSystemNegotiator => {
+                ApiError::Conflict { code: ErrorCode::NoSystemNegotiator, message: e.to_string() }
+            }
+            DeliveryError::ActionNotAllowed(message) => {
+                ApiError::BadRequest { code: ErrorCode::ActionNotAllowed, message }
+            }
+            DeliveryError::Transition(t) => {
+                ApiError::Conflict { code: ErrorCode::InvalidState, message: t.to_string() }
+            }
             DeliveryError::Unexpected(e) => ApiError::Internal(e),
         }
     }

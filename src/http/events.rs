@@ -81,7 +81,8 @@ pub async fn stream_events(
 ) -> ApiResult<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>> {
     let user = if caller.is_service() { None } else { Some(caller.sub.clone()) };
     let token = super::auth::bearer_of(&headers).unwrap_or_default();
-    let counted_as = if caller.is_service() { format!("service:{}", caller.sub) } else { format!("user:{}", caller.sub) };
+    let counted_as =
+        if caller.is_service() { format!("service:{}", caller.sub) } else { format!("user:{}", caller.sub) };
     let slot = state
         .streams
         .open(token, &counted_as)
@@ -106,13 +107,7 @@ pub async fn stream_events(
         Some(id) => id,
         None => events::newest_id(&mut *state.pool().acquire().await?).await?,
     };
-    let live_state = Live {
-        rx,
-        user,
-        seen_up_to,
-        replayed: replay.iter().map(|e| e.id).collect(),
-        done: false,
-    };
+    let live_state = Live { rx, user, seen_up_to, replayed: replay.iter().map(|e| e.id).collect(), done: false };
     let replayed = stream::iter(replay.into_iter().map(|e| Ok(to_sse(&e))));
     let live = stream::unfold(live_state, |mut s| async move {
         if s.done {
@@ -129,9 +124,10 @@ pub async fn stream_events(
                 Err(RecvError::Lagged(missed)) => {
                     tracing::info!(missed, "dropping a slow event stream");
                     s.done = true;
-                    let bye = SseEvent::default()
-                        .event("reconnect")
-                        .data(serde_json::json!({ "reason": "the client fell behind; reconnect with Last-Event-ID" }).to_string());
+                    let bye = SseEvent::default().event("reconnect").data(
+                        serde_json::json!({ "reason": "the client fell behind; reconnect with Last-Event-ID" })
+                            .to_string(),
+                    );
                     return Some((Ok(bye), s));
                 }
                 Err(RecvError::Closed) => return None,

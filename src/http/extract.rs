@@ -76,14 +76,11 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for ApiQuery<T> {
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
         input::check_query(&parts.uri)?;
-        Query::<T>::from_request_parts(parts, state)
-            .await
-            .map(|Query(q)| ApiQuery(q))
-            .map_err(|e| {
-                // The library's text quotes what it did not understand, sometimes unquoted: cut.
-                let text: String = e.body_text().chars().take(160).collect();
-                ApiError::invalid(format!("invalid query string: {text}"))
-            })
+        Query::<T>::from_request_parts(parts, state).await.map(|Query(q)| ApiQuery(q)).map_err(|e| {
+            // The library's text quotes what it did not understand, sometimes unquoted: cut.
+            let text: String = e.body_text().chars().take(160).collect();
+            ApiError::invalid(format!("invalid query string: {text}"))
+        })
     }
 }
 

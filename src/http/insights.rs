@@ -86,7 +86,11 @@ fn parse_bound(name: &str, value: &str, end: bool) -> Result<DateTime<Utc>, ApiE
 }
 
 /// Validates `from` and `to` and fills in the defaults.
-pub fn range(from: Option<&str>, to: Option<&str>, now: DateTime<Utc>) -> Result<(DateTime<Utc>, DateTime<Utc>), ApiError> {
+pub fn range(
+    from: Option<&str>,
+    to: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<(DateTime<Utc>, DateTime<Utc>), ApiError> {
     let to = match to {
         Some(t) => parse_bound("to", t, true)?,
         None => now,

@@ -110,11 +110,21 @@ fn no_store_for_json(response: &Response<Body>) -> Option<HeaderValue> {
 pub fn resources() -> Router<AppState> {
     let routers = [
         // The platform's negotiations and what people see of them.
-        negotiations::router(), opportunities::router(), insights::router(), a2a::router(),
+        negotiations::router(),
+        opportunities::router(),
+        insights::router(),
+        a2a::router(),
         // Agents, the directory, the work handed to agents and their turns.
-        agents::router(), directory::router(), delegations::router(), agent_turns::router(), assessment::router(),
+        agents::router(),
+        directory::router(),
+        delegations::router(),
+        agent_turns::router(),
+        assessment::router(),
         // Probes, and the web UI's live events and status page.
-        health::router(), metrics::router(), events::router(), status_page::router(),
+        health::router(),
+        metrics::router(),
+        events::router(),
+        status_page::router(),
     ];
     routers.into_iter().fold(Router::new(), Router::merge)
 }

@@ -70,9 +70,7 @@ impl CreateNegotiationIn {
     pub fn validate(self) -> Result<NewNegotiation, ApiError> {
         let opportunity_id = match self.opportunity_id.as_deref() {
             None => None,
-            Some(raw) => Some(
-                Uuid::parse_str(raw).map_err(|_| ApiError::invalid("opportunityId must be a UUID"))?,
-            ),
+            Some(raw) => Some(Uuid::parse_str(raw).map_err(|_| ApiError::invalid("opportunityId must be a UUID"))?),
         };
         for (field, user) in [("sourceUser", &self.source_user), ("candidateUser", &self.candidate_user)] {
             check_user(field, user)?;
@@ -171,8 +169,9 @@ pub(crate) async fn load_pair(state: &AppState, task_id: Uuid) -> ApiResult<(Opp
     let turns = messages::turns(&mut conn, task.id).await?;
     let outcome = messages::outcome(&mut conn, task.id).await?;
     let view = opportunity_views(&mut conn, std::slice::from_ref(&opportunity), None).await?.remove(0);
-    let negotiation =
-        NegotiationOut::new(&task, &turns, outcome, Viewer::Service).with_rounds_and_wait(&mut conn, &state.engine, &task).await?;
+    let negotiation = NegotiationOut::new(&task, &turns, outcome, Viewer::Service)
+        .with_rounds_and_wait(&mut conn, &state.engine, &task)
+        .await?;
     Ok((view, negotiation))
 }
 
@@ -194,7 +193,11 @@ pub async fn get_negotiation(
     let viewer = Viewer::of_caller(&caller, &task).ok_or(ApiError::NotFound("negotiation"))?;
     let turns = messages::turns(&mut conn, task.id).await?;
     let outcome = messages::outcome(&mut conn, task.id).await?;
-    Ok(Json(NegotiationOut::new(&task, &turns, outcome, viewer).with_rounds_and_wait(&mut conn, &state.engine, &task).await?))
+    Ok(Json(
+        NegotiationOut::new(&task, &turns, outcome, viewer)
+            .with_rounds_and_wait(&mut conn, &state.engine, &task)
+            .await?,
+    ))
 }
 
 /// Cancels a negotiation: the task ends `canceled` with outcome reason `canceled`.

@@ -79,9 +79,7 @@ pub async fn list_opportunities(
     let status = match q.status.as_deref() {
         None | Some("all") => None,
         Some(s) => Some(OpportunityStatus::parse(s).ok_or_else(|| {
-            ApiError::invalid(
-                "status must be one of negotiating, pending, accepted, rejected, stalled, expired, all",
-            )
+            ApiError::invalid("status must be one of negotiating, pending, accepted, rejected, stalled, expired, all")
         })?),
     };
     let Page { limit, before } = Page::parse(q.limit, q.cursor.as_deref())?;
@@ -94,11 +92,8 @@ pub async fn list_opportunities(
         Some(caller.sub.as_str())
     };
     let mut conn = state.pool().acquire().await?;
-    let page = opportunities::list(
-        &mut conn,
-        &opportunities::ListFilter { user_id, status, before, limit: limit + 1 },
-    )
-    .await?;
+    let page = opportunities::list(&mut conn, &opportunities::ListFilter { user_id, status, before, limit: limit + 1 })
+        .await?;
     let has_more = page.len() as i64 > limit;
     let viewer = if caller.is_service() { None } else { Some(caller.sub.as_str()) };
     let page: Vec<_> = page.into_iter().take(limit as usize).collect();
@@ -159,7 +154,9 @@ pub async fn decide_opportunity(
     ApiJson(body): ApiJson<DecisionIn>,
 ) -> ApiResult<Json<OpportunityOut>> {
     crate::delivery::decide(state.pool(), id, &caller.sub, body.decision).await?;
-    let o = opportunities::get(state.pool().acquire().await?.as_mut(), id).await?.ok_or(ApiError::NotFound("opportunity"))?;
+    let o = opportunities::get(state.pool().acquire().await?.as_mut(), id)
+        .await?
+        .ok_or(ApiError::NotFound("opportunity"))?;
     let mut conn = state.pool().acquire().await?;
     let mut views = opportunity_views(&mut conn, std::slice::from_ref(&o), Some(&caller.sub)).await?;
     Ok(Json(views.remove(0)))
@@ -196,7 +193,9 @@ impl ReactivateIn {
             if let Some(user) = user {
                 check_user(field, user)?;
                 if &user.id != expected {
-                    return Err(ApiError::invalid(format!("{field}.id must be the opportunity's {seat} user, {expected}")));
+                    return Err(ApiError::invalid(format!(
+                        "{field}.id must be the opportunity's {seat} user, {expected}"
+                    )));
                 }
             }
         }

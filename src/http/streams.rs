@@ -45,8 +45,12 @@ pub enum Full {
 impl std::fmt::Display for Full {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Full::Token(n) => write!(f, "this token holds {n} event streams open already (PARLEY_SSE_PER_TOKEN); close one first"),
-            Full::User(n) => write!(f, "this user holds {n} event streams open already (PARLEY_SSE_PER_USER); close one first"),
+            Full::Token(n) => {
+                write!(f, "this token holds {n} event streams open already (PARLEY_SSE_PER_TOKEN); close one first")
+            }
+            Full::User(n) => {
+                write!(f, "this user holds {n} event streams open already (PARLEY_SSE_PER_USER); close one first")
+            }
             Full::All(n) => write!(f, "the service holds {n} event streams open (PARLEY_SSE_MAX); retry later"),
         }
     }
@@ -108,7 +112,12 @@ impl StreamLimits {
         *open.tokens.entry(key).or_default() += 1;
         *open.users.entry(user.to_owned()).or_default() += 1;
         open.all += 1;
-        Ok(Slot { limits: self.clone(), token: key, user: user.to_owned(), _counted: crate::metrics::Open::sse_stream() })
+        Ok(Slot {
+            limits: self.clone(),
+            token: key,
+            user: user.to_owned(),
+            _counted: crate::metrics::Open::sse_stream(),
+        })
     }
 
     /// How many streams are open.

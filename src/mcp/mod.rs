@@ -190,7 +190,8 @@ fn presented_key(headers: &HeaderMap) -> Option<String> {
 /// Looks the key up on every request; the agent travels to the tools in the extensions.
 async fn require_agent_key(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
     let Some(key) = presented_key(req.headers()) else {
-        return ApiError::Unauthorized("missing API key (x-api-key or Authorization: Bearer pk_...)".into()).into_response();
+        return ApiError::Unauthorized("missing API key (x-api-key or Authorization: Bearer pk_...)".into())
+            .into_response();
     };
     let found = match state.pool().acquire().await {
         Ok(mut conn) => agents::authenticate(&mut conn, &hash_secret(&key)).await,
@@ -455,8 +456,9 @@ fn parse_uuid(raw: &str, field: &str) -> Result<Uuid, ApiError> {
 }
 
 fn parse_id(raw: &str) -> Result<Uuid, ApiError> {
-    Uuid::parse_str(raw.trim())
-        .map_err(|_| ApiError::invalid(format!("negotiationId {} is not a negotiation id (a UUID)", crate::quote::quote(raw))))
+    Uuid::parse_str(raw.trim()).map_err(|_| {
+        ApiError::invalid(format!("negotiationId {} is not a negotiation id (a UUID)", crate::quote::quote(raw)))
+    })
 }
 
 /// The MCP server: one per request (stateless), over the shared application state.
@@ -610,13 +612,11 @@ taskType, assessment}]}; each assessment explains its score (subscores, skill_ma
     }
 
     /// Delegation, as `POST /api/agents/delegate`.
-    #[tool(
-        description = "Delegate a piece of work to another agent (yours is the requester). Without \
+    #[tool(description = "Delegate a piece of work to another agent (yours is the requester). Without \
 targetAnonymousId the top discover_agents result for taskType takes it; input must match its inputSchema. \
 Returns {delegation: {requestId, status, attempts: [{attempt, taskId, targetAnonymousId, status, reason?}], \
 ...}} at once; follow it with get_delegation (with wait to hold until it ends). A rejected, failed or timed-out attempt moves to the next target while \
-retries are left (fallbackEnabled, maxRetries)."
-    )]
+retries are left (fallbackEnabled, maxRetries).")]
     async fn delegate_task(
         &self,
         Extension(parts): Extension<Parts>,
@@ -630,12 +630,10 @@ retries are left (fallbackEnabled, maxRetries)."
     }
 
     /// One of the agent's delegations, as `GET /api/delegations/:requestId` (with its `wait`).
-    #[tool(
-        description = "Show one of your delegations by requestId: {result?: {requestId, status, output?, \
+    #[tool(description = "Show one of your delegations by requestId: {result?: {requestId, status, output?, \
 executionTimeMs, retriesUsed} once it ended, delegation}. status: request, accepted, completed, rejected, \
 timeout or error. With wait (seconds), holds until it ends or the time passes; no result means it has not \
-ended yet."
-    )]
+ended yet.")]
     async fn get_delegation(
         &self,
         Extension(parts): Extension<Parts>,
@@ -646,11 +644,7 @@ ended yet."
             let id = parse_uuid(&args.request_id, "requestId")?;
             let wait = self.wait_of(args.wait)?;
             let requesters = [agent.agent_id];
-            let record = self
-                .state
-                .engine
-                .read_delegation(id, Some(&requesters[..]))
-                .await?;
+            let record = self.state.engine.read_delegation(id, Some(&requesters[..])).await?;
             if wait.is_none() {
                 return Ok::<_, ApiError>(answer(record));
             }
@@ -664,12 +658,10 @@ ended yet."
     }
 
     /// The agent's inbox, as `GET /api/agents/:id/delegations/inbox` (with its `wait`).
-    #[tool(
-        description = "List the delegation requests waiting for you, oldest first: {requests: [{requestId, \
+    #[tool(description = "List the delegation requests waiting for you, oldest first: {requests: [{requestId, \
 attempt, taskId, requesterAnonymousId, taskType, customType?, input, timeoutMs, status, createdAt, deadline}], \
 total}. With wait (seconds), holds until one arrives or the time passes. Take one with accept_delegation, then \
-complete_delegation or fail_delegation; or reject_delegation."
-    )]
+complete_delegation or fail_delegation; or reject_delegation.")]
     async fn list_delegation_inbox(
         &self,
         Extension(parts): Extension<Parts>,
@@ -688,10 +680,8 @@ complete_delegation or fail_delegation; or reject_delegation."
     }
 
     /// Accept, as `POST /api/agents/:id/delegations/:requestId/accept`.
-    #[tool(
-        description = "Take a request addressed to you (from list_delegation_inbox). Returns {accepted: true, \
-claimToken, deadline}: finish before the deadline with complete_delegation or fail_delegation."
-    )]
+    #[tool(description = "Take a request addressed to you (from list_delegation_inbox). Returns {accepted: true, \
+claimToken, deadline}: finish before the deadline with complete_delegation or fail_delegation.")]
     async fn accept_delegation(
         &self,
         Extension(parts): Extension<Parts>,
@@ -714,10 +704,8 @@ claimToken, deadline}: finish before the deadline with complete_delegation or fa
     }
 
     /// Complete, as `POST /api/agents/:id/delegations/:requestId/complete`.
-    #[tool(
-        description = "Hand back the result of a request you accepted: output must match your capability's \
-outputSchema (otherwise output_invalid, and the request stays yours to fix). Returns {completed: true}."
-    )]
+    #[tool(description = "Hand back the result of a request you accepted: output must match your capability's \
+outputSchema (otherwise output_invalid, and the request stays yours to fix). Returns {completed: true}.")]
     async fn complete_delegation(
         &self,
         Extension(parts): Extension<Parts>,
@@ -726,10 +714,7 @@ outputSchema (otherwise output_invalid, and the request stays yours to fix). Ret
         let key = key_of(&parts)?;
         let complete = async {
             let id = parse_uuid(&args.request_id, "requestId")?;
-            self.state
-                .engine
-                .complete_delegation(&key, id, &args.output, args.claim_token.as_deref())
-                .await?;
+            self.state.engine.complete_delegation(&key, id, &args.output, args.claim_token.as_deref()).await?;
             Ok::<_, ApiError>(CompletedOut { completed: true })
         };
         Ok(match complete.await {
@@ -739,38 +724,23 @@ outputSchema (otherwise output_invalid, and the request stays yours to fix). Ret
     }
 
     /// Reject, as `POST /api/agents/:id/delegations/:requestId/reject`.
-    #[tool(
-        description = "Decline a request addressed to you (waiting or accepted), with an optional reason; the \
-next target gets it when retries are left. Returns {ended: true}."
-    )]
+    #[tool(description = "Decline a request addressed to you (waiting or accepted), with an optional reason; the \
+next target gets it when retries are left. Returns {ended: true}.")]
     async fn reject_delegation(
         &self,
         Extension(parts): Extension<Parts>,
         Parameters(args): Parameters<RejectArgs>,
     ) -> Result<CallToolResult, ErrorData> {
         let agent = agent_of(&parts)?;
-        Ok(
-            match self
-                .refuse(
-                    &agent,
-                    &args.request_id,
-                    Event::Reject,
-                    args.reason.as_deref(),
-                    None,
-                )
-                .await
-            {
-                Ok(ended) => structured(ended),
-                Err(e) => api_error(e),
-            },
-        )
+        Ok(match self.refuse(&agent, &args.request_id, Event::Reject, args.reason.as_deref(), None).await {
+            Ok(ended) => structured(ended),
+            Err(e) => api_error(e),
+        })
     }
 
     /// Fail, as `POST /api/agents/:id/delegations/:requestId/fail`.
-    #[tool(
-        description = "Report that a request you accepted failed (error says what went wrong); the next \
-target gets it when retries are left. Returns {ended: true}."
-    )]
+    #[tool(description = "Report that a request you accepted failed (error says what went wrong); the next \
+target gets it when retries are left. Returns {ended: true}.")]
     async fn fail_delegation(
         &self,
         Extension(parts): Extension<Parts>,
@@ -779,13 +749,7 @@ target gets it when retries are left. Returns {ended: true}."
         let agent = agent_of(&parts)?;
         Ok(
             match self
-                .refuse(
-                    &agent,
-                    &args.request_id,
-                    Event::Fail,
-                    Some(&args.error),
-                    args.claim_token.as_deref(),
-                )
+                .refuse(&agent, &args.request_id, Event::Fail, Some(&args.error), args.claim_token.as_deref())
                 .await
             {
                 Ok(ended) => structured(ended),
@@ -803,16 +767,8 @@ impl ParleyMcp {
         key: &AgentKey,
         args: DelegateArgs,
     ) -> Result<CallToolResult, ApiError> {
-        let request_id = args
-            .request_id
-            .as_deref()
-            .map(|r| parse_uuid(r, "requestId"))
-            .transpose()?;
-        let target = args
-            .target_anonymous_id
-            .as_deref()
-            .map(|t| parse_uuid(t, "targetAnonymousId"))
-            .transpose()?;
+        let request_id = args.request_id.as_deref().map(|r| parse_uuid(r, "requestId")).transpose()?;
+        let target = args.target_anonymous_id.as_deref().map(|t| parse_uuid(t, "targetAnonymousId")).transpose()?;
         let min_timeout_ms =
             i64::try_from(self.state.engine.config().delegation_min_timeout.as_millis()).unwrap_or(i64::MAX);
         let request = delegation::Request::parse(
@@ -843,10 +799,7 @@ impl ParleyMcp {
         claim_token: Option<&str>,
     ) -> Result<EndedOut, ApiError> {
         let id = parse_uuid(request_id, "requestId")?;
-        self.state
-            .engine
-            .refuse_delegation(agent, id, event, reason, claim_token)
-            .await?;
+        self.state.engine.refuse_delegation(agent, id, event, reason, claim_token).await?;
         Ok(EndedOut { ended: true })
     }
 }
@@ -854,7 +807,8 @@ impl ParleyMcp {
 impl ParleyMcp {
     async fn respond(&self, key: &AgentKey, args: RespondArgs) -> Result<Value, ApiError> {
         let id = parse_id(&args.negotiation_id)?;
-        let roles = args.suggested_roles.unwrap_or_else(|| RolesArg { own_user: "peer".into(), other_user: "peer".into() });
+        let roles =
+            args.suggested_roles.unwrap_or_else(|| RolesArg { own_user: "peer".into(), other_user: "peer".into() });
         // The HTTP body's rules apply (see `RespondIn`); the tool's flat shape only lets
         // `reasoning` be left out, as Index Network's earlier tool had none: the message is then
         // kept as the reasoning.

@@ -29,6 +29,8 @@ use std::sync::LazyLock;
 pub type Concept = (&'static str, &'static [&'static str], &'static [&'static str]);
 
 /// The concepts (see the module docs). A spelling may belong to several concepts.
+// A table: one concept to a line, however long, so that it reads (and diffs) as one.
+#[rustfmt::skip]
 pub const CONCEPTS: &[Concept] = &[
     // People and roles.
     ("engineer", &["engineer", "developer", "programmer", "coder", "software engineer", "software developer", "swe", "dev", "hacker"], &["technical"]),
@@ -165,49 +167,245 @@ pub struct Homonym {
 
 /// Technical names that are ordinary words too.
 pub const HOMONYMS: &[Homonym] = &[
-    Homonym { word: "rust", other_sense: "the video game", markers: &["game", "gaming", "survival", "facepunch", "streamer", "twitch", "esports", "base-building", "corrosion", "paint", "metalwork"] },
-    Homonym { word: "java", other_sense: "the coffee", markers: &["coffee", "bean", "roast", "roastery", "roasting", "espresso", "barista", "sumatra", "island", "indonesia"] },
-    Homonym { word: "python", other_sense: "the snake", markers: &["snake", "reptile", "herpetologist", "herpetology", "zoo", "husbandry", "reticulated", "animal", "terrarium", "vivarium"] },
-    Homonym { word: "go", other_sense: "the board game", markers: &["baduk", "weiqi", "igo", "board game", "dan", "kyu", "tournament", "player", "game strategy"] },
-    Homonym { word: "ruby", other_sense: "the gemstone", markers: &["gem", "gemstone", "jewel", "jewelry", "jewellery", "jeweller", "necklace"] },
-    Homonym { word: "swift", other_sense: "the singer or the bird", markers: &["taylor", "concert", "swiftie", "pop", "bird", "birding", "ornithology"] },
-    Homonym { word: "scala", other_sense: "the opera house", markers: &["opera", "teatro", "milan", "soprano", "tenor", "theatre", "theater", "aria", "orchestra", "ballet"] },
-    Homonym { word: "kafka", other_sense: "the writer", markers: &["franz", "novel", "literature", "literary", "author", "metamorphosis", "prague", "fiction"] },
-    Homonym { word: "elixir", other_sense: "a drink", markers: &["cocktail", "potion", "bartender", "mixology", "drink", "tonic"] },
-    Homonym { word: "crystal", other_sense: "crystals", markers: &["healing", "gemstone", "quartz", "spiritual", "reiki"] },
+    Homonym {
+        word: "rust",
+        other_sense: "the video game",
+        markers: &[
+            "game",
+            "gaming",
+            "survival",
+            "facepunch",
+            "streamer",
+            "twitch",
+            "esports",
+            "base-building",
+            "corrosion",
+            "paint",
+            "metalwork",
+        ],
+    },
+    Homonym {
+        word: "java",
+        other_sense: "the coffee",
+        markers: &[
+            "coffee",
+            "bean",
+            "roast",
+            "roastery",
+            "roasting",
+            "espresso",
+            "barista",
+            "sumatra",
+            "island",
+            "indonesia",
+        ],
+    },
+    Homonym {
+        word: "python",
+        other_sense: "the snake",
+        markers: &[
+            "snake",
+            "reptile",
+            "herpetologist",
+            "herpetology",
+            "zoo",
+            "husbandry",
+            "reticulated",
+            "animal",
+            "terrarium",
+            "vivarium",
+        ],
+    },
+    Homonym {
+        word: "go",
+        other_sense: "the board game",
+        markers: &["baduk", "weiqi", "igo", "board game", "dan", "kyu", "tournament", "player", "game strategy"],
+    },
+    Homonym {
+        word: "ruby",
+        other_sense: "the gemstone",
+        markers: &["gem", "gemstone", "jewel", "jewelry", "jewellery", "jeweller", "necklace"],
+    },
+    Homonym {
+        word: "swift",
+        other_sense: "the singer or the bird",
+        markers: &["taylor", "concert", "swiftie", "pop", "bird", "birding", "ornithology"],
+    },
+    Homonym {
+        word: "scala",
+        other_sense: "the opera house",
+        markers: &["opera", "teatro", "milan", "soprano", "tenor", "theatre", "theater", "aria", "orchestra", "ballet"],
+    },
+    Homonym {
+        word: "kafka",
+        other_sense: "the writer",
+        markers: &["franz", "novel", "literature", "literary", "author", "metamorphosis", "prague", "fiction"],
+    },
+    Homonym {
+        word: "elixir",
+        other_sense: "a drink",
+        markers: &["cocktail", "potion", "bartender", "mixology", "drink", "tonic"],
+    },
+    Homonym {
+        word: "crystal",
+        other_sense: "crystals",
+        markers: &["healing", "gemstone", "quartz", "spiritual", "reiki"],
+    },
     Homonym { word: "dart", other_sense: "darts", markers: &["darts", "pub", "bullseye", "league"] },
-    Homonym { word: "flask", other_sense: "lab glassware", markers: &["lab", "laboratory", "chemistry", "glassware", "thermos"] },
-    Homonym { word: "pandas", other_sense: "the animal", markers: &["bamboo", "zoo", "wildlife", "animal", "bear", "conservation"] },
-    Homonym { word: "django", other_sense: "the film or the guitarist", markers: &["film", "movie", "tarantino", "western", "reinhardt", "guitar", "guitarist", "jazz"] },
-    Homonym { word: "rails", other_sense: "railways", markers: &["railway", "railroad", "train", "track", "locomotive"] },
-    Homonym { word: "docker", other_sense: "the docks", markers: &["dock", "harbour", "harbor", "longshoreman", "stevedore"] },
+    Homonym {
+        word: "flask",
+        other_sense: "lab glassware",
+        markers: &["lab", "laboratory", "chemistry", "glassware", "thermos"],
+    },
+    Homonym {
+        word: "pandas",
+        other_sense: "the animal",
+        markers: &["bamboo", "zoo", "wildlife", "animal", "bear", "conservation"],
+    },
+    Homonym {
+        word: "django",
+        other_sense: "the film or the guitarist",
+        markers: &["film", "movie", "tarantino", "western", "reinhardt", "guitar", "guitarist", "jazz"],
+    },
+    Homonym {
+        word: "rails",
+        other_sense: "railways",
+        markers: &["railway", "railroad", "train", "track", "locomotive"],
+    },
+    Homonym {
+        word: "docker",
+        other_sense: "the docks",
+        markers: &["dock", "harbour", "harbor", "longshoreman", "stevedore"],
+    },
     Homonym { word: "puppet", other_sense: "puppetry", markers: &["puppetry", "marionette", "puppeteer", "theatre"] },
-    Homonym { word: "chef", other_sense: "cooking", markers: &["cooking", "kitchen", "culinary", "cuisine", "menu", "pastry", "restaurant"] },
-    Homonym { word: "shell", other_sense: "the oil company or seashells", markers: &["oil", "petroleum", "seashell", "beach", "gas station"] },
-    Homonym { word: "oracle", other_sense: "prophecy", markers: &["tarot", "prophecy", "psychic", "fortune", "delphi"] },
+    Homonym {
+        word: "chef",
+        other_sense: "cooking",
+        markers: &["cooking", "kitchen", "culinary", "cuisine", "menu", "pastry", "restaurant"],
+    },
+    Homonym {
+        word: "shell",
+        other_sense: "the oil company or seashells",
+        markers: &["oil", "petroleum", "seashell", "beach", "gas station"],
+    },
+    Homonym {
+        word: "oracle",
+        other_sense: "prophecy",
+        markers: &["tarot", "prophecy", "psychic", "fortune", "delphi"],
+    },
     Homonym { word: "lisp", other_sense: "the speech sound", markers: &["speech", "stutter", "speech therapy"] },
     Homonym { word: "spark", other_sense: "a spark", markers: &["spark plug", "ignition", "fire", "electrician"] },
-    Homonym { word: "airflow", other_sense: "air movement", markers: &["ventilation", "hvac", "air-change", "air change", "ductwork", "damper", "dampers", "cleanroom", "air quality", "heating", "cooling"] },
-    Homonym { word: "terraform", other_sense: "earthworks", markers: &["landscaping", "grading", "earthworks", "excavation", "soil", "planet", "mars"] },
-    Homonym { word: "hive", other_sense: "beekeeping", markers: &["bee", "bees", "beekeeper", "beekeeping", "honey", "apiary"] },
-    Homonym { word: "helm", other_sense: "a ship's helm", markers: &["sailing", "boat", "yacht", "ship", "captain", "skipper", "maritime"] },
+    Homonym {
+        word: "airflow",
+        other_sense: "air movement",
+        markers: &[
+            "ventilation",
+            "hvac",
+            "air-change",
+            "air change",
+            "ductwork",
+            "damper",
+            "dampers",
+            "cleanroom",
+            "air quality",
+            "heating",
+            "cooling",
+        ],
+    },
+    Homonym {
+        word: "terraform",
+        other_sense: "earthworks",
+        markers: &["landscaping", "grading", "earthworks", "excavation", "soil", "planet", "mars"],
+    },
+    Homonym {
+        word: "hive",
+        other_sense: "beekeeping",
+        markers: &["bee", "bees", "beekeeper", "beekeeping", "honey", "apiary"],
+    },
+    Homonym {
+        word: "helm",
+        other_sense: "a ship's helm",
+        markers: &["sailing", "boat", "yacht", "ship", "captain", "skipper", "maritime"],
+    },
     Homonym { word: "mocha", other_sense: "the coffee", markers: &["coffee", "espresso", "barista", "cafe", "latte"] },
-    Homonym { word: "selenium", other_sense: "the element", markers: &["mineral", "supplement", "nutrition", "chemistry", "element", "soil"] },
-    Homonym { word: "tableau", other_sense: "a painting or a stage scene", markers: &["painting", "painter", "theatre", "theater", "stage", "gallery"] },
+    Homonym {
+        word: "selenium",
+        other_sense: "the element",
+        markers: &["mineral", "supplement", "nutrition", "chemistry", "element", "soil"],
+    },
+    Homonym {
+        word: "tableau",
+        other_sense: "a painting or a stage scene",
+        markers: &["painting", "painter", "theatre", "theater", "stage", "gallery"],
+    },
     Homonym { word: "snowflake", other_sense: "snow", markers: &["snow", "winter", "ski", "weather", "christmas"] },
-    Homonym { word: "flutter", other_sense: "fluttering", markers: &["butterfly", "butterflies", "bird", "heart", "cardiology", "atrial"] },
-    Homonym { word: "cypress", other_sense: "the tree", markers: &["tree", "trees", "forestry", "arborist", "garden", "landscaping"] },
+    Homonym {
+        word: "flutter",
+        other_sense: "fluttering",
+        markers: &["butterfly", "butterflies", "bird", "heart", "cardiology", "atrial"],
+    },
+    Homonym {
+        word: "cypress",
+        other_sense: "the tree",
+        markers: &["tree", "trees", "forestry", "arborist", "garden", "landscaping"],
+    },
 ];
 
 /// Words that show a text speaks of software.
 const TECH_CONTEXT: &[&str] = &[
-    "software", "programming", "programmer", "developer", "engineer", "engineering", "code",
-    "coding", "coder", "backend", "back-end", "frontend", "front-end", "full-stack", "api",
-    "database", "sql", "postgresql", "mysql", "devops", "cloud", "aws", "kubernetes",
-    "microservices", "algorithm", "machine learning", "data science", "data engineering",
-    "data pipeline", "web", "github", "open source", "cli", "framework", "stack", "script",
-    "scripting", "compiler", "library", "sdk", "saas", "golang", "typescript", "javascript",
-    "linux", "docker", "terraform", "django", "react", "spring boot", "rust", "python", "java",
+    "software",
+    "programming",
+    "programmer",
+    "developer",
+    "engineer",
+    "engineering",
+    "code",
+    "coding",
+    "coder",
+    "backend",
+    "back-end",
+    "frontend",
+    "front-end",
+    "full-stack",
+    "api",
+    "database",
+    "sql",
+    "postgresql",
+    "mysql",
+    "devops",
+    "cloud",
+    "aws",
+    "kubernetes",
+    "microservices",
+    "algorithm",
+    "machine learning",
+    "data science",
+    "data engineering",
+    "data pipeline",
+    "web",
+    "github",
+    "open source",
+    "cli",
+    "framework",
+    "stack",
+    "script",
+    "scripting",
+    "compiler",
+    "library",
+    "sdk",
+    "saas",
+    "golang",
+    "typescript",
+    "javascript",
+    "linux",
+    "docker",
+    "terraform",
+    "django",
+    "react",
+    "spring boot",
+    "rust",
+    "python",
+    "java",
 ];
 
 /// One axis on which a need and a person can stand at opposite poles.
@@ -227,16 +425,95 @@ pub const AXES: &[Axis] = &[
     Axis {
         name: "seniority",
         poles: [
-            ("senior", &["senior", "experienced", "seasoned", "veteran", "expert", "principal", "head", "director", "vp", "chief", "cto", "ceo", "lead", "leader", "manager", "founder", "partner", "owner", "professor", "lecturer"]),
-            ("junior", &["junior", "intern", "internship", "student", "trainee", "apprentice", "graduating", "graduate", "entry-level", "beginner", "aspiring", "second-year", "first-year", "undergraduate", "switching careers", "career switch", "career change"]),
+            (
+                "senior",
+                &[
+                    "senior",
+                    "experienced",
+                    "seasoned",
+                    "veteran",
+                    "expert",
+                    "principal",
+                    "head",
+                    "director",
+                    "vp",
+                    "chief",
+                    "cto",
+                    "ceo",
+                    "lead",
+                    "leader",
+                    "manager",
+                    "founder",
+                    "partner",
+                    "owner",
+                    "professor",
+                    "lecturer",
+                ],
+            ),
+            (
+                "junior",
+                &[
+                    "junior",
+                    "intern",
+                    "internship",
+                    "student",
+                    "trainee",
+                    "apprentice",
+                    "graduating",
+                    "graduate",
+                    "entry-level",
+                    "beginner",
+                    "aspiring",
+                    "second-year",
+                    "first-year",
+                    "undergraduate",
+                    "switching careers",
+                    "career switch",
+                    "career change",
+                ],
+            ),
         ],
         both_ways: false,
     },
     Axis {
         name: "company stage",
         poles: [
-            ("pre-seed or seed", &["pre-seed", "preseed", "seed-stage", "seed stage", "early-stage", "early stage", "pre-revenue", "pre-product", "pre-launch", "idea stage", "first round", "first institutional", "first raise"]),
-            ("growth stage", &["growth-stage", "growth stage", "growth equity", "growth-equity", "growth round", "series c", "series d", "series e", "later rounds", "late-stage", "late stage", "ipo", "pre-ipo"]),
+            (
+                "pre-seed or seed",
+                &[
+                    "pre-seed",
+                    "preseed",
+                    "seed-stage",
+                    "seed stage",
+                    "early-stage",
+                    "early stage",
+                    "pre-revenue",
+                    "pre-product",
+                    "pre-launch",
+                    "idea stage",
+                    "first round",
+                    "first institutional",
+                    "first raise",
+                ],
+            ),
+            (
+                "growth stage",
+                &[
+                    "growth-stage",
+                    "growth stage",
+                    "growth equity",
+                    "growth-equity",
+                    "growth round",
+                    "series c",
+                    "series d",
+                    "series e",
+                    "later rounds",
+                    "late-stage",
+                    "late stage",
+                    "ipo",
+                    "pre-ipo",
+                ],
+            ),
         ],
         both_ways: true,
     },
@@ -244,14 +521,40 @@ pub const AXES: &[Axis] = &[
         name: "commitment",
         poles: [
             ("full-time", &["full-time", "full time", "permanent"]),
-            ("temporary or part-time", &["part-time", "part time", "internship", "summer", "temporary", "short-term", "three-month", "3-month", "side income", "side project"]),
+            (
+                "temporary or part-time",
+                &[
+                    "part-time",
+                    "part time",
+                    "internship",
+                    "summer",
+                    "temporary",
+                    "short-term",
+                    "three-month",
+                    "3-month",
+                    "side income",
+                    "side project",
+                ],
+            ),
         ],
         both_ways: true,
     },
     Axis {
         name: "order size",
         poles: [
-            ("small batches", &["small batch", "small batches", "small-batch", "prototype", "prototypes", "low minimums", "low minimum", "pilot run"]),
+            (
+                "small batches",
+                &[
+                    "small batch",
+                    "small batches",
+                    "small-batch",
+                    "prototype",
+                    "prototypes",
+                    "low minimums",
+                    "low minimum",
+                    "pilot run",
+                ],
+            ),
             ("high volume", &["high-volume", "high volume", "mass production", "bulk", "large volume", "large-volume"]),
         ],
         both_ways: true,
@@ -259,7 +562,10 @@ pub const AXES: &[Axis] = &[
     Axis {
         name: "place of work",
         poles: [
-            ("on site", &["on-site", "onsite", "in-office", "in office", "in person", "in-person", "relocate", "relocation"]),
+            (
+                "on site",
+                &["on-site", "onsite", "in-office", "in office", "in person", "in-person", "relocate", "relocation"],
+            ),
             ("remote", &["remote", "remote-first", "fully remote", "work from home", "wfh"]),
         ],
         both_ways: true,
@@ -268,10 +574,40 @@ pub const AXES: &[Axis] = &[
 
 /// Words that say little on their own; they weigh less in a need.
 const WEAK: &[&str] = &[
-    "app", "application", "area", "build", "business", "company", "day", "field", "firm", "help",
-    "hour", "industry", "level", "month", "new", "paid", "people", "person", "platform", "product",
-    "project", "scene", "sector", "service", "solution", "space", "startup", "team", "thing",
-    "time", "tool", "week", "work", "world",
+    "app",
+    "application",
+    "area",
+    "build",
+    "business",
+    "company",
+    "day",
+    "field",
+    "firm",
+    "help",
+    "hour",
+    "industry",
+    "level",
+    "month",
+    "new",
+    "paid",
+    "people",
+    "person",
+    "platform",
+    "product",
+    "project",
+    "scene",
+    "sector",
+    "service",
+    "solution",
+    "space",
+    "startup",
+    "team",
+    "thing",
+    "time",
+    "tool",
+    "week",
+    "work",
+    "world",
 ];
 
 /// The index of the tables above, built once from their spellings.
@@ -354,9 +690,7 @@ static INDEX: LazyLock<Index> = LazyLock::new(|| {
         }
         implies.insert(*name, seen);
     }
-    let keys_of = |list: &[&str]| -> HashSet<String> {
-        list.iter().map(|s| phrase_key(&spelling_keys(s))).collect()
-    };
+    let keys_of = |list: &[&str]| -> HashSet<String> { list.iter().map(|s| phrase_key(&spelling_keys(s))).collect() };
     let mut phrase_starts: HashMap<String, Vec<usize>> = HashMap::new();
     for (i, p) in phrases.iter().enumerate() {
         phrase_starts.entry(p[0].clone()).or_default().push(i);
@@ -383,8 +717,9 @@ const REMEMBERED: usize = 8192;
 const REMEMBERED_LEN: usize = 2_000;
 
 fn remembered(raw: &str, description: bool) -> Reading {
-    static CACHE: LazyLock<std::sync::Mutex<lru::LruCache<(bool, String), Reading>>> =
-        LazyLock::new(|| std::sync::Mutex::new(lru::LruCache::new(std::num::NonZeroUsize::new(REMEMBERED).expect("non-zero"))));
+    static CACHE: LazyLock<std::sync::Mutex<lru::LruCache<(bool, String), Reading>>> = LazyLock::new(|| {
+        std::sync::Mutex::new(lru::LruCache::new(std::num::NonZeroUsize::new(REMEMBERED).expect("non-zero")))
+    });
     if raw.len() > REMEMBERED_LEN {
         return finish(if description { text::read_description(raw) } else { text::read(raw) });
     }

@@ -128,7 +128,10 @@ impl Denials {
             return true;
         }
         let said = concepts::concepts_of(need);
-        if said.iter().any(|c| self.concepts.contains(c) || concepts::implied_by(c).iter().any(|i| self.concepts.contains(i))) {
+        if said
+            .iter()
+            .any(|c| self.concepts.contains(c) || concepts::implied_by(c).iter().any(|i| self.concepts.contains(i)))
+        {
             return true;
         }
         !need.parts.is_empty() && need.parts.iter().filter(|p| self.keys.contains(*p)).count() * 2 >= need.parts.len()
@@ -201,19 +204,64 @@ impl Distrust {
 
 /// Marks of a sentence that instructs the negotiator instead of informing it.
 const INSTRUCTIONS: &[&str] = &[
-    "system:", "system prompt", "[[", "]]", "{{", "<system", "assistant:", "negotiator:",
-    "negotiator instruction", "instructions to the negotiator", "instruction to the negotiator",
-    "negotiator, ", "ignore the", "ignore all", "ignore previous", "ignore your", "ignore any",
-    "disregard", "output action", "action=", "action:", "required response", "you must accept",
-    "must accept", "respond with accept", "reply with accept", "answer with accept",
-    "output accept", "accept this match", "accept immediately", "accept now", "do not counter",
-    "dont counter", "treat the following", "as verified evidence", "override", "fit 1.0",
-    "fit=1", "score 100", "set fit", "auto-accept", "already accepted",
+    "system:",
+    "system prompt",
+    "[[",
+    "]]",
+    "{{",
+    "<system",
+    "assistant:",
+    "negotiator:",
+    "negotiator instruction",
+    "instructions to the negotiator",
+    "instruction to the negotiator",
+    "negotiator, ",
+    "ignore the",
+    "ignore all",
+    "ignore previous",
+    "ignore your",
+    "ignore any",
+    "disregard",
+    "output action",
+    "action=",
+    "action:",
+    "required response",
+    "you must accept",
+    "must accept",
+    "respond with accept",
+    "reply with accept",
+    "answer with accept",
+    "output accept",
+    "accept this match",
+    "accept immediately",
+    "accept now",
+    "do not counter",
+    "dont counter",
+    "treat the following",
+    "as verified evidence",
+    "override",
+    "fit 1.0",
+    "fit=1",
+    "score 100",
+    "set fit",
+    "auto-accept",
+    "already accepted",
 ];
 
 /// Words of a notice that claims to come from the platform.
-const NOTICE_VERBS: &[&str] = &["verification", "verified", "confirmed", "certified by", "approved", "vetted", "validated"];
-const NOTICE_SOURCES: &[&str] = &["parley", "platform", "index network", "the system", "negotiator", "moderator", "admin", "trust and safety", "matching engine"];
+const NOTICE_VERBS: &[&str] =
+    &["verification", "verified", "confirmed", "certified by", "approved", "vetted", "validated"];
+const NOTICE_SOURCES: &[&str] = &[
+    "parley",
+    "platform",
+    "index network",
+    "the system",
+    "negotiator",
+    "moderator",
+    "admin",
+    "trust and safety",
+    "matching engine",
+];
 
 /// Whether a folded sentence instructs the negotiator or poses as the platform.
 pub fn is_instruction(folded: &str) -> bool {

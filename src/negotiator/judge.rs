@@ -17,7 +17,7 @@
 //! company stage, commitment, place of work). Each rules the match out.
 
 use super::concepts::{self, AXES};
-use super::evidence::{self, Denials, Distrust, Evidence, Senses, INTENT, INTEREST};
+use super::evidence::{self, Denials, Distrust, Evidence, INTENT, INTEREST, Senses};
 use super::needs::{self, Frame, Need};
 use super::text::Word;
 use super::{NegotiatorConfig, Situation};
@@ -192,8 +192,11 @@ impl Said {
             said.instructions |= message.instructions;
             said.look_alikes |= message.look_alikes;
             let later = last_counter.is_some_and(|k| t.turn_number > k);
-            let (claims, denials) =
-                if later { (&mut said.after, &mut said.denied_after) } else { (&mut said.before, &mut said.denied_before) };
+            let (claims, denials) = if later {
+                (&mut said.after, &mut said.denied_after)
+            } else {
+                (&mut said.before, &mut said.denied_before)
+            };
             claims.add(&message.words, 1.0);
             denials.add(&message.words);
         }
@@ -260,12 +263,8 @@ pub fn evaluate(cfg: &NegotiatorConfig, s: &Situation) -> Evaluation {
     let mut profile_denials = Denials::default();
     profile_denials.add(&profile.is);
     profile_denials.add(&profile.interests);
-    let last_counter = s
-        .history
-        .iter()
-        .rev()
-        .find(|t| t.side == s.own_side && t.action == Action::Counter)
-        .map(|t| t.turn_number);
+    let last_counter =
+        s.history.iter().rev().find(|t| t.side == s.own_side && t.action == Action::Counter).map(|t| t.turn_number);
     let said = Said::read(s, last_counter);
 
     // The own user's needs: every intent, and the discovery query when it is theirs.
@@ -287,12 +286,15 @@ pub fn evaluate(cfg: &NegotiatorConfig, s: &Situation) -> Evaluation {
     let judge_all = |trust_claims: bool| -> Vec<Judged> {
         let mut judged: Vec<Judged> = own_needs
             .iter()
-            .map(|(need, private)| judge(need, *private, &profile, &other_needs, &other_senses, &profile_denials, &said, trust_claims, cfg))
+            .map(|(need, private)| {
+                judge(need, *private, &profile, &other_needs, &other_senses, &profile_denials, &said, trust_claims, cfg)
+            })
             .collect();
         // The discovery query restates an intent in keywords: it shares a shared need's fate.
         if judged.len() > intents {
             let query = judged.len() - 1;
-            let shared = (0..intents).any(|i| judged[i].same_need && overlap(&judged[i].need, &judged[query].need, false) >= 0.3);
+            let shared = (0..intents)
+                .any(|i| judged[i].same_need && overlap(&judged[i].need, &judged[query].need, false) >= 0.3);
             judged[query].same_need |= shared;
         }
         judged
@@ -384,7 +386,8 @@ pub fn evaluate(cfg: &NegotiatorConfig, s: &Situation) -> Evaluation {
     let prior = if j.other_sense.is_some() { seed * cfg.other_sense_prior } else { seed };
     let total = cfg.grounded_weight + cfg.seed_weight;
     let evidence = (j.grounded + cfg.claim_weight * j.claimed).min(1.0);
-    let mut fit = if total > 0.0 { (cfg.grounded_weight * evidence + cfg.seed_weight * prior) / total } else { evidence };
+    let mut fit =
+        if total > 0.0 { (cfg.grounded_weight * evidence + cfg.seed_weight * prior) / total } else { evidence };
     if matches!(distrust, Some(Distrust::Unsupported | Distrust::Contradicted)) {
         fit -= cfg.unsupported_penalty;
     }
@@ -512,12 +515,20 @@ fn judge(
 /// The first axis on which the need and the other user stand at opposite poles. The need's pole
 /// is read from its text, and for company stage and order size also from the own user's
 /// description (a pre-seed founder raises a pre-seed round).
-fn axis_conflict(need: &Need, own: &UserContext, profile: &Profile, other_needs: &[(Need, Vec<Word>)]) -> Option<Concern> {
+fn axis_conflict(
+    need: &Need,
+    own: &UserContext,
+    profile: &Profile,
+    other_needs: &[(Need, Vec<Word>)],
+) -> Option<Concern> {
     let need_words = concepts::read(&need.text).words;
-    let own_words: Vec<Word> = own.profile.as_ref().and_then(|p| p.bio.as_deref()).map(|b| concepts::read(b).words).unwrap_or_default();
+    let own_words: Vec<Word> =
+        own.profile.as_ref().and_then(|p| p.bio.as_deref()).map(|b| concepts::read(b).words).unwrap_or_default();
     let other_words: Vec<&Word> = profile.is.iter().chain(other_needs.iter().flat_map(|(_, w)| w)).collect();
     let shows = |words: &[&Word], markers: &[String]| {
-        words.iter().any(|w| !w.negated && !w.aspired && (markers.contains(&w.key) || w.parts.iter().any(|p| markers.contains(p))))
+        words.iter().any(|w| {
+            !w.negated && !w.aspired && (markers.contains(&w.key) || w.parts.iter().any(|p| markers.contains(p)))
+        })
     };
     for (axis, poles) in AXES.iter().zip(concepts::axis_poles()) {
         let own_too = matches!(axis.name, "company stage" | "order size");
@@ -572,11 +583,7 @@ fn coverage(need: &Need, e: &Evidence) -> f64 {
 }
 
 fn deal_breakers(u: &UserContext) -> Vec<&str> {
-    u.profile
-        .as_ref()
-        .and_then(|p| p.extra.get("dealBreakers"))
-        .map(strings)
-        .unwrap_or_default()
+    u.profile.as_ref().and_then(|p| p.extra.get("dealBreakers")).map(strings).unwrap_or_default()
 }
 
 fn clamp01(x: f64) -> f64 {

@@ -197,7 +197,8 @@ pub fn decide(cfg: &NegotiatorConfig, s: &Situation) -> Decision {
     };
     let grounded_enough = eval.grounded >= cfg.min_grounded;
     let acceptable = eval.concerns.is_empty() && grounded_enough && eval.fit >= cfg.final_accept_at;
-    let protected = own_decisions == 0 && eval.seed >= cfg.protected_seed && eval.concerns.is_empty() && eval.other_sense.is_none();
+    let protected =
+        own_decisions == 0 && eval.seed >= cfg.protected_seed && eval.concerns.is_empty() && eval.other_sense.is_none();
 
     let action = if turn == 0 {
         if acceptable || protected { Action::Propose } else { Action::Reject }

@@ -154,36 +154,94 @@ const VERBS: &[(&str, Frame)] = &[
 ];
 
 /// Verbs that want something, whose object says what kind of need it is.
-const WANTING: &[&str] = &["find", "get", "look", "looking", "need", "search", "searching", "seek", "seeking", "source", "want"];
+const WANTING: &[&str] =
+    &["find", "get", "look", "looking", "need", "search", "searching", "seek", "seeking", "source", "want"];
 
 /// Words before the verb that say nothing about the need.
 const LEAD_INS: &[&str] = &[
-    "actively", "also", "am", "are", "aspire", "aspiring", "currently", "eager", "hope", "hoping",
-    "i", "im", "is", "keen", "like", "love", "now", "open", "plan", "planning", "please", "ready",
-    "to", "trying", "we", "would", "wed", "id",
+    "actively",
+    "also",
+    "am",
+    "are",
+    "aspire",
+    "aspiring",
+    "currently",
+    "eager",
+    "hope",
+    "hoping",
+    "i",
+    "im",
+    "is",
+    "keen",
+    "like",
+    "love",
+    "now",
+    "open",
+    "plan",
+    "planning",
+    "please",
+    "ready",
+    "to",
+    "trying",
+    "we",
+    "would",
+    "wed",
+    "id",
 ];
 
 /// Object heads that make a wanting verb a need for a position.
 const POSITIONS: &[&str] = &[
-    "apprenticeship", "contract", "contracts", "employment", "gig", "gigs", "income", "internship",
-    "job", "jobs", "opening", "opportunities", "opportunity", "placement", "position",
-    "positions", "project", "projects", "role", "roles", "work",
+    "apprenticeship",
+    "contract",
+    "contracts",
+    "employment",
+    "gig",
+    "gigs",
+    "income",
+    "internship",
+    "job",
+    "jobs",
+    "opening",
+    "opportunities",
+    "opportunity",
+    "placement",
+    "position",
+    "positions",
+    "project",
+    "projects",
+    "role",
+    "roles",
+    "work",
 ];
 /// Object heads that make a wanting verb a need for money.
 const MONEY: &[&str] = &[
-    "angel", "angels", "backer", "backers", "capital", "funding", "grant", "grants", "investment",
-    "investor", "investors", "money", "round", "sponsor", "sponsors", "sponsorship", "vc", "vcs",
+    "angel",
+    "angels",
+    "backer",
+    "backers",
+    "capital",
+    "funding",
+    "grant",
+    "grants",
+    "investment",
+    "investor",
+    "investors",
+    "money",
+    "round",
+    "sponsor",
+    "sponsors",
+    "sponsorship",
+    "vc",
+    "vcs",
 ];
 /// Object heads that make a wanting verb an offer looking for takers.
-const TAKERS: &[&str] = &[
-    "audience", "buyer", "buyers", "client", "clients", "customer", "customers", "students",
-    "subscribers", "users",
-];
+const TAKERS: &[&str] =
+    &["audience", "buyer", "buyers", "client", "clients", "customer", "customers", "students", "subscribers", "users"];
 
 /// Words that end a need's first noun phrase.
 const PHRASE_ENDS: &[&str] = &[
-    ",", "about", "as", "at", "based", "building", "by", "for", "from", "in", "into", "of", "on",
-    "raising", "starting", "that", "to", "where", "which", "who", "with", "within",
+    ",", "about", "as", "at", "based", "building", "by", "for", "from", "in", "into", "of", "on", "raising",
+    "starting", "that", "to", "where", "which", "who", "with", "within",
 ];
 
 /// Words inside a noun phrase that are not its head.
@@ -235,10 +293,7 @@ fn read_need(text: &str) -> Need {
     }
     let verb = raw.get(i).map(String::as_str).unwrap_or("");
     let verb_stem = text::stem(verb);
-    let mut frame = VERBS
-        .iter()
-        .find(|(v, _)| *v == verb || text::stem(v) == verb_stem)
-        .map(|(_, f)| *f);
+    let mut frame = VERBS.iter().find(|(v, _)| *v == verb || text::stem(v) == verb_stem).map(|(_, f)| *f);
     let wanting = frame.is_none() && WANTING.contains(&verb);
     let object_start = if frame.is_some() || wanting { i + 1 } else { i };
     // The first noun phrase of the object, and its head.
@@ -262,14 +317,18 @@ fn read_need(text: &str) -> Need {
             // "Looking for a fintech startup to join": a position.
             None if object.windows(2).any(|w| w[0] == "to" && matches!(w[1], "join" | "work")) => Frame::Join,
             // "Find small businesses that need their website redone": someone looking for clients.
-            None if object.windows(2).any(|w| matches!(w[0], "that" | "who") && matches!(w[1], "need" | "needs" | "want" | "wants"))
+            None if object
+                .windows(2)
+                .any(|w| matches!(w[0], "that" | "who") && matches!(w[1], "need" | "needs" | "want" | "wants"))
                 || object.contains(&"needing") =>
             {
                 Frame::Offer
             }
             None => Frame::Acquire,
         });
-    } else if frame == Some(Frame::Acquire) && let Some(kind) = phrase.iter().find_map(|w| object_kind(w)) {
+    } else if frame == Some(Frame::Acquire)
+        && let Some(kind) = phrase.iter().find_map(|w| object_kind(w))
+    {
         // "Hire" is always for a person; "add a sponsor" is still money.
         if kind == Frame::Raise {
             frame = Some(kind);
@@ -312,7 +371,13 @@ fn read_need(text: &str) -> Need {
                 || (frame == Frame::Invest && concepts::concepts_of(&t.word).contains(&"funding"))
         });
         if !present {
-            terms.push(Term { word: Word::new(spelling, false), weight: HEAD_WEIGHT, head: true, implicit: true, core: true });
+            terms.push(Term {
+                word: Word::new(spelling, false),
+                weight: HEAD_WEIGHT,
+                head: true,
+                implicit: true,
+                core: true,
+            });
         }
     }
     Need { text: text.to_owned(), frame, terms }
@@ -322,9 +387,7 @@ fn read_need(text: &str) -> Need {
 /// after "is looking to".
 pub fn starts_with_verb(text: &str) -> bool {
     let raw = raw_words(&text::fold(text).text);
-    raw.iter()
-        .find(|w| !LEAD_INS.contains(&w.as_str()))
-        .is_some_and(|w| frame_verb(w) || WANTING.contains(&w.as_str()))
+    raw.iter().find(|w| !LEAD_INS.contains(&w.as_str())).is_some_and(|w| frame_verb(w) || WANTING.contains(&w.as_str()))
 }
 
 /// Whether `verb` is one of the verbs that give a kind outright.

@@ -115,7 +115,11 @@ pub fn play(cfg: &NegotiatorConfig, sc: &Scenario) -> Played {
             let (action, message) = if n == 0 {
                 (Action::Propose, sc.agent.propose.clone())
             } else if n + 1 >= MIXED_CAP {
-                let f = sc.agent.r#final.clone().unwrap_or(Reply { action: Action::Reject, message: Some("We will leave it here.".into()), fallback: None });
+                let f = sc.agent.r#final.clone().unwrap_or(Reply {
+                    action: Action::Reject,
+                    message: Some("We will leave it here.".into()),
+                    fallback: None,
+                });
                 (f.action, f.message)
             } else {
                 let r = if sc.agent.replies.is_empty() {
@@ -148,7 +152,8 @@ pub fn play(cfg: &NegotiatorConfig, sc: &Scenario) -> Played {
         turns.push(turn);
         if action.is_terminal() || turns.len() as u32 >= MIXED_CAP {
             let last = turns.last().unwrap();
-            let verdict = if last.side == sc.system_side && last.action.is_terminal() { last.action.as_str() } else { "none" };
+            let verdict =
+                if last.side == sc.system_side && last.action.is_terminal() { last.action.as_str() } else { "none" };
             return Played { verdict, opportunity: last.action == Action::Accept, turns };
         }
     }
@@ -193,9 +198,19 @@ fn the_labelled_scenarios_end_as_labelled() {
     let cases = own_cases();
     let kinds: std::collections::BTreeSet<&str> = cases.iter().map(|c| c.category.as_str()).collect();
     for kind in [
-        "accept/literal", "accept/paraphrase", "accept/null-pitch", "accept/answered", "reject/keyword-trap",
-        "reject/same-role", "reject/mismatch", "reject/negation", "not-accept/echo", "not-accept/echo-after-counter",
-        "not-accept/injection", "not-accept/unicode", "not-accept/snap-accept",
+        "accept/literal",
+        "accept/paraphrase",
+        "accept/null-pitch",
+        "accept/answered",
+        "reject/keyword-trap",
+        "reject/same-role",
+        "reject/mismatch",
+        "reject/negation",
+        "not-accept/echo",
+        "not-accept/echo-after-counter",
+        "not-accept/injection",
+        "not-accept/unicode",
+        "not-accept/snap-accept",
     ] {
         assert!(kinds.contains(kind), "no scenario of kind {kind}");
     }
@@ -203,7 +218,13 @@ fn the_labelled_scenarios_end_as_labelled() {
     for sc in &cases {
         let p = play(&cfg, sc);
         if sc.label != "accept" {
-            assert!(!p.opportunity && p.verdict != "accept", "{} ({}) was accepted: {:#?}", sc.id, sc.category, p.turns);
+            assert!(
+                !p.opportunity && p.verdict != "accept",
+                "{} ({}) was accepted: {:#?}",
+                sc.id,
+                sc.category,
+                p.turns
+            );
         }
         if p.agrees(&sc.label) == sc.known_miss.is_some() {
             wrong.push(format!("{} ({}): {} (known miss: {})", sc.id, sc.category, p.verdict, sc.known_miss.is_some()));
@@ -239,10 +260,25 @@ fn play_cases_from_env() {
             scored += 1;
             agree += ok as usize;
         }
-        println!("{:8} {:30} {:10} {:6} opp={:5} turns={} {}", sc.id, sc.category, sc.label, p.verdict, p.opportunity, p.turns.len(), if ok { "" } else { "DISAGREE" });
+        println!(
+            "{:8} {:30} {:10} {:6} opp={:5} turns={} {}",
+            sc.id,
+            sc.category,
+            sc.label,
+            p.verdict,
+            p.opportunity,
+            p.turns.len(),
+            if ok { "" } else { "DISAGREE" }
+        );
         if verbose || !ok {
             for t in &p.turns {
-                println!("    {} {:9} {:8} {}", t.turn_number, t.side.as_str(), t.action.as_str(), t.message.as_deref().unwrap_or("-"));
+                println!(
+                    "    {} {:9} {:8} {}",
+                    t.turn_number,
+                    t.side.as_str(),
+                    t.action.as_str(),
+                    t.message.as_deref().unwrap_or("-")
+                );
                 if t.side == sc.system_side {
                     println!("         reasoning: {}", t.reasoning);
                 }

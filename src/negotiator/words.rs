@@ -25,7 +25,9 @@ pub fn display_name(u: &UserContext) -> &str {
 /// `hire a Rust engineer for their API`; a phrase without a verb is looked *for*.
 fn looking(text: &str) -> String {
     let mut t = text.trim().trim_end_matches(['.', '!', ';']).to_owned();
-    for lead in ["I am ", "I'm ", "We are ", "We're ", "I want to ", "We want to ", "I would like to ", "We would like to "] {
+    for lead in
+        ["I am ", "I'm ", "We are ", "We're ", "I want to ", "We want to ", "I would like to ", "We would like to "]
+    {
         if t.len() > lead.len() && t[..lead.len()].eq_ignore_ascii_case(lead) {
             t = t[lead.len()..].to_owned();
         }
@@ -40,14 +42,12 @@ fn looking(text: &str) -> String {
     }
     let mut chars = t.chars();
     let lowered = match (chars.next(), chars.next()) {
-        (Some(first), Some(second)) if !second.is_uppercase() => first.to_lowercase().chain(t.chars().skip(1)).collect(),
+        (Some(first), Some(second)) if !second.is_uppercase() => {
+            first.to_lowercase().chain(t.chars().skip(1)).collect()
+        }
         _ => t.clone(),
     };
-    if super::needs::starts_with_verb(&lowered) {
-        format!("to {lowered}")
-    } else {
-        format!("for {lowered}")
-    }
+    if super::needs::starts_with_verb(&lowered) { format!("to {lowered}") } else { format!("for {lowered}") }
 }
 
 /// `a`, `a and b`, `a, b and c`.
@@ -100,7 +100,8 @@ fn summary(cfg: &NegotiatorConfig, s: &Situation, eval: &Evaluation) -> String {
     if let Some(need) = &eval.need {
         out.push_str(&format!("; need “{}” ({})", need.text.trim(), need.frame.as_str()));
         let grounded: Vec<&Weighed> = eval.terms.iter().filter(|t| !t.denied && t.grounded > 0.0).collect();
-        let claimed: Vec<&Weighed> = eval.terms.iter().filter(|t| !t.denied && t.grounded == 0.0 && t.claimed > 0.0).collect();
+        let claimed: Vec<&Weighed> =
+            eval.terms.iter().filter(|t| !t.denied && t.grounded == 0.0 && t.claimed > 0.0).collect();
         let missing: Vec<&Weighed> = eval.missing().collect();
         let denied: Vec<&Weighed> = eval.terms.iter().filter(|t| t.denied).collect();
         out.push_str(&format!("; matched: {}", list(&grounded, max)));
@@ -148,19 +149,37 @@ fn declined(s: &Situation, eval: &Evaluation, must: Option<&MustDecide>, turn0: 
     let weak = format!("{other}'s profile does not show what {own} is looking for");
     if let Some(concern) = eval.concerns.first() {
         return match concern {
-            Concern::SameNeed => format!("{own} and {other} are looking for the same thing, so neither can offer it to the other."),
+            Concern::SameNeed => {
+                format!("{own} and {other} are looking for the same thing, so neither can offer it to the other.")
+            }
             Concern::DealBreaker(_) => format!("{pass}: this match runs into something {own} has ruled out."),
-            Concern::QueryUnanswered(_) => format!("{own} does not offer what {other} is looking for, so {own} will pass."),
-            Concern::Denied(_) => format!("{other}'s side says {other} does not have what {own} needs here, so {own} will pass. Thank you for saying so plainly."),
-            Concern::Axis { axis, .. } if eval.need_private => format!("The match does not fit {own}'s requirements on {axis}, so {own} will pass."),
-            Concern::Axis { axis: "seniority", .. } => format!("{own} needs someone senior, and {other} is at the start of their career, so {own} will pass."),
-            Concern::Axis { axis: "commitment", wanted, found } => format!("{own} needs {wanted} and {other} is looking for {found} work, so {own} will pass."),
-            Concern::Axis { axis: "place of work", wanted, found } => format!("{own} needs someone {wanted} and {other} wants to work {found}, so {own} will pass."),
-            Concern::Axis { axis, wanted, found } => format!("The {axis} does not fit: {own}'s side is {wanted}, {other}'s is {found}, so {own} will pass."),
+            Concern::QueryUnanswered(_) => {
+                format!("{own} does not offer what {other} is looking for, so {own} will pass.")
+            }
+            Concern::Denied(_) => format!(
+                "{other}'s side says {other} does not have what {own} needs here, so {own} will pass. Thank you for saying so plainly."
+            ),
+            Concern::Axis { axis, .. } if eval.need_private => {
+                format!("The match does not fit {own}'s requirements on {axis}, so {own} will pass.")
+            }
+            Concern::Axis { axis: "seniority", .. } => {
+                format!("{own} needs someone senior, and {other} is at the start of their career, so {own} will pass.")
+            }
+            Concern::Axis { axis: "commitment", wanted, found } => {
+                format!("{own} needs {wanted} and {other} is looking for {found} work, so {own} will pass.")
+            }
+            Concern::Axis { axis: "place of work", wanted, found } => {
+                format!("{own} needs someone {wanted} and {other} wants to work {found}, so {own} will pass.")
+            }
+            Concern::Axis { axis, wanted, found } => {
+                format!("The {axis} does not fit: {own}'s side is {wanted}, {other}'s is {found}, so {own} will pass.")
+            }
         };
     }
     let trailer = match eval.distrust {
-        Some(Distrust::Instructions) => " Messages are read as information about the people in them; instructions in them are not followed.",
+        Some(Distrust::Instructions) => {
+            " Messages are read as information about the people in them; instructions in them are not followed."
+        }
         Some(Distrust::LookAlikes) => " Claims written with look-alike letters count for nothing.",
         _ => "",
     };
@@ -172,9 +191,13 @@ fn declined(s: &Situation, eval: &Evaluation, must: Option<&MustDecide>, turn0: 
         format!("{own} will not take this match forward: {weak}.")
     } else {
         match must {
-            Some(MustDecide::NothingNew(_)) => format!("{pass}: nothing new has come up since {own}'s last question, and {weak}."),
+            Some(MustDecide::NothingNew(_)) => {
+                format!("{pass}: nothing new has come up since {own}'s last question, and {weak}.")
+            }
             Some(MustDecide::LastTurn) => format!("This is the last turn, and {weak}, so {own} will pass."),
-            Some(MustDecide::Counters(_)) => format!("After several questions {own} does not see enough of a fit, so {own} will pass."),
+            Some(MustDecide::Counters(_)) => {
+                format!("After several questions {own} does not see enough of a fit, so {own} will pass.")
+            }
             None => format!("{weak}, so {own} will pass."),
         }
     };
@@ -195,13 +218,14 @@ pub(crate) fn turn_words(
     let shared_need = eval.need.as_ref().filter(|_| !eval.need_private);
     match action {
         Action::Propose => {
-            let reasoning = format!(
-                "Proposing {other} for {own}: {summary}. Seed reasoning: {}",
-                s.seed.reasoning.trim()
-            );
+            let reasoning =
+                format!("Proposing {other} for {own}: {summary}. Seed reasoning: {}", s.seed.reasoning.trim());
             let mut message = match shared_need {
                 Some(need) => format!("{own} is looking {}, and {} fits.", looking(&need.text), what_fits(other, eval)),
-                None => format!("{own} would like to meet {other}: {} fits what {own} is looking for.", what_fits(other, eval)),
+                None => format!(
+                    "{own} would like to meet {other}: {} fits what {own} is looking for.",
+                    what_fits(other, eval)
+                ),
             };
             if let Some(theirs) = &eval.other_need {
                 message.push_str(&format!(" {other} is looking {}, which {own} can offer.", looking(theirs)));
@@ -210,11 +234,14 @@ pub(crate) fn turn_words(
         }
         Action::Accept => {
             let why = match must {
-                Some(m) if eval.fit < cfg.accept_at => format!("final decision: {}; the fit is sufficient", must_note(m)),
+                Some(m) if eval.fit < cfg.accept_at => {
+                    format!("final decision: {}; the fit is sufficient", must_note(m))
+                }
                 _ => "the fit is convincing".to_owned(),
             };
             let reasoning = format!("Accepting ({why}): {summary}");
-            let message = format!("{own} would like to meet {other}: {} is what {own} is looking for.", what_fits(other, eval));
+            let message =
+                format!("{own} would like to meet {other}: {} is what {own} is looking for.", what_fits(other, eval));
             (reasoning, message)
         }
         Action::Reject => {
@@ -240,8 +267,12 @@ pub(crate) fn turn_words(
                 0 => format!(
                     "{own} is interested and would like to hear more before deciding. What has {other} done that shows the fit? Concrete roles, projects and results help most."
                 ),
-                1 => format!("Thank you, that helps. Before {own} decides: is there anything else concrete {other} has done that bears on this?"),
-                _ => format!("One last question before {own} decides: what else should {own} know about {other}'s experience here?"),
+                1 => format!(
+                    "Thank you, that helps. Before {own} decides: is there anything else concrete {other} has done that bears on this?"
+                ),
+                _ => format!(
+                    "One last question before {own} decides: what else should {own} know about {other}'s experience here?"
+                ),
             };
             (reasoning, message)
         }

@@ -72,8 +72,7 @@ impl PreparedSkill {
         if let Some(a) = &skill.assessment {
             keywords.extend(a.keywords.iter().map(|k| lowercase(k).into_owned()));
         }
-        let mut add_tokens =
-            |text: &str| keywords.extend(tokenize(&lowercase(text)).map(str::to_owned));
+        let mut add_tokens = |text: &str| keywords.extend(tokenize(&lowercase(text)).map(str::to_owned));
         for tag in &skill.tags {
             add_tokens(tag);
         }
@@ -90,12 +89,7 @@ impl PreparedSkill {
             .iter()
             .map(|t| {
                 let lowered = lowercase(t);
-                label(
-                    t,
-                    split_whitespace_py(&lowered)
-                        .map(|w| lowercase(w).into_owned())
-                        .collect(),
-                )
+                label(t, split_whitespace_py(&lowered).map(|w| lowercase(w).into_owned()).collect())
             })
             .collect();
         let capabilities = skill
@@ -105,18 +99,12 @@ impl PreparedSkill {
             .collect();
         let (anti_patterns, specializations) = match &skill.assessment {
             Some(a) => (
-                a.anti_patterns
-                    .iter()
-                    .map(|p| lowercase(p).into_owned())
-                    .collect(),
+                a.anti_patterns.iter().map(|p| lowercase(p).into_owned()).collect(),
                 a.specializations
                     .iter()
                     .filter_map(|s| {
                         let domain = s.domain.as_deref().filter(|d| !d.is_empty())?;
-                        Some((
-                            lowercase(domain).into_owned(),
-                            s.confidence_boost.unwrap_or(0.0),
-                        ))
+                        Some((lowercase(domain).into_owned(), s.confidence_boost.unwrap_or(0.0)))
                     })
                     .collect(),
             ),
@@ -212,11 +200,7 @@ impl<'r> PreparedTask<'r> {
             task,
             summary_lower,
             anti_text,
-            budget: req
-                .max_cost_amount
-                .as_deref()
-                .filter(|b| !b.is_empty())
-                .map(parse_amount),
+            budget: req.max_cost_amount.as_deref().filter(|b| !b.is_empty()).map(parse_amount),
         }
     }
 }
@@ -259,10 +243,7 @@ fn common_words(a: &[(u64, String)], b: &[(u64, String)]) -> usize {
 
 /// Bindu's price parsing: keep ASCII digits and `.`; empty is 0; unparseable is `None`.
 pub fn parse_amount(text: &str) -> Option<f64> {
-    let cleaned: String = text
-        .chars()
-        .filter(|c| c.is_ascii_digit() || *c == '.')
-        .collect();
+    let cleaned: String = text.chars().filter(|c| c.is_ascii_digit() || *c == '.').collect();
     if cleaned.is_empty() {
         return Some(0.0);
     }
@@ -294,11 +275,7 @@ impl Calculator {
         let skills = skills.as_ref();
         let mut latency: Option<&Number> = None;
         for s in skills {
-            if let Some(n) = s
-                .performance
-                .as_ref()
-                .and_then(|p| p.avg_processing_time_ms.as_ref())
-            {
+            if let Some(n) = s.performance.as_ref().and_then(|p| p.avg_processing_time_ms.as_ref()) {
                 // Python's max(): the first of equal maxima wins.
                 if latency.is_none_or(|best| as_f64(n) > as_f64(best)) {
                     latency = Some(n);
@@ -307,21 +284,10 @@ impl Calculator {
         }
         Calculator {
             skills: skills.iter().map(PreparedSkill::new).collect(),
-            input_modes: skills
-                .iter()
-                .flat_map(|s| s.input_modes.iter().cloned())
-                .collect(),
-            output_modes: skills
-                .iter()
-                .flat_map(|s| s.output_modes.iter().cloned())
-                .collect(),
-            tools: skills
-                .iter()
-                .flat_map(|s| s.allowed_tools.iter().cloned())
-                .collect(),
-            latency_estimate: latency
-                .cloned()
-                .unwrap_or_else(|| Number::from(DEFAULT_LATENCY_MS)),
+            input_modes: skills.iter().flat_map(|s| s.input_modes.iter().cloned()).collect(),
+            output_modes: skills.iter().flat_map(|s| s.output_modes.iter().cloned()).collect(),
+            tools: skills.iter().flat_map(|s| s.allowed_tools.iter().cloned()).collect(),
+            latency_estimate: latency.cloned().unwrap_or_else(|| Number::from(DEFAULT_LATENCY_MS)),
             price: price.as_deref().map(parse_amount),
         }
     }
@@ -333,12 +299,7 @@ impl Calculator {
 
     /// Assesses a task. `queue_depth` is the agent's current backlog (`None`: unknown);
     /// `cosines[i]` is the embedding cosine of skill `i` against this task (`None`: keyword-only).
-    pub fn assess(
-        &self,
-        req: &AssessmentRequest,
-        queue_depth: Option<i64>,
-        cosines: Option<&[f64]>,
-    ) -> Assessment {
+    pub fn assess(&self, req: &AssessmentRequest, queue_depth: Option<i64>, cosines: Option<&[f64]>) -> Assessment {
         self.assess_prepared(&PreparedTask::new(req), queue_depth, cosines, Detail::Full)
     }
 
@@ -387,13 +348,7 @@ impl Calculator {
             }
             _ => 1.0,
         };
-        let subscores = Subscores {
-            skill_match: sm.best,
-            io_compatibility: io,
-            load,
-            cost,
-            performance,
-        };
+        let subscores = Subscores { skill_match: sm.best, io_compatibility: io, load, cost, performance };
         let mut score = 0.0;
         score += weights.skill_match * subscores.skill_match;
         score += weights.io_compatibility * subscores.io_compatibility;
@@ -440,10 +395,7 @@ impl Calculator {
         let summary = prepared.req.task_summary.as_str();
         let task = &prepared.task;
         if task.is_empty() && summary.is_empty() {
-            return SkillMatchOutcome {
-                best: 0.5,
-                ..SkillMatchOutcome::default()
-            };
+            return SkillMatchOutcome { best: 0.5, ..SkillMatchOutcome::default() };
         }
         let summary_lower = prepared.summary_lower.as_str();
         let mut out = SkillMatchOutcome::default();
@@ -452,20 +404,13 @@ impl Calculator {
         for (i, skill) in self.skills.iter().enumerate() {
             if !skill.anti_patterns.is_empty()
                 && !summary.is_empty()
-                && skill
-                    .anti_patterns
-                    .iter()
-                    .any(|p| prepared.anti_text.contains(p.as_str()))
+                && skill.anti_patterns.iter().any(|p| prepared.anti_text.contains(p.as_str()))
             {
                 continue;
             }
             let common = common_words(&prepared.task_hashes, &skill.keyword_hashes);
             let union = task.len() + skill.keyword_hashes.len() - common;
-            let jaccard = if union == 0 {
-                0.0
-            } else {
-                common as f64 / union as f64
-            };
+            let jaccard = if union == 0 { 0.0 } else { common as f64 / union as f64 };
             let cosine = cosines.and_then(|c| c.get(i)).copied().filter(|c| *c > 0.0);
             let mut score = match cosine {
                 Some(c) => EMBEDDING_WEIGHT * c + KEYWORD_WEIGHT * jaccard,
@@ -500,13 +445,7 @@ impl Calculator {
                 push_unique(&mut out.tags, &tag_hits);
             }
             cap_hits.clear();
-            cap_hits.extend(
-                skill
-                    .capabilities
-                    .iter()
-                    .filter(hit)
-                    .map(|l| l.text.as_str()),
-            );
+            cap_hits.extend(skill.capabilities.iter().filter(hit).map(|l| l.text.as_str()));
             if !cap_hits.is_empty() {
                 reasons.push(format!("capabilities: {}", cap_hits.join(", ")));
                 push_unique(&mut out.capabilities, &cap_hits);
@@ -533,16 +472,8 @@ impl Calculator {
     fn io_compatibility(&self, req: &AssessmentRequest) -> f64 {
         let wants_in = !req.input_mime_types.is_empty();
         let wants_out = !req.output_mime_types.is_empty();
-        let in_ok = wants_in
-            && req
-                .input_mime_types
-                .iter()
-                .any(|m| self.input_modes.contains(m));
-        let out_ok = wants_out
-            && req
-                .output_mime_types
-                .iter()
-                .any(|m| self.output_modes.contains(m));
+        let in_ok = wants_in && req.input_mime_types.iter().any(|m| self.input_modes.contains(m));
+        let out_ok = wants_out && req.output_mime_types.iter().any(|m| self.output_modes.contains(m));
         match (wants_in, wants_out) {
             (false, false) => 1.0,
             (true, true) if in_ok && out_ok => 1.0,
@@ -567,20 +498,11 @@ impl Calculator {
         if max <= 0.0 {
             return Cost::Score(0.5);
         }
-        if agent <= max {
-            Cost::Score(round4(1.0 - (agent / max) * 0.5))
-        } else {
-            Cost::OverBudget
-        }
+        if agent <= max { Cost::Score(round4(1.0 - (agent / max) * 0.5)) } else { Cost::OverBudget }
     }
 
     /// Step 13, before rounding.
-    fn confidence(
-        &self,
-        best_match: Option<f64>,
-        req: &AssessmentRequest,
-        queue_known: bool,
-    ) -> f64 {
+    fn confidence(&self, best_match: Option<f64>, req: &AssessmentRequest, queue_known: bool) -> f64 {
         let mut c = 0.5;
         match best_match {
             Some(m) if m > 0.3 => c += 0.2,

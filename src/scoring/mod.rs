@@ -34,7 +34,7 @@ pub use calculator::{Calculator, DEFAULT_LATENCY_MS, Detail, PreparedTask, parse
 pub use pyfloat::{python_repr, round4, to_python_json};
 pub use request::{AssessmentRequest, RequestError, Weights, parse_request, parse_request_value};
 pub use skill::{
-    Performance, Skill, SkillAssessment, SkillFileError, Specialization, default_skill,
-    load_skill_file, load_skill_files, skill_file_warnings,
+    Performance, Skill, SkillAssessment, SkillFileError, Specialization, default_skill, load_skill_file,
+    load_skill_files, skill_file_warnings,
 };
 pub use text::{keyword_set, lowercase, tokenize};

@@ -58,11 +58,7 @@ pub fn python_repr(x: f64) -> String {
         return "NaN".to_owned();
     }
     if x.is_infinite() {
-        return if x > 0.0 {
-            "Infinity".to_owned()
-        } else {
-            "-Infinity".to_owned()
-        };
+        return if x > 0.0 { "Infinity".to_owned() } else { "-Infinity".to_owned() };
     }
     // `{:e}` gives the shortest round-trip digits as `[-]d[.ddd]e<exp>`.
     let sci = format!("{x:e}");
@@ -222,9 +218,6 @@ mod tests {
     #[test]
     fn json_uses_python_floats_and_keeps_integers() {
         let v = serde_json::json!({"a": 1.0, "b": 2000, "c": 5e-6, "d": [0.3333, 1e16], "e": "é"});
-        assert_eq!(
-            to_python_json(&v).unwrap(),
-            r#"{"a":1.0,"b":2000,"c":5e-06,"d":[0.3333,1e+16],"e":"é"}"#
-        );
+        assert_eq!(to_python_json(&v).unwrap(), r#"{"a":1.0,"b":2000,"c":5e-06,"d":[0.3333,1e+16],"e":"é"}"#);
     }
 }

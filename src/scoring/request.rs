@@ -6,8 +6,8 @@
 //! reproduced verbatim. Python's falsy values are honoured downstream: an empty list, an empty
 //! string and a `max_latency_ms` of 0 all mean "not given".
 
-use crate::error_code::ErrorCode;
 use super::text::char_len;
+use crate::error_code::ErrorCode;
 use serde_json::{Map, Value};
 
 /// Longest accepted `task_summary`, in characters.
@@ -25,10 +25,7 @@ pub struct RequestError {
 
 impl RequestError {
     fn invalid(message: impl Into<String>) -> Self {
-        RequestError {
-            message: message.into(),
-            code: ErrorCode::InvalidBody,
-        }
+        RequestError { message: message.into(), code: ErrorCode::InvalidBody }
     }
 }
 
@@ -49,25 +46,13 @@ pub struct Weights {
 
 impl Default for Weights {
     fn default() -> Self {
-        Weights {
-            skill_match: 0.55,
-            io_compatibility: 0.20,
-            performance: 0.15,
-            load: 0.05,
-            cost: 0.05,
-        }
+        Weights { skill_match: 0.55, io_compatibility: 0.20, performance: 0.15, load: 0.05, cost: 0.05 }
     }
 }
 
 impl Weights {
     /// Names in Bindu's validation order.
-    pub const NAMES: [&'static str; 5] = [
-        "skill_match",
-        "io_compatibility",
-        "performance",
-        "load",
-        "cost",
-    ];
+    pub const NAMES: [&'static str; 5] = ["skill_match", "io_compatibility", "performance", "load", "cost"];
 
     fn get(&self, name: &str) -> f64 {
         match name {
@@ -93,9 +78,7 @@ impl Weights {
     pub fn validate(&self) -> Result<(), RequestError> {
         for name in Self::NAMES {
             if self.get(name) < 0.0 {
-                return Err(RequestError::invalid(format!(
-                    "Invalid weights: Weight '{name}' must be non-negative"
-                )));
+                return Err(RequestError::invalid(format!("Invalid weights: Weight '{name}' must be non-negative")));
             }
         }
         Ok(())
@@ -104,16 +87,9 @@ impl Weights {
     /// Each weight divided by their sum (summed left to right in [`Weights::NAMES`] order);
     /// all 0.2 when the sum is 0.
     pub fn normalized(&self) -> Weights {
-        let total =
-            self.skill_match + self.io_compatibility + self.performance + self.load + self.cost;
+        let total = self.skill_match + self.io_compatibility + self.performance + self.load + self.cost;
         if total == 0.0 {
-            return Weights {
-                skill_match: 0.2,
-                io_compatibility: 0.2,
-                performance: 0.2,
-                load: 0.2,
-                cost: 0.2,
-            };
+            return Weights { skill_match: 0.2, io_compatibility: 0.2, performance: 0.2, load: 0.2, cost: 0.2 };
         }
         Weights {
             skill_match: self.skill_match / total,
@@ -189,10 +165,7 @@ fn string_list(obj: &Map<String, Value>, key: &str) -> Result<Vec<String>, Reque
     let err = || RequestError::invalid(format!("'{key}' must be a list of strings"));
     match present(obj, key) {
         None => Ok(Vec::new()),
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|v| v.as_str().map(str::to_owned).ok_or_else(err))
-            .collect(),
+        Some(Value::Array(items)) => items.iter().map(|v| v.as_str().map(str::to_owned).ok_or_else(err)).collect(),
         Some(_) => Err(err()),
     }
 }
@@ -200,10 +173,9 @@ fn string_list(obj: &Map<String, Value>, key: &str) -> Result<Vec<String>, Reque
 fn opt_number(obj: &Map<String, Value>, key: &str) -> Result<Option<f64>, RequestError> {
     match present(obj, key) {
         None => Ok(None),
-        Some(Value::Number(n)) => n
-            .as_f64()
-            .map(Some)
-            .ok_or_else(|| RequestError::invalid(format!("'{key}' must be a number"))),
+        Some(Value::Number(n)) => {
+            n.as_f64().map(Some).ok_or_else(|| RequestError::invalid(format!("'{key}' must be a number")))
+        }
         Some(_) => Err(RequestError::invalid(format!("'{key}' must be a number"))),
     }
 }
@@ -220,15 +192,12 @@ fn parse_weights(obj: &Map<String, Value>) -> Result<Weights, RequestError> {
         match w.get(name) {
             None => {}
             Some(Value::Number(n)) => {
-                let v = n.as_f64().ok_or_else(|| {
-                    RequestError::invalid(format!("'weights.{name}' must be a number"))
-                })?;
+                let v =
+                    n.as_f64().ok_or_else(|| RequestError::invalid(format!("'weights.{name}' must be a number")))?;
                 weights.set(name, v);
             }
             Some(_) => {
-                return Err(RequestError::invalid(format!(
-                    "'weights.{name}' must be a number"
-                )));
+                return Err(RequestError::invalid(format!("'weights.{name}' must be a number")));
             }
         }
     }
@@ -243,8 +212,7 @@ fn parse_weights(obj: &Map<String, Value>) -> Result<Weights, RequestError> {
 /// maximum length of 10000 characters`; `'<field>' must be ...` for wrong types;
 /// `'max_latency_ms' must be a non-negative number`; Bindu's `Invalid weights: ...`.
 pub fn parse_request(body: &[u8]) -> Result<AssessmentRequest, RequestError> {
-    let value: Value =
-        serde_json::from_slice(body).map_err(|_| RequestError::invalid("Invalid JSON payload"))?;
+    let value: Value = serde_json::from_slice(body).map_err(|_| RequestError::invalid("Invalid JSON payload"))?;
     parse_request_value(&value)
 }
 
@@ -269,9 +237,7 @@ pub fn parse_request_value(value: &Value) -> Result<AssessmentRequest, RequestEr
     }
     let max_latency_ms = opt_number(obj, "max_latency_ms")?;
     if max_latency_ms.is_some_and(|m| m < 0.0) {
-        return Err(RequestError::invalid(
-            "'max_latency_ms' must be a non-negative number",
-        ));
+        return Err(RequestError::invalid("'max_latency_ms' must be a non-negative number"));
     }
     Ok(AssessmentRequest {
         task_summary,
@@ -301,10 +267,7 @@ mod tests {
         assert_eq!(err(""), "Invalid JSON payload");
         assert_eq!(err("{}"), "'task_summary' is required");
         assert_eq!(err(r#"{"task_summary": ""}"#), "'task_summary' is required");
-        assert_eq!(
-            err(r#"{"task_summary": null}"#),
-            "'task_summary' is required"
-        );
+        assert_eq!(err(r#"{"task_summary": null}"#), "'task_summary' is required");
         let long = "é".repeat(10_001);
         assert_eq!(
             err(&format!(r#"{{"task_summary": "{long}"}}"#)),
@@ -329,7 +292,10 @@ mod tests {
             (r#"{"task_summary": "x", "max_latency_ms": -1}"#, "'max_latency_ms' must be a non-negative number"),
             (r#"{"task_summary": "x", "weights": [1]}"#, "'weights' must be an object"),
             (r#"{"task_summary": "x", "weights": {"load": "1"}}"#, "'weights.load' must be a number"),
-            (r#"{"task_summary": "x", "input_mime_types": "text/plain"}"#, "'input_mime_types' must be a list of strings"),
+            (
+                r#"{"task_summary": "x", "input_mime_types": "text/plain"}"#,
+                "'input_mime_types' must be a list of strings",
+            ),
             (r#"{"task_summary": "x", "output_mime_types": [1]}"#, "'output_mime_types' must be a list of strings"),
             (r#"{"task_summary": "x", "min_score": "0.5"}"#, "'min_score' must be a number"),
             (r#"{"task_summary": "x", "max_cost_amount": 5}"#, "'max_cost_amount' must be a string"),
@@ -355,17 +321,10 @@ mod tests {
         assert_eq!(r.latency_limit(), Some(5000.0));
         assert!(r.output_mime_types.is_empty());
         assert_eq!(r.min_score, 0.7);
-        assert_eq!(
-            r.weights,
-            Weights {
-                skill_match: 1.0,
-                ..Weights::default()
-            }
-        );
+        assert_eq!(r.weights, Weights { skill_match: 1.0, ..Weights::default() });
         let zero = parse_request(br#"{"task_summary": "x", "max_latency_ms": 0}"#).unwrap();
         assert_eq!(zero.latency_limit(), None);
-        let nulls =
-            parse_request(br#"{"task_summary": "x", "weights": null, "min_score": null}"#).unwrap();
+        let nulls = parse_request(br#"{"task_summary": "x", "weights": null, "min_score": null}"#).unwrap();
         assert_eq!(nulls.weights, Weights::default());
         assert_eq!(nulls.min_score, 0.0);
     }
@@ -374,22 +333,10 @@ mod tests {
     fn weights_normalise_and_zero_sum_falls_back_to_equal() {
         let n = Weights::default().normalized();
         assert_eq!(n.skill_match, 0.55 / (0.55 + 0.20 + 0.15 + 0.05 + 0.05));
-        let z = Weights {
-            skill_match: 0.0,
-            io_compatibility: 0.0,
-            performance: 0.0,
-            load: 0.0,
-            cost: 0.0,
-        };
+        let z = Weights { skill_match: 0.0, io_compatibility: 0.0, performance: 0.0, load: 0.0, cost: 0.0 };
         assert_eq!(
             z.normalized(),
-            Weights {
-                skill_match: 0.2,
-                io_compatibility: 0.2,
-                performance: 0.2,
-                load: 0.2,
-                cost: 0.2
-            }
+            Weights { skill_match: 0.2, io_compatibility: 0.2, performance: 0.2, load: 0.2, cost: 0.2 }
         );
         let r = parse_request(br#"{"task_summary": "x", "weights": {"skill_match": 0, "io_compatibility": 0, "performance": 0, "load": 0, "cost": 0}}"#).unwrap();
         assert_eq!(r.weights.normalized().cost, 0.2);

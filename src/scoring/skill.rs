@@ -129,10 +129,7 @@ pub struct FieldError {
 
 impl FieldError {
     fn new(field: &str, message: impl Into<String>) -> Self {
-        FieldError {
-            field: field.to_owned(),
-            message: message.into(),
-        }
+        FieldError { field: field.to_owned(), message: message.into() }
     }
 }
 
@@ -148,25 +145,14 @@ fn kind(v: &Value) -> &'static str {
 }
 
 fn join(path: &str, key: &str) -> String {
-    if path.is_empty() {
-        key.to_owned()
-    } else {
-        format!("{path}.{key}")
-    }
+    if path.is_empty() { key.to_owned() } else { format!("{path}.{key}") }
 }
 
-fn opt_string(
-    obj: &Map<String, Value>,
-    key: &str,
-    path: &str,
-) -> Result<Option<String>, FieldError> {
+fn opt_string(obj: &Map<String, Value>, key: &str, path: &str) -> Result<Option<String>, FieldError> {
     match obj.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(other) => Err(FieldError::new(
-            &join(path, key),
-            format!("expected a string, found {}", kind(other)),
-        )),
+        Some(other) => Err(FieldError::new(&join(path, key), format!("expected a string, found {}", kind(other)))),
     }
 }
 
@@ -179,16 +165,12 @@ fn string_list(obj: &Map<String, Value>, key: &str, path: &str) -> Result<Vec<St
             .enumerate()
             .map(|(i, item)| match item {
                 Value::String(s) => Ok(s.clone()),
-                other => Err(FieldError::new(
-                    &format!("{field}[{i}]"),
-                    format!("expected a string, found {}", kind(other)),
-                )),
+                other => {
+                    Err(FieldError::new(&format!("{field}[{i}]"), format!("expected a string, found {}", kind(other))))
+                }
             })
             .collect(),
-        Some(other) => Err(FieldError::new(
-            &field,
-            format!("expected a list of strings, found {}", kind(other)),
-        )),
+        Some(other) => Err(FieldError::new(&field, format!("expected a list of strings, found {}", kind(other)))),
     }
 }
 
@@ -200,10 +182,7 @@ fn opt_object<'v>(
     match obj.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Object(m)) => Ok(Some(m)),
-        Some(other) => Err(FieldError::new(
-            &join(path, key),
-            format!("expected an object, found {}", kind(other)),
-        )),
+        Some(other) => Err(FieldError::new(&join(path, key), format!("expected an object, found {}", kind(other)))),
     }
 }
 
@@ -214,10 +193,7 @@ impl Skill {
             Value::Object(m) => m,
             other => {
                 let at = if path.is_empty() { "(document)" } else { path };
-                return Err(FieldError::new(
-                    at,
-                    format!("expected a skill object, found {}", kind(other)),
-                ));
+                return Err(FieldError::new(at, format!("expected a skill object, found {}", kind(other))));
             }
         };
         let performance = match opt_object(obj, "performance", path)? {
@@ -235,9 +211,7 @@ impl Skill {
             tags: string_list(obj, "tags", path)?,
             input_modes: string_list(obj, "input_modes", path)?,
             output_modes: string_list(obj, "output_modes", path)?,
-            capabilities_detail: opt_object(obj, "capabilities_detail", path)?
-                .cloned()
-                .unwrap_or_default(),
+            capabilities_detail: opt_object(obj, "capabilities_detail", path)?.cloned().unwrap_or_default(),
             allowed_tools: string_list(obj, "allowed_tools", path)?,
             performance,
             assessment,
@@ -247,11 +221,9 @@ impl Skill {
     /// Decodes a document holding one skill (an object) or several (a list of objects).
     pub fn many_from_value(value: &Value) -> Result<Vec<Skill>, FieldError> {
         match value {
-            Value::Array(items) => items
-                .iter()
-                .enumerate()
-                .map(|(i, v)| Skill::from_value(v, &format!("[{i}]")))
-                .collect(),
+            Value::Array(items) => {
+                items.iter().enumerate().map(|(i, v)| Skill::from_value(v, &format!("[{i}]"))).collect()
+            }
             other => Ok(vec![Skill::from_value(other, "")?]),
         }
     }
@@ -278,15 +250,10 @@ fn decode_performance(obj: &Map<String, Value>, path: &str) -> Result<Performanc
             Some(n.clone())
         }
         Some(other) => {
-            return Err(FieldError::new(
-                &join(path, key),
-                format!("expected a number, found {}", kind(other)),
-            ));
+            return Err(FieldError::new(&join(path, key), format!("expected a number, found {}", kind(other))));
         }
     };
-    Ok(Performance {
-        avg_processing_time_ms: avg,
-    })
+    Ok(Performance { avg_processing_time_ms: avg })
 }
 
 fn decode_assessment(obj: &Map<String, Value>, path: &str) -> Result<SkillAssessment, FieldError> {
@@ -299,10 +266,7 @@ fn decode_assessment(obj: &Map<String, Value>, path: &str) -> Result<SkillAssess
             .map(|(i, item)| decode_specialization(item, &format!("{spec_path}[{i}]")))
             .collect::<Result<_, _>>()?,
         Some(other) => {
-            return Err(FieldError::new(
-                &spec_path,
-                format!("expected a list, found {}", kind(other)),
-            ));
+            return Err(FieldError::new(&spec_path, format!("expected a list, found {}", kind(other))));
         }
     };
     Ok(SkillAssessment {
@@ -316,10 +280,7 @@ fn decode_specialization(value: &Value, path: &str) -> Result<Specialization, Fi
     let obj = match value {
         Value::Object(m) => m,
         other => {
-            return Err(FieldError::new(
-                path,
-                format!("expected an object, found {}", kind(other)),
-            ));
+            return Err(FieldError::new(path, format!("expected an object, found {}", kind(other))));
         }
     };
     let boost = match obj.get("confidence_boost") {
@@ -332,43 +293,25 @@ fn decode_specialization(value: &Value, path: &str) -> Result<Specialization, Fi
             ));
         }
     };
-    Ok(Specialization {
-        domain: opt_string(obj, "domain", path)?,
-        confidence_boost: boost,
-    })
+    Ok(Specialization { domain: opt_string(obj, "domain", path)?, confidence_boost: boost })
 }
 
 /// Loads the skills of one file: `.json`, `.yaml` or `.yml`, holding one skill or a list. A
 /// skill without an `id` is kept, as Bindu's calculator keeps it, and named `unknown` in
 /// assessments; [`skill_file_warnings`] says which ones, for the caller to print.
 pub fn load_skill_file(path: &Path) -> Result<Vec<Skill>, SkillFileError> {
-    let ext = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(str::to_ascii_lowercase);
+    let ext = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
     let is_json = match ext.as_deref() {
         Some("json") => true,
         Some("yaml" | "yml") => false,
         _ => {
-            return Err(SkillFileError::UnsupportedExtension {
-                path: path.to_owned(),
-            });
+            return Err(SkillFileError::UnsupportedExtension { path: path.to_owned() });
         }
     };
-    let text = std::fs::read_to_string(path).map_err(|source| SkillFileError::Io {
-        path: path.to_owned(),
-        source,
-    })?;
+    let text = std::fs::read_to_string(path).map_err(|source| SkillFileError::Io { path: path.to_owned(), source })?;
     let skills = parse_skills(&text, is_json).map_err(|e| match e {
-        ParseFailure::Syntax(message) => SkillFileError::Syntax {
-            path: path.to_owned(),
-            message,
-        },
-        ParseFailure::Field(f) => SkillFileError::Field {
-            path: path.to_owned(),
-            field: f.field,
-            message: f.message,
-        },
+        ParseFailure::Syntax(message) => SkillFileError::Syntax { path: path.to_owned(), message },
+        ParseFailure::Field(f) => SkillFileError::Field { path: path.to_owned(), field: f.field, message: f.message },
     })?;
     Ok(skills)
 }
@@ -417,11 +360,9 @@ pub enum ParseFailure {
 /// Parses skill document text (JSON when `is_json`, YAML otherwise).
 pub fn parse_skills(text: &str, is_json: bool) -> Result<Vec<Skill>, ParseFailure> {
     let value: Value = if is_json {
-        serde_json::from_str(text)
-            .map_err(|e| ParseFailure::Syntax(format!("invalid JSON: {e}")))?
+        serde_json::from_str(text).map_err(|e| ParseFailure::Syntax(format!("invalid JSON: {e}")))?
     } else {
-        serde_yaml_ng::from_str(text)
-            .map_err(|e| ParseFailure::Syntax(format!("invalid YAML: {e}")))?
+        serde_yaml_ng::from_str(text).map_err(|e| ParseFailure::Syntax(format!("invalid YAML: {e}")))?
     };
     Skill::many_from_value(&value).map_err(ParseFailure::Field)
 }
@@ -430,18 +371,9 @@ pub fn parse_skills(text: &str, is_json: bool) -> Result<Vec<Skill>, ParseFailur
 pub fn default_skill() -> Skill {
     let strings = |xs: &[&str]| xs.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
     let mut caps = Map::new();
-    caps.insert(
-        "match_negotiation".to_owned(),
-        serde_json::json!({"supported": true, "turn_based": true}),
-    );
-    caps.insert(
-        "profile_matching".to_owned(),
-        serde_json::json!({"supported": true}),
-    );
-    caps.insert(
-        "intent_assessment".to_owned(),
-        serde_json::json!({"supported": true}),
-    );
+    caps.insert("match_negotiation".to_owned(), serde_json::json!({"supported": true, "turn_based": true}));
+    caps.insert("profile_matching".to_owned(), serde_json::json!({"supported": true}));
+    caps.insert("intent_assessment".to_owned(), serde_json::json!({"supported": true}));
     Skill {
         id: Some("parley-negotiator".to_owned()),
         name: Some("Bilateral Match Negotiation".to_owned()),
@@ -451,21 +383,12 @@ pub fn default_skill() -> Skill {
              proposes, counters with specific objections, and accepts or rejects."
                 .to_owned(),
         ),
-        tags: strings(&[
-            "negotiation",
-            "matching",
-            "match",
-            "people",
-            "introductions",
-            "networking",
-        ]),
+        tags: strings(&["negotiation", "matching", "match", "people", "introductions", "networking"]),
         input_modes: strings(&["application/json", "text/plain"]),
         output_modes: strings(&["application/json"]),
         capabilities_detail: caps,
         allowed_tools: Vec::new(),
-        performance: Some(Performance {
-            avg_processing_time_ms: Some(Number::from(50u64)),
-        }),
+        performance: Some(Performance { avg_processing_time_ms: Some(Number::from(50u64)) }),
         assessment: Some(SkillAssessment {
             keywords: strings(&[
                 "negotiate",
@@ -525,14 +448,8 @@ assessment:
         assert_eq!(skills.len(), 1);
         let s = &skills[0];
         assert_eq!(s.id_or_unknown(), "pdf-processing-v1");
-        assert_eq!(
-            s.capabilities_detail.keys().collect::<Vec<_>>(),
-            ["text_extraction", "table_extraction"]
-        );
-        assert_eq!(
-            s.performance.as_ref().unwrap().avg_processing_time_ms,
-            Some(Number::from(2000u64))
-        );
+        assert_eq!(s.capabilities_detail.keys().collect::<Vec<_>>(), ["text_extraction", "table_extraction"]);
+        assert_eq!(s.performance.as_ref().unwrap().avg_processing_time_ms, Some(Number::from(2000u64)));
         let a = s.assessment.as_ref().unwrap();
         assert_eq!(a.specializations[0].confidence_boost, Some(0.3));
         assert_eq!(a.anti_patterns, ["pdf editing"]);
@@ -550,15 +467,8 @@ assessment:
     #[test]
     fn field_errors_name_the_field() {
         let err = parse_skills(r#"[{"id": "a"}, {"tags": ["x", 3]}]"#, true).unwrap_err();
-        assert_eq!(
-            err,
-            ParseFailure::Field(FieldError::new(
-                "[1].tags[1]",
-                "expected a string, found a number"
-            ))
-        );
-        let err =
-            parse_skills("assessment:\n  specializations:\n    - domain: 5\n", false).unwrap_err();
+        assert_eq!(err, ParseFailure::Field(FieldError::new("[1].tags[1]", "expected a string, found a number")));
+        let err = parse_skills("assessment:\n  specializations:\n    - domain: 5\n", false).unwrap_err();
         assert_eq!(
             err,
             ParseFailure::Field(FieldError::new(
@@ -566,11 +476,7 @@ assessment:
                 "expected a string, found a number"
             ))
         );
-        let err = parse_skills(
-            r#"{"performance": {"avg_processing_time_ms": "fast"}}"#,
-            true,
-        )
-        .unwrap_err();
+        let err = parse_skills(r#"{"performance": {"avg_processing_time_ms": "fast"}}"#, true).unwrap_err();
         assert_eq!(
             err,
             ParseFailure::Field(FieldError::new(
@@ -598,18 +504,10 @@ assessment:
 
         let txt = dir.join("skill.txt");
         std::fs::write(&txt, "{}").unwrap();
-        assert!(matches!(
-            load_skill_file(&txt),
-            Err(SkillFileError::UnsupportedExtension { .. })
-        ));
+        assert!(matches!(load_skill_file(&txt), Err(SkillFileError::UnsupportedExtension { .. })));
 
         let missing = dir.join("missing.yml");
-        assert!(
-            load_skill_file(&missing)
-                .unwrap_err()
-                .to_string()
-                .contains("missing.yml")
-        );
+        assert!(load_skill_file(&missing).unwrap_err().to_string().contains("missing.yml"));
 
         // Bindu's calculator keeps a skill without an id and names it "unknown"; so does this,
         // with a warning for each such skill.
@@ -618,7 +516,10 @@ assessment:
         let skills = load_skill_file(&unnamed).unwrap();
         assert_eq!(skills[0].id_or_unknown(), "unknown");
         let warnings = skill_file_warnings(&unnamed, &skills);
-        assert!(warnings.len() == 1 && warnings[0].contains("unnamed.yaml") && warnings[0].contains("`unknown`"), "{warnings:?}");
+        assert!(
+            warnings.len() == 1 && warnings[0].contains("unnamed.yaml") && warnings[0].contains("`unknown`"),
+            "{warnings:?}"
+        );
         std::fs::write(&unnamed, "- id: a\n- name: B\n").unwrap();
         let skills = load_skill_file(&unnamed).unwrap();
         let warnings = skill_file_warnings(&unnamed, &skills);
@@ -627,10 +528,7 @@ assessment:
         let good = dir.join("good.yml");
         std::fs::write(&good, "- id: a\n- id: b\n").unwrap();
         let both = load_skill_files([&good, &good]).unwrap();
-        assert_eq!(
-            both.iter().map(Skill::id_or_unknown).collect::<Vec<_>>(),
-            ["a", "b", "a", "b"]
-        );
+        assert_eq!(both.iter().map(Skill::id_or_unknown).collect::<Vec<_>>(), ["a", "b", "a", "b"]);
         std::fs::remove_dir_all(&dir).ok();
     }
 

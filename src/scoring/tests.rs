@@ -34,9 +34,7 @@ fn pdf_skill() -> Skill {
 }
 
 fn gate_json(reason: &str, confidence: &str) -> String {
-    format!(
-        r#"{{"accepted":false,"score":0.0,"confidence":{confidence},"rejection_reason":"{reason}"}}"#
-    )
+    format!(r#"{{"accepted":false,"score":0.0,"confidence":{confidence},"rejection_reason":"{reason}"}}"#)
 }
 
 // ---- step 2 and 4: no skills and the hard gates ----
@@ -58,26 +56,14 @@ fn gates_apply_in_order_and_first_failure_wins() {
         "required_tools": ["ocr"], "forbidden_tools": ["search"]
     });
     let mut r = base.clone();
-    assert_eq!(
-        wire(&run(&skills, r.clone())),
-        gate_json("input_mime_unsupported", "1.0")
-    );
+    assert_eq!(wire(&run(&skills, r.clone())), gate_json("input_mime_unsupported", "1.0"));
     // Input from skill a, output from skill b: modes are pooled over skills.
     r["input_mime_types"] = json!(["application/pdf", "text/plain"]);
-    assert_eq!(
-        wire(&run(&skills, r.clone())),
-        gate_json("output_mime_unsupported", "1.0")
-    );
+    assert_eq!(wire(&run(&skills, r.clone())), gate_json("output_mime_unsupported", "1.0"));
     r["output_mime_types"] = json!(["application/json"]);
-    assert_eq!(
-        wire(&run(&skills, r.clone())),
-        gate_json("required_tool_missing", "1.0")
-    );
+    assert_eq!(wire(&run(&skills, r.clone())), gate_json("required_tool_missing", "1.0"));
     r["required_tools"] = json!(["search"]);
-    assert_eq!(
-        wire(&run(&skills, r.clone())),
-        gate_json("forbidden_tool_present", "1.0")
-    );
+    assert_eq!(wire(&run(&skills, r.clone())), gate_json("forbidden_tool_present", "1.0"));
     r["forbidden_tools"] = json!(["web"]);
     assert!(run(&skills, r).subscores.is_some());
 }
@@ -85,19 +71,10 @@ fn gates_apply_in_order_and_first_failure_wins() {
 #[test]
 fn empty_lists_are_no_constraint_and_a_skill_without_modes_supports_none() {
     let bare = [skill(json!({"id": "bare", "name": "pdf"}))];
-    let a = run(
-        &bare,
-        json!({"task_summary": "pdf", "input_mime_types": [], "required_tools": []}),
-    );
+    let a = run(&bare, json!({"task_summary": "pdf", "input_mime_types": [], "required_tools": []}));
     assert!(a.accepted);
-    let a = run(
-        &bare,
-        json!({"task_summary": "pdf", "input_mime_types": ["text/plain"]}),
-    );
-    assert_eq!(
-        a.rejection_reason,
-        Some(RejectionReason::InputMimeUnsupported)
-    );
+    let a = run(&bare, json!({"task_summary": "pdf", "input_mime_types": ["text/plain"]}));
+    assert_eq!(a.rejection_reason, Some(RejectionReason::InputMimeUnsupported));
 }
 
 // ---- steps 3, 5, 6: keywords, Jaccard, boosts, reasons, ordering ----
@@ -109,10 +86,7 @@ fn keyword_match_end_to_end_numbers() {
     // Tags: both match; capability table_extraction: neither `table` nor `extraction` is a task token.
     // score = 0.55*0.2857 + 0.2*1.0 + 0.05*0.5 + 0.05*1.0 + 0.15*1.0 = 0.5821350000000001 -> 0.5821.
     // confidence = 0.5 + 0.1 (a match, not > 0.3) = 0.6. No latency constraint: estimate 5000.
-    let a = run(
-        &[pdf_skill()],
-        json!({"task_summary": "Extract tables from PDF"}),
-    );
+    let a = run(&[pdf_skill()], json!({"task_summary": "Extract tables from PDF"}));
     assert_eq!(
         wire(&a),
         r#"{"accepted":true,"score":0.5821,"confidence":0.6,"skill_matches":[{"skill_id":"s1","skill_name":"PDF Processing","score":0.2857,"reasons":["tags: pdf, tables"]}],"matched_tags":["pdf","tables"],"latency_estimate_ms":5000,"subscores":{"skill_match":0.2857,"io_compatibility":1.0,"load":0.5,"cost":1.0,"performance":1.0}}"#
@@ -123,15 +97,9 @@ fn keyword_match_end_to_end_numbers() {
 fn capability_keys_match_on_underscore_parts() {
     // Task tokens {table, extraction, needed}; keywords {pdf, tables, processing, table, extraction}.
     // Intersection {table, extraction} = 2, union 3 + 5 - 2 = 6 -> 0.3333; tag `tables` not matched.
-    let a = run(
-        &[pdf_skill()],
-        json!({"task_summary": "table extraction needed"}),
-    );
+    let a = run(&[pdf_skill()], json!({"task_summary": "table extraction needed"}));
     assert_eq!(a.skill_matches[0].score, 0.3333);
-    assert_eq!(
-        a.skill_matches[0].reasons,
-        ["capabilities: table_extraction"]
-    );
+    assert_eq!(a.skill_matches[0].reasons, ["capabilities: table_extraction"]);
     assert_eq!(a.matched_capabilities, ["table_extraction"]);
     assert!(a.matched_tags.is_empty());
     // Top match 0.3333 > 0.3: confidence 0.5 + 0.2.
@@ -142,21 +110,13 @@ fn capability_keys_match_on_underscore_parts() {
 fn assessment_keywords_are_lowercased_but_never_tokenized() {
     // Keywords {"machine learning", pytorch, trainer}; task tokens {fine, tune, pytorch, machine,
     // learning, model}. Only `pytorch` is shared: 1 / (6 + 3 - 1) = 0.125.
-    let s = skill(
-        json!({"id": "ml", "name": "Trainer", "assessment": {"keywords": ["Machine Learning", "PyTorch"]}}),
-    );
-    let a = run(
-        std::slice::from_ref(&s),
-        json!({"task_summary": "Fine-tune a PyTorch machine learning model"}),
-    );
+    let s = skill(json!({"id": "ml", "name": "Trainer", "assessment": {"keywords": ["Machine Learning", "PyTorch"]}}));
+    let a = run(std::slice::from_ref(&s), json!({"task_summary": "Fine-tune a PyTorch machine learning model"}));
     assert_eq!(a.skill_matches[0].score, 0.125);
     // "machine learning" as a keyword can never equal a token: no match at all here.
     let a = run(&[s], json!({"task_summary": "machine learning"}));
     assert!(a.skill_matches.is_empty());
-    assert_eq!(
-        a.rejection_reason,
-        Some(RejectionReason::ScoreBelowThreshold)
-    );
+    assert_eq!(a.rejection_reason, Some(RejectionReason::ScoreBelowThreshold));
 }
 
 #[test]
@@ -171,13 +131,8 @@ fn non_ascii_letters_split_tokens() {
 #[test]
 fn tags_match_on_whitespace_words_and_keep_their_spelling() {
     // Tag "Machine Learning" tokenizes to {machine, learning}; its words match the task tokens.
-    let s = skill(
-        json!({"id": "t", "name": "x", "tags": ["Machine Learning", "C++ / Rust", "data-science"]}),
-    );
-    let a = run(
-        &[s],
-        json!({"task_summary": "learning rust and data science"}),
-    );
+    let s = skill(json!({"id": "t", "name": "x", "tags": ["Machine Learning", "C++ / Rust", "data-science"]}));
+    let a = run(&[s], json!({"task_summary": "learning rust and data science"}));
     // `C++ / Rust` matches through its word `rust`; `data-science` has no whitespace word that
     // is a token (the word is `data-science`), so it does not match although `data` is shared.
     assert_eq!(a.matched_tags, ["Machine Learning", "C++ / Rust"]);
@@ -194,28 +149,18 @@ fn anti_patterns_skip_the_skill_using_untruncated_summary_and_details() {
     );
     assert!(a.skill_matches.is_empty() && a.matched_tags.is_empty());
     // The phrase may straddle summary and details (joined by a space).
-    let a = run(
-        std::slice::from_ref(&s),
-        json!({"task_summary": "a document about pdf", "task_details": "editing"}),
-    );
+    let a = run(std::slice::from_ref(&s), json!({"task_summary": "a document about pdf", "task_details": "editing"}));
     assert!(a.skill_matches.is_empty());
     // Beyond the 10 000-character keyword window still counts.
     let details = format!("{} pdf editing", "x ".repeat(6000));
-    let a = run(
-        std::slice::from_ref(&s),
-        json!({"task_summary": "document", "task_details": details}),
-    );
+    let a = run(std::slice::from_ref(&s), json!({"task_summary": "document", "task_details": details}));
     assert!(a.skill_matches.is_empty());
     // Without the phrase the skill matches: {work, on, document} vs {pdf, document}: 1/4.
     let a = run(&[s], json!({"task_summary": "Work on a document"}));
     assert_eq!(a.skill_matches[0].score, 0.25);
     // An empty anti-pattern is a substring of everything.
     let e = skill(json!({"id": "e", "name": "pdf", "assessment": {"anti_patterns": [""]}}));
-    assert!(
-        run(&[e], json!({"task_summary": "pdf"}))
-            .skill_matches
-            .is_empty()
-    );
+    assert!(run(&[e], json!({"task_summary": "pdf"})).skill_matches.is_empty());
 }
 
 #[test]
@@ -229,32 +174,15 @@ fn specializations_apply_to_the_summary_only_and_accumulate() {
             {"domain": "never mentioned"}
         ]}
     }));
-    let score = |r: Value| {
-        run(std::slice::from_ref(&s), r)
-            .skill_matches
-            .first()
-            .map(|m| m.score)
-    };
+    let score = |r: Value| run(std::slice::from_ref(&s), r).skill_matches.first().map(|m| m.score);
     // {legal, translation} vs {translator, translation}: 1/3, + 0.3 = 0.6333.
-    assert_eq!(
-        score(json!({"task_summary": "Legal translation"})),
-        Some(0.6333)
-    );
+    assert_eq!(score(json!({"task_summary": "Legal translation"})), Some(0.6333));
     // 5 tokens, 1 shared: 1/6, + 0.3 + 0.5 = 0.96666 -> 0.9667 (cumulative).
-    assert_eq!(
-        score(json!({"task_summary": "Legal translation of contract law"})),
-        Some(0.9667)
-    );
+    assert_eq!(score(json!({"task_summary": "Legal translation of contract law"})), Some(0.9667));
     // The domains appear in the details only: 1/6 unboosted.
-    assert_eq!(
-        score(json!({"task_summary": "translation job", "task_details": "legal contract law"})),
-        Some(0.1667)
-    );
+    assert_eq!(score(json!({"task_summary": "translation job", "task_details": "legal contract law"})), Some(0.1667));
     // A boost alone makes a skill match, with no reasons.
-    let a = run(
-        std::slice::from_ref(&s),
-        json!({"task_summary": "legal stuff"}),
-    );
+    let a = run(std::slice::from_ref(&s), json!({"task_summary": "legal stuff"}));
     assert_eq!(a.skill_matches[0].score, 0.3);
     assert!(a.skill_matches[0].reasons.is_empty());
     assert!(wire(&a).contains(r#""reasons":[]"#));
@@ -262,10 +190,7 @@ fn specializations_apply_to_the_summary_only_and_accumulate() {
     let big = skill(
         json!({"id": "b", "name": "pdf", "assessment": {"specializations": [{"domain": "pdf", "confidence_boost": 0.9}]}}),
     );
-    assert_eq!(
-        run(&[big], json!({"task_summary": "pdf"})).skill_matches[0].score,
-        1.0
-    );
+    assert_eq!(run(&[big], json!({"task_summary": "pdf"})).skill_matches[0].score, 1.0);
 }
 
 #[test]
@@ -277,10 +202,7 @@ fn matched_tags_count_even_when_the_skill_scores_zero() {
     let a = run(&[s], json!({"task_summary": "pdf"}));
     assert!(a.skill_matches.is_empty());
     assert_eq!(a.matched_tags, ["pdf"]);
-    assert_eq!(
-        a.rejection_reason,
-        Some(RejectionReason::ScoreBelowThreshold)
-    );
+    assert_eq!(a.rejection_reason, Some(RejectionReason::ScoreBelowThreshold));
     assert_eq!(a.latency_estimate_ms, None);
 }
 
@@ -293,21 +215,14 @@ fn ties_keep_declaration_order_and_best_first() {
         skill(json!({"id": "c", "name": "pdf tables"})),
     ];
     let a = run(&skills, json!({"task_summary": "pdf tables"}));
-    let ids: Vec<&str> = a
-        .skill_matches
-        .iter()
-        .map(|m| m.skill_id.as_str())
-        .collect();
+    let ids: Vec<&str> = a.skill_matches.iter().map(|m| m.skill_id.as_str()).collect();
     assert_eq!(ids, ["c", "b", "a"]);
     assert_eq!(a.subscores.unwrap().skill_match, 1.0);
 }
 
 #[test]
 fn missing_id_and_name_are_unknown_and_the_name_counts_as_a_token() {
-    let a = run(
-        &[skill(json!({"tags": ["zz"]}))],
-        json!({"task_summary": "unknown thing"}),
-    );
+    let a = run(&[skill(json!({"tags": ["zz"]}))], json!({"task_summary": "unknown thing"}));
     assert_eq!(a.skill_matches[0].skill_id, "unknown");
     assert_eq!(a.skill_matches[0].skill_name, "unknown");
     // {unknown, thing} vs {zz, unknown}: 1/3.
@@ -317,29 +232,15 @@ fn missing_id_and_name_are_unknown_and_the_name_counts_as_a_token() {
 #[test]
 fn embeddings_blend_with_keywords_and_lead_the_reasons() {
     // cos 0.95, Jaccard {pdf} vs {pdf, tables}: 0.5 -> 0.7*0.95 + 0.3*0.5 = 0.815.
-    let s = [
-        skill(json!({"id": "e", "name": "pdf"})),
-        skill(json!({"id": "f", "name": "pdf", "tags": ["pdf"]})),
-    ];
+    let s = [skill(json!({"id": "e", "name": "pdf"})), skill(json!({"id": "f", "name": "pdf", "tags": ["pdf"]}))];
     let calc = Calculator::new(&s, None);
-    let a = calc.assess(
-        &req(json!({"task_summary": "pdf tables"})),
-        None,
-        Some(&[0.95, 0.125]),
-    );
+    let a = calc.assess(&req(json!({"task_summary": "pdf tables"})), None, Some(&[0.95, 0.125]));
     assert_eq!(a.skill_matches[0].score, 0.815);
     assert_eq!(a.skill_matches[0].reasons, ["semantic similarity: 0.95"]);
     // 0.125 prints as 0.12 (ties to even), and leads the tag reason.
-    assert_eq!(
-        a.skill_matches[1].reasons,
-        ["semantic similarity: 0.12", "tags: pdf"]
-    );
+    assert_eq!(a.skill_matches[1].reasons, ["semantic similarity: 0.12", "tags: pdf"]);
     // A non-positive cosine falls back to keywords with no similarity reason.
-    let a = calc.assess(
-        &req(json!({"task_summary": "pdf tables"})),
-        None,
-        Some(&[0.0, -0.5]),
-    );
+    let a = calc.assess(&req(json!({"task_summary": "pdf tables"})), None, Some(&[0.0, -0.5]));
     assert_eq!(a.skill_matches[0].score, 0.5);
     assert!(a.skill_matches[0].reasons.is_empty());
 }
@@ -362,14 +263,8 @@ fn load_is_rounded_and_a_known_zero_queue_is_shown() {
     let a = calc.assess(&r, Some(0), None);
     assert_eq!(a.subscores.unwrap().load, 1.0);
     assert!(wire(&a).contains(r#""queue_depth":0,"#));
-    assert_eq!(
-        calc.assess(&r, Some(2), None).subscores.unwrap().load,
-        0.3333
-    );
-    assert_eq!(
-        calc.assess(&r, Some(7), None).subscores.unwrap().load,
-        0.125
-    );
+    assert_eq!(calc.assess(&r, Some(2), None).subscores.unwrap().load, 0.3333);
+    assert_eq!(calc.assess(&r, Some(7), None).subscores.unwrap().load, 0.125);
 }
 
 #[test]
@@ -392,10 +287,7 @@ fn cost_parsing_and_the_budget_gate() {
     assert_eq!(cost(Some("10"), Some(".")), Ok(0.5));
     assert_eq!(cost(Some("1.2.3"), Some("5")), Ok(0.5)); // unparseable price
     assert_eq!(cost(Some("free"), Some("5")), Ok(1.0)); // price cleans to 0
-    assert_eq!(
-        cost(Some("$20"), Some("$10")),
-        Err(Some(RejectionReason::CostExceedsBudget))
-    );
+    assert_eq!(cost(Some("$20"), Some("$10")), Err(Some(RejectionReason::CostExceedsBudget)));
     let mut r = req(json!({"task_summary": "pdf"}));
     r.max_cost_amount = Some("10".into());
     let a = Calculator::new(&[pdf_skill()], Some("20".into())).assess(&r, Some(3), None);
@@ -409,17 +301,10 @@ fn cost_parsing_and_the_budget_gate() {
 fn latency_gate_boundary_and_performance() {
     let skills = [
         skill(json!({"id": "fast", "name": "pdf", "performance": {"avg_processing_time_ms": 100}})),
-        skill(
-            json!({"id": "slow", "name": "zzz", "performance": {"avg_processing_time_ms": 2000}}),
-        ),
+        skill(json!({"id": "slow", "name": "zzz", "performance": {"avg_processing_time_ms": 2000}})),
     ];
     // The estimate is the max over ALL skills, matched or not: 2000.
-    let at = |max: f64| {
-        run(
-            &skills,
-            json!({"task_summary": "pdf", "max_latency_ms": max}),
-        )
-    };
+    let at = |max: f64| run(&skills, json!({"task_summary": "pdf", "max_latency_ms": max}));
     let equal = at(1000.0); // 2000 == 2 * 1000 passes; performance max(0, 1 - 2) = 0.0
     assert_eq!(equal.subscores.unwrap().performance, 0.0);
     assert_eq!(equal.latency_estimate_ms, Some(2000.into()));
@@ -433,10 +318,7 @@ fn latency_gate_boundary_and_performance() {
     assert_eq!(none.subscores.unwrap().performance, 1.0);
     assert_eq!(none.confidence, 0.7); // 0.5 + 0.2 (match 0.5 > 0.3)
     // No skill matched: no estimate, no gate, performance 1.0.
-    let a = run(
-        &skills,
-        json!({"task_summary": "nothing relevant", "max_latency_ms": 1}),
-    );
+    let a = run(&skills, json!({"task_summary": "nothing relevant", "max_latency_ms": 1}));
     assert_eq!(a.latency_estimate_ms, None);
     assert_eq!(a.subscores.unwrap().performance, 1.0);
     // Cost is checked before latency.
@@ -448,24 +330,12 @@ fn latency_gate_boundary_and_performance() {
 
 #[test]
 fn latency_estimate_keeps_the_declared_number_type() {
-    let float = [skill(
-        json!({"id": "f", "name": "pdf", "performance": {"avg_processing_time_ms": 1500.5}}),
-    )];
-    assert!(
-        wire(&run(&float, json!({"task_summary": "pdf"})))
-            .contains(r#""latency_estimate_ms":1500.5"#)
-    );
-    let round = [skill(
-        json!({"id": "f", "name": "pdf", "performance": {"avg_processing_time_ms": 2000.0}}),
-    )];
-    assert!(
-        wire(&run(&round, json!({"task_summary": "pdf"})))
-            .contains(r#""latency_estimate_ms":2000.0"#)
-    );
+    let float = [skill(json!({"id": "f", "name": "pdf", "performance": {"avg_processing_time_ms": 1500.5}}))];
+    assert!(wire(&run(&float, json!({"task_summary": "pdf"}))).contains(r#""latency_estimate_ms":1500.5"#));
+    let round = [skill(json!({"id": "f", "name": "pdf", "performance": {"avg_processing_time_ms": 2000.0}}))];
+    assert!(wire(&run(&round, json!({"task_summary": "pdf"}))).contains(r#""latency_estimate_ms":2000.0"#));
     // An estimate of 0 never trips the gate.
-    let zero = [skill(
-        json!({"id": "z", "name": "pdf", "performance": {"avg_processing_time_ms": 0}}),
-    )];
+    let zero = [skill(json!({"id": "z", "name": "pdf", "performance": {"avg_processing_time_ms": 0}}))];
     assert!(run(&zero, json!({"task_summary": "pdf", "max_latency_ms": 1})).accepted);
 }
 
@@ -477,20 +347,13 @@ fn confidence_adds_in_order_and_caps_at_one() {
     let s = [skill(
         json!({"id": "p", "name": "pdf", "input_modes": ["application/pdf"], "performance": {"avg_processing_time_ms": 10}}),
     )];
-    let r = req(
-        json!({"task_summary": "pdf", "input_mime_types": ["application/pdf"], "max_latency_ms": 100}),
-    );
+    let r = req(json!({"task_summary": "pdf", "input_mime_types": ["application/pdf"], "max_latency_ms": 100}));
     let a = Calculator::new(&s, None).assess(&r, Some(1), None);
     assert_eq!(a.confidence, 1.0);
     // No match at all: 0.5 + 0.1 (mime) = 0.6.
     let r = req(json!({"task_summary": "nothing", "output_mime_types": ["x/y"]}));
-    let s = [skill(
-        json!({"id": "p", "name": "pdf", "output_modes": ["x/y"]}),
-    )];
-    assert_eq!(
-        Calculator::new(&s, None).assess(&r, None, None).confidence,
-        0.6
-    );
+    let s = [skill(json!({"id": "p", "name": "pdf", "output_modes": ["x/y"]}))];
+    assert_eq!(Calculator::new(&s, None).assess(&r, None, None).confidence, 0.6);
 }
 
 #[test]
@@ -513,24 +376,14 @@ fn min_score_compares_the_unrounded_score() {
     let a = Calculator::new(&skills, None).assess(&r, Some(2), None);
     assert_eq!((a.accepted, a.score), (false, 0.4861));
     r.min_score = 0.48607;
-    assert!(
-        Calculator::new(&skills, None)
-            .assess(&r, Some(2), None)
-            .accepted
-    );
+    assert!(Calculator::new(&skills, None).assess(&r, Some(2), None).accepted);
 }
 
 #[test]
 fn score_below_threshold_carries_everything_in_wire_order() {
-    let s = [
-        pdf_skill(),
-        skill(json!({"id": "s2", "name": "Tables", "capabilities_detail": {"pdf_tables": {}}})),
-    ];
-    let a = Calculator::new(&s, None).assess(
-        &req(json!({"task_summary": "pdf tables", "min_score": 0.99})),
-        Some(4),
-        None,
-    );
+    let s = [pdf_skill(), skill(json!({"id": "s2", "name": "Tables", "capabilities_detail": {"pdf_tables": {}}}))];
+    let a =
+        Calculator::new(&s, None).assess(&req(json!({"task_summary": "pdf tables", "min_score": 0.99})), Some(4), None);
     let j = wire(&a);
     let keys = [
         "\"accepted\"",
@@ -544,15 +397,12 @@ fn score_below_threshold_carries_everything_in_wire_order() {
         "\"queue_depth\"",
         "\"subscores\"",
     ];
-    let positions: Vec<usize> = keys
-        .iter()
-        .map(|k| j.find(k).unwrap_or_else(|| panic!("{k} missing in {j}")))
-        .collect();
+    let positions: Vec<usize> =
+        keys.iter().map(|k| j.find(k).unwrap_or_else(|| panic!("{k} missing in {j}"))).collect();
     assert!(positions.windows(2).all(|w| w[0] < w[1]), "{j}");
     let sub = j.split("\"subscores\":").nth(1).unwrap();
     assert!(
-        sub.starts_with(r#"{"skill_match":"#)
-            && sub.contains(r#""load":0.2,"cost":1.0,"performance":1.0}"#),
+        sub.starts_with(r#"{"skill_match":"#) && sub.contains(r#""load":0.2,"cost":1.0,"performance":1.0}"#),
         "{sub}"
     );
     assert!(j.contains(r#""rejection_reason":"score_below_threshold""#));
@@ -641,25 +491,18 @@ fn pdf_invoice_example_end_to_end() {
 #[test]
 fn default_skill_accepts_a_negotiation_task() {
     let calc = Calculator::new(&[default_skill()], None);
-    let a = calc.assess(&req(json!({"task_summary": "Negotiate a match between two people for networking introductions"})), Some(0), None);
+    let a = calc.assess(
+        &req(json!({"task_summary": "Negotiate a match between two people for networking introductions"})),
+        Some(0),
+        None,
+    );
     assert!(a.accepted, "{}", wire(&a));
     assert_eq!(a.latency_estimate_ms, Some(50.into()));
 }
 
 // ---- properties ----
 
-const VOCAB: [&str; 10] = [
-    "pdf",
-    "tables",
-    "invoice",
-    "rust",
-    "data",
-    "legal",
-    "translation",
-    "ocr",
-    "api",
-    "report",
-];
+const VOCAB: [&str; 10] = ["pdf", "tables", "invoice", "rust", "data", "legal", "translation", "ocr", "api", "report"];
 
 fn arb_skill() -> impl Strategy<Value = Skill> {
     (
@@ -690,36 +533,19 @@ fn arb_request() -> impl Strategy<Value = AssessmentRequest> {
         proptest::collection::vec(0..VOCAB.len(), 1..6),
         any::<bool>(),
         proptest::option::of(0u32..20_000),
-        proptest::option::of(prop_oneof![
-            Just("5"),
-            Just("$0.5"),
-            Just(""),
-            Just("1.2.3"),
-            Just("100")
-        ]),
+        proptest::option::of(prop_oneof![Just("5"), Just("$0.5"), Just(""), Just("1.2.3"), Just("100")]),
         proptest::collection::vec(0.0f64..10.0, 5),
         0.0f64..1.0,
     )
         .prop_map(|(words, mime, latency, budget, w, min)| {
-            let mut r = AssessmentRequest::new(
-                words
-                    .iter()
-                    .map(|i| VOCAB[*i])
-                    .collect::<Vec<_>>()
-                    .join(" "),
-            );
+            let mut r = AssessmentRequest::new(words.iter().map(|i| VOCAB[*i]).collect::<Vec<_>>().join(" "));
             if mime {
                 r.input_mime_types = vec!["text/plain".into()];
             }
             r.max_latency_ms = latency.map(f64::from);
             r.max_cost_amount = budget.map(str::to_owned);
-            r.weights = Weights {
-                skill_match: w[0],
-                io_compatibility: w[1],
-                performance: w[2],
-                load: w[3],
-                cost: w[4],
-            };
+            r.weights =
+                Weights { skill_match: w[0], io_compatibility: w[1], performance: w[2], load: w[3], cost: w[4] };
             r.min_score = min;
             r
         })

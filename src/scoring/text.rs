@@ -45,11 +45,7 @@ pub fn truncate_chars(text: &str, max_chars: usize) -> &str {
 
 /// Number of characters (code points), Python's `len(text)`.
 pub fn char_len(text: &str) -> usize {
-    if text.is_ascii() {
-        text.len()
-    } else {
-        text.chars().count()
-    }
+    if text.is_ascii() { text.len() } else { text.chars().count() }
 }
 
 /// Splits already-lowercased text on runs of characters outside `[a-z0-9]` and keeps the
@@ -102,10 +98,7 @@ mod tests {
 
     #[test]
     fn tokenizer_splits_on_non_alphanumerics_and_filters_lengths() {
-        assert_eq!(
-            toks("extract tables, from pdf-invoices!"),
-            ["extract", "tables", "from", "pdf", "invoices"]
-        );
+        assert_eq!(toks("extract tables, from pdf-invoices!"), ["extract", "tables", "from", "pdf", "invoices"]);
         assert_eq!(toks("a b2 c_d"), ["b2"]); // single characters dropped, `_` separates
         let long = "x".repeat(101);
         let ok = "y".repeat(100);

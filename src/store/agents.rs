@@ -109,7 +109,12 @@ pub async fn get(conn: &mut PgConnection, id: Uuid) -> sqlx::Result<Option<Agent
 
 /// A page of a user's agents (not the deleted ones), oldest first: at most `limit`, after the
 /// agent `after` when given.
-pub async fn list_for_owner(conn: &mut PgConnection, owner: &str, after: Option<Uuid>, limit: i64) -> sqlx::Result<Vec<Agent>> {
+pub async fn list_for_owner(
+    conn: &mut PgConnection,
+    owner: &str,
+    after: Option<Uuid>,
+    limit: i64,
+) -> sqlx::Result<Vec<Agent>> {
     sqlx::query_as!(
         Agent,
         r#"SELECT agent_id, owner_user_id, name, agent_type, status, negotiation_mode, description, created_at, updated_at,
@@ -187,12 +192,9 @@ pub async fn lock_owner(conn: &mut PgConnection, owner: &str) -> sqlx::Result<()
 
 /// How many agents `owner` has (not the deleted ones).
 pub async fn count_for_owner(conn: &mut PgConnection, owner: &str) -> sqlx::Result<i64> {
-    sqlx::query_scalar!(
-        r#"SELECT count(*) AS "n!" FROM agents WHERE owner_user_id = $1 AND deleted_at IS NULL"#,
-        owner
-    )
-    .fetch_one(conn)
-    .await
+    sqlx::query_scalar!(r#"SELECT count(*) AS "n!" FROM agents WHERE owner_user_id = $1 AND deleted_at IS NULL"#, owner)
+        .fetch_one(conn)
+        .await
 }
 
 /// How many live keys (unrevoked, unexpired) `owner`'s agents have in all.

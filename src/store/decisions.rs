@@ -6,7 +6,12 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 /// Records `user_id`'s decision; `false` when they had already decided.
-pub async fn insert(conn: &mut PgConnection, opportunity_id: Uuid, user_id: &str, decision: &str) -> sqlx::Result<bool> {
+pub async fn insert(
+    conn: &mut PgConnection,
+    opportunity_id: Uuid,
+    user_id: &str,
+    decision: &str,
+) -> sqlx::Result<bool> {
     let r = sqlx::query!(
         r#"INSERT INTO opportunity_decisions (opportunity_id, user_id, decision) VALUES ($1, $2, $3)
            ON CONFLICT (opportunity_id, user_id) DO NOTHING"#,

@@ -101,7 +101,13 @@ pub async fn after(
     };
     Ok(rows
         .into_iter()
-        .map(|(id, kind, source_user_id, candidate_user_id, data)| Event { id, kind, source_user_id, candidate_user_id, data })
+        .map(|(id, kind, source_user_id, candidate_user_id, data)| Event {
+            id,
+            kind,
+            source_user_id,
+            candidate_user_id,
+            data,
+        })
         .collect())
 }
 
@@ -131,7 +137,13 @@ pub async fn tail(conn: &mut PgConnection, after: i64, also: &[i64], limit: i64)
     .await?;
     Ok(rows
         .into_iter()
-        .map(|(id, kind, source_user_id, candidate_user_id, data)| Event { id, kind, source_user_id, candidate_user_id, data })
+        .map(|(id, kind, source_user_id, candidate_user_id, data)| Event {
+            id,
+            kind,
+            source_user_id,
+            candidate_user_id,
+            data,
+        })
         .collect())
 }
 

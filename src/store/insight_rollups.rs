@@ -23,10 +23,7 @@ use uuid::Uuid;
 /// Counts the endings of these negotiations (ended, with their outcome stored) in their days'
 /// rollups. Runs inside the caller's transaction.
 pub async fn record_endings(conn: &mut PgConnection, task_ids: &[Uuid]) -> sqlx::Result<()> {
-    sqlx::query("SELECT parley_insights_negotiations($1)")
-        .bind(task_ids)
-        .execute(conn)
-        .await?;
+    sqlx::query("SELECT parley_insights_negotiations($1)").bind(task_ids).execute(conn).await?;
     Ok(())
 }
 
@@ -127,14 +124,12 @@ pub async fn backfill_step(pool: &PgPool, batch: i64) -> anyhow::Result<Backfill
         let done = next.is_none();
         match next {
             Some((at, id)) => {
-                sqlx::query(
-                    "UPDATE insight_backfill SET after_at = $2, after_id = $3 WHERE source = $1",
-                )
-                .bind(source)
-                .bind(at)
-                .bind(id)
-                .execute(&mut *tx)
-                .await?
+                sqlx::query("UPDATE insight_backfill SET after_at = $2, after_id = $3 WHERE source = $1")
+                    .bind(source)
+                    .bind(at)
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?
             }
             None => {
                 sqlx::query("UPDATE insight_backfill SET done_at = now() WHERE source = $1")
@@ -145,10 +140,7 @@ pub async fn backfill_step(pool: &PgPool, batch: i64) -> anyhow::Result<Backfill
         };
         tx.commit().await?;
         if done {
-            tracing::info!(
-                source,
-                "insights backfill: this source's history is rolled up"
-            );
+            tracing::info!(source, "insights backfill: this source's history is rolled up");
         }
         return Ok(Backfill::Rolled(source));
     }
@@ -164,10 +156,7 @@ async fn negotiations(
     after_id: Option<String>,
     batch: i64,
 ) -> anyhow::Result<Option<(DateTime<Utc>, Option<String>)>> {
-    let after_id = after_id
-        .map(|id| id.parse::<Uuid>())
-        .transpose()?
-        .unwrap_or(Uuid::nil());
+    let after_id = after_id.map(|id| id.parse::<Uuid>()).transpose()?.unwrap_or(Uuid::nil());
     let rows: Vec<(Uuid, DateTime<Utc>)> = sqlx::query_as(
         "SELECT task_id, completed_at FROM tasks
           WHERE completed_at IS NOT NULL AND completed_at < $1
@@ -181,10 +170,7 @@ async fn negotiations(
     .fetch_all(&mut *tx)
     .await?;
     let ids: Vec<Uuid> = rows.iter().map(|(id, _)| *id).collect();
-    sqlx::query("SELECT parley_insights_negotiations($1, 0::smallint)")
-        .bind(&ids)
-        .execute(&mut *tx)
-        .await?;
+    sqlx::query("SELECT parley_insights_negotiations($1, 0::smallint)").bind(&ids).execute(&mut *tx).await?;
     Ok(match rows.last() {
         Some((id, at)) if rows.len() as i64 == batch => Some((*at, Some(id.to_string()))),
         _ => None,
@@ -201,9 +187,7 @@ async fn one_day(
 ) -> anyhow::Result<Option<(DateTime<Utc>, Option<String>)>> {
     // The first row's time of this source at or after `$1`, before the cutoff.
     let first = match source {
-        "decisions" => {
-            "SELECT min(decided_at) FROM opportunity_decisions WHERE decided_at >= $1 AND decided_at < $2"
-        }
+        "decisions" => "SELECT min(decided_at) FROM opportunity_decisions WHERE decided_at >= $1 AND decided_at < $2",
         "expiries" => {
             "SELECT min(updated_at) FROM opportunities WHERE status = 'expired' AND updated_at >= $1 AND updated_at < $2"
         }
@@ -221,12 +205,7 @@ async fn one_day(
             .bind(cutoff)
             .fetch_one(&mut *tx)
             .await?
-            .map(|at| {
-                at.date_naive()
-                    .and_hms_opt(0, 0, 0)
-                    .expect("midnight")
-                    .and_utc()
-            }),
+            .map(|at| at.date_naive().and_hms_opt(0, 0, 0).expect("midnight").and_utc()),
     };
     let Some(day_start) = start else {
         return Ok(None);
@@ -264,26 +243,9 @@ async fn one_day(
              ON CONFLICT (scope, day, shard) DO UPDATE SET claim_expiries = d.claim_expiries + EXCLUDED.claim_expiries"
         }
     };
-    sqlx::query(roll)
-        .bind(day_start)
-        .bind(day_end)
-        .bind(cutoff)
-        .execute(&mut *tx)
-        .await?;
-    let next: Option<DateTime<Utc>> = sqlx::query_scalar(first)
-        .bind(day_end)
-        .bind(cutoff)
-        .fetch_one(&mut *tx)
-        .await?;
-    Ok(next.map(|at| {
-        (
-            at.date_naive()
-                .and_hms_opt(0, 0, 0)
-                .expect("midnight")
-                .and_utc(),
-            None,
-        )
-    }))
+    sqlx::query(roll).bind(day_start).bind(day_end).bind(cutoff).execute(&mut *tx).await?;
+    let next: Option<DateTime<Utc>> = sqlx::query_scalar(first).bind(day_end).bind(cutoff).fetch_one(&mut *tx).await?;
+    Ok(next.map(|at| (at.date_naive().and_hms_opt(0, 0, 0).expect("midnight").and_utc(), None)))
 }
 
 /// Runs the backfill to its end, a batch at a time with `pause` between batches (so that it
@@ -302,10 +264,7 @@ pub async fn backfill(pool: PgPool, batch: i64, pause: Duration) {
             Ok(Backfill::Rolled(_)) => {
                 rolled += 1;
                 if rolled.is_multiple_of(100) {
-                    tracing::info!(
-                        batches = rolled,
-                        "insights backfill: rolling up history from before the rollups"
-                    );
+                    tracing::info!(batches = rolled, "insights backfill: rolling up history from before the rollups");
                 }
                 tokio::time::sleep(pause).await;
             }

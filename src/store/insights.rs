@@ -195,23 +195,7 @@ const COUNTS: &str = "
      GROUP BY GROUPING SETS ((day, kind, key), (kind, key))";
 
 /// A row of [`DAYS`].
-type DayRow = (
-    Option<NaiveDate>,
-    i64,
-    i64,
-    i64,
-    i64,
-    i64,
-    i64,
-    i64,
-    i64,
-    f64,
-    i64,
-    i64,
-    i64,
-    i64,
-    i64,
-);
+type DayRow = (Option<NaiveDate>, i64, i64, i64, i64, i64, i64, i64, i64, f64, i64, i64, i64, i64, i64);
 
 /// Keyed counts of one day or of the range, as read: turns, buckets and terms.
 #[derive(Default)]
@@ -224,10 +208,7 @@ struct Keyed {
 
 /// The first and the last UTC day `[from, to)` touches: the rollups count whole days.
 pub fn days_of(from: DateTime<Utc>, to: DateTime<Utc>) -> (NaiveDate, NaiveDate) {
-    (
-        from.date_naive(),
-        (to - chrono::Duration::microseconds(1)).date_naive(),
-    )
+    (from.date_naive(), (to - chrono::Duration::microseconds(1)).date_naive())
 }
 
 /// Computes the insights of `scope` from the rollups, over every UTC day the range touches.
@@ -236,48 +217,25 @@ pub async fn compute(conn: &mut PgConnection, scope: &Scope<'_>) -> anyhow::Resu
     let (first_day, last_day) = days_of(scope.from, scope.to);
     let who = scope.user_id.unwrap_or("");
 
-    let rows: Vec<DayRow> = sqlx::query_as(DAYS)
-        .bind(who)
-        .bind(first_day)
-        .bind(last_day)
-        .fetch_all(&mut *conn)
-        .await?;
+    let rows: Vec<DayRow> = sqlx::query_as(DAYS).bind(who).bind(first_day).bind(last_day).fetch_all(&mut *conn).await?;
     for row in rows {
         let (day, total, accepted, rejected, turn_cap, timeout, canceled, turns) =
             (row.0, row.1, row.2, row.3, row.4, row.5, row.6, row.7);
         let (answered, answer_seconds, fallbacks) = (row.8, row.9, row.10);
-        let (decided_accept, decided_decline, expired, claim_expiries) =
-            (row.11, row.12, row.13, row.14);
+        let (decided_accept, decided_decline, expired, claim_expiries) = (row.11, row.12, row.13, row.14);
         let f = out.at(day);
-        f.negotiations = OutcomeCounts {
-            total,
-            accepted,
-            rejected,
-            stalled: StalledCounts {
-                turn_cap,
-                timeout,
-                canceled,
-            },
-        };
+        f.negotiations =
+            OutcomeCounts { total, accepted, rejected, stalled: StalledCounts { turn_cap, timeout, canceled } };
         f.mean_turns = (total > 0).then(|| round2(turns as f64 / total as f64));
         f.answer_latency.turns = answered;
-        f.answer_latency.mean_seconds =
-            (answered > 0).then(|| round2(answer_seconds / answered as f64));
+        f.answer_latency.mean_seconds = (answered > 0).then(|| round2(answer_seconds / answered as f64));
         f.fallbacks = fallbacks;
-        f.decisions = DecisionCounts {
-            accepted: decided_accept,
-            declined: decided_decline,
-            expired,
-        };
+        f.decisions = DecisionCounts { accepted: decided_accept, declined: decided_decline, expired };
         f.claim_expiries = claim_expiries;
     }
 
-    let rows: Vec<(Option<NaiveDate>, String, String, i64)> = sqlx::query_as(COUNTS)
-        .bind(who)
-        .bind(first_day)
-        .bind(last_day)
-        .fetch_all(&mut *conn)
-        .await?;
+    let rows: Vec<(Option<NaiveDate>, String, String, i64)> =
+        sqlx::query_as(COUNTS).bind(who).bind(first_day).bind(last_day).fetch_all(&mut *conn).await?;
     let mut keyed: BTreeMap<Option<NaiveDate>, Keyed> = BTreeMap::new();
     for (day, kind, key, n) in rows {
         let k = keyed.entry(day).or_default();
@@ -293,24 +251,13 @@ pub async fn compute(conn: &mut PgConnection, scope: &Scope<'_>) -> anyhow::Resu
             continue;
         }
         let f = out.at(day);
-        f.turns_to_outcome = k
-            .turns
-            .into_iter()
-            .map(|(turns, negotiations)| TurnsCount {
-                turns,
-                negotiations,
-            })
-            .collect();
+        f.turns_to_outcome =
+            k.turns.into_iter().map(|(turns, negotiations)| TurnsCount { turns, negotiations }).collect();
         f.time_to_outcome_p50_seconds = bucket_median(&k.outcome).map(round2);
         f.answer_latency.p50_seconds = bucket_median(&k.answer).map(round2);
-        k.objections
-            .sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        k.objections.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         k.objections.truncate(TOP_OBJECTIONS);
-        f.top_objections = k
-            .objections
-            .into_iter()
-            .map(|(term, count)| Objection { term, count })
-            .collect();
+        f.top_objections = k.objections.into_iter().map(|(term, count)| Objection { term, count }).collect();
     }
     Ok(out)
 }
@@ -342,11 +289,7 @@ fn bucket_median(buckets: &BTreeMap<i32, i64>) -> Option<f64> {
         if below + count >= half {
             let share = ((half - below) / count).clamp(0.0, 1.0);
             let (low, high) = bucket_bounds(bucket);
-            return Some(if low == 0.0 {
-                high * share
-            } else {
-                low * (high / low).powf(share)
-            });
+            return Some(if low == 0.0 { high * share } else { low * (high / low).powf(share) });
         }
         below += count;
     }
@@ -361,21 +304,12 @@ mod tests {
     fn a_median_read_from_buckets_is_within_a_fifth_of_the_true_one() {
         for seconds in [0.0004, 0.02, 0.7, 3.0, 61.0, 3600.0, 86_400.0] {
             // The bucket `parley_insights_bucket` gives (the same formula).
-            let bucket = if seconds * 1000.0 < 1.0 {
-                0
-            } else {
-                (4.0 * (seconds * 1000.0f64).log2()).floor() as i32 + 1
-            };
+            let bucket =
+                if seconds * 1000.0 < 1.0 { 0 } else { (4.0 * (seconds * 1000.0f64).log2()).floor() as i32 + 1 };
             let (low, high) = bucket_bounds(bucket);
-            assert!(
-                low <= seconds && seconds < high,
-                "{seconds} outside [{low}, {high})"
-            );
+            assert!(low <= seconds && seconds < high, "{seconds} outside [{low}, {high})");
             let median = bucket_median(&BTreeMap::from([(bucket, 3)])).unwrap();
-            assert!(
-                (median - seconds).abs() <= seconds.max(0.001) * 0.2,
-                "{median} for {seconds}"
-            );
+            assert!((median - seconds).abs() <= seconds.max(0.001) * 0.2, "{median} for {seconds}");
         }
         assert_eq!(bucket_median(&BTreeMap::new()), None);
         // Two buckets of one value each: the median sits at the top of the lower one.

@@ -118,7 +118,11 @@ impl<'a> TurnRow<'a> {
 /// Stores turns (in order) and their `negotiation.turn` events (the action only, never scores)
 /// through `parley_store_turns`, the one place turns are written. Fails with a unique violation
 /// (`messages_task_turn_key`) if a turn number is already stored: a turn is never stored twice.
-pub async fn store_turns(conn: &mut PgConnection, task: &super::tasks::Task, turns: &[TurnRow<'_>]) -> anyhow::Result<()> {
+pub async fn store_turns(
+    conn: &mut PgConnection,
+    task: &super::tasks::Task,
+    turns: &[TurnRow<'_>],
+) -> anyhow::Result<()> {
     sqlx::query("SELECT parley_store_turns($1, $2, $3, $4, $5)")
         .bind(task.id)
         .bind(task.opportunity_id)
@@ -260,9 +264,10 @@ pub fn outcome_of(artifacts: &[Artifact]) -> anyhow::Result<Option<Outcome>> {
 
 /// The outcome of a task, if it has ended with one.
 pub async fn outcome(conn: &mut PgConnection, task_id: Uuid) -> anyhow::Result<Option<Outcome>> {
-    let parts = sqlx::query_scalar!("SELECT parts FROM artifacts WHERE task_id = $1 AND name = $2", task_id, OUTCOME_ARTIFACT)
-        .fetch_optional(conn)
-        .await?;
+    let parts =
+        sqlx::query_scalar!("SELECT parts FROM artifacts WHERE task_id = $1 AND name = $2", task_id, OUTCOME_ARTIFACT)
+            .fetch_optional(conn)
+            .await?;
     match parts {
         None => Ok(None),
         Some(p) => Ok(Some(serde_json::from_value(p[0]["data"].clone())?)),
@@ -279,13 +284,18 @@ pub async fn set_response(conn: &mut PgConnection, message_id: Uuid, response: &
     use sqlx::Connection;
     let mut tx = conn.begin().await?;
     sqlx::query("SET LOCAL synchronous_commit = off").execute(&mut *tx).await?;
-    sqlx::query!("UPDATE messages SET response = $2 WHERE message_id = $1", message_id, response).execute(&mut *tx).await?;
+    sqlx::query!("UPDATE messages SET response = $2 WHERE message_id = $1", message_id, response)
+        .execute(&mut *tx)
+        .await?;
     tx.commit().await?;
     Ok(())
 }
 
 /// The outcomes of these tasks, where they have one.
-pub async fn outcomes_for(conn: &mut PgConnection, task_ids: &[Uuid]) -> anyhow::Result<std::collections::HashMap<Uuid, Outcome>> {
+pub async fn outcomes_for(
+    conn: &mut PgConnection,
+    task_ids: &[Uuid],
+) -> anyhow::Result<std::collections::HashMap<Uuid, Outcome>> {
     let rows = sqlx::query!(
         "SELECT task_id, parts FROM artifacts WHERE task_id = ANY($1) AND name = $2",
         task_ids,

@@ -33,6 +33,10 @@ pub(crate) fn interval(d: std::time::Duration) -> anyhow::Result<sqlx::postgres:
 }
 
 /// Parses a stored enum value with `parse`, or reports a [`CorruptRow`].
-pub(crate) fn parse_enum<T>(what: &'static str, value: &str, parse: impl Fn(&str) -> Option<T>) -> Result<T, CorruptRow> {
+pub(crate) fn parse_enum<T>(
+    what: &'static str,
+    value: &str,
+    parse: impl Fn(&str) -> Option<T>,
+) -> Result<T, CorruptRow> {
     parse(value).ok_or_else(|| CorruptRow { what, value: value.to_owned() })
 }

@@ -141,17 +141,13 @@ pub async fn request_hash(conn: &mut PgConnection, id: Uuid) -> sqlx::Result<Opt
 
 /// Loads one opportunity.
 pub async fn get(conn: &mut PgConnection, id: Uuid) -> anyhow::Result<Option<Opportunity>> {
-    let row = opportunities_where!(r#"WHERE o.opportunity_id = $1"#, id)
-    .fetch_optional(conn)
-    .await?;
+    let row = opportunities_where!(r#"WHERE o.opportunity_id = $1"#, id).fetch_optional(conn).await?;
     Ok(row.map(Opportunity::try_from).transpose()?)
 }
 
 /// Loads one opportunity and locks it for the rest of the transaction.
 pub async fn lock(conn: &mut PgConnection, id: Uuid) -> anyhow::Result<Option<Opportunity>> {
-    let row = opportunities_where!(r#"WHERE o.opportunity_id = $1 FOR UPDATE OF o"#, id)
-    .fetch_optional(conn)
-    .await?;
+    let row = opportunities_where!(r#"WHERE o.opportunity_id = $1 FOR UPDATE OF o"#, id).fetch_optional(conn).await?;
     Ok(row.map(Opportunity::try_from).transpose()?)
 }
 
@@ -192,10 +188,7 @@ pub async fn list(conn: &mut PgConnection, f: &ListFilter<'_>) -> anyhow::Result
     // A bound every index can seek to, even in a generic plan (no id is greater).
     let before = f.before.unwrap_or(Uuid::max());
     let status = f.status.map(|s| s.as_str());
-    let open = matches!(
-        f.status,
-        Some(OpportunityStatus::Negotiating | OpportunityStatus::Pending)
-    );
+    let open = matches!(f.status, Some(OpportunityStatus::Negotiating | OpportunityStatus::Pending));
     let rows = match (f.user_id, status) {
         (None, None) => {
             listed_opportunities!(

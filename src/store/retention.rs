@@ -66,12 +66,7 @@ pub async fn prune(
             SELECT ctid FROM trust_requester_days WHERE day < $1 LIMIT $2))",
     ] {
         out.trust_days += until_done(batch, &over, || async {
-            Ok(sqlx::query(sql)
-                .bind(oldest_read)
-                .bind(batch)
-                .execute(pool)
-                .await?
-                .rows_affected())
+            Ok(sqlx::query(sql).bind(oldest_read).bind(batch).execute(pool).await?.rows_affected())
         })
         .await?;
     }
@@ -124,11 +119,7 @@ pub async fn prune(
 
 /// Runs `step` (one batch, returning how many rows it deleted) until a batch comes back short
 /// or the budget is spent; returns the rows deleted.
-async fn until_done<F, Fut>(
-    batch: i64,
-    over: &impl Fn() -> bool,
-    mut step: F,
-) -> anyhow::Result<u64>
+async fn until_done<F, Fut>(batch: i64, over: &impl Fn() -> bool, mut step: F) -> anyhow::Result<u64>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = anyhow::Result<u64>>,

@@ -304,9 +304,10 @@ pub async fn latest_round(
 /// The rounds of an opportunity's negotiation, oldest first: each one's task id and round number
 /// (0 = the first).
 pub async fn rounds(conn: &mut PgConnection, opportunity_id: Uuid) -> sqlx::Result<Vec<(Uuid, u32)>> {
-    let rows = sqlx::query!(r#"SELECT task_id, round FROM tasks WHERE opportunity_id = $1 ORDER BY round"#, opportunity_id)
-        .fetch_all(conn)
-        .await?;
+    let rows =
+        sqlx::query!(r#"SELECT task_id, round FROM tasks WHERE opportunity_id = $1 ORDER BY round"#, opportunity_id)
+            .fetch_all(conn)
+            .await?;
     Ok(rows.into_iter().map(|r| (r.task_id, u32::try_from(r.round).unwrap_or(0))).collect())
 }
 

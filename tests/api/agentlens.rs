@@ -13,7 +13,13 @@ use uuid::Uuid;
 use crate::helpers::{Answer, TestAgent, TestApp};
 
 /// A request as AgentLens's clients send it: the agent's key as a bearer token.
-async fn bearer(app: &TestApp, key: &str, method: reqwest::Method, path: &str, body: Option<&Value>) -> (Answer, reqwest::header::HeaderMap) {
+async fn bearer(
+    app: &TestApp,
+    key: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<&Value>,
+) -> (Answer, reqwest::header::HeaderMap) {
     let mut req = app.client.request(method, format!("{}{path}", app.base)).bearer_auth(key);
     if let Some(b) = body {
         req = req.header("content-type", "application/json").json(b);
@@ -37,7 +43,14 @@ fn seed_capability() -> Value {
 /// A target offering the guide's capability; returns it and its anonymous id.
 async fn seed_target(app: &TestApp, user: &str) -> (TestAgent, String) {
     let target = app.register_agent(user).await;
-    let (put, _) = bearer(app, &target.key, reqwest::Method::PUT, &format!("/api/agents/{}/capabilities", target.id), Some(&seed_capability())).await;
+    let (put, _) = bearer(
+        app,
+        &target.key,
+        reqwest::Method::PUT,
+        &format!("/api/agents/{}/capabilities", target.id),
+        Some(&seed_capability()),
+    )
+    .await;
     assert_eq!(put.status, StatusCode::CREATED, "{}", put.text);
     (target, put.body["anonymousAgentId"].as_str().unwrap().to_owned())
 }
@@ -92,12 +105,27 @@ async fn the_guides_curls_work_as_written() {
     let cap_id = caps.body["capabilities"][0]["id"].as_str().unwrap().to_owned();
 
     // PUT /api/agents/:id/capabilities/:capId/permissions, the guide's body.
-    let permissions = json!({"enabled": true, "acceptDelegations": true, "inboundRateLimit": 10, "outboundRateLimit": 20});
-    let (p, _) = bearer(&app, &target.key, reqwest::Method::PUT, &format!("/api/agents/{}/capabilities/{cap_id}/permissions", target.id), Some(&permissions)).await;
+    let permissions =
+        json!({"enabled": true, "acceptDelegations": true, "inboundRateLimit": 10, "outboundRateLimit": 20});
+    let (p, _) = bearer(
+        &app,
+        &target.key,
+        reqwest::Method::PUT,
+        &format!("/api/agents/{}/capabilities/{cap_id}/permissions", target.id),
+        Some(&permissions),
+    )
+    .await;
     assert_eq!(p.status, StatusCode::OK, "{}", p.text);
 
     // Discovery, as the guide writes it.
-    let (found, _) = bearer(&app, &requester.key, reqwest::Method::GET, "/api/agents/discover?taskType=code-review&minTrustScore=70", None).await;
+    let (found, _) = bearer(
+        &app,
+        &requester.key,
+        reqwest::Method::GET,
+        "/api/agents/discover?taskType=code-review&minTrustScore=70",
+        None,
+    )
+    .await;
     assert_eq!(found.status, StatusCode::OK, "{}", found.text);
     let results = found.body["results"].as_array().unwrap();
     assert!(results.iter().all(|r| r["trustScorePercentile"].as_i64().unwrap() >= 70), "{}", found.text);
@@ -114,7 +142,8 @@ async fn the_guides_curls_work_as_written() {
         "fallbackEnabled": true,
         "maxRetries": 3
     });
-    let (delegated, _) = bearer(&app, &requester.key, reqwest::Method::POST, "/api/delegation/delegate", Some(&seed)).await;
+    let (delegated, _) =
+        bearer(&app, &requester.key, reqwest::Method::POST, "/api/delegation/delegate", Some(&seed)).await;
     target_side.await.unwrap();
     assert_eq!(delegated.status, StatusCode::OK, "{}", delegated.text);
     let result = &delegated.body["result"];
@@ -128,7 +157,16 @@ async fn the_guides_curls_work_as_written() {
     // Trust, as the guide reads it.
     let (trust, _) = bearer(&app, &target.key, reqwest::Method::GET, &format!("/api/trust/{}", target.id), None).await;
     assert_eq!(trust.status, StatusCode::OK, "{}", trust.text);
-    for field in ["agentId", "rawScore", "healthComponent", "delegationComponent", "percentile", "provisional", "totalDelegations", "successfulDelegations"] {
+    for field in [
+        "agentId",
+        "rawScore",
+        "healthComponent",
+        "delegationComponent",
+        "percentile",
+        "provisional",
+        "totalDelegations",
+        "successfulDelegations",
+    ] {
         assert!(trust.body.get(field).is_some(), "{field} missing: {}", trust.text);
     }
     assert_eq!(trust.body["successfulDelegations"], 1);
@@ -142,7 +180,8 @@ async fn the_blocking_call_answers_rejected_error_and_timeout_in_agentlens_words
     let ask = || json!({"targetAnonymousId": anon, "taskType": "code-review", "input": {"code": "x"}, "maxRetries": 0});
     for (verb, word) in [("reject", "rejected"), ("fail", "error"), ("nothing", "timeout")] {
         let target_side = serve_one(&app, &target, verb);
-        let (answer, _) = bearer(&app, &requester.key, reqwest::Method::POST, "/api/agents/delegate", Some(&ask())).await;
+        let (answer, _) =
+            bearer(&app, &requester.key, reqwest::Method::POST, "/api/agents/delegate", Some(&ask())).await;
         if verb != "nothing" {
             target_side.await.unwrap();
         } else {
@@ -183,7 +222,8 @@ async fn asked_to_answer_at_once_or_past_its_time_the_call_answers_202_with_wher
     assert_eq!(polled.status, StatusCode::OK, "{}", polled.text);
     assert_eq!(polled.body["result"]["status"], "pending");
 
-    let (zero, headers) = bearer(&app, &requester.key, reqwest::Method::POST, "/api/agents/delegate?wait=0", Some(&ask())).await;
+    let (zero, headers) =
+        bearer(&app, &requester.key, reqwest::Method::POST, "/api/agents/delegate?wait=0", Some(&ask())).await;
     assert_eq!(zero.status, StatusCode::ACCEPTED, "{}", zero.text);
     assert!(headers.get("location").is_some());
     assert!(headers.get("preference-applied").is_none(), "nothing was preferred");
@@ -191,7 +231,8 @@ async fn asked_to_answer_at_once_or_past_its_time_the_call_answers_202_with_wher
     // Nobody answers: the call holds for as long as it may (PARLEY_LONG_POLL_MAX, 2 s here,
     // below the 30 s timeoutMs), then says where to look.
     let started = Instant::now();
-    let (held, headers) = bearer(&app, &requester.key, reqwest::Method::POST, "/api/agents/delegate", Some(&ask())).await;
+    let (held, headers) =
+        bearer(&app, &requester.key, reqwest::Method::POST, "/api/agents/delegate", Some(&ask())).await;
     assert_eq!(held.status, StatusCode::ACCEPTED, "{}", held.text);
     assert!(started.elapsed() >= Duration::from_millis(1900), "held {:?}", started.elapsed());
     assert_eq!(held.body["result"]["status"], "pending");
@@ -212,11 +253,9 @@ async fn both_spellings_of_each_filter_filter_the_same_and_unknown_parameters_ar
     app.agent_call(&dear, reqwest::Method::PUT, "/capabilities", Some(&body)).await;
     let caller = app.service_token();
     let count = |answer: &Answer| answer.body["results"].as_array().map(Vec::len);
-    for (seed, server) in [
-        ("maxCostUsd=0.1", "maxCost=0.1"),
-        ("maxLatencyMs=1000", "maxLatency=1000"),
-        ("minTrustScore=0", "minTrust=0"),
-    ] {
+    for (seed, server) in
+        [("maxCostUsd=0.1", "maxCost=0.1"), ("maxLatencyMs=1000", "maxLatency=1000"), ("minTrustScore=0", "minTrust=0")]
+    {
         for path in ["/api/agents/discover", "/api/discovery"] {
             let a = app.get(&format!("{path}?taskType=code-review&{seed}"), &caller).await;
             let b = app.get(&format!("{path}?taskType=code-review&{server}"), &caller).await;
@@ -246,14 +285,19 @@ async fn both_spellings_of_each_filter_filter_the_same_and_unknown_parameters_ar
 #[tokio::test]
 async fn agentlens_current_task_types_are_registered_and_discovered() {
     let app = TestApp::spawn().await;
-    for (i, task_type) in ["data-extraction", "classification", "generation", "transformation"].into_iter().enumerate() {
+    for (i, task_type) in ["data-extraction", "classification", "generation", "transformation"].into_iter().enumerate()
+    {
         let agent = app.register_agent(&format!("user-{i}")).await;
         let mut body = seed_capability();
         body["taskType"] = json!(task_type);
         let put = app.agent_call(&agent, reqwest::Method::PUT, "/capabilities", Some(&body)).await;
         assert_eq!(put.status, StatusCode::CREATED, "{task_type}: {}", put.text);
         let found = app.get(&format!("/api/discovery?taskType={task_type}"), &app.service_token()).await;
-        assert_eq!(found.body["results"][0]["anonymousAgentId"], put.body["anonymousAgentId"], "{task_type}: {}", found.text);
+        assert_eq!(
+            found.body["results"][0]["anonymousAgentId"], put.body["anonymousAgentId"],
+            "{task_type}: {}",
+            found.text
+        );
         assert_eq!(found.body["results"][0]["taskType"], task_type);
     }
     let unknown = app.get("/api/discovery?taskType=cooking", &app.service_token()).await;

@@ -9,7 +9,8 @@ use crate::{fixtures, helpers::TestApp};
 async fn a_user_registers_an_agent_and_its_key_is_shown_once_and_stored_hashed() {
     let app = TestApp::spawn().await;
     let token = app.user_token("user-tomas");
-    let created = app.post("/api/agents", &token, &json!({ "name": "Tomas's agent", "description": "runs on my laptop" })).await;
+    let created =
+        app.post("/api/agents", &token, &json!({ "name": "Tomas's agent", "description": "runs on my laptop" })).await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
     let agent = &created.body["agent"];
     assert_eq!(agent["type"], "personal");
@@ -34,24 +35,37 @@ async fn a_user_registers_an_agent_and_its_key_is_shown_once_and_stored_hashed()
     assert_eq!(app.get("/api/agents", &eve).await.body["agents"], json!([]));
     app.get(&format!("/api/agents/{id}"), &eve).await.assert_error(StatusCode::NOT_FOUND, "not_found");
     // The platform's service token is not a user.
-    app.post("/api/agents", &app.service_token(), &json!({ "name": "x" })).await.assert_error(StatusCode::FORBIDDEN, "forbidden");
+    app.post("/api/agents", &app.service_token(), &json!({ "name": "x" }))
+        .await
+        .assert_error(StatusCode::FORBIDDEN, "forbidden");
 }
 
 #[tokio::test]
 async fn bad_agent_bodies_are_refused() {
     let app = TestApp::spawn().await;
     let token = app.user_token("user-tomas");
-    for body in [json!({}), json!({ "name": "" }), json!({ "name": "x".repeat(201) }), json!({ "name": "a", "negotiationMode": "sometimes" }), json!({ "name": 5 }), json!({ "name": "a", "extra": 1 })] {
+    for body in [
+        json!({}),
+        json!({ "name": "" }),
+        json!({ "name": "x".repeat(201) }),
+        json!({ "name": "a", "negotiationMode": "sometimes" }),
+        json!({ "name": 5 }),
+        json!({ "name": "a", "extra": 1 }),
+    ] {
         app.post("/api/agents", &token, &body).await.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
     }
     assert_eq!(app.count("agents").await, 0);
     let agent = app.register_agent("user-tomas").await;
     let path = format!("/api/agents/{}", agent.id);
     for body in [json!({ "status": "asleep" }), json!({ "negotiationMode": 1 }), json!({ "name": "" })] {
-        app.call(Method::PATCH, &path, Some(&token), Some(&body)).await.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
+        app.call(Method::PATCH, &path, Some(&token), Some(&body))
+            .await
+            .assert_error(StatusCode::BAD_REQUEST, "invalid_body");
     }
     let expired = json!({ "expiresAt": "2001-01-01T00:00:00Z" });
-    app.call(Method::POST, &format!("{path}/keys"), Some(&token), Some(&expired)).await.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
+    app.call(Method::POST, &format!("{path}/keys"), Some(&token), Some(&expired))
+        .await
+        .assert_error(StatusCode::BAD_REQUEST, "invalid_body");
 }
 
 #[tokio::test]
@@ -64,7 +78,8 @@ async fn a_revoked_key_is_refused_at_once_and_other_keys_keep_working() {
     let second_key = second.body["key"].as_str().unwrap().to_owned();
 
     assert_eq!(app.pickup(&agent, None).await.status, StatusCode::NO_CONTENT);
-    let revoked = app.call(Method::DELETE, &format!("/api/agents/{}/keys/{}", agent.id, agent.key_id), Some(&token), None).await;
+    let revoked =
+        app.call(Method::DELETE, &format!("/api/agents/{}/keys/{}", agent.id, agent.key_id), Some(&token), None).await;
     assert_eq!(revoked.status, StatusCode::NO_CONTENT);
     app.pickup(&agent, None).await.assert_error(StatusCode::UNAUTHORIZED, "unauthorized");
 
@@ -114,7 +129,10 @@ async fn keys_and_tokens_where_people_try_them_work_or_say_what_the_route_takes(
             let refused = crate::helpers::Answer::from(req.send().await.unwrap()).await;
             refused.assert_error(StatusCode::UNAUTHORIZED, "unauthorized");
             let message = refused.body["error"].as_str().unwrap();
-            assert!(message.contains(&format!("this route takes {takes}")) && message.contains("not an agent's API key"), "{message}");
+            assert!(
+                message.contains(&format!("this route takes {takes}")) && message.contains("not an agent's API key"),
+                "{message}"
+            );
         }
     }
     let created = app.call(Method::POST, "/api/negotiations", None, Some(&fixtures::good_match())).await;

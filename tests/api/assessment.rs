@@ -44,7 +44,11 @@ async fn depth_reaches(app: &TestApp, request: &Value, depth: i64) -> Value {
         if answer.body["queue_depth"] == depth {
             return answer.body;
         }
-        assert!(std::time::Instant::now() < limit, "queue_depth stayed {} instead of {depth}", answer.body["queue_depth"]);
+        assert!(
+            std::time::Instant::now() < limit,
+            "queue_depth stayed {} instead of {depth}",
+            answer.body["queue_depth"]
+        );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 }
@@ -85,8 +89,14 @@ async fn malformed_requests_get_binduss_messages_and_never_a_5xx() {
         ("{not json".into(), "Invalid JSON payload"),
         ("{}".into(), "'task_summary' is required"),
         (json!({ "task_summary": "" }).to_string(), "'task_summary' is required"),
-        (json!({ "task_summary": "x".repeat(10_001) }).to_string(), "task_summary exceeds maximum length of 10000 characters"),
-        (json!({ "task_summary": "ok", "weights": { "cost": -1 } }).to_string(), "Invalid weights: Weight 'cost' must be non-negative"),
+        (
+            json!({ "task_summary": "x".repeat(10_001) }).to_string(),
+            "task_summary exceeds maximum length of 10000 characters",
+        ),
+        (
+            json!({ "task_summary": "ok", "weights": { "cost": -1 } }).to_string(),
+            "Invalid weights: Weight 'cost' must be non-negative",
+        ),
     ];
     for (body, message) in cases {
         let answer = app.call_raw(Method::POST, PATH, None, body.clone()).await;

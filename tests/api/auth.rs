@@ -20,7 +20,9 @@ async fn bad_credentials_are_401_and_wrong_roles_403() {
         )
         .unwrap()
     };
-    let wrong_secret = JwtKeys::new(b"another-secret-entirely-123").mint("platform", CallerRole::Service, std::time::Duration::from_secs(60)).unwrap();
+    let wrong_secret = JwtKeys::new(b"another-secret-entirely-123")
+        .mint("platform", CallerRole::Service, std::time::Duration::from_secs(60))
+        .unwrap();
     let no_exp = jsonwebtoken::encode(
         &jsonwebtoken::Header::default(),
         &json!({ "sub": "platform", "role": "service" }),
@@ -44,7 +46,9 @@ async fn bad_credentials_are_401_and_wrong_roles_403() {
         &jsonwebtoken::EncodingKey::from_secret(crate::helpers::TEST_SECRET.as_bytes()),
     )
     .unwrap();
-    app.call(Method::GET, "/api/opportunities", Some(&odd_role), None).await.assert_error(StatusCode::UNAUTHORIZED, "unauthorized");
+    app.call(Method::GET, "/api/opportunities", Some(&odd_role), None)
+        .await
+        .assert_error(StatusCode::UNAUTHORIZED, "unauthorized");
     // Admin may do what the service may.
     let admin = app.token("ops", CallerRole::Admin);
     assert_eq!(app.post("/api/negotiations", &admin, &body).await.status, StatusCode::CREATED);

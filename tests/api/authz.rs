@@ -97,7 +97,13 @@ async fn every_route_refuses_every_wrong_credential_and_leaks_nothing() {
     // A second key of Tomas's agent, revoked.
     let extra = app.call(Method::POST, &format!("/api/agents/{}/keys", tomas_agent.id), Some(&tomas_jwt), None).await;
     let revoked = extra.body["key"].as_str().unwrap().to_owned();
-    app.call(Method::DELETE, &format!("/api/agents/{}/keys/{}", tomas_agent.id, extra.body["id"].as_str().unwrap()), Some(&tomas_jwt), None).await;
+    app.call(
+        Method::DELETE,
+        &format!("/api/agents/{}/keys/{}", tomas_agent.id, extra.body["id"].as_str().unwrap()),
+        Some(&tomas_jwt),
+        None,
+    )
+    .await;
 
     let expired = jsonwebtoken::encode(
         &jsonwebtoken::Header::default(),
@@ -105,7 +111,9 @@ async fn every_route_refuses_every_wrong_credential_and_leaks_nothing() {
         &jsonwebtoken::EncodingKey::from_secret(TEST_SECRET.as_bytes()),
     )
     .unwrap();
-    let wrong_secret = JwtKeys::new(b"not-the-secret-at-all-1234").mint("user-tomas", CallerRole::User, std::time::Duration::from_secs(60)).unwrap();
+    let wrong_secret = JwtKeys::new(b"not-the-secret-at-all-1234")
+        .mint("user-tomas", CallerRole::User, std::time::Duration::from_secs(60))
+        .unwrap();
 
     // Tomas's agent delegates to Ana's: the attempt is an A2A task its parties read.
     let ana_agent = app.register_agent("user-ana").await;
@@ -135,7 +143,12 @@ async fn every_route_refuses_every_wrong_credential_and_leaks_nothing() {
         (Method::GET, "/api/opportunities".into(), None, Audience::Participant),
         (Method::GET, format!("/api/opportunities/{opportunity}"), None, Audience::Participant),
         (Method::GET, "/api/insights".into(), None, Audience::Participant),
-        (Method::POST, format!("/api/opportunities/{opportunity}/decision"), Some(json!({ "decision": "accept" })), Audience::Owner),
+        (
+            Method::POST,
+            format!("/api/opportunities/{opportunity}/decision"),
+            Some(json!({ "decision": "accept" })),
+            Audience::Owner,
+        ),
         (Method::POST, format!("/api/opportunities/{opportunity}/reactivate"), Some(json!({})), Audience::Service),
         (Method::GET, format!("/api/tasks/{n}"), None, Audience::TaskReader),
         (Method::GET, format!("/api/tasks/{attempt_task}"), None, Audience::TaskReader),
@@ -149,44 +162,91 @@ async fn every_route_refuses_every_wrong_credential_and_leaks_nothing() {
         (Method::POST, format!("/api/agents/{a}/keys"), None, Audience::Owner),
         (Method::DELETE, format!("/api/agents/{a}/keys/{}", tomas_agent.key_id), None, Audience::Owner),
         (Method::POST, format!("/api/agents/{a}/negotiations/pickup"), None, Audience::AgentKey),
-        (Method::POST, format!("/api/agents/{a}/negotiations/{n}/respond"), Some(answer("accept", None)), Audience::AgentKey),
+        (
+            Method::POST,
+            format!("/api/agents/{a}/negotiations/{n}/respond"),
+            Some(answer("accept", None)),
+            Audience::AgentKey,
+        ),
         (Method::POST, format!("/api/agents/{a}/negotiations/{n}/extend"), None, Audience::AgentKey),
         (Method::POST, format!("/api/agents/{a}/negotiations/{n}/release"), None, Audience::AgentKey),
         (Method::POST, format!("/api/agents/{a}/heartbeat"), None, Audience::AgentKey),
         (Method::GET, format!("/api/agents/{a}/negotiations"), None, Audience::AgentOrOwner),
         (Method::GET, format!("/api/agents/{a}/negotiations/{n}"), None, Audience::AgentOrOwner),
-        (Method::PUT, format!("/api/agents/{a}/capabilities"), Some(json!({ "taskType": "testing", "inputSchema": {}, "outputSchema": {} })), Audience::AgentManager),
+        (
+            Method::PUT,
+            format!("/api/agents/{a}/capabilities"),
+            Some(json!({ "taskType": "testing", "inputSchema": {}, "outputSchema": {} })),
+            Audience::AgentManager,
+        ),
         (Method::GET, format!("/api/agents/{a}/capabilities"), None, Audience::AgentManager),
         (Method::DELETE, format!("/api/agents/{a}/capabilities/{n}"), None, Audience::AgentManager),
-        (Method::PUT, format!("/api/agents/{a}/capabilities/{n}/permissions"), Some(json!({ "enabled": false })), Audience::AgentManager),
+        (
+            Method::PUT,
+            format!("/api/agents/{a}/capabilities/{n}/permissions"),
+            Some(json!({ "enabled": false })),
+            Audience::AgentManager,
+        ),
         (Method::GET, "/api/agents/discover?taskType=testing".into(), None, Audience::Anyone),
         (Method::POST, "/api/agents/rank".into(), Some(json!({ "task_summary": "tests" })), Audience::Anyone),
         (Method::GET, format!("/api/trust/{a}"), None, Audience::AgentReader),
-        (Method::POST, "/api/agents/delegate".into(), Some(json!({ "agentId": a, "taskType": "testing", "input": {} })), Audience::AgentKey),
-        (Method::POST, "/api/delegation/delegate".into(), Some(json!({ "agentId": a, "taskType": "testing", "input": {} })), Audience::AgentKey),
-        (Method::POST, "/api/delegations".into(), Some(json!({ "agentId": a, "taskType": "testing", "input": {} })), Audience::AgentKey),
+        (
+            Method::POST,
+            "/api/agents/delegate".into(),
+            Some(json!({ "agentId": a, "taskType": "testing", "input": {} })),
+            Audience::AgentKey,
+        ),
+        (
+            Method::POST,
+            "/api/delegation/delegate".into(),
+            Some(json!({ "agentId": a, "taskType": "testing", "input": {} })),
+            Audience::AgentKey,
+        ),
+        (
+            Method::POST,
+            "/api/delegations".into(),
+            Some(json!({ "agentId": a, "taskType": "testing", "input": {} })),
+            Audience::AgentKey,
+        ),
         (Method::GET, "/api/discovery?taskType=testing".into(), None, Audience::Anyone),
         (Method::GET, format!("/api/delegations/{n}"), None, Audience::Requester),
         (Method::GET, format!("/api/agents/{a}/delegations"), None, Audience::AgentReader),
         (Method::GET, format!("/api/agents/{a}/delegations/inbox"), None, Audience::AgentKey),
         (Method::POST, format!("/api/agents/{a}/delegations/{n}/accept"), None, Audience::AgentKey),
-        (Method::POST, format!("/api/agents/{a}/delegations/{n}/complete"), Some(json!({ "output": {} })), Audience::AgentKey),
+        (
+            Method::POST,
+            format!("/api/agents/{a}/delegations/{n}/complete"),
+            Some(json!({ "output": {} })),
+            Audience::AgentKey,
+        ),
         (Method::POST, format!("/api/agents/{a}/delegations/{n}/reject"), None, Audience::AgentKey),
-        (Method::POST, format!("/api/agents/{a}/delegations/{n}/fail"), Some(json!({ "error": "x" })), Audience::AgentKey),
+        (
+            Method::POST,
+            format!("/api/agents/{a}/delegations/{n}/fail"),
+            Some(json!({ "error": "x" })),
+            Audience::AgentKey,
+        ),
     ];
 
     let mut checked = 0;
     for (method, path, body, audience) in &routes {
         for cred in CREDS {
-            if matches!(audience, Audience::Participant | Audience::AgentReader | Audience::Requester | Audience::TaskReader)
-                && matches!(cred, Cred::WrongRole)
+            if matches!(
+                audience,
+                Audience::Participant | Audience::AgentReader | Audience::Requester | Audience::TaskReader
+            ) && matches!(cred, Cred::WrongRole)
             {
                 continue;
             }
-            if *audience == Audience::Anyone && matches!(cred, Cred::OtherUsersJwt | Cred::OtherUsersAgentKey | Cred::WrongRole) {
+            if *audience == Audience::Anyone
+                && matches!(cred, Cred::OtherUsersJwt | Cred::OtherUsersAgentKey | Cred::WrongRole)
+            {
                 continue; // any valid credentials may discover and rank: checked in directory.rs and rank.rs
             }
-            if matches!(cred, Cred::OtherUsersJwt) && *audience == Audience::Participant && (path == "/api/opportunities" || path == "/api/insights") {
+            if matches!(cred, Cred::OtherUsersJwt)
+                && *audience == Audience::Participant
+                && (path == "/api/opportunities" || path == "/api/insights")
+            {
                 continue; // a listing shows the caller's own (empty) list: checked below and in insights.rs
             }
             if matches!(cred, Cred::OtherUsersJwt) && path == "/api/events" {
@@ -220,7 +280,8 @@ async fn every_route_refuses_every_wrong_credential_and_leaks_nothing() {
             let body: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
             let keys: Vec<&String> = body.as_object().map(|o| o.keys().collect()).unwrap_or_default();
             assert_eq!(keys, ["error", "code"], "{method} {path} with {cred:?}: {text}");
-            for secret in [n.as_str(), &attempt_task, "user-maya", "user-tomas", "user-ana", &tomas_agent.key, &revoked] {
+            for secret in [n.as_str(), &attempt_task, "user-maya", "user-tomas", "user-ana", &tomas_agent.key, &revoked]
+            {
                 assert!(!text.contains(secret), "{method} {path} with {cred:?} leaked {secret}: {text}");
             }
             checked += 1;

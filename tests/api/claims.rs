@@ -47,14 +47,18 @@ async fn concurrent_pickups_by_one_agent_all_get_its_one_claim() {
     let mut seen = Vec::new();
     for a in &answers {
         assert_eq!(a.status, StatusCode::OK, "{}", a.text);
-        seen.push((a.body["negotiationId"].as_str().unwrap().to_owned(), a.body["claimToken"].as_str().unwrap().to_owned()));
+        seen.push((
+            a.body["negotiationId"].as_str().unwrap().to_owned(),
+            a.body["claimToken"].as_str().unwrap().to_owned(),
+        ));
     }
     seen.sort();
     seen.dedup();
     assert_eq!(seen.len(), 1, "every pickup answered with the same claim (turn and token): {seen:?}");
     let claimed = claims_of(&app, &agent).await;
     assert_eq!(claimed, vec![seen[0].0.clone()], "exactly one turn claimed, the one every answer carries");
-    let total: i64 = sqlx::query_scalar("SELECT count(*) FROM tasks WHERE state = 'claimed'").fetch_one(&app.pool).await.unwrap();
+    let total: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM tasks WHERE state = 'claimed'").fetch_one(&app.pool).await.unwrap();
     assert_eq!(total, 1, "no other turn claimed");
 
     // That claim answers as usual; the next pickup claims the next turn.
@@ -92,7 +96,9 @@ async fn a_lapsed_claim_not_yet_swept_does_not_hold_the_next_pickup_back() {
     let token = again.body["claimToken"].as_str().unwrap().to_owned();
     assert_ne!(token, first_token);
     assert_eq!(claims_of(&app, &agent).await, vec![first_id.clone()]);
-    app.respond(&agent, &first_id, &answer("reject", Some(&first_token))).await.assert_error(StatusCode::CONFLICT, "claim_stale");
+    app.respond(&agent, &first_id, &answer("reject", Some(&first_token)))
+        .await
+        .assert_error(StatusCode::CONFLICT, "claim_stale");
     assert_eq!(app.respond(&agent, &first_id, &answer("reject", Some(&token))).await.status, StatusCode::OK);
 
     // Lapsing again, then the other turn: the lapsed turn went back to waiting.

@@ -69,17 +69,28 @@ fn token_prints_a_jwt_for_the_services_secret_and_refuses_bad_arguments() {
     assert_eq!(claims.sub, "user-maya");
     assert_eq!(claims.role, parley::http::auth::CallerRole::Service);
     // PARLEY_JWT_SECRET, when set, is the secret.
-    let out = parley().args(["token", "--sub", "x"]).env("PARLEY_DATA_DIR", &dir).env("PARLEY_JWT_SECRET", TEST_SECRET).output().unwrap();
+    let out = parley()
+        .args(["token", "--sub", "x"])
+        .env("PARLEY_DATA_DIR", &dir)
+        .env("PARLEY_JWT_SECRET", TEST_SECRET)
+        .output()
+        .unwrap();
     assert!(out.status.success());
-    parley::http::auth::JwtKeys::new(TEST_SECRET.as_bytes()).verify(String::from_utf8(out.stdout).unwrap().trim()).unwrap();
+    parley::http::auth::JwtKeys::new(TEST_SECRET.as_bytes())
+        .verify(String::from_utf8(out.stdout).unwrap().trim())
+        .unwrap();
 
     let bad = parley().args(["token", "--sub", "x", "--role", "root"]).env("PARLEY_DATA_DIR", &dir).output().unwrap();
     assert_eq!(bad.status.code(), Some(2));
     // A lifetime that is not one says what a lifetime looks like.
-    let forever = parley().args(["token", "--sub", "x", "--ttl", "forever"]).env("PARLEY_DATA_DIR", &dir).output().unwrap();
+    let forever =
+        parley().args(["token", "--sub", "x", "--ttl", "forever"]).env("PARLEY_DATA_DIR", &dir).output().unwrap();
     assert_eq!(forever.status.code(), Some(2));
     let err = String::from_utf8_lossy(&forever.stderr);
-    assert!(err.contains("--ttl \"forever\"") && err.contains("such as 1h") && !err.contains("expected number"), "{err}");
+    assert!(
+        err.contains("--ttl \"forever\"") && err.contains("such as 1h") && !err.contains("expected number"),
+        "{err}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -87,7 +98,10 @@ fn token_prints_a_jwt_for_the_services_secret_and_refuses_bad_arguments() {
 fn parley_agent_says_what_is_missing_or_wrong_before_it_starts() {
     let agent = || {
         let mut c = parley();
-        c.args(["agent", "--exec", "true"]).env_remove("PARLEY_URL").env_remove("PARLEY_AGENT_KEY").env_remove("PARLEY_LLM_API_KEY");
+        c.args(["agent", "--exec", "true"])
+            .env_remove("PARLEY_URL")
+            .env_remove("PARLEY_AGENT_KEY")
+            .env_remove("PARLEY_LLM_API_KEY");
         c
     };
     // Neither the URL nor the key: both named, with their environment variables.
@@ -107,7 +121,10 @@ fn parley_agent_says_what_is_missing_or_wrong_before_it_starts() {
     let out = agent().env("PARLEY_URL", "http://127.0.0.1:9").env("PARLEY_AGENT_KEY", &user_token).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("is a user token (a JWT), not an agent's API key") && !err.contains("unknown, revoked"), "{err}");
+    assert!(
+        err.contains("is a user token (a JWT), not an agent's API key") && !err.contains("unknown, revoked"),
+        "{err}"
+    );
 
     // A model server that does not answer: said at start, not once per turn.
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
@@ -143,7 +160,8 @@ fn token_without_a_secret_makes_none_and_says_how_to_set_one() {
 #[test]
 fn worker_without_database_url_refuses_to_start_a_database_of_its_own() {
     let dir = temp_path("worker");
-    let out = parley().arg("worker").env("PARLEY_DATA_DIR", &dir).env("PARLEY_JWT_SECRET", TEST_SECRET).output().unwrap();
+    let out =
+        parley().arg("worker").env("PARLEY_DATA_DIR", &dir).env("PARLEY_JWT_SECRET", TEST_SECRET).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("DATABASE_URL"), "{err}");
@@ -164,7 +182,14 @@ fn a_skill_file_without_an_id_is_assessed_as_bindu_does_named_unknown_with_a_war
         ],
     );
     let assess = |file: &str| {
-        parley().arg("assess").arg("--skills").arg(dir.join(file)).arg("--request").arg(dir.join("request.json")).output().unwrap()
+        parley()
+            .arg("assess")
+            .arg("--skills")
+            .arg(dir.join(file))
+            .arg("--request")
+            .arg(dir.join("request.json"))
+            .output()
+            .unwrap()
     };
     let (unnamed, named) = (assess("skills.yaml"), assess("named.yaml"));
     assert_eq!(unnamed.status.code(), Some(0), "{}", String::from_utf8_lossy(&unnamed.stderr));
@@ -174,7 +199,10 @@ fn a_skill_file_without_an_id_is_assessed_as_bindu_does_named_unknown_with_a_war
     assert_eq!(answer["skill_matches"][0]["skill_id"], "unknown", "{answer}");
     assert_eq!(answer["skill_matches"][0]["skill_name"], "PDF Processing", "{answer}");
     let warning = String::from_utf8_lossy(&unnamed.stderr);
-    assert!(warning.contains("warning") && warning.contains("skills.yaml") && warning.contains("`unknown`"), "{warning}");
+    assert!(
+        warning.contains("warning") && warning.contains("skills.yaml") && warning.contains("`unknown`"),
+        "{warning}"
+    );
     assert!(named.stderr.is_empty(), "no warning for a skill with an id: {}", String::from_utf8_lossy(&named.stderr));
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -202,7 +230,8 @@ impl Serving {
         for (k, v) in env {
             command.env(k, v);
         }
-        let mut child = command.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+        let mut child =
+            command.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).spawn().unwrap();
         let (tx, lines) = std::sync::mpsc::channel();
         let stderr = BufReader::new(child.stderr.take().unwrap());
         std::thread::spawn(move || {
@@ -275,13 +304,18 @@ async fn logs_say_values_in_words_and_the_mcp_library_stays_quiet() {
     ]);
     let base = serving.base();
     let keys = parley::http::auth::JwtKeys::new(TEST_SECRET.as_bytes());
-    let service = keys.mint("platform", parley::http::auth::CallerRole::Service, std::time::Duration::from_secs(600)).unwrap();
-    let tomas = keys.mint("user-tomas", parley::http::auth::CallerRole::User, std::time::Duration::from_secs(600)).unwrap();
+    let service =
+        keys.mint("platform", parley::http::auth::CallerRole::Service, std::time::Duration::from_secs(600)).unwrap();
+    let tomas =
+        keys.mint("user-tomas", parley::http::auth::CallerRole::User, std::time::Duration::from_secs(600)).unwrap();
     let client = reqwest::Client::new();
-    let agent = post_for_json(&client, &format!("{base}/api/agents"), &tomas, &serde_json::json!({"name": "Tomas's agent"})).await;
+    let agent =
+        post_for_json(&client, &format!("{base}/api/agents"), &tomas, &serde_json::json!({"name": "Tomas's agent"}))
+            .await;
     let key = agent["apiKey"]["key"].as_str().unwrap();
     // Tomas's turn is parked for his agent; the platform cancels the negotiation.
-    let started = post_for_json(&client, &format!("{base}/api/negotiations"), &service, &crate::fixtures::good_match()).await;
+    let started =
+        post_for_json(&client, &format!("{base}/api/negotiations"), &service, &crate::fixtures::good_match()).await;
     let id = started["negotiation"]["id"].as_str().unwrap();
     let canceled = client.delete(format!("{base}/api/negotiations/{id}")).bearer_auth(&service).send().await.unwrap();
     assert!(canceled.status().is_success());
@@ -350,4 +384,3 @@ async fn serve_logs_its_address_its_database_without_the_password_and_how_to_min
         "{log}"
     );
 }
-

@@ -26,7 +26,14 @@ pub async fn setup(app: &TestApp, n: usize) -> (TestAgent, Vec<Target>) {
     let mut targets = Vec::new();
     for i in 0..n {
         let agent = app.register_agent(&format!("target-{i}")).await;
-        let put = app.agent_call(&agent, Method::PUT, "/capabilities", Some(&fixtures::review_capability(Some(1.0 + i as f64 * 10.0)))).await;
+        let put = app
+            .agent_call(
+                &agent,
+                Method::PUT,
+                "/capabilities",
+                Some(&fixtures::review_capability(Some(1.0 + i as f64 * 10.0))),
+            )
+            .await;
         assert_eq!(put.status, StatusCode::CREATED, "{}", put.text);
         let anon = put.body["anonymousAgentId"].as_str().unwrap().to_owned();
         targets.push(Target { agent, anon });
@@ -352,7 +359,8 @@ async fn every_refusal_is_the_documented_4xx_and_changes_nothing() {
     let not_eligible = app.delegate(&requester, &body(&requester, &rid, Some(&targets[1].anon))).await;
     not_eligible.assert_error(StatusCode::BAD_REQUEST, "target_not_eligible");
     assert!(not_eligible.text.contains("does not accept delegations"), "{}", not_eligible.text);
-    let mine = app.agent_call(&requester, Method::PUT, "/capabilities", Some(&fixtures::review_capability(Some(0.5)))).await;
+    let mine =
+        app.agent_call(&requester, Method::PUT, "/capabilities", Some(&fixtures::review_capability(Some(0.5)))).await;
     let own_anon = mine.body["anonymousAgentId"].as_str().unwrap().to_owned();
     app.delegate(&requester, &body(&requester, &rid, Some(&own_anon)))
         .await
@@ -586,16 +594,10 @@ async fn delegation_events(
 ) -> Vec<(i64, String)> {
     let mut seen = Vec::new();
     while seen.len() < n {
-        let e = stream
-            .next(Duration::from_secs(10))
-            .await
-            .unwrap_or_else(|| panic!("only {seen:?} arrived"));
+        let e = stream.next(Duration::from_secs(10)).await.unwrap_or_else(|| panic!("only {seen:?} arrived"));
         assert_eq!(e.event, "delegation.status", "{e:?}");
         assert_eq!(e.data["requestId"], rid, "{e:?}");
-        assert!(
-            e.data["requesterAnonymousId"].is_string() && e.data["targetAnonymousId"].is_string(),
-            "{e:?}"
-        );
+        assert!(e.data["requesterAnonymousId"].is_string() && e.data["targetAnonymousId"].is_string(), "{e:?}");
         for h in hidden {
             assert!(!e.data.to_string().contains(h), "{h} shows in {e:?}");
         }
@@ -654,11 +656,7 @@ async fn every_attempt_status_reaches_both_owners_over_sse_by_anonymous_id_only(
     );
     assert_eq!(
         delegation_events(&mut second_owner, 3, &rid, &hidden, &task_ids).await,
-        [
-            status(2, "request"),
-            status(2, "accepted"),
-            status(2, "completed")
-        ]
+        [status(2, "request"), status(2, "accepted"), status(2, "completed")]
     );
     // Each target's owner sees only the attempt offered to it; nobody else sees any.
     assert!(first_owner.next(Duration::from_millis(500)).await.is_none());

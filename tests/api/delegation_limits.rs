@@ -109,7 +109,12 @@ async fn the_rate_windows_free_up_when_their_oldest_leaves_the_last_minute() {
     let app = spawn().await;
     let (requester, targets) = setup(&app, 1).await;
     let own = app
-        .agent_call(&requester, Method::PUT, "/capabilities", Some(&json!({"taskType": "testing", "inputSchema": {}, "outputSchema": {}})))
+        .agent_call(
+            &requester,
+            Method::PUT,
+            "/capabilities",
+            Some(&json!({"taskType": "testing", "inputSchema": {}, "outputSchema": {}})),
+        )
         .await;
     assert_eq!(own.status, StatusCode::CREATED, "{}", own.text);
     permit(&app, &requester, &json!({"outboundRateLimit": 2})).await;
@@ -134,12 +139,14 @@ async fn the_rate_windows_free_up_when_their_oldest_leaves_the_last_minute() {
         let pool = app.pool.clone();
         let id: Uuid = rid.parse().unwrap();
         async move {
-            sqlx::query("UPDATE delegations SET created_at = created_at - make_interval(secs => $2) WHERE request_id = $1")
-                .bind(id)
-                .bind(secs as f64)
-                .execute(&pool)
-                .await
-                .unwrap();
+            sqlx::query(
+                "UPDATE delegations SET created_at = created_at - make_interval(secs => $2) WHERE request_id = $1",
+            )
+            .bind(id)
+            .bind(secs as f64)
+            .execute(&pool)
+            .await
+            .unwrap();
             sqlx::query(
                 "UPDATE delegation_attempts SET created_at = created_at - make_interval(secs => $2)
                   WHERE delegation_id = (SELECT delegation_id FROM delegations WHERE request_id = $1)",
@@ -225,18 +232,8 @@ async fn two_instances_on_one_database_share_the_outbound_count() {
     // Alternating instances: each sees only half the limit itself.
     for i in 0..limit {
         let app = if i % 2 == 0 { &first } else { &second };
-        let asked = app
-            .delegate(
-                &requester,
-                &body(&requester, &Uuid::new_v4().to_string(), None),
-            )
-            .await;
-        assert_eq!(
-            asked.status,
-            StatusCode::ACCEPTED,
-            "delegation {i}: {}",
-            asked.text
-        );
+        let asked = app.delegate(&requester, &body(&requester, &Uuid::new_v4().to_string(), None)).await;
+        assert_eq!(asked.status, StatusCode::ACCEPTED, "delegation {i}: {}", asked.text);
     }
     for app in [&first, &second] {
         assert_outbound_limited(app, &requester).await;

@@ -16,7 +16,8 @@ use crate::{
 /// An agent of `user` offering code review at `cost` (cheaper ranks higher).
 async fn offering(app: &TestApp, user: &str, cost: f64) -> TestAgent {
     let agent = app.register_agent(user).await;
-    let put = app.agent_call(&agent, Method::PUT, "/capabilities", Some(&fixtures::review_capability(Some(cost)))).await;
+    let put =
+        app.agent_call(&agent, Method::PUT, "/capabilities", Some(&fixtures::review_capability(Some(cost)))).await;
     assert_eq!(put.status, StatusCode::CREATED, "{}", put.text);
     agent
 }
@@ -66,15 +67,18 @@ async fn each_attempt_of_a_fallback_is_an_a2a_task_its_parties_read_and_nobody_e
     // The first target declines; the fallback goes to the second, which completes it.
     let offered = next_request(&app, &first).await;
     let rejected_task = offered["taskId"].as_str().expect("the inbox names the attempt's task").to_owned();
-    let reject = app.agent_call(&first, Method::POST, &format!("/delegations/{rid}/reject"), Some(&json!({"reason": "busy"}))).await;
+    let reject = app
+        .agent_call(&first, Method::POST, &format!("/delegations/{rid}/reject"), Some(&json!({"reason": "busy"})))
+        .await;
     assert_eq!(reject.status, StatusCode::OK, "{}", reject.text);
     let offered = next_request(&app, &second).await;
     let completed_task = offered["taskId"].as_str().unwrap().to_owned();
     assert_ne!(rejected_task, completed_task);
     let accept = app.agent_call(&second, Method::POST, &format!("/delegations/{rid}/accept"), None).await;
     assert_eq!(accept.status, StatusCode::OK, "{}", accept.text);
-    let complete =
-        app.agent_call(&second, Method::POST, &format!("/delegations/{rid}/complete"), Some(&json!({"output": output}))).await;
+    let complete = app
+        .agent_call(&second, Method::POST, &format!("/delegations/{rid}/complete"), Some(&json!({"output": output})))
+        .await;
     assert_eq!(complete.status, StatusCode::OK, "{}", complete.text);
 
     // The requester's view of the delegation names the same tasks.
@@ -88,10 +92,9 @@ async fn each_attempt_of_a_fallback_is_an_a2a_task_its_parties_read_and_nobody_e
     let ids_and_owners =
         [&requester.id, &first.id, &second.id, &outsider.id, "user-maya", "user-tomas", "user-ana", "user-eve"];
     let mut contexts = Vec::new();
-    for (task, target, owner, not_party) in [
-        (&rejected_task, &first, "user-tomas", &second),
-        (&completed_task, &second, "user-ana", &first),
-    ] {
+    for (task, target, owner, not_party) in
+        [(&rejected_task, &first, "user-tomas", &second), (&completed_task, &second, "user-ana", &first)]
+    {
         let path = format!("/api/tasks/{task}");
         let readers = [
             By::Key(&requester),
@@ -191,10 +194,9 @@ async fn mcp_get_delegation_and_inbox_wait_like_the_http_long_polls() {
     let rid = uuid::Uuid::new_v4().to_string();
 
     // A bad wait is the route's `invalid_body`, and nothing is read.
-    for (tool, args) in [
-        ("list_delegation_inbox", json!({"wait": 0})),
-        ("get_delegation", json!({"requestId": rid, "wait": -3})),
-    ] {
+    for (tool, args) in
+        [("list_delegation_inbox", json!({"wait": 0})), ("get_delegation", json!({"requestId": rid, "wait": -3}))]
+    {
         let refused = call_tool(&app, &worker.key, tool, args).await;
         assert_eq!(refused["isError"], true, "{refused}");
         assert_eq!(refused["structuredContent"]["code"], "invalid_body", "{refused}");
@@ -202,14 +204,12 @@ async fn mcp_get_delegation_and_inbox_wait_like_the_http_long_polls() {
     }
 
     // The inbox is empty when the wait begins; the request made meanwhile is its answer.
-    let (inbox, asked) = tokio::join!(
-        call_tool(&app, &worker.key, "list_delegation_inbox", json!({"wait": 20})),
-        async {
+    let (inbox, asked) =
+        tokio::join!(call_tool(&app, &worker.key, "list_delegation_inbox", json!({"wait": 20})), async {
             tokio::time::sleep(Duration::from_millis(500)).await;
             let args = json!({"requestId": rid, "taskType": "code-review", "input": {"code": "x"}});
             call_tool(&app, &requester.key, "delegate_task", args).await
-        }
-    );
+        });
     assert_eq!(asked["isError"], false, "{asked}");
     let task_id = asked["structuredContent"]["delegation"]["attempts"][0]["taskId"].clone();
     assert!(task_id.is_string(), "{asked}");
@@ -219,17 +219,16 @@ async fn mcp_get_delegation_and_inbox_wait_like_the_http_long_polls() {
 
     // The requester waits for the end; the target completes meanwhile; the wait answers the result.
     let output = json!({"feedback": "fine"});
-    let (got, _) = tokio::join!(
-        call_tool(&app, &requester.key, "get_delegation", json!({"requestId": rid, "wait": 20})),
-        async {
+    let (got, _) =
+        tokio::join!(call_tool(&app, &requester.key, "get_delegation", json!({"requestId": rid, "wait": 20})), async {
             tokio::time::sleep(Duration::from_millis(500)).await;
             let accept = app.agent_call(&worker, Method::POST, &format!("/delegations/{rid}/accept"), None).await;
             assert_eq!(accept.status, StatusCode::OK, "{}", accept.text);
             let body = json!({"output": output});
-            let done = app.agent_call(&worker, Method::POST, &format!("/delegations/{rid}/complete"), Some(&body)).await;
+            let done =
+                app.agent_call(&worker, Method::POST, &format!("/delegations/{rid}/complete"), Some(&body)).await;
             assert_eq!(done.status, StatusCode::OK, "{}", done.text);
-        }
-    );
+        });
     assert_eq!(got["isError"], false, "{got}");
     assert_eq!(got["structuredContent"]["result"]["status"], "success", "{got}");
     assert_eq!(got["structuredContent"]["result"]["output"], output);
@@ -242,7 +241,8 @@ async fn a_stored_delegation_status_reads_as_itself_and_a_name_that_is_no_status
     use parley::directory::delegation::Status;
     let app = TestApp::spawn().await;
     for status in Status::ALL {
-        let read: Status = sqlx::query_scalar("SELECT $1::text").bind(status.as_str()).fetch_one(&app.pool).await.unwrap();
+        let read: Status =
+            sqlx::query_scalar("SELECT $1::text").bind(status.as_str()).fetch_one(&app.pool).await.unwrap();
         assert_eq!(read, status);
     }
     // Never silently another status (it used to read as `error`).

@@ -131,7 +131,9 @@ async fn personal_agents_on_both_sides_negotiate_without_a_cap() {
     assert_eq!(picked.body["turn"]["counterpartyAction"], "none");
     assert_eq!(picked.body["context"]["isDiscoverer"], true);
     let token = picked.body["claimToken"].as_str().unwrap().to_owned();
-    app.respond(&maya, &id, &answer("counter", Some(&token))).await.assert_error(StatusCode::BAD_REQUEST, "action_not_allowed");
+    app.respond(&maya, &id, &answer("counter", Some(&token)))
+        .await
+        .assert_error(StatusCode::BAD_REQUEST, "action_not_allowed");
     assert_eq!(app.snapshot(&id).await, ("claimed".into(), 0, 0));
     let r = app.respond(&maya, &id, &answer("propose", Some(&token))).await;
     assert_eq!(r.body["status"], "waiting_for_agent");
@@ -143,7 +145,9 @@ async fn personal_agents_on_both_sides_negotiate_without_a_cap() {
         let picked = app.pickup(agent, None).await;
         assert_eq!(picked.body["turn"]["number"], turn);
         let token = picked.body["claimToken"].as_str().unwrap().to_owned();
-        app.respond(agent, &id, &answer("propose", Some(&token))).await.assert_error(StatusCode::BAD_REQUEST, "action_not_allowed");
+        app.respond(agent, &id, &answer("propose", Some(&token)))
+            .await
+            .assert_error(StatusCode::BAD_REQUEST, "action_not_allowed");
         let r = app.respond(agent, &id, &answer("question", Some(&token))).await;
         assert_eq!(r.body["status"], "waiting_for_agent", "{}", r.text);
     }
@@ -168,10 +172,26 @@ async fn refused_responds_leave_the_negotiation_as_it_was() {
         (answer("accept", Some("ct_not-the-token")), StatusCode::CONFLICT, "unknown_claim_token"),
         (answer("shrug", Some(&token)), StatusCode::BAD_REQUEST, "invalid_body"),
         (json!({ "action": "accept" }), StatusCode::BAD_REQUEST, "invalid_body"),
-        (json!({ "action": "accept", "assessment": { "suggestedRoles": { "ownUser": "peer", "otherUser": "peer" } } }), StatusCode::BAD_REQUEST, "invalid_body"),
-        (json!({ "action": "accept", "assessment": { "reasoning": "ok", "suggestedRoles": { "ownUser": "boss", "otherUser": "peer" } } }), StatusCode::BAD_REQUEST, "invalid_body"),
-        (json!({ "action": "accept", "assessment": { "reasoning": "x".repeat(10_001), "suggestedRoles": { "ownUser": "peer", "otherUser": "peer" } } }), StatusCode::BAD_REQUEST, "invalid_body"),
-        (json!({ "action": "accept", "message": "m".repeat(10_001), "assessment": { "reasoning": "ok", "suggestedRoles": { "ownUser": "peer", "otherUser": "peer" } } }), StatusCode::BAD_REQUEST, "invalid_body"),
+        (
+            json!({ "action": "accept", "assessment": { "suggestedRoles": { "ownUser": "peer", "otherUser": "peer" } } }),
+            StatusCode::BAD_REQUEST,
+            "invalid_body",
+        ),
+        (
+            json!({ "action": "accept", "assessment": { "reasoning": "ok", "suggestedRoles": { "ownUser": "boss", "otherUser": "peer" } } }),
+            StatusCode::BAD_REQUEST,
+            "invalid_body",
+        ),
+        (
+            json!({ "action": "accept", "assessment": { "reasoning": "x".repeat(10_001), "suggestedRoles": { "ownUser": "peer", "otherUser": "peer" } } }),
+            StatusCode::BAD_REQUEST,
+            "invalid_body",
+        ),
+        (
+            json!({ "action": "accept", "message": "m".repeat(10_001), "assessment": { "reasoning": "ok", "suggestedRoles": { "ownUser": "peer", "otherUser": "peer" } } }),
+            StatusCode::BAD_REQUEST,
+            "invalid_body",
+        ),
         (json!([1]), StatusCode::BAD_REQUEST, "invalid_body"),
     ];
     // The token carries its claim's generation under the service's HMAC: the genuine tag with
@@ -182,7 +202,11 @@ async fn refused_responds_leave_the_negotiation_as_it_was() {
         let mut raw = b64.decode(token.strip_prefix("ct_").unwrap()).unwrap();
         assert_eq!(raw.len(), 40, "generation (8 bytes) + HMAC-SHA256 tag");
         raw[7] ^= 0x02;
-        cases.push((answer("accept", Some(&format!("ct_{}", b64.encode(raw)))), StatusCode::CONFLICT, "unknown_claim_token"));
+        cases.push((
+            answer("accept", Some(&format!("ct_{}", b64.encode(raw)))),
+            StatusCode::CONFLICT,
+            "unknown_claim_token",
+        ));
     }
     for (body, status, code) in cases.drain(..) {
         app.respond(&agent, &id, &body).await.assert_error(status, code);
@@ -223,7 +247,9 @@ async fn a_second_agent_of_the_same_user_sees_the_claim_as_someone_elses() {
     app.respond(&second, &id, &answer("accept", Some(&token))).await.assert_error(StatusCode::CONFLICT, "claim_stale");
 
     // Release gives it back; the second agent now gets it under a new token.
-    let released = app.agent_call(&first, Method::POST, &format!("/negotiations/{id}/release"), Some(&json!({ "claimToken": token }))).await;
+    let released = app
+        .agent_call(&first, Method::POST, &format!("/negotiations/{id}/release"), Some(&json!({ "claimToken": token })))
+        .await;
     assert_eq!(released.status, StatusCode::OK, "{}", released.text);
     assert_eq!(released.body["status"], "waiting_for_agent");
     let picked = app.pickup(&second, None).await;
@@ -234,7 +260,14 @@ async fn a_second_agent_of_the_same_user_sees_the_claim_as_someone_elses() {
     // Extend pushes the deadline.
     let before = picked.body["turn"]["deadline"].as_str().unwrap().to_owned();
     tokio::time::sleep(Duration::from_millis(1100)).await;
-    let extended = app.agent_call(&second, Method::POST, &format!("/negotiations/{id}/extend"), Some(&json!({ "claimToken": new_token }))).await;
+    let extended = app
+        .agent_call(
+            &second,
+            Method::POST,
+            &format!("/negotiations/{id}/extend"),
+            Some(&json!({ "claimToken": new_token })),
+        )
+        .await;
     assert_eq!(extended.status, StatusCode::OK, "{}", extended.text);
     assert!(extended.body["deadline"].as_str().unwrap() > before.as_str());
     assert_eq!(extended.body["claimToken"], new_token.as_str());
@@ -389,7 +422,10 @@ async fn roles_are_agreed_only_when_both_sides_suggestions_mirror_each_other() {
         let done = app.respond(&agent, &id, &body).await;
         assert_eq!(done.status, StatusCode::OK, "{}", done.text);
         let outcome = &done.body["outcome"];
-        let opportunity = app.get(&format!("/api/opportunities/{}", done.body["opportunity"]["id"].as_str().unwrap()), &maya).await.body;
+        let opportunity = app
+            .get(&format!("/api/opportunities/{}", done.body["opportunity"]["id"].as_str().unwrap()), &maya)
+            .await
+            .body;
         let expected = if agreed {
             json!([{"userId": "user-tomas", "role": "agent"}, {"userId": "user-maya", "role": "patient"}])
         } else {

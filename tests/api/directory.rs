@@ -20,12 +20,20 @@ async fn a_capability_is_created_replaced_listed_and_deleted_by_its_agent_or_own
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
     let id = created.body["capability"]["id"].as_str().unwrap().to_owned();
     let anonymous = created.body["anonymousAgentId"].as_str().unwrap().to_owned();
-    assert_eq!(created.body["capability"]["permissions"], json!({"enabled": true, "acceptDelegations": true, "inboundRateLimit": 10, "outboundRateLimit": 20}));
+    assert_eq!(
+        created.body["capability"]["permissions"],
+        json!({"enabled": true, "acceptDelegations": true, "inboundRateLimit": 10, "outboundRateLimit": 20})
+    );
 
     // The owner's token replaces it: same id, new estimates.
     let owner = app.user_token("user-tomas");
     let replaced = app
-        .call(Method::PUT, &format!("/api/agents/{}/capabilities", agent.id), Some(&owner), Some(&capability("code-review", Some(1.0), None)))
+        .call(
+            Method::PUT,
+            &format!("/api/agents/{}/capabilities", agent.id),
+            Some(&owner),
+            Some(&capability("code-review", Some(1.0), None)),
+        )
         .await;
     assert_eq!(replaced.status, StatusCode::OK, "{}", replaced.text);
     assert_eq!(replaced.body["capability"]["id"], id.as_str());
@@ -45,15 +53,25 @@ async fn a_capability_is_created_replaced_listed_and_deleted_by_its_agent_or_own
 
     // Permissions change only what is given.
     let p = app
-        .agent_call(&agent, Method::PUT, &format!("/capabilities/{id}/permissions"), Some(&json!({"enabled": false, "inboundRateLimit": 3})))
+        .agent_call(
+            &agent,
+            Method::PUT,
+            &format!("/capabilities/{id}/permissions"),
+            Some(&json!({"enabled": false, "inboundRateLimit": 3})),
+        )
         .await;
     assert_eq!(p.status, StatusCode::OK, "{}", p.text);
-    assert_eq!(p.body["capability"]["permissions"], json!({"enabled": false, "acceptDelegations": true, "inboundRateLimit": 3, "outboundRateLimit": 20}));
+    assert_eq!(
+        p.body["capability"]["permissions"],
+        json!({"enabled": false, "acceptDelegations": true, "inboundRateLimit": 3, "outboundRateLimit": 20})
+    );
 
     let deleted = app.agent_call(&agent, Method::DELETE, &format!("/capabilities/{id}"), None).await;
     assert_eq!(deleted.status, StatusCode::OK);
     assert_eq!(deleted.body, json!({"deleted": true}));
-    app.agent_call(&agent, Method::DELETE, &format!("/capabilities/{id}"), None).await.assert_error(StatusCode::NOT_FOUND, "not_found");
+    app.agent_call(&agent, Method::DELETE, &format!("/capabilities/{id}"), None)
+        .await
+        .assert_error(StatusCode::NOT_FOUND, "not_found");
     assert_eq!(app.count("capabilities").await, 2);
 }
 
@@ -67,13 +85,22 @@ async fn capability_routes_refuse_other_callers_and_unknown_agents() {
     let eve_jwt = app.user_token("user-eve");
     // Another user's agent is as unknown as one that does not exist.
     app.call(Method::PUT, &path, Some(&eve_jwt), Some(&body)).await.assert_error(StatusCode::NOT_FOUND, "not_found");
-    app.call(Method::PUT, &path, Some(&app.service_token()), Some(&body)).await.assert_error(StatusCode::FORBIDDEN, "forbidden");
-    let with_eve_key = app.client.put(format!("{}{path}", app.base)).header("x-api-key", &eve.key).json(&body).send().await.unwrap();
+    app.call(Method::PUT, &path, Some(&app.service_token()), Some(&body))
+        .await
+        .assert_error(StatusCode::FORBIDDEN, "forbidden");
+    let with_eve_key =
+        app.client.put(format!("{}{path}", app.base)).header("x-api-key", &eve.key).json(&body).send().await.unwrap();
     assert_eq!(with_eve_key.status(), StatusCode::FORBIDDEN);
     let unknown = format!("/api/agents/{}/capabilities", Uuid::now_v7());
-    app.call(Method::PUT, &unknown, Some(&app.user_token("user-tomas")), Some(&body)).await.assert_error(StatusCode::NOT_FOUND, "not_found");
-    app.call(Method::GET, &format!("/api/trust/{}", Uuid::now_v7()), Some(&app.service_token()), None).await.assert_error(StatusCode::NOT_FOUND, "not_found");
-    app.call(Method::GET, &format!("/api/trust/{}", tomas.id), Some(&eve_jwt), None).await.assert_error(StatusCode::NOT_FOUND, "not_found");
+    app.call(Method::PUT, &unknown, Some(&app.user_token("user-tomas")), Some(&body))
+        .await
+        .assert_error(StatusCode::NOT_FOUND, "not_found");
+    app.call(Method::GET, &format!("/api/trust/{}", Uuid::now_v7()), Some(&app.service_token()), None)
+        .await
+        .assert_error(StatusCode::NOT_FOUND, "not_found");
+    app.call(Method::GET, &format!("/api/trust/{}", tomas.id), Some(&eve_jwt), None)
+        .await
+        .assert_error(StatusCode::NOT_FOUND, "not_found");
     assert_eq!(app.count("capabilities").await, 0);
 }
 
@@ -125,9 +152,14 @@ async fn bad_capabilities_are_refused_naming_the_field_and_store_nothing() {
         assert!(a.text.contains(field) || field == "enabled", "{field}: {}", a.text);
     }
     let unknown = Uuid::now_v7();
-    app.agent_call(&agent, Method::PUT, &format!("/capabilities/{unknown}/permissions"), Some(&json!({"enabled": false})))
-        .await
-        .assert_error(StatusCode::NOT_FOUND, "not_found");
+    app.agent_call(
+        &agent,
+        Method::PUT,
+        &format!("/capabilities/{unknown}/permissions"),
+        Some(&json!({"enabled": false})),
+    )
+    .await
+    .assert_error(StatusCode::NOT_FOUND, "not_found");
     let listed = app.agent_call(&agent, Method::GET, "/capabilities", None).await;
     assert_eq!(listed.body["capabilities"][0]["permissions"]["enabled"], true);
     assert_eq!(listed.body["capabilities"][0]["permissions"]["inboundRateLimit"], 10);
@@ -139,7 +171,14 @@ async fn ranked_six(app: &TestApp) -> Vec<(TestAgent, String)> {
     // (answered, expired) -> health 0, 25, 50, 75, 90, 100 -> raw 20, 35, 50, 65, 74, 80.
     let records = [(0, 1), (1, 3), (2, 2), (3, 1), (9, 1), (1, 0)];
     // (cost, latency) of each one's capability.
-    let estimates = [(Some(1.0), Some(300)), (Some(50.0), Some(15_000)), (Some(200.0), Some(60_000)), (Some(0.0), Some(0)), (Some(5.0), Some(3000)), (None, None)];
+    let estimates = [
+        (Some(1.0), Some(300)),
+        (Some(50.0), Some(15_000)),
+        (Some(200.0), Some(60_000)),
+        (Some(0.0), Some(0)),
+        (Some(5.0), Some(3000)),
+        (None, None),
+    ];
     let mut agents = Vec::new();
     for (i, ((answered, expired), (cost, latency))) in records.into_iter().zip(estimates).enumerate() {
         let agent = app.register_agent(&format!("user-{i}")).await;
@@ -202,10 +241,20 @@ async fn discovery_ranks_by_the_composite_of_trust_cost_and_latency() {
 
     // A disabled capability and an inactive agent are not shown.
     let (agent3, _) = &six[3];
-    let id = app.agent_call(agent3, Method::GET, "/capabilities", None).await.body["capabilities"][0]["id"].as_str().unwrap().to_owned();
-    app.agent_call(agent3, Method::PUT, &format!("/capabilities/{id}/permissions"), Some(&json!({"enabled": false}))).await;
+    let id = app.agent_call(agent3, Method::GET, "/capabilities", None).await.body["capabilities"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    app.agent_call(agent3, Method::PUT, &format!("/capabilities/{id}/permissions"), Some(&json!({"enabled": false})))
+        .await;
     let (agent4, _) = &six[4];
-    app.call(Method::PATCH, &format!("/api/agents/{}", agent4.id), Some(&app.user_token("user-4")), Some(&json!({"status": "inactive"}))).await;
+    app.call(
+        Method::PATCH,
+        &format!("/api/agents/{}", agent4.id),
+        Some(&app.user_token("user-4")),
+        Some(&json!({"status": "inactive"})),
+    )
+    .await;
     let shown: Vec<String> = ranking(&discover(&app, "taskType=code-review").await).into_iter().map(|r| r.0).collect();
     assert_eq!(shown, [anon(5), anon(0), anon(1), anon(2)]);
 }
@@ -216,7 +265,10 @@ async fn the_configured_trust_floor_applies_with_the_callers_minimum() {
     let six = ranked_six(&app).await;
     let shown = |a: &Answer| ranking(a).into_iter().map(|r| r.0).collect::<Vec<_>>();
     assert_eq!(shown(&discover(&app, "taskType=code-review").await), [six[4].1.clone(), six[5].1.clone()]);
-    assert_eq!(shown(&discover(&app, "taskType=code-review&minTrustScore=10").await), [six[4].1.clone(), six[5].1.clone()]);
+    assert_eq!(
+        shown(&discover(&app, "taskType=code-review&minTrustScore=10").await),
+        [six[4].1.clone(), six[5].1.clone()]
+    );
     assert_eq!(shown(&discover(&app, "taskType=code-review&minTrustScore=90").await), [six[5].1.clone()]);
 }
 
@@ -259,8 +311,17 @@ async fn discovery_answers_show_neither_agent_ids_nor_owners() {
         assert_eq!(
             keys,
             [
-                "anonymousAgentId", "capabilityId", "taskType", "inputSchema", "outputSchema", "trustScorePercentile",
-                "provisional", "estimatedLatencyMs", "estimatedCostUsd", "compositeScore", "qualityMetrics"
+                "anonymousAgentId",
+                "capabilityId",
+                "taskType",
+                "inputSchema",
+                "outputSchema",
+                "trustScorePercentile",
+                "provisional",
+                "estimatedLatencyMs",
+                "estimatedCostUsd",
+                "compositeScore",
+                "qualityMetrics"
             ]
         );
     }
@@ -439,11 +500,12 @@ async fn a_discovery_replaces_only_the_expired_ids_it_may_show_and_writes_nothin
     .unwrap();
     let shown = ranking(&discover(&app, "taskType=testing").await);
     assert_eq!(shown.len(), 2);
-    let live: i64 = sqlx::query_scalar("SELECT count(*) FROM anonymous_ids WHERE agent_id = $1 AND current AND expires_at > now()")
-        .bind(quiet.id.parse::<Uuid>().unwrap())
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let live: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM anonymous_ids WHERE agent_id = $1 AND current AND expires_at > now()")
+            .bind(quiet.id.parse::<Uuid>().unwrap())
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
     assert_eq!(live, 1);
     for (id, _) in &shown {
         assert_ne!(id, &quiet.id);
@@ -462,98 +524,44 @@ async fn every_kind_of_write_shows_in_the_very_next_discovery_and_ranking() {
     let scores = |answer: &Answer| ranking(answer).into_iter().map(|r| r.1).collect::<Vec<_>>();
     let ranked = |answer: &Answer| {
         assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
-        answer.body["candidates"].as_array().unwrap().len()
-            + answer.body["rejected"].as_array().unwrap().len()
+        answer.body["candidates"].as_array().unwrap().len() + answer.body["rejected"].as_array().unwrap().len()
     };
     let rank_body = json!({"task_summary": "run the tests", "taskType": "testing"});
     // Alone: percentile 100; 0.5 + 0.285 + 0.18.
-    assert_eq!(
-        ranking(&discover(&app, "taskType=testing").await),
-        [(anon_a.clone(), 0.965)]
-    );
-    assert_eq!(
-        ranked(
-            &app.post("/api/agents/rank", &app.service_token(), &rank_body)
-                .await
-        ),
-        1
-    );
+    assert_eq!(ranking(&discover(&app, "taskType=testing").await), [(anon_a.clone(), 0.965)]);
+    assert_eq!(ranked(&app.post("/api/agents/rank", &app.service_token(), &rank_body).await), 1);
 
     // A capability put: a new one appears, a replaced one shows its new estimates.
-    assert_eq!(
-        put_capability(&app, &b, &capability("testing", None, None))
-            .await
-            .status,
-        StatusCode::CREATED
-    );
+    assert_eq!(put_capability(&app, &b, &capability("testing", None, None)).await.status, StatusCode::CREATED);
     assert_eq!(ranking(&discover(&app, "taskType=testing").await).len(), 2);
-    assert_eq!(
-        ranked(
-            &app.post("/api/agents/rank", &app.service_token(), &rank_body)
-                .await
-        ),
-        2
-    );
-    assert_eq!(
-        put_capability(&app, &a, &capability("testing", Some(50.0), Some(3000)))
-            .await
-            .status,
-        StatusCode::OK
-    );
+    assert_eq!(ranked(&app.post("/api/agents/rank", &app.service_token(), &rank_body).await), 2);
+    assert_eq!(put_capability(&app, &a, &capability("testing", Some(50.0), Some(3000))).await.status, StatusCode::OK);
     // Both at percentile 0 (equal raw scores): a is 0 + 0.15 + 0.18, b is 0 + 0.15 + 0.1.
-    assert_eq!(
-        scores(&discover(&app, "taskType=testing").await),
-        [0.33, 0.25]
-    );
+    assert_eq!(scores(&discover(&app, "taskType=testing").await), [0.33, 0.25]);
 
     // A trust counter: b's record lifts it above a.
     record(&app, &b, 0, 5, 0).await;
-    assert_eq!(
-        scores(&discover(&app, "taskType=testing").await),
-        [0.75, 0.33]
-    );
+    assert_eq!(scores(&discover(&app, "taskType=testing").await), [0.75, 0.33]);
 
     // An anonymous id that expires is replaced before the answer.
-    sqlx::query(
-        "UPDATE anonymous_ids SET expires_at = now() - interval '1 second' WHERE anonymous_id = $1",
-    )
-    .bind(anon_a.parse::<Uuid>().unwrap())
-    .execute(&app.pool)
-    .await
-    .unwrap();
+    sqlx::query("UPDATE anonymous_ids SET expires_at = now() - interval '1 second' WHERE anonymous_id = $1")
+        .bind(anon_a.parse::<Uuid>().unwrap())
+        .execute(&app.pool)
+        .await
+        .unwrap();
     let shown = ranking(&discover(&app, "taskType=testing").await);
     assert_eq!(shown.len(), 2);
     assert!(shown.iter().all(|(anon, _)| anon != &anon_a), "{shown:?}");
 
     // A permissions change: disabled, it is gone; enabled again, it is back.
     let off = app
-        .agent_call(
-            &a,
-            Method::PUT,
-            &format!("/capabilities/{id}/permissions"),
-            Some(&json!({"enabled": false})),
-        )
+        .agent_call(&a, Method::PUT, &format!("/capabilities/{id}/permissions"), Some(&json!({"enabled": false})))
         .await;
     assert_eq!(off.status, StatusCode::OK, "{}", off.text);
     assert_eq!(scores(&discover(&app, "taskType=testing").await), [0.75]);
-    assert_eq!(
-        ranked(
-            &app.post("/api/agents/rank", &app.service_token(), &rank_body)
-                .await
-        ),
-        1
-    );
-    app.agent_call(
-        &a,
-        Method::PUT,
-        &format!("/capabilities/{id}/permissions"),
-        Some(&json!({"enabled": true})),
-    )
-    .await;
-    assert_eq!(
-        scores(&discover(&app, "taskType=testing").await),
-        [0.75, 0.33]
-    );
+    assert_eq!(ranked(&app.post("/api/agents/rank", &app.service_token(), &rank_body).await), 1);
+    app.agent_call(&a, Method::PUT, &format!("/capabilities/{id}/permissions"), Some(&json!({"enabled": true}))).await;
+    assert_eq!(scores(&discover(&app, "taskType=testing").await), [0.75, 0.33]);
 
     // An inactive agent is gone (its record still counts in the percentiles).
     app.call(
@@ -566,16 +574,8 @@ async fn every_kind_of_write_shows_in_the_very_next_discovery_and_ranking() {
     assert_eq!(scores(&discover(&app, "taskType=testing").await), [0.33]);
 
     // A delete.
-    let deleted = app
-        .agent_call(&a, Method::DELETE, &format!("/capabilities/{id}"), None)
-        .await;
+    let deleted = app.agent_call(&a, Method::DELETE, &format!("/capabilities/{id}"), None).await;
     assert_eq!(deleted.status, StatusCode::OK, "{}", deleted.text);
     assert_eq!(ranking(&discover(&app, "taskType=testing").await), []);
-    assert_eq!(
-        ranked(
-            &app.post("/api/agents/rank", &app.service_token(), &rank_body)
-                .await
-        ),
-        0
-    );
+    assert_eq!(ranked(&app.post("/api/agents/rank", &app.service_token(), &rank_body).await), 0);
 }

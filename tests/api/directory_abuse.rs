@@ -54,8 +54,17 @@ async fn no_declared_latency_estimate_buys_trust() {
     refused.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
     assert!(refused.text.contains("estimatedLatencyMs") && refused.text.contains("86400000"), "{}", refused.text);
     for huge in ["9223372036854775807", "1e300"] {
-        let body = format!(r#"{{"taskType": "code-review", "inputSchema": {{}}, "outputSchema": {{}}, "estimatedLatencyMs": {huge}}}"#);
-        let r = app.call_raw(Method::PUT, &format!("/api/agents/{}/capabilities", farmer.id), Some(&app.user_token("user-farmer")), body).await;
+        let body = format!(
+            r#"{{"taskType": "code-review", "inputSchema": {{}}, "outputSchema": {{}}, "estimatedLatencyMs": {huge}}}"#
+        );
+        let r = app
+            .call_raw(
+                Method::PUT,
+                &format!("/api/agents/{}/capabilities", farmer.id),
+                Some(&app.user_token("user-farmer")),
+                body,
+            )
+            .await;
         r.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
     }
 
@@ -74,8 +83,10 @@ async fn no_declared_latency_estimate_buys_trust() {
         worked(&app, &requester, &honest, &honest_anon, i == 0).await;
     }
     let (f, h) = (trust(&app, &farmer).await, trust(&app, &honest).await);
-    eprintln!("after 1 success and 4 failures: farmer (24 h estimate) raw {} {}; honest (2 s estimate) raw {} {}",
-        f["rawScore"], f["totalDelegations"], h["rawScore"], h["totalDelegations"]);
+    eprintln!(
+        "after 1 success and 4 failures: farmer (24 h estimate) raw {} {}; honest (2 s estimate) raw {} {}",
+        f["rawScore"], f["totalDelegations"], h["rawScore"], h["totalDelegations"]
+    );
     // The honest record counts; the farmer's estimate only took evidence away, success included.
     assert_eq!(h["totalDelegations"], 5, "{h}");
     assert_eq!((&f["totalDelegations"], &f["successfulDelegations"]), (&json!(0), &json!(0)), "{f}");
@@ -112,7 +123,8 @@ async fn a_flood_of_one_owners_refusing_capabilities_keeps_no_honest_target_out_
     priced["estimatedLatencyMs"] = json!(20_000);
     let honest_anon = offer(&app, &honest, &priced).await;
     let found = app.get("/api/agents/discover?taskType=code-review", &app.service_token()).await;
-    let shown: Vec<&str> = found.body["results"].as_array().unwrap().iter().map(|r| r["anonymousAgentId"].as_str().unwrap()).collect();
+    let shown: Vec<&str> =
+        found.body["results"].as_array().unwrap().iter().map(|r| r["anonymousAgentId"].as_str().unwrap()).collect();
     assert!(!shown.contains(&honest_anon.as_str()), "the honest target is past discovery's first 20");
 
     let requester = app.register_agent("user-requester").await;
@@ -177,21 +189,38 @@ async fn deleting_a_target_keeps_its_records_and_its_live_attempts_fall_back() {
         live.push(rid);
     }
 
-    let deleted = app.call(Method::DELETE, &format!("/api/agents/{}", doomed.id), Some(&app.user_token("user-doomed")), None).await;
+    let deleted = app
+        .call(Method::DELETE, &format!("/api/agents/{}", doomed.id), Some(&app.user_token("user-doomed")), None)
+        .await;
     assert_eq!(deleted.status, StatusCode::NO_CONTENT, "{}", deleted.text);
 
     // The live attempts ended `error` and fell back to the other target at once.
     for rid in &live {
         let record = app.keyed(&requester, Method::GET, &format!("/api/delegations/{rid}"), None).await;
-        assert_eq!((record.status, &record.body["delegation"]["status"]), (StatusCode::OK, &json!("request")), "{}", record.text);
+        assert_eq!(
+            (record.status, &record.body["delegation"]["status"]),
+            (StatusCode::OK, &json!("request")),
+            "{}",
+            record.text
+        );
         let attempts = record.body["delegation"]["attempts"].as_array().unwrap();
-        assert_eq!((&attempts[0]["status"], &attempts[0]["reason"]), (&json!("error"), &json!("the target was deleted")), "{}", record.text);
+        assert_eq!(
+            (&attempts[0]["status"], &attempts[0]["reason"]),
+            (&json!("error"), &json!("the target was deleted")),
+            "{}",
+            record.text
+        );
         assert_eq!(attempts[1]["targetAnonymousId"], other_anon.as_str(), "{}", record.text);
         app.until_offered(&other, rid, Duration::from_secs(5)).await;
     }
     // The completed one still answers with its output, to its requester and the platform.
     let kept = app.keyed(&requester, Method::GET, &format!("/api/delegations/{done_rid}"), None).await;
-    assert_eq!((kept.status, &kept.body["result"]["output"]), (StatusCode::OK, &json!({"feedback": "kept"})), "{}", kept.text);
+    assert_eq!(
+        (kept.status, &kept.body["result"]["output"]),
+        (StatusCode::OK, &json!({"feedback": "kept"})),
+        "{}",
+        kept.text
+    );
     let by_platform = app.get(&format!("/api/delegations/{done_rid}"), &app.service_token()).await;
     assert_eq!(by_platform.status, StatusCode::OK, "{}", by_platform.text);
     // The deleted agent can neither call nor be found; its records stay whole and counted nothing.
@@ -199,10 +228,14 @@ async fn deleting_a_target_keeps_its_records_and_its_live_attempts_fall_back() {
     assert_eq!(me.status, StatusCode::UNAUTHORIZED, "{}", me.text);
     let gone = app.get(&format!("/api/agents/{}", doomed.id), &app.user_token("user-doomed")).await;
     assert_eq!(gone.status, StatusCode::NOT_FOUND);
-    let attempts = app.counted(&format!("SELECT count(*) FROM delegation_attempts WHERE target_agent_id = '{}'", doomed.id)).await;
+    let attempts =
+        app.counted(&format!("SELECT count(*) FROM delegation_attempts WHERE target_agent_id = '{}'", doomed.id)).await;
     assert_eq!(attempts, 3);
     let counted = app
-        .counted(&format!("SELECT count(*) FROM delegation_attempts WHERE target_agent_id = '{}' AND status = 'error' AND counted", doomed.id))
+        .counted(&format!(
+            "SELECT count(*) FROM delegation_attempts WHERE target_agent_id = '{}' AND status = 'error' AND counted",
+            doomed.id
+        ))
         .await;
     assert_eq!(counted, 0);
     let found = app.get("/api/agents/discover?taskType=code-review", &app.service_token()).await;

@@ -35,20 +35,34 @@ async fn rest_errors_quote_a_bad_value_by_a_short_prefix() {
     // A string where an object belongs, and an unknown field, in a body.
     let wrong_type = app.post("/api/negotiations", &service, &json!({"sourceUser": big})).await;
     wrong_type.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
-    let unknown_field = app.post("/api/agents", &app.user_token("user-maya"), &json!({"name": "x", big.clone(): 1})).await;
+    let unknown_field =
+        app.post("/api/agents", &app.user_token("user-maya"), &json!({"name": "x", big.clone(): 1})).await;
     unknown_field.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
     // An unknown query parameter, and a bad number in one.
     let query = app.get(&format!("/api/agents/discover?taskType=testing&{}=1", "x".repeat(50_000)), &service).await;
     query.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
-    let number = app.get(&format!("/api/agents/discover?taskType=testing&maxCostUsd={}", "9".repeat(40_000) + "x"), &service).await;
+    let number = app
+        .get(&format!("/api/agents/discover?taskType=testing&maxCostUsd={}", "9".repeat(40_000) + "x"), &service)
+        .await;
     number.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
     // A mistyped string in a capability (a schema that is not one).
     let agent = app.register_agent("user-tomas").await;
     let schema = app
-        .agent_call(&agent, Method::PUT, "/capabilities", Some(&json!({"taskType": "testing", "inputSchema": {"type": big}, "outputSchema": {}})))
+        .agent_call(
+            &agent,
+            Method::PUT,
+            "/capabilities",
+            Some(&json!({"taskType": "testing", "inputSchema": {"type": big}, "outputSchema": {}})),
+        )
         .await;
     schema.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
-    for (what, answer) in [("wrong type", &wrong_type), ("unknown field", &unknown_field), ("query", &query), ("number", &number), ("schema", &schema)] {
+    for (what, answer) in [
+        ("wrong type", &wrong_type),
+        ("unknown field", &unknown_field),
+        ("query", &query),
+        ("number", &number),
+        ("schema", &schema),
+    ] {
         eprintln!("{what}: {} bytes: {}", text_of(answer), answer.text.chars().take(160).collect::<String>());
         assert!(text_of(answer) < 1_000, "{what}: {}", answer.text);
         let body: Value = serde_json::from_str(&answer.text).unwrap();

@@ -38,7 +38,8 @@ async fn pending_turn_timers(app: &TestApp, negotiation: &str) -> Vec<(String, V
 async fn the_key_alone_names_its_agent() {
     let app = TestApp::spawn().await;
     let agent = app.register_agent("user-tomas").await;
-    let me = app.client.get(format!("{}/api/agents/me", app.base)).header("x-api-key", &agent.key).send().await.unwrap();
+    let me =
+        app.client.get(format!("{}/api/agents/me", app.base)).header("x-api-key", &agent.key).send().await.unwrap();
     assert_eq!(me.status(), StatusCode::OK);
     let me: Value = me.json().await.unwrap();
     assert_eq!(me["id"], agent.id.as_str());
@@ -53,15 +54,24 @@ async fn the_key_alone_names_its_agent() {
     app.call(Method::GET, "/api/agents/me", None, None).await.assert_error(StatusCode::UNAUTHORIZED, "unauthorized");
     let jwt = app.call(Method::GET, "/api/agents/me", Some(&app.user_token("user-tomas")), None).await;
     jwt.assert_error(StatusCode::UNAUTHORIZED, "unauthorized");
-    app.call(Method::GET, "/api/agents/me", Some("pk_not_a_key_at_all"), None).await.assert_error(StatusCode::UNAUTHORIZED, "unauthorized");
+    app.call(Method::GET, "/api/agents/me", Some("pk_not_a_key_at_all"), None)
+        .await
+        .assert_error(StatusCode::UNAUTHORIZED, "unauthorized");
     let tomas = app.user_token("user-tomas");
-    let off = app.call(Method::PATCH, &format!("/api/agents/{}", agent.id), Some(&tomas), Some(&json!({"status": "inactive"}))).await;
+    let off = app
+        .call(Method::PATCH, &format!("/api/agents/{}", agent.id), Some(&tomas), Some(&json!({"status": "inactive"})))
+        .await;
     assert_eq!(off.status, StatusCode::OK, "{}", off.text);
-    app.call(Method::GET, "/api/agents/me", Some(&agent.key), None).await.assert_error(StatusCode::FORBIDDEN, "forbidden");
+    app.call(Method::GET, "/api/agents/me", Some(&agent.key), None)
+        .await
+        .assert_error(StatusCode::FORBIDDEN, "forbidden");
     // Revoked: 401.
-    app.call(Method::PATCH, &format!("/api/agents/{}", agent.id), Some(&tomas), Some(&json!({"status": "active"}))).await;
+    app.call(Method::PATCH, &format!("/api/agents/{}", agent.id), Some(&tomas), Some(&json!({"status": "active"})))
+        .await;
     app.call(Method::DELETE, &format!("/api/agents/{}/keys/{}", agent.id, agent.key_id), Some(&tomas), None).await;
-    app.call(Method::GET, "/api/agents/me", Some(&agent.key), None).await.assert_error(StatusCode::UNAUTHORIZED, "unauthorized");
+    app.call(Method::GET, "/api/agents/me", Some(&agent.key), None)
+        .await
+        .assert_error(StatusCode::UNAUTHORIZED, "unauthorized");
 }
 
 #[tokio::test]
@@ -69,10 +79,11 @@ async fn pickup_skips_the_negotiations_it_is_told_to_but_never_the_agents_own_cl
     let app = TestApp::spawn().await;
     let agent = app.register_agent("user-tomas").await;
     let first = app.start(&fixtures::good_match()).await["negotiation"]["id"].as_str().unwrap().to_owned();
-    let second = app.start(&fixtures::request(fixtures::pastry_chef(), fixtures::engineer(), 60.0)).await["negotiation"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let second =
+        app.start(&fixtures::request(fixtures::pastry_chef(), fixtures::engineer(), 60.0)).await["negotiation"]["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
 
     // The oldest turn comes first, unless it is skipped.
     let skipped = app.pickup_path(&agent, &format!("/negotiations/pickup?skip={first}")).await;
@@ -107,7 +118,9 @@ async fn a_handed_back_turn_is_played_at_once_by_the_system_negotiator() {
     };
     let before = fallbacks().await;
 
-    let handed = release(&app, &agent, &id, &json!({"claimToken": token, "reason": "my program crashed", "handBack": true})).await;
+    let handed =
+        release(&app, &agent, &id, &json!({"claimToken": token, "reason": "my program crashed", "handBack": true}))
+            .await;
     assert_eq!(handed.status, StatusCode::OK, "{}", handed.text);
     assert_eq!(handed.body["handedBack"], true);
     assert_eq!(handed.body["success"], true);
@@ -155,7 +168,8 @@ async fn personal_vs_personal_has_no_one_to_hand_a_turn_to_and_changes_nothing()
     let id = started["negotiation"]["id"].as_str().unwrap().to_owned();
     let token = app.pickup(&tomas, None).await.body["claimToken"].as_str().unwrap().to_owned();
 
-    let refused = release(&app, &tomas, &id, &json!({"claimToken": token, "handBack": true, "reason": "crashed"})).await;
+    let refused =
+        release(&app, &tomas, &id, &json!({"claimToken": token, "handBack": true, "reason": "crashed"})).await;
     refused.assert_error(StatusCode::CONFLICT, "no_system_negotiator");
     assert!(refused.body["error"].as_str().unwrap().contains("without handBack"), "{}", refused.text);
     // Still Tomas's claim: the same token answers.

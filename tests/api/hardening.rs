@@ -116,12 +116,8 @@ async fn a_long_poll_longer_than_the_idle_timeout_still_answers() {
 async fn the_event_stream_ends_when_its_token_expires() {
     let app = TestApp::spawn().await;
     let token = app.state.jwt.mint("user-maya", CallerRole::User, Duration::from_secs(2)).unwrap();
-    let response = reqwest::Client::new()
-        .get(format!("{}/api/events", app.base))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap();
+    let response =
+        reqwest::Client::new().get(format!("{}/api/events", app.base)).bearer_auth(&token).send().await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     let text = tokio::time::timeout(PATIENCE, response.text())
         .await
@@ -151,7 +147,9 @@ async fn answers_carry_the_security_headers() {
         .await
         .unwrap();
     assert_eq!(json.status(), StatusCode::OK);
-    for (name, value) in [("cache-control", "no-store"), ("x-content-type-options", "nosniff"), ("referrer-policy", "no-referrer")] {
+    for (name, value) in
+        [("cache-control", "no-store"), ("x-content-type-options", "nosniff"), ("referrer-policy", "no-referrer")]
+    {
         assert_eq!(json.headers().get(name).map(|v| v.to_str().unwrap()), Some(value), "{name}");
     }
     let refused = app.client.get(format!("{}/api/opportunities", app.base)).send().await.unwrap();
@@ -238,7 +236,8 @@ async fn mcp_post(app: &TestApp, key: &str, body: impl Into<reqwest::Body>) -> (
         .await
         .unwrap();
     let status = response.status();
-    let content_type = response.headers().get("content-type").map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default();
+    let content_type =
+        response.headers().get("content-type").map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default();
     let text = response.text().await.unwrap();
     (status, content_type, serde_json::from_str(&text).unwrap_or(Value::Null))
 }
@@ -288,7 +287,8 @@ async fn a_burst_of_failed_authentications_is_answered_429_and_successes_are_not
     for _ in 0..3 {
         app.get("/api/opportunities", "not-a-token").await.assert_error(StatusCode::UNAUTHORIZED, "unauthorized");
     }
-    let response = app.client.get(format!("{}/api/opportunities", app.base)).bearer_auth("not-a-token").send().await.unwrap();
+    let response =
+        app.client.get(format!("{}/api/opportunities", app.base)).bearer_auth("not-a-token").send().await.unwrap();
     assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
     let retry_after: u64 = response.headers()["retry-after"].to_str().unwrap().parse().unwrap();
     assert!((1..=600).contains(&retry_after), "{retry_after}");
@@ -296,7 +296,8 @@ async fn a_burst_of_failed_authentications_is_answered_429_and_successes_are_not
     assert_eq!(body["code"], "rate_limited", "{body}");
     // Bad API keys from the same address are refused too.
     let agent_path = format!("/api/agents/{}/negotiations", uuid::Uuid::now_v7());
-    let refused = app.client.get(format!("{}{agent_path}", app.base)).header("x-api-key", "pk_wrong").send().await.unwrap();
+    let refused =
+        app.client.get(format!("{}{agent_path}", app.base)).header("x-api-key", "pk_wrong").send().await.unwrap();
     assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
     assert!(refused.headers().contains_key("retry-after"));
     // The valid token from the same address is still served.
@@ -315,9 +316,7 @@ async fn a_flood_of_bad_keys_never_locks_out_valid_credentials_from_the_same_add
     let agent = app.register_agent("user-tomas").await;
     let maya = app.user_token("user-maya");
     let pickup = format!("{}/api/agents/{}/negotiations/pickup", app.base, agent.id);
-    let bad_key = |n: usize| {
-        app.client.post(&pickup).header("x-api-key", format!("pk_not-a-key-{}", n % 3)).send()
-    };
+    let bad_key = |n: usize| app.client.post(&pickup).header("x-api-key", format!("pk_not-a-key-{}", n % 3)).send();
     // A client cycling through three bad keys, 40 times, all from 127.0.0.1.
     let mut statuses = Vec::new();
     for n in 0..40 {
@@ -338,7 +337,8 @@ async fn a_flood_of_bad_keys_never_locks_out_valid_credentials_from_the_same_add
     // A new bad key is refused as well once the address is over its budget.
     let fresh = app.client.post(&pickup).header("x-api-key", "pk_another-bad-key").send().await.unwrap();
     assert_eq!(fresh.status(), StatusCode::TOO_MANY_REQUESTS);
-    let fresh_token = app.client.get(format!("{}/api/opportunities", app.base)).bearer_auth("not.a.jwt").send().await.unwrap();
+    let fresh_token =
+        app.client.get(format!("{}/api/opportunities", app.base)).bearer_auth("not.a.jwt").send().await.unwrap();
     assert_eq!(fresh_token.status(), StatusCode::TOO_MANY_REQUESTS);
 }
 
@@ -353,7 +353,8 @@ async fn a_body_trickled_a_byte_at_a_time_is_cut_off_at_its_deadline() {
     let mut socket = connect(&app).await;
     let started = std::time::Instant::now();
     // The public self-assessment: no credentials needed.
-    let head = "POST /agent/negotiation HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n{";
+    let head =
+        "POST /agent/negotiation HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n{";
     socket.write_all(head.as_bytes()).await.unwrap();
     let trickle = async {
         for _ in 0..100 {
@@ -411,7 +412,14 @@ async fn event_streams_are_capped_per_token_per_user_and_in_all_and_counted() {
     // Counted in /metrics, with the connections (both process-wide: at least these).
     let metrics = app.get("/metrics", &app.service_token()).await;
     let value = |name: &str| -> f64 {
-        metrics.text.lines().find(|l| l.starts_with(name)).and_then(|l| l.split_whitespace().last()).unwrap().parse().unwrap()
+        metrics
+            .text
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().last())
+            .unwrap()
+            .parse()
+            .unwrap()
     };
     assert!(value("parley_sse_streams") >= 5.0, "{}", metrics.text);
     assert!(value("parley_http_connections") >= 5.0, "{}", metrics.text);

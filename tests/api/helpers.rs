@@ -203,7 +203,14 @@ impl TestApp {
         let metrics_port = app.metrics_port();
         let state = app.state().clone();
         tokio::spawn(app.run_until_stopped(std::future::pending()));
-        TestApp { base, client: reqwest::Client::new(), pool, database_url: database_url.to_owned(), state, metrics_port }
+        TestApp {
+            base,
+            client: reqwest::Client::new(),
+            pool,
+            database_url: database_url.to_owned(),
+            state,
+            metrics_port,
+        }
     }
 
     /// A token for `sub` with `role`, valid for an hour.
@@ -234,7 +241,13 @@ impl TestApp {
     }
 
     /// Sends a raw body.
-    pub async fn call_raw(&self, method: Method, path: &str, token: Option<&str>, body: impl Into<reqwest::Body>) -> Answer {
+    pub async fn call_raw(
+        &self,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        body: impl Into<reqwest::Body>,
+    ) -> Answer {
         let mut req = self.client.request(method, format!("{}{path}", self.base)).body(body);
         req = req.header("content-type", "application/json");
         if let Some(t) = token {
@@ -275,7 +288,9 @@ pub struct TestAgent {
 impl TestApp {
     /// Registers a personal agent for `user` and returns it with its first key.
     pub async fn register_agent(&self, user: &str) -> TestAgent {
-        let answer = self.post("/api/agents", &self.user_token(user), &serde_json::json!({ "name": format!("{user}'s agent") })).await;
+        let answer = self
+            .post("/api/agents", &self.user_token(user), &serde_json::json!({ "name": format!("{user}'s agent") }))
+            .await;
         assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.text);
         TestAgent {
             id: answer.body["agent"]["id"].as_str().unwrap().to_owned(),
@@ -473,7 +488,8 @@ impl SseReader {
         }
         let resp = req.send().await.unwrap();
         assert_eq!(resp.status(), StatusCode::OK);
-        let content_type = resp.headers().get("content-type").map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default();
+        let content_type =
+            resp.headers().get("content-type").map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default();
         SseReader { stream: Box::pin(resp.bytes_stream()), buffer: String::new(), content_type }
     }
 

@@ -14,7 +14,9 @@ use crate::{
 /// or `.map` of something that is not a list) is an error naming the path.
 fn index_client_prompt(body: &Value) -> Result<String, String> {
     fn object<'a>(v: &'a Value, path: &str) -> Result<&'a Map<String, Value>, String> {
-        v.pointer(path).and_then(Value::as_object).ok_or_else(|| format!("{path} is not an object: {:?}", v.pointer(path)))
+        v.pointer(path)
+            .and_then(Value::as_object)
+            .ok_or_else(|| format!("{path} is not an object: {:?}", v.pointer(path)))
     }
     fn list<'a>(v: &'a Value, path: &str) -> Result<&'a Vec<Value>, String> {
         v.pointer(path).and_then(Value::as_array).ok_or_else(|| format!("{path} is not a list: {:?}", v.pointer(path)))

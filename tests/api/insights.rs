@@ -46,7 +46,11 @@ fn opportunity_of(view: &Value) -> String {
 
 async fn decide(app: &TestApp, user: &str, opportunity: &str, decision: &str) {
     let answer = app
-        .post(&format!("/api/opportunities/{opportunity}/decision"), &app.user_token(user), &json!({ "decision": decision }))
+        .post(
+            &format!("/api/opportunities/{opportunity}/decision"),
+            &app.user_token(user),
+            &json!({ "decision": decision }),
+        )
         .await;
     assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
 }
@@ -81,10 +85,29 @@ async fn insights_count_scripted_negotiations_and_decisions_and_show_each_user_o
     decide(&app, "user-tomas", &opportunity_of(&n1), "accept").await;
     let n2 = play(&app, &maya, &tomas, &[propose, (Tomas, "accept", "Fine")]).await;
     decide(&app, "user-maya", &opportunity_of(&n2), "decline").await;
-    let n3 = play(&app, &maya, &tomas, &[propose, (Tomas, "counter", "Countering: missing: senior, rust"), (Maya, "accept", "Accepting")]).await;
-    play(&app, &maya, &tomas, &[propose, (Tomas, "reject", "Rejecting: matched: none; missing: rust, kubernetes")]).await;
-    play(&app, &maya, &tomas, &[propose, (Tomas, "counter", "missing: rust (+2 more)"), (Maya, "reject", "Rejecting; missing: Payments.")]).await;
-    let stalled = play(&app, &maya, &tomas, &[propose, (Tomas, "counter", "missing: rust, senior"), (Maya, "counter", "fit 0.4; missing: payments")]).await;
+    let n3 = play(
+        &app,
+        &maya,
+        &tomas,
+        &[propose, (Tomas, "counter", "Countering: missing: senior, rust"), (Maya, "accept", "Accepting")],
+    )
+    .await;
+    play(&app, &maya, &tomas, &[propose, (Tomas, "reject", "Rejecting: matched: none; missing: rust, kubernetes")])
+        .await;
+    play(
+        &app,
+        &maya,
+        &tomas,
+        &[propose, (Tomas, "counter", "missing: rust (+2 more)"), (Maya, "reject", "Rejecting; missing: Payments.")],
+    )
+    .await;
+    let stalled = play(
+        &app,
+        &maya,
+        &tomas,
+        &[propose, (Tomas, "counter", "missing: rust, senior"), (Maya, "counter", "fit 0.4; missing: payments")],
+    )
+    .await;
     let o = app.get(&format!("/api/opportunities/{}", opportunity_of(&stalled)), &app.service_token()).await;
     assert_eq!(o.body["status"], "stalled", "{}", o.text);
     // Someone else's negotiation (both sides played by the system negotiator).
@@ -173,7 +196,17 @@ async fn figures_are_rounded_and_hyphenated_terms_stay_whole() {
     use By::{Maya, Tomas};
     let propose = (Maya, "propose", "Proposing Tomas");
     // 3, 2 and 2 turns: a mean of 2.333...
-    play(&app, &maya, &tomas, &[propose, (Tomas, "counter", "Countering: missing: part-time, rust"), (Maya, "reject", "missing: on-call. The hours matter")]).await;
+    play(
+        &app,
+        &maya,
+        &tomas,
+        &[
+            propose,
+            (Tomas, "counter", "Countering: missing: part-time, rust"),
+            (Maya, "reject", "missing: on-call. The hours matter"),
+        ],
+    )
+    .await;
     play(&app, &maya, &tomas, &[propose, (Tomas, "accept", "Fine")]).await;
     play(&app, &maya, &tomas, &[propose, (Tomas, "reject", "fit 0.2; missing: part-time")]).await;
 
@@ -182,14 +215,23 @@ async fn figures_are_rounded_and_hyphenated_terms_stay_whole() {
     assert_eq!(total["meanTurns"], 2.33, "{}", tomas_view.text);
     assert_eq!(terms(total), owned(&[("part-time", 2), ("rust", 1)]));
     let maya_view = app.get("/api/insights", &app.user_token("user-maya")).await;
-    assert_eq!(terms(&maya_view.body["total"]), owned(&[("on-call", 1)]), "the sentence after the term is not part of it");
+    assert_eq!(
+        terms(&maya_view.body["total"]),
+        owned(&[("on-call", 1)]),
+        "the sentence after the term is not part of it"
+    );
 
     // Every mean and median, of the days and of the total, has at most two decimals.
     for view in [&tomas_view, &maya_view] {
         let mut figures = vec![view.body["total"].clone()];
         figures.extend(view.body["days"].as_array().unwrap().iter().map(|d| d["figures"].clone()));
         for f in figures {
-            for value in [&f["meanTurns"], &f["timeToOutcomeP50Seconds"], &f["answerLatency"]["meanSeconds"], &f["answerLatency"]["p50Seconds"]] {
+            for value in [
+                &f["meanTurns"],
+                &f["timeToOutcomeP50Seconds"],
+                &f["answerLatency"]["meanSeconds"],
+                &f["answerLatency"]["p50Seconds"],
+            ] {
                 let x = value.as_f64().unwrap_or_else(|| panic!("a number: {f}"));
                 assert_eq!((x * 100.0).round() / 100.0, x, "{x} is not rounded to two decimals: {f}");
             }
@@ -231,8 +273,7 @@ async fn views(app: &TestApp) -> Vec<Value> {
 }
 
 #[tokio::test]
-async fn history_from_before_the_rollups_is_rolled_up_to_the_same_figures_and_folding_changes_nothing()
- {
+async fn history_from_before_the_rollups_is_rolled_up_to_the_same_figures_and_folding_changes_nothing() {
     let app = TestApp::spawn_with(|c| c.turn_caps.personal = 3).await;
     let [maya, tomas] = app.register_agents(["user-maya", "user-tomas"]).await;
     use By::{Maya, Tomas};
@@ -244,43 +285,21 @@ async fn history_from_before_the_rollups_is_rolled_up_to_the_same_figures_and_fo
         &app,
         &maya,
         &tomas,
-        &[
-            propose,
-            (Tomas, "counter", "missing: senior, rust"),
-            (Maya, "reject", "missing: payments"),
-        ],
+        &[propose, (Tomas, "counter", "missing: senior, rust"), (Maya, "reject", "missing: payments")],
     )
     .await;
-    play(
-        &app,
-        &maya,
-        &tomas,
-        &[propose, (Tomas, "reject", "missing: kubernetes")],
-    )
-    .await;
+    play(&app, &maya, &tomas, &[propose, (Tomas, "reject", "missing: kubernetes")]).await;
     let other = app.start(&fixtures::mismatch()).await;
     let other_id = other["negotiation"]["id"].as_str().unwrap().to_owned();
-    app.wait_for(&other_id, Duration::from_secs(10), |v| {
-        v["status"] == "completed"
-    })
-    .await;
+    app.wait_for(&other_id, Duration::from_secs(10), |v| v["status"] == "completed").await;
     let live = views(&app).await;
     assert_eq!(live[0]["total"]["negotiations"]["total"], 4, "{}", live[0]);
-    assert_eq!(
-        live[1]["total"]["decisions"],
-        json!({ "accepted": 1, "declined": 0, "expired": 0 })
-    );
+    assert_eq!(live[1]["total"]["decisions"], json!({ "accepted": 1, "declined": 0, "expired": 0 }));
 
     // As if all of it had happened before the rollups existed: nothing counted, every source's
     // cursor at its start, up to now.
-    sqlx::query("DELETE FROM insight_days")
-        .execute(&app.pool)
-        .await
-        .unwrap();
-    sqlx::query("DELETE FROM insight_counts")
-        .execute(&app.pool)
-        .await
-        .unwrap();
+    sqlx::query("DELETE FROM insight_days").execute(&app.pool).await.unwrap();
+    sqlx::query("DELETE FROM insight_counts").execute(&app.pool).await.unwrap();
     sqlx::query("UPDATE insight_backfill SET cutoff = now(), after_at = NULL, after_id = NULL, done_at = NULL")
         .execute(&app.pool)
         .await
@@ -288,29 +307,18 @@ async fn history_from_before_the_rollups_is_rolled_up_to_the_same_figures_and_fo
     assert_eq!(views(&app).await[0]["total"]["negotiations"]["total"], 0);
     // Two negotiations per batch: the cursor carries the walk across batches.
     let mut steps = 0;
-    while parley::store::insight_rollups::backfill_step(&app.pool, 2)
-        .await
-        .unwrap()
+    while parley::store::insight_rollups::backfill_step(&app.pool, 2).await.unwrap()
         != parley::store::insight_rollups::Backfill::Done
     {
         steps += 1;
         assert!(steps < 50, "the backfill never ended");
     }
-    assert!(
-        steps >= 3,
-        "four negotiations in batches of two and the decisions take several steps: {steps}"
-    );
-    assert_eq!(
-        views(&app).await,
-        live,
-        "the backfill counts what live counting counted"
-    );
+    assert!(steps >= 3, "four negotiations in batches of two and the decisions take several steps: {steps}");
+    assert_eq!(views(&app).await, live, "the backfill counts what live counting counted");
 
     // Folding every day's shards into one row per key changes no figure.
     let tomorrow = chrono::Utc::now().date_naive() + chrono::Days::new(1);
-    parley::store::insight_rollups::fold(&app.pool, tomorrow, 31)
-        .await
-        .unwrap();
+    parley::store::insight_rollups::fold(&app.pool, tomorrow, 31).await.unwrap();
     let unfolded = app.counted("SELECT (SELECT count(*) FROM insight_days WHERE shard <> 0) + (SELECT count(*) FROM insight_counts WHERE shard <> 0)").await;
     assert_eq!(unfolded, 0);
     assert_eq!(views(&app).await, live, "folding keeps every figure");

@@ -53,7 +53,12 @@ async fn delegate_and_complete(app: &TestApp, requester: &TestAgent, target: &Te
     let accepted = app.agent_call(target, Method::POST, &format!("/delegations/{rid}/accept"), None).await;
     assert_eq!(accepted.status, StatusCode::OK, "{} after {}", accepted.text, a.text);
     let done = app
-        .agent_call(target, Method::POST, &format!("/delegations/{rid}/complete"), Some(&json!({"output": {"feedback": "ok"}})))
+        .agent_call(
+            target,
+            Method::POST,
+            &format!("/delegations/{rid}/complete"),
+            Some(&json!({"output": {"feedback": "ok"}})),
+        )
         .await;
     assert_eq!(done.status, StatusCode::OK, "{}", done.text);
 }
@@ -72,21 +77,20 @@ async fn an_exponential_schema_is_refused_and_one_stored_before_the_bound_never_
     let target = app.register_agent("user-target").await;
     let bomb = exponential_schema();
     assert!(serde_json::to_string(&bomb).unwrap().len() < 3_000);
-    let refused = app.agent_call(&target, Method::PUT, "/capabilities", Some(&capability("analysis", bomb.clone()))).await;
+    let refused =
+        app.agent_call(&target, Method::PUT, "/capabilities", Some(&capability("analysis", bomb.clone()))).await;
     refused.assert_error(StatusCode::BAD_REQUEST, "schema_too_complex");
     assert!(refused.body["error"].as_str().unwrap().contains("inputSchema"), "{}", refused.text);
     assert_eq!(app.count("capabilities").await, 0, "nothing stored");
     let as_output = json!({"taskType": "analysis", "inputSchema": {}, "outputSchema": bomb});
-    app.agent_call(&target, Method::PUT, "/capabilities", Some(&as_output)).await.assert_error(StatusCode::BAD_REQUEST, "schema_too_complex");
+    app.agent_call(&target, Method::PUT, "/capabilities", Some(&as_output))
+        .await
+        .assert_error(StatusCode::BAD_REQUEST, "schema_too_complex");
 
     // The same schema stored before the bound existed: a delegation against it is refused by
     // its check (off the async workers), and the service answers other requests meanwhile.
     let anon = offer(&app, &target, &capability("analysis", json!({}))).await;
-    sqlx::query("UPDATE capabilities SET input_schema = $1")
-        .bind(&bomb)
-        .execute(&app.pool)
-        .await
-        .unwrap();
+    sqlx::query("UPDATE capabilities SET input_schema = $1").bind(&bomb).execute(&app.pool).await.unwrap();
     let requester = app.register_agent("user-requester").await;
     let pending = {
         let (app_base, client, key) = (app.base.clone(), app.client.clone(), requester.key.clone());
@@ -177,7 +181,12 @@ async fn trust_cannot_be_bought_with_ones_own_agents_or_one_requesters_volume() 
     let caps = app.agent_call(&target, Method::GET, "/capabilities", None).await;
     let id = caps.body["capabilities"][0]["id"].as_str().unwrap().to_owned();
     let permit = app
-        .agent_call(&target, Method::PUT, &format!("/capabilities/{id}/permissions"), Some(&json!({"inboundRateLimit": 100})))
+        .agent_call(
+            &target,
+            Method::PUT,
+            &format!("/capabilities/{id}/permissions"),
+            Some(&json!({"inboundRateLimit": 100})),
+        )
         .await;
     assert_eq!(permit.status, StatusCode::OK, "{}", permit.text);
     let before = trust(&app, &target).await;
@@ -200,7 +209,11 @@ async fn trust_cannot_be_bought_with_ones_own_agents_or_one_requesters_volume() 
         delegate_and_complete(&app, &customer, &target, &anon).await;
     }
     let t = trust(&app, &target).await;
-    assert_eq!((&t["totalDelegations"], &t["successfulDelegations"], &t["provisional"]), (&json!(3), &json!(3), &json!(true)), "{t}");
+    assert_eq!(
+        (&t["totalDelegations"], &t["successfulDelegations"], &t["provisional"]),
+        (&json!(3), &json!(3), &json!(true)),
+        "{t}"
+    );
     let counted: i64 = sqlx::query_scalar("SELECT count(*) FROM delegation_attempts WHERE counted")
         .fetch_one(&app.pool)
         .await
@@ -246,10 +259,8 @@ async fn impossible_timeouts_are_refused_and_short_ones_never_count_against_the_
         assert_eq!(app.delegate(&requester, &b).await.status, StatusCode::ACCEPTED);
     }
     wait_until_ended(&app, 3).await;
-    let statuses: Vec<(String, Option<bool>)> = sqlx::query_as("SELECT status, counted FROM delegation_attempts")
-        .fetch_all(&app.pool)
-        .await
-        .unwrap();
+    let statuses: Vec<(String, Option<bool>)> =
+        sqlx::query_as("SELECT status, counted FROM delegation_attempts").fetch_all(&app.pool).await.unwrap();
     assert_eq!(statuses, vec![("timeout".to_owned(), Some(false)); 3]);
     let after = trust(&app, &target).await;
     assert_eq!((&after["rawScore"], &after["totalDelegations"]), (&before["rawScore"], &json!(0)), "{after}");
@@ -292,7 +303,8 @@ async fn declared_limits_cannot_raise_the_services_budget() {
     let caps = app.agent_call(&requester, Method::GET, "/capabilities", None).await;
     let id = caps.body["capabilities"][0]["id"].as_str().unwrap().to_owned();
     let raise = json!({"enabled": false, "outboundRateLimit": 10_000});
-    let refused = app.agent_call(&requester, Method::PUT, &format!("/capabilities/{id}/permissions"), Some(&raise)).await;
+    let refused =
+        app.agent_call(&requester, Method::PUT, &format!("/capabilities/{id}/permissions"), Some(&raise)).await;
     refused.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
     assert!(refused.text.contains("PARLEY_OUTBOUND_RATE"), "{}", refused.text);
     // Even a value stored before the rule (straight into the table) only lowers.
@@ -369,8 +381,12 @@ async fn after_rotation_nothing_links_old_and_new_anonymous_ids() {
     offer(&app, &agent, &body).await;
     let discover = || async { app.get("/api/agents/discover?taskType=code-review", &app.service_token()).await };
     let rank = || async {
-        app.post("/api/agents/rank", &app.service_token(), &json!({"task_summary": "review rust", "taskType": "code-review"}))
-            .await
+        app.post(
+            "/api/agents/rank",
+            &app.service_token(),
+            &json!({"task_summary": "review rust", "taskType": "code-review"}),
+        )
+        .await
     };
     let (d1, r1) = (discover().await, rank().await);
     let old = d1.body["results"][0].clone();
@@ -417,7 +433,8 @@ async fn a_refused_input_is_never_echoed_at_length() {
     let target = app.register_agent("user-target").await;
     let properties: serde_json::Map<String, Value> =
         (0..10).map(|i| (format!("f{i}"), json!({"type": "string", "maxLength": 5}))).collect();
-    let anon = offer(&app, &target, &capability("code-review", json!({"type": "object", "properties": properties}))).await;
+    let anon =
+        offer(&app, &target, &capability("code-review", json!({"type": "object", "properties": properties}))).await;
     let long = "x".repeat(25_000);
     let input: serde_json::Map<String, Value> = (0..10).map(|i| (format!("f{i}"), json!(long))).collect();
     let requester = app.register_agent("user-requester").await;
@@ -432,7 +449,8 @@ async fn a_refused_input_is_never_echoed_at_length() {
 async fn numbers_past_their_range_are_refused_not_clamped() {
     let app = TestApp::spawn().await;
     let agent = app.register_agent("user-target").await;
-    let body = r#"{"taskType": "testing", "inputSchema": {}, "outputSchema": {}, "estimatedLatencyMs": 9223372036854775808}"#;
+    let body =
+        r#"{"taskType": "testing", "inputSchema": {}, "outputSchema": {}, "estimatedLatencyMs": 9223372036854775808}"#;
     let r = app
         .client
         .put(format!("{}/api/agents/{}/capabilities", app.base, agent.id))
@@ -499,7 +517,9 @@ async fn schema_tricks_that_held_keep_holding() {
         async move { app.agent_call(target, Method::PUT, "/capabilities", Some(&capability("analysis", schema))).await }
     };
     put(json!({"$ref": "https://example.com/schema.json"})).await.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
-    put(json!({"$defs": {"a": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"})).await.assert_error(StatusCode::BAD_REQUEST, "schema_too_complex");
+    put(json!({"$defs": {"a": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"}))
+        .await
+        .assert_error(StatusCode::BAD_REQUEST, "schema_too_complex");
     let mut deep = json!({"type": "string"});
     for _ in 0..100 {
         deep = json!({"items": deep});

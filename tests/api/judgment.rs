@@ -46,7 +46,10 @@ fn scripted(script: &Value, pickup: &Value, used: &mut usize, agent_side: &str) 
         return ("propose".to_owned(), script["propose"].clone());
     }
     if turn["isFinalTurn"] == true {
-        let last = script.get("final").cloned().unwrap_or_else(|| json!({"action": "reject", "message": "We will leave it here."}));
+        let last = script
+            .get("final")
+            .cloned()
+            .unwrap_or_else(|| json!({"action": "reject", "message": "We will leave it here."}));
         return (last["action"].as_str().unwrap_or("reject").to_owned(), last["message"].clone());
     }
     let replies = script["replies"].as_array().cloned().unwrap_or_default();

@@ -67,7 +67,12 @@ async fn history(app: &TestApp) {
 }
 
 /// Pages through `first_page` and the ones its cursors lead to, returning every id listed.
-async fn page_through(app: &TestApp, fetch: impl Fn(Option<String>) -> (String, Option<TestAgent>), list: &str, id: &str) -> Vec<Uuid> {
+async fn page_through(
+    app: &TestApp,
+    fetch: impl Fn(Option<String>) -> (String, Option<TestAgent>),
+    list: &str,
+    id: &str,
+) -> Vec<Uuid> {
     let mut ids = Vec::new();
     let mut cursor = None;
     loop {
@@ -77,7 +82,9 @@ async fn page_through(app: &TestApp, fetch: impl Fn(Option<String>) -> (String, 
             None => app.get(&path, &app.service_token()).await,
         };
         assert_eq!(page.status, StatusCode::OK, "{}", page.text);
-        ids.extend(page.body[list].as_array().unwrap().iter().map(|n| n[id].as_str().unwrap().parse::<Uuid>().unwrap()));
+        ids.extend(
+            page.body[list].as_array().unwrap().iter().map(|n| n[id].as_str().unwrap().parse::<Uuid>().unwrap()),
+        );
         match page.body["nextCursor"].as_str() {
             Some(next) => cursor = Some(next.to_owned()),
             None => return ids,
@@ -95,7 +102,11 @@ async fn an_agents_negotiations_are_listed_as_the_single_query_did_page_after_pa
             ("waiting_for_agent", &["waiting_for_agent", "claimed"][..], true),
             ("active", &["submitted", "working", "waiting_for_agent", "claimed"][..], false),
             ("completed", &["completed", "canceled", "failed"][..], false),
-            ("all", &["submitted", "working", "waiting_for_agent", "claimed", "completed", "canceled", "failed"][..], false),
+            (
+                "all",
+                &["submitted", "working", "waiting_for_agent", "claimed", "completed", "canceled", "failed"][..],
+                false,
+            ),
         ] {
             // What the one query over both columns answered.
             let before: Vec<Uuid> = sqlx::query_scalar(
@@ -135,7 +146,15 @@ async fn an_agents_negotiations_are_listed_as_the_single_query_did_page_after_pa
 async fn opportunities_are_listed_as_the_single_query_did_page_after_page() {
     let app = TestApp::spawn().await;
     history(&app).await;
-    let statuses = [None, Some("negotiating"), Some("pending"), Some("accepted"), Some("rejected"), Some("stalled"), Some("expired")];
+    let statuses = [
+        None,
+        Some("negotiating"),
+        Some("pending"),
+        Some("accepted"),
+        Some("rejected"),
+        Some("stalled"),
+        Some("expired"),
+    ];
     for user in [None, Some(HEAVY), Some(LIGHT)] {
         for status in statuses {
             let before: Vec<Uuid> = sqlx::query_scalar(

@@ -184,7 +184,8 @@ async fn a_waiting_turn_says_whose_agent_it_waits_for_until_when_and_what_happen
     let path = format!("/api/negotiations/{id}");
     let view = || app.get(&path, &maya);
     // Seconds from the turn's parking (just after turn 0 was stored) to the end of its wait.
-    let waits = |v: &Value| (at(&v["awaitingUntil"]) - at(&v["turns"][0]["createdAt"])).num_milliseconds() as f64 / 1000.0;
+    let waits =
+        |v: &Value| (at(&v["awaitingUntil"]) - at(&v["turns"][0]["createdAt"])).num_milliseconds() as f64 / 1000.0;
 
     // Tomas's agent never ran: the turn waits the offline window, then Parley decides.
     let parked = view().await.body;
@@ -217,7 +218,11 @@ async fn a_waiting_turn_says_whose_agent_it_waits_for_until_when_and_what_happen
     app.register_agent("user-maya").await;
     let pvp = app.start(&fixtures::good_match()).await;
     let pvp = app.get(&format!("/api/negotiations/{}", pvp["negotiation"]["id"].as_str().unwrap()), &maya).await.body;
-    assert_eq!((pvp["awaitingUserId"].as_str(), pvp["awaitingThen"].as_str()), (Some("user-maya"), Some("negotiation_ends")), "{pvp}");
+    assert_eq!(
+        (pvp["awaitingUserId"].as_str(), pvp["awaitingThen"].as_str()),
+        (Some("user-maya"), Some("negotiation_ends")),
+        "{pvp}"
+    );
     let left = (at(&pvp["awaitingUntil"]) - at(&pvp["createdAt"])).num_seconds();
     assert!((119..=121).contains(&left), "the personal-vs-personal deadline: {pvp}");
 }
@@ -229,7 +234,8 @@ async fn an_agent_whose_keys_are_all_revoked_is_not_live_whenever_it_was_seen() 
     assert_eq!(heartbeat(&app, &tomas).await, StatusCode::NO_CONTENT);
     assert_eq!(agent_view(&app, "user-tomas", &tomas).await["live"], true);
     let token = app.user_token("user-tomas");
-    let revoked = app.call(Method::DELETE, &format!("/api/agents/{}/keys/{}", tomas.id, tomas.key_id), Some(&token), None).await;
+    let revoked =
+        app.call(Method::DELETE, &format!("/api/agents/{}/keys/{}", tomas.id, tomas.key_id), Some(&token), None).await;
     assert_eq!(revoked.status, StatusCode::NO_CONTENT);
     let after = agent_view(&app, "user-tomas", &tomas).await;
     assert_eq!(after["live"], false, "it cannot answer anything: {after}");

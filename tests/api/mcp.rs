@@ -47,7 +47,8 @@ pub(crate) async fn initialize(app: &TestApp, key: &str) -> Value {
     )
     .await;
     assert_eq!(status, StatusCode::OK, "{answer}");
-    let (status, _) = rpc(app, Key::Header(key), json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+    let (status, _) =
+        rpc(app, Key::Header(key), json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
     assert!(status.is_success(), "initialized notification: {status}");
     answer["result"].clone()
 }
@@ -114,9 +115,11 @@ async fn an_agent_runtime_picks_up_and_answers_its_turn_over_mcp() {
     assert!(instructions.contains("clarifying questions"));
     assert!(instructions.contains("most conservative action"));
 
-    let (status, listed) = rpc(&app, Key::Header(&agent.key), json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).await;
+    let (status, listed) =
+        rpc(&app, Key::Header(&agent.key), json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).await;
     assert_eq!(status, StatusCode::OK);
-    let mut names: Vec<&str> = listed["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    let mut names: Vec<&str> =
+        listed["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     names.sort();
     assert_eq!(
         names,
@@ -136,7 +139,8 @@ async fn an_agent_runtime_picks_up_and_answers_its_turn_over_mcp() {
             "respond_to_negotiation"
         ]
     );
-    let respond_tool = listed["result"]["tools"].as_array().unwrap().iter().find(|t| t["name"] == "respond_to_negotiation").unwrap();
+    let respond_tool =
+        listed["result"]["tools"].as_array().unwrap().iter().find(|t| t["name"] == "respond_to_negotiation").unwrap();
     // Index Network's era-B tool took {negotiationId, action, message}: only those two are required.
     let mut required: Vec<&str> =
         respond_tool["inputSchema"]["required"].as_array().unwrap().iter().map(|f| f.as_str().unwrap()).collect();
@@ -213,7 +217,12 @@ async fn mcp_refuses_missing_bad_and_revoked_keys() {
     assert_eq!(status, StatusCode::OK);
 
     let revoke = app
-        .call(Method::DELETE, &format!("/api/agents/{}/keys/{}", agent.id, agent.key_id), Some(&app.user_token("user-tomas")), None)
+        .call(
+            Method::DELETE,
+            &format!("/api/agents/{}/keys/{}", agent.id, agent.key_id),
+            Some(&app.user_token("user-tomas")),
+            None,
+        )
         .await;
     assert_eq!(revoke.status, StatusCode::NO_CONTENT);
     let (status, body) = rpc(&app, Key::Header(&agent.key), list.clone()).await;
@@ -259,13 +268,22 @@ async fn discover_agents_and_rank_agents_answer_as_the_http_routes_do() {
     assert_eq!(put.status, StatusCode::CREATED, "{}", put.text);
     let anonymous = put.body["anonymousAgentId"].clone();
 
-    let listed = rpc(&app, Key::Header(&caller.key), json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).await.1;
-    let names: Vec<&str> = listed["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    let listed =
+        rpc(&app, Key::Header(&caller.key), json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).await.1;
+    let names: Vec<&str> =
+        listed["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert!(names.contains(&"discover_agents") && names.contains(&"rank_agents"), "{names:?}");
 
-    let found = call_tool(&app, &caller.key, "discover_agents", json!({"taskType": "code-review", "maxLatencyMs": 5000, "limit": 5})).await;
+    let found = call_tool(
+        &app,
+        &caller.key,
+        "discover_agents",
+        json!({"taskType": "code-review", "maxLatencyMs": 5000, "limit": 5}),
+    )
+    .await;
     assert_eq!(found["isError"], false, "{found}");
-    let over_http = app.get("/api/agents/discover?taskType=code-review&maxLatencyMs=5000&limit=5", &app.service_token()).await;
+    let over_http =
+        app.get("/api/agents/discover?taskType=code-review&maxLatencyMs=5000&limit=5", &app.service_token()).await;
     assert_eq!(found["structuredContent"], over_http.body);
     assert_eq!(found["structuredContent"]["results"][0]["anonymousAgentId"], anonymous);
 
@@ -416,12 +434,18 @@ async fn respond_has_one_rule_set_over_http_and_mcp_a_null_message_and_no_roles_
         let args = json!({"negotiationId": id, "claimToken": claim, "action": "counter",
             "suggestedRoles": {"ownUser": "boss", "otherUser": "peer"}});
         assert_tool_error(&call_tool(&app, &agent.key, "respond_to_negotiation", args).await, "invalid_body");
-        let args = json!({"negotiationId": id, "claimToken": claim, "action": "counter", "message": "m".repeat(10_001)});
+        let args =
+            json!({"negotiationId": id, "claimToken": claim, "action": "counter", "message": "m".repeat(10_001)});
         assert_tool_error(&call_tool(&app, &agent.key, "respond_to_negotiation", args).await, "invalid_body");
     }
     // The tool's schema says the same: only the negotiation and the action are required.
-    let (_, listed) = rpc(&app, Key::Header(&agent.key), json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).await;
-    let tool = listed["result"]["tools"].as_array().unwrap().iter().find(|t| t["name"] == "respond_to_negotiation").unwrap();
+    let (_, listed) =
+        rpc(&app, Key::Header(&agent.key), json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).await;
+    let tool =
+        listed["result"]["tools"].as_array().unwrap().iter().find(|t| t["name"] == "respond_to_negotiation").unwrap();
     let description = tool["description"].as_str().unwrap();
-    assert!(description.contains("optional for every action") && !description.contains("message is required"), "{description}");
+    assert!(
+        description.contains("optional for every action") && !description.contains("message is required"),
+        "{description}"
+    );
 }

@@ -104,13 +104,20 @@ async fn a_legal_model_answer_is_played_off_the_request_and_says_who_decided() {
     let actions: Vec<&str> = turns.iter().map(|t| t["action"].as_str().unwrap()).collect();
     assert_eq!(actions, ["propose", "accept"], "{n:#}");
     for t in turns {
-        assert_eq!((t["playedBy"].as_str(), t["decidedBy"].as_str()), (Some("system"), Some("model:stand-in")), "{t:#}");
+        assert_eq!(
+            (t["playedBy"].as_str(), t["decidedBy"].as_str()),
+            (Some("system"), Some("model:stand-in")),
+            "{t:#}"
+        );
         assert_eq!(t["message"], "From the model: this looks worth a conversation.");
     }
     assert_eq!(n["outcome"]["hasOpportunity"], true);
     let asked_now = asked.lock().unwrap().clone();
     assert_eq!(asked_now.len(), 2, "one call per turn");
-    assert_eq!(asked_now[0]["response_format"]["json_schema"]["schema"]["properties"]["action"]["enum"], json!(["propose", "reject"]));
+    assert_eq!(
+        asked_now[0]["response_format"]["json_schema"]["schema"]["properties"]["action"]["enum"],
+        json!(["propose", "reject"])
+    );
     let metrics = app.get("/metrics", &app.service_token()).await.text;
     assert!(metrics.contains("parley_negotiator_model_calls_total{outcome=\"played\"}"), "{metrics}");
 }
@@ -168,7 +175,13 @@ async fn a_model_accept_of_a_contradicted_match_becomes_a_counter_and_never_read
     assert_ne!(sarah["action"], "accept", "{sarah:#}");
     assert_eq!(sarah["action"], "counter", "{sarah:#}");
     assert_eq!(sarah["decidedBy"], "rules", "the rules overruled the model: {sarah:#}");
-    assert!(sarah["reasoning"].as_str().unwrap().starts_with("The model stand-in chose to accept, but the rules rule it out"), "{sarah:#}");
+    assert!(
+        sarah["reasoning"]
+            .as_str()
+            .unwrap()
+            .starts_with("The model stand-in chose to accept, but the rules rule it out"),
+        "{sarah:#}"
+    );
     // Copied out: a lock held while the stand-in answers would stall it.
     let asked = asked.lock().unwrap().clone();
     assert!(!asked.is_empty());

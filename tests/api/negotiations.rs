@@ -98,7 +98,9 @@ async fn an_opportunity_id_reused_for_another_request_is_refused_and_changes_not
     assert!(reused.body["error"].as_str().unwrap().contains("opportunityId"), "{}", reused.text);
     let mut rescored = body.clone();
     rescored["seedAssessment"]["score"] = json!(12);
-    app.post("/api/negotiations", &app.service_token(), &rescored).await.assert_error(StatusCode::CONFLICT, "opportunity_id_reused");
+    app.post("/api/negotiations", &app.service_token(), &rescored)
+        .await
+        .assert_error(StatusCode::CONFLICT, "opportunity_id_reused");
     assert_eq!((app.count("opportunities").await, app.count("tasks").await), (1, 1));
     let id = body["opportunityId"].as_str().unwrap();
     let kept = app.get(&format!("/api/opportunities/{id}"), &app.service_token()).await;
@@ -197,7 +199,9 @@ async fn participants_and_the_service_can_read_a_negotiation_and_nobody_else() {
         assert_eq!(answer.body["id"], id);
     }
     app.get(&path, &app.user_token("user-eve")).await.assert_error(StatusCode::NOT_FOUND, "not_found");
-    app.get("/api/negotiations/not-a-uuid", &app.service_token()).await.assert_error(StatusCode::NOT_FOUND, "not_found");
+    app.get("/api/negotiations/not-a-uuid", &app.service_token())
+        .await
+        .assert_error(StatusCode::NOT_FOUND, "not_found");
     app.get("/api/negotiations/0192f4a0-0000-7000-8000-000000000009", &app.service_token())
         .await
         .assert_error(StatusCode::NOT_FOUND, "not_found");
@@ -223,9 +227,16 @@ async fn opportunities_are_listed_for_their_people_and_filtered_for_the_service(
     let mine = maya.body["opportunities"].as_array().unwrap();
     assert_eq!(mine.len(), 1);
     let id = mine[0]["id"].as_str().unwrap();
-    assert_eq!(app.get(&format!("/api/opportunities/{id}"), &app.user_token("user-tomas")).await.status, StatusCode::OK);
-    app.get(&format!("/api/opportunities/{id}"), &app.user_token("user-raj")).await.assert_error(StatusCode::NOT_FOUND, "not_found");
-    app.get("/api/opportunities?userId=user-raj", &app.user_token("user-maya")).await.assert_error(StatusCode::FORBIDDEN, "forbidden");
+    assert_eq!(
+        app.get(&format!("/api/opportunities/{id}"), &app.user_token("user-tomas")).await.status,
+        StatusCode::OK
+    );
+    app.get(&format!("/api/opportunities/{id}"), &app.user_token("user-raj"))
+        .await
+        .assert_error(StatusCode::NOT_FOUND, "not_found");
+    app.get("/api/opportunities?userId=user-raj", &app.user_token("user-maya"))
+        .await
+        .assert_error(StatusCode::FORBIDDEN, "forbidden");
     app.get("/api/opportunities?status=maybe", &service).await.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
     app.get("/api/opportunities?limit=0", &service).await.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
 
@@ -279,7 +290,9 @@ async fn a_personal_seat_parks_its_turn_and_canceling_ends_the_negotiation_once(
     assert_eq!(answer.body["status"], "canceled");
     assert_eq!(answer.body["outcome"]["reason"], "canceled");
     assert_eq!(answer.body["outcome"]["hasOpportunity"], false);
-    let opportunity = app.get(&format!("/api/opportunities/{}", body["opportunity"]["id"].as_str().unwrap()), &app.service_token()).await;
+    let opportunity = app
+        .get(&format!("/api/opportunities/{}", body["opportunity"]["id"].as_str().unwrap()), &app.service_token())
+        .await;
     assert_eq!(opportunity.body["status"], "stalled");
 
     let again = app.call(Method::DELETE, &path, Some(&app.service_token()), None).await;
@@ -295,7 +308,11 @@ async fn a_negotiation_left_working_by_a_crash_is_resumed_at_start_up() {
     let body = start(&app, &fixtures::good_match()).await;
     let id: uuid::Uuid = body["negotiation"]["id"].as_str().unwrap().parse().unwrap();
     let opportunity: uuid::Uuid = body["opportunity"]["id"].as_str().unwrap().parse().unwrap();
-    sqlx::query("DELETE FROM messages WHERE task_id = $1 AND turn_number > 0").bind(id).execute(&app.pool).await.unwrap();
+    sqlx::query("DELETE FROM messages WHERE task_id = $1 AND turn_number > 0")
+        .bind(id)
+        .execute(&app.pool)
+        .await
+        .unwrap();
     sqlx::query("DELETE FROM artifacts WHERE task_id = $1").bind(id).execute(&app.pool).await.unwrap();
     sqlx::query("UPDATE tasks SET state = 'working', turn_count = 1, completed_at = NULL WHERE task_id = $1")
         .bind(id)
@@ -345,17 +362,19 @@ async fn an_acknowledged_accept_is_never_overturned_by_a_concurrent_cancel() {
         let service = app.service_token();
         let accept = crate::helpers::answer("accept", Some(&token));
         let path = format!("/api/negotiations/{id}");
-        let (respond, cancel) = tokio::join!(
-            app.respond(&tomas, &id, &accept),
-            app.call(Method::DELETE, &path, Some(&service), None),
-        );
+        let (respond, cancel) =
+            tokio::join!(app.respond(&tomas, &id, &accept), app.call(Method::DELETE, &path, Some(&service), None),);
         let view = app.get(&format!("/api/negotiations/{id}"), &service).await.body;
         let stored_accept = view["turns"].as_array().unwrap().iter().any(|t| t["action"] == "accept");
         match (respond.status, cancel.status) {
             (StatusCode::OK, StatusCode::CONFLICT) => {
                 accepted += 1;
                 cancel.assert_error(StatusCode::CONFLICT, "already_completed");
-                assert_eq!((&view["status"], &view["outcome"]["hasOpportunity"]), (&json!("completed"), &json!(true)), "{view}");
+                assert_eq!(
+                    (&view["status"], &view["outcome"]["hasOpportunity"]),
+                    (&json!("completed"), &json!(true)),
+                    "{view}"
+                );
                 assert!(stored_accept);
             }
             (StatusCode::CONFLICT, StatusCode::OK) => {

@@ -32,7 +32,8 @@ async fn agent_names_and_descriptions_with_nul_are_refused_and_nothing_is_stored
 
     let refused = app.post("/api/agents", &maya, &json!({"name": "Maya\u{0}s agent"})).await;
     assert_refused(&refused, "/name");
-    let refused = app.post("/api/agents", &maya, &json!({"name": "Maya's agent", "description": "runs \u{0} here"})).await;
+    let refused =
+        app.post("/api/agents", &maya, &json!({"name": "Maya's agent", "description": "runs \u{0} here"})).await;
     assert_refused(&refused, "/description");
     // The same written as the raw JSON escape.
     let raw = app
@@ -128,7 +129,8 @@ async fn query_parameters_with_nul_are_refused() {
     assert_refused(&refused, "user");
 
     let agent = app.register_agent("user-tomas").await;
-    let listed = app.agent_call(&agent, Method::GET, "/negotiations?status=all&counterpartUserId=user-%00maya", None).await;
+    let listed =
+        app.agent_call(&agent, Method::GET, "/negotiations?status=all&counterpartUserId=user-%00maya", None).await;
     assert_refused(&listed, "counterpartUserId");
     let picked = app.agent_call(&agent, Method::POST, "/negotiations/pickup?wait=%00", None).await;
     assert_refused(&picked, "wait");
@@ -147,7 +149,9 @@ async fn a_token_whose_subject_holds_nul_is_unauthorized_on_every_database_route
     for path in ["/api/opportunities", "/api/agents"] {
         app.get(path, &user).await.assert_error(StatusCode::UNAUTHORIZED, "unauthorized");
     }
-    app.post("/api/agents", &user, &json!({"name": "an agent"})).await.assert_error(StatusCode::UNAUTHORIZED, "unauthorized");
+    app.post("/api/agents", &user, &json!({"name": "an agent"}))
+        .await
+        .assert_error(StatusCode::UNAUTHORIZED, "unauthorized");
     app.post("/api/negotiations", &service, &fixtures::good_match())
         .await
         .assert_error(StatusCode::UNAUTHORIZED, "unauthorized");

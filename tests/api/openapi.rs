@@ -43,8 +43,7 @@ fn the_spec_is_openapi_3_1_with_both_kinds_of_credentials() {
             for (status, response) in op["responses"].as_object().unwrap() {
                 if status.as_str() >= "400" {
                     assert_eq!(
-                        response["content"]["application/json"]["schema"]["$ref"],
-                        "#/components/schemas/ErrorBody",
+                        response["content"]["application/json"]["schema"]["$ref"], "#/components/schemas/ErrorBody",
                         "{method} {path} {status}"
                     );
                 }
@@ -191,7 +190,8 @@ impl Checker {
             response.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
         let method = c.method.as_str().to_lowercase();
         let op_pointer = format!("/paths/{}/{method}", pointer_escape(c.template));
-        let op = self.spec.pointer(&op_pointer).unwrap_or_else(|| panic!("{} {} is not in the spec", c.method, c.template));
+        let op =
+            self.spec.pointer(&op_pointer).unwrap_or_else(|| panic!("{} {} is not in the spec", c.method, c.template));
         let declared = &op["responses"][status.as_str()];
         assert!(
             declared.is_object(),
@@ -210,15 +210,27 @@ impl Checker {
         }
         let text = response.text().await.unwrap();
         let Some(content) = declared["content"].as_object() else {
-            assert!(text.is_empty(), "{} {} answered {status} with a body the spec does not declare: {text}", c.method, c.path);
+            assert!(
+                text.is_empty(),
+                "{} {} answered {status} with a body the spec does not declare: {text}",
+                c.method,
+                c.path
+            );
             return (status, Value::Null);
         };
         let media = content_type.split(';').next().unwrap_or("").trim().to_owned();
-        assert!(content.contains_key(&media), "{} {} answered {status} as {media}, declared {:?}", c.method, c.path, content.keys());
+        assert!(
+            content.contains_key(&media),
+            "{} {} answered {status} as {media}, declared {:?}",
+            c.method,
+            c.path,
+            content.keys()
+        );
         if media != "application/json" {
             return (status, Value::Null);
         }
-        let body: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} {}: not JSON ({e}): {text}", c.method, c.path));
+        let body: Value =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} {}: not JSON ({e}): {text}", c.method, c.path));
         let schema = &content["application/json"]["schema"];
         let spec = &self.spec;
         let validator = self.validators.entry(schema.to_string()).or_insert_with(|| validator(spec, schema));
@@ -262,7 +274,11 @@ async fn every_operation_answers_as_its_spec_declares() {
 
     // Tomas registers a personal agent and manages its keys.
     let created = ch
-        .expect(&app, call(Method::POST, "/api/agents", "/api/agents", &tomas, Some(json!({"name": "Tomas's agent"}))), S::CREATED)
+        .expect(
+            &app,
+            call(Method::POST, "/api/agents", "/api/agents", &tomas, Some(json!({"name": "Tomas's agent"}))),
+            S::CREATED,
+        )
         .await;
     let agent = created["agent"]["id"].as_str().unwrap().to_owned();
     let key = Auth::Key(created["apiKey"]["key"].as_str().unwrap().to_owned());
@@ -270,9 +286,15 @@ async fn every_operation_answers_as_its_spec_declares() {
     ch.expect(&app, call(Method::GET, "/api/agents", "/api/agents", &tomas, None), S::OK).await;
     ch.expect(&app, call(Method::GET, "/api/agents/{id}", &a, &tomas, None), S::OK).await;
     ch.expect(&app, call(Method::GET, "/api/agents/me", "/api/agents/me", &key, None), S::OK).await;
-    ch.expect(&app, call(Method::PATCH, "/api/agents/{id}", &a, &tomas, Some(json!({"description": "On my laptop"}))), S::OK)
+    ch.expect(
+        &app,
+        call(Method::PATCH, "/api/agents/{id}", &a, &tomas, Some(json!({"description": "On my laptop"}))),
+        S::OK,
+    )
+    .await;
+    let second = ch
+        .expect(&app, call(Method::POST, "/api/agents/{id}/keys", format!("{a}/keys"), &tomas, None), S::CREATED)
         .await;
-    let second = ch.expect(&app, call(Method::POST, "/api/agents/{id}/keys", format!("{a}/keys"), &tomas, None), S::CREATED).await;
     let second_id = second["id"].as_str().unwrap();
     ch.expect(
         &app,
@@ -283,101 +305,241 @@ async fn every_operation_answers_as_its_spec_declares() {
 
     // The platform starts a negotiation; Tomas's turn is parked for his agent.
     let started = ch
-        .expect(&app, call(Method::POST, "/api/negotiations", "/api/negotiations", &service, Some(fixtures::good_match())), S::CREATED)
+        .expect(
+            &app,
+            call(Method::POST, "/api/negotiations", "/api/negotiations", &service, Some(fixtures::good_match())),
+            S::CREATED,
+        )
         .await;
     let n = started["negotiation"]["id"].as_str().unwrap().to_owned();
     let o = started["opportunity"]["id"].as_str().unwrap().to_owned();
     let ctx = started["negotiation"]["conversationId"].as_str().unwrap().to_owned();
-    ch.expect(&app, call(Method::GET, "/api/negotiations/{id}", format!("/api/negotiations/{n}"), &service, None), S::OK).await;
+    ch.expect(
+        &app,
+        call(Method::GET, "/api/negotiations/{id}", format!("/api/negotiations/{n}"), &service, None),
+        S::OK,
+    )
+    .await;
     ch.expect(&app, call(Method::GET, "/api/tasks/{id}", format!("/api/tasks/{n}"), &maya, None), S::OK).await;
-    ch.expect(&app, call(Method::GET, "/api/conversations/{id}", format!("/api/conversations/{ctx}"), &maya, None), S::OK).await;
+    ch.expect(
+        &app,
+        call(Method::GET, "/api/conversations/{id}", format!("/api/conversations/{ctx}"), &maya, None),
+        S::OK,
+    )
+    .await;
     ch.expect(&app, call(Method::GET, "/api/opportunities", "/api/opportunities?limit=10", &maya, None), S::OK).await;
-    ch.expect(&app, call(Method::GET, "/api/opportunities/{id}", format!("/api/opportunities/{o}"), &maya, None), S::OK).await;
+    ch.expect(
+        &app,
+        call(Method::GET, "/api/opportunities/{id}", format!("/api/opportunities/{o}"), &maya, None),
+        S::OK,
+    )
+    .await;
     ch.expect(&app, call(Method::GET, "/api/events", "/api/events", &maya, None), S::OK).await;
 
     // The agent's side: list, read, pickup, extend, release, pickup again, respond.
     let an = "/api/agents/{id}/negotiations/{negotiationId}";
-    ch.expect(&app, call(Method::GET, "/api/agents/{id}/negotiations", format!("{a}/negotiations?status=all"), &key, None), S::OK)
-        .await;
+    ch.expect(
+        &app,
+        call(Method::GET, "/api/agents/{id}/negotiations", format!("{a}/negotiations?status=all"), &key, None),
+        S::OK,
+    )
+    .await;
     ch.expect(&app, call(Method::GET, an, format!("{a}/negotiations/{n}"), &key, None), S::OK).await;
     ch.expect(&app, call(Method::GET, an, format!("{a}/negotiations/{n}"), &tomas, None), S::OK).await;
     let pickup = "/api/agents/{id}/negotiations/pickup";
-    ch.expect(&app, call(Method::POST, pickup, format!("{a}/negotiations/pickup?skip={n}"), &key, None), S::NO_CONTENT).await;
-    ch.expect(&app, call(Method::POST, pickup, format!("{a}/negotiations/pickup?skip=nope"), &key, None), S::BAD_REQUEST).await;
-    let picked = ch.expect(&app, call(Method::POST, pickup, format!("{a}/negotiations/pickup"), &key, None), S::OK).await;
-    let token = picked["claimToken"].as_str().unwrap().to_owned();
-    let claim = json!({ "claimToken": token });
-    ch.expect(&app, call(Method::POST, "/api/agents/{id}/negotiations/{negotiationId}/extend", format!("{a}/negotiations/{n}/extend"), &key, Some(claim.clone())), S::OK).await;
-    let release = "/api/agents/{id}/negotiations/{negotiationId}/release";
-    let reason = json!({ "claimToken": token, "reason": "my program failed", "handBack": false });
-    ch.expect(&app, call(Method::POST, release, format!("{a}/negotiations/{n}/release"), &key, Some(reason)), S::OK).await;
+    ch.expect(&app, call(Method::POST, pickup, format!("{a}/negotiations/pickup?skip={n}"), &key, None), S::NO_CONTENT)
+        .await;
     ch.expect(
         &app,
-        call(Method::POST, "/api/agents/{id}/negotiations/{negotiationId}/extend", format!("{a}/negotiations/{n}/extend"), &key, Some(claim)),
+        call(Method::POST, pickup, format!("{a}/negotiations/pickup?skip=nope"), &key, None),
+        S::BAD_REQUEST,
+    )
+    .await;
+    let picked =
+        ch.expect(&app, call(Method::POST, pickup, format!("{a}/negotiations/pickup"), &key, None), S::OK).await;
+    let token = picked["claimToken"].as_str().unwrap().to_owned();
+    let claim = json!({ "claimToken": token });
+    ch.expect(
+        &app,
+        call(
+            Method::POST,
+            "/api/agents/{id}/negotiations/{negotiationId}/extend",
+            format!("{a}/negotiations/{n}/extend"),
+            &key,
+            Some(claim.clone()),
+        ),
+        S::OK,
+    )
+    .await;
+    let release = "/api/agents/{id}/negotiations/{negotiationId}/release";
+    let reason = json!({ "claimToken": token, "reason": "my program failed", "handBack": false });
+    ch.expect(&app, call(Method::POST, release, format!("{a}/negotiations/{n}/release"), &key, Some(reason)), S::OK)
+        .await;
+    ch.expect(
+        &app,
+        call(
+            Method::POST,
+            "/api/agents/{id}/negotiations/{negotiationId}/extend",
+            format!("{a}/negotiations/{n}/extend"),
+            &key,
+            Some(claim),
+        ),
         S::CONFLICT,
     )
     .await;
-    let picked = ch.expect(&app, call(Method::POST, pickup, format!("{a}/negotiations/pickup?wait=1"), &key, None), S::OK).await;
+    let picked =
+        ch.expect(&app, call(Method::POST, pickup, format!("{a}/negotiations/pickup?wait=1"), &key, None), S::OK).await;
     let respond = "/api/agents/{id}/negotiations/{negotiationId}/respond";
     let mut answer = crate::helpers::answer("accept", picked["claimToken"].as_str());
-    ch.expect(&app, call(Method::POST, respond, format!("{a}/negotiations/{n}/respond"), &key, Some(answer.clone())), S::OK).await;
+    ch.expect(
+        &app,
+        call(Method::POST, respond, format!("{a}/negotiations/{n}/respond"), &key, Some(answer.clone())),
+        S::OK,
+    )
+    .await;
     answer["action"] = json!("counter");
-    ch.expect(&app, call(Method::POST, respond, format!("{a}/negotiations/{n}/respond"), &key, Some(answer)), S::CONFLICT).await;
+    ch.expect(
+        &app,
+        call(Method::POST, respond, format!("{a}/negotiations/{n}/respond"), &key, Some(answer)),
+        S::CONFLICT,
+    )
+    .await;
     ch.expect(&app, call(Method::POST, pickup, format!("{a}/negotiations/pickup"), &key, None), S::NO_CONTENT).await;
-    ch.expect(&app, call(Method::POST, "/api/agents/{id}/heartbeat", format!("{a}/heartbeat"), &key, None), S::NO_CONTENT).await;
+    ch.expect(
+        &app,
+        call(Method::POST, "/api/agents/{id}/heartbeat", format!("{a}/heartbeat"), &key, None),
+        S::NO_CONTENT,
+    )
+    .await;
 
     // The agent offers work; anyone finds it; its trust is read.
     let caps = "/api/agents/{id}/capabilities";
     let offer = json!({"taskType": "code-review", "inputSchema": {"type": "object"}, "outputSchema": {}, "estimatedCostUsd": 0.05});
-    let offered = ch.expect(&app, call(Method::PUT, caps, format!("{a}/capabilities"), &key, Some(offer.clone())), S::CREATED).await;
+    let offered = ch
+        .expect(&app, call(Method::PUT, caps, format!("{a}/capabilities"), &key, Some(offer.clone())), S::CREATED)
+        .await;
     ch.expect(&app, call(Method::PUT, caps, format!("{a}/capabilities"), &tomas, Some(offer)), S::OK).await;
     ch.expect(&app, call(Method::GET, caps, format!("{a}/capabilities"), &key, None), S::OK).await;
     let cap = offered["capability"]["id"].as_str().unwrap().to_owned();
     let permissions = "/api/agents/{id}/capabilities/{capabilityId}/permissions";
-    ch.expect(&app, call(Method::PUT, permissions, format!("{a}/capabilities/{cap}/permissions"), &key, Some(json!({"acceptDelegations": false}))), S::OK).await;
+    ch.expect(
+        &app,
+        call(
+            Method::PUT,
+            permissions,
+            format!("{a}/capabilities/{cap}/permissions"),
+            &key,
+            Some(json!({"acceptDelegations": false})),
+        ),
+        S::OK,
+    )
+    .await;
     let discover = "/api/agents/discover";
     ch.expect(&app, call(Method::GET, discover, "/api/agents/discover?taskType=code-review", &maya, None), S::OK).await;
-    ch.expect(&app, call(Method::GET, discover, "/api/agents/discover?taskType=code-review&limit=none", &maya, None), S::BAD_REQUEST).await;
-    ch.expect(&app, call(Method::GET, "/api/discovery", "/api/discovery?taskType=code-review&maxCost=1", &maya, None), S::OK).await;
-    ch.expect(&app, call(Method::GET, "/api/discovery", "/api/discovery?taskType=code-review&sort=cheapest", &maya, None), S::BAD_REQUEST).await;
+    ch.expect(
+        &app,
+        call(Method::GET, discover, "/api/agents/discover?taskType=code-review&limit=none", &maya, None),
+        S::BAD_REQUEST,
+    )
+    .await;
+    ch.expect(
+        &app,
+        call(Method::GET, "/api/discovery", "/api/discovery?taskType=code-review&maxCost=1", &maya, None),
+        S::OK,
+    )
+    .await;
+    ch.expect(
+        &app,
+        call(Method::GET, "/api/discovery", "/api/discovery?taskType=code-review&sort=cheapest", &maya, None),
+        S::BAD_REQUEST,
+    )
+    .await;
     let rank = "/api/agents/rank";
     let task = json!({"task_summary": "review rust code", "max_cost_amount": "$0.01", "taskType": "code-review"});
     ch.expect(&app, call(Method::POST, rank, rank, &maya, Some(task)), S::OK).await;
     let task = json!({"task_summary": "review rust code", "taskType": "code-review"});
     let ranked = ch.expect(&app, call(Method::POST, rank, rank, &key, Some(task)), S::OK).await;
     assert_eq!(ranked["candidates"].as_array().map(Vec::len), Some(1), "{ranked}");
-    ch.expect(&app, call(Method::POST, rank, rank, &maya, Some(json!({"task_summary": "x", "limit": 0}))), S::BAD_REQUEST).await;
-    ch.expect(&app, call(Method::GET, "/api/trust/{agentId}", format!("/api/trust/{agent}"), &service, None), S::OK).await;
-    ch.expect(&app, call(Method::DELETE, "/api/agents/{id}/capabilities/{capabilityId}", format!("{a}/capabilities/{cap}"), &key, None), S::OK).await;
+    ch.expect(
+        &app,
+        call(Method::POST, rank, rank, &maya, Some(json!({"task_summary": "x", "limit": 0}))),
+        S::BAD_REQUEST,
+    )
+    .await;
+    ch.expect(&app, call(Method::GET, "/api/trust/{agentId}", format!("/api/trust/{agent}"), &service, None), S::OK)
+        .await;
+    ch.expect(
+        &app,
+        call(
+            Method::DELETE,
+            "/api/agents/{id}/capabilities/{capabilityId}",
+            format!("{a}/capabilities/{cap}"),
+            &key,
+            None,
+        ),
+        S::OK,
+    )
+    .await;
 
     // Tomas's agent delegates work to Ana's, which takes it, completes one, rejects one, fails one.
     let ana = ch
-        .expect(&app, call(Method::POST, "/api/agents", "/api/agents", &Auth::Jwt(app.user_token("user-ana")), Some(json!({"name": "Ana's agent"}))), S::CREATED)
+        .expect(
+            &app,
+            call(
+                Method::POST,
+                "/api/agents",
+                "/api/agents",
+                &Auth::Jwt(app.user_token("user-ana")),
+                Some(json!({"name": "Ana's agent"})),
+            ),
+            S::CREATED,
+        )
         .await;
     let target = ana["agent"]["id"].as_str().unwrap().to_owned();
     let tkey = Auth::Key(ana["apiKey"]["key"].as_str().unwrap().to_owned());
     let t = format!("/api/agents/{target}");
-    let review = json!({"taskType": "code-review", "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}});
-    let offered = ch.expect(&app, call(Method::PUT, caps, format!("{t}/capabilities"), &tkey, Some(review)), S::CREATED).await;
+    let review =
+        json!({"taskType": "code-review", "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}});
+    let offered =
+        ch.expect(&app, call(Method::PUT, caps, format!("{t}/capabilities"), &tkey, Some(review)), S::CREATED).await;
     let anon = offered["anonymousAgentId"].as_str().unwrap().to_owned();
     let delegate = "/api/agents/delegate";
     let ask = |rid: &str| json!({"requestId": rid, "agentId": agent, "targetAnonymousId": anon, "taskType": "code-review", "input": {"code": "x"}});
-    let (r1, r2, r3) = (uuid::Uuid::new_v4().to_string(), uuid::Uuid::new_v4().to_string(), uuid::Uuid::new_v4().to_string());
+    let (r1, r2, r3) =
+        (uuid::Uuid::new_v4().to_string(), uuid::Uuid::new_v4().to_string(), uuid::Uuid::new_v4().to_string());
     for r in [&r1, &r2, &r3] {
-        ch.expect(&app, call(Method::POST, delegate, format!("{delegate}?wait=0"), &key, Some(ask(r))), S::ACCEPTED).await;
+        ch.expect(&app, call(Method::POST, delegate, format!("{delegate}?wait=0"), &key, Some(ask(r))), S::ACCEPTED)
+            .await;
     }
     // The same operation at AgentLens's paths: the seed's, and its MCP tool's (result at the top).
     for alias in ["/api/delegation/delegate", "/api/delegations"] {
         let r = uuid::Uuid::new_v4().to_string();
         let mut body = ask(&r);
         body.as_object_mut().unwrap().remove("agentId");
-        let answered = ch.expect(&app, call(Method::POST, alias, format!("{alias}?wait=0"), &key, Some(body)), S::ACCEPTED).await;
+        let answered =
+            ch.expect(&app, call(Method::POST, alias, format!("{alias}?wait=0"), &key, Some(body)), S::ACCEPTED).await;
         assert_eq!(answered["result"]["status"], "pending", "{answered}");
         let reject = format!("{t}/delegations/{r}/reject");
         ch.run(&app, call(Method::POST, "/api/agents/{id}/delegations/{requestId}/reject", reject, &tkey, None)).await;
     }
-    ch.expect(&app, call(Method::POST, delegate, delegate, &key, Some(json!({"agentId": agent, "taskType": "cooking", "input": {}}))), S::BAD_REQUEST).await;
-    ch.expect(&app, call(Method::GET, "/api/agents/{id}/delegations/inbox", format!("{t}/delegations/inbox?wait=1"), &tkey, None), S::OK).await;
+    ch.expect(
+        &app,
+        call(
+            Method::POST,
+            delegate,
+            delegate,
+            &key,
+            Some(json!({"agentId": agent, "taskType": "cooking", "input": {}})),
+        ),
+        S::BAD_REQUEST,
+    )
+    .await;
+    ch.expect(
+        &app,
+        call(Method::GET, "/api/agents/{id}/delegations/inbox", format!("{t}/delegations/inbox?wait=1"), &tkey, None),
+        S::OK,
+    )
+    .await;
     let accept = "/api/agents/{id}/delegations/{requestId}/accept";
     let complete = "/api/agents/{id}/delegations/{requestId}/complete";
     let reject = "/api/agents/{id}/delegations/{requestId}/reject";
@@ -386,14 +548,48 @@ async fn every_operation_answers_as_its_spec_declares() {
         ch.expect(&app, call(Method::POST, accept, format!("{t}/delegations/{r}/accept"), &tkey, None), S::OK).await;
     }
     ch.expect(&app, call(Method::POST, accept, format!("{t}/delegations/{r1}/accept"), &tkey, None), S::CONFLICT).await;
-    ch.expect(&app, call(Method::POST, complete, format!("{t}/delegations/{r1}/complete"), &tkey, Some(json!({"output": "not an object"}))), S::BAD_REQUEST).await;
-    ch.expect(&app, call(Method::POST, complete, format!("{t}/delegations/{r1}/complete"), &tkey, Some(json!({"output": {"feedback": "ok"}}))), S::OK).await;
-    ch.expect(&app, call(Method::POST, reject, format!("{t}/delegations/{r2}/reject"), &tkey, Some(json!({"reason": "busy"}))), S::OK).await;
-    ch.expect(&app, call(Method::POST, fail, format!("{t}/delegations/{r3}/fail"), &tkey, Some(json!({"error": "crashed"}))), S::OK).await;
+    ch.expect(
+        &app,
+        call(
+            Method::POST,
+            complete,
+            format!("{t}/delegations/{r1}/complete"),
+            &tkey,
+            Some(json!({"output": "not an object"})),
+        ),
+        S::BAD_REQUEST,
+    )
+    .await;
+    ch.expect(
+        &app,
+        call(
+            Method::POST,
+            complete,
+            format!("{t}/delegations/{r1}/complete"),
+            &tkey,
+            Some(json!({"output": {"feedback": "ok"}})),
+        ),
+        S::OK,
+    )
+    .await;
+    ch.expect(
+        &app,
+        call(Method::POST, reject, format!("{t}/delegations/{r2}/reject"), &tkey, Some(json!({"reason": "busy"}))),
+        S::OK,
+    )
+    .await;
+    ch.expect(
+        &app,
+        call(Method::POST, fail, format!("{t}/delegations/{r3}/fail"), &tkey, Some(json!({"error": "crashed"}))),
+        S::OK,
+    )
+    .await;
     ch.expect(&app, call(Method::POST, delegate, format!("{delegate}?wait=1"), &key, Some(ask(&r1))), S::OK).await;
     let read = "/api/delegations/{requestId}";
-    let done = ch.expect(&app, call(Method::GET, read, format!("/api/delegations/{r1}?wait=1"), &key, None), S::OK).await;
-    let declined = ch.expect(&app, call(Method::GET, read, format!("/api/delegations/{r2}"), &tomas, None), S::OK).await;
+    let done =
+        ch.expect(&app, call(Method::GET, read, format!("/api/delegations/{r1}?wait=1"), &key, None), S::OK).await;
+    let declined =
+        ch.expect(&app, call(Method::GET, read, format!("/api/delegations/{r2}"), &tomas, None), S::OK).await;
     // Each attempt is an A2A task: completed (with its artifact) and rejected.
     let tasks = "/api/tasks/{id}";
     let done_task = done["delegation"]["attempts"][0]["taskId"].as_str().unwrap().to_owned();
@@ -402,16 +598,42 @@ async fn every_operation_answers_as_its_spec_declares() {
     ch.expect(&app, call(Method::GET, tasks, format!("/api/tasks/{declined_task}"), &tomas, None), S::OK).await;
     ch.expect(&app, call(Method::GET, tasks, format!("/api/tasks/{done_task}"), &maya, None), S::NOT_FOUND).await;
     let list = "/api/agents/{id}/delegations";
-    ch.expect(&app, call(Method::GET, list, format!("{a}/delegations?direction=outbound&limit=2"), &key, None), S::OK).await;
+    ch.expect(&app, call(Method::GET, list, format!("{a}/delegations?direction=outbound&limit=2"), &key, None), S::OK)
+        .await;
     ch.expect(&app, call(Method::GET, list, format!("{t}/delegations?direction=inbound"), &tkey, None), S::OK).await;
-    ch.expect(&app, call(Method::GET, list, format!("{a}/delegations?direction=sideways"), &key, None), S::BAD_REQUEST).await;
+    ch.expect(&app, call(Method::GET, list, format!("{a}/delegations?direction=sideways"), &key, None), S::BAD_REQUEST)
+        .await;
 
     // The people decide; the platform cancels another negotiation.
     let decision = "/api/opportunities/{id}/decision";
-    ch.expect(&app, call(Method::POST, decision, format!("/api/opportunities/{o}/decision"), &maya, Some(json!({"decision": "accept"}))), S::OK).await;
-    ch.expect(&app, call(Method::POST, decision, format!("/api/opportunities/{o}/decision"), &maya, Some(json!({"decision": "accept"}))), S::CONFLICT).await;
+    ch.expect(
+        &app,
+        call(
+            Method::POST,
+            decision,
+            format!("/api/opportunities/{o}/decision"),
+            &maya,
+            Some(json!({"decision": "accept"})),
+        ),
+        S::OK,
+    )
+    .await;
+    ch.expect(
+        &app,
+        call(
+            Method::POST,
+            decision,
+            format!("/api/opportunities/{o}/decision"),
+            &maya,
+            Some(json!({"decision": "accept"})),
+        ),
+        S::CONFLICT,
+    )
+    .await;
     let other = fixtures::request(fixtures::pastry_chef(), fixtures::engineer(), 60.0);
-    let started = ch.expect(&app, call(Method::POST, "/api/negotiations", "/api/negotiations", &service, Some(other)), S::CREATED).await;
+    let started = ch
+        .expect(&app, call(Method::POST, "/api/negotiations", "/api/negotiations", &service, Some(other)), S::CREATED)
+        .await;
     let n2 = started["negotiation"]["id"].as_str().unwrap().to_owned();
     let cancel = "/api/negotiations/{id}";
     ch.expect(&app, call(Method::DELETE, cancel, format!("/api/negotiations/{n2}"), &service, None), S::OK).await;
@@ -419,9 +641,24 @@ async fn every_operation_answers_as_its_spec_declares() {
     // The platform gives the canceled one a second chance: a new round, then the same again.
     let reactivate = "/api/opportunities/{id}/reactivate";
     let o2 = started["opportunity"]["id"].as_str().unwrap().to_owned();
-    ch.expect(&app, call(Method::POST, reactivate, format!("/api/opportunities/{o2}/reactivate"), &service, Some(json!({}))), S::CREATED).await;
-    ch.expect(&app, call(Method::POST, reactivate, format!("/api/opportunities/{o2}/reactivate"), &service, Some(json!({}))), S::OK).await;
-    ch.expect(&app, call(Method::POST, reactivate, format!("/api/opportunities/{o}/reactivate"), &service, Some(json!({}))), S::CONFLICT).await;
+    ch.expect(
+        &app,
+        call(Method::POST, reactivate, format!("/api/opportunities/{o2}/reactivate"), &service, Some(json!({}))),
+        S::CREATED,
+    )
+    .await;
+    ch.expect(
+        &app,
+        call(Method::POST, reactivate, format!("/api/opportunities/{o2}/reactivate"), &service, Some(json!({}))),
+        S::OK,
+    )
+    .await;
+    ch.expect(
+        &app,
+        call(Method::POST, reactivate, format!("/api/opportunities/{o}/reactivate"), &service, Some(json!({}))),
+        S::CONFLICT,
+    )
+    .await;
     // How it all went, for Tomas and for the platform.
     let insights = ch.expect(&app, call(Method::GET, "/api/insights", "/api/insights", &tomas, None), S::OK).await;
     assert_eq!(insights["total"]["negotiations"]["accepted"], 1, "{insights}");
@@ -429,8 +666,24 @@ async fn every_operation_answers_as_its_spec_declares() {
 
     // The hub's self-assessment.
     let assess = "/agent/negotiation";
-    ch.expect(&app, call(Method::POST, assess, assess, &none, Some(json!({"task_summary": "Negotiate a match for a Rust engineer"}))), S::OK).await;
-    ch.expect(&app, call(Method::POST, assess, assess, &none, Some(json!({"task_details": "no summary"}))), S::BAD_REQUEST).await;
+    ch.expect(
+        &app,
+        call(
+            Method::POST,
+            assess,
+            assess,
+            &none,
+            Some(json!({"task_summary": "Negotiate a match for a Rust engineer"})),
+        ),
+        S::OK,
+    )
+    .await;
+    ch.expect(
+        &app,
+        call(Method::POST, assess, assess, &none, Some(json!({"task_details": "no summary"}))),
+        S::BAD_REQUEST,
+    )
+    .await;
 
     // Bad requests, for every operation: no credentials, a body that is not JSON, unknown ids,
     // the wrong kind of credentials.
@@ -439,7 +692,8 @@ async fn every_operation_answers_as_its_spec_declares() {
         let op = ch.spec["paths"][template][method.to_lowercase()].clone();
         let template: &'static str = Box::leak(template.clone().into_boxed_str());
         let method: Method = method.parse().unwrap();
-        let secured = op["security"].as_array().is_some_and(|s| s.iter().any(|r| r.as_object().is_some_and(|r| !r.is_empty())));
+        let secured =
+            op["security"].as_array().is_some_and(|s| s.iter().any(|r| r.as_object().is_some_and(|r| !r.is_empty())));
         let path_for = |id: &str, second: &str| {
             template
                 .replacen("{id}", id, 1)
@@ -462,10 +716,21 @@ async fn every_operation_answers_as_its_spec_declares() {
         };
         if secured {
             ch.expect(&app, call(method.clone(), template, real.clone(), &none, None), S::UNAUTHORIZED).await;
-            ch.expect(&app, call(method.clone(), template, real.clone(), &Auth::Jwt("not-a-token".into()), None), S::UNAUTHORIZED).await;
+            ch.expect(
+                &app,
+                call(method.clone(), template, real.clone(), &Auth::Jwt("not-a-token".into()), None),
+                S::UNAUTHORIZED,
+            )
+            .await;
         }
         if op.get("requestBody").is_some() {
-            let c = Call { method: method.clone(), template, path: real.clone(), auth: auth.clone(), body: Some("{\"oops\": [".into()) };
+            let c = Call {
+                method: method.clone(),
+                template,
+                path: real.clone(),
+                auth: auth.clone(),
+                body: Some("{\"oops\": [".into()),
+            };
             ch.expect(&app, c, S::BAD_REQUEST).await;
         }
         if template.contains('{') {
@@ -480,9 +745,16 @@ async fn every_operation_answers_as_its_spec_declares() {
         }
     }
     let key_auth = Auth::Key("pk_not-a-real-key".into());
-    ch.expect(&app, call(Method::POST, pickup, format!("{a}/negotiations/pickup"), &key_auth, None), S::UNAUTHORIZED).await;
-    ch.expect(&app, call(Method::POST, pickup, format!("{a}/negotiations/pickup?wait=soon"), &key, None), S::BAD_REQUEST).await;
-    ch.expect(&app, call(Method::GET, "/api/opportunities", "/api/opportunities?limit=0", &maya, None), S::BAD_REQUEST).await;
+    ch.expect(&app, call(Method::POST, pickup, format!("{a}/negotiations/pickup"), &key_auth, None), S::UNAUTHORIZED)
+        .await;
+    ch.expect(
+        &app,
+        call(Method::POST, pickup, format!("{a}/negotiations/pickup?wait=soon"), &key, None),
+        S::BAD_REQUEST,
+    )
+    .await;
+    ch.expect(&app, call(Method::GET, "/api/opportunities", "/api/opportunities?limit=0", &maya, None), S::BAD_REQUEST)
+        .await;
     ch.expect(&app, call(Method::GET, "/api/insights", "/api/insights?from=soon", &maya, None), S::BAD_REQUEST).await;
     ch.expect(&app, call(Method::DELETE, "/api/agents/{id}", &a, &tomas, None), S::NO_CONTENT).await;
 

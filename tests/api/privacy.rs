@@ -260,7 +260,10 @@ async fn a_respond_that_the_other_sides_system_reply_ends_shows_the_sentence() {
         // Tomas has no personal agent: the sentence says Parley decided for him.
         assert_eq!(
             responded["outcome"]["reasoning"],
-            format!("Parley {verb} Maya Chen's {what} for {name} at turn {} ({name} has no personal agent).", last["turnNumber"]),
+            format!(
+                "Parley {verb} Maya Chen's {what} for {name} at turn {} ({name} has no personal agent).",
+                last["turnNumber"]
+            ),
             "{responded}"
         );
     }

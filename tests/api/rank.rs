@@ -105,7 +105,10 @@ async fn capabilities_are_assessed_with_live_queue_depth_and_ranked_by_score_and
     let rejected = answer.body["rejected"].as_array().unwrap();
     assert_eq!(rejected.len(), 1, "{}", answer.text);
     assert_eq!(rejected[0]["anonymousAgentId"], anon_c.as_str());
-    assert_eq!(rejected[0]["assessment"], json!({"accepted": false, "score": 0.0, "confidence": 0.9, "rejection_reason": "cost_exceeds_budget"}));
+    assert_eq!(
+        rejected[0]["assessment"],
+        json!({"accepted": false, "score": 0.0, "confidence": 0.9, "rejection_reason": "cost_exceeds_budget"})
+    );
 
     // Without a taskType every kind is assessed: D matches nothing; limit 1 shows one of each.
     let mut all = task();
@@ -133,13 +136,20 @@ async fn the_configured_trust_floor_and_disabled_capabilities_keep_agents_out() 
     let body = json!({"task_summary": "analysis of sales data", "taskType": "analysis"});
     let answer = rank(&app, &body).await;
     assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
-    let shown: Vec<&Value> = answer.body["candidates"].as_array().unwrap().iter().chain(answer.body["rejected"].as_array().unwrap()).collect();
+    let shown: Vec<&Value> = answer.body["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(answer.body["rejected"].as_array().unwrap())
+        .collect();
     assert_eq!(shown.len(), 1, "{}", answer.text);
     assert_eq!(shown[0]["anonymousAgentId"], anon_good.as_str());
 
     let listed = app.agent_call(&good, Method::GET, "/capabilities", None).await;
     let id = listed.body["capabilities"][0]["id"].as_str().unwrap().to_owned();
-    let off = app.agent_call(&good, Method::PUT, &format!("/capabilities/{id}/permissions"), Some(&json!({"enabled": false}))).await;
+    let off = app
+        .agent_call(&good, Method::PUT, &format!("/capabilities/{id}/permissions"), Some(&json!({"enabled": false})))
+        .await;
     assert_eq!(off.status, StatusCode::OK, "{}", off.text);
     let answer = rank(&app, &body).await;
     assert_eq!(answer.body, json!({"candidates": [], "rejected": []}));
@@ -165,7 +175,18 @@ async fn ranking_answers_show_neither_agent_ids_nor_owners() {
             assert!(!answer.text.contains(secret), "{}", answer.text);
         }
         let keys: Vec<&String> = answer.body["candidates"][0].as_object().unwrap().keys().collect();
-        assert_eq!(keys, ["anonymousAgentId", "capabilityId", "taskType", "assessment", "trustScorePercentile", "provisional", "rankScore"]);
+        assert_eq!(
+            keys,
+            [
+                "anonymousAgentId",
+                "capabilityId",
+                "taskType",
+                "assessment",
+                "trustScorePercentile",
+                "provisional",
+                "rankScore"
+            ]
+        );
         let keys: Vec<&String> = answer.body["rejected"][0].as_object().unwrap().keys().collect();
         assert_eq!(keys, ["anonymousAgentId", "capabilityId", "taskType", "assessment"]);
     }

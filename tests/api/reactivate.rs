@@ -23,11 +23,10 @@ async fn footprint(app: &TestApp) -> Vec<i64> {
     for table in ["tasks", "messages", "artifacts", "events", "conversations"] {
         counts.push(app.count(table).await);
     }
-    let statuses: Vec<String> =
-        sqlx::query_scalar("SELECT status FROM opportunities ORDER BY opportunity_id")
-            .fetch_all(&app.pool)
-            .await
-            .unwrap();
+    let statuses: Vec<String> = sqlx::query_scalar("SELECT status FROM opportunities ORDER BY opportunity_id")
+        .fetch_all(&app.pool)
+        .await
+        .unwrap();
     counts.push(statuses.iter().filter(|s| *s == "negotiating").count() as i64);
     counts
 }
@@ -41,21 +40,10 @@ async fn stalled(app: &TestApp) -> (TestAgent, String, String) {
     let negotiation = started["negotiation"]["id"].as_str().unwrap().to_owned();
     let opportunity = started["opportunity"]["id"].as_str().unwrap().to_owned();
     assert_eq!(started["negotiation"]["status"], "waiting_for_agent");
-    let canceled = app
-        .call(
-            Method::DELETE,
-            &format!("/api/negotiations/{negotiation}"),
-            Some(&app.service_token()),
-            None,
-        )
-        .await;
+    let canceled =
+        app.call(Method::DELETE, &format!("/api/negotiations/{negotiation}"), Some(&app.service_token()), None).await;
     assert_eq!(canceled.status, StatusCode::OK, "{}", canceled.text);
-    let o = app
-        .get(
-            &format!("/api/opportunities/{opportunity}"),
-            &app.service_token(),
-        )
-        .await;
+    let o = app.get(&format!("/api/opportunities/{opportunity}"), &app.service_token()).await;
     assert_eq!(o.body["status"], "stalled");
     // Stalled because the platform canceled it, which the opportunity says.
     assert_eq!((o.body["endReason"].as_str(), o.body["round"].as_u64()), (Some("canceled"), Some(0)), "{}", o.text);
@@ -63,12 +51,7 @@ async fn stalled(app: &TestApp) -> (TestAgent, String, String) {
 }
 
 async fn opportunity_status(app: &TestApp, opportunity: &str) -> Value {
-    app.get(
-        &format!("/api/opportunities/{opportunity}"),
-        &app.service_token(),
-    )
-    .await
-    .body
+    app.get(&format!("/api/opportunities/{opportunity}"), &app.service_token()).await.body
 }
 
 #[tokio::test]
@@ -78,13 +61,7 @@ async fn only_stalled_and_expired_opportunities_can_be_reactivated() {
     app.register_agent("user-raj").await;
 
     // negotiating: Raj opens, and his agent has not answered yet.
-    let negotiating = app
-        .start(&fixtures::request(
-            fixtures::kernel_developer(),
-            fixtures::pastry_chef(),
-            40.0,
-        ))
-        .await;
+    let negotiating = app.start(&fixtures::request(fixtures::kernel_developer(), fixtures::pastry_chef(), 40.0)).await;
     assert_eq!(negotiating["opportunity"]["status"], "negotiating");
     // pending: two system negotiators accept a good match (it expires later, below).
     let pending = app.start(&fixtures::good_match()).await;
@@ -110,72 +87,42 @@ async fn only_stalled_and_expired_opportunities_can_be_reactivated() {
             .await;
         assert_eq!(decided.status, StatusCode::OK, "{}", decided.text);
     }
-    assert_eq!(
-        opportunity_status(&app, &accepted_id).await["status"],
-        "accepted"
-    );
+    assert_eq!(opportunity_status(&app, &accepted_id).await["status"], "accepted");
 
     let before = footprint(&app).await;
-    for (started, status) in [
-        (&negotiating, "negotiating"),
-        (&rejected, "rejected"),
-        (&accepted, "accepted"),
-    ] {
+    for (started, status) in [(&negotiating, "negotiating"), (&rejected, "rejected"), (&accepted, "accepted")] {
         let id = started["opportunity"]["id"].as_str().unwrap();
         let answer = app.post(&reactivate_path(id), &service, &json!({})).await;
         answer.assert_error(StatusCode::CONFLICT, "not_reactivatable");
-        assert!(
-            answer.body["error"].as_str().unwrap().contains(status),
-            "{}",
-            answer.text
-        );
+        assert!(answer.body["error"].as_str().unwrap().contains(status), "{}", answer.text);
         assert_eq!(opportunity_status(&app, id).await["status"], status);
     }
     let pending_id = pending["opportunity"]["id"].as_str().unwrap().to_owned();
     // Pending is refused as long as it is pending (the TTL is two seconds: check at once).
-    let refused = app
-        .post(&reactivate_path(&pending_id), &service, &json!({}))
-        .await;
+    let refused = app.post(&reactivate_path(&pending_id), &service, &json!({})).await;
     let after = footprint(&app).await;
     if opportunity_status(&app, &pending_id).await["status"] == "pending" {
         refused.assert_error(StatusCode::CONFLICT, "not_reactivatable");
         assert_eq!(after, before, "a refused reactivation changes nothing");
     }
-    let unknown = app
-        .post(
-            &reactivate_path("0193b0a4-7000-7000-8000-000000000009"),
-            &service,
-            &json!({}),
-        )
-        .await;
+    let unknown = app.post(&reactivate_path("0193b0a4-7000-7000-8000-000000000009"), &service, &json!({})).await;
     unknown.assert_error(StatusCode::NOT_FOUND, "not_found");
 
     // expired: the pending one, once its TTL passed, gets a new round (system negotiators: it
     // runs to its end at once, here `pending` again).
     let deadline = tokio::time::Instant::now() + WAIT;
     while opportunity_status(&app, &pending_id).await["status"] != "expired" {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the pending opportunity never expired"
-        );
+        assert!(tokio::time::Instant::now() < deadline, "the pending opportunity never expired");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     // No body at all: the body is optional, and leaving it out keeps every context.
-    let again = app
-        .call(Method::POST, &reactivate_path(&pending_id), Some(&service), None)
-        .await;
+    let again = app.call(Method::POST, &reactivate_path(&pending_id), Some(&service), None).await;
     assert_eq!(again.status, StatusCode::CREATED, "{}", again.text);
     assert_eq!(again.body["opportunity"]["status"], "pending");
     assert_eq!(again.body["negotiation"]["status"], "completed");
     assert_eq!(again.body["negotiation"]["outcome"]["hasOpportunity"], true);
-    assert_ne!(
-        again.body["negotiation"]["id"],
-        pending["negotiation"]["id"]
-    );
-    assert_eq!(
-        again.body["opportunity"]["negotiationId"],
-        again.body["negotiation"]["id"]
-    );
+    assert_ne!(again.body["negotiation"]["id"], pending["negotiation"]["id"]);
+    assert_eq!(again.body["opportunity"]["negotiationId"], again.body["negotiation"]["id"]);
 }
 
 #[tokio::test]
@@ -186,26 +133,13 @@ async fn a_reactivated_round_runs_to_an_outcome_and_its_agent_sees_the_earlier_r
 
     let mut events = SseReader::open(&app.base, &service, None).await;
     let mut candidate = fixtures::engineer();
-    candidate["profile"]["bio"] =
-        json!("Senior backend engineer, now leading a payments team in Rust");
-    let answer_ = app
-        .post(
-            &reactivate_path(&opportunity),
-            &service,
-            &json!({ "candidateUser": candidate }),
-        )
-        .await;
+    candidate["profile"]["bio"] = json!("Senior backend engineer, now leading a payments team in Rust");
+    let answer_ = app.post(&reactivate_path(&opportunity), &service, &json!({ "candidateUser": candidate })).await;
     assert_eq!(answer_.status, StatusCode::CREATED, "{}", answer_.text);
-    let second = answer_.body["negotiation"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let second = answer_.body["negotiation"]["id"].as_str().unwrap().to_owned();
     assert_ne!(second, first);
     assert_eq!(answer_.body["opportunity"]["status"], "negotiating");
-    assert_eq!(
-        answer_.body["opportunity"]["negotiationId"],
-        second.as_str()
-    );
+    assert_eq!(answer_.body["opportunity"]["negotiationId"], second.as_str());
     // Turns numbered from 0 again: Maya's system negotiator proposed, Tomas's agent is next.
     assert_eq!(answer_.body["negotiation"]["status"], "waiting_for_agent");
     assert_eq!(answer_.body["negotiation"]["turns"][0]["turnNumber"], 0);
@@ -213,15 +147,15 @@ async fn a_reactivated_round_runs_to_an_outcome_and_its_agent_sees_the_earlier_r
     // The second round (1, from 0), which names the first; the opportunity says which round.
     assert_eq!(answer_.body["negotiation"]["round"], 1);
     assert_eq!(answer_.body["negotiation"]["earlierRounds"], json!([first]));
-    assert_eq!((answer_.body["opportunity"]["round"].as_u64(), answer_.body["opportunity"]["endReason"].as_str()), (Some(1), None));
+    assert_eq!(
+        (answer_.body["opportunity"]["round"].as_u64(), answer_.body["opportunity"]["endReason"].as_str()),
+        (Some(1), None)
+    );
     let earlier = app.get(&format!("/api/negotiations/{first}"), &app.user_token("user-maya")).await.body;
     assert_eq!((earlier["round"].as_u64(), earlier["earlierRounds"].clone()), (Some(0), json!([])), "{earlier}");
     // The same conversation, a new task in it.
     let conversations: i64 =
-        sqlx::query_scalar("SELECT count(DISTINCT conversation_id) FROM tasks")
-            .fetch_one(&app.pool)
-            .await
-            .unwrap();
+        sqlx::query_scalar("SELECT count(DISTINCT conversation_id) FROM tasks").fetch_one(&app.pool).await.unwrap();
     assert_eq!(conversations, 1);
 
     // The stream shows the opportunity going back to negotiating and the new round.
@@ -233,16 +167,10 @@ async fn a_reactivated_round_runs_to_an_outcome_and_its_agent_sees_the_earlier_r
             break;
         }
     }
-    let status = seen
-        .iter()
-        .find(|e| e.event == "opportunity.status")
-        .expect("an opportunity.status event");
+    let status = seen.iter().find(|e| e.event == "opportunity.status").expect("an opportunity.status event");
     assert_eq!(status.data["status"], "negotiating");
     assert_eq!(status.data["previousStatus"], "stalled");
-    let round = seen
-        .iter()
-        .find(|e| e.event == "negotiation.round")
-        .expect("a negotiation.round event");
+    let round = seen.iter().find(|e| e.event == "negotiation.round").expect("a negotiation.round event");
     assert_eq!(round.data["negotiationId"], second.as_str());
     assert_eq!(round.data["previousNegotiationId"], first.as_str());
     assert_eq!(round.data["round"], 1);
@@ -264,17 +192,11 @@ async fn a_reactivated_round_runs_to_an_outcome_and_its_agent_sees_the_earlier_r
     assert_eq!(turns.len(), 1);
     assert_eq!(turns[0]["action"], "propose");
     assert_eq!(turns[0]["side"], "source");
-    assert!(
-        turns[0].get("reasoning").is_none(),
-        "Maya's reasoning stays private: {}",
-        turns[0]
-    );
+    assert!(turns[0].get("reasoning").is_none(), "Maya's reasoning stays private: {}", turns[0]);
 
     // Tomas's agent accepts: the round ends and the opportunity is pending for the people.
     let token = picked.body["claimToken"].as_str().unwrap();
-    let responded = app
-        .respond(&tomas, &second, &answer("accept", Some(token)))
-        .await;
+    let responded = app.respond(&tomas, &second, &answer("accept", Some(token))).await;
     assert_eq!(responded.status, StatusCode::OK, "{}", responded.text);
     assert_eq!(responded.body["status"], "completed");
     assert_eq!(responded.body["opportunity"]["status"], "pending");
@@ -283,18 +205,11 @@ async fn a_reactivated_round_runs_to_an_outcome_and_its_agent_sees_the_earlier_r
     assert_eq!(o["negotiationId"], second.as_str());
 
     // The earlier round is still readable, as it ended.
-    let old = app
-        .get(&format!("/api/negotiations/{first}"), &service)
-        .await;
+    let old = app.get(&format!("/api/negotiations/{first}"), &service).await;
     assert_eq!(old.status, StatusCode::OK, "{}", old.text);
     assert_eq!(old.body["status"], "canceled");
     assert_eq!(old.body["outcome"]["reason"], "canceled");
-    let old_task = app
-        .get(
-            &format!("/api/tasks/{first}"),
-            &app.user_token("user-tomas"),
-        )
-        .await;
+    let old_task = app.get(&format!("/api/tasks/{first}"), &app.user_token("user-tomas")).await;
     assert_eq!(old_task.status, StatusCode::OK, "{}", old_task.text);
 }
 
@@ -303,7 +218,8 @@ async fn a_new_context_without_a_name_keeps_the_name_the_platform_gave() {
     let app = TestApp::spawn().await;
     let (_, opportunity, _) = stalled(&app).await;
     // The README's example: only the id and a profile, no name.
-    let body = json!({"candidateUser": {"id": "user-tomas", "profile": {"skills": ["rust", "payments api", "team lead"]}}});
+    let body =
+        json!({"candidateUser": {"id": "user-tomas", "profile": {"skills": ["rust", "payments api", "team lead"]}}});
     let round = app.post(&reactivate_path(&opportunity), &app.service_token(), &body).await;
     assert_eq!(round.status, StatusCode::CREATED, "{}", round.text);
     assert_eq!(round.body["negotiation"]["sides"]["candidate"]["name"], "Tomas Novak", "{}", round.text);
@@ -319,24 +235,12 @@ async fn a_repeat_while_the_new_round_runs_returns_that_round() {
     let service = app.service_token();
     let (_, opportunity, _) = stalled(&app).await;
 
-    let first = app
-        .post(&reactivate_path(&opportunity), &service, &json!({}))
-        .await;
+    let first = app.post(&reactivate_path(&opportunity), &service, &json!({})).await;
     assert_eq!(first.status, StatusCode::CREATED, "{}", first.text);
     let before = footprint(&app).await;
-    let repeat = app
-        .call_raw(
-            Method::POST,
-            &reactivate_path(&opportunity),
-            Some(&service),
-            "",
-        )
-        .await;
+    let repeat = app.call_raw(Method::POST, &reactivate_path(&opportunity), Some(&service), "").await;
     assert_eq!(repeat.status, StatusCode::OK, "{}", repeat.text);
-    assert_eq!(
-        repeat.body["negotiation"]["id"],
-        first.body["negotiation"]["id"]
-    );
+    assert_eq!(repeat.body["negotiation"]["id"], first.body["negotiation"]["id"]);
     assert_eq!(repeat.body["opportunity"]["status"], "negotiating");
     assert_eq!(footprint(&app).await, before, "a repeat starts nothing");
     assert_eq!(app.count("tasks").await, 2);
@@ -351,27 +255,12 @@ async fn bad_bodies_are_refused_and_change_nothing() {
 
     let before = footprint(&app).await;
     let bodies: Vec<(Value, &str)> = vec![
-        (
-            json!({ "sourceUser": { "id": "user-someone-else" } }),
-            "sourceUser.id",
-        ),
-        (
-            json!({ "candidateUser": fixtures::founder() }),
-            "candidateUser.id",
-        ),
-        (
-            json!({ "candidateUser": { "id": "user-tomas", "intents": [{ "text": "  " }] } }),
-            "candidateUser.intents",
-        ),
+        (json!({ "sourceUser": { "id": "user-someone-else" } }), "sourceUser.id"),
+        (json!({ "candidateUser": fixtures::founder() }), "candidateUser.id"),
+        (json!({ "candidateUser": { "id": "user-tomas", "intents": [{ "text": "  " }] } }), "candidateUser.intents"),
         (json!({ "sourceUser": { "id": "" } }), "sourceUser.id"),
-        (
-            json!({ "seedAssessment": { "score": 150, "reasoning": "a fine match" } }),
-            "seedAssessment.score",
-        ),
-        (
-            json!({ "seedAssessment": { "score": 50, "reasoning": " " } }),
-            "seedAssessment.reasoning",
-        ),
+        (json!({ "seedAssessment": { "score": 150, "reasoning": "a fine match" } }), "seedAssessment.score"),
+        (json!({ "seedAssessment": { "score": 50, "reasoning": " " } }), "seedAssessment.reasoning"),
         (
             json!({ "seedAssessment": { "score": 50, "reasoning": "ok",
             "actors": [{ "userId": "user-stranger", "role": "peer" }] } }),
@@ -384,23 +273,12 @@ async fn bad_bodies_are_refused_and_change_nothing() {
     for (body, names) in bodies {
         let answer = app.post(&path, &service, &body).await;
         answer.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
-        assert!(
-            answer.body["error"].as_str().unwrap().contains(names),
-            "{body}: {}",
-            answer.text
-        );
+        assert!(answer.body["error"].as_str().unwrap().contains(names), "{body}: {}", answer.text);
     }
-    let garbage = app
-        .call_raw(Method::POST, &path, Some(&service), "{not json")
-        .await;
+    let garbage = app.call_raw(Method::POST, &path, Some(&service), "{not json").await;
     garbage.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
-    let user = app
-        .post(&path, &app.user_token("user-tomas"), &json!({}))
-        .await;
+    let user = app.post(&path, &app.user_token("user-tomas"), &json!({})).await;
     user.assert_error(StatusCode::FORBIDDEN, "forbidden");
     assert_eq!(footprint(&app).await, before, "nothing changed");
-    assert_eq!(
-        opportunity_status(&app, &opportunity).await["status"],
-        "stalled"
-    );
+    assert_eq!(opportunity_status(&app, &opportunity).await["status"], "stalled");
 }

@@ -162,7 +162,14 @@ impl Runner {
         Runner::start_with(app, key, args, scratch, name, &[])
     }
 
-    fn start_with(app: &TestApp, key: &str, args: &[&str], scratch: &Scratch, name: &str, env: &[(&str, &str)]) -> Runner {
+    fn start_with(
+        app: &TestApp,
+        key: &str,
+        args: &[&str],
+        scratch: &Scratch,
+        name: &str,
+        env: &[(&str, &str)],
+    ) -> Runner {
         let log = scratch.dir.join(format!("{name}.log"));
         let mut command = Command::new(env!("CARGO_BIN_EXE_parley"));
         command
@@ -225,7 +232,11 @@ impl Runner {
     async fn until_logged_times(&self, needle: &str, times: usize) {
         let deadline = Instant::now() + PATIENCE;
         while self.log().matches(needle).count() < times {
-            assert!(Instant::now() < deadline, "the runner never logged {needle:?} {times} times; its log:\n{}", self.log());
+            assert!(
+                Instant::now() < deadline,
+                "the runner never logged {needle:?} {times} times; its log:\n{}",
+                self.log()
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
@@ -376,7 +387,8 @@ async fn with_no_system_negotiator_to_hand_it_to_a_failing_turn_is_released_agai
     let token = maya_turn.body["claimToken"].as_str().unwrap();
     assert_eq!(app.respond(&maya, &id, &crate::helpers::answer("propose", Some(token))).await.status, StatusCode::OK);
     let scratch = Scratch::new("pvp");
-    let runner = Runner::start(&app, &tomas.key, &["--exec", &scratch.program("fail-for 'Maya Chen'")], &scratch, "runner");
+    let runner =
+        Runner::start(&app, &tomas.key, &["--exec", &scratch.program("fail-for 'Maya Chen'")], &scratch, "runner");
 
     runner.until_logged("failures=3").await;
     let log = runner.log();
@@ -396,7 +408,8 @@ async fn a_program_thinking_past_a_short_claim_timeout_still_answers() {
     let app = TestApp::spawn_with(|c| c.claim_timeout = Duration::from_secs(2)).await;
     let (tomas, id) = app.mixed_negotiation().await;
     let scratch = Scratch::new("thinking");
-    let runner = Runner::start(&app, &tomas.key, &["--json-logs", "--exec", &scratch.program("slow 5")], &scratch, "runner");
+    let runner =
+        Runner::start(&app, &tomas.key, &["--json-logs", "--exec", &scratch.program("slow 5")], &scratch, "runner");
 
     // The program takes more than twice the claim timeout; the runner kept extending the claim,
     // so the first claim (generation 1) answered, and the program ran once.
@@ -405,7 +418,12 @@ async fn a_program_thinking_past_a_short_claim_timeout_still_answers() {
     assert_eq!(scratch.runs_on(&id, 1).len(), 1);
     // With --json-logs, the item's line is a JSON object a machine reads field by field.
     runner.until_logged("turn answered").await;
-    let line = runner.log().lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).find(|l| l["fields"]["message"] == "turn answered").unwrap();
+    let line = runner
+        .log()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|l| l["fields"]["message"] == "turn answered")
+        .unwrap();
     let fields = &line["fields"];
     assert_eq!((fields["negotiation"].as_str(), fields["turn"].as_u64()), (Some(id.as_str()), Some(1)), "{line}");
     assert_eq!((fields["action"].as_str(), fields["outcome"].as_str()), (Some("counter"), Some("answered")), "{line}");
@@ -457,14 +475,16 @@ async fn after_a_runner_is_killed_another_agent_of_the_user_finishes_and_no_turn
     let phone = app.register_agent("user-tomas").await;
     let id = start(&app, fixtures::good_match()).await;
     let first_scratch = Scratch::new("killed");
-    let mut first = Runner::start(&app, &laptop.key, &["--exec", &first_scratch.program("stubborn 120")], &first_scratch, "laptop");
+    let mut first =
+        Runner::start(&app, &laptop.key, &["--exec", &first_scratch.program("stubborn 120")], &first_scratch, "laptop");
     let run = first_scratch.until_runs(1).await.remove(0);
     assert_eq!(app.snapshot(&id).await.0, "claimed");
     first.kill9();
 
     // The laptop's claim lapses; the phone's runner takes the turn and plays the rest.
     let second_scratch = Scratch::new("second");
-    let _second = Runner::start(&app, &phone.key, &["--exec", &second_scratch.program("answer")], &second_scratch, "phone");
+    let _second =
+        Runner::start(&app, &phone.key, &["--exec", &second_scratch.program("answer")], &second_scratch, "phone");
     app.wait_for(&id, PATIENCE, |v| v["status"] == "completed").await;
     let stored = turns(&app, &id).await;
     let numbers: Vec<i32> = stored.iter().map(|t| t.0).collect();
@@ -488,7 +508,8 @@ async fn an_unknown_revoked_or_inactive_key_stops_the_runner_with_a_clear_messag
     let other = app.register_agent("user-lea").await;
     app.call(Method::DELETE, &format!("/api/agents/{}/keys/{}", agent.id, agent.key_id), Some(&tomas), None).await;
     let lea = app.user_token("user-lea");
-    app.call(Method::PATCH, &format!("/api/agents/{}", other.id), Some(&lea), Some(&json!({"status": "inactive"}))).await;
+    app.call(Method::PATCH, &format!("/api/agents/{}", other.id), Some(&lea), Some(&json!({"status": "inactive"})))
+        .await;
 
     for (key, says) in [
         ("pk_no_such_key_0123456789", "unknown, revoked or expired"),
@@ -553,7 +574,8 @@ async fn with_delegations_the_runner_completes_rejects_and_fails_requests_as_the
     let (ana, anon) = reviewer(&app, "user-ana").await;
     let requester = app.register_agent("user-raj").await;
     // Ana's own turn waits too: a runner serving delegations only must leave it alone.
-    let negotiation = start(&app, fixtures::request(fixtures::founder(), json!({"id": "user-ana", "name": "Ana"}), 70.0)).await;
+    let negotiation =
+        start(&app, fixtures::request(fixtures::founder(), json!({"id": "user-ana", "name": "Ana"}), 70.0)).await;
     let scratch = Scratch::new("delegations");
     let mut runner = Runner::start(
         &app,
@@ -641,7 +663,13 @@ async fn a_delegation_program_past_the_attempts_deadline_is_stopped_and_the_atte
     let (ana, anon) = reviewer(&app, "user-ana").await;
     let requester = app.register_agent("user-raj").await;
     let scratch = Scratch::new("delegation-deadline");
-    let _runner = Runner::start(&app, &ana.key, &["--delegations", "--exec", &scratch.program("stubborn 120")], &scratch, "runner");
+    let _runner = Runner::start(
+        &app,
+        &ana.key,
+        &["--delegations", "--exec", &scratch.program("stubborn 120")],
+        &scratch,
+        "runner",
+    );
     let (request_id, mut body) = review(&requester, &anon, "fn main() {}");
     body["timeoutMs"] = json!(10_000);
     assert_eq!(app.delegate(&requester, &body).await.status, StatusCode::ACCEPTED);
@@ -742,7 +770,8 @@ async fn the_runner_says_when_the_service_answers_again_and_takes_a_url_ending_i
     let scratch = Scratch::new("reconnect");
     // The API's prefix in the URL names the same service.
     let url = format!("{}/api/", proxy.base);
-    let runner = Runner::start(&app, &tomas.key, &["--url", &url, "--exec", &scratch.program("answer")], &scratch, "runner");
+    let runner =
+        Runner::start(&app, &tomas.key, &["--url", &url, "--exec", &scratch.program("answer")], &scratch, "runner");
     runner.until_logged("serving turns").await;
 
     // The service goes away (its long-poll is cut, new connections refused), then comes back.
@@ -773,7 +802,11 @@ async fn the_program_cannot_read_the_runners_keys_through_proc() {
     let runs = scratch.until_runs(1).await;
     let run = &runs[0];
     let environ = run["runner_environ"].as_str().unwrap();
-    eprintln!("the program read /proc/<runner>/environ: {} bytes, or {}", environ.len(), &environ[..environ.len().min(60)]);
+    eprintln!(
+        "the program read /proc/<runner>/environ: {} bytes, or {}",
+        environ.len(),
+        &environ[..environ.len().min(60)]
+    );
     // The same process the test started (re-executed in place, so the same pid) ...
     assert_eq!(run["raw"].as_str().map(|r| r.contains(&id)), Some(true));
     assert!(runner.log().contains("serving turns"), "{}", runner.log());
@@ -875,7 +908,10 @@ async fn with_a_model_the_runner_answers_turns_and_a_delegation_within_the_rules
     assert_eq!(view["turns"][0]["action"], "propose");
     assert_eq!(view["turns"][0]["message"], "From the model");
     let stored = turns(&app, &id).await;
-    assert!(stored.iter().filter(|t| t.0 % 2 == 0).all(|t| t.1 == "personal" && t.2 == Some(id_of(&tomas.id))), "{stored:?}");
+    assert!(
+        stored.iter().filter(|t| t.0 % 2 == 0).all(|t| t.1 == "personal" && t.2 == Some(id_of(&tomas.id))),
+        "{stored:?}"
+    );
     let done = until_ended(&app, &requester, &request_id).await;
     assert_eq!(done["result"]["output"], json!({"feedback": "reviewed by the model"}), "{done}");
     // A model that answers what the output schema refuses, twice: asked once more, then the
@@ -908,12 +944,19 @@ async fn with_a_model_the_runner_answers_turns_and_a_delegation_within_the_rules
         .filter(|(_, r)| r["response_format"]["json_schema"]["name"] == "turn")
         .map(|(_, r)| {
             let item: Value = serde_json::from_str(r["messages"][1]["content"].as_str().unwrap()).unwrap();
-            (item["turn"]["number"].as_u64().unwrap(), &r["response_format"]["json_schema"]["schema"]["properties"]["action"]["enum"])
+            (
+                item["turn"]["number"].as_u64().unwrap(),
+                &r["response_format"]["json_schema"]["schema"]["properties"]["action"]["enum"],
+            )
         })
         .collect();
     assert!(turn_schemas.iter().any(|(n, _)| *n == 0));
     for (number, actions) in &turn_schemas {
-        let want = if *number == 0 { json!(["propose", "reject"]) } else { json!(["counter", "question", "accept", "reject"]) };
+        let want = if *number == 0 {
+            json!(["propose", "reject"])
+        } else {
+            json!(["counter", "question", "accept", "reject"])
+        };
         assert_eq!(**actions, want, "turn {number}");
     }
     // The first answer was not JSON: the same item was asked once more, saying why.
@@ -926,6 +969,10 @@ async fn with_a_model_the_runner_answers_turns_and_a_delegation_within_the_rules
         .expect("the item of the invalid answer was asked again");
     assert_eq!(retried[2]["content"], "Sure! Here is my answer: propose");
     assert!(retried[3]["content"].as_str().unwrap().contains("cannot be used"), "{retried}");
-    let delegation = asked.requests.iter().find(|(_, r)| r["response_format"]["json_schema"]["name"] == "delegation_output").unwrap();
+    let delegation = asked
+        .requests
+        .iter()
+        .find(|(_, r)| r["response_format"]["json_schema"]["name"] == "delegation_output")
+        .unwrap();
     assert_eq!(delegation.1["response_format"]["json_schema"]["schema"], review_capability()["outputSchema"]);
 }

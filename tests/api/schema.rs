@@ -50,10 +50,11 @@ async fn every_deleting_foreign_key_has_an_index() {
     .await
     .unwrap();
     assert_eq!(unindexed, Vec::<String>::new());
-    let keys: i64 = sqlx::query_scalar("SELECT count(*) FROM pg_constraint WHERE contype = 'f' AND confdeltype IN ('c', 'n')")
-        .fetch_one(&pool)
-        .await
-        .unwrap();
+    let keys: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM pg_constraint WHERE contype = 'f' AND confdeltype IN ('c', 'n')")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
     assert!(keys >= 18, "{keys}");
 }
 

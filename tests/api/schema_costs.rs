@@ -52,7 +52,9 @@ async fn patterns_with_backreferences_or_look_around_are_refused_by_name() {
     // The probe's pattern, 990 times over in 33 KB: refused on the first.
     let branches: Vec<Value> = (0..990).map(|i| json!({"pattern": format!("^(.|.)*\\1Q{i}$")})).collect();
     let started = Instant::now();
-    let refused = app.agent_call(&target, Method::PUT, "/capabilities", Some(&capability("analysis", json!({"anyOf": branches})))).await;
+    let refused = app
+        .agent_call(&target, Method::PUT, "/capabilities", Some(&capability("analysis", json!({"anyOf": branches}))))
+        .await;
     refused.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
     let message = refused.body["error"].as_str().unwrap();
     assert!(message.starts_with("inputSchema") && message.contains("backreference"), "{message}");
@@ -64,7 +66,8 @@ async fn patterns_with_backreferences_or_look_around_are_refused_by_name() {
         refused.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
         assert!(refused.text.contains("look-around"), "{look}: {}", refused.text);
     }
-    let as_output = json!({"taskType": "analysis", "inputSchema": {}, "outputSchema": {"patternProperties": {"^(a)\\1$": {}}}});
+    let as_output =
+        json!({"taskType": "analysis", "inputSchema": {}, "outputSchema": {"patternProperties": {"^(a)\\1$": {}}}});
     let refused = app.agent_call(&target, Method::PUT, "/capabilities", Some(&as_output)).await;
     refused.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
     assert!(refused.text.contains("outputSchema") && refused.text.contains("backreference"), "{}", refused.text);
@@ -77,8 +80,9 @@ async fn a_regex_heavy_schema_is_refused_at_once_and_the_compiled_cache_keeps_to
     let target = app.register_agent("user-target").await;
     // The probe's schema: distinct `\p{L}{100}` .. patterns in a few KB, some 1.2 GB once
     // compiled. Refused on its first pattern, in milliseconds.
-    let props: serde_json::Map<String, Value> =
-        (100..220).map(|n| (format!("p{n}"), json!({"type": "string", "pattern": format!("\\p{{L}}{{{n}}}")}))).collect();
+    let props: serde_json::Map<String, Value> = (100..220)
+        .map(|n| (format!("p{n}"), json!({"type": "string", "pattern": format!("\\p{{L}}{{{n}}}")})))
+        .collect();
     let heavy = json!({"type": "object", "properties": props});
     assert!(serde_json::to_string(&heavy).unwrap().len() < 8_000);
     let started = Instant::now();
@@ -102,11 +106,16 @@ async fn a_regex_heavy_schema_is_refused_at_once_and_the_compiled_cache_keeps_to
     let (held_after_registering, _) = app.state.engine.schemas().cached();
     assert!(held_after_registering <= 8 << 20, "{held_after_registering}");
     for (i, anon) in kinds.iter().enumerate() {
-        let a = app.delegate(&requester, &asked(anon, "analysis", json!({"p0": format!("{}{i}0", "é".repeat(20_000))}))).await;
+        let a = app
+            .delegate(&requester, &asked(anon, "analysis", json!({"p0": format!("{}{i}0", "é".repeat(20_000))})))
+            .await;
         assert_eq!(a.status, StatusCode::ACCEPTED, "{}", a.text);
     }
     let (held, kept) = app.state.engine.schemas().cached();
-    eprintln!("after 6 heavy schemas were checked: the cache holds {kept} validators weighing {} KiB (budget 8 MiB)", held >> 10);
+    eprintln!(
+        "after 6 heavy schemas were checked: the cache holds {kept} validators weighing {} KiB (budget 8 MiB)",
+        held >> 10
+    );
     assert!(held <= 8 << 20 && kept < 12, "{held} bytes in {kept} validators");
 }
 

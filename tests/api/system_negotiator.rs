@@ -95,7 +95,10 @@ async fn two_system_negotiators_speak_in_words_and_keep_scores_and_terms_in_thei
         let message = t["message"].as_str().unwrap();
         let reasoning = t["reasoning"].as_str().unwrap();
         assert!(reasoning.contains("fit ") && reasoning.contains("missing: "), "{t:#}");
-        assert!(!message.contains("fit ") && !message.contains("missing") && !message.contains("needs evidence"), "{t:#}");
+        assert!(
+            !message.contains("fit ") && !message.contains("missing") && !message.contains("needs evidence"),
+            "{t:#}"
+        );
         assert!(!message.bytes().any(|b| b.is_ascii_digit()), "no scores in words for people: {t:#}");
         assert_eq!((t["playedBy"].as_str(), t["decidedBy"].as_str()), (Some("system"), Some("rules")), "{t:#}");
     }
@@ -107,8 +110,12 @@ async fn two_system_negotiators_speak_in_words_and_keep_scores_and_terms_in_thei
     // The objections insights reads from the reasoning keep compounds whole.
     let insights = app.get("/api/insights", &app.service_token()).await;
     assert_eq!(insights.status, StatusCode::OK, "{}", insights.text);
-    let objections: Vec<&str> =
-        insights.body["total"]["topObjections"].as_array().unwrap().iter().map(|o| o["term"].as_str().unwrap()).collect();
+    let objections: Vec<&str> = insights.body["total"]["topObjections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["term"].as_str().unwrap())
+        .collect();
     assert!(!objections.is_empty(), "{}", insights.text);
     assert!(objections.iter().all(|t| !["part", "full", "time", "co"].contains(t)), "{objections:?}");
 }
@@ -122,7 +129,8 @@ async fn tomas_answers(app: &TestApp, agent: &TestAgent, answer: (&str, &str)) -
     let picked = app.pickup(agent, None).await;
     assert_eq!(picked.body["turn"]["number"], 0, "{}", picked.text);
     let token = picked.body["claimToken"].as_str().unwrap().to_owned();
-    let opening = respond_body(&token, "propose", "Tomas is a backend engineer who writes Rust.", "Let us hear Maya out.");
+    let opening =
+        respond_body(&token, "propose", "Tomas is a backend engineer who writes Rust.", "Let us hear Maya out.");
     let r = app.respond(agent, &id, &opening).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
     assert_eq!(r.body["status"], "waiting_for_agent", "Maya's side asks for more at turn 1: {}", r.text);
@@ -165,7 +173,10 @@ async fn a_personal_agents_message_can_earn_an_accept_its_private_reasoning_cann
     let turns = private["turns"].as_array().unwrap();
     let last = turns.last().unwrap();
     assert_eq!((last["side"].as_str(), last["action"].as_str()), (Some("candidate"), Some("reject")), "{private:#}");
-    assert!(last["reasoning"].as_str().unwrap().starts_with("Rejecting (final decision: nothing new since turn 1;"), "{last:#}");
+    assert!(
+        last["reasoning"].as_str().unwrap().starts_with("Rejecting (final decision: nothing new since turn 1;"),
+        "{last:#}"
+    );
     // Nothing of Tomas's private reasoning is repeated by Maya's side.
     for t in turns.iter().filter(|t| t["side"] == "candidate") {
         for field in ["reasoning", "message"] {
@@ -208,7 +219,10 @@ async fn every_surface_says_parley_decided_when_the_agent_did_not_answer() {
     let summary = ended["outcome"]["summary"].as_str().unwrap();
     assert!(summary.starts_with("Parley accepted") || summary.starts_with("Parley rejected"), "{summary}");
     assert!(summary.ends_with("(Tomas Novak's agent was not running)."), "{summary}");
-    assert!(!summary.contains("Tomas Novak's agent accepted") && !summary.contains("Tomas Novak's agent rejected"), "{summary}");
+    assert!(
+        !summary.contains("Tomas Novak's agent accepted") && !summary.contains("Tomas Novak's agent rejected"),
+        "{summary}"
+    );
 
     // The same in every view: Maya's, Tomas's, Tomas's agent's, and the A2A task.
     for token in [app.user_token("user-maya"), app.user_token("user-tomas")] {
@@ -252,7 +266,9 @@ async fn shared_intents_reach_the_other_side_while_private_intents_and_deal_brea
     let picked = app.pickup(&agent, None).await;
     assert_eq!(picked.status, StatusCode::OK, "{}", picked.text);
     let context = &picked.body["context"];
-    let ids = |user: &Value| -> Vec<String> { user["intents"].as_array().unwrap().iter().map(|i| i["id"].as_str().unwrap().to_owned()).collect() };
+    let ids = |user: &Value| -> Vec<String> {
+        user["intents"].as_array().unwrap().iter().map(|i| i["id"].as_str().unwrap().to_owned()).collect()
+    };
     assert_eq!(ids(&context["otherUser"]), ["i-shared"], "{context:#}");
     assert_eq!(ids(&context["ownUser"]), ["t-shared", "t-private"]);
     assert_eq!(context["ownUser"]["intents"][1]["private"], true);
@@ -286,13 +302,17 @@ async fn the_system_negotiator_weighs_a_shared_intent_and_never_a_private_one() 
     for private in [false, true] {
         let id = app.start(&kai_and_zed(private)).await["negotiation"]["id"].as_str().unwrap().to_owned();
         let token = app.claim_token(&kai).await;
-        let r = app.respond(&kai, &id, &respond_body(&token, "propose", "Kai would like to talk.", "Let us see.")).await;
+        let r =
+            app.respond(&kai, &id, &respond_body(&token, "propose", "Kai would like to talk.", "Let us see.")).await;
         assert_eq!(r.status, StatusCode::OK, "{}", r.text);
         let n = app.get(&format!("/api/negotiations/{id}"), &app.service_token()).await.body;
         let zed = &n["turns"][1];
         ends.push(zed["action"].as_str().unwrap().to_owned());
         if private {
-            assert!(!n.to_string().contains("Join a payments startup"), "a private intent never reaches the other side: {n:#}");
+            assert!(
+                !n.to_string().contains("Join a payments startup"),
+                "a private intent never reaches the other side: {n:#}"
+            );
             assert!(zed["reasoning"].as_str().unwrap().contains("matched: none"), "{zed:#}");
         }
         // Kai's turn waits again or the negotiation ended; either way, leave the next claim alone.
@@ -315,17 +335,26 @@ async fn turn_zero_may_be_a_reject_from_an_agent_or_from_the_system() {
     let token = app.claim_token(&raj).await;
     let r = app.respond(&raj, &id, &respond_body(&token, "reject", "Raj will not take this forward.", "No fit.")).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
-    assert_eq!((r.body["status"].as_str(), r.body["opportunity"]["status"].as_str()), (Some("completed"), Some("rejected")));
+    assert_eq!(
+        (r.body["status"].as_str(), r.body["opportunity"]["status"].as_str()),
+        (Some("completed"), Some("rejected"))
+    );
     let counter_at_zero = app.start(&fixtures::request(fixtures::kernel_developer(), fixtures::founder(), 40.0)).await;
     let id = counter_at_zero["negotiation"]["id"].as_str().unwrap().to_owned();
     let token = app.claim_token(&raj).await;
-    app.respond(&raj, &id, &respond_body(&token, "counter", "x", "y")).await.assert_error(StatusCode::BAD_REQUEST, "action_not_allowed");
+    app.respond(&raj, &id, &respond_body(&token, "counter", "x", "y"))
+        .await
+        .assert_error(StatusCode::BAD_REQUEST, "action_not_allowed");
 
     // The system does not present a match that does not serve its user, and says why.
     let started = app.start(&fixtures::mismatch()).await;
     let turns = started["negotiation"]["turns"].as_array().unwrap();
     assert_eq!(turns.len(), 1, "{started:#}");
     assert_eq!((turns[0]["action"].as_str(), turns[0]["playedBy"].as_str()), (Some("reject"), Some("system")));
-    assert!(turns[0]["message"].as_str().unwrap().contains("Léa Martin will not take this match forward"), "{:#}", turns[0]);
+    assert!(
+        turns[0]["message"].as_str().unwrap().contains("Léa Martin will not take this match forward"),
+        "{:#}",
+        turns[0]
+    );
     assert_eq!(started["opportunity"]["status"], "rejected");
 }

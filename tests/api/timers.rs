@@ -49,15 +49,14 @@ async fn a_parked_turn_falls_back_to_the_system_negotiator_and_the_next_one_is_p
     let fallback = &view["turns"][1];
     assert_eq!(fallback["userId"], "user-tomas");
     assert!(!fallback["reasoning"].as_str().unwrap().is_empty(), "the fallback argues from Tomas's context");
-    let played_by: String = sqlx::query_scalar("SELECT played_by FROM messages WHERE turn_number = 1")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let played_by: String =
+        sqlx::query_scalar("SELECT played_by FROM messages WHERE turn_number = 1").fetch_one(&app.pool).await.unwrap();
     assert_eq!(played_by, "system");
     // The negotiation went on: it ended, or Tomas's next turn is parked for his agent again.
     let view = app
         .wait_for(&id, WAIT, |v| {
-            v["status"] == "completed" || (v["status"] == "waiting_for_agent" && v["turns"].as_array().unwrap().len() == 3)
+            v["status"] == "completed"
+                || (v["status"] == "waiting_for_agent" && v["turns"].as_array().unwrap().len() == 3)
         })
         .await;
     if view["status"] == "waiting_for_agent" {
@@ -129,7 +128,9 @@ async fn respond_claim_expiry_and_fallback_racing_on_one_turn_leave_exactly_one_
         let agent_ref = &agent;
         let id = id.clone();
         tokio::time::sleep(delay).await;
-        let r = app_ref.respond(agent_ref, picked.body["negotiationId"].as_str().unwrap(), &answer("reject", Some(&token))).await;
+        let r = app_ref
+            .respond(agent_ref, picked.body["negotiationId"].as_str().unwrap(), &answer("reject", Some(&token)))
+            .await;
         assert!(
             r.status == StatusCode::OK || r.status == StatusCode::CONFLICT,
             "{id}: unexpected {} {}",
@@ -139,7 +140,9 @@ async fn respond_claim_expiry_and_fallback_racing_on_one_turn_leave_exactly_one_
     }
     // Let every timer run out, then check the invariants in SQL.
     tokio::time::sleep(Duration::from_secs(4)).await;
-    let duplicates = app.counted("SELECT count(*) FROM (SELECT task_id, turn_number FROM messages GROUP BY 1, 2 HAVING count(*) > 1) d").await;
+    let duplicates = app
+        .counted("SELECT count(*) FROM (SELECT task_id, turn_number FROM messages GROUP BY 1, 2 HAVING count(*) > 1) d")
+        .await;
     assert_eq!(duplicates, 0, "no turn stored twice");
     let turn_one: Vec<(i64,)> = sqlx::query_as("SELECT count(*) FROM messages WHERE turn_number = 1 GROUP BY task_id")
         .fetch_all(&app.pool)
@@ -187,7 +190,9 @@ async fn a_timer_armed_before_the_process_was_killed_fires_after_a_restart() {
     app.register_agent("user-maya").await;
     app.register_agent("user-tomas").await;
     let client = reqwest::Client::new();
-    let started = post_for_json(&client, &format!("{base}/api/negotiations"), &app.service_token(), &fixtures::good_match()).await;
+    let started =
+        post_for_json(&client, &format!("{base}/api/negotiations"), &app.service_token(), &fixtures::good_match())
+            .await;
     let id = started["negotiation"]["id"].as_str().unwrap().to_owned();
     // SIGKILL: no shutdown, no chance to run anything.
     child.kill().unwrap();

@@ -11,7 +11,8 @@ use crate::helpers::{TEST_SECRET, TestApp};
 
 /// The `sh` blocks of the README section headed `heading`, in order.
 fn shell_blocks(readme: &str, heading: &str) -> Vec<String> {
-    let start = readme.find(&format!("\n{heading}\n")).unwrap_or_else(|| panic!("the README has no section {heading:?}"));
+    let start =
+        readme.find(&format!("\n{heading}\n")).unwrap_or_else(|| panic!("the README has no section {heading:?}"));
     let section = &readme[start + heading.len() + 2..];
     let section = &section[..section.find("\n## ").unwrap_or(section.len())];
     let mut blocks = Vec::new();

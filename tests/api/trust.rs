@@ -45,7 +45,10 @@ async fn trust_is_computed_from_the_record_with_exact_components_and_percentile(
     assert_eq!((tb["healthComponent"].as_f64(), tb["rawScore"].as_f64()), (Some(100.0), Some(80.0)));
     assert_eq!((tb["percentile"].as_i64(), tb["provisional"].as_bool()), (Some(100), Some(true)));
     let tc = trust(&app, &c).await;
-    assert_eq!((tc["rawScore"].as_f64(), tc["percentile"].as_i64(), tc["provisional"].as_bool()), (Some(50.0), Some(0), Some(true)));
+    assert_eq!(
+        (tc["rawScore"].as_f64(), tc["percentile"].as_i64(), tc["provisional"].as_bool()),
+        (Some(50.0), Some(0), Some(true))
+    );
     assert!(tc["updatedAt"].is_null());
 
     // Claims alone never make a score more than provisional.
@@ -94,7 +97,10 @@ async fn an_agent_alone_is_at_the_100th_percentile() {
     let app = TestApp::spawn().await;
     let agent = app.register_agent("user-tomas").await;
     let t = trust(&app, &agent).await;
-    assert_eq!((t["percentile"].as_i64(), t["rawScore"].as_f64(), t["provisional"].as_bool()), (Some(100), Some(50.0), Some(true)));
+    assert_eq!(
+        (t["percentile"].as_i64(), t["rawScore"].as_f64(), t["provisional"].as_bool()),
+        (Some(100), Some(50.0), Some(true))
+    );
     put_capability(&app, &agent, &capability("testing", None, None)).await;
     assert_eq!(trust(&app, &agent).await["percentile"], 100);
 }
@@ -126,7 +132,10 @@ async fn the_end_of_each_claim_writes_the_holders_daily_counters() {
     let picked = app.pickup(&agent, None).await;
     assert_eq!(picked.body["negotiationId"], n2.as_str());
     let claim = json!({ "claimToken": picked.body["claimToken"] });
-    assert_eq!(app.agent_call(&agent, Method::POST, &format!("/negotiations/{n2}/release"), Some(&claim)).await.status, StatusCode::OK);
+    assert_eq!(
+        app.agent_call(&agent, Method::POST, &format!("/negotiations/{n2}/release"), Some(&claim)).await.status,
+        StatusCode::OK
+    );
     assert_eq!(counters(&app, &agent).await, (1, 0, 1));
 
     // Left to expire: the claim timer parks it again and counts it against the agent.
@@ -153,10 +162,12 @@ async fn both_trusts(app: &TestApp) -> (Vec<TrustRow>, Vec<TrustRow>) {
     .fetch_all(&app.pool)
     .await
     .unwrap();
-    let stored = sqlx::query_as("SELECT agent_id, raw::float8, percentile, events, provisional FROM trust_percentiles ORDER BY agent_id")
-        .fetch_all(&app.pool)
-        .await
-        .unwrap();
+    let stored = sqlx::query_as(
+        "SELECT agent_id, raw::float8, percentile, events, provisional FROM trust_percentiles ORDER BY agent_id",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
     (full, stored)
 }
 
@@ -164,7 +175,8 @@ async fn both_trusts(app: &TestApp) -> (Vec<TrustRow>, Vec<TrustRow>) {
 /// among the stored records) gives every agent, in the population or not, exactly the row the
 /// whole-population computation gives it.
 async fn one_by_one_as_all_at_once(app: &TestApp) {
-    let agents: Vec<Uuid> = sqlx::query_scalar("SELECT agent_id FROM agents ORDER BY agent_id").fetch_all(&app.pool).await.unwrap();
+    let agents: Vec<Uuid> =
+        sqlx::query_scalar("SELECT agent_id FROM agents ORDER BY agent_id").fetch_all(&app.pool).await.unwrap();
     for agent in agents {
         let row = |function: &str| {
             format!(
@@ -174,8 +186,13 @@ async fn one_by_one_as_all_at_once(app: &TestApp) {
             )
         };
         type Row = (Uuid, String, String, String, i32, i64, i64, i64, Option<String>, bool);
-        let all: Row = sqlx::query_as(sqlx::AssertSqlSafe(row("parley_trust_scores"))).bind(agent).fetch_one(&app.pool).await.unwrap();
-        let one: Row = sqlx::query_as(sqlx::AssertSqlSafe(row("parley_trust_of"))).bind(agent).fetch_one(&app.pool).await.unwrap();
+        let all: Row = sqlx::query_as(sqlx::AssertSqlSafe(row("parley_trust_scores")))
+            .bind(agent)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+        let one: Row =
+            sqlx::query_as(sqlx::AssertSqlSafe(row("parley_trust_of"))).bind(agent).fetch_one(&app.pool).await.unwrap();
         assert_eq!(one, all, "agent {agent}");
     }
 }
@@ -204,7 +221,10 @@ async fn stored_trust_follows_counters_and_capabilities_exactly() {
     record_attempts(&app, &a, 40, (0, 3), (0, 3)).await;
     record_attempts(&app, &a, 0, (1, 0), (1, 0)).await;
     // A capability, then none: outside it again.
-    let gone = put_capability(&app, &e, &capability("analysis", None, None)).await.body["capability"]["id"].as_str().unwrap().to_owned();
+    let gone = put_capability(&app, &e, &capability("analysis", None, None)).await.body["capability"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let (full, stored) = both_trusts(&app).await;
     assert_eq!(full.len(), 4);
     assert_eq!(stored, full);
@@ -249,10 +269,12 @@ async fn stored_trust_follows_counters_and_capabilities_exactly() {
 
 /// What discovery and ranking read of every stored record.
 async fn stored_trusts(app: &TestApp) -> Vec<TrustRow> {
-    sqlx::query_as("SELECT agent_id, raw::float8, percentile, events, provisional FROM trust_percentiles ORDER BY agent_id")
-        .fetch_all(&app.pool)
-        .await
-        .unwrap()
+    sqlx::query_as(
+        "SELECT agent_id, raw::float8, percentile, events, provisional FROM trust_percentiles ORDER BY agent_id",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .unwrap()
 }
 
 /// Housekeeping rolls every stale record over, a batch at a time, and the records it leaves are
@@ -283,7 +305,10 @@ async fn housekeeping_rolls_every_stale_record_over_in_batches() {
     .execute(&app.pool)
     .await
     .unwrap();
-    sqlx::query("UPDATE trust_records SET as_of = as_of - 1, health = 0, raw = 0, events = 0").execute(&app.pool).await.unwrap();
+    sqlx::query("UPDATE trust_records SET as_of = as_of - 1, health = 0, raw = 0, events = 0")
+        .execute(&app.pool)
+        .await
+        .unwrap();
     assert!(stored_trusts(&app).await.iter().all(|r| r.1 == 0.0));
     let upkeep = app.state.engine.directory_upkeep().await.unwrap();
     assert_eq!(upkeep.trust_rolled, 1203);
@@ -328,16 +353,20 @@ async fn discovery_and_ranking_never_run_the_full_trust_computation() {
 
     let percentiles = |answer: &Answer, list: &str| -> Vec<i64> {
         assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
-        let mut p: Vec<i64> = answer.body[list].as_array().unwrap().iter().map(|r| r["trustScorePercentile"].as_i64().unwrap()).collect();
+        let mut p: Vec<i64> =
+            answer.body[list].as_array().unwrap().iter().map(|r| r["trustScorePercentile"].as_i64().unwrap()).collect();
         p.sort();
         p
     };
     let found = discover(&app, "taskType=code-review").await;
     assert_eq!(percentiles(&found, "results"), expected);
     let best = found.body["results"].as_array().unwrap().iter().find(|r| r["trustScorePercentile"] == 100).unwrap()["anonymousAgentId"].clone();
-    let ranked = app.post("/api/agents/rank", &app.service_token(), &json!({"task_summary": "review", "taskType": "code-review"})).await;
+    let ranked = app
+        .post("/api/agents/rank", &app.service_token(), &json!({"task_summary": "review", "taskType": "code-review"}))
+        .await;
     assert_eq!(ranked.status, StatusCode::OK, "{}", ranked.text);
-    let assessed = ranked.body["candidates"].as_array().unwrap().len() + ranked.body["rejected"].as_array().unwrap().len();
+    let assessed =
+        ranked.body["candidates"].as_array().unwrap().len() + ranked.body["rejected"].as_array().unwrap().len();
     assert_eq!(assessed, 3, "{}", ranked.text);
 
     // New counters still reach discovery at once: the best agent's day turns very bad.
@@ -358,11 +387,8 @@ async fn discovery_and_ranking_never_run_the_full_trust_computation() {
 #[tokio::test]
 async fn each_counter_write_leaves_the_record_a_full_recomputation_gives() {
     let app = TestApp::spawn().await;
-    let agents = [
-        app.register_agent("user-a").await,
-        app.register_agent("user-b").await,
-        app.register_agent("user-c").await,
-    ];
+    let agents =
+        [app.register_agent("user-a").await, app.register_agent("user-b").await, app.register_agent("user-c").await];
     let records = || async {
         sqlx::query_as::<_, (Uuid, String, String, i64, String)>(
             "SELECT agent_id, health::text, raw::text, events, updated_at::text FROM trust_records ORDER BY agent_id",
@@ -401,13 +427,11 @@ async fn each_counter_write_leaves_the_record_a_full_recomputation_gives() {
     assert_eq!(records().await, incremental);
     // And the record reads as the trust route defines it (health to 2 decimals), from the same
     // counters.
-    let health: String = sqlx::query_scalar(
-        "SELECT health::text FROM parley_trust_scores($1) WHERE agent_id = $1",
-    )
-    .bind(agents[0].id.parse::<Uuid>().unwrap())
-    .fetch_one(&app.pool)
-    .await
-    .unwrap();
+    let health: String = sqlx::query_scalar("SELECT health::text FROM parley_trust_scores($1) WHERE agent_id = $1")
+        .bind(agents[0].id.parse::<Uuid>().unwrap())
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
     let stored = incremental.iter().find(|r| r.0 == agents[0].id.parse::<Uuid>().unwrap()).unwrap();
     assert_eq!(health.parse::<f64>().unwrap(), (stored.1.parse::<f64>().unwrap() * 100.0).round() / 100.0);
 }

@@ -31,7 +31,9 @@ async fn both_people_accepting_makes_the_opportunity_accepted() {
     assert_eq!(first.body["counterpartUserId"], "user-tomas");
     assert_eq!(first.body["agreedRoles"].as_array().unwrap().len(), 2);
 
-    app.post(&path, &maya, &json!({ "decision": "decline" })).await.assert_error(StatusCode::CONFLICT, "already_decided");
+    app.post(&path, &maya, &json!({ "decision": "decline" }))
+        .await
+        .assert_error(StatusCode::CONFLICT, "already_decided");
     let tomas = app.user_token("user-tomas");
     let listed = app.get("/api/opportunities?status=pending", &tomas).await;
     assert_eq!(listed.body["opportunities"][0]["otherDecision"], "accept");
@@ -39,10 +41,11 @@ async fn both_people_accepting_makes_the_opportunity_accepted() {
 
     let second = app.post(&path, &tomas, &json!({ "decision": "accept" })).await;
     assert_eq!(second.body["status"], "accepted");
-    let stored: Vec<(String, String)> = sqlx::query_as("SELECT user_id, decision FROM opportunity_decisions ORDER BY user_id")
-        .fetch_all(&app.pool)
-        .await
-        .unwrap();
+    let stored: Vec<(String, String)> =
+        sqlx::query_as("SELECT user_id, decision FROM opportunity_decisions ORDER BY user_id")
+            .fetch_all(&app.pool)
+            .await
+            .unwrap();
     assert_eq!(stored, vec![("user-maya".into(), "accept".into()), ("user-tomas".into(), "accept".into())]);
     // Deciding a non-pending opportunity is a conflict.
     app.post(&path, &tomas, &json!({ "decision": "decline" })).await.assert_error(StatusCode::CONFLICT, "not_pending");
@@ -53,12 +56,20 @@ async fn the_first_decline_rejects_and_bad_decisions_change_nothing() {
     let app = TestApp::spawn().await;
     let path = decision_path_of_a_pending_opportunity(&app).await;
     let maya = app.user_token("user-maya");
-    for body in [json!({ "decision": "maybe" }), json!({}), json!({ "decision": 1 }), json!({ "decision": "accept", "x": 1 })] {
+    for body in
+        [json!({ "decision": "maybe" }), json!({}), json!({ "decision": 1 }), json!({ "decision": "accept", "x": 1 })]
+    {
         app.post(&path, &maya, &body).await.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
     }
-    app.post(&path, &app.user_token("user-eve"), &json!({ "decision": "accept" })).await.assert_error(StatusCode::NOT_FOUND, "not_found");
-    app.post(&path, &app.service_token(), &json!({ "decision": "accept" })).await.assert_error(StatusCode::FORBIDDEN, "forbidden");
-    app.call(Method::POST, &path, None, Some(&json!({ "decision": "accept" }))).await.assert_error(StatusCode::UNAUTHORIZED, "unauthorized");
+    app.post(&path, &app.user_token("user-eve"), &json!({ "decision": "accept" }))
+        .await
+        .assert_error(StatusCode::NOT_FOUND, "not_found");
+    app.post(&path, &app.service_token(), &json!({ "decision": "accept" }))
+        .await
+        .assert_error(StatusCode::FORBIDDEN, "forbidden");
+    app.call(Method::POST, &path, None, Some(&json!({ "decision": "accept" })))
+        .await
+        .assert_error(StatusCode::UNAUTHORIZED, "unauthorized");
     assert_eq!(app.count("opportunity_decisions").await, 0);
 
     let declined = app.post(&path, &app.user_token("user-tomas"), &json!({ "decision": "decline" })).await;
@@ -68,7 +79,9 @@ async fn the_first_decline_rejects_and_bad_decisions_change_nothing() {
     // A negotiation that ended rejected was never pending.
     let rejected = app.start(&fixtures::mismatch()).await;
     let path = format!("/api/opportunities/{}/decision", rejected["opportunity"]["id"].as_str().unwrap());
-    app.post(&path, &app.user_token("user-lea"), &json!({ "decision": "accept" })).await.assert_error(StatusCode::CONFLICT, "not_pending");
+    app.post(&path, &app.user_token("user-lea"), &json!({ "decision": "accept" }))
+        .await
+        .assert_error(StatusCode::CONFLICT, "not_pending");
 }
 
 #[tokio::test]
@@ -105,7 +118,12 @@ async fn the_event_stream_tells_one_negotiation_in_order_and_only_to_its_people(
         for (n, e) in seen[1..=turns].iter().enumerate() {
             let mut keys: Vec<&str> = e.data.as_object().unwrap().keys().map(String::as_str).collect();
             keys.sort_unstable();
-            assert_eq!(keys, ["action", "negotiationId", "opportunityId", "playedBy", "turnNumber"], "a turn event carries no scores: {}", e.data);
+            assert_eq!(
+                keys,
+                ["action", "negotiationId", "opportunityId", "playedBy", "turnNumber"],
+                "a turn event carries no scores: {}",
+                e.data
+            );
             assert_eq!(e.data["turnNumber"], n as u64);
         }
         assert_eq!(seen[turns + 1].data["hasOpportunity"], true);
@@ -198,7 +216,12 @@ async fn the_views_carry_the_names_the_platform_gave() {
     let started = app.start(&nameless).await;
     assert_eq!(started["opportunity"]["sourceUserName"], serde_json::Value::Null);
     assert_eq!(started["opportunity"]["candidateUserName"], "Raj Patel");
-    let lea = app.get(&format!("/api/opportunities/{}", started["opportunity"]["id"].as_str().unwrap()), &app.user_token("user-raj")).await;
+    let lea = app
+        .get(
+            &format!("/api/opportunities/{}", started["opportunity"]["id"].as_str().unwrap()),
+            &app.user_token("user-raj"),
+        )
+        .await;
     assert_eq!(lea.body["counterpartName"], serde_json::Value::Null, "{}", lea.text);
     assert_eq!(lea.body["counterpartUserId"], "user-lea");
 }

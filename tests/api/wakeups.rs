@@ -25,8 +25,14 @@ async fn silent_instance(database_url: &str) -> String {
     let app = Application::build(config, pool).await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    let limits = http::serve::ConnectionLimits { header: Duration::from_secs(10), idle: Duration::from_secs(60), max: 64 };
-    tokio::spawn(http::serve::serve(listener, parley::app::router(app.state().clone()), limits, std::future::pending()));
+    let limits =
+        http::serve::ConnectionLimits { header: Duration::from_secs(10), idle: Duration::from_secs(60), max: 64 };
+    tokio::spawn(http::serve::serve(
+        listener,
+        parley::app::router(app.state().clone()),
+        limits,
+        std::future::pending(),
+    ));
     base
 }
 

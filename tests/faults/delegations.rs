@@ -51,7 +51,8 @@ async fn register(
     for i in 0..n {
         let token = jwt.mint(&format!("{prefix}-{i}"), CallerRole::User, Duration::from_secs(3600)).unwrap();
         let r = post_for_json(client, &format!("{base}/api/agents"), &token, &json!({ "name": prefix })).await;
-        let (id, key) = (r["agent"]["id"].as_str().unwrap().to_owned(), r["apiKey"]["key"].as_str().unwrap().to_owned());
+        let (id, key) =
+            (r["agent"]["id"].as_str().unwrap().to_owned(), r["apiKey"]["key"].as_str().unwrap().to_owned());
         let put = client
             .put(format!("{base}/api/agents/{id}/capabilities"))
             .header("x-api-key", &key)
@@ -79,11 +80,18 @@ async fn register(
 /// own. The service runs with its limits at the top (a capability may only lower them) and the
 /// capabilities declare the same, so that the run measures faults, not rate limits.
 pub async fn cast(client: &reqwest::Client, base: &str, jwt: &JwtKeys, requesters: usize, targets: usize) -> Cast {
-    let summarize = |_| {
-        json!({"taskType": "summarization", "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}})
-    };
-    let requesters =
-        register(client, base, jwt, "delegation-requester", requesters, summarize, &json!({"outboundRateLimit": 10000})).await;
+    let summarize =
+        |_| json!({"taskType": "summarization", "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}});
+    let requesters = register(
+        client,
+        base,
+        jwt,
+        "delegation-requester",
+        requesters,
+        summarize,
+        &json!({"outboundRateLimit": 10000}),
+    )
+    .await;
     let targets = register(
         client,
         base,
@@ -226,27 +234,43 @@ pub async fn requester_loop(
 }
 
 /// One target: long-polls its inbox until `stop`, handling each attempt offered once, at once.
-pub async fn target_loop(base: Arc<Mutex<String>>, agent: Agent, ledger: Arc<Ledger>, stop: Arc<AtomicBool>, seed: u64) {
+pub async fn target_loop(
+    base: Arc<Mutex<String>>,
+    agent: Agent,
+    ledger: Arc<Ledger>,
+    stop: Arc<AtomicBool>,
+    seed: u64,
+) {
     let client = client();
     let mut rng = Lcg(seed);
     let mut seen = HashSet::new();
     let mut work = tokio::task::JoinSet::new();
     while !stop.load(Ordering::Relaxed) {
         let url = base.lock().unwrap().clone();
-        let inbox = client.get(format!("{url}/api/agents/{}/delegations/inbox?wait=1", agent.0)).header("x-api-key", &agent.1);
+        let inbox =
+            client.get(format!("{url}/api/agents/{}/delegations/inbox?wait=1", agent.0)).header("x-api-key", &agent.1);
         let mut fresh = 0;
         match send(&ledger, "inbox", inbox).await {
             Some((200, body)) => {
                 for item in body["requests"].as_array().into_iter().flatten() {
-                    let offer = (item["requestId"].as_str().and_then(|s| s.parse::<Uuid>().ok()), item["attempt"].as_i64());
-                    let (Some(rid), Some(attempt), Some(timeout_ms)) = (offer.0, offer.1, item["timeoutMs"].as_u64()) else {
+                    let offer =
+                        (item["requestId"].as_str().and_then(|s| s.parse::<Uuid>().ok()), item["attempt"].as_i64());
+                    let (Some(rid), Some(attempt), Some(timeout_ms)) = (offer.0, offer.1, item["timeoutMs"].as_u64())
+                    else {
                         ledger.surprise(format!("inbox item {item}"));
                         continue;
                     };
                     if seen.insert((rid, attempt)) {
                         fresh += 1;
                         let offer = (rid, attempt, timeout_ms);
-                        work.spawn(handle(client.clone(), url.clone(), agent.clone(), ledger.clone(), offer, rng.next()));
+                        work.spawn(handle(
+                            client.clone(),
+                            url.clone(),
+                            agent.clone(),
+                            ledger.clone(),
+                            offer,
+                            rng.next(),
+                        ));
                     }
                 }
             }
@@ -264,7 +288,14 @@ pub async fn target_loop(base: Arc<Mutex<String>>, agent: Agent, ledger: Arc<Led
 }
 
 /// What a target does with one attempt offered to it; behaves badly on purpose.
-async fn handle(client: reqwest::Client, url: String, agent: Agent, ledger: Arc<Ledger>, offer: (Uuid, i64, u64), seed: u64) {
+async fn handle(
+    client: reqwest::Client,
+    url: String,
+    agent: Agent,
+    ledger: Arc<Ledger>,
+    offer: (Uuid, i64, u64),
+    seed: u64,
+) {
     let mut rng = Lcg(seed);
     let (rid, attempt, timeout_ms) = offer;
     let (id, key) = agent;
@@ -618,7 +649,8 @@ pub async fn check(
         if !ok {
             fail(&mut report.unexpected, format!("GET {rid}: {status} {body}"));
         }
-        let acknowledged_output = ended.iter().find(|((r, _), (s, _))| r == rid && *s == "completed").map(|(_, (_, o))| o);
+        let acknowledged_output =
+            ended.iter().find(|((r, _), (s, _))| r == rid && *s == "completed").map(|(_, (_, o))| o);
         if let Some(Some(output)) = acknowledged_output
             && (d["status"] != "completed" || &body["result"]["output"] != output)
         {
@@ -634,7 +666,8 @@ pub async fn check(
     }
     // Recovered: delegations in flight at a fault that still ended.
     let still = in_flight(pool).await;
-    report.recovered = in_flight_at_faults.iter().filter(|d| all.contains_key(*d) && !still.contains(*d)).count() as u64;
+    report.recovered =
+        in_flight_at_faults.iter().filter(|d| all.contains_key(*d) && !still.contains(*d)).count() as u64;
     let count = |s: &str| all.values().filter(|((_, status, ..), _)| status == s).count() as i64;
     let counts = Counts {
         delegations: all.len() as i64,

@@ -103,7 +103,10 @@ async fn delegate_until(
         let t = Instant::now();
         let path = "/api/agents/delegate?wait=10";
         let answer: Value = b.keyed(&requester.key, Method::POST, path, Some(&body), StatusCode::OK).await?;
-        anyhow::ensure!(answer["result"]["status"] == "success" && answer["delegation"]["status"] == "completed", "{answer}");
+        anyhow::ensure!(
+            answer["result"]["status"] == "success" && answer["delegation"]["status"] == "completed",
+            "{answer}"
+        );
         total += 1;
         if window.started_in(t) {
             samples.push(ms_since(t));

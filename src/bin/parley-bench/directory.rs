@@ -23,13 +23,40 @@ const DIRECTORY_CAPABILITIES_PER_AGENT: usize = 5;
 /// Concurrent clients of the directory phase.
 const DIRECTORY_CONCURRENCY: usize = 16;
 const TASK_TYPES: [&str; 8] = [
-    "code-review", "code-generation", "testing", "documentation", "analysis", "summarization", "translation",
+    "code-review",
+    "code-generation",
+    "testing",
+    "documentation",
+    "analysis",
+    "summarization",
+    "translation",
     "custom",
 ];
 const VOCABULARY: [&str; 24] = [
-    "rust", "python", "security", "performance", "api", "database", "sql", "frontend", "react", "legal", "contract",
-    "finance", "invoice", "pdf", "report", "french", "german", "spanish", "unit", "integration", "docs", "markdown",
-    "metrics", "logs",
+    "rust",
+    "python",
+    "security",
+    "performance",
+    "api",
+    "database",
+    "sql",
+    "frontend",
+    "react",
+    "legal",
+    "contract",
+    "finance",
+    "invoice",
+    "pdf",
+    "report",
+    "french",
+    "german",
+    "spanish",
+    "unit",
+    "integration",
+    "docs",
+    "markdown",
+    "metrics",
+    "logs",
 ];
 
 /// The capability columns [`seed_directory`] inserts, one entry per capability.

@@ -157,12 +157,11 @@ pub async fn delegation_floor(server: &Server, bench: &Arc<Bench>, secs: u64, r:
     if let Some(rate) = r.number("delegations_per_s") {
         r.set_rounded("delegation_vs_sql_floor", rate / per_s, 3);
     }
-    let ended: Vec<(String, i64)> = sqlx::query_as(
-        "SELECT status, count(*) FROM delegations WHERE requester_agent_id = ANY($1) GROUP BY status",
-    )
-    .bind(&requesters)
-    .fetch_all(&mut conn)
-    .await?;
+    let ended: Vec<(String, i64)> =
+        sqlx::query_as("SELECT status, count(*) FROM delegations WHERE requester_agent_id = ANY($1) GROUP BY status")
+            .bind(&requesters)
+            .fetch_all(&mut conn)
+            .await?;
     anyhow::ensure!(
         !ended.is_empty() && ended.iter().all(|(status, _)| status == "completed"),
         "the delegation floor's delegations did not all complete: {ended:?}"

@@ -17,7 +17,6 @@ use reqwest::{Method, RequestBuilder, StatusCode};
 use serde_json::{Value, json};
 use sqlx::PgPool;
 
-
 const JWT_SECRET: &str = "parley-bench-secret-0123456789";
 
 /// The service's delegation limits in the bench (`PARLEY_OUTBOUND_RATE`, `PARLEY_INBOUND_RATE`),

@@ -59,7 +59,13 @@ const MAX_SAMPLES: usize = 9;
 const SAMPLE_BUDGET: Duration = Duration::from_secs(45);
 
 /// Runs the phase for each size of `sizes`, on a database of its own that is dropped after it.
-pub async fn history(server: &Server, sizes: &[u64], pool_size: u32, agents: usize, r: &mut Results) -> anyhow::Result<()> {
+pub async fn history(
+    server: &Server,
+    sizes: &[u64],
+    pool_size: u32,
+    agents: usize,
+    r: &mut Results,
+) -> anyhow::Result<()> {
     for &n in sizes {
         let db = server.create_scratch(&format!("h{n}")).await?;
         let outcome = one_size(server, &db, n, pool_size, agents, r).await;
@@ -69,7 +75,14 @@ pub async fn history(server: &Server, sizes: &[u64], pool_size: u32, agents: usi
     Ok(())
 }
 
-async fn one_size(server: &Server, db: &str, n: u64, pool_size: u32, agents: usize, r: &mut Results) -> anyhow::Result<()> {
+async fn one_size(
+    server: &Server,
+    db: &str,
+    n: u64,
+    pool_size: u32,
+    agents: usize,
+    r: &mut Results,
+) -> anyhow::Result<()> {
     let url = server.url(db)?;
     let key = |path: &str| format!("history_{n}_{path}");
     note(format!("history {n}: making the templates through the API"));
@@ -191,7 +204,13 @@ async fn wait_for_backfill(conn: &mut PgConnection, n: u64) -> anyhow::Result<f6
 /// Prunes the history down to a 30-day retention, as housekeeping does (batches of 1 000, each
 /// its own transaction), while agents keep cycling turns: how long the year takes to prune, and
 /// the turn cycles per second during it.
-async fn prune_beside_cycles(b: &std::sync::Arc<Bench>, plan: &Plan, agents: usize, n: u64, r: &mut Results) -> anyhow::Result<()> {
+async fn prune_beside_cycles(
+    b: &std::sync::Arc<Bench>,
+    plan: &Plan,
+    agents: usize,
+    n: u64,
+    r: &mut Results,
+) -> anyhow::Result<()> {
     let key = |path: &str| format!("history_{n}_{path}");
     let pool = b.pool.clone();
     let pruning = tokio::spawn(async move {
@@ -375,7 +394,12 @@ async fn make_templates(b: &Bench) -> anyhow::Result<Specials> {
 }
 
 /// Sends a delegation from `requester` without waiting for its result (`?wait=0`: 202 at once).
-async fn delegate(b: &Bench, requester: &DelegationAgent, target: Option<&str>, extra: Value) -> anyhow::Result<String> {
+async fn delegate(
+    b: &Bench,
+    requester: &DelegationAgent,
+    target: Option<&str>,
+    extra: Value,
+) -> anyhow::Result<String> {
     let request_id = uuid::Uuid::new_v4().to_string();
     let mut body = json!({
         "requestId": request_id, "agentId": requester.id, "taskType": "code-review",
@@ -387,7 +411,13 @@ async fn delegate(b: &Bench, requester: &DelegationAgent, target: Option<&str>, 
     if let (Some(o), Some(e)) = (body.as_object_mut(), extra.as_object()) {
         o.extend(e.clone());
     }
-    let r = b.client.post(format!("{}/api/agents/delegate?wait=0", b.base)).header("x-api-key", &requester.key).json(&body).send().await?;
+    let r = b
+        .client
+        .post(format!("{}/api/agents/delegate?wait=0", b.base))
+        .header("x-api-key", &requester.key)
+        .json(&body)
+        .send()
+        .await?;
     let status = r.status();
     ensure!(status == StatusCode::ACCEPTED, "delegating: {status} {}", r.text().await.unwrap_or_default());
     Ok(request_id)
@@ -397,7 +427,8 @@ async fn delegate(b: &Bench, requester: &DelegationAgent, target: Option<&str>, 
 async fn end(b: &Bench, target: &DelegationAgent, request_id: &str, how: &str) -> anyhow::Result<()> {
     let path = format!("/api/agents/{}/delegations/{request_id}", target.id);
     if how == "reject" {
-        b.keyed(&target.key, Method::POST, &format!("{path}/reject"), Some(&json!({"reason": "busy"})), StatusCode::OK).await?;
+        b.keyed(&target.key, Method::POST, &format!("{path}/reject"), Some(&json!({"reason": "busy"})), StatusCode::OK)
+            .await?;
         return Ok(());
     }
     let accepted = b.keyed(&target.key, Method::POST, &format!("{path}/accept"), None, StatusCode::OK).await?;
@@ -440,7 +471,11 @@ async fn delegation_templates(b: &Bench) -> anyhow::Result<()> {
 }
 
 /// The one of `targets` whose inbox holds `request_id`, waiting up to 5 s for it to arrive.
-async fn addressed<'a>(b: &Bench, targets: [&'a DelegationAgent; 2], request_id: &str) -> anyhow::Result<&'a DelegationAgent> {
+async fn addressed<'a>(
+    b: &Bench,
+    targets: [&'a DelegationAgent; 2],
+    request_id: &str,
+) -> anyhow::Result<&'a DelegationAgent> {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         for t in targets {
@@ -512,33 +547,49 @@ fn shape(v: &Value) -> Value {
 
 /// The parts of an answer that say how it ended, which a clone must repeat exactly.
 fn ending(v: &Value) -> Value {
-    json!([v["status"], v["outcome"]["hasOpportunity"], v["outcome"]["reason"], v["turnCount"], v["turns"].as_array().map(|t| t.iter().map(|t| t["action"].clone()).collect::<Vec<_>>())])
+    json!([
+        v["status"],
+        v["outcome"]["hasOpportunity"],
+        v["outcome"]["reason"],
+        v["turnCount"],
+        v["turns"].as_array().map(|t| t.iter().map(|t| t["action"].clone()).collect::<Vec<_>>())
+    ])
 }
 
 /// For the sample of clones the seed SQL listed (`parley_bench_samples`), the service's reads
 /// of the clone and of its template answer the same shape and the same ending.
 async fn check_clones(b: &Bench, conn: &mut PgConnection) -> anyhow::Result<()> {
-    let samples: Vec<(uuid::Uuid, uuid::Uuid, uuid::Uuid, uuid::Uuid)> =
-        sqlx::query_as("SELECT clone_task, template_task, clone_opportunity, template_opportunity FROM parley_bench_samples")
-            .fetch_all(&mut *conn)
-            .await?;
+    let samples: Vec<(uuid::Uuid, uuid::Uuid, uuid::Uuid, uuid::Uuid)> = sqlx::query_as(
+        "SELECT clone_task, template_task, clone_opportunity, template_opportunity FROM parley_bench_samples",
+    )
+    .fetch_all(&mut *conn)
+    .await?;
     let get = |path: String| async move {
         let req = b.client.get(format!("{}{path}", b.base)).bearer_auth(&b.service);
         call(req, StatusCode::OK, &path).await
     };
     for (clone_task, tpl_task, clone_opp, tpl_opp) in &samples {
-        let (c, t) = (get(format!("/api/negotiations/{clone_task}")).await?, get(format!("/api/negotiations/{tpl_task}")).await?);
+        let (c, t) = (
+            get(format!("/api/negotiations/{clone_task}")).await?,
+            get(format!("/api/negotiations/{tpl_task}")).await?,
+        );
         ensure!(
             shape(&c) == shape(&t) && ending(&c) == ending(&t),
             "a cloned negotiation does not read like its template:\nclone {c}\ntemplate {t}"
         );
-        let (c, t) = (get(format!("/api/opportunities/{clone_opp}")).await?, get(format!("/api/opportunities/{tpl_opp}")).await?);
+        let (c, t) = (
+            get(format!("/api/opportunities/{clone_opp}")).await?,
+            get(format!("/api/opportunities/{tpl_opp}")).await?,
+        );
         ensure!(
             shape(&c) == shape(&t) && c["status"] == t["status"],
             "a cloned opportunity does not read like its template:\nclone {c}\ntemplate {t}"
         );
     }
-    ensure!(!samples.is_empty() || sqlx::query_scalar::<_, i64>("SELECT count(*) FROM tasks").fetch_one(&mut *conn).await? < 100);
+    ensure!(
+        !samples.is_empty()
+            || sqlx::query_scalar::<_, i64>("SELECT count(*) FROM tasks").fetch_one(&mut *conn).await? < 100
+    );
     note(format!("history: {} cloned negotiations read like their templates", samples.len()));
     sqlx::raw_sql("DROP TABLE parley_bench_samples").execute(&mut *conn).await?;
     Ok(())
@@ -604,7 +655,8 @@ async fn measure(b: &Bench, conn: &mut PgConnection, sp: &Specials, n: u64, r: &
     .bind(MAX_SAMPLES as i64)
     .fetch_all(&mut *conn)
     .await?;
-    let trust_of = if busy.is_empty() { vec![sp.heavy_agent.clone()] } else { busy.iter().map(|a| a.to_string()).collect() };
+    let trust_of =
+        if busy.is_empty() { vec![sp.heavy_agent.clone()] } else { busy.iter().map(|a| a.to_string()).collect() };
     sample(r, n, "trust", |i| get_ok(b, s, format!("/api/trust/{}", trust_of[i % trust_of.len()]))).await?;
     sample(r, n, "metrics", |_| get_ok(b, s, "/metrics")).await?;
     let heavy = user_token(b, HEAVY_USER)?;

@@ -75,24 +75,64 @@ const ROWS: [(&str, &str, &str); 28] = [
     ("  row updates in the cycles: HOT share", "{hot_update_share_in_cycles}", "{row_updates_in_cycles}"),
     ("  pickup p50 / p99 ms", "{pickup_p50_ms} / {pickup_p99_ms}", ""),
     ("  respond p50 / p99 ms", "{respond_p50_ms} / {respond_p99_ms}", ""),
-    ("wake latency p50 / p99 ms", "{wake_latency_p50_ms} / {wake_latency_p99_ms}", "{wake_latency_samples} wakes, target p99 < 10"),
-    ("  from park tx start p50 / p99 ms", "{wake_from_park_tx_start_p50_ms} / {wake_from_park_tx_start_p99_ms}", "upper bound"),
+    (
+        "wake latency p50 / p99 ms",
+        "{wake_latency_p50_ms} / {wake_latency_p99_ms}",
+        "{wake_latency_samples} wakes, target p99 < 10",
+    ),
+    (
+        "  from park tx start p50 / p99 ms",
+        "{wake_from_park_tx_start_p50_ms} / {wake_from_park_tx_start_p99_ms}",
+        "upper bound",
+    ),
     ("system-vs-system negotiations /s", "{svs_negotiations_per_s}", "{svs_turns_per_negotiation} turns each"),
     ("assessments /s in process", "{assess_per_s_inprocess}", "{assess_skills} skills, one thread"),
     ("assessments /s over HTTP", "{assess_per_s_http}", "{http_concurrency} concurrent"),
     ("empty handler /s over HTTP", "{http_baseline_per_s}", "ratio {assess_http_ratio}"),
-    ("discovery p50 / p99 ms", "{discover_p50_ms} / {discover_p99_ms}", "{directory_capabilities} capabilities, {directory_clients} clients, target p99 <= 20"),
-    ("ranking p50 / p99 ms", "{rank_p50_ms} / {rank_p99_ms}", "{rank_candidates_per_request} candidates each, target p99 <= 50"),
-    ("  in process: query / assess p50 ms", "{rank_inprocess_sql_p50_ms} / {rank_inprocess_assess_p50_ms}", "one at a time; every candidate explained: {rank_inprocess_assess_all_full_p50_ms} ms"),
+    (
+        "discovery p50 / p99 ms",
+        "{discover_p50_ms} / {discover_p99_ms}",
+        "{directory_capabilities} capabilities, {directory_clients} clients, target p99 <= 20",
+    ),
+    (
+        "ranking p50 / p99 ms",
+        "{rank_p50_ms} / {rank_p99_ms}",
+        "{rank_candidates_per_request} candidates each, target p99 <= 50",
+    ),
+    (
+        "  in process: query / assess p50 ms",
+        "{rank_inprocess_sql_p50_ms} / {rank_inprocess_assess_p50_ms}",
+        "one at a time; every candidate explained: {rank_inprocess_assess_all_full_p50_ms} ms",
+    ),
     ("delegations /s (request-accept-complete)", "{delegations_per_s}", "{delegation_pairs} requester/target pairs"),
-    ("  round trip p50 / p99 ms", "{delegation_rtt_p50_ms} / {delegation_rtt_p99_ms}", "delegate sent -> result answered, target p99 < 25"),
-    ("  SQL floor: delegations /s (mean ms)", "{delegation_sql_floor_per_s} ({delegation_sql_floor_mean_ms})", "the same functions under pgbench; HTTP / floor {delegation_vs_sql_floor}"),
-    ("  SQL floor: p50 / p99 ms", "{delegation_sql_floor_p50_ms} / {delegation_sql_floor_p99_ms}", "one delegation's SQL, no HTTP"),
+    (
+        "  round trip p50 / p99 ms",
+        "{delegation_rtt_p50_ms} / {delegation_rtt_p99_ms}",
+        "delegate sent -> result answered, target p99 < 25",
+    ),
+    (
+        "  SQL floor: delegations /s (mean ms)",
+        "{delegation_sql_floor_per_s} ({delegation_sql_floor_mean_ms})",
+        "the same functions under pgbench; HTTP / floor {delegation_vs_sql_floor}",
+    ),
+    (
+        "  SQL floor: p50 / p99 ms",
+        "{delegation_sql_floor_p50_ms} / {delegation_sql_floor_p99_ms}",
+        "one delegation's SQL, no HTTP",
+    ),
     ("long-polls waiting", "{longpoll_waiters}", ""),
     ("  process RSS MB (peak)", "{longpoll_rss_mb}", "before {longpoll_rss_before_mb}"),
     ("  DB connections (pg_stat_activity)", "{longpoll_db_connections}", "pool size {pool_size}"),
-    ("turn cycles /s, metrics off / on", "{turn_cycles_per_s_metrics_off} / {turn_cycles_per_s_metrics_on}", "overhead {metrics_overhead_pct} % ± {metrics_overhead_ci95_pct} (95 %, {metrics_slice_pairs} half-second pairs), target <= 3"),
-    ("turn cycles /s, liveness off / on", "{turn_cycles_per_s_liveness_off} / {turn_cycles_per_s_liveness_on}", "overhead {liveness_overhead_pct} %"),
+    (
+        "turn cycles /s, metrics off / on",
+        "{turn_cycles_per_s_metrics_off} / {turn_cycles_per_s_metrics_on}",
+        "overhead {metrics_overhead_pct} % ± {metrics_overhead_ci95_pct} (95 %, {metrics_slice_pairs} half-second pairs), target <= 3",
+    ),
+    (
+        "turn cycles /s, liveness off / on",
+        "{turn_cycles_per_s_liveness_off} / {turn_cycles_per_s_liveness_on}",
+        "overhead {liveness_overhead_pct} %",
+    ),
 ];
 
 /// `template` with each `{key}` replaced by the figure at `key` as JSON (`null` when absent);
@@ -114,7 +154,12 @@ fn fill(template: &str, r: &Results) -> String {
 
 /// The keys a template's `{key}`s name (not `{http_concurrency}`).
 fn figures(template: &str) -> impl Iterator<Item = &str> {
-    template.split('{').skip(1).filter_map(|part| part.split_once('}')).map(|(key, _)| key).filter(|key| *key != "http_concurrency")
+    template
+        .split('{')
+        .skip(1)
+        .filter_map(|part| part.split_once('}'))
+        .map(|(key, _)| key)
+        .filter(|key| *key != "http_concurrency")
 }
 
 /// Prints the table: a header with the mode and the load before and after, then [`ROWS`].

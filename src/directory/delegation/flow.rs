@@ -35,6 +35,7 @@ use sqlx::PgConnection;
 use tokio::sync::{Notify, futures::Notified};
 use uuid::Uuid;
 
+pub use super::store::Record;
 use super::{
     DelegationError, Request,
     recent::AcceptedAttempt,
@@ -43,7 +44,6 @@ use super::{
     store::{self, Attempt, Delegation, InboxItem},
     targets::Target,
 };
-pub use super::store::Record;
 use crate::{
     delivery::{AgentIdentity, AgentKey, Engine, wakeups::wait_or_recheck},
     directory::{anonymity, schema::CheckError},
@@ -159,7 +159,9 @@ impl Engine {
             store::set_retries(conn, d.delegation_id, number).await?;
             number += 1;
             let target_id = next.agent_id;
-            if store::offer(conn, &self.attempt_for(d, number, next, requester_anonymous_id), self.inbound_limit()).await? {
+            if store::offer(conn, &self.attempt_for(d, number, next, requester_anonymous_id), self.inbound_limit())
+                .await?
+            {
                 return Ok(Some(target_id));
             }
         }
@@ -268,7 +270,8 @@ impl Engine {
         };
         // Subscribed before the commit: an end committed right after it still wakes this wait.
         let deadline = wait.map(|w| tokio::time::Instant::now() + w);
-        let notify = deadline.map(|_| self.wakeups.subscribe(&store::delegation_key(made.record.delegation.delegation_id)));
+        let notify =
+            deadline.map(|_| self.wakeups.subscribe(&store::delegation_key(made.record.delegation.delegation_id)));
         let mut notified = std::pin::pin!(notify.as_deref().map(Notify::notified));
         if let Some(n) = notified.as_mut().as_pin_mut() {
             n.enable();
@@ -286,7 +289,9 @@ impl Engine {
                 delegation.task_type = %made.record.delegation.task_type, "delegated");
         }
         match (notify.as_deref(), notified.as_mut().as_pin_mut(), deadline) {
-            (Some(notify), Some(notified), Some(deadline)) => self.follow(notify, notified, made.record, deadline).await,
+            (Some(notify), Some(notified), Some(deadline)) => {
+                self.follow(notify, notified, made.record, deadline).await
+            }
             _ => Ok(made.record),
         }
     }
@@ -346,7 +351,8 @@ impl Engine {
         };
         let target_id = target.agent_id;
         let first = self.attempt_for(&d, 1, target, requester_anonymous_id);
-        let (live, (delegation, attempts)) = store::make(conn, &d, window.next_seq, &first, self.inbound_limit()).await?;
+        let (live, (delegation, attempts)) =
+            store::make(conn, &d, window.next_seq, &first, self.inbound_limit()).await?;
         if live {
             return Ok(Made { record: Record { delegation, attempts }, live: Some(target_id), fresh: true });
         }
@@ -473,13 +479,27 @@ impl Engine {
     ) -> Result<store::Moved, DelegationError> {
         let mut conn = self.pool.acquire().await?;
         let per_requester = i32::try_from(self.config.trust_per_requester).unwrap_or(i32::MAX);
-        Ok(store::complete(&mut conn, &key.key_hash, key.agent_id, request_id, delegation_id, attempt, output, per_requester)
-            .await?)
+        Ok(store::complete(
+            &mut conn,
+            &key.key_hash,
+            key.agent_id,
+            request_id,
+            delegation_id,
+            attempt,
+            output,
+            per_requester,
+        )
+        .await?)
     }
 
     /// The answer to a complete's statement: once completed, the delegation's waiters are woken
     /// (a waiter of this process handed the final record).
-    fn answer_complete(&self, moved: store::Moved, request_id: Uuid, delegation_id: Uuid) -> Result<(), DelegationError> {
+    fn answer_complete(
+        &self,
+        moved: store::Moved,
+        request_id: Uuid,
+        delegation_id: Uuid,
+    ) -> Result<(), DelegationError> {
         let target = identity(moved.key.clone())?;
         match moved.outcome.as_deref() {
             Some("completed") => {
@@ -522,7 +542,9 @@ impl Engine {
             Ok(verdict) => verdict.map_err(DelegationError::OutputInvalid)?,
             Err(CheckError::OverBudget(wait)) => return Err(DelegationError::CheckBudget(wait)),
             Err(CheckError::Busy) => return Err(DelegationError::Overloaded),
-            Err(slow) => return Err(DelegationError::OutputInvalid(format!("the output could not be checked: {slow}"))),
+            Err(slow) => {
+                return Err(DelegationError::OutputInvalid(format!("the output could not be checked: {slow}")));
+            }
         }
         Ok((view.delegation_id, view.attempt))
     }
@@ -655,7 +677,8 @@ impl Engine {
             if a.status().is_terminal() {
                 continue;
             }
-            let next = end_attempt(self, &mut tx, &d, &a, Event::TargetGone, None, Some(TARGET_DELETED), &screened).await?;
+            let next =
+                end_attempt(self, &mut tx, &d, &a, Event::TargetGone, None, Some(TARGET_DELETED), &screened).await?;
             tx.commit().await?;
             self.wake_delegation(d.delegation_id, &next);
             ended += 1;
@@ -813,11 +836,7 @@ async fn end_attempt(
             store::attempts(conn, d.delegation_id).await?.iter().map(|a| a.target_agent_id).collect();
         if let Some(target) = engine.next_target(conn, d, &tried, screened).await? {
             store::set_delegation(conn, d, d.retries_used + 1, Status::Request, None).await?;
-            let asked = Delegation {
-                status: Status::Request,
-                retries_used: d.retries_used + 1,
-                ..d.clone()
-            };
+            let asked = Delegation { status: Status::Request, retries_used: d.retries_used + 1, ..d.clone() };
             let requester_anonymous_id =
                 anonymity::current(conn, d.requester_agent_id, engine.config.anonymous_id_ttl).await?;
             let live = engine.place(conn, &asked, a.attempt + 1, target, requester_anonymous_id, screened).await?;

@@ -110,7 +110,9 @@ pub enum DelegationError {
     Rescreen,
     /// The owner of the agent whose schema checks these are used up its checking time (429
     /// `rate_limited`); retry after the duration.
-    #[error("the schema-checking time of this agent's owner is used up for now (PARLEY_SCHEMA_CHECK_BUDGET per minute); retry later")]
+    #[error(
+        "the schema-checking time of this agent's owner is used up for now (PARLEY_SCHEMA_CHECK_BUDGET per minute); retry later"
+    )]
     CheckBudget(std::time::Duration),
     /// The schema checks are overloaded (503 `unavailable`).
     #[error("the schema checks are overloaded; retry shortly")]
@@ -201,7 +203,10 @@ impl Request {
         let timeout_ms = raw.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS);
         let min_timeout_ms = min_timeout_ms.clamp(1, MAX_TIMEOUT_MS);
         if !(min_timeout_ms..=MAX_TIMEOUT_MS).contains(&timeout_ms) {
-            return Err(invalid("timeoutMs", format!("must be from {min_timeout_ms} to {MAX_TIMEOUT_MS} milliseconds")));
+            return Err(invalid(
+                "timeoutMs",
+                format!("must be from {min_timeout_ms} to {MAX_TIMEOUT_MS} milliseconds"),
+            ));
         }
         let max_retries = raw.max_retries.unwrap_or(i64::from(DEFAULT_MAX_RETRIES));
         if !(0..=i64::from(MAX_RETRIES)).contains(&max_retries) {
@@ -278,5 +283,4 @@ mod tests {
         assert_eq!(field(&|r| r.task_type = "cooking"), "taskType");
         assert_eq!(field(&|r| r.custom_type = Some("x")), "customType");
     }
-
 }

@@ -125,17 +125,19 @@ impl Engine {
         let listed = {
             let mut conn = self.pool.acquire().await?;
             match work.target {
-                Some(anonymous_id) => store::named_capability(&mut conn, anonymous_id, work.task_type, work.custom_type)
-                    .await?
-                    .into_iter()
-                    .map(|(capability_id, input_schema)| Listed {
-                        agent_id: Uuid::nil(),
-                        anonymous_id,
-                        owner: String::new(),
-                        capability_id,
-                        input_schema,
-                    })
-                    .collect(),
+                Some(anonymous_id) => {
+                    store::named_capability(&mut conn, anonymous_id, work.task_type, work.custom_type)
+                        .await?
+                        .into_iter()
+                        .map(|(capability_id, input_schema)| Listed {
+                            agent_id: Uuid::nil(),
+                            anonymous_id,
+                            owner: String::new(),
+                            capability_id,
+                            input_schema,
+                        })
+                        .collect()
+                }
                 None => self.candidates(&mut conn, &work).await?,
             }
         };

@@ -180,12 +180,10 @@ pub async fn find_visible(
 
 /// The key's verdict, for any agent of the key (`parley_agent_of_key`).
 pub async fn check_key(conn: &mut PgConnection, key_hash: &[u8]) -> sqlx::Result<KeyCheck> {
-    let r = sqlx::query!(
-        r#"SELECT auth AS "auth!", agent_id, owner_user_id FROM parley_agent_of_key($1, NULL)"#,
-        key_hash
-    )
-    .fetch_one(conn)
-    .await?;
+    let r =
+        sqlx::query!(r#"SELECT auth AS "auth!", agent_id, owner_user_id FROM parley_agent_of_key($1, NULL)"#, key_hash)
+            .fetch_one(conn)
+            .await?;
     Ok(KeyCheck::from_parts(&r.auth, r.agent_id, r.owner_user_id))
 }
 
@@ -254,33 +252,19 @@ pub async fn named_capability(
 /// The delegation of `request_id` whose newest attempt addressed to `target` is the newest,
 /// read without a lock (see [`lock_addressed`]).
 pub async fn addressed(conn: &mut PgConnection, target: Uuid, request_id: Uuid) -> sqlx::Result<Option<Delegation>> {
-    delegations_where!(
-        r#"WHERE delegation_id = parley_delegation_addressed($2, $1)"#,
-        request_id,
-        target
-    )
-    .fetch_optional(conn)
-    .await
+    delegations_where!(r#"WHERE delegation_id = parley_delegation_addressed($2, $1)"#, request_id, target)
+        .fetch_optional(conn)
+        .await
 }
 
 /// Locks a delegation for a state change: every change of it and its attempts holds this lock.
 pub async fn lock(conn: &mut PgConnection, delegation_id: Uuid) -> sqlx::Result<Option<Delegation>> {
-    delegations_where!(
-        r#"WHERE delegation_id = $1 FOR UPDATE"#,
-        delegation_id
-    )
-    .fetch_optional(conn)
-    .await
+    delegations_where!(r#"WHERE delegation_id = $1 FOR UPDATE"#, delegation_id).fetch_optional(conn).await
 }
 
 /// Reads a delegation.
 pub async fn get(conn: &mut PgConnection, delegation_id: Uuid) -> sqlx::Result<Option<Delegation>> {
-    delegations_where!(
-        r#"WHERE delegation_id = $1"#,
-        delegation_id
-    )
-    .fetch_optional(conn)
-    .await
+    delegations_where!(r#"WHERE delegation_id = $1"#, delegation_id).fetch_optional(conn).await
 }
 
 /// A delegation and its attempts, first first, in one read.
@@ -351,13 +335,7 @@ pub async fn make(
 
 /// One attempt of a delegation.
 pub async fn attempt(conn: &mut PgConnection, delegation_id: Uuid, attempt: i32) -> sqlx::Result<Option<Attempt>> {
-    attempts_where!(
-        r#"WHERE delegation_id = $1 AND attempt = $2"#,
-        delegation_id,
-        attempt
-    )
-    .fetch_optional(conn)
-    .await
+    attempts_where!(r#"WHERE delegation_id = $1 AND attempt = $2"#, delegation_id, attempt).fetch_optional(conn).await
 }
 
 /// What a delegation needs to know of a target agent for one kind of work.
@@ -405,7 +383,11 @@ pub async fn target_offer(
 
 /// Locks the delegation of `request_id` whose attempt addressed to `target` is the newest (see
 /// [`lock`]), in one statement.
-pub async fn lock_addressed(conn: &mut PgConnection, target: Uuid, request_id: Uuid) -> sqlx::Result<Option<Delegation>> {
+pub async fn lock_addressed(
+    conn: &mut PgConnection,
+    target: Uuid,
+    request_id: Uuid,
+) -> sqlx::Result<Option<Delegation>> {
     delegations_where!(
         r#"WHERE delegation_id = parley_delegation_addressed($2, $1)
          FOR UPDATE"#,
@@ -441,7 +423,12 @@ pub struct Moved {
 /// Accept, in one statement: the attempt of `request_id` addressed to the key's agent (which
 /// must be `agent`'s when given) moves `request -> accepted`, and the delegation's timer to its
 /// execution deadline. Autocommit: call it on a pooled connection, outside any transaction.
-pub async fn accept(conn: &mut PgConnection, key_hash: &[u8], agent: Option<Uuid>, request_id: Uuid) -> sqlx::Result<Moved> {
+pub async fn accept(
+    conn: &mut PgConnection,
+    key_hash: &[u8],
+    agent: Option<Uuid>,
+    request_id: Uuid,
+) -> sqlx::Result<Moved> {
     let r = sqlx::query!(
         r#"SELECT auth AS "auth!", key_agent_id, key_owner_user_id, outcome, status, delegation_id, attempt, deadline,
                   output_schema
@@ -716,13 +703,7 @@ pub async fn attempts_of(conn: &mut PgConnection, ids: &[Uuid]) -> sqlx::Result<
 /// The attempt whose A2A task id is `task_id`, with its delegation and the owners of its
 /// requester and of its target (who, besides the two agents, may read it).
 pub async fn attempt_task(conn: &mut PgConnection, task_id: Uuid) -> sqlx::Result<Option<AttemptTask>> {
-    let Some(attempt) = attempts_where!(
-        r#"WHERE task_id = $1"#,
-        task_id
-    )
-    .fetch_optional(&mut *conn)
-    .await?
-    else {
+    let Some(attempt) = attempts_where!(r#"WHERE task_id = $1"#, task_id).fetch_optional(&mut *conn).await? else {
         return Ok(None);
     };
     let Some(delegation) = get(&mut *conn, attempt.delegation_id).await? else { return Ok(None) };
@@ -891,9 +872,9 @@ pub async fn inbox_for_key(
     )
     .fetch_all(&mut *conn)
     .await?;
-    let key = rows.first().map_or(KeyCheck::UnknownKey, |r| {
-        KeyCheck::from_parts(&r.auth, r.key_agent_id, r.key_owner_user_id.clone())
-    });
+    let key = rows
+        .first()
+        .map_or(KeyCheck::UnknownKey, |r| KeyCheck::from_parts(&r.auth, r.key_agent_id, r.key_owner_user_id.clone()));
     let items: Vec<InboxItem> = rows
         .into_iter()
         .filter_map(|r| {
@@ -916,15 +897,16 @@ pub async fn inbox_for_key(
         })
         .collect();
     // A page short of the limit holds every waiting attempt: only a full one needs counting.
-    let total = match (&key, items.len() as i64) {
-        (KeyCheck::Ok { agent_id, .. }, n) if n >= limit => sqlx::query_scalar!(
-            r#"SELECT count(*) AS "n!" FROM delegation_attempts WHERE target_agent_id = $1 AND status = 'request'"#,
-            agent_id
-        )
-        .fetch_one(conn)
-        .await?,
-        (_, n) => n,
-    };
+    let total =
+        match (&key, items.len() as i64) {
+            (KeyCheck::Ok { agent_id, .. }, n) if n >= limit => sqlx::query_scalar!(
+                r#"SELECT count(*) AS "n!" FROM delegation_attempts WHERE target_agent_id = $1 AND status = 'request'"#,
+                agent_id
+            )
+            .fetch_one(conn)
+            .await?,
+            (_, n) => n,
+        };
     Ok((key, items, total))
 }
 

@@ -35,7 +35,12 @@ pub(super) struct Offered {
 /// Whether `agent_id`, offering `offer` for `task_type` work (`None`: no such agent), may take it
 /// from `requester`: the capability when it may, else why not. The trust minimum is checked
 /// apart ([`above_floor`]).
-pub(super) fn judge(offer: Option<TargetOffer>, agent_id: Uuid, requester: Uuid, task_type: &str) -> Result<Offered, String> {
+pub(super) fn judge(
+    offer: Option<TargetOffer>,
+    agent_id: Uuid,
+    requester: Uuid,
+    task_type: &str,
+) -> Result<Offered, String> {
     if agent_id == requester {
         return Err("the target is the requesting agent itself".into());
     }
@@ -57,7 +62,11 @@ pub(super) fn judge(offer: Option<TargetOffer>, agent_id: Uuid, requester: Uuid,
 }
 
 /// Whether `agent_id`'s trust percentile reaches `floor`, else why not.
-pub(super) async fn above_floor(conn: &mut PgConnection, agent_id: Uuid, floor: u32) -> Result<Result<(), String>, DelegationError> {
+pub(super) async fn above_floor(
+    conn: &mut PgConnection,
+    agent_id: Uuid,
+    floor: u32,
+) -> Result<Result<(), String>, DelegationError> {
     // Every percentile is at least 0, so without a minimum there is nothing to read.
     if floor == 0 {
         return Ok(Ok(()));
@@ -105,7 +114,8 @@ impl Engine {
             let capability = judge(opened.offer.clone(), agent_id, d.requester_agent_id, &d.task_type)
                 .map_err(DelegationError::NotEligible)?;
             above_floor(conn, agent_id, floor).await?.map_err(DelegationError::NotEligible)?;
-            let verdict = screened.find(capability.capability_id, &capability.input_schema).ok_or(DelegationError::Rescreen)?;
+            let verdict =
+                screened.find(capability.capability_id, &capability.input_schema).ok_or(DelegationError::Rescreen)?;
             verdict.clone().map_err(DelegationError::InputInvalid)?;
             return Ok(Target {
                 agent_id,
@@ -148,7 +158,8 @@ impl Engine {
             .await?;
             let Ok(capability) = eligible else { continue };
             // Changed since it was screened: its verdict is not this schema's.
-            if capability.capability_id != candidate.capability_id || capability.input_schema != candidate.input_schema {
+            if capability.capability_id != candidate.capability_id || capability.input_schema != candidate.input_schema
+            {
                 continue;
             }
             return Ok(Some(Target {

@@ -73,8 +73,15 @@ const IN_PLACE_ONE: [&str; 4] = ["not", "if", "then", "else"];
 /// Keywords applying each of a list of subschemas at the same place.
 const IN_PLACE_LIST: [&str; 3] = ["allOf", "anyOf", "oneOf"];
 /// Keywords applying one subschema to any child (or to property names, or decoded content).
-const ANY_CHILD_ONE: [&str; 7] =
-    ["additionalProperties", "unevaluatedProperties", "additionalItems", "unevaluatedItems", "contains", "propertyNames", "contentSchema"];
+const ANY_CHILD_ONE: [&str; 7] = [
+    "additionalProperties",
+    "unevaluatedProperties",
+    "additionalItems",
+    "unevaluatedItems",
+    "contains",
+    "propertyNames",
+    "contentSchema",
+];
 
 /// One subschema and the subschemas it applies, by how they apply.
 #[derive(Debug, Default)]

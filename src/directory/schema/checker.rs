@@ -134,7 +134,8 @@ impl Budgets {
         self.level(owner, now).0 -= used.as_secs_f64();
         if self.owners.len() > 10_000 {
             let (capacity, per_second) = (self.capacity, self.per_second);
-            self.owners.retain(|_, (t, at)| *t + per_second * now.saturating_duration_since(*at).as_secs_f64() < capacity);
+            self.owners
+                .retain(|_, (t, at)| *t + per_second * now.saturating_duration_since(*at).as_secs_f64() < capacity);
         }
     }
 }
@@ -230,8 +231,7 @@ impl Checker {
         });
         for i in 0..threads {
             let shared = shared.clone();
-            let spawned =
-                std::thread::Builder::new().name(format!("parley-schema-{i}")).spawn(move || shared.work());
+            let spawned = std::thread::Builder::new().name(format!("parley-schema-{i}")).spawn(move || shared.work());
             if let Err(e) = spawned {
                 tracing::error!(error = %e, "could not start a schema-checking thread");
             }
@@ -257,9 +257,9 @@ impl Checker {
             }
             let started = Instant::now();
             let batch = Batch { shared, deadline: started + timeout, answer: &tx };
-            let answer = job(&batch).map(|t| Box::new(t) as Box<dyn std::any::Any + Send>).map_err(|Stopped| {
-                CheckError::TooSlow(timeout)
-            });
+            let answer = job(&batch)
+                .map(|t| Box::new(t) as Box<dyn std::any::Any + Send>)
+                .map_err(|Stopped| CheckError::TooSlow(timeout));
             lock(&shared.budgets).charge(&payer, started.elapsed());
             let _ = tx.send(answer);
         });
@@ -303,7 +303,13 @@ impl Checker {
     }
 
     /// Checks `value` against one schema, on behalf of `owner`.
-    pub async fn check(&self, owner: &str, schema: &Value, value: &Value, what: &'static str) -> Result<Verdict, CheckError> {
+    pub async fn check(
+        &self,
+        owner: &str,
+        schema: &Value,
+        value: &Value,
+        what: &'static str,
+    ) -> Result<Verdict, CheckError> {
         let mut verdicts = self.check_all(owner, vec![schema.clone()], Arc::new(value.clone()), what).await?;
         Ok(verdicts.pop().unwrap_or(Ok(())))
     }
@@ -373,7 +379,12 @@ mod tests {
         let agent = "owner-a";
         let schema = json!({"type": "object", "required": ["code"]});
         let verdicts = c
-            .check_all(agent, vec![schema, json!(false), json!({"type": "string"})], Arc::new(json!({"code": 1})), "input")
+            .check_all(
+                agent,
+                vec![schema, json!(false), json!({"type": "string"})],
+                Arc::new(json!({"code": 1})),
+                "input",
+            )
             .await
             .unwrap();
         assert!(verdicts[0].is_ok());
@@ -398,7 +409,10 @@ mod tests {
         let answered = started.elapsed();
         assert!(answered < Duration::from_secs(3), "{answered:?}");
         tokio::time::sleep(Duration::from_millis(50)).await;
-        eprintln!("200 slow schemas with a 150 ms time: answered after {answered:?}; batches running 50 ms later: {}", c.running());
+        eprintln!(
+            "200 slow schemas with a 150 ms time: answered after {answered:?}; batches running 50 ms later: {}",
+            c.running()
+        );
         assert_eq!(c.running(), 0);
     }
 

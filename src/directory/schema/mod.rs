@@ -79,10 +79,9 @@ impl Prepared {
             patterns::PatternRefused::Invalid(m) => Refused::Invalid(m),
             patterns::PatternRefused::TooLarge(m) => Refused::TooComplex(m),
         })?;
-        let validator = jsonschema::options()
-            .with_pattern_options(patterns::options())
-            .build(schema)
-            .map_err(|e| Refused::Invalid(format!("is not a valid JSON Schema: {}", crate::quote::shorten_quoted(&e.to_string()))))?;
+        let validator = jsonschema::options().with_pattern_options(patterns::options()).build(schema).map_err(|e| {
+            Refused::Invalid(format!("is not a valid JSON Schema: {}", crate::quote::shorten_quoted(&e.to_string())))
+        })?;
         let Bounded { visits } = bound(schema).map_err(|e| Refused::TooComplex(e.0))?;
         let schema_bytes = serde_json::to_vec(schema).map_or(MAX_BYTES, |v| v.len());
         Ok(Prepared { validator, visits, schema_bytes, patterns: weighed })
@@ -208,7 +207,9 @@ mod tests {
 
     #[test]
     fn registration_refuses_what_the_engine_does_not_run() {
-        assert!(matches!(compile(&json!({"pattern": "^(a)\\1$"})), Err(Refused::Invalid(m)) if m.contains("backreference")));
+        assert!(
+            matches!(compile(&json!({"pattern": "^(a)\\1$"})), Err(Refused::Invalid(m)) if m.contains("backreference"))
+        );
         assert!(matches!(compile(&json!({"type": "no-such-type"})), Err(Refused::Invalid(_))));
         assert!(matches!(compile(&json!("a schema")), Err(Refused::Invalid(_))));
         assert!(matches!(compile(&json!({"pattern": "\\p{L}{150}"})), Err(Refused::TooComplex(_))));
