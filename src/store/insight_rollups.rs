@@ -257,6 +257,11 @@ pub async fn backfill(pool: PgPool, batch: i64, pause: Duration) {
         match backfill_step(&pool, batch).await {
             Ok(Backfill::Done) => {
                 if rolled > 0 {
+                    // The rollups grew by a whole history at once: plan their reads on fresh
+                    // statistics now, not after autovacuum next notices.
+                    if let Err(e) = sqlx::query("ANALYZE insight_days, insight_counts").execute(&pool).await {
+                        tracing::warn!(error = %e, "insights backfill: analyzing the rollups failed");
+                    }
                     tracing::info!(batches = rolled, "insights backfill: done");
                 }
                 return;
