@@ -767,3 +767,31 @@ async fn every_operation_answers_as_its_spec_declares() {
         assert!(refused || public, "{method} {template} was never given a bad request");
     }
 }
+
+/// The task types are written out as a pattern wherever the API takes one (capabilities,
+/// discovery, ranking): each of those patterns is exactly the list the service parses.
+#[test]
+fn every_task_type_pattern_is_the_list_the_service_parses() {
+    use parley::directory::capabilities::TaskType;
+    fn walk(v: &serde_json::Value, found: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Object(map) => {
+                for (k, v) in map {
+                    match (k.as_str(), v.as_str()) {
+                        ("pattern", Some(p)) if p.contains("code-review") => found.push(p.to_owned()),
+                        _ => walk(v, found),
+                    }
+                }
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|v| walk(v, found)),
+            _ => {}
+        }
+    }
+    let mut found = Vec::new();
+    walk(&parley::openapi::spec(), &mut found);
+    assert!(found.len() >= 3, "the capability, discovery and ranking task types: {found:?}");
+    let expected = format!("^({})$", TaskType::ALL.map(TaskType::as_str).join("|"));
+    for pattern in found {
+        assert_eq!(pattern, expected);
+    }
+}
