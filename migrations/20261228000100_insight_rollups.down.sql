@@ -3,6 +3,7 @@ DROP TRIGGER IF EXISTS opportunities_expired_insights ON opportunities;
 DROP FUNCTION IF EXISTS parley_insights_decided();
 DROP FUNCTION IF EXISTS parley_insights_expired();
 DROP FUNCTION IF EXISTS parley_insights_negotiations(uuid[], smallint);
+DROP FUNCTION IF EXISTS parley_insights_seats(uuid[], smallint);
 DROP FUNCTION IF EXISTS parley_insights_shard(uuid);
 DROP FUNCTION IF EXISTS parley_insights_bucket(double precision);
 DROP TABLE insight_backfill;

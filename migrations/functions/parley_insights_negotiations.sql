@@ -22,30 +22,15 @@ LANGUAGE plpgsql AS $$
 DECLARE
     counted integer;
 BEGIN
-    SELECT count(*) INTO counted
-      FROM tasks t JOIN artifacts a ON a.task_id = t.task_id AND a.name = 'negotiation-outcome'
-     WHERE t.task_id = ANY(ids) AND t.completed_at IS NOT NULL;
+    SELECT count(*) INTO counted FROM parley_insights_seats(ids, into_shard) WHERE own_side IS NULL;
     IF counted = 0 THEN
         RETURN 0;
     END IF;
 
-    WITH ended AS (
-        SELECT t.task_id, t.source_user_id, t.candidate_user_id, t.created_at, t.completed_at,
-               (t.completed_at AT TIME ZONE 'UTC')::date AS day,
-               coalesce(into_shard, parley_insights_shard(t.task_id)) AS shard,
-               (a.parts -> 0 -> 'data' ->> 'hasOpportunity')::boolean AS accepted,
-               a.parts -> 0 -> 'data' ->> 'reason' AS reason,
-               (a.parts -> 0 -> 'data' ->> 'turnCount')::int AS turn_count,
-               t.source_kind, t.candidate_kind
-          FROM tasks t
-          JOIN artifacts a ON a.task_id = t.task_id AND a.name = 'negotiation-outcome'
-         WHERE t.task_id = ANY(ids) AND t.completed_at IS NOT NULL
-    ), seats AS (
-        SELECT e.*, ''::text AS scope, NULL::text AS own_side FROM ended e
-        UNION ALL
-        SELECT e.*, e.source_user_id, 'source' FROM ended e
-        UNION ALL
-        SELECT e.*, e.candidate_user_id, 'candidate' FROM ended e
+    WITH seats AS (
+        SELECT * FROM parley_insights_seats(ids, into_shard)
+    ), ended AS (
+        SELECT * FROM seats WHERE own_side IS NULL
     ), turns AS (
         SELECT m.task_id, m.side,
                count(*) FILTER (WHERE m.played_by = 'personal') AS answered,
@@ -101,20 +86,10 @@ BEGIN
            answer_seconds = d.answer_seconds + EXCLUDED.answer_seconds,
            fallbacks = d.fallbacks + EXCLUDED.fallbacks;
 
-    WITH ended AS (
-        SELECT t.task_id, t.source_user_id, t.candidate_user_id, t.created_at, t.completed_at,
-               (t.completed_at AT TIME ZONE 'UTC')::date AS day,
-               coalesce(into_shard, parley_insights_shard(t.task_id)) AS shard,
-               (a.parts -> 0 -> 'data' ->> 'turnCount')::int AS turn_count
-          FROM tasks t
-          JOIN artifacts a ON a.task_id = t.task_id AND a.name = 'negotiation-outcome'
-         WHERE t.task_id = ANY(ids) AND t.completed_at IS NOT NULL
-    ), seats AS (
-        SELECT e.*, ''::text AS scope, NULL::text AS own_side FROM ended e
-        UNION ALL
-        SELECT e.*, e.source_user_id, 'source' FROM ended e
-        UNION ALL
-        SELECT e.*, e.candidate_user_id, 'candidate' FROM ended e
+    WITH seats AS (
+        SELECT * FROM parley_insights_seats(ids, into_shard)
+    ), ended AS (
+        SELECT * FROM seats WHERE own_side IS NULL
     ), turns AS (
         SELECT m.task_id, m.side, m.action, m.played_by,
                m.parts -> 0 -> 'data' -> 'assessment' ->> 'reasoning' AS reasoning,

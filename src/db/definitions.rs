@@ -69,6 +69,7 @@ pub const DEFINITIONS: &[Definition] = &[
     definition!("parley_insights_decided"),
     definition!("parley_insights_expired"),
     definition!("parley_insights_negotiations"),
+    definition!("parley_insights_seats"),
     definition!("parley_insights_shard"),
     definition!("parley_issue_placeholder_ids"),
     definition!("parley_park"),

@@ -37,7 +37,7 @@ pub fn task(t: &AttemptTask) -> Value {
         "role": "user",
         "parts": [{ "kind": "data", "data": d.input }],
     });
-    let artifacts: Vec<Value> = match (a.status(), &a.output) {
+    let artifacts: Vec<Value> = match (a.status, &a.output) {
         (Status::Completed, Some(output)) => vec![json!({
             "artifactId": derived_id(a.task_id, RESULT_ARTIFACT),
             "name": RESULT_ARTIFACT,
@@ -68,10 +68,10 @@ pub fn task(t: &AttemptTask) -> Value {
         }
     }
     let mut status = json!({
-        "state": a.status().a2a_state(),
+        "state": a.status.a2a_state(),
         "timestamp": a.ended_at.or(a.accepted_at).unwrap_or(a.created_at),
     });
-    if let (true, Some(reason)) = (a.status().is_terminal() && a.status() != Status::Completed, &a.reason) {
+    if let (true, Some(reason)) = (a.status.is_terminal() && a.status != Status::Completed, &a.reason) {
         status["message"] = json!({
             "messageId": derived_id(a.task_id, "reason"),
             "contextId": context_id,

@@ -322,10 +322,10 @@ fn result_status(status: Status) -> &'static str {
 
 pub(crate) fn answer(record: Record) -> DelegationAnswer {
     let d = record.delegation;
-    let ended = d.ended_at.filter(|_| d.status().is_terminal());
+    let ended = d.ended_at.filter(|_| d.status.is_terminal());
     let result = ResultOut {
         request_id: d.request_id,
-        status: result_status(d.status()),
+        status: result_status(d.status),
         output: d.output.clone(),
         execution_time_ms: ended.map(|ended| (ended - d.created_at).num_milliseconds().max(0)),
         retries_used: d.retries_used,
@@ -335,7 +335,7 @@ pub(crate) fn answer(record: Record) -> DelegationAnswer {
 
 /// 200 with the result once ended, else 202 with a `Location` to poll.
 fn waited(record: Record, body: impl FnOnce(DelegationAnswer) -> Response) -> Response {
-    let ended = record.delegation.status().is_terminal();
+    let ended = record.delegation.status.is_terminal();
     let location = format!("/api/delegations/{}", record.delegation.request_id);
     let mut response = body(answer(record));
     if !ended {

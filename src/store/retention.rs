@@ -65,68 +65,59 @@ pub async fn prune(
         "DELETE FROM trust_requester_days WHERE ctid = ANY(ARRAY(
             SELECT ctid FROM trust_requester_days WHERE day < $1 LIMIT $2))",
     ] {
-        out.trust_days += until_done(batch, &over, || async {
-            Ok(sqlx::query(sql).bind(oldest_read).bind(batch).execute(pool).await?.rows_affected())
-        })
-        .await?;
+        out.trust_days += in_batches(pool, sql, oldest_read, batch, &over).await?;
     }
-
     let revoked_before = now - chrono::Duration::from_std(REVOKED_KEY_GRACE)?;
-    out.revoked_keys += until_done(batch, &over, || async {
-        Ok(sqlx::query(
-            "DELETE FROM api_keys WHERE ctid = ANY(ARRAY(
-                SELECT ctid FROM api_keys WHERE revoked_at < $1 LIMIT $2))",
-        )
-        .bind(revoked_before)
-        .bind(batch)
-        .execute(pool)
-        .await?
-        .rows_affected())
-    })
+    out.revoked_keys += in_batches(
+        pool,
+        "DELETE FROM api_keys WHERE ctid = ANY(ARRAY(SELECT ctid FROM api_keys WHERE revoked_at < $1 LIMIT $2))",
+        revoked_before,
+        batch,
+        &over,
+    )
     .await?;
 
     if let Some(retention) = retention {
         let cutoff = now - chrono::Duration::from_std(retention)?;
         out.opportunities = opportunities(pool, cutoff, batch, &over).await?;
-        out.delegations += until_done(batch, &over, || async {
-            Ok(sqlx::query(
-                "DELETE FROM delegations WHERE delegation_id = ANY(ARRAY(
-                    SELECT delegation_id FROM delegations WHERE ended_at < $1 ORDER BY ended_at LIMIT $2))",
-            )
-            .bind(cutoff)
-            .bind(batch)
-            .execute(pool)
-            .await?
-            .rows_affected())
-        })
+        out.delegations += in_batches(
+            pool,
+            "DELETE FROM delegations WHERE delegation_id = ANY(ARRAY(
+                SELECT delegation_id FROM delegations WHERE ended_at < $1 ORDER BY ended_at LIMIT $2))",
+            cutoff,
+            batch,
+            &over,
+        )
         .await?;
-        out.anonymous_ids += until_done(batch, &over, || async {
-            Ok(sqlx::query(
-                "DELETE FROM anonymous_ids WHERE anonymous_id = ANY(ARRAY(
-                    SELECT anonymous_id FROM anonymous_ids WHERE NOT current AND expires_at < $1 LIMIT $2))",
-            )
-            .bind(cutoff)
-            .bind(batch)
-            .execute(pool)
-            .await?
-            .rows_affected())
-        })
+        out.anonymous_ids += in_batches(
+            pool,
+            "DELETE FROM anonymous_ids WHERE anonymous_id = ANY(ARRAY(
+                SELECT anonymous_id FROM anonymous_ids WHERE NOT current AND expires_at < $1 LIMIT $2))",
+            cutoff,
+            batch,
+            &over,
+        )
         .await?;
     }
     out.unfinished = over();
     Ok(out)
 }
 
-/// Runs `step` (one batch, returning how many rows it deleted) until a batch comes back short
-/// or the budget is spent; returns the rows deleted.
-async fn until_done<F, Fut>(batch: i64, over: &impl Fn() -> bool, mut step: F) -> anyhow::Result<u64>
+/// Runs `sql` (a `DELETE` of at most `$2` rows older than `$1`, each run its own transaction)
+/// until a batch comes back short or the budget is spent; returns the rows deleted.
+async fn in_batches<T>(
+    pool: &PgPool,
+    sql: &'static str,
+    older_than: T,
+    batch: i64,
+    over: &impl Fn() -> bool,
+) -> anyhow::Result<u64>
 where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = anyhow::Result<u64>>,
+    T: for<'q> sqlx::Encode<'q, sqlx::Postgres> + sqlx::Type<sqlx::Postgres> + Copy + Send + Sync,
 {
     let mut total = 0;
     loop {
-        let deleted = step().await?;
+        let deleted = sqlx::query(sql).bind(older_than).bind(batch).execute(pool).await?.rows_affected();
         total += deleted;
         if deleted < batch as u64 || over() {
             return Ok(total);

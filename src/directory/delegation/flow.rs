@@ -569,8 +569,8 @@ impl Engine {
         };
         let mut tx = self.pool.begin().await?;
         let (d, a) = self.lock_addressed(&mut tx, target.agent_id, request_id).await?;
-        let claim = |token| self.check_claim(d.delegation_id, a.attempt, a.status(), a.deadline, token);
-        match (event, a.status()) {
+        let claim = |token| self.check_claim(d.delegation_id, a.attempt, a.status, a.deadline, token);
+        match (event, a.status) {
             (Event::Reject, Status::Request) => {}
             (Event::Reject, Status::Accepted) if token.is_some() => claim(token)?,
             (Event::Reject, Status::Accepted) => {}
@@ -588,7 +588,7 @@ impl Engine {
     /// back; nothing otherwise, nor when that owner's checking time is used up (the attempt
     /// still ends; the delegation then ends with it).
     pub(super) async fn screen_fallback(&self, d: &Delegation) -> Result<Screened, DelegationError> {
-        if d.status().is_terminal() || !d.fallback_enabled || d.retries_used >= d.max_retries {
+        if d.status.is_terminal() || !d.fallback_enabled || d.retries_used >= d.max_retries {
             return Ok(Screened::none());
         }
         let (owner, tried) = {
@@ -630,16 +630,16 @@ impl Engine {
         let Some(d) = store::lock(&mut tx, t.delegation_id).await? else {
             return Ok(false);
         };
-        if d.status().is_terminal() || d.current_attempt() != t.attempt {
+        if d.status.is_terminal() || d.current_attempt() != t.attempt {
             return Ok(false);
         }
         let Some(a) = store::attempt(&mut tx, d.delegation_id, t.attempt).await? else {
             return Ok(false);
         };
-        if a.status().is_terminal() || a.due_at() > Utc::now() {
+        if a.status.is_terminal() || a.due_at() > Utc::now() {
             return Ok(false);
         }
-        let reason = match a.status() {
+        let reason = match a.status {
             Status::Request => "not accepted in time",
             _ => "not finished in time",
         };
@@ -674,7 +674,7 @@ impl Engine {
                 Err(DelegationError::NotFound | DelegationError::NotAddressed) => continue,
                 Err(e) => return Err(e),
             };
-            if a.status().is_terminal() {
+            if a.status.is_terminal() {
                 continue;
             }
             let next =
@@ -734,7 +734,7 @@ impl Engine {
         deadline: tokio::time::Instant,
     ) -> Result<Record, DelegationError> {
         loop {
-            if record.delegation.status().is_terminal() || !wait_or_recheck(deadline, notified.as_mut()).await {
+            if record.delegation.status.is_terminal() || !wait_or_recheck(deadline, notified.as_mut()).await {
                 return Ok(record);
             }
             // Registered before reading again, so an end committed in between still wakes us.
@@ -814,7 +814,7 @@ async fn end_attempt(
     reason: Option<&str>,
     screened: &Screened,
 ) -> Result<Vec<Uuid>, DelegationError> {
-    let from = a.status();
+    let from = a.status;
     let to = from.transition(event).map_err(|_| DelegationError::InvalidState(from.as_str()))?;
     let reason = super::reason_text(reason);
     let may_fall_back = to.falls_back() && d.fallback_enabled && d.retries_used < d.max_retries;

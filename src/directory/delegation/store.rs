@@ -98,11 +98,6 @@ pub struct Delegation {
 }
 
 impl Delegation {
-    /// The status, parsed.
-    pub fn status(&self) -> Status {
-        self.status
-    }
-
     /// The number of the live (or last) attempt.
     pub fn current_attempt(&self) -> i32 {
         self.retries_used + 1
@@ -147,14 +142,9 @@ pub struct Attempt {
 }
 
 impl Attempt {
-    /// The status, parsed.
-    pub fn status(&self) -> Status {
-        self.status
-    }
-
     /// When the attempt times out from where it stands.
     pub fn due_at(&self) -> DateTime<Utc> {
-        match self.status() {
+        match self.status {
             Status::Request => self.accept_deadline.min(self.deadline),
             _ => self.deadline,
         }
