@@ -23,10 +23,10 @@ use super::{
     views::Viewer,
 };
 use crate::{
-    a2a,
     delivery::AgentIdentity,
     directory::delegation::store as delegation_store,
     store::{conversations, messages, tasks},
+    wire::a2a,
 };
 
 /// The routes.

@@ -11,8 +11,8 @@ use serde_json::json;
 use uuid::Uuid;
 
 use crate::{
-    a2a,
     directory::delegation::{Status, store::AttemptTask},
+    wire::a2a,
 };
 
 /// The name of a completed attempt's artifact.
