@@ -14,10 +14,9 @@ use tokio::net::TcpListener;
 use crate::{
     config::Config,
     db::{self, Database},
-    delivery::Engine,
     http::{self, AppState, auth::JwtKeys},
-    negotiator::NegotiatorConfig,
     scoring::{self, Calculator},
+    services::Services,
 };
 
 /// A built service, bound to its port, not yet serving.
@@ -100,18 +99,17 @@ pub fn hub_skills(config: &Config) -> anyhow::Result<Vec<scoring::Skill>> {
 }
 
 impl Application {
-    /// The engine alone, for processes that run timers but serve no HTTP.
-    pub fn build_engine(config: Config, pool: sqlx::PgPool) -> anyhow::Result<Engine> {
+    /// The services alone (the turn engine and the delegations), for processes that run timers
+    /// but serve no HTTP.
+    pub fn build_services(config: Config, pool: sqlx::PgPool) -> anyhow::Result<Services> {
         let secret = jwt_secret(&config)?;
-        let claim_key = sha2::Sha256::digest(format!("parley claim tokens:{secret}").as_bytes());
+        let token_secret = sha2::Sha256::digest(format!("parley claim tokens:{secret}").as_bytes());
         let model = config
             .negotiator_model
             .as_ref()
             .map(crate::delivery::negotiator_model::ModelNegotiator::new)
             .transpose()?;
-        let mut engine = Engine::new(pool, Arc::new(config), NegotiatorConfig::default(), &claim_key);
-        engine.model = model.map(Arc::new);
-        Ok(engine)
+        Ok(Services::new(pool, Arc::new(config), &token_secret, model.map(Arc::new)))
     }
 
     /// Builds the state on an open database and binds the listener.
@@ -133,10 +131,11 @@ impl Application {
         crate::metrics::install(config.metrics);
         let streams =
             Arc::new(http::streams::StreamLimits::new(config.sse_per_token, config.sse_per_user, config.sse_max));
-        let engine = Self::build_engine(config, pool)?;
+        let Services { engine, delegations } = Self::build_services(config, pool)?;
         let (stop, stopping) = tokio::sync::watch::channel(false);
         let state = AppState {
             engine,
+            delegations,
             jwt: Arc::new(jwt),
             auth_failures,
             calculator: Arc::new(calculator),
@@ -187,7 +186,8 @@ impl Application {
                 crate::store::insight_rollups::backfill(engine.pool().clone(), 1000, Duration::from_millis(20)),
                 stopped(),
             );
-            Some(tokio::spawn(run_workers(engine.clone(), stopped())))
+            let services = Services { engine: engine.clone(), delegations: self.state.delegations.clone() };
+            Some(tokio::spawn(run_workers(services, stopped())))
         } else {
             None
         };
@@ -255,21 +255,23 @@ fn spawn_until(
     });
 }
 
-/// Runs the timer workers on the engine's pool until `shutdown` resolves.
+/// Runs the timer workers on the services' pool until `shutdown` resolves; each due job goes
+/// to the service that owns it (`crate::services`).
 pub async fn run_workers(
-    engine: Engine,
+    services: Services,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
+    let runtime = services.runtime().clone();
     let cfg = parley_jobs::WorkerConfig {
-        poll_interval: engine.config().timer_poll,
-        housekeeping_every: engine.config().housekeeping_every,
+        poll_interval: runtime.config().timer_poll,
+        housekeeping_every: runtime.config().housekeeping_every,
         ..parley_jobs::WorkerConfig::default()
     };
-    let pool = engine.pool().clone();
+    let pool = runtime.pool().clone();
     // What the timers change wakes long-polls in the API processes: this process sends its
     // wake-ups too (a no-op when `run_until_stopped` already started the sender).
-    let sender = tokio::spawn(crate::live::send_wakeups(pool.clone(), engine.wakeups().clone()));
-    let ran = parley_jobs::run_workers(pool, engine, cfg, shutdown).await;
+    let sender = tokio::spawn(crate::live::send_wakeups(pool.clone(), runtime.wakeups().clone()));
+    let ran = parley_jobs::run_workers(pool, services, cfg, shutdown).await;
     sender.abort();
     ran?;
     Ok(())

@@ -183,9 +183,9 @@ async fn run_with_config(command: Command, config: Config) -> anyhow::Result<Exi
             let database = app::open_database(&config).await?;
             tracing::info!("database: {}", database.describe());
             let config = Config { database_url: Some(database.url.clone()), ..config };
-            let app = Application::build_engine(config, database.pool.clone())?;
-            app.recover(Duration::ZERO).await?;
-            app::run_workers(app, app::shutdown_signal()).await?;
+            let services = Application::build_services(config, database.pool.clone())?;
+            services.engine.recover(Duration::ZERO).await?;
+            app::run_workers(services, app::shutdown_signal()).await?;
             database.pool.close().await;
             drop(database);
             Ok(ExitCode::SUCCESS)

@@ -9,6 +9,12 @@ use std::{net::SocketAddr, path::PathBuf, time::Duration};
 use secrecy::SecretString;
 use thiserror::Error;
 
+/// The longest an agent's `last_seen_at` write is held back: at most one write per agent per
+/// this period in each process (the seen-throttle of `crate::runtime::liveness`). A constant, not
+/// a setting; here because the liveness window (`PARLEY_AGENT_LIVENESS`) must outlast it plus
+/// the longest long-poll, and the configuration is a leaf that imports nothing of the service.
+pub const SEEN_WRITE_EVERY: Duration = Duration::from_secs(15);
+
 /// A configuration value that could not be used.
 #[derive(Debug, Error)]
 #[error("{var}: {message}")]
@@ -435,7 +441,7 @@ impl Config {
         // one long-poll; the window must be longer than that or a polling agent would look offline.
         let agent_liveness = duration("PARLEY_AGENT_LIVENESS", d.agent_liveness)?;
         let long_poll_max = duration("PARLEY_LONG_POLL_MAX", d.long_poll_max)?;
-        if agent_liveness <= crate::delivery::SEEN_WRITE_EVERY + long_poll_max {
+        if agent_liveness <= SEEN_WRITE_EVERY + long_poll_max {
             return Err(ConfigError {
                 var: "PARLEY_AGENT_LIVENESS",
                 message: "must be longer than 15s plus PARLEY_LONG_POLL_MAX".into(),

@@ -23,10 +23,7 @@ use sqlx::{PgPool, postgres::PgListener};
 use tokio::sync::broadcast;
 
 use crate::{
-    delivery::{
-        TURNS_CHANNEL,
-        wakeups::{WAKE_CHANNEL, WakePayload, Wakeups},
-    },
+    runtime::wakeups::{TURNS_CHANNEL, WAKE_CHANNEL, WakePayload, Wakeups},
     store::events::{self, Event},
 };
 

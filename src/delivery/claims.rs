@@ -1,8 +1,8 @@
 //! Claims on parked turns: pickup (with long polling), extend, release, and the hand-back of a
 //! turn to the system negotiator.
 //!
-//! A claim token is derived, not stored: `ct_` + base64url(generation ‖ HMAC-SHA256(claim key,
-//! task id ‖ generation)). The generation grows with every claim, so every claim gets a fresh
+//! A claim token is derived, not stored (`crate::runtime::tokens`), from the task id and the
+//! claim's generation. The generation grows with every claim, so every claim gets a fresh
 //! unpredictable token, a retried pickup (whose response was lost) gets the very same token
 //! back, and the service can tell from the token alone which claim it was made for. The
 //! database fences by generation: a respond, extend or release acts only if the task's claim is
@@ -17,45 +17,18 @@
 
 use std::time::Duration;
 
-use base64::Engine as _;
 use chrono::{DateTime, SubsecRound, Utc};
-use hmac::{Hmac, Mac};
-use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 use super::{DeliveryError, Engine};
 use crate::{
     domain::{FallbackReason, OpportunityStatus, PreviousRound, TaskEvent, TaskState, Turn},
+    runtime::{AgentIdentity, AgentKey, ClaimProof, wakeups::wait_or_recheck},
     store::{
         tasks::{self, Task},
-        turn_delivery::{self, KeyCheck},
+        turn_delivery,
     },
 };
-
-/// The agent making a call, as its API key identified it.
-#[derive(Debug, Clone)]
-pub struct AgentIdentity {
-    /// The agent.
-    pub agent_id: Uuid,
-    /// The user it speaks for.
-    pub owner_user_id: String,
-}
-
-/// What an agent presents on a turn call: its API key, and the agent it must be.
-#[derive(Debug, Clone)]
-pub struct AgentKey {
-    /// SHA-256 of the API key.
-    pub key_hash: Vec<u8>,
-    /// The agent of the path; `None` for whichever agent the key is of (MCP).
-    pub agent_id: Option<Uuid>,
-}
-
-impl AgentKey {
-    /// The key as presented, for the agent of the path (if any).
-    pub fn new(key: &str, agent_id: Option<Uuid>) -> AgentKey {
-        AgentKey { key_hash: hash_secret(key), agent_id }
-    }
-}
 
 /// A claimed turn, with what its pickup answer shows.
 #[derive(Debug, Clone)]
@@ -74,81 +47,19 @@ pub struct Claim {
     pub previous_rounds: Vec<PreviousRound>,
 }
 
-/// What a call's claim token proves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ClaimProof {
-    /// No token was sent (clients of Index Network's API): the holder alone is checked.
-    Absent,
-    /// A token this service made for this task, for the claim of this generation.
-    Generation(i64),
-    /// Something else: never the current claim.
-    Forged,
-}
-
-impl ClaimProof {
-    /// The generation, when the token is genuine.
-    pub fn generation(self) -> Option<i64> {
-        match self {
-            ClaimProof::Generation(g) => Some(g),
-            ClaimProof::Absent | ClaimProof::Forged => None,
-        }
-    }
-}
-
-impl KeyCheck {
-    /// The agent the key speaks for, or why it may not.
-    pub(crate) fn identity(self) -> Result<AgentIdentity, DeliveryError> {
-        match self {
-            KeyCheck::Ok { agent_id, owner_user_id } => Ok(AgentIdentity { agent_id, owner_user_id }),
-            KeyCheck::UnknownKey => Err(DeliveryError::Unauthorized),
-            KeyCheck::OtherAgent => Err(DeliveryError::Forbidden("this API key belongs to another agent")),
-            KeyCheck::Inactive => Err(DeliveryError::Forbidden("the agent is inactive")),
-        }
-    }
-}
-
-/// Bytes of a claim token after `ct_`: the generation, then the HMAC tag.
-const TOKEN_BYTES: usize = 8 + 32;
-
-/// SHA-256 of a secret (API key or claim token): what the database stores.
-pub fn hash_secret(secret: &str) -> Vec<u8> {
-    Sha256::digest(secret.as_bytes()).to_vec()
-}
-
 impl Engine {
-    fn claim_mac(&self, task_id: Uuid, generation: i64) -> Hmac<Sha256> {
-        let mut mac = Hmac::<Sha256>::new_from_slice(&self.claim_key).expect("HMAC takes keys of any length");
-        mac.update(task_id.as_bytes());
-        mac.update(&generation.to_be_bytes());
-        mac
-    }
-
-    /// The claim token of `task` at `generation`.
+    /// The claim token of `task` at `generation` (see `crate::runtime::tokens`).
     pub(crate) fn claim_token(&self, task_id: Uuid, generation: i64) -> String {
-        let mut raw = Vec::with_capacity(TOKEN_BYTES);
-        raw.extend_from_slice(&generation.to_be_bytes());
-        raw.extend_from_slice(&self.claim_mac(task_id, generation).finalize().into_bytes());
-        format!("ct_{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw))
+        self.runtime.tokens.claim_token(task_id, generation)
     }
 
-    /// What a presented claim token proves for `task_id` (the tag is compared in constant time).
+    /// What a presented claim token proves for `task_id`.
     pub(crate) fn claim_proof(&self, task_id: Uuid, token: Option<&str>) -> ClaimProof {
-        let Some(token) = token else { return ClaimProof::Absent };
-        let raw = token
-            .strip_prefix("ct_")
-            .and_then(|t| base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(t).ok())
-            .filter(|raw| raw.len() == TOKEN_BYTES);
-        let Some(raw) = raw else { return ClaimProof::Forged };
-        let (generation, tag) = raw.split_at(8);
-        let generation = i64::from_be_bytes(generation.try_into().expect("8 bytes"));
-        match self.claim_mac(task_id, generation).verify_slice(tag) {
-            Ok(()) => ClaimProof::Generation(generation),
-            Err(_) => ClaimProof::Forged,
-        }
+        self.runtime.tokens.claim_proof(task_id, token)
     }
 
     fn claim_deadline(&self) -> Result<DateTime<Utc>, DeliveryError> {
-        let timeout = chrono::Duration::from_std(self.config.claim_timeout).map_err(anyhow::Error::from)?;
+        let timeout = chrono::Duration::from_std(self.runtime.config.claim_timeout).map_err(anyhow::Error::from)?;
         // PostgreSQL keeps microseconds: round here so the deadline we report is the one stored.
         Ok((Utc::now() + timeout).trunc_subsecs(6))
     }
@@ -162,13 +73,13 @@ impl Engine {
         skip: &[Uuid],
     ) -> Result<(AgentIdentity, Option<Claim>), DeliveryError> {
         let found = {
-            let mut conn = self.pool.acquire().await?;
+            let mut conn = self.runtime.pool.acquire().await?;
             turn_delivery::pickup(
                 &mut conn,
                 &key.key_hash,
                 key.agent_id,
-                self.config.claim_timeout,
-                self.config.park_timeout,
+                self.runtime.config.claim_timeout,
+                self.runtime.config.park_timeout,
                 skip,
             )
             .await?
@@ -214,7 +125,7 @@ impl Engine {
         };
         let started = tokio::time::Instant::now();
         let deadline = started + wait;
-        let notify = self.wakeups.subscribe(&agent.owner_user_id);
+        let notify = self.runtime.wakeups.subscribe(&agent.owner_user_id);
         let _waiting = crate::metrics::LongPollWaiter::start();
         let claim = loop {
             let notified = notify.notified();
@@ -224,7 +135,7 @@ impl Engine {
             if let (_, Some(claim)) = self.try_pickup(key, skip).await? {
                 break Some(claim);
             }
-            if !super::wakeups::wait_or_recheck(deadline, notified).await {
+            if !wait_or_recheck(deadline, notified).await {
                 break None;
             }
         };
@@ -267,7 +178,7 @@ impl Engine {
         task_id: Uuid,
         token: Option<&str>,
     ) -> Result<Task, DeliveryError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.runtime.pool.begin().await?;
         let mut task = self.lock_visible(&mut tx, agent, task_id).await?;
         Self::check_holder(&task, agent, self.claim_proof(task_id, token))?;
         let expires_at = self.claim_deadline()?;
@@ -290,7 +201,7 @@ impl Engine {
         reason: Option<&str>,
         hand_back: bool,
     ) -> Result<Task, DeliveryError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.runtime.pool.begin().await?;
         let mut task = self.lock_visible(&mut tx, agent, task_id).await?;
         Self::check_holder(&task, agent, self.claim_proof(task_id, token))?;
         if hand_back {
@@ -303,7 +214,7 @@ impl Engine {
         let first_parked_at = task.first_parked_at.unwrap_or_else(Utc::now);
         self.arm_park_timer(&mut tx, &task, task.turn_count, task.claim_generation, first_parked_at).await?;
         tx.commit().await?;
-        self.wakeups.announce(&user);
+        self.runtime.wakeups.announce(&user);
         tracing::info!(negotiation.id = %task.id, agent.id = %agent.agent_id, turn.number = task.turn_count,
             release.reason = reason.unwrap_or(""), "turn released");
         task.state = next;
@@ -349,7 +260,7 @@ impl Engine {
         tracing::info!(negotiation.id = %task.id, agent.id = %agent.agent_id, turn.number = turn.turn_number,
             release.reason = reason.unwrap_or(""), "turn handed back to the system negotiator");
         self.after_takeover(&task, &turn, concluded, FallbackReason::HandBack).await?;
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.runtime.pool.acquire().await?;
         tasks::get(&mut conn, task.id).await?.ok_or(DeliveryError::NotFound)
     }
 
@@ -372,7 +283,7 @@ impl Engine {
     /// Gives back every live claim an agent holds (before the agent is deleted).
     pub async fn release_all(&self, agent: &AgentIdentity) -> Result<usize, DeliveryError> {
         let ids = {
-            let mut conn = self.pool.acquire().await?;
+            let mut conn = self.runtime.pool.acquire().await?;
             tasks::claimed_by(&mut conn, agent.agent_id).await?
         };
         let mut released = 0;

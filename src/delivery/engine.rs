@@ -6,7 +6,7 @@ use sqlx::PgPool;
 use tracing::Instrument;
 use uuid::Uuid;
 
-use super::{DeliveryError, finalize, wakeups::Wakeups};
+use super::{DeliveryError, finalize};
 use crate::{
     config::Config,
     domain::{
@@ -14,29 +14,19 @@ use crate::{
         outcome::cap_reached,
     },
     negotiator::{self, NegotiatorConfig, Situation},
+    runtime::{Runtime, Wakeups},
     store::{messages, tasks},
 };
 
 /// The negotiation engine: shared by the HTTP handlers, the timers and the recovery pass.
 #[derive(Clone)]
 pub struct Engine {
-    pub(crate) pool: PgPool,
-    pub(crate) config: Arc<Config>,
+    /// The pool, the configuration, the wake-ups, the seen-throttle and the token key, shared
+    /// with the delegations.
+    pub(crate) runtime: Runtime,
     pub(crate) negotiator: Arc<NegotiatorConfig>,
-    /// Secret that claim tokens are derived from.
-    pub(crate) claim_key: Arc<[u8]>,
-    /// Long-polls waiting in this process.
-    pub(crate) wakeups: Arc<Wakeups>,
     /// Claims handed out lately, for the responds that follow them.
     pub(crate) recent_claims: Arc<super::recent_claims::RecentClaims>,
-    /// When this process last wrote each agent's `last_seen_at`.
-    pub(crate) seen_throttle: Arc<super::liveness::SeenThrottle>,
-    /// Attempts accepted and delegations ended lately, for the calls that follow them.
-    pub(crate) recent_delegations: Arc<crate::directory::delegation::recent::RecentDelegations>,
-    /// JSON Schema compiles and checks, on a pool of their own.
-    pub(crate) schemas: crate::directory::schema::Checker,
-    /// Delegations refused for an input the target's schema rejects, per requesting agent.
-    pub(crate) input_failures: Arc<crate::failure_limiter::FailureLimiter<Uuid>>,
     /// The model that decides system turns, when one is configured.
     pub(crate) model: Option<Arc<super::negotiator_model::ModelNegotiator>>,
 }
@@ -90,58 +80,39 @@ enum Step {
 }
 
 impl Engine {
-    /// An engine over `pool`.
-    ///
-    /// `claim_key` is the secret claim tokens are derived from; keep it stable across restarts
-    /// (it is derived from the JWT secret) so that a retried pickup returns the same token.
-    pub fn new(pool: PgPool, config: Arc<Config>, negotiator: NegotiatorConfig, claim_key: &[u8]) -> Engine {
-        Engine {
-            pool,
-            config: config.clone(),
-            negotiator: Arc::new(negotiator),
-            claim_key: Arc::from(claim_key),
-            wakeups: Arc::new(Wakeups::default()),
-            recent_claims: Arc::default(),
-            seen_throttle: Arc::default(),
-            recent_delegations: Arc::default(),
-            schemas: crate::directory::schema::Checker::new(crate::directory::schema::CheckerConfig {
-                threads: config.schema_check_threads as usize,
-                timeout: config.schema_check_timeout,
-                budget: config.schema_check_budget,
-                cache_bytes: (config.schema_cache_mib as usize) << 20,
-            }),
-            input_failures: Arc::new(crate::failure_limiter::FailureLimiter::new(
-                config.input_failure_burst,
-                config.input_failure_refill,
-            )),
-            model: None,
-        }
+    /// An engine over `runtime`, deciding system turns with `negotiator` (and with `model`,
+    /// when one is configured).
+    pub fn new(
+        runtime: Runtime,
+        negotiator: NegotiatorConfig,
+        model: Option<Arc<super::negotiator_model::ModelNegotiator>>,
+    ) -> Engine {
+        Engine { runtime, negotiator: Arc::new(negotiator), recent_claims: Arc::default(), model }
     }
 
-    /// Where schemas are compiled and checked.
-    pub fn schemas(&self) -> &crate::directory::schema::Checker {
-        &self.schemas
+    /// What the engine shares with the delegations.
+    pub fn runtime(&self) -> &Runtime {
+        &self.runtime
     }
 
     /// The registry of waiting long-polls (its listener is started by the application).
     pub fn wakeups(&self) -> &Arc<Wakeups> {
-        &self.wakeups
-    }
-
-    /// The handle under which others see capability `capability_id` of the agent now known as
-    /// `anonymous_id` (see `directory::anonymity::capability_handle`).
-    pub fn capability_handle(&self, anonymous_id: Uuid, capability_id: Uuid) -> Uuid {
-        crate::directory::anonymity::capability_handle(&self.claim_key, anonymous_id, capability_id)
+        &self.runtime.wakeups
     }
 
     /// The pool the engine writes through.
     pub fn pool(&self) -> &PgPool {
-        &self.pool
+        &self.runtime.pool
     }
 
     /// The configuration the engine runs with.
     pub fn config(&self) -> &Config {
-        &self.config
+        &self.runtime.config
+    }
+
+    /// Marks `agent` seen (see `crate::runtime::liveness`).
+    pub async fn seen(&self, agent: Uuid) {
+        self.runtime.seen(agent).await;
     }
 
     /// Runs a negotiation forward: system turns are taken in process, one transaction each; a
@@ -152,7 +123,7 @@ impl Engine {
     }
 
     async fn step(&self, task_id: Uuid) -> Result<Step, DeliveryError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.runtime.pool.begin().await?;
         let Some(mut task) = tasks::lock(&mut tx, task_id).await? else {
             return Err(DeliveryError::NotFound);
         };
@@ -273,7 +244,7 @@ impl Engine {
         match concluded {
             Concluded::Parked(turn_number) => self.parked(task, turn_number),
             Concluded::Ended(has_opportunity, reason) => {
-                self.wakeups.events_written();
+                self.runtime.wakeups.events_written();
                 crate::metrics::negotiation_ended(has_opportunity, reason);
             }
             Concluded::Continues => {}
@@ -305,8 +276,8 @@ impl Engine {
     /// others' through the wake-up sender) and pokes the event log's reader for the turn events.
     pub(crate) fn parked(&self, task: &tasks::Task, turn_number: u32) {
         let side = Side::for_turn(turn_number);
-        self.wakeups.announce(task.user_id(side));
-        self.wakeups.events_written();
+        self.runtime.wakeups.announce(task.user_id(side));
+        self.runtime.wakeups.events_written();
         tracing::info!(negotiation.id = %task.id, turn.number = turn_number, turn.side = side.as_str(), "parked");
     }
 
@@ -356,7 +327,7 @@ impl Engine {
     /// an accept and a cancel racing, whichever takes the task's lock first wins, and the other
     /// is refused.
     pub async fn cancel(&self, task_id: Uuid) -> Result<(), DeliveryError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.runtime.pool.begin().await?;
         let task = tasks::lock(&mut tx, task_id).await?.ok_or(DeliveryError::NotFound)?;
         if task.state.is_terminal() {
             return Err(DeliveryError::AlreadyCompleted);
@@ -367,7 +338,7 @@ impl Engine {
         {
             let outcome = finalize(self, &mut tx, &task, &turns, reason).await?;
             tx.commit().await?;
-            self.wakeups.events_written();
+            self.runtime.wakeups.events_written();
             crate::metrics::negotiation_ended(outcome.has_opportunity, outcome.reason);
             return Err(DeliveryError::AlreadyCompleted);
         }
@@ -383,7 +354,7 @@ impl Engine {
     pub async fn recover(&self, grace: std::time::Duration) -> Result<usize, DeliveryError> {
         let cutoff = chrono::Utc::now() - chrono::Duration::from_std(grace).map_err(anyhow::Error::from)?;
         let ids = {
-            let mut conn = self.pool.acquire().await?;
+            let mut conn = self.runtime.pool.acquire().await?;
             tasks::list_runnable(&mut conn, cutoff).await?
         };
         for id in &ids {

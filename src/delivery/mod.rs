@@ -5,13 +5,17 @@
 //! each sees the state the previous one committed. There is exactly one way a negotiation ends:
 //! [`finalize()`]. Turn delivery to personal agents (pickup, respond) lives in later modules and
 //! re-enters the same [`Engine::advance`] loop.
+//!
+//! The engine knows nothing of the directory: what it shares with the delegations (the pool,
+//! the wake-ups, the seen-throttle, the key that claim tokens come from) is `crate::runtime`,
+//! below both, and the durable timers reach it through the dispatcher above both
+//! (`crate::services`).
 
 mod claims;
 mod commands;
 mod decisions;
 mod engine;
 mod finalize;
-mod liveness;
 pub mod model_turns;
 pub mod negotiator_model;
 mod reactivate;
@@ -19,21 +23,20 @@ mod recent_claims;
 mod respond;
 mod start;
 mod timers;
-pub mod wakeups;
 
-pub use claims::{AgentIdentity, AgentKey, Claim, hash_secret};
+/// The agent-key types the engine's calls take, from the runtime it shares with the delegations.
+pub use crate::runtime::{AgentIdentity, AgentKey, hash_secret};
+pub use claims::Claim;
 pub use commands::{MAX_SKIP, MAX_TEXT, PickupQuery, RespondCommand, parse_skip, wait_from_secs, wait_from_text};
 pub use decisions::decide;
 pub use engine::Engine;
 pub use finalize::finalize;
-pub use liveness::SEEN_WRITE_EVERY;
 pub use reactivate::Reactivation;
 pub use respond::{OpportunityRef, Responded, TurnAnswer};
 pub use start::{NewNegotiation, Started};
 pub use timers::{AfterWait, TurnWait};
-pub use wakeups::TURNS_CHANNEL;
 
-use crate::domain::TransitionError;
+use crate::{domain::TransitionError, runtime::KeyRefused};
 
 /// How every agent API key begins (`pk_`): a bearer token that starts so is a key, not a JWT.
 pub const KEY_PREFIX: &str = "pk_";
@@ -111,6 +114,15 @@ pub enum DeliveryError {
     /// Anything else (database, corrupt rows).
     #[error(transparent)]
     Unexpected(#[from] anyhow::Error),
+}
+
+impl From<KeyRefused> for DeliveryError {
+    fn from(e: KeyRefused) -> Self {
+        match e {
+            KeyRefused::Unauthorized => DeliveryError::Unauthorized,
+            KeyRefused::Forbidden(why) => DeliveryError::Forbidden(why),
+        }
+    }
 }
 
 impl From<sqlx::Error> for DeliveryError {

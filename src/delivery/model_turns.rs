@@ -186,7 +186,7 @@ impl Engine {
     pub async fn model_turn(&self, job: parley_jobs::SystemTurn) -> Result<bool, DeliveryError> {
         let fallback = job.fallback.as_deref().and_then(FallbackReason::parse);
         let (task, turns) = {
-            let mut conn = self.pool.acquire().await?;
+            let mut conn = self.runtime.pool.acquire().await?;
             let Some(task) = tasks::get(&mut conn, job.task_id).await? else { return Ok(false) };
             let turns: Vec<Turn> = messages::turns(&mut conn, task.id).await?.into_iter().map(|t| t.turn).collect();
             (task, turns)
@@ -197,7 +197,7 @@ impl Engine {
         let side = Side::for_turn(job.turn_number);
         let turn = self.model_decision(&task, side, &turns, fallback).await?;
 
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.runtime.pool.begin().await?;
         let Some(mut task) = tasks::lock(&mut tx, job.task_id).await? else { return Ok(false) };
         if !due(&task, &turns, &job, fallback) {
             tx.commit().await?;

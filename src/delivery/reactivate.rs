@@ -38,7 +38,7 @@ impl Engine {
     /// while a reactivated round is running, returns that round (`created: false`). Any other
     /// status is [`DeliveryError::NotReactivatable`].
     pub async fn reactivate(&self, opportunity_id: Uuid, r: &Reactivation) -> Result<Started, DeliveryError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.runtime.pool.begin().await?;
         let opportunity =
             opportunities::lock(&mut tx, opportunity_id).await?.ok_or(DeliveryError::OpportunityNotFound)?;
         let (latest_id, latest_round, earlier) =

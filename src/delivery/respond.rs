@@ -22,8 +22,7 @@ use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 use super::{
-    AgentKey, DeliveryError, Engine,
-    claims::ClaimProof,
+    DeliveryError, Engine,
     engine::{Next, next_step},
 };
 use crate::{
@@ -31,6 +30,7 @@ use crate::{
         Action, OpportunityStatus, Outcome, Played, Side, SideKind, SuggestedRoles, TaskState, Turn, Viewer,
         action_allowed,
     },
+    runtime::{AgentKey, ClaimProof},
     store::{
         messages,
         messages::TurnRow,
@@ -190,7 +190,7 @@ impl Engine {
         }
         for _ in 0..ATTEMPTS {
             let snapshot = {
-                let mut conn = self.pool.acquire().await?;
+                let mut conn = self.runtime.pool.acquire().await?;
                 turn_delivery::respond_snapshot(
                     &mut conn,
                     &key.key_hash,
@@ -274,7 +274,7 @@ impl Engine {
         rows[0].response = response.as_ref().map(Responded::stored).transpose()?;
         let agent_message = rows[0].message_id;
         let applied = {
-            let mut conn = self.pool.acquire().await?;
+            let mut conn = self.runtime.pool.acquire().await?;
             turn_delivery::apply_respond(
                 &mut conn,
                 &ApplyRespond {
@@ -286,9 +286,9 @@ impl Engine {
                     turns: rows,
                     // In a mixed negotiation the turn parked next is the responding agent's own
                     // user's, and that agent is live (it is answering now): the long window.
-                    park: plan
-                        .park
-                        .map(|next| (task.user_id(next), Self::falls_back(&task).then_some(self.config.park_timeout))),
+                    park: plan.park.map(|next| {
+                        (task.user_id(next), Self::falls_back(&task).then_some(self.runtime.config.park_timeout))
+                    }),
                 },
             )
             .await?
@@ -308,7 +308,7 @@ impl Engine {
         // The plan ends the negotiation: the loop concludes it through `finalize`.
         self.advance(task.id).await?;
         let response = self.answer_for(task.id, turn_number).await?;
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.runtime.pool.acquire().await?;
         messages::set_response(&mut conn, agent_message, &response.stored()?).await?;
         Ok(Some(response))
     }
@@ -338,7 +338,7 @@ impl Engine {
     /// is shown as the responding side may read it: a system reply may have ended the
     /// negotiation, and its reasoning is the other side's.
     async fn answer_for(&self, task_id: Uuid, turn_number: u32) -> Result<Responded, DeliveryError> {
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.runtime.pool.acquire().await?;
         let task = tasks::get(&mut conn, task_id).await?.ok_or(DeliveryError::NotFound)?;
         let opportunity = opportunities::get(&mut conn, task.opportunity_id).await?.ok_or(DeliveryError::NotFound)?;
         let outcome = if task.state == TaskState::Completed || task.state == TaskState::Canceled {

@@ -114,7 +114,7 @@ impl Engine {
     pub async fn start(&self, n: &NewNegotiation) -> Result<Started, DeliveryError> {
         let opportunity_id = n.opportunity_id.unwrap_or_else(Uuid::now_v7);
         let request_hash = n.request_hash()?;
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.runtime.pool.begin().await?;
         let seed = serde_json::to_value(&n.seed).map_err(anyhow::Error::from)?;
         let inserted = opportunities::insert(
             &mut tx,
@@ -132,7 +132,7 @@ impl Engine {
             tx.rollback().await?;
             // A retry of the same request reads the negotiation it started; the id repeated
             // with another request is a mistake the platform must hear about.
-            let mut conn = self.pool.acquire().await?;
+            let mut conn = self.runtime.pool.acquire().await?;
             let stored =
                 opportunities::request_hash(&mut conn, opportunity_id).await?.ok_or(DeliveryError::NotFound)?;
             if stored.is_some_and(|stored| stored != request_hash) {
@@ -190,7 +190,7 @@ impl Engine {
                 seed_assessment: r.seed,
                 index_context: r.index_context,
                 discovery_query: r.discovery_query,
-                max_turns: max_turns_for(source_kind, candidate_kind, &self.config.turn_caps),
+                max_turns: max_turns_for(source_kind, candidate_kind, &self.runtime.config.turn_caps),
                 round: r.number,
                 previous_rounds: r.previous_rounds,
             },

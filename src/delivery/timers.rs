@@ -14,17 +14,16 @@
 //! task has now ([`Engine::ensure_turn_timer`]); a duplicate of it finds that timer pending and
 //! does nothing.
 //!
-//! Housekeeping (a periodic job) recovers tasks left runnable, prunes the event log, and runs
-//! the directory's upkeep ([`Engine::directory_upkeep`]).
+//! Which handler a due job reaches is decided above the engine, by the dispatcher in
+//! `crate::services`, which also runs housekeeping (a periodic job: the recovery pass of
+//! [`Engine::recover`], pruning, and the directory's upkeep).
 //!
 //! The park timer of a mixed negotiation has two windows: the long one (`PARLEY_PARK_TIMEOUT`)
 //! and, for a user with no live agent, the offline one (`PARLEY_PARK_TIMEOUT_OFFLINE`); see
 //! [`Engine::fall_back`].
 
 use chrono::{DateTime, Utc};
-use parley_jobs::{
-    ClaimTimeout, HandlerError, NegotiationDeadline, ParkTimeout, PendingExpiry, TimerHandler, TimerKind,
-};
+use parley_jobs::{ClaimTimeout, NegotiationDeadline, ParkTimeout, PendingExpiry, TimerKind};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
@@ -72,27 +71,42 @@ impl Engine {
             return Ok(None);
         }
         if !Self::falls_back(task) {
-            let until = after(task.created_at, self.config.pvp_timeout);
+            let until = after(task.created_at, self.runtime.config.pvp_timeout);
             return Ok(Some(TurnWait { until, then: AfterWait::NegotiationEnds }));
         }
         let Some(parked) = task.first_parked_at else { return Ok(None) };
-        let long = after(parked, self.config.park_timeout);
+        let long = after(parked, self.runtime.config.park_timeout);
         if task.state == TaskState::Claimed {
             let until = task.claim_expires_at.map_or(long, |claim| claim.max(long));
             return Ok(Some(TurnWait { until, then: AfterWait::SystemNegotiator }));
         }
-        let offline = after(parked, self.config.park_timeout_offline);
+        let offline = after(parked, self.runtime.config.park_timeout_offline);
         let mut until = long;
         if offline < long {
             // A park timer armed with the offline window is due then (rounded up to a second).
             let armed = parley_jobs::pending_timer_at(conn, TimerKind::Park, task.id).await.map_err(jobs)?;
             let offline_armed = armed.is_some_and(|at| at <= offline + chrono::Duration::seconds(1));
             let user = task.awaiting_user_id.as_deref().unwrap_or_default();
-            if offline_armed && !agents::any_live(conn, user, self.config.agent_liveness).await? {
+            if offline_armed && !agents::any_live(conn, user, self.runtime.config.agent_liveness).await? {
                 until = offline;
             }
         }
         Ok(Some(TurnWait { until, then: AfterWait::SystemNegotiator }))
+    }
+
+    /// The park window of a turn of a mixed negotiation parked now for `user_id`:
+    /// `PARLEY_PARK_TIMEOUT_OFFLINE` when no agent of that user is live (and it is the shorter),
+    /// else `PARLEY_PARK_TIMEOUT`. Liveness is what `crate::runtime::liveness` records.
+    pub(crate) async fn park_window(
+        &self,
+        conn: &mut PgConnection,
+        user_id: &str,
+    ) -> sqlx::Result<std::time::Duration> {
+        let (long, offline) = (self.runtime.config.park_timeout, self.runtime.config.park_timeout_offline);
+        if offline >= long || agents::any_live(conn, user_id, self.runtime.config.agent_liveness).await? {
+            return Ok(long);
+        }
+        Ok(offline)
     }
 
     /// Whether a parked turn of this task falls back to the system negotiator (mixed only;
@@ -114,7 +128,7 @@ impl Engine {
         if !Self::falls_back(task) {
             return Ok(());
         }
-        let run_at = after(first_parked_at, self.config.park_timeout).max(Utc::now());
+        let run_at = after(first_parked_at, self.runtime.config.park_timeout).max(Utc::now());
         parley_jobs::schedule_park_timeout(conn, &ParkTimeout { task_id: task.id, turn_number, generation }, run_at)
             .await
             .map_err(jobs)
@@ -159,7 +173,7 @@ impl Engine {
         let (deadline, parked) = match (task.state, task.first_parked_at) {
             (TaskState::Claimed, _) => (task.claim_expires_at, None),
             (TaskState::WaitingForAgent, Some(parked)) if Self::falls_back(task) => {
-                (Some(after(parked, self.config.park_timeout)), Some(parked))
+                (Some(after(parked, self.runtime.config.park_timeout)), Some(parked))
             }
             _ => (None, None),
         };
@@ -180,9 +194,13 @@ impl Engine {
         task_id: Uuid,
         started: DateTime<Utc>,
     ) -> Result<(), DeliveryError> {
-        parley_jobs::schedule_deadline(conn, &NegotiationDeadline { task_id }, after(started, self.config.pvp_timeout))
-            .await
-            .map_err(jobs)
+        parley_jobs::schedule_deadline(
+            conn,
+            &NegotiationDeadline { task_id },
+            after(started, self.runtime.config.pvp_timeout),
+        )
+        .await
+        .map_err(jobs)
     }
 
     /// Timers of an ended negotiation: cancel the task's, and arm the pending expiry when the
@@ -195,7 +213,7 @@ impl Engine {
     ) -> Result<(), DeliveryError> {
         parley_jobs::cancel_timers_for_task(conn, task.id, &TimerKind::ALL).await.map_err(jobs)?;
         if opportunity_status == OpportunityStatus::Pending {
-            let run_at = after(Utc::now(), self.config.pending_ttl);
+            let run_at = after(Utc::now(), self.runtime.config.pending_ttl);
             parley_jobs::schedule_pending_expiry(conn, &PendingExpiry { opportunity_id: task.opportunity_id }, run_at)
                 .await
                 .map_err(jobs)?;
@@ -206,7 +224,7 @@ impl Engine {
     /// Claim expiry: `claimed -> waiting_for_agent` when the claim of `generation` really lapsed;
     /// the park timer is re-armed at `max(now, first_parked_at + PARK_TIMEOUT)`.
     pub async fn expire_claim(&self, t: ClaimTimeout) -> Result<bool, DeliveryError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.runtime.pool.begin().await?;
         let Some(task) = tasks::lock(&mut tx, t.task_id).await? else { return Ok(false) };
         let lapsed = task.claim_expires_at.is_some_and(|e| e <= Utc::now());
         if task.state != TaskState::Claimed || task.claim_generation != t.generation || !lapsed {
@@ -221,7 +239,7 @@ impl Engine {
         self.arm_park_timer(&mut tx, &task, task.turn_count, task.claim_generation, first_parked_at).await?;
         tx.commit().await?;
         crate::metrics::claim_expired();
-        self.wakeups.announce(&user);
+        self.runtime.wakeups.announce(&user);
         tracing::info!(negotiation.id = %task.id, claim.generation = t.generation, "claim expired; turn parked again");
         Ok(true)
     }
@@ -237,7 +255,7 @@ impl Engine {
     /// parking. A claim made meanwhile has already replaced this timer with its own (the task is
     /// `claimed`, its generation moved on), so such a delivery does nothing.
     pub async fn fall_back(&self, t: ParkTimeout) -> Result<bool, DeliveryError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.runtime.pool.begin().await?;
         let Some(mut task) = tasks::lock(&mut tx, t.task_id).await? else { return Ok(false) };
         let first_parked_at = match task.first_parked_at {
             Some(at)
@@ -255,11 +273,11 @@ impl Engine {
             }
         };
         let now = Utc::now();
-        let window = if after(first_parked_at, self.config.park_timeout) <= now {
+        let window = if after(first_parked_at, self.runtime.config.park_timeout) <= now {
             FallbackReason::ParkTimeout
-        } else if after(first_parked_at, self.config.park_timeout_offline) <= now {
+        } else if after(first_parked_at, self.runtime.config.park_timeout_offline) <= now {
             let user = task.awaiting_user_id.clone().unwrap_or_default();
-            if agents::any_live(&mut tx, &user, self.config.agent_liveness).await? {
+            if agents::any_live(&mut tx, &user, self.runtime.config.agent_liveness).await? {
                 self.arm_park_timer(&mut tx, &task, task.turn_count, task.claim_generation, first_parked_at).await?;
                 tx.commit().await?;
                 tracing::info!(negotiation.id = %task.id, turn.number = task.turn_count,
@@ -326,7 +344,7 @@ impl Engine {
 
     /// Personal-vs-personal deadline: an unfinished negotiation ends `stalled`/`timeout`.
     pub async fn deadline(&self, t: NegotiationDeadline) -> Result<bool, DeliveryError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.runtime.pool.begin().await?;
         let Some(task) = tasks::lock(&mut tx, t.task_id).await? else { return Ok(false) };
         if task.state.is_terminal() {
             return Ok(false);
@@ -340,7 +358,7 @@ impl Engine {
 
     /// Pending expiry: `pending -> expired` when nobody decided in time.
     pub async fn expire_pending(&self, t: PendingExpiry) -> Result<bool, DeliveryError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.runtime.pool.begin().await?;
         let Some(o) = opportunities::lock(&mut tx, t.opportunity_id).await? else { return Ok(false) };
         if o.status != OpportunityStatus::Pending {
             return Ok(false);
@@ -348,98 +366,5 @@ impl Engine {
         opportunities::apply(&mut tx, &o, OpportunityEvent::Expire).await??;
         tx.commit().await?;
         Ok(true)
-    }
-}
-
-/// Agents per transaction in the directory's upkeep.
-const UPKEEP_BATCH: i64 = 500;
-
-/// What one [`Engine::directory_upkeep`] did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Upkeep {
-    /// Trust records recomputed because they were computed on an earlier UTC day.
-    pub trust_rolled: u64,
-    /// Expired anonymous ids replaced.
-    pub anonymous_ids_replaced: u64,
-}
-
-impl Engine {
-    /// The directory's upkeep, run by housekeeping and never by a request: the trust records
-    /// of an earlier UTC day recomputed for the windows of today, and the expired anonymous ids
-    /// of the agents others may discover replaced, each in batches of a few hundred agents (one
-    /// transaction each).
-    pub async fn directory_upkeep(&self) -> sqlx::Result<Upkeep> {
-        let trust_rolled = crate::directory::trust::roll(&self.pool, UPKEEP_BATCH).await?;
-        let anonymous_ids_replaced =
-            crate::directory::anonymity::refresh_all_expired(&self.pool, self.config.anonymous_id_ttl, UPKEEP_BATCH)
-                .await?;
-        if trust_rolled > 0 || anonymous_ids_replaced > 0 {
-            tracing::info!(
-                trust.rolled = trust_rolled,
-                anonymous_ids.replaced = anonymous_ids_replaced,
-                "directory upkeep"
-            );
-        }
-        Ok(Upkeep { trust_rolled, anonymous_ids_replaced })
-    }
-}
-
-fn handled(r: Result<bool, DeliveryError>) -> Result<(), HandlerError> {
-    r.map(|_| ()).map_err(|e| HandlerError::new(anyhow::Error::from(e)))
-}
-
-/// The most past days of insights housekeeping folds in one run.
-const FOLD_DAYS_PER_RUN: i64 = 31;
-/// Rows pruning deletes per transaction.
-const PRUNE_BATCH: i64 = 1000;
-/// The longest one run prunes for; what is left waits for the next run.
-const PRUNE_BUDGET: std::time::Duration = std::time::Duration::from_secs(20);
-
-impl TimerHandler for Engine {
-    async fn park_timeout(&self, t: ParkTimeout) -> Result<(), HandlerError> {
-        handled(self.fall_back(t).await)
-    }
-
-    async fn claim_timeout(&self, t: ClaimTimeout) -> Result<(), HandlerError> {
-        handled(self.expire_claim(t).await)
-    }
-
-    async fn negotiation_deadline(&self, t: NegotiationDeadline) -> Result<(), HandlerError> {
-        handled(self.deadline(t).await)
-    }
-
-    async fn pending_expiry(&self, t: PendingExpiry) -> Result<(), HandlerError> {
-        handled(self.expire_pending(t).await)
-    }
-
-    async fn delegation_timeout(&self, t: parley_jobs::DelegationTimeout) -> Result<(), HandlerError> {
-        self.time_out_delegation(t).await.map(|_| ()).map_err(|e| HandlerError::new(anyhow::Error::from(e)))
-    }
-
-    async fn system_turn(&self, t: parley_jobs::SystemTurn) -> Result<(), HandlerError> {
-        handled(self.model_turn(t).await)
-    }
-
-    async fn housekeeping(&self) -> Result<(), HandlerError> {
-        self.recover(std::time::Duration::from_secs(30))
-            .await
-            .map_err(|e| HandlerError::new(anyhow::Error::from(e)))?;
-        let mut conn = self.pool.acquire().await?;
-        let now = Utc::now();
-        crate::store::events::prune(&mut conn, now - chrono::Duration::days(1)).await?;
-        drop(conn);
-        self.directory_upkeep().await?;
-        // Past days' insights shards into one row per day and key (a day late: an ending that
-        // committed after midnight may still count on the day before).
-        let yesterday = now.date_naive() - chrono::Days::new(1);
-        crate::store::insight_rollups::fold(&self.pool, yesterday, FOLD_DAYS_PER_RUN).await?;
-        let retention = self.config.history_retention;
-        let pruned = crate::store::retention::prune(&self.pool, retention, now, PRUNE_BATCH, PRUNE_BUDGET)
-            .await
-            .map_err(HandlerError::new)?;
-        if pruned != crate::store::retention::Pruned::default() {
-            tracing::info!(?pruned, "housekeeping pruned history");
-        }
-        Ok(())
     }
 }

@@ -15,31 +15,15 @@
 //! replaces them) instead of refreshing every agent it may show.
 //!
 //! Nothing else that others see may link two of an agent's anonymous ids: a capability is shown
-//! under a handle derived from the anonymous id ([`capability_handle`]), which changes with it,
-//! never under its stored id (stable for the capability's life, and time-ordered).
+//! under a handle derived from the anonymous id (`crate::runtime::TokenKey::capability_handle`),
+//! which changes with it, never under its stored id (stable for the capability's life, and
+//! time-ordered).
 
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
-
-/// The name under which others see capability `capability_id` of the agent now known as
-/// `anonymous_id`: the first 16 bytes of an HMAC (under `key`, a service secret) of the two ids,
-/// as a UUID (version 8). Stable while the anonymous id lives, different under the next one, and
-/// telling nothing of the capability's stored id or of when it was made.
-pub fn capability_handle(key: &[u8], anonymous_id: Uuid, capability_id: Uuid) -> Uuid {
-    let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes keys of any length");
-    mac.update(b"capability-handle");
-    mac.update(anonymous_id.as_bytes());
-    mac.update(capability_id.as_bytes());
-    let digest = mac.finalize().into_bytes();
-    let mut bytes = [0u8; 16];
-    bytes.copy_from_slice(&digest[..16]);
-    uuid::Builder::from_custom_bytes(bytes).into_uuid()
-}
 
 /// Makes sure each of `agents` has a current, unexpired anonymous id: an expired one is retired
 /// and a new one issued, valid for `ttl`.
@@ -140,23 +124,6 @@ pub async fn current(conn: &mut PgConnection, agent_id: Uuid, ttl: Duration) -> 
     sqlx::query_scalar!("SELECT anonymous_id FROM anonymous_ids WHERE agent_id = $1 AND current", agent_id)
         .fetch_one(conn)
         .await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_capability_handle_changes_with_the_anonymous_id_and_hides_the_capability_id() {
-        let (key, capability) = (b"secret".as_slice(), Uuid::now_v7());
-        let (old, new) = (Uuid::new_v4(), Uuid::new_v4());
-        let h = capability_handle(key, old, capability);
-        assert_eq!(h, capability_handle(key, old, capability), "stable while the anonymous id lives");
-        assert_ne!(h, capability_handle(key, new, capability), "a new one under the next");
-        assert_ne!(h, capability);
-        assert_eq!(h.get_version_num(), 8);
-        assert_ne!(h, capability_handle(b"another secret", old, capability));
-    }
 }
 
 /// What an anonymous id stands for.

@@ -17,11 +17,16 @@
 //! - [`schema`]: the capabilities' JSON Schemas: bounded at registration, compiled once,
 //!   checked off the async workers with a time cap;
 //! - [`ranking`]: every discoverable capability assessed against one task by the capability
-//!   calculator, with its agent's live queue depth, ranked by score and trust.
+//!   calculator, with its agent's live queue depth, ranked by score and trust;
+//! - [`upkeep`]: housekeeping's share of the directory (the trust windows' daily move, expired
+//!   anonymous ids replaced), in batches, never on a request's time.
 //!
 //! Like `store`, every function takes a `&mut PgConnection` and never commits, so callers
-//! compose them in one transaction. Nothing here shows an agent's id or owner to anyone but the
-//! agent and its owner: the discovery rows carry only the anonymous id.
+//! compose them in one transaction (but for the delegations' service, which owns its
+//! transactions, and the batched upkeep). The directory knows nothing of the turn engine
+//! (`crate::delivery`): what the two share is `crate::runtime`. Nothing here shows an agent's
+//! id or owner to anyone but the agent and its owner: the discovery rows carry only the
+//! anonymous id.
 
 pub mod anonymity;
 pub mod capabilities;
@@ -31,5 +36,6 @@ pub mod index;
 pub mod ranking;
 pub mod schema;
 pub mod trust;
+pub mod upkeep;
 
 pub use capabilities::{Capability, CapabilityError, NewCapability, PermissionsPatch, TaskType};

@@ -434,7 +434,7 @@ pub async fn delete_agent(
     let mut tx = state.pool().begin().await?;
     agents::delete(&mut tx, id).await?;
     tx.commit().await?;
-    state.engine.end_attempts_at_deleted(id).await?;
+    state.delegations.end_attempts_at_deleted(id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

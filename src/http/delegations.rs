@@ -30,7 +30,7 @@ use crate::wire::delegations::{
     delegation_out, inbound_out,
 };
 use crate::{
-    directory::delegation::{Event, RawRequest, Request, Status, flow::Record, store},
+    directory::delegation::{Event, RawRequest, Record, Request, Status, store},
     store::agents,
 };
 
@@ -169,7 +169,7 @@ fn waited(record: Record, body: impl FnOnce(DelegationAnswer) -> Response) -> Re
 
 fn wait_of(state: &AppState, q: Result<ApiQuery<WaitQuery>, ApiError>) -> ApiResult<Option<Duration>> {
     let ApiQuery(q) = q?;
-    parse_wait(q.wait.as_deref(), state.engine.config().long_poll_max)
+    parse_wait(q.wait.as_deref(), state.delegations.config().long_poll_max)
 }
 
 /// How long a delegate call holds before it answers.
@@ -194,7 +194,7 @@ fn prefers_async(headers: &HeaderMap) -> bool {
 }
 
 fn hold_of(state: &AppState, headers: &HeaderMap, wait: Option<&str>, request: &Request) -> ApiResult<Hold> {
-    let max = state.engine.config().long_poll_max;
+    let max = state.delegations.config().long_poll_max;
     if prefers_async(headers) {
         return Ok(Hold::Async { preferred: true });
     }
@@ -219,7 +219,7 @@ async fn delegate_with(
     let checked = query.and_then(|ApiQuery(q)| {
         let ApiJson(body) = body?;
         let min_timeout_ms =
-            i64::try_from(state.engine.config().delegation_min_timeout.as_millis()).unwrap_or(i64::MAX);
+            i64::try_from(state.delegations.config().delegation_min_timeout.as_millis()).unwrap_or(i64::MAX);
         let request = Request::parse(
             &RawRequest {
                 request_id: body.request_id,
@@ -244,7 +244,7 @@ async fn delegate_with(
         Hold::Async { .. } => None,
         Hold::For(wait) => Some(wait),
     };
-    let record = state.engine.delegate(&key.0, &request, wait).await?;
+    let record = state.delegations.delegate(&key.0, &request, wait).await?;
     let mut response = match hold {
         // Answered at once, whatever the delegation's state: the call only asked for it.
         Hold::Async { .. } => {
@@ -369,11 +369,11 @@ pub async fn get_delegation(
         Reader::Requesters(ids) => Some(ids.as_slice()),
         Reader::Service => None,
     };
-    let record = state.engine.read_delegation(request_id, requesters).await?;
+    let record = state.delegations.read_delegation(request_id, requesters).await?;
     if wait.is_none() {
         return Ok(Json(answer(record)).into_response());
     }
-    let record = state.engine.await_delegation(record.delegation.delegation_id, wait).await?;
+    let record = state.delegations.await_delegation(record.delegation.delegation_id, wait).await?;
     Ok(waited(record, |a| Json(a).into_response()))
 }
 
@@ -396,7 +396,7 @@ pub async fn delegation_inbox(
         Ok(wait) => wait,
         Err(e) => return Err(key.refuse(&state, e).await),
     };
-    let (items, total) = state.engine.delegation_inbox(&key.0, wait).await?;
+    let (items, total) = state.delegations.delegation_inbox(&key.0, wait).await?;
     Ok(Json(InboxOut { requests: items.into_iter().map(inbound_out).collect(), total }))
 }
 
@@ -511,7 +511,7 @@ pub async fn accept_delegation(
         Ok(Ids((_, request_id))) => request_id,
         Err(e) => return Err(key.refuse(&state, e).await),
     };
-    let accepted = state.engine.accept_delegation(&key.0, request_id).await?;
+    let accepted = state.delegations.accept_delegation(&key.0, request_id).await?;
     Ok(Json(AcceptedOut { accepted: true, claim_token: accepted.claim_token, deadline: accepted.deadline }))
 }
 
@@ -548,7 +548,7 @@ pub async fn complete_delegation(
         Ok(checked) => checked,
         Err(e) => return Err(key.refuse(&state, e).await),
     };
-    state.engine.complete_delegation(&key.0, request_id, &body.output, body.claim_token.as_deref()).await?;
+    state.delegations.complete_delegation(&key.0, request_id, &body.output, body.claim_token.as_deref()).await?;
     Ok(Json(CompletedOut { completed: true }))
 }
 
@@ -588,7 +588,7 @@ pub async fn reject_delegation(
     Ids((_, request_id)): Ids<(Uuid, Uuid)>,
     OptionalJson(body): OptionalJson<RejectIn>,
 ) -> ApiResult<Json<EndedOut>> {
-    state.engine.refuse_delegation(&agent, request_id, Event::Reject, body.reason.as_deref(), None).await?;
+    state.delegations.refuse_delegation(&agent, request_id, Event::Reject, body.reason.as_deref(), None).await?;
     Ok(Json(EndedOut { ended: true }))
 }
 
@@ -611,7 +611,7 @@ pub async fn fail_delegation(
     ApiJson(body): ApiJson<FailIn>,
 ) -> ApiResult<Json<EndedOut>> {
     state
-        .engine
+        .delegations
         .refuse_delegation(&agent, request_id, Event::Fail, Some(&body.error), body.claim_token.as_deref())
         .await?;
     Ok(Json(EndedOut { ended: true }))

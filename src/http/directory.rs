@@ -222,17 +222,19 @@ pub async fn put_capability(
         tags: &body.tags,
         skill: body.skill.as_ref(),
     })?;
-    capabilities::compile_schemas(state.engine.schemas(), &agent.owner_user_id, &new).await.map_err(|e| match e {
-        SchemaRefusal::Refused(refused) => refused.into(),
-        SchemaRefusal::Unchecked(CheckError::OverBudget(wait)) => {
-            ApiError::TooMany(CheckError::OverBudget(wait).to_string(), wait)
-        }
-        SchemaRefusal::Unchecked(CheckError::TooSlow(t)) => ApiError::BadRequest {
-            code: ErrorCode::SchemaTooComplex,
-            message: format!("the schemas could not be compiled within {t:?}"),
+    capabilities::compile_schemas(state.delegations.schemas(), &agent.owner_user_id, &new).await.map_err(
+        |e| match e {
+            SchemaRefusal::Refused(refused) => refused.into(),
+            SchemaRefusal::Unchecked(CheckError::OverBudget(wait)) => {
+                ApiError::TooMany(CheckError::OverBudget(wait).to_string(), wait)
+            }
+            SchemaRefusal::Unchecked(CheckError::TooSlow(t)) => ApiError::BadRequest {
+                code: ErrorCode::SchemaTooComplex,
+                message: format!("the schemas could not be compiled within {t:?}"),
+            },
+            SchemaRefusal::Unchecked(busy) => ApiError::Unavailable(busy.to_string()),
         },
-        SchemaRefusal::Unchecked(busy) => ApiError::Unavailable(busy.to_string()),
-    })?;
+    )?;
     let max = state.engine.config().max_capabilities_per_user;
     let mut tx = state.pool().begin().await?;
     crate::store::agents::lock_owner(&mut tx, &agent.owner_user_id).await?;
@@ -437,7 +439,7 @@ pub async fn discover_agents(
         max_latency: params.max_latency.as_deref(),
         scope: params.scope.as_deref(),
     };
-    Ok(Json(discover(&state.engine, &discovery::Query::parse(&raw)?).await?))
+    Ok(Json(discover(&state.delegations, &discovery::Query::parse(&raw)?).await?))
 }
 
 /// `GET /api/agents/discover` at the path AgentLens's MCP tool `agentlens_discover` calls: the
@@ -504,7 +506,7 @@ pub async fn rank_agents(
     _caller: AnyCaller,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Json<RankOut>> {
-    Ok(Json(rank(&state.engine, RankQuery::parse(&body)?).await?))
+    Ok(Json(rank(&state.delegations, RankQuery::parse(&body)?).await?))
 }
 
 /// An agent's trust, as the one doing the work.

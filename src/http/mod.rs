@@ -47,13 +47,15 @@ use tower_http::{
     trace::TraceLayer,
 };
 
-use crate::{delivery::Engine, scoring::Calculator};
+use crate::{delivery::Engine, directory::delegation::Delegations, scoring::Calculator};
 
 /// What every handler can reach.
 #[derive(Clone)]
 pub struct AppState {
     /// The negotiation engine (and through it the pool and configuration).
     pub engine: Engine,
+    /// The delegations (and the directory's schema checker and capability handles).
+    pub delegations: Delegations,
     /// JWT keys.
     pub jwt: Arc<auth::JwtKeys>,
     /// Failed authentications per client address.

@@ -146,11 +146,11 @@ ended yet.")]
             let id = parse_uuid(&args.request_id, "requestId")?;
             let wait = self.wait_of(args.wait)?;
             let requesters = [agent.agent_id];
-            let record = self.state.engine.read_delegation(id, Some(&requesters[..])).await?;
+            let record = self.state.delegations.read_delegation(id, Some(&requesters[..])).await?;
             if wait.is_none() {
                 return Ok::<_, ApiError>(answer(record));
             }
-            let record = self.state.engine.await_delegation(record.delegation.delegation_id, wait).await?;
+            let record = self.state.delegations.await_delegation(record.delegation.delegation_id, wait).await?;
             Ok(answer(record))
         };
         Ok(match read.await {
@@ -172,7 +172,7 @@ complete_delegation or fail_delegation; or reject_delegation.")]
         let key = key_of(&parts)?;
         let list = async {
             let wait = self.wait_of(args.wait)?;
-            let (items, total) = self.state.engine.delegation_inbox(&key, wait).await?;
+            let (items, total) = self.state.delegations.delegation_inbox(&key, wait).await?;
             Ok::<_, ApiError>(InboxOut { requests: items.into_iter().map(inbound_out).collect(), total })
         };
         Ok(match list.await {
@@ -192,7 +192,7 @@ claimToken, deadline}: finish before the deadline with complete_delegation or fa
         let key = key_of(&parts)?;
         let accept = async {
             let id = parse_uuid(&args.request_id, "requestId")?;
-            let accepted = self.state.engine.accept_delegation(&key, id).await?;
+            let accepted = self.state.delegations.accept_delegation(&key, id).await?;
             Ok::<_, ApiError>(AcceptedOut {
                 accepted: true,
                 claim_token: accepted.claim_token,
@@ -216,7 +216,7 @@ outputSchema (otherwise output_invalid, and the request stays yours to fix). Ret
         let key = key_of(&parts)?;
         let complete = async {
             let id = parse_uuid(&args.request_id, "requestId")?;
-            self.state.engine.complete_delegation(&key, id, &args.output, args.claim_token.as_deref()).await?;
+            self.state.delegations.complete_delegation(&key, id, &args.output, args.claim_token.as_deref()).await?;
             Ok::<_, ApiError>(CompletedOut { completed: true })
         };
         Ok(match complete.await {
@@ -287,7 +287,7 @@ impl ParleyMcp {
             },
             min_timeout_ms,
         )?;
-        let record = self.state.engine.delegate(key, &request, None).await?;
+        let record = self.state.delegations.delegate(key, &request, None).await?;
         Ok(structured(answer(record)))
     }
 
@@ -301,7 +301,7 @@ impl ParleyMcp {
         claim_token: Option<&str>,
     ) -> Result<EndedOut, ApiError> {
         let id = parse_uuid(request_id, "requestId")?;
-        self.state.engine.refuse_delegation(agent, id, event, reason, claim_token).await?;
+        self.state.delegations.refuse_delegation(agent, id, event, reason, claim_token).await?;
         Ok(EndedOut { ended: true })
     }
 }

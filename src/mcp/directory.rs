@@ -92,7 +92,7 @@ estimatedLatencyMs?, estimatedCostUsd?, compositeScore, qualityMetrics}], total}
             scope: None,
         };
         let found = match Query::from_typed(&query) {
-            Ok(query) => discover(&self.state.engine, &query).await,
+            Ok(query) => discover(&self.state.delegations, &query).await,
             Err(e) => Err(e.into()),
         };
         Ok(match found {
@@ -120,7 +120,7 @@ taskType, assessment}]}; each assessment explains its score (subscores, skill_ma
             task: &task,
         };
         let ranked = match RankQuery::from_request(&request) {
-            Ok(query) => rank(&self.state.engine, query).await,
+            Ok(query) => rank(&self.state.delegations, query).await,
             Err(e) => Err(e.into()),
         };
         Ok(match ranked {

@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::directory::delegation::{Attempt, InboxItem, Status, flow::Record, store::Delegation};
+use crate::directory::delegation::{Attempt, InboxItem, Record, Status, store::Delegation};
 
 /// One attempt, as the requester sees it.
 #[derive(Debug, Serialize, utoipa::ToSchema)]

@@ -11,8 +11,8 @@ use uuid::Uuid;
 
 use super::error::ApiResult;
 use crate::{
-    delivery::Engine,
     directory::{
+        delegation::Delegations,
         discovery::{self, Found},
         ranking::{self, RankQuery},
     },
@@ -73,9 +73,9 @@ pub struct DiscoverOut {
 }
 
 /// A discovery, checked: the ranked results as both adapters show them.
-pub async fn discover(engine: &Engine, query: &discovery::Query) -> ApiResult<DiscoverOut> {
-    let config = engine.config();
-    let mut tx = engine.pool().begin().await?;
+pub async fn discover(delegations: &Delegations, query: &discovery::Query) -> ApiResult<DiscoverOut> {
+    let config = delegations.config();
+    let mut tx = delegations.pool().begin().await?;
     let found = discovery::discover(&mut tx, query, config.min_trust, config.anonymous_id_ttl).await?;
     tx.commit().await?;
     let total = found.total;
@@ -84,7 +84,7 @@ pub async fn discover(engine: &Engine, query: &discovery::Query) -> ApiResult<Di
         .into_iter()
         .map(|Found { entry: e, composite_score }| DiscoveredOut {
             anonymous_agent_id: e.anonymous_agent_id,
-            capability_id: engine.capability_handle(e.anonymous_agent_id, e.capability_id),
+            capability_id: delegations.capability_handle(e.anonymous_agent_id, e.capability_id),
             task_type: e.task_type,
             custom_type: e.custom_type,
             input_schema: e.input_schema,
@@ -150,9 +150,9 @@ pub struct RankOut {
 }
 
 /// A ranking, checked: the candidates and the rejected as both adapters show them.
-pub async fn rank(engine: &Engine, query: RankQuery) -> ApiResult<RankOut> {
-    let config = engine.config();
-    let mut tx = engine.pool().begin().await?;
+pub async fn rank(delegations: &Delegations, query: RankQuery) -> ApiResult<RankOut> {
+    let config = delegations.config();
+    let mut tx = delegations.pool().begin().await?;
     let found = ranking::candidates(&mut tx, &query, config.min_trust, config.anonymous_id_ttl).await?;
     tx.commit().await?;
     let ranked = ranking::rank_off_the_async_workers(query.request, found, query.limit).await;
@@ -161,7 +161,7 @@ pub async fn rank(engine: &Engine, query: RankQuery) -> ApiResult<RankOut> {
         .into_iter()
         .map(|r| RankedOut {
             anonymous_agent_id: r.candidate.anonymous_agent_id,
-            capability_id: engine.capability_handle(r.candidate.anonymous_agent_id, r.candidate.capability_id),
+            capability_id: delegations.capability_handle(r.candidate.anonymous_agent_id, r.candidate.capability_id),
             task_type: r.candidate.task_type,
             custom_type: r.candidate.custom_type,
             trust_score_percentile: r.candidate.trust_score_percentile,
@@ -175,7 +175,7 @@ pub async fn rank(engine: &Engine, query: RankQuery) -> ApiResult<RankOut> {
         .into_iter()
         .map(|r| RejectedOut {
             anonymous_agent_id: r.candidate.anonymous_agent_id,
-            capability_id: engine.capability_handle(r.candidate.anonymous_agent_id, r.candidate.capability_id),
+            capability_id: delegations.capability_handle(r.candidate.anonymous_agent_id, r.candidate.capability_id),
             task_type: r.candidate.task_type,
             custom_type: r.candidate.custom_type,
             assessment: r.assessment,

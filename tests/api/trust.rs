@@ -261,13 +261,18 @@ async fn stored_trust_follows_counters_and_capabilities_exactly() {
     assert_ne!(stale, full);
     assert_eq!(discover(&app, "taskType=testing").await.status, StatusCode::OK);
     assert_eq!(stored_trusts(&app).await, stale, "a discovery does not roll trust over");
-    let upkeep = app.state.engine.directory_upkeep().await.unwrap();
+    let upkeep = run_upkeep(&app).await;
     assert_eq!(upkeep.trust_rolled, 1);
     assert_eq!(both_trusts(&app).await.1, full);
-    assert_eq!(app.state.engine.directory_upkeep().await.unwrap().trust_rolled, 0, "nothing left to roll");
+    assert_eq!(run_upkeep(&app).await.trust_rolled, 0, "nothing left to roll");
 }
 
 /// What discovery and ranking read of every stored record.
+/// The directory's upkeep, as housekeeping runs it.
+async fn run_upkeep(app: &TestApp) -> parley::directory::upkeep::Upkeep {
+    parley::directory::upkeep::run(app.state.pool(), app.state.engine.config().anonymous_id_ttl).await.unwrap()
+}
+
 async fn stored_trusts(app: &TestApp) -> Vec<TrustRow> {
     sqlx::query_as(
         "SELECT agent_id, raw::float8, percentile, events, provisional FROM trust_percentiles ORDER BY agent_id",
@@ -310,7 +315,7 @@ async fn housekeeping_rolls_every_stale_record_over_in_batches() {
         .await
         .unwrap();
     assert!(stored_trusts(&app).await.iter().all(|r| r.1 == 0.0));
-    let upkeep = app.state.engine.directory_upkeep().await.unwrap();
+    let upkeep = run_upkeep(&app).await;
     assert_eq!(upkeep.trust_rolled, 1203);
     let (full, stored) = both_trusts(&app).await;
     assert_eq!(full.len(), 1203);

@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use parley::{app::Application, delivery::wakeups::RECHECK, http};
+use parley::{app::Application, http, runtime::wakeups::RECHECK};
 use reqwest::StatusCode;
 use serde_json::json;
 

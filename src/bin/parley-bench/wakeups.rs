@@ -9,7 +9,7 @@ use anyhow::{Context, bail};
 use parley::{
     config::Config,
     db,
-    delivery::wakeups::{WAKE_CHANNEL, WakePayload},
+    runtime::wakeups::{WAKE_CHANNEL, WakePayload},
 };
 
 use crate::{

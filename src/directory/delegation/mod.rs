@@ -9,24 +9,49 @@
 //! by one to the best-ranked eligible target not yet tried whose input schema accepts the
 //! input, while retries are left; otherwise the delegation ends with its last attempt's status.
 //!
-//! - [`state`]: the attempt statuses and their transition table (pure);
-//! - [`store`]: the SQL (delegations, attempts, inbox, trust counters);
-//! - [`flow`]: the state changes, each one transaction holding the delegation's row lock, with
-//!   its timer armed or cancelled inside it and its wake-ups sent after its commit;
-//! - [`recent`]: what this process learned of the attempts it accepted and the delegations it
-//!   ended, so that the calls that follow need not read them again;
+//! [`Delegations`] ([`service`]) is the service every delegation call goes through (HTTP, MCP,
+//! the timer dispatcher): it owns what one process keeps for delegations and shares the rest
+//! with the turn engine through `crate::runtime`. Its operations, one file per concern:
+//!
+//! - [`delegate`]: a new delegation, from the key's check to its commit;
+//! - [`offer`]: offering an attempt to a target, skipping the targets whose inbound window is
+//!   full;
+//! - [`accept`]: the target's accept and complete;
+//! - [`flow`]: every other end of an attempt (reject, fail, timeout, a deleted target) through
+//!   the one end path, `flow::end_attempt`, and the fallback that follows it;
+//! - [`reads`]: reads of a delegation and of an inbox, and their long polls;
 //! - [`screen`]: the input checked against the schemas of the targets a transaction may pick,
 //!   before it opens;
-//! - [`targets`]: which of them the transaction picks.
+//! - [`targets`]: which of them the transaction picks;
+//! - [`recent`]: what this process learned of the attempts it accepted and the delegations it
+//!   ended, so that the calls that follow need not read them again;
+//! - [`state`]: the attempt statuses and their transition table (pure);
+//! - [`store`]: the SQL (delegations, attempts, inbox, trust counters).
 //!
-//! Unlike the rest of the directory, `flow` owns its transactions (like `crate::delivery`):
-//! an attempt's end, its trust counts, the next attempt and the timers commit together.
+//! Unlike the rest of the directory, the service owns its transactions (like
+//! `crate::delivery`): an attempt's end, its trust counts, the next attempt and the timers
+//! commit together, each state change in one transaction that holds the delegation's row lock.
+//! No schema check runs inside a transaction: a delegation's input is checked against the
+//! targets it may go to before its transaction opens, and the transaction looks the verdicts up
+//! ([`screen`]); a complete's output is checked before its statement.
+//!
+//! The calls on the usual path cost few round trips to PostgreSQL, each authenticating the
+//! caller's key inside its own statement (see [`store`]): a delegation is a key check and a read
+//! of what the named target offers (or the process's discovery snapshot), then one transaction
+//! of two statements, an accept one statement, a complete one statement when this process
+//! accepted the attempt and otherwise a read first, an inbox read one statement.
+//!
 //! Neither side sees the other's id or owner: the target sees the requester's anonymous id,
 //! the requester sees each target's.
 
+pub mod accept;
+pub mod delegate;
 pub mod flow;
+pub mod offer;
+pub mod reads;
 pub mod recent;
 pub mod screen;
+pub mod service;
 pub mod state;
 pub mod store;
 pub mod targets;
@@ -35,8 +60,11 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::capabilities::{CapabilityError, TaskType, custom_type_for};
+use crate::runtime::KeyRefused;
+pub use accept::Accepted;
+pub use service::Delegations;
 pub use state::{Event, Status};
-pub use store::{Attempt, Delegation, InboxItem};
+pub use store::{Attempt, Delegation, InboxItem, Record};
 
 /// `timeoutMs` when none is given.
 pub const DEFAULT_TIMEOUT_MS: i64 = 30_000;
@@ -130,6 +158,15 @@ impl From<sqlx::Error> for DelegationError {
             return DelegationError::RequestIdTaken;
         }
         DelegationError::Unexpected(e.into())
+    }
+}
+
+impl From<KeyRefused> for DelegationError {
+    fn from(e: KeyRefused) -> Self {
+        match e {
+            KeyRefused::Unauthorized => DelegationError::Unauthorized,
+            KeyRefused::Forbidden(why) => DelegationError::Forbidden(why),
+        }
     }
 }
 

@@ -4,7 +4,7 @@
 //! A schema check runs code the target wrote (its schema) on data the requester wrote (the
 //! input), so it must never hold a transaction, a row lock, a pooled connection or an async
 //! worker. Before a delegation's transaction opens (a new delegation, or the end of an attempt
-//! that may fall back to another target), [`Engine::screen`] reads the capabilities the
+//! that may fall back to another target), [`Delegations::screen`] reads the capabilities the
 //! transaction may offer the attempt to, gives its connection back, and checks the input
 //! against them on the schema pool ([`crate::directory::schema::Checker`]), on behalf of the
 //! requester's owner. The transaction then only looks the verdicts up; a named target whose
@@ -25,15 +25,12 @@ use std::{collections::HashMap, sync::Arc};
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::{DelegationError, store};
-use crate::{
-    delivery::Engine,
-    directory::{
-        capabilities::TaskType,
-        discovery::{self, Query},
-        index,
-        schema::{CheckError, Verdict, units},
-    },
+use super::{DelegationError, service::Delegations, store};
+use crate::directory::{
+    capabilities::TaskType,
+    discovery::{self, Query},
+    index,
+    schema::{CheckError, Verdict, units},
 };
 
 /// Candidates that accept the input a screen looks for: as many as discovery shows.
@@ -116,14 +113,14 @@ struct Listed {
     input_schema: Value,
 }
 
-impl Engine {
+impl Delegations {
     /// Checks `work`'s input against the input schema of the named target's capability, or of
     /// the candidates for its kind of work (see the module docs). `Err` only when the owner's
     /// checking time is used up (or the database fails): a check that could not run is a
     /// refusal saying so.
     pub(crate) async fn screen(&self, work: Work<'_>) -> Result<Screened, DelegationError> {
         let listed = {
-            let mut conn = self.pool.acquire().await?;
+            let mut conn = self.runtime.pool.acquire().await?;
             match work.target {
                 Some(anonymous_id) => {
                     store::named_capability(&mut conn, anonymous_id, work.task_type, work.custom_type)
@@ -188,7 +185,7 @@ impl Engine {
     async fn candidates(&self, conn: &mut sqlx::PgConnection, work: &Work<'_>) -> Result<Vec<Listed>, DelegationError> {
         let task_type =
             TaskType::parse(work.task_type).ok_or_else(|| anyhow::anyhow!("stored task type {}", work.task_type))?;
-        let snapshot = index::snapshot(conn, Some(task_type), self.config.anonymous_id_ttl).await?;
+        let snapshot = index::snapshot(conn, Some(task_type), self.runtime.config.anonymous_id_ttl).await?;
         let q = Query {
             task_type,
             custom_type: work.custom_type.map(str::to_owned),
@@ -197,7 +194,7 @@ impl Engine {
             max_latency_ms: None,
             limit: i64::try_from(snapshot.entries.len()).unwrap_or(i64::MAX),
         };
-        Ok(discovery::rank(&snapshot.entries, &q, self.config.min_trust)
+        Ok(discovery::rank(&snapshot.entries, &q, self.runtime.config.min_trust)
             .results
             .into_iter()
             .map(|f| f.entry)

@@ -11,9 +11,10 @@ use uuid::Uuid;
 use super::{
     DelegationError,
     screen::Screened,
+    service::Delegations,
     store::{self, Delegation, TargetOffer},
 };
-use crate::{delivery::Engine, directory::trust};
+use crate::directory::trust;
 
 /// The target an attempt goes to.
 #[derive(Debug, Clone)]
@@ -96,7 +97,7 @@ async fn eligibility(
     Ok(above_floor(conn, agent_id, floor).await?.map(|()| offered))
 }
 
-impl Engine {
+impl Delegations {
     /// The first target of a new delegation: the named one (as [`store::open`] read it), or the
     /// best screened candidate that accepted the input and may take the work.
     /// [`DelegationError::Rescreen`] when the named target's capability changed since it was
@@ -108,7 +109,7 @@ impl Engine {
         opened: &store::Opened,
         screened: &Screened,
     ) -> Result<Target, DelegationError> {
-        let floor = self.config.min_trust;
+        let floor = self.runtime.config.min_trust;
         if let Some(named) = d.requested_target {
             let (agent_id, _) = opened.target.filter(|(_, live)| *live).ok_or(DelegationError::UnknownTarget)?;
             let capability = judge(opened.offer.clone(), agent_id, d.requester_agent_id, &d.task_type)
@@ -153,7 +154,7 @@ impl Engine {
                 d.requester_agent_id,
                 &d.task_type,
                 d.custom_type.as_deref(),
-                self.config.min_trust,
+                self.runtime.config.min_trust,
             )
             .await?;
             let Ok(capability) = eligible else { continue };

@@ -13,10 +13,12 @@
 //! a wait, the agent was written at most 15 s (the throttle) + 30 s (the wait) = 45 s ago, well
 //! inside 90 s; the configuration refuses a liveness window not longer than that sum.
 //!
-//! What liveness decides: the park window of a mixed negotiation's turn (see
-//! [`Engine::park_window`] and the park timer in `timers.rs`).
+//! The delegation calls mark their agents seen the same way, through the same throttle.
 //!
-//! The writes can be switched off in a process ([`Engine::record_liveness`]); only
+//! What liveness decides: the park window of a mixed negotiation's turn (see
+//! `Engine::park_window` and the park timer in `crate::delivery`).
+//!
+//! The writes can be switched off in a process ([`Runtime::record_liveness`]); only
 //! `parley-bench` does, to measure what they cost the turn cycle in one run.
 
 use std::{
@@ -25,18 +27,15 @@ use std::{
         Mutex,
         atomic::{AtomicBool, AtomicU64, Ordering},
     },
-    time::{Duration, Instant},
+    time::Instant,
 };
 
-use sqlx::PgConnection;
 use uuid::Uuid;
 
-use super::Engine;
+use super::Runtime;
 use crate::store::agents;
 
-/// The longest an agent's `last_seen_at` write is held back: at most one write per agent per
-/// this period in each process.
-pub const SEEN_WRITE_EVERY: Duration = Duration::from_secs(15);
+pub use crate::config::SEEN_WRITE_EVERY;
 
 /// How many agents the throttle remembers before it forgets the ones written long ago.
 const REMEMBERED: usize = 10_000;
@@ -45,7 +44,7 @@ const REMEMBERED: usize = 10_000;
 #[derive(Debug, Default)]
 pub struct SeenThrottle {
     written: Mutex<HashMap<Uuid, Instant>>,
-    /// Writes switched off ([`Engine::record_liveness`]).
+    /// Writes switched off ([`Runtime::record_liveness`]).
     off: AtomicBool,
     /// `last_seen_at` writes made by this process.
     writes: AtomicU64,
@@ -74,7 +73,7 @@ impl SeenThrottle {
     }
 }
 
-impl Engine {
+impl Runtime {
     /// Marks `agent` seen, writing `last_seen_at` unless this process wrote it within the last
     /// [`SEEN_WRITE_EVERY`]. A failed write is logged and does not fail the caller's request.
     pub async fn seen(&self, agent: Uuid) {
@@ -108,21 +107,12 @@ impl Engine {
     pub fn liveness_writes(&self) -> u64 {
         self.seen_throttle.writes.load(Ordering::Relaxed)
     }
-
-    /// The park window of a turn of a mixed negotiation parked now for `user_id`:
-    /// `PARLEY_PARK_TIMEOUT_OFFLINE` when no agent of that user is live (and it is the shorter),
-    /// else `PARLEY_PARK_TIMEOUT`.
-    pub(crate) async fn park_window(&self, conn: &mut PgConnection, user_id: &str) -> sqlx::Result<Duration> {
-        let (long, offline) = (self.config.park_timeout, self.config.park_timeout_offline);
-        if offline >= long || agents::any_live(conn, user_id, self.config.agent_liveness).await? {
-            return Ok(long);
-        }
-        Ok(offline)
-    }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     #[test]

@@ -1,0 +1,120 @@
+//! The services of one process, built once over one shared runtime, and the dispatcher that
+//! hands each due durable timer to the service that owns it.
+//!
+//! The turn engine ([`crate::delivery`]) and the delegations ([`crate::directory::delegation`])
+//! know nothing of each other; both are built here over the same [`Runtime`] (one pool, one set
+//! of wake-ups, one seen-throttle, one token key). `parley_jobs` runs one handler per process,
+//! so the routing of job kinds to services sits here, above both: the turn timers and the model's
+//! system turns go to the engine, the delegation timeout to the delegations, and housekeeping
+//! runs each side's share in turn. The queues and the job payloads are `parley_jobs`'.
+
+use std::{sync::Arc, time::Duration};
+
+use chrono::Utc;
+use parley_jobs::{
+    ClaimTimeout, DelegationTimeout, HandlerError, NegotiationDeadline, ParkTimeout, PendingExpiry, SystemTurn,
+    TimerHandler,
+};
+
+use crate::{
+    config::Config,
+    delivery::{Engine, negotiator_model::ModelNegotiator},
+    directory::{self, delegation::Delegations},
+    negotiator::NegotiatorConfig,
+    runtime::Runtime,
+    store,
+};
+
+/// The most past days of insights housekeeping folds in one run.
+const FOLD_DAYS_PER_RUN: i64 = 31;
+/// Rows pruning deletes per transaction.
+const PRUNE_BATCH: i64 = 1000;
+/// The longest one run prunes for; what is left waits for the next run.
+const PRUNE_BUDGET: Duration = Duration::from_secs(20);
+/// How long a negotiation is left `submitted` or `working` before housekeeping resumes it.
+const RECOVER_GRACE: Duration = Duration::from_secs(30);
+
+/// The turn engine and the delegations of one process, over one runtime.
+#[derive(Clone)]
+pub struct Services {
+    /// The negotiation engine.
+    pub engine: Engine,
+    /// The delegations.
+    pub delegations: Delegations,
+}
+
+impl Services {
+    /// Both services over one runtime on `pool`; `token_secret` is the secret claim tokens and
+    /// capability handles are derived from (see [`Runtime::new`]).
+    pub fn new(
+        pool: sqlx::PgPool,
+        config: Arc<Config>,
+        token_secret: &[u8],
+        model: Option<Arc<ModelNegotiator>>,
+    ) -> Services {
+        let runtime = Runtime::new(pool, config, token_secret);
+        Services {
+            engine: Engine::new(runtime.clone(), NegotiatorConfig::default(), model),
+            delegations: Delegations::new(runtime),
+        }
+    }
+
+    /// What both services share.
+    pub fn runtime(&self) -> &Runtime {
+        self.engine.runtime()
+    }
+}
+
+fn failed(e: impl Into<anyhow::Error>) -> HandlerError {
+    HandlerError::new(e.into())
+}
+
+impl TimerHandler for Services {
+    async fn park_timeout(&self, t: ParkTimeout) -> Result<(), HandlerError> {
+        self.engine.fall_back(t).await.map(|_| ()).map_err(failed)
+    }
+
+    async fn claim_timeout(&self, t: ClaimTimeout) -> Result<(), HandlerError> {
+        self.engine.expire_claim(t).await.map(|_| ()).map_err(failed)
+    }
+
+    async fn negotiation_deadline(&self, t: NegotiationDeadline) -> Result<(), HandlerError> {
+        self.engine.deadline(t).await.map(|_| ()).map_err(failed)
+    }
+
+    async fn pending_expiry(&self, t: PendingExpiry) -> Result<(), HandlerError> {
+        self.engine.expire_pending(t).await.map(|_| ()).map_err(failed)
+    }
+
+    async fn delegation_timeout(&self, t: DelegationTimeout) -> Result<(), HandlerError> {
+        self.delegations.time_out_delegation(t).await.map(|_| ()).map_err(failed)
+    }
+
+    async fn system_turn(&self, t: SystemTurn) -> Result<(), HandlerError> {
+        self.engine.model_turn(t).await.map(|_| ()).map_err(failed)
+    }
+
+    /// Resumes the negotiations left runnable, prunes the event log, runs the directory's
+    /// upkeep, folds the past days' insights and prunes the history past its retention.
+    async fn housekeeping(&self) -> Result<(), HandlerError> {
+        self.engine.recover(RECOVER_GRACE).await.map_err(failed)?;
+        let pool = self.runtime().pool();
+        let config = self.runtime().config();
+        let mut conn = pool.acquire().await?;
+        let now = Utc::now();
+        store::events::prune(&mut conn, now - chrono::Duration::days(1)).await?;
+        drop(conn);
+        directory::upkeep::run(pool, config.anonymous_id_ttl).await?;
+        // Past days' insights shards into one row per day and key (a day late: an ending that
+        // committed after midnight may still count on the day before).
+        let yesterday = now.date_naive() - chrono::Days::new(1);
+        store::insight_rollups::fold(pool, yesterday, FOLD_DAYS_PER_RUN).await?;
+        let pruned = store::retention::prune(pool, config.history_retention, now, PRUNE_BATCH, PRUNE_BUDGET)
+            .await
+            .map_err(HandlerError::new)?;
+        if pruned != store::retention::Pruned::default() {
+            tracing::info!(?pruned, "housekeeping pruned history");
+        }
+        Ok(())
+    }
+}
