@@ -10,7 +10,7 @@
 //!   [`EVENTS_TICK`], and fans new rows out to this process's SSE streams ([`EventHub`]).
 //!
 //! A NOTIFY can be lost between a commit and its sending (the process dies in that millisecond),
-//! so nothing depends on it alone: waiters look again every [`RECHECK`](crate::delivery::wakeups::RECHECK)
+//! so nothing depends on it alone: waiters look again every [`RECHECK`](crate::runtime::wakeups::RECHECK)
 //! and the event log is read every [`EVENTS_TICK`].
 
 use std::{
