@@ -282,10 +282,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     ("services", &["config", "delivery", "directory", "domain", "negotiator", "runtime", "store"]),
     // What both adapters render (bodies, views, error answers, the A2A shapes), beneath both.
-    (
-        "wire",
-        &["config", "delivery", "directory", "domain", "error_code", "quote", "runtime", "scoring", "store"],
-    ),
+    ("wire", &["config", "delivery", "directory", "domain", "error_code", "quote", "runtime", "scoring", "store"]),
     (
         "http",
         &[

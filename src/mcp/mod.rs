@@ -46,6 +46,7 @@ use uuid::Uuid;
 
 use crate::{
     delivery::{AgentIdentity, AgentKey, Engine, KEY_PREFIX, hash_secret},
+    directory::delegation::Delegations,
     error_code::ErrorCode,
     store::agents,
     wire::{body::BODY_LIMIT, error::ApiError},
@@ -89,6 +90,8 @@ omitted; a call without `reasoning` stores the message as the reasoning). When \
 pub struct McpState {
     /// The negotiation engine (and through it the pool and configuration).
     pub engine: Engine,
+    /// The delegations (and the directory's capability handles).
+    pub delegations: Delegations,
 }
 
 impl McpState {
