@@ -302,24 +302,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "wire",
         ],
     ),
-    (
-        "mcp",
-        &[
-            "config",
-            "delivery",
-            "directory",
-            "domain",
-            "error_code",
-            "quote",
-            "runtime",
-            "store",
-            "wire",
-            // NOT YET ENFORCED: MCP built on HTTP's handlers. It no longer imports `http`;
-            // removing "http" from this list makes the table enforce that neither adapter
-            // imports the other.
-            "http",
-        ],
-    ),
+    ("mcp", &["config", "delivery", "directory", "domain", "error_code", "quote", "runtime", "store", "wire"]),
     ("openapi", &["http"]),
     ("agent", &["config", "directory", "domain", "error_code", "http", "llm", "quote", "scoring"]),
     (
