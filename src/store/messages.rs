@@ -123,14 +123,18 @@ pub async fn store_turns(
     task: &super::tasks::Task,
     turns: &[TurnRow<'_>],
 ) -> anyhow::Result<()> {
-    sqlx::query("SELECT parley_store_turns($1, $2, $3, $4, $5)")
-        .bind(task.id)
-        .bind(task.opportunity_id)
-        .bind(&task.source_user_id)
-        .bind(&task.candidate_user_id)
-        .bind(sqlx::types::Json(turns))
-        .execute(conn)
-        .await?;
+    sqlx::query!(
+        "SELECT parley_store_turns($1, $2, $3, $4, $5)",
+        task.id,
+        task.opportunity_id,
+        task.source_user_id,
+        task.candidate_user_id,
+        // `jsonb`, which the macro checks against `serde_json::Value`: the rows are encoded as
+        // JSON straight from their fields instead (their doc is what the function reads).
+        sqlx::types::Json(turns) as _
+    )
+    .execute(conn)
+    .await?;
     Ok(())
 }
 

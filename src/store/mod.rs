@@ -11,7 +11,10 @@ pub mod insights;
 pub mod messages;
 pub mod opportunities;
 pub mod retention;
+#[cfg(test)]
+pub(crate) mod sql_source;
 pub mod tasks;
+pub(crate) mod text_types;
 pub mod turn_delivery;
 
 use thiserror::Error;

@@ -38,6 +38,7 @@ use uuid::Uuid;
 pub use super::store::Record;
 use super::{
     DelegationError, Request,
+    outcomes::{AcceptOutcome, CompleteOutcome},
     recent::AcceptedAttempt,
     screen::{Screened, Work},
     state::{Event, Status},
@@ -75,15 +76,9 @@ fn identity(key: KeyCheck) -> Result<AgentIdentity, DelegationError> {
     })
 }
 
-/// The refusal an accept or complete statement answered with, when it did not move.
-fn refusal(moved: &store::Moved) -> DelegationError {
-    let status = || moved.status.as_deref().and_then(Status::parse).map_or("unknown", Status::as_str);
-    match moved.outcome.as_deref() {
-        Some("not_found") => DelegationError::NotFound,
-        Some("not_addressed") => DelegationError::NotAddressed,
-        Some("invalid_state") => DelegationError::InvalidState(status()),
-        other => DelegationError::Unexpected(anyhow::anyhow!("unexpected delegation outcome {other:?}")),
-    }
+/// The status an `invalid_state` refusal names: the live attempt's, as the statement read it.
+fn status_name(status: Option<Status>) -> &'static str {
+    status.map_or("unknown", Status::as_str)
 }
 
 impl Engine {
@@ -351,8 +346,16 @@ impl Engine {
         };
         let target_id = target.agent_id;
         let first = self.attempt_for(&d, 1, target, requester_anonymous_id);
-        let (live, (delegation, attempts)) =
-            store::make(conn, &d, window.next_seq, &first, self.inbound_limit()).await?;
+        let (live, (delegation, attempts)) = store::make(
+            conn,
+            store::NewDelegation {
+                delegation: &d,
+                seq: window.next_seq,
+                first: &first,
+                inbound_limit: self.inbound_limit(),
+            },
+        )
+        .await?;
         if live {
             return Ok(Made { record: Record { delegation, attempts }, live: Some(target_id), fresh: true });
         }
@@ -412,8 +415,8 @@ impl Engine {
         };
         let target = identity(moved.key.clone())?;
         self.seen(target.agent_id).await;
-        match (moved.outcome.as_deref(), moved.delegation_id, moved.attempt, moved.deadline) {
-            (Some("accepted"), Some(delegation_id), Some(attempt), Some(deadline)) => {
+        match (moved.outcome, moved.delegation_id, moved.attempt, moved.deadline) {
+            (Some(AcceptOutcome::Accepted), Some(delegation_id), Some(attempt), Some(deadline)) => {
                 // Only the event streams: the requester's waits are for the end.
                 self.wakeups.events_written();
                 if let Some(schema) = moved.output_schema {
@@ -428,8 +431,13 @@ impl Engine {
                 }
                 Ok(Accepted { claim_token: self.claim_token(delegation_id, i64::from(attempt)), deadline })
             }
-            (Some("past_deadline"), ..) => Err(DelegationError::InvalidState("past its accept deadline")),
-            _ => Err(refusal(&moved)),
+            (Some(AcceptOutcome::PastDeadline), ..) => Err(DelegationError::InvalidState("past its accept deadline")),
+            (Some(AcceptOutcome::NotFound), ..) => Err(DelegationError::NotFound),
+            (Some(AcceptOutcome::NotAddressed), ..) => Err(DelegationError::NotAddressed),
+            (Some(AcceptOutcome::InvalidState), ..) => Err(DelegationError::InvalidState(status_name(moved.status))),
+            (outcome @ (Some(AcceptOutcome::Accepted) | None), ..) => {
+                Err(DelegationError::Unexpected(anyhow::anyhow!("an accept answered {outcome:?} without its attempt")))
+            }
         }
     }
 
@@ -456,7 +464,7 @@ impl Engine {
         }
         if let Some(a) = checked_here {
             let moved = self.complete_statement(key, request_id, a.delegation_id, a.attempt, output).await?;
-            if moved.outcome.as_deref() == Some("completed") || !matches!(moved.key, KeyCheck::Ok { .. }) {
+            if moved.outcome == Some(CompleteOutcome::Completed) || !matches!(moved.key, KeyCheck::Ok { .. }) {
                 return self.answer_complete(moved, request_id, a.delegation_id);
             }
             if let Some(agent) = key.agent_id {
@@ -476,7 +484,7 @@ impl Engine {
         delegation_id: Uuid,
         attempt: i32,
         output: &Value,
-    ) -> Result<store::Moved, DelegationError> {
+    ) -> Result<store::Moved<CompleteOutcome>, DelegationError> {
         let mut conn = self.pool.acquire().await?;
         let per_requester = i32::try_from(self.config.trust_per_requester).unwrap_or(i32::MAX);
         Ok(store::complete(
@@ -496,13 +504,13 @@ impl Engine {
     /// (a waiter of this process handed the final record).
     fn answer_complete(
         &self,
-        moved: store::Moved,
+        moved: store::Moved<CompleteOutcome>,
         request_id: Uuid,
         delegation_id: Uuid,
     ) -> Result<(), DelegationError> {
         let target = identity(moved.key.clone())?;
-        match moved.outcome.as_deref() {
-            Some("completed") => {
+        match moved.outcome {
+            Some(CompleteOutcome::Completed) => {
                 self.recent_delegations.forget_accepted(target.agent_id, request_id);
                 let key = store::delegation_key(delegation_id);
                 if let Some((delegation, attempts)) = moved.record.filter(|_| self.wakeups.has_waiters(&key)) {
@@ -511,8 +519,13 @@ impl Engine {
                 self.wake_delegation(delegation_id, &[]);
                 Ok(())
             }
-            Some("past_deadline") => Err(DelegationError::ClaimStale("the attempt's deadline has passed")),
-            _ => Err(refusal(&moved)),
+            Some(CompleteOutcome::PastDeadline) => {
+                Err(DelegationError::ClaimStale("the attempt's deadline has passed"))
+            }
+            Some(CompleteOutcome::NotFound) => Err(DelegationError::NotFound),
+            Some(CompleteOutcome::NotAddressed) => Err(DelegationError::NotAddressed),
+            Some(CompleteOutcome::InvalidState) => Err(DelegationError::InvalidState(status_name(moved.status))),
+            None => Err(DelegationError::Unexpected(anyhow::anyhow!("a complete answered no outcome for a valid key"))),
         }
     }
 

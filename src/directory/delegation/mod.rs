@@ -11,6 +11,7 @@
 //!
 //! - [`state`]: the attempt statuses and their transition table (pure);
 //! - [`store`]: the SQL (delegations, attempts, inbox, trust counters);
+//! - [`outcomes`]: the words its accept and complete statements answer, one enum each;
 //! - [`flow`]: the state changes, each one transaction holding the delegation's row lock, with
 //!   its timer armed or cancelled inside it and its wake-ups sent after its commit;
 //! - [`recent`]: what this process learned of the attempts it accepted and the delegations it
@@ -25,6 +26,7 @@
 //! the requester sees each target's.
 
 pub mod flow;
+pub mod outcomes;
 pub mod recent;
 pub mod screen;
 pub mod state;
