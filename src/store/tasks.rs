@@ -360,7 +360,9 @@ pub async fn park(
 /// Kept exact by triggers in `task_counts` (16 rows summed), so reading it does not grow with
 /// the number of active tasks.
 pub async fn count_active(conn: &mut PgConnection) -> sqlx::Result<i64> {
-    sqlx::query_scalar("SELECT coalesce(sum(active), 0)::bigint FROM task_counts").fetch_one(conn).await
+    sqlx::query_scalar!(r#"SELECT coalesce(sum(active), 0)::bigint AS "active!" FROM task_counts"#)
+        .fetch_one(conn)
+        .await
 }
 
 /// Tasks left in `submitted`/`working` (a crash between turns); the recovery pass resumes them.
