@@ -130,7 +130,11 @@ impl Engine {
 
     /// The handle under which others see capability `capability_id` of the agent now known as
     /// `anonymous_id` (see `directory::anonymity::capability_handle`).
-    pub fn capability_handle(&self, anonymous_id: Uuid, capability_id: Uuid) -> Uuid {
+    pub fn capability_handle(
+        &self,
+        anonymous_id: crate::directory::anonymity::AnonymousId,
+        capability_id: Uuid,
+    ) -> Uuid {
         crate::directory::anonymity::capability_handle(&self.claim_key, anonymous_id, capability_id)
     }
 

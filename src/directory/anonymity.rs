@@ -17,6 +17,10 @@
 //! Nothing else that others see may link two of an agent's anonymous ids: a capability is shown
 //! under a handle derived from the anonymous id ([`capability_handle`]), which changes with it,
 //! never under its stored id (stable for the capability's life, and time-ordered).
+//!
+//! The two names of an agent have their own types, [`AgentId`] (stored, never shown to another
+//! party) and [`AnonymousId`] (what others see), so that this module's answers cannot be shown
+//! or passed as the other; the typed ids start here and spread outwards from this boundary.
 
 use std::time::Duration;
 
@@ -26,14 +30,36 @@ use sha2::Sha256;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
+/// An agent's stored id: who it is to the service and to its owner, never shown to another party.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, sqlx::Type, serde::Serialize, serde::Deserialize,
+)]
+#[sqlx(transparent)]
+#[serde(transparent)]
+pub struct AgentId(pub Uuid);
+
+/// The name under which other parties see an agent for a while (see the module docs).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, sqlx::Type, serde::Serialize, serde::Deserialize,
+)]
+#[sqlx(transparent)]
+#[serde(transparent)]
+pub struct AnonymousId(pub Uuid);
+
+impl std::fmt::Display for AnonymousId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
 /// The name under which others see capability `capability_id` of the agent now known as
 /// `anonymous_id`: the first 16 bytes of an HMAC (under `key`, a service secret) of the two ids,
 /// as a UUID (version 8). Stable while the anonymous id lives, different under the next one, and
 /// telling nothing of the capability's stored id or of when it was made.
-pub fn capability_handle(key: &[u8], anonymous_id: Uuid, capability_id: Uuid) -> Uuid {
+pub fn capability_handle(key: &[u8], anonymous_id: AnonymousId, capability_id: Uuid) -> Uuid {
     let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes keys of any length");
     mac.update(b"capability-handle");
-    mac.update(anonymous_id.as_bytes());
+    mac.update(anonymous_id.0.as_bytes());
     mac.update(capability_id.as_bytes());
     let digest = mac.finalize().into_bytes();
     let mut bytes = [0u8; 16];
@@ -125,10 +151,12 @@ pub async fn refresh_all_expired(pool: &PgPool, ttl: Duration, batch: i64) -> sq
 }
 
 /// The agent's current anonymous id, issuing a new one first when it has none or it expired.
-pub async fn current(conn: &mut PgConnection, agent_id: Uuid, ttl: Duration) -> sqlx::Result<Uuid> {
+pub async fn current(conn: &mut PgConnection, agent: AgentId, ttl: Duration) -> sqlx::Result<AnonymousId> {
+    let agent_id = agent.0;
     // The usual case, read without writing: a current id that has not expired.
     let live = sqlx::query_scalar!(
-        "SELECT anonymous_id FROM anonymous_ids WHERE agent_id = $1 AND current AND expires_at > now()",
+        r#"SELECT anonymous_id AS "anonymous_id: AnonymousId" FROM anonymous_ids
+            WHERE agent_id = $1 AND current AND expires_at > now()"#,
         agent_id
     )
     .fetch_optional(&mut *conn)
@@ -137,9 +165,12 @@ pub async fn current(conn: &mut PgConnection, agent_id: Uuid, ttl: Duration) -> 
         return Ok(id);
     }
     refresh(conn, &[agent_id], ttl).await?;
-    sqlx::query_scalar!("SELECT anonymous_id FROM anonymous_ids WHERE agent_id = $1 AND current", agent_id)
-        .fetch_one(conn)
-        .await
+    sqlx::query_scalar!(
+        r#"SELECT anonymous_id AS "anonymous_id: AnonymousId" FROM anonymous_ids WHERE agent_id = $1 AND current"#,
+        agent_id
+    )
+    .fetch_one(conn)
+    .await
 }
 
 #[cfg(test)]
@@ -149,11 +180,12 @@ mod tests {
     #[test]
     fn a_capability_handle_changes_with_the_anonymous_id_and_hides_the_capability_id() {
         let (key, capability) = (b"secret".as_slice(), Uuid::now_v7());
-        let (old, new) = (Uuid::new_v4(), Uuid::new_v4());
+        let (old, new) = (AnonymousId(Uuid::new_v4()), AnonymousId(Uuid::new_v4()));
         let h = capability_handle(key, old, capability);
         assert_eq!(h, capability_handle(key, old, capability), "stable while the anonymous id lives");
         assert_ne!(h, capability_handle(key, new, capability), "a new one under the next");
         assert_ne!(h, capability);
+        assert_ne!(h, old.0);
         assert_eq!(h.get_version_num(), 8);
         assert_ne!(h, capability_handle(b"another secret", old, capability));
     }
@@ -163,7 +195,7 @@ mod tests {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Resolved {
     /// The agent.
-    pub agent_id: Uuid,
+    pub agent_id: AgentId,
     /// When the id stopped (or stops) being valid for new work.
     pub expires_at: DateTime<Utc>,
     /// Whether it is still the agent's id for new work (current and not expired).
@@ -171,12 +203,12 @@ pub struct Resolved {
 }
 
 /// The agent behind an anonymous id, expired or not; `None` for an id never issued.
-pub async fn resolve(conn: &mut PgConnection, anonymous_id: Uuid) -> sqlx::Result<Option<Resolved>> {
+pub async fn resolve(conn: &mut PgConnection, anonymous_id: AnonymousId) -> sqlx::Result<Option<Resolved>> {
     sqlx::query_as!(
         Resolved,
-        r#"SELECT agent_id, expires_at, (current AND expires_at > now()) AS "live!"
+        r#"SELECT agent_id AS "agent_id: AgentId", expires_at, (current AND expires_at > now()) AS "live!"
            FROM anonymous_ids WHERE anonymous_id = $1"#,
-        anonymous_id
+        anonymous_id.0
     )
     .fetch_optional(conn)
     .await

@@ -24,7 +24,8 @@ use super::{
     extract::{ApiJson, ApiQuery, Ids},
 };
 use crate::directory::{
-    CapabilityError, PermissionsPatch, anonymity,
+    CapabilityError, PermissionsPatch,
+    anonymity::{self, AgentId, AnonymousId},
     capabilities::{self, Capability, NewCapability, RawCapability, SchemaRefusal},
     discovery::{self, Found, RawQuery},
     ranking::{self, RankError, RankQuery},
@@ -176,7 +177,8 @@ pub struct CapabilityAnswer {
     /// The capability.
     pub capability: CapabilityOut,
     /// The id others see the agent under (valid for 24 hours, then replaced).
-    pub anonymous_agent_id: Uuid,
+    #[schema(value_type = Uuid)]
+    pub anonymous_agent_id: AnonymousId,
 }
 
 /// The agent's capabilities and its current anonymous id.
@@ -186,7 +188,8 @@ pub struct CapabilityListOut {
     /// Oldest first.
     pub capabilities: Vec<CapabilityOut>,
     /// The id others see the agent under.
-    pub anonymous_agent_id: Uuid,
+    #[schema(value_type = Uuid)]
+    pub anonymous_agent_id: AnonymousId,
 }
 
 /// A deletion's answer.
@@ -253,7 +256,7 @@ pub async fn put_capability(
     }
     // The id first: a first capability then finds it and needs no placeholder.
     let anonymous_agent_id =
-        anonymity::current(&mut tx, agent.agent_id, state.engine.config().anonymous_id_ttl).await?;
+        anonymity::current(&mut tx, AgentId(agent.agent_id), state.engine.config().anonymous_id_ttl).await?;
     let (capability, created) = capabilities::upsert(&mut tx, agent.agent_id, &new).await?;
     tx.commit().await?;
     let status = if created { StatusCode::CREATED } else { StatusCode::OK };
@@ -276,7 +279,7 @@ pub async fn list_capabilities(
     let mut tx = state.pool().begin().await?;
     let list = capabilities::list(&mut tx, agent.agent_id).await?;
     let anonymous_agent_id =
-        anonymity::current(&mut tx, agent.agent_id, state.engine.config().anonymous_id_ttl).await?;
+        anonymity::current(&mut tx, AgentId(agent.agent_id), state.engine.config().anonymous_id_ttl).await?;
     tx.commit().await?;
     Ok(Json(CapabilityListOut { capabilities: list.into_iter().map(Into::into).collect(), anonymous_agent_id }))
 }
@@ -364,7 +367,7 @@ pub async fn put_permissions(
         .await?
         .ok_or(ApiError::NotFound("capability"))?;
     let anonymous_agent_id =
-        anonymity::current(&mut tx, agent.agent_id, state.engine.config().anonymous_id_ttl).await?;
+        anonymity::current(&mut tx, AgentId(agent.agent_id), state.engine.config().anonymous_id_ttl).await?;
     tx.commit().await?;
     Ok(Json(CapabilityAnswer { capability: capability.into(), anonymous_agent_id }))
 }
@@ -430,7 +433,8 @@ pub struct QualityMetricsOut {
 #[serde(rename_all = "camelCase")]
 pub struct DiscoveredOut {
     /// The agent's current anonymous id.
-    pub anonymous_agent_id: Uuid,
+    #[schema(value_type = Uuid)]
+    pub anonymous_agent_id: AnonymousId,
     /// The capability, by a handle that changes with the anonymous id (never its stored id).
     pub capability_id: Uuid,
     /// Its kind of work.
@@ -588,7 +592,8 @@ pub struct RankIn {
 #[serde(rename_all = "camelCase")]
 pub struct RankedOut {
     /// The agent's current anonymous id.
-    pub anonymous_agent_id: Uuid,
+    #[schema(value_type = Uuid)]
+    pub anonymous_agent_id: AnonymousId,
     /// The capability, by a handle that changes with the anonymous id (never its stored id).
     pub capability_id: Uuid,
     /// Its kind of work.
@@ -611,7 +616,8 @@ pub struct RankedOut {
 #[serde(rename_all = "camelCase")]
 pub struct RejectedOut {
     /// The agent's current anonymous id.
-    pub anonymous_agent_id: Uuid,
+    #[schema(value_type = Uuid)]
+    pub anonymous_agent_id: AnonymousId,
     /// The capability, by a handle that changes with the anonymous id (never its stored id).
     pub capability_id: Uuid,
     /// Its kind of work.

@@ -47,7 +47,10 @@ use super::{
 };
 use crate::{
     delivery::{AgentIdentity, AgentKey, Engine, wakeups::wait_or_recheck},
-    directory::{anonymity, schema::CheckError},
+    directory::{
+        anonymity::{self, AgentId},
+        schema::CheckError,
+    },
     store::turn_delivery::KeyCheck,
 };
 
@@ -342,7 +345,7 @@ impl Engine {
         let target = self.first_target(conn, &d, opened, screened).await?;
         let requester_anonymous_id = match opened.requester_anonymous_id {
             Some(id) => id,
-            None => anonymity::current(conn, requester.agent_id, self.config.anonymous_id_ttl).await?,
+            None => anonymity::current(conn, AgentId(requester.agent_id), self.config.anonymous_id_ttl).await?.0,
         };
         let target_id = target.agent_id;
         let first = self.attempt_for(&d, 1, target, requester_anonymous_id);
@@ -851,7 +854,7 @@ async fn end_attempt(
             store::set_delegation(conn, d, d.retries_used + 1, Status::Request, None).await?;
             let asked = Delegation { status: Status::Request, retries_used: d.retries_used + 1, ..d.clone() };
             let requester_anonymous_id =
-                anonymity::current(conn, d.requester_agent_id, engine.config.anonymous_id_ttl).await?;
+                anonymity::current(conn, AgentId(d.requester_agent_id), engine.config.anonymous_id_ttl).await?.0;
             let live = engine.place(conn, &asked, a.attempt + 1, target, requester_anonymous_id, screened).await?;
             return Ok(live.into_iter().collect());
         }
