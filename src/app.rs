@@ -304,6 +304,7 @@ pub async fn shutdown_signal() {
 /// document, under the shared layers. Assembled here, above all three, because the MCP tools
 /// and the OpenAPI document are built on the HTTP modules.
 pub fn router(state: http::AppState) -> axum::Router {
-    let routes = http::resources().merge(crate::openapi::router()).merge(crate::mcp::router(state.clone()));
+    let mcp = crate::mcp::router(crate::mcp::McpState { engine: state.engine.clone() });
+    let routes = http::resources().merge(crate::openapi::router()).merge(mcp);
     http::layered(routes, state)
 }

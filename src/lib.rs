@@ -27,3 +27,4 @@ pub mod quote;
 pub mod scoring;
 pub mod store;
 pub mod telemetry;
+pub mod wire;

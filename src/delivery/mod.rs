@@ -7,6 +7,7 @@
 //! re-enters the same [`Engine::advance`] loop.
 
 mod claims;
+mod commands;
 mod decisions;
 mod engine;
 mod finalize;
@@ -21,17 +22,21 @@ mod timers;
 pub mod wakeups;
 
 pub use claims::{AgentIdentity, AgentKey, Claim, hash_secret};
+pub use commands::{MAX_SKIP, MAX_TEXT, PickupQuery, RespondCommand, parse_skip, wait_from_secs, wait_from_text};
 pub use decisions::decide;
 pub use engine::Engine;
 pub use finalize::finalize;
 pub use liveness::SEEN_WRITE_EVERY;
 pub use reactivate::Reactivation;
-pub use respond::{Responded, TurnAnswer};
+pub use respond::{OpportunityRef, Responded, TurnAnswer};
 pub use start::{NewNegotiation, Started};
 pub use timers::{AfterWait, TurnWait};
 pub use wakeups::TURNS_CHANNEL;
 
 use crate::domain::TransitionError;
+
+/// How every agent API key begins (`pk_`): a bearer token that starts so is a key, not a JWT.
+pub const KEY_PREFIX: &str = "pk_";
 
 /// Why an engine operation did not happen.
 #[derive(Debug, thiserror::Error)]
@@ -96,6 +101,10 @@ pub enum DeliveryError {
     /// The action is not allowed at this turn.
     #[error("{0}")]
     ActionNotAllowed(String),
+    /// A command is malformed (a respond's fields, a pickup's wait or skip): the message names
+    /// the field.
+    #[error("{0}")]
+    Invalid(String),
     /// The state machine refused (a race lost or a bug).
     #[error(transparent)]
     Transition(#[from] TransitionError),

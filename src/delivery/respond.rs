@@ -17,8 +17,7 @@
 //! A plan that ends the negotiation stores its turns and leaves the task `working`; the engine's
 //! loop then concludes it through the one [`finalize`](super::finalize()).
 
-use serde::Serialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
@@ -28,7 +27,10 @@ use super::{
     engine::{Next, next_step},
 };
 use crate::{
-    domain::{Action, Played, Side, SideKind, SuggestedRoles, TaskState, Turn, Viewer, action_allowed},
+    domain::{
+        Action, OpportunityStatus, Outcome, Played, Side, SideKind, SuggestedRoles, TaskState, Turn, Viewer,
+        action_allowed,
+    },
     store::{
         messages,
         messages::TurnRow,
@@ -54,8 +56,62 @@ pub struct TurnAnswer {
     pub claim_token: Option<String>,
 }
 
-/// The 200 body of a respond.
-pub type Responded = Value;
+// What a respond did. Every adapter renders it as it is; it is stored with the agent's turn, so
+// that a repeated respond gets the same answer back.
+/// The respond answer: the turn's number and where the negotiation and its opportunity stand now
+/// (with the outcome once it has ended).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(example = json!({
+    "success": true,
+    "negotiationId": "0193b0a4-7000-7000-8000-000000000001",
+    "turnNumber": 1,
+    "status": "completed",
+    "opportunity": {"id": "0193b0a4-7000-7000-8000-000000000002", "status": "pending"},
+    "outcome": {"hasOpportunity": true,
+        "agreedRoles": [{"userId": "user-tomas", "role": "agent"}, {"userId": "user-maya", "role": "patient"}],
+        "reasoning": "Strong skills and intent fit", "turnCount": 2,
+        "summary": "Tomas Novak's agent accepted Maya Chen's proposal at turn 1."}
+}))]
+pub struct Responded {
+    /// Always true.
+    pub success: bool,
+    /// The negotiation.
+    pub negotiation_id: Uuid,
+    /// The turn just stored (0-based).
+    pub turn_number: u32,
+    /// The task's state once the call is done: `waiting_for_agent` when a personal turn was
+    /// parked next, `completed` when it ended.
+    pub status: TaskState,
+    /// The opportunity's id and status.
+    pub opportunity: OpportunityRef,
+    /// Set once the negotiation ended; its `reasoning` is the final turn's only when that turn
+    /// was the agent's own side's (a system reply may have ended it), else the service's
+    /// sentence (`summary`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<Outcome>,
+}
+
+/// An opportunity's id and status.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct OpportunityRef {
+    // (Undocumented fields, as the OpenAPI document has them.)
+    pub id: Uuid,
+    pub status: OpportunityStatus,
+}
+
+impl Responded {
+    /// The answer as it is stored with the turn.
+    fn stored(&self) -> Result<serde_json::Value, DeliveryError> {
+        Ok(serde_json::to_value(self).map_err(anyhow::Error::from)?)
+    }
+
+    /// A stored answer, read back for a repeated respond; one that does not decode is an
+    /// error, never a different answer.
+    fn from_stored(stored: &serde_json::Value) -> Result<Responded, DeliveryError> {
+        Ok(Responded::deserialize(stored).map_err(anyhow::Error::from)?)
+    }
+}
 
 impl TurnAnswer {
     fn request_hash(&self) -> Vec<u8> {
@@ -153,7 +209,7 @@ impl Engine {
                     return Err(DeliveryError::TurnAlreadyAnswered);
                 }
                 return match &previous.response {
-                    Some(response) => Ok(response.clone()),
+                    Some(response) => Responded::from_stored(response),
                     None => self.answer_for(task_id, previous.turn_number).await,
                 };
             }
@@ -198,21 +254,24 @@ impl Engine {
         };
         let plan = self.plan(&task, snapshot.history, turn)?;
         // A parked next turn is known now, so its answer is stored with the agent's turn.
-        let response = plan.park.map(|_| {
-            json!({
-                "success": true,
-                "negotiationId": task.id,
-                "turnNumber": turn_number,
-                "status": TaskState::WaitingForAgent,
-                "opportunity": { "id": task.opportunity_id, "status": snapshot.opportunity_status },
-            })
+        // The task's opportunity exists (a foreign key): its status is read with the task.
+        let opportunity_status = snapshot
+            .opportunity_status
+            .ok_or_else(|| anyhow::anyhow!("the snapshot of negotiation {} has no opportunity", task.id))?;
+        let response = plan.park.map(|_| Responded {
+            success: true,
+            negotiation_id: task.id,
+            turn_number,
+            status: TaskState::WaitingForAgent,
+            opportunity: OpportunityRef { id: task.opportunity_id, status: opportunity_status },
+            outcome: None,
         });
         let mut rows: Vec<TurnRow<'_>> =
             plan.turns.iter().map(|(t, _)| TurnRow::new(t, task.user_id(t.side))).collect();
         rows[0].agent_id = Some(agent.agent_id);
         rows[0].claim_generation = Some(task.claim_generation);
         rows[0].request_hash = Some(hex(&request.request_hash));
-        rows[0].response = response.clone();
+        rows[0].response = response.as_ref().map(Responded::stored).transpose()?;
         let agent_message = rows[0].message_id;
         let applied = {
             let mut conn = self.pool.acquire().await?;
@@ -250,7 +309,7 @@ impl Engine {
         self.advance(task.id).await?;
         let response = self.answer_for(task.id, turn_number).await?;
         let mut conn = self.pool.acquire().await?;
-        messages::set_response(&mut conn, agent_message, &response).await?;
+        messages::set_response(&mut conn, agent_message, &response.stored()?).await?;
         Ok(Some(response))
     }
 
@@ -295,16 +354,13 @@ impl Engine {
         } else {
             None
         };
-        let mut body = json!({
-            "success": true,
-            "negotiationId": task.id,
-            "turnNumber": turn_number,
-            "status": task.state,
-            "opportunity": { "id": opportunity.id, "status": opportunity.status },
-        });
-        if let Some(outcome) = outcome {
-            body["outcome"] = serde_json::to_value(outcome).map_err(anyhow::Error::from)?;
-        }
-        Ok(body)
+        Ok(Responded {
+            success: true,
+            negotiation_id: task.id,
+            turn_number,
+            status: task.state,
+            opportunity: OpportunityRef { id: opportunity.id, status: opportunity.status },
+            outcome,
+        })
     }
 }

@@ -74,6 +74,27 @@ pub struct Query {
     pub limit: i64,
 }
 
+/// A discovery as an adapter received it, with its numbers as numbers (a tool's arguments);
+/// [`Query::from_typed`] checks it. The route's query string arrives as text instead
+/// ([`RawQuery`], [`Query::parse`]); both go through the same checks, in the same order.
+#[derive(Debug, Clone, Default)]
+pub struct DiscoverQuery<'a> {
+    /// `taskType` (required).
+    pub task_type: Option<&'a str>,
+    /// `customType`.
+    pub custom_type: Option<&'a str>,
+    /// `minTrustScore`.
+    pub min_trust_score: Option<f64>,
+    /// `maxCostUsd`.
+    pub max_cost_usd: Option<f64>,
+    /// `maxLatencyMs`.
+    pub max_latency_ms: Option<f64>,
+    /// `limit`.
+    pub limit: Option<i64>,
+    /// `scope`: `internal` or `all`.
+    pub scope: Option<&'a str>,
+}
+
 fn refuse(field: &'static str, message: impl Into<String>) -> CapabilityError {
     CapabilityError::invalid(field, message)
 }
@@ -103,43 +124,81 @@ fn number(field: &'static str, value: Option<&str>) -> Result<Option<f64>, Capab
     }
 }
 
+/// The kind of work asked for: `taskType` (required), `customType` and `scope`.
+fn kind(
+    task_type: Option<&str>,
+    custom_type: Option<&str>,
+    scope: Option<&str>,
+) -> Result<(TaskType, Option<String>), CapabilityError> {
+    let task_type =
+        task_type.map(str::trim).filter(|t| !t.is_empty()).ok_or_else(|| refuse("taskType", "is required"))?;
+    let task_type = TaskType::parse(task_type)
+        .ok_or_else(|| refuse("taskType", format!("must be one of {}", TaskType::names())))?;
+    let custom_type = match (task_type, custom_type) {
+        // Without a customType, a custom discovery shows every custom capability.
+        (TaskType::Custom, None) => None,
+        (t, c) => custom_type_for(t, c)?,
+    };
+    if scope.is_some_and(|s| !matches!(s.trim(), "internal" | "all")) {
+        return Err(refuse("scope", "must be internal or all"));
+    }
+    Ok((task_type, custom_type))
+}
+
+fn min_trust_score(value: Option<f64>) -> Result<f64, CapabilityError> {
+    let value = value.unwrap_or(0.0);
+    if !(0.0..=100.0).contains(&value) {
+        return Err(refuse("minTrustScore", "must be from 0 to 100"));
+    }
+    Ok(value)
+}
+
+fn positive(field: &'static str, value: Option<f64>) -> Result<Option<f64>, CapabilityError> {
+    if value.is_some_and(|v| v <= 0.0) {
+        return Err(refuse(field, "must be greater than 0"));
+    }
+    Ok(value)
+}
+
+fn limit(value: Option<i64>) -> Result<i64, CapabilityError> {
+    match value {
+        None => Ok(MAX_LIMIT),
+        Some(n) if n >= 1 => Ok(n.min(MAX_LIMIT)),
+        Some(_) => Err(refuse("limit", "must be a whole number of at least 1")),
+    }
+}
+
 impl Query {
-    /// Checks the parameters; the first one at fault is named. A `limit` above
+    /// Checks the query string's parameters; the first one at fault is named. A `limit` above
     /// [`MAX_LIMIT`] shows [`MAX_LIMIT`].
     pub fn parse(raw: &RawQuery<'_>) -> Result<Query, CapabilityError> {
-        let task_type =
-            raw.task_type.map(str::trim).filter(|t| !t.is_empty()).ok_or_else(|| refuse("taskType", "is required"))?;
-        let task_type = TaskType::parse(task_type)
-            .ok_or_else(|| refuse("taskType", format!("must be one of {}", TaskType::names())))?;
-        let custom_type = match (task_type, raw.custom_type) {
-            // Without a customType, a custom discovery shows every custom capability.
-            (TaskType::Custom, None) => None,
-            (t, c) => custom_type_for(t, c)?,
-        };
-        if raw.scope.is_some_and(|s| !matches!(s.trim(), "internal" | "all")) {
-            return Err(refuse("scope", "must be internal or all"));
-        }
+        let (task_type, custom_type) = kind(raw.task_type, raw.custom_type, raw.scope)?;
         let min_trust_score =
-            either(("minTrustScore", raw.min_trust_score), ("minTrust", raw.min_trust))?.unwrap_or(0.0);
-        if !(0.0..=100.0).contains(&min_trust_score) {
-            return Err(refuse("minTrustScore", "must be from 0 to 100"));
-        }
-        let max_cost_usd = either(("maxCostUsd", raw.max_cost_usd), ("maxCost", raw.max_cost))?;
-        if max_cost_usd.is_some_and(|c| c <= 0.0) {
-            return Err(refuse("maxCostUsd", "must be greater than 0"));
-        }
-        let max_latency_ms = either(("maxLatencyMs", raw.max_latency_ms), ("maxLatency", raw.max_latency))?;
-        if max_latency_ms.is_some_and(|l| l <= 0.0) {
-            return Err(refuse("maxLatencyMs", "must be greater than 0"));
-        }
+            min_trust_score(either(("minTrustScore", raw.min_trust_score), ("minTrust", raw.min_trust))?)?;
+        let max_cost_usd =
+            positive("maxCostUsd", either(("maxCostUsd", raw.max_cost_usd), ("maxCost", raw.max_cost))?)?;
+        let max_latency_ms =
+            positive("maxLatencyMs", either(("maxLatencyMs", raw.max_latency_ms), ("maxLatency", raw.max_latency))?)?;
         let limit = match raw.limit.map(str::trim) {
-            None => MAX_LIMIT,
-            Some(l) => match l.parse::<i64>() {
-                Ok(n) if n >= 1 => n.min(MAX_LIMIT),
-                _ => return Err(refuse("limit", "must be a whole number of at least 1")),
-            },
+            None => limit(None)?,
+            Some(l) => {
+                limit(Some(l.parse::<i64>().map_err(|_| refuse("limit", "must be a whole number of at least 1"))?))?
+            }
         };
         Ok(Query { task_type, custom_type, min_trust_score, max_cost_usd, max_latency_ms, limit })
+    }
+
+    /// Checks a typed discovery with the same rules, in the same order, as [`Query::parse`].
+    pub fn from_typed(q: &DiscoverQuery<'_>) -> Result<Query, CapabilityError> {
+        let (task_type, custom_type) = kind(q.task_type, q.custom_type, q.scope)?;
+        Ok(Query {
+            task_type,
+            custom_type,
+            min_trust_score: min_trust_score(q.min_trust_score)?,
+            max_cost_usd: positive("maxCostUsd", q.max_cost_usd)?,
+            max_latency_ms: positive("maxLatencyMs", q.max_latency_ms)?,
+            limit: limit(q.limit)?,
+        })
     }
 }
 
@@ -274,6 +333,32 @@ mod tests {
         assert_eq!(parse(Some("custom"), |_| {}).unwrap().custom_type, None);
         assert_eq!(parse(Some("testing"), |r| r.scope = Some("public")).unwrap_err().field, "scope");
         assert!(parse(Some("testing"), |r| r.scope = Some("all")).is_ok());
+    }
+
+    #[test]
+    fn numbers_as_numbers_are_checked_as_numbers_as_text_are() {
+        let typed = |f: &dyn Fn(&mut DiscoverQuery<'static>)| {
+            let mut q = DiscoverQuery { task_type: Some("testing"), ..DiscoverQuery::default() };
+            f(&mut q);
+            Query::from_typed(&q)
+        };
+        let text = |f: &dyn Fn(&mut RawQuery<'static>)| parse(Some("testing"), f);
+        let pairs: [(Result<Query, CapabilityError>, Result<Query, CapabilityError>); 7] = [
+            (typed(&|q| q.min_trust_score = Some(40.0)), text(&|r| r.min_trust_score = Some("40"))),
+            (typed(&|q| q.min_trust_score = Some(101.0)), text(&|r| r.min_trust_score = Some("101"))),
+            (typed(&|q| q.max_cost_usd = Some(0.0)), text(&|r| r.max_cost_usd = Some("0"))),
+            (typed(&|q| q.max_latency_ms = Some(900.0)), text(&|r| r.max_latency_ms = Some("900"))),
+            (typed(&|q| q.limit = Some(0)), text(&|r| r.limit = Some("0"))),
+            (typed(&|q| q.limit = Some(500)), text(&|r| r.limit = Some("500"))),
+            (typed(&|q| q.custom_type = Some("x")), text(&|r| r.custom_type = Some("x"))),
+        ];
+        for (typed, text) in pairs {
+            match (typed, text) {
+                (Ok(a), Ok(b)) => assert_eq!(a, b),
+                (Err(a), Err(b)) => assert_eq!((a.field, a.message), (b.field, b.message)),
+                (a, b) => panic!("{a:?} vs {b:?}"),
+            }
+        }
     }
 
     #[test]

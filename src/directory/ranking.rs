@@ -109,6 +109,52 @@ fn opt_str<'v>(body: &'v Map<String, Value>, field: &'static str) -> Result<Opti
     }
 }
 
+/// A ranking as an adapter received it: the kind of work and the limit typed (a tool's
+/// arguments), and the task as the capability calculator reads it (the self-assessment
+/// request's JSON object, which [`parse_request_value`] checks with the calculator's own
+/// semantics). [`RankQuery::from_request`] checks it; the route's body arrives as one JSON
+/// object instead ([`RankQuery::parse`]); both go through the same checks, in the same order.
+#[derive(Debug, Clone, Copy)]
+pub struct RankRequest<'a> {
+    /// `taskType`.
+    pub task_type: Option<&'a str>,
+    /// `customType`.
+    pub custom_type: Option<&'a str>,
+    /// `limit`.
+    pub limit: Option<i64>,
+    /// The assessment request (`task_summary`, ...).
+    pub task: &'a Value,
+}
+
+fn task_type_of(task_type: Option<&str>) -> Result<Option<TaskType>, CapabilityError> {
+    match task_type.map(str::trim) {
+        None => Ok(None),
+        Some(t) => Ok(Some(
+            TaskType::parse(t).ok_or_else(|| refuse("taskType", format!("must be one of {}", TaskType::names())))?,
+        )),
+    }
+}
+
+fn custom_type_of(task_type: Option<TaskType>, custom: Option<&str>) -> Result<Option<String>, CapabilityError> {
+    match (task_type, custom) {
+        (None, None) | (Some(TaskType::Custom), None) => Ok(None),
+        (None, Some(_)) => Err(refuse("customType", "is only for taskType custom")),
+        (Some(t), c) => custom_type_for(t, c),
+    }
+}
+
+fn bad_limit() -> CapabilityError {
+    refuse("limit", "must be a whole number of at least 1")
+}
+
+fn limit_of(limit: Option<i64>) -> Result<usize, CapabilityError> {
+    match limit {
+        None => Ok(MAX_LIMIT),
+        Some(n) if n >= 1 => Ok(usize::try_from(n).unwrap_or(MAX_LIMIT).min(MAX_LIMIT)),
+        Some(_) => Err(bad_limit()),
+    }
+}
+
 impl RankQuery {
     /// Checks a body: an assessment request plus optional `taskType`, `customType` and `limit`
     /// (a `limit` above [`MAX_LIMIT`] shows [`MAX_LIMIT`]). The first field at fault is named.
@@ -116,27 +162,22 @@ impl RankQuery {
         let Value::Object(obj) = body else {
             return Err(refuse("body", "must be a JSON object").into());
         };
-        let task_type = match opt_str(obj, "taskType")?.map(str::trim) {
-            None => None,
-            Some(t) => Some(
-                TaskType::parse(t)
-                    .ok_or_else(|| refuse("taskType", format!("must be one of {}", TaskType::names())))?,
-            ),
-        };
-        let custom = opt_str(obj, "customType")?;
-        let custom_type = match (task_type, custom) {
-            (None, None) | (Some(TaskType::Custom), None) => None,
-            (None, Some(_)) => return Err(refuse("customType", "is only for taskType custom").into()),
-            (Some(t), c) => custom_type_for(t, c)?,
-        };
+        let task_type = task_type_of(opt_str(obj, "taskType")?)?;
+        let custom_type = custom_type_of(task_type, opt_str(obj, "customType")?)?;
         let limit = match obj.get("limit") {
-            None | Some(Value::Null) => MAX_LIMIT,
-            Some(v) => match v.as_u64() {
-                Some(n) if n >= 1 => usize::try_from(n).unwrap_or(MAX_LIMIT).min(MAX_LIMIT),
-                _ => return Err(refuse("limit", "must be a whole number of at least 1").into()),
-            },
+            None | Some(Value::Null) => limit_of(None)?,
+            Some(v) => limit_of(Some(v.as_u64().map(|n| i64::try_from(n).unwrap_or(i64::MAX)).ok_or_else(bad_limit)?))?,
         };
         let request = parse_request_value(body)?;
+        Ok(RankQuery { request, task_type, custom_type, limit })
+    }
+
+    /// Checks a typed ranking with the same rules, in the same order, as [`RankQuery::parse`].
+    pub fn from_request(r: &RankRequest<'_>) -> Result<RankQuery, RankError> {
+        let task_type = task_type_of(r.task_type)?;
+        let custom_type = custom_type_of(task_type, r.custom_type)?;
+        let limit = limit_of(r.limit)?;
+        let request = parse_request_value(r.task)?;
         Ok(RankQuery { request, task_type, custom_type, limit })
     }
 }

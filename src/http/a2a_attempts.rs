@@ -7,10 +7,13 @@
 //! ended otherwise carries none, and its status carries the reason as an `agent` message (also
 //! in `metadata.reason`).
 
-use serde_json::{Value, json};
+use serde_json::json;
 use uuid::Uuid;
 
-use crate::directory::delegation::{Status, store::AttemptTask};
+use crate::{
+    directory::delegation::{Status, store::AttemptTask},
+    wire::a2a,
+};
 
 /// The name of a completed attempt's artifact.
 pub const RESULT_ARTIFACT: &str = "delegation-result";
@@ -26,70 +29,51 @@ fn derived_id(task_id: Uuid, what: &str) -> Uuid {
 }
 
 /// The A2A task of an attempt (the `A2aTask` schema).
-pub fn task(t: &AttemptTask) -> Value {
+pub fn task(t: &AttemptTask) -> a2a::Task {
     let (a, d) = (&t.attempt, &t.delegation);
     let context_id = d.delegation_id;
-    let message = json!({
-        "messageId": derived_id(a.task_id, "input"),
-        "contextId": context_id,
-        "taskId": a.task_id,
-        "kind": "message",
-        "role": "user",
-        "parts": [{ "kind": "data", "data": d.input }],
-    });
-    let artifacts: Vec<Value> = match (a.status, &a.output) {
-        (Status::Completed, Some(output)) => vec![json!({
-            "artifactId": derived_id(a.task_id, RESULT_ARTIFACT),
-            "name": RESULT_ARTIFACT,
-            "parts": [{ "kind": "data", "data": output }],
-        })],
+    let message =
+        |what, role, parts| a2a::Message::new(derived_id(a.task_id, what), context_id, a.task_id, role, parts);
+    let artifacts = match (a.status, &a.output) {
+        (Status::Completed, Some(output)) => vec![a2a::Artifact {
+            artifact_id: derived_id(a.task_id, RESULT_ARTIFACT),
+            name: RESULT_ARTIFACT.to_owned(),
+            parts: a2a::data_parts(output),
+            metadata: None,
+        }],
         _ => Vec::new(),
     };
-    let mut metadata = json!({
-        "requestId": d.request_id,
-        "taskType": d.task_type,
-        "attempt": a.attempt,
-        "attemptStatus": a.status,
-        "requesterAnonymousId": a.requester_anonymous_id,
-        "targetAnonymousId": a.target_anonymous_id,
-        "timeoutMs": d.timeout_ms,
-        "createdAt": a.created_at,
-        "deadline": a.deadline,
-    });
-    let optional = [
-        ("customType", d.custom_type.as_ref().map(|c| json!(c))),
-        ("acceptedAt", a.accepted_at.map(|at| json!(at))),
-        ("endedAt", a.ended_at.map(|at| json!(at))),
-        ("reason", a.reason.as_ref().map(|r| json!(r))),
-    ];
-    for (key, value) in optional {
-        if let Some(value) = value {
-            metadata[key] = value;
-        }
+    let reason = match (a.status.is_terminal() && a.status != Status::Completed, &a.reason) {
+        (true, Some(reason)) => Some(message("reason", a2a::Role::Agent, json!([{ "kind": "text", "text": reason }]))),
+        _ => None,
+    };
+    a2a::Task {
+        id: a.task_id,
+        context_id,
+        kind: "task",
+        status: a2a::TaskStatus {
+            state: a.status.a2a_state(),
+            timestamp: a.ended_at.or(a.accepted_at).unwrap_or(a.created_at),
+            message: reason,
+        },
+        history: vec![message("input", a2a::Role::User, a2a::data_parts(&d.input))],
+        artifacts,
+        metadata: a2a::TaskMetadata::Attempt(a2a::AttemptMetadata {
+            request_id: d.request_id,
+            task_type: d.task_type.clone(),
+            custom_type: d.custom_type.clone(),
+            attempt: a.attempt,
+            attempt_status: a.status,
+            requester_anonymous_id: a.requester_anonymous_id,
+            target_anonymous_id: a.target_anonymous_id,
+            timeout_ms: d.timeout_ms,
+            created_at: a.created_at,
+            accepted_at: a.accepted_at,
+            ended_at: a.ended_at,
+            deadline: a.deadline,
+            reason: a.reason.clone(),
+        }),
     }
-    let mut status = json!({
-        "state": a.status.a2a_state(),
-        "timestamp": a.ended_at.or(a.accepted_at).unwrap_or(a.created_at),
-    });
-    if let (true, Some(reason)) = (a.status.is_terminal() && a.status != Status::Completed, &a.reason) {
-        status["message"] = json!({
-            "messageId": derived_id(a.task_id, "reason"),
-            "contextId": context_id,
-            "taskId": a.task_id,
-            "kind": "message",
-            "role": "agent",
-            "parts": [{ "kind": "text", "text": reason }],
-        });
-    }
-    json!({
-        "id": a.task_id,
-        "contextId": context_id,
-        "kind": "task",
-        "status": status,
-        "history": [message],
-        "artifacts": artifacts,
-        "metadata": metadata,
-    })
 }
 
 #[cfg(test)]

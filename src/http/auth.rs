@@ -143,8 +143,9 @@ impl Caller {
     }
 }
 
-/// Every API key starts with this, which also tells keys and JWTs apart.
-pub const KEY_PREFIX: &str = "pk_";
+/// Every API key starts with this, which also tells keys and JWTs apart (the engine's, beside
+/// `AgentKey`, so that every adapter reads keys alike).
+pub use crate::delivery::KEY_PREFIX;
 
 /// The bearer token of the request, if any.
 pub fn bearer(parts: &Parts) -> Option<&str> {

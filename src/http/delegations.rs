@@ -3,7 +3,6 @@
 //! fails (its agent key). The rules live in `crate::directory::delegation`; these handlers check
 //! the input, call it and shape the answer. Each side sees the other only by anonymous id.
 
-use crate::error_code::ErrorCode;
 use std::time::Duration;
 
 use axum::{
@@ -13,7 +12,6 @@ use axum::{
     response::{IntoResponse, Response},
     routing::{get, post},
 };
-use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
@@ -27,12 +25,12 @@ use super::{
     error::{ApiError, ApiResult},
     extract::{ApiJson, ApiQuery, Ids, OptionalJson, Page},
 };
+use crate::wire::delegations::{
+    AcceptedOut, CompletedOut, DelegationAnswer, DelegationOut, EndedOut, InboundOut, InboxOut, ResultOut, answer,
+    delegation_out, inbound_out,
+};
 use crate::{
-    directory::delegation::{
-        Attempt, DelegationError, Event, InboxItem, RawRequest, Request, Status,
-        flow::Record,
-        store::{self, Delegation},
-    },
+    directory::delegation::{Event, RawRequest, Request, Status, flow::Record, store},
     store::agents,
 };
 
@@ -49,33 +47,6 @@ pub fn router() -> Router<AppState> {
         .route("/api/agents/{id}/delegations/{requestId}/complete", post(complete_delegation))
         .route("/api/agents/{id}/delegations/{requestId}/reject", post(reject_delegation))
         .route("/api/agents/{id}/delegations/{requestId}/fail", post(fail_delegation))
-}
-
-impl From<DelegationError> for ApiError {
-    fn from(e: DelegationError) -> Self {
-        let message = e.to_string();
-        match e {
-            DelegationError::Invalid { .. } => ApiError::invalid(message),
-            DelegationError::Unauthorized => ApiError::Unauthorized(message),
-            DelegationError::Forbidden(m) => ApiError::Forbidden(m.into()),
-            DelegationError::NotFound => ApiError::NotFound("delegation"),
-            DelegationError::UnknownTarget => ApiError::NotFoundCode { code: ErrorCode::UnknownTarget, message },
-            DelegationError::NotEligible(m) => ApiError::BadRequest { code: ErrorCode::TargetNotEligible, message: m },
-            DelegationError::InputInvalid(m) => ApiError::BadRequest { code: ErrorCode::InputInvalid, message: m },
-            DelegationError::OutputInvalid(m) => ApiError::BadRequest { code: ErrorCode::OutputInvalid, message: m },
-            DelegationError::RequestIdReused => ApiError::Conflict { code: ErrorCode::RequestIdReused, message },
-            DelegationError::RequestIdTaken => ApiError::Conflict { code: ErrorCode::RequestIdTaken, message },
-            DelegationError::NotAddressed => ApiError::Conflict { code: ErrorCode::NotAddressed, message },
-            DelegationError::InvalidState(_) => ApiError::Conflict { code: ErrorCode::InvalidState, message },
-            DelegationError::ClaimStale(_) => ApiError::Conflict { code: ErrorCode::ClaimStale, message },
-            DelegationError::RateLimited(_, wait)
-            | DelegationError::TooManyInvalid(wait)
-            | DelegationError::CheckBudget(wait) => ApiError::TooMany(message, wait),
-            DelegationError::Rescreen => ApiError::Conflict { code: ErrorCode::InvalidState, message },
-            DelegationError::Overloaded => ApiError::Unavailable(message),
-            DelegationError::Unexpected(e) => ApiError::Internal(e),
-        }
-    }
 }
 
 /// Who reads a delegation: a requester's key, a user (its agents' delegations), or the service.
@@ -168,101 +139,6 @@ pub struct DelegateQuery {
     pub wait: Option<String>,
 }
 
-/// One attempt, as the requester sees it.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct AttemptOut {
-    /// 1-based.
-    pub attempt: i32,
-    /// The attempt as an A2A task: `GET /api/tasks/{taskId}`.
-    pub task_id: Uuid,
-    /// The target, by anonymous id.
-    pub target_anonymous_id: Uuid,
-    /// `request`, `accepted`, `completed`, `rejected`, `timeout` or `error`.
-    pub status: String,
-    /// Why it ended, when it did not complete.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// Offered.
-    pub created_at: DateTime<Utc>,
-    /// Taken.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub accepted_at: Option<DateTime<Utc>>,
-    /// Ended.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ended_at: Option<DateTime<Utc>>,
-    /// When it times out (from its start).
-    pub deadline: DateTime<Utc>,
-}
-
-/// A delegation, as its requester sees it.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct DelegationOut {
-    /// The requester's id for it.
-    pub request_id: Uuid,
-    /// Its last attempt's status.
-    pub status: String,
-    /// The kind of work.
-    pub task_type: String,
-    /// Set for `custom`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub custom_type: Option<String>,
-    /// The work.
-    #[schema(value_type = Object)]
-    pub input: Value,
-    /// The result, once completed.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Object>)]
-    pub output: Option<Value>,
-    /// Per attempt.
-    pub timeout_ms: i64,
-    /// Whether failed attempts go to the next target.
-    pub fallback_enabled: bool,
-    /// Most attempts after the first.
-    pub max_retries: i32,
-    /// Attempts made after the first.
-    pub retries_used: i32,
-    /// Asked.
-    pub created_at: DateTime<Utc>,
-    /// Ended.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ended_at: Option<DateTime<Utc>>,
-    /// Every attempt, first first.
-    pub attempts: Vec<AttemptOut>,
-}
-
-/// A delegation's result in AgentLens's words (its `DelegationResult`).
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ResultOut {
-    /// The requester's id for it.
-    pub request_id: Uuid,
-    /// `success` (completed), `rejected`, `timeout` or `error` once it ended; `pending` while it
-    /// runs. (The delegation's own `status` keeps the phase: `request`, `accepted`, `completed`.)
-    #[schema(pattern = "^(success|rejected|timeout|error|pending)$")]
-    pub status: &'static str,
-    /// The output, when it succeeded.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Object>)]
-    pub output: Option<Value>,
-    /// From the request to its end, once it ended.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub execution_time_ms: Option<i64>,
-    /// Attempts made after the first.
-    pub retries_used: i32,
-}
-
-/// A delegation: its result in AgentLens's words, and Parley's record of it.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct DelegationAnswer {
-    /// The result (`pending` until it ended).
-    pub result: ResultOut,
-    /// The delegation, with its attempts and their phases.
-    pub delegation: DelegationOut,
-}
-
 /// The answer of `POST /api/delegations`: as [`DelegationAnswer`], with the result's fields at
 /// the top level too (where AgentLens's MCP tool reads them).
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -275,62 +151,6 @@ pub struct FlatDelegationAnswer {
     pub result: ResultOut,
     /// The delegation.
     pub delegation: DelegationOut,
-}
-
-fn attempt_out(a: Attempt) -> AttemptOut {
-    AttemptOut {
-        attempt: a.attempt,
-        task_id: a.task_id,
-        target_anonymous_id: a.target_anonymous_id,
-        status: a.status.as_str().to_owned(),
-        reason: a.reason,
-        created_at: a.created_at,
-        accepted_at: a.accepted_at,
-        ended_at: a.ended_at,
-        deadline: a.deadline,
-    }
-}
-
-fn delegation_out(d: Delegation, attempts: Vec<Attempt>) -> DelegationOut {
-    DelegationOut {
-        request_id: d.request_id,
-        status: d.status.as_str().to_owned(),
-        task_type: d.task_type,
-        custom_type: d.custom_type,
-        input: d.input,
-        output: d.output,
-        timeout_ms: d.timeout_ms,
-        fallback_enabled: d.fallback_enabled,
-        max_retries: d.max_retries,
-        retries_used: d.retries_used,
-        created_at: d.created_at,
-        ended_at: d.ended_at,
-        attempts: attempts.into_iter().map(attempt_out).collect(),
-    }
-}
-
-/// A delegation's status in AgentLens's words: its end (`success` for completed), or `pending`.
-fn result_status(status: Status) -> &'static str {
-    match status {
-        Status::Completed => "success",
-        Status::Rejected => "rejected",
-        Status::Timeout => "timeout",
-        Status::Error => "error",
-        Status::Request | Status::Accepted => "pending",
-    }
-}
-
-pub(crate) fn answer(record: Record) -> DelegationAnswer {
-    let d = record.delegation;
-    let ended = d.ended_at.filter(|_| d.status.is_terminal());
-    let result = ResultOut {
-        request_id: d.request_id,
-        status: result_status(d.status),
-        output: d.output.clone(),
-        execution_time_ms: ended.map(|ended| (ended - d.created_at).num_milliseconds().max(0)),
-        retries_used: d.retries_used,
-    };
-    DelegationAnswer { result, delegation: delegation_out(d, record.attempts) }
 }
 
 /// 200 with the result once ended, else 202 with a `Location` to poll.
@@ -557,70 +377,6 @@ pub async fn get_delegation(
     Ok(waited(record, |a| Json(a).into_response()))
 }
 
-/// One request as its target sees it.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct InboundOut {
-    /// The delegation's request id (what the target's calls take).
-    pub request_id: Uuid,
-    /// Which attempt of the delegation this is.
-    pub attempt: i32,
-    /// The attempt as an A2A task: `GET /api/tasks/{taskId}`.
-    pub task_id: Uuid,
-    /// The requester, by anonymous id.
-    pub requester_anonymous_id: Uuid,
-    /// The kind of work.
-    pub task_type: String,
-    /// Set for `custom`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub custom_type: Option<String>,
-    /// The work.
-    #[schema(value_type = Object)]
-    pub input: Value,
-    /// How long the attempt may take from its start.
-    pub timeout_ms: i64,
-    /// The attempt's status.
-    pub status: String,
-    /// Its output, once completed.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Object>)]
-    pub output: Option<Value>,
-    /// Why it ended, when it did not complete.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// Offered.
-    pub created_at: DateTime<Utc>,
-    /// When it times out.
-    pub deadline: DateTime<Utc>,
-}
-
-pub(crate) fn inbound_out(i: InboxItem) -> InboundOut {
-    InboundOut {
-        request_id: i.request_id,
-        attempt: i.attempt,
-        task_id: i.task_id,
-        requester_anonymous_id: i.requester_anonymous_id,
-        task_type: i.task_type,
-        custom_type: i.custom_type,
-        input: i.input,
-        timeout_ms: i.timeout_ms,
-        status: i.status.as_str().to_owned(),
-        output: i.output,
-        reason: i.reason,
-        created_at: i.created_at,
-        deadline: i.deadline,
-    }
-}
-
-/// The inbox answer.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct InboxOut {
-    /// Attempts waiting for this agent, oldest first (at most 100).
-    pub requests: Vec<InboundOut>,
-    /// How many wait.
-    pub total: i64,
-}
-
 /// The requests waiting for the agent; with `wait`, holds until one arrives or the time passes.
 #[utoipa::path(get, path = "/api/agents/{id}/delegations/inbox", tag = "delegation", operation_id = "delegationInbox",
     security(("agentKeyBearer" = []), ("agentKey" = [])),
@@ -737,18 +493,6 @@ pub async fn list_delegations(
     }
 }
 
-/// The accept answer.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct AcceptedOut {
-    /// Always true.
-    pub accepted: bool,
-    /// The fenced token of this acceptance: `complete` and `fail` may present it.
-    pub claim_token: String,
-    /// When the attempt times out.
-    pub deadline: DateTime<Utc>,
-}
-
 /// Takes the request addressed to the agent: a compare-and-set from `request`, once.
 #[utoipa::path(post, path = "/api/agents/{id}/delegations/{requestId}/accept", tag = "delegation", operation_id = "acceptDelegation",
     security(("agentKeyBearer" = []), ("agentKey" = [])),
@@ -781,13 +525,6 @@ pub struct CompleteIn {
     pub output: Value,
     /// The accept's token (optional; when sent it must be this attempt's).
     pub claim_token: Option<String>,
-}
-
-/// The answer of `complete`.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct CompletedOut {
-    /// Always true.
-    pub completed: bool,
 }
 
 /// Hands back the result of an accepted request. A refused output leaves it `accepted`.
@@ -832,13 +569,6 @@ pub struct FailIn {
     pub error: String,
     /// The accept's token (optional; when sent it must be this attempt's).
     pub claim_token: Option<String>,
-}
-
-/// The answer of `reject` and `fail`.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct EndedOut {
-    /// Always true.
-    pub ended: bool,
 }
 
 /// Declines a request (from `request` or `accepted`); the next target gets it if any is left.

@@ -1,7 +1,8 @@
 //! The agent directory's routes: an agent's capabilities and their permissions (the agent's own
 //! key or its owner's token), discovery and ranking (any authenticated caller) and trust (the
-//! agent, its owner or the service). The rules live in `crate::directory`; these handlers check
-//! the input, call it and shape the answer (`discover` and `rank` serve the MCP tools too).
+//! agent, its owner or the service). The rules live in `crate::directory`; these handlers parse
+//! the input into its checked queries, call it and shape the answer (discovery's and ranking's
+//! answers are the wire's, `crate::wire::directory`, which the MCP tools render too).
 //! Discovery and ranking answers never carry an agent's id or owner.
 
 use crate::error_code::ErrorCode;
@@ -27,12 +28,12 @@ use crate::directory::{
     CapabilityError, PermissionsPatch,
     anonymity::{self, AgentId, AnonymousId},
     capabilities::{self, Capability, NewCapability, RawCapability, SchemaRefusal},
-    discovery::{self, Found, RawQuery},
-    ranking::{self, RankError, RankQuery},
+    discovery::{self, RawQuery},
+    ranking::RankQuery,
     schema::CheckError,
     trust,
 };
-use crate::scoring;
+use crate::wire::directory::{DiscoverOut, RankOut, discover, rank};
 
 /// The routes.
 pub fn router() -> Router<AppState> {
@@ -44,12 +45,6 @@ pub fn router() -> Router<AppState> {
         .route("/api/discovery", get(discover_agents_alias))
         .route("/api/agents/rank", post(rank_agents))
         .route("/api/trust/{agentId}", get(get_trust))
-}
-
-impl From<CapabilityError> for ApiError {
-    fn from(e: CapabilityError) -> Self {
-        ApiError::BadRequest { code: e.code, message: format!("{} {}", e.field, e.message) }
-    }
 }
 
 /// Body of `PUT /api/agents/{id}/capabilities`.
@@ -417,60 +412,6 @@ pub struct DiscoverParams {
     pub scope: Option<String>,
 }
 
-/// What the agent's record says so far.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct QualityMetricsOut {
-    /// Share of finished delegations it completed, once it has any.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub success_rate: Option<f64>,
-    /// Delegations it completed.
-    pub completed_tasks: i64,
-}
-
-/// One discovered capability: never the agent's id or owner.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct DiscoveredOut {
-    /// The agent's current anonymous id.
-    #[schema(value_type = Uuid)]
-    pub anonymous_agent_id: AnonymousId,
-    /// The capability, by a handle that changes with the anonymous id (never its stored id).
-    pub capability_id: Uuid,
-    /// Its kind of work.
-    pub task_type: String,
-    /// Set for `custom`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub custom_type: Option<String>,
-    /// Input JSON Schema.
-    pub input_schema: Value,
-    /// Output JSON Schema.
-    pub output_schema: Value,
-    /// The agent's trust percentile (0-100).
-    pub trust_score_percentile: i32,
-    /// Whether that trust rests on fewer than 10 events.
-    pub provisional: bool,
-    /// Estimated latency, milliseconds.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub estimated_latency_ms: Option<i64>,
-    /// Estimated cost, US dollars.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub estimated_cost_usd: Option<f64>,
-    /// The ranking score, 4 decimals.
-    pub composite_score: f64,
-    /// The agent's record.
-    pub quality_metrics: QualityMetricsOut,
-}
-
-/// Discovery's answer.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct DiscoverOut {
-    /// Best first.
-    pub results: Vec<DiscoveredOut>,
-    /// How many capabilities passed the filters (`results` shows at most `limit` of them).
-    pub total: usize,
-}
-
 /// Finds the enabled capabilities of a kind of work, ranked by
 /// `0.5 * trust/100 + 0.3 * (1 - min(cost/maxCost, 1)) + 0.2 * (1 - min(latency/maxLatency, 1))`
 /// (unknown cost or latency count 0.5), ties by anonymous id.
@@ -499,7 +440,7 @@ pub async fn discover_agents(
         max_latency: params.max_latency.as_deref(),
         scope: params.scope.as_deref(),
     };
-    Ok(Json(discover(&state, &raw).await?))
+    Ok(Json(discover(&state.engine, &discovery::Query::parse(&raw)?).await?))
 }
 
 /// `GET /api/agents/discover` at the path AgentLens's MCP tool `agentlens_discover` calls: the
@@ -519,44 +460,6 @@ pub async fn discover_agents_alias(
     params: ApiQuery<DiscoverParams>,
 ) -> ApiResult<Json<DiscoverOut>> {
     discover_agents(state, caller, params).await
-}
-
-/// A discovery, for the route and the MCP tool alike.
-pub async fn discover(state: &AppState, raw: &RawQuery<'_>) -> ApiResult<DiscoverOut> {
-    let query = discovery::Query::parse(raw)?;
-    let config = state.engine.config();
-    let mut tx = state.pool().begin().await?;
-    let found = discovery::discover(&mut tx, &query, config.min_trust, config.anonymous_id_ttl).await?;
-    tx.commit().await?;
-    let total = found.total;
-    let results = found
-        .results
-        .into_iter()
-        .map(|Found { entry: e, composite_score }| DiscoveredOut {
-            anonymous_agent_id: e.anonymous_agent_id,
-            capability_id: state.engine.capability_handle(e.anonymous_agent_id, e.capability_id),
-            task_type: e.task_type,
-            custom_type: e.custom_type,
-            input_schema: e.input_schema,
-            output_schema: e.output_schema,
-            trust_score_percentile: e.trust_score_percentile,
-            provisional: e.provisional,
-            estimated_latency_ms: e.estimated_latency_ms,
-            estimated_cost_usd: e.estimated_cost_usd,
-            composite_score,
-            quality_metrics: QualityMetricsOut { success_rate: None, completed_tasks: 0 },
-        })
-        .collect();
-    Ok(DiscoverOut { results, total })
-}
-
-impl From<RankError> for ApiError {
-    fn from(e: RankError) -> Self {
-        match e {
-            RankError::Field(f) => f.into(),
-            RankError::Request(r) => ApiError::invalid(r.message),
-        }
-    }
 }
 
 /// Body of `POST /api/agents/rank`: an assessment request (the fields of `POST
@@ -587,57 +490,6 @@ pub struct RankIn {
     limit: Option<i64>,
 }
 
-/// An accepted capability, ranked: never the agent's id or owner.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct RankedOut {
-    /// The agent's current anonymous id.
-    #[schema(value_type = Uuid)]
-    pub anonymous_agent_id: AnonymousId,
-    /// The capability, by a handle that changes with the anonymous id (never its stored id).
-    pub capability_id: Uuid,
-    /// Its kind of work.
-    pub task_type: String,
-    /// Set for `custom`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub custom_type: Option<String>,
-    /// The calculator's full assessment of the capability against the task.
-    pub assessment: scoring::Assessment,
-    /// The agent's trust percentile (0-100).
-    pub trust_score_percentile: i32,
-    /// Whether that trust rests on fewer than 10 events.
-    pub provisional: bool,
-    /// `0.7 * assessment.score + 0.3 * trustScorePercentile/100`, 4 decimals.
-    pub rank_score: f64,
-}
-
-/// A capability whose assessment did not accept the task.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct RejectedOut {
-    /// The agent's current anonymous id.
-    #[schema(value_type = Uuid)]
-    pub anonymous_agent_id: AnonymousId,
-    /// The capability, by a handle that changes with the anonymous id (never its stored id).
-    pub capability_id: Uuid,
-    /// Its kind of work.
-    pub task_type: String,
-    /// Set for `custom`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub custom_type: Option<String>,
-    /// The assessment, with its `rejection_reason`.
-    pub assessment: scoring::Assessment,
-}
-
-/// Ranking's answer.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct RankOut {
-    /// Accepted, best `rankScore` first (ties by anonymous id).
-    pub candidates: Vec<RankedOut>,
-    /// Not accepted, best score first.
-    pub rejected: Vec<RejectedOut>,
-}
-
 /// Ranks the discoverable capabilities for a task: each is assessed by the capability
 /// calculator against its skill (given or derived from taskType, description and tags), with
 /// its agent's live queue depth, its declared latency and its declared cost; accepted ones are
@@ -655,43 +507,7 @@ pub async fn rank_agents(
     _caller: AnyCaller,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Json<RankOut>> {
-    Ok(Json(rank(&state, &body).await?))
-}
-
-/// A ranking, for the route and the MCP tool alike.
-pub async fn rank(state: &AppState, body: &Value) -> ApiResult<RankOut> {
-    let query = RankQuery::parse(body)?;
-    let config = state.engine.config();
-    let mut tx = state.pool().begin().await?;
-    let found = ranking::candidates(&mut tx, &query, config.min_trust, config.anonymous_id_ttl).await?;
-    tx.commit().await?;
-    let ranked = ranking::rank_off_the_async_workers(query.request, found, query.limit).await;
-    let candidates = ranked
-        .candidates
-        .into_iter()
-        .map(|r| RankedOut {
-            anonymous_agent_id: r.candidate.anonymous_agent_id,
-            capability_id: state.engine.capability_handle(r.candidate.anonymous_agent_id, r.candidate.capability_id),
-            task_type: r.candidate.task_type,
-            custom_type: r.candidate.custom_type,
-            trust_score_percentile: r.candidate.trust_score_percentile,
-            provisional: r.candidate.provisional,
-            rank_score: r.rank_score.unwrap_or_default(),
-            assessment: r.assessment,
-        })
-        .collect();
-    let rejected = ranked
-        .rejected
-        .into_iter()
-        .map(|r| RejectedOut {
-            anonymous_agent_id: r.candidate.anonymous_agent_id,
-            capability_id: state.engine.capability_handle(r.candidate.anonymous_agent_id, r.candidate.capability_id),
-            task_type: r.candidate.task_type,
-            custom_type: r.candidate.custom_type,
-            assessment: r.assessment,
-        })
-        .collect();
-    Ok(RankOut { candidates, rejected })
+    Ok(Json(rank(&state.engine, RankQuery::parse(&body)?).await?))
 }
 
 /// An agent's trust, as the one doing the work.

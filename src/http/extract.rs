@@ -1,48 +1,23 @@
 //! Extractors that turn every malformed input into our error body instead of axum's plain text:
 //! JSON bodies, query strings and path ids. Bodies and query strings pass the NUL check of
-//! [`super::input`] here, so no route can forget it.
+//! [`super::input`] here, so no route can forget it. Reading the body and the listing's page
+//! parameters are the wire's (`crate::wire::body`, `crate::wire::page`), shared with MCP.
 
 use axum::{
-    body::Bytes,
     extract::{FromRequest, FromRequestParts, Path, Query, Request},
-    http::{StatusCode, request::Parts},
+    http::request::Parts,
 };
 use serde::de::DeserializeOwned;
 use uuid::Uuid;
 
 use super::{error::ApiError, input};
-
-/// The largest body any route accepts (256 KiB); a larger one answers 413 `payload_too_large`.
-pub const BODY_LIMIT: usize = 256 * 1024;
+pub use crate::wire::{
+    body::{BODY_LIMIT, body_bytes},
+    page::{MAX_PAGE, Page},
+};
 
 /// A JSON body: any content type, at most [`BODY_LIMIT`] bytes, errors as 400 `invalid_body`.
 pub struct ApiJson<T>(pub T);
-
-/// Reads the raw body, mapping the size limit to 413.
-pub async fn body_bytes<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, ApiError> {
-    Bytes::from_request(req, state).await.map_err(|e| {
-        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::PayloadTooLarge(BODY_LIMIT)
-        } else if is_body_timeout(&e) {
-            ApiError::RequestTimeout
-        } else {
-            ApiError::invalid(format!("could not read the request body: {e}"))
-        }
-    })
-}
-
-/// Whether reading a body failed because it did not arrive within the body timeout or by its
-/// deadline.
-fn is_body_timeout(e: &(dyn std::error::Error + 'static)) -> bool {
-    let mut cause = Some(e);
-    while let Some(c) = cause {
-        if c.is::<tower_http::timeout::TimeoutError>() || c.is::<super::body_deadline::BodyDeadline>() {
-            return true;
-        }
-        cause = c.source();
-    }
-    false
-}
 
 impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
     type Rejection = ApiError;
@@ -123,33 +98,5 @@ impl<T: DeserializeOwned + Default, S: Send + Sync> FromRequest<S> for OptionalJ
             return Ok(OptionalJson(T::default()));
         }
         parse_json(&bytes).map(OptionalJson)
-    }
-}
-
-/// A page request of a listing: `limit` (default 50, 1 to [`MAX_PAGE`]) and the previous
-/// page's `nextCursor` (the last id it showed; ids are UUIDv7, so id order is time order).
-#[derive(Debug, Clone, Copy)]
-pub struct Page {
-    /// Rows to show.
-    pub limit: i64,
-    /// Show only rows older than this id.
-    pub before: Option<Uuid>,
-}
-
-/// Largest page any listing serves.
-pub const MAX_PAGE: i64 = 200;
-
-impl Page {
-    /// Validates a listing's `limit` and `cursor` query parameters.
-    pub fn parse(limit: Option<i64>, cursor: Option<&str>) -> Result<Page, ApiError> {
-        let limit = limit.unwrap_or(50);
-        if !(1..=MAX_PAGE).contains(&limit) {
-            return Err(ApiError::invalid(format!("limit must be between 1 and {MAX_PAGE}")));
-        }
-        let before = match cursor {
-            None => None,
-            Some(c) => Some(Uuid::parse_str(c).map_err(|_| ApiError::invalid("cursor is not valid"))?),
-        };
-        Ok(Page { limit, before })
     }
 }

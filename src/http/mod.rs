@@ -14,7 +14,6 @@ pub mod api_docs;
 pub mod assessment;
 pub mod auth;
 pub mod auth_limiter;
-pub mod body_deadline;
 pub mod delegations;
 pub mod directory;
 pub mod error;
@@ -147,7 +146,7 @@ pub fn layered(routes: Router<AppState>, state: AppState) -> Router {
     // the extractors answer 408.
     let body_timeout = ServiceBuilder::new()
         .map_request(move |request: Request<Body>| {
-            request.map(|body| Body::new(body_deadline::Deadlined::new(body, body_deadline)))
+            request.map(|body| Body::new(crate::wire::body_deadline::Deadlined::new(body, body_deadline)))
         })
         .layer(RequestBodyTimeoutLayer::new(body_timeout))
         .map_request(|request: Request<TimeoutBody<Body>>| request.map(Body::new));

@@ -310,6 +310,30 @@ async fn discover_agents_and_rank_agents_answer_as_the_http_routes_do() {
         assert_tool_error(&refused, "invalid_body");
         assert!(refused["structuredContent"]["error"].as_str().unwrap().contains(field), "{refused}");
     }
+    // Numbers arrive as numbers over MCP and as text in the route's query string; both are
+    // checked by the same rules, and refused in the same words.
+    for (args, query) in [
+        (json!({"taskType": "testing", "minTrustScore": 101}), "taskType=testing&minTrustScore=101"),
+        (json!({"taskType": "testing", "maxCostUsd": 0}), "taskType=testing&maxCostUsd=0"),
+        (json!({"taskType": "testing", "maxLatencyMs": -5}), "taskType=testing&maxLatencyMs=-5"),
+        (json!({"taskType": "testing", "limit": -1}), "taskType=testing&limit=-1"),
+        (json!({"taskType": "testing", "customType": "x"}), "taskType=testing&customType=x"),
+    ] {
+        let refused = call_tool(&app, &caller.key, "discover_agents", args).await;
+        let over_http = app.get(&format!("/api/agents/discover?{query}"), &app.service_token()).await;
+        assert_eq!(over_http.status, StatusCode::BAD_REQUEST, "{}", over_http.text);
+        assert_eq!(refused["structuredContent"], over_http.body, "{refused}");
+    }
+    for (args, body) in [
+        (json!({"task_summary": "x", "limit": -3}), json!({"task_summary": "x", "limit": -3})),
+        (json!({"task_summary": "x", "taskType": "cooking"}), json!({"task_summary": "x", "taskType": "cooking"})),
+        (json!({"task_summary": "x", "customType": "x"}), json!({"task_summary": "x", "customType": "x"})),
+    ] {
+        let refused = call_tool(&app, &caller.key, "rank_agents", args).await;
+        let over_http = app.post("/api/agents/rank", &app.service_token(), &body).await;
+        assert_eq!(over_http.status, StatusCode::BAD_REQUEST, "{}", over_http.text);
+        assert_eq!(refused["structuredContent"], over_http.body, "{refused}");
+    }
 }
 
 #[tokio::test]
@@ -437,6 +461,28 @@ async fn respond_has_one_rule_set_over_http_and_mcp_a_null_message_and_no_roles_
         let args =
             json!({"negotiationId": id, "claimToken": claim, "action": "counter", "message": "m".repeat(10_001)});
         assert_tool_error(&call_tool(&app, &agent.key, "respond_to_negotiation", args).await, "invalid_body");
+        // One rule set: the same refusal, word for word, whichever adapter received the respond.
+        let long = "m".repeat(10_001);
+        let pairs = [
+            (
+                json!({"claimToken": claim, "action": "haggle", "assessment": {"reasoning": "x"}}),
+                json!({"negotiationId": id, "claimToken": claim, "action": "haggle", "reasoning": "x"}),
+            ),
+            (
+                json!({"claimToken": claim, "action": "counter", "message": long, "assessment": {"reasoning": "x"}}),
+                json!({"negotiationId": id, "claimToken": claim, "action": "counter", "message": long, "reasoning": "x"}),
+            ),
+            (
+                json!({"claimToken": "", "action": "counter", "assessment": {"reasoning": "x"}}),
+                json!({"negotiationId": id, "claimToken": "", "action": "counter", "reasoning": "x"}),
+            ),
+        ];
+        for (body, args) in pairs {
+            let over_http = app.respond(&agent, &id, &body).await;
+            assert_eq!(over_http.status, StatusCode::BAD_REQUEST, "{}", over_http.text);
+            let over_mcp = call_tool(&app, &agent.key, "respond_to_negotiation", args).await;
+            assert_eq!(over_mcp["structuredContent"], over_http.body, "{over_mcp}");
+        }
     }
     // The tool's schema says the same: only the negotiation and the action are required.
     let (_, listed) =
