@@ -221,4 +221,57 @@ mod tests {
         qs.dedup();
         assert_eq!(qs.len(), queues::ALL.len());
     }
+
+    /// The SQL arming function `function` (in `jobs/sql/timers.sql`): the queue, the key prefix
+    /// and the payload's keys it writes.
+    fn armed_in_sql(function: &str) -> (String, String, std::collections::BTreeSet<String>) {
+        let sql = crate::worker::TIMERS_SQL;
+        let start = sql.find(&format!("FUNCTION parley_jobs.{function}(")).expect("the function is in timers.sql");
+        let body = &sql[start..];
+        let body = &body[..body.find("$$;").expect("its end")];
+        let literal = |s: &str| s.trim().strip_prefix('\'')?.strip_suffix('\'').map(str::to_owned);
+        // `arm(queue, key, ...)` or `rearm(from_queue, from_key, queue, key, ...)`: the last
+        // queue and key literals before the payload are the timer's own.
+        let call = &body
+            [body.find("PERFORM parley_jobs.").expect("a call")..body.find("json_build_object(").expect("a payload")];
+        let args: Vec<&str> = call[call.find('(').expect("args") + 1..].split(',').map(str::trim).collect();
+        let queue = args.iter().filter_map(|a| literal(a)).rfind(|a| a.starts_with("parley.")).expect("a queue");
+        let prefix = args
+            .iter()
+            .filter_map(|a| a.split("||").next().and_then(literal))
+            .rfind(|a| a.ends_with(':'))
+            .expect("a key prefix");
+        let object = &body[body.find("json_build_object(").expect("a payload") + "json_build_object(".len()..];
+        let object = &object[..object.find(')').expect("its end")];
+        let keys = object.split(',').step_by(2).filter_map(literal).collect();
+        (queue, prefix, keys)
+    }
+
+    fn keys_of(payload: impl Serialize) -> std::collections::BTreeSet<String> {
+        let json = serde_json::to_value(payload).expect("encode");
+        json.as_object().expect("an object").keys().cloned().collect()
+    }
+
+    #[test]
+    fn the_timers_the_sql_arms_have_the_payloads_queues_and_keys_of_these_types() {
+        let id = Uuid::now_v7();
+        let (queue, prefix, keys) = armed_in_sql("arm_park_timeout");
+        assert_eq!(
+            (queue.as_str(), keys),
+            (queues::PARK_TIMEOUT, keys_of(ParkTimeout { task_id: id, turn_number: 0, generation: 0 }))
+        );
+        assert_eq!(format!("{prefix}{id}"), TimerKind::Park.key(id));
+        let (queue, prefix, keys) = armed_in_sql("arm_claim_timeout");
+        assert_eq!(
+            (queue.as_str(), keys),
+            (queues::CLAIM_TIMEOUT, keys_of(ClaimTimeout { task_id: id, generation: 0 }))
+        );
+        assert_eq!(format!("{prefix}{id}"), TimerKind::Claim.key(id));
+        let (queue, prefix, keys) = armed_in_sql("arm_delegation_timeout");
+        assert_eq!(
+            (queue.as_str(), keys),
+            (queues::DELEGATION_TIMEOUT, keys_of(DelegationTimeout { delegation_id: id, attempt: 1 }))
+        );
+        assert_eq!(format!("{prefix}{id}"), delegation_timeout_key(id));
+    }
 }

@@ -18,12 +18,38 @@
 //! under a handle derived from the anonymous id (`crate::runtime::TokenKey::capability_handle`),
 //! which changes with it, never under its stored id (stable for the capability's life, and
 //! time-ordered).
+//!
+//! The two names of an agent have their own types, [`AgentId`] (stored, never shown to another
+//! party) and [`AnonymousId`] (what others see), so that this module's answers cannot be shown
+//! or passed as the other; the typed ids start here and spread outwards from this boundary.
 
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
+
+/// An agent's stored id: who it is to the service and to its owner, never shown to another party.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, sqlx::Type, serde::Serialize, serde::Deserialize,
+)]
+#[sqlx(transparent)]
+#[serde(transparent)]
+pub struct AgentId(pub Uuid);
+
+/// The name under which other parties see an agent for a while (see the module docs).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, sqlx::Type, serde::Serialize, serde::Deserialize,
+)]
+#[sqlx(transparent)]
+#[serde(transparent)]
+pub struct AnonymousId(pub Uuid);
+
+impl std::fmt::Display for AnonymousId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
 
 /// Makes sure each of `agents` has a current, unexpired anonymous id: an expired one is retired
 /// and a new one issued, valid for `ttl`.
@@ -109,10 +135,12 @@ pub async fn refresh_all_expired(pool: &PgPool, ttl: Duration, batch: i64) -> sq
 }
 
 /// The agent's current anonymous id, issuing a new one first when it has none or it expired.
-pub async fn current(conn: &mut PgConnection, agent_id: Uuid, ttl: Duration) -> sqlx::Result<Uuid> {
+pub async fn current(conn: &mut PgConnection, agent: AgentId, ttl: Duration) -> sqlx::Result<AnonymousId> {
+    let agent_id = agent.0;
     // The usual case, read without writing: a current id that has not expired.
     let live = sqlx::query_scalar!(
-        "SELECT anonymous_id FROM anonymous_ids WHERE agent_id = $1 AND current AND expires_at > now()",
+        r#"SELECT anonymous_id AS "anonymous_id: AnonymousId" FROM anonymous_ids
+            WHERE agent_id = $1 AND current AND expires_at > now()"#,
         agent_id
     )
     .fetch_optional(&mut *conn)
@@ -121,16 +149,19 @@ pub async fn current(conn: &mut PgConnection, agent_id: Uuid, ttl: Duration) -> 
         return Ok(id);
     }
     refresh(conn, &[agent_id], ttl).await?;
-    sqlx::query_scalar!("SELECT anonymous_id FROM anonymous_ids WHERE agent_id = $1 AND current", agent_id)
-        .fetch_one(conn)
-        .await
+    sqlx::query_scalar!(
+        r#"SELECT anonymous_id AS "anonymous_id: AnonymousId" FROM anonymous_ids WHERE agent_id = $1 AND current"#,
+        agent_id
+    )
+    .fetch_one(conn)
+    .await
 }
 
 /// What an anonymous id stands for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Resolved {
     /// The agent.
-    pub agent_id: Uuid,
+    pub agent_id: AgentId,
     /// When the id stopped (or stops) being valid for new work.
     pub expires_at: DateTime<Utc>,
     /// Whether it is still the agent's id for new work (current and not expired).
@@ -138,12 +169,12 @@ pub struct Resolved {
 }
 
 /// The agent behind an anonymous id, expired or not; `None` for an id never issued.
-pub async fn resolve(conn: &mut PgConnection, anonymous_id: Uuid) -> sqlx::Result<Option<Resolved>> {
+pub async fn resolve(conn: &mut PgConnection, anonymous_id: AnonymousId) -> sqlx::Result<Option<Resolved>> {
     sqlx::query_as!(
         Resolved,
-        r#"SELECT agent_id, expires_at, (current AND expires_at > now()) AS "live!"
+        r#"SELECT agent_id AS "agent_id: AgentId", expires_at, (current AND expires_at > now()) AS "live!"
            FROM anonymous_ids WHERE anonymous_id = $1"#,
-        anonymous_id
+        anonymous_id.0
     )
     .fetch_optional(conn)
     .await

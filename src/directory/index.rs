@@ -37,14 +37,17 @@ use serde_json::Value;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use super::{anonymity, capabilities::TaskType};
+use super::{
+    anonymity::{self, AnonymousId},
+    capabilities::TaskType,
+};
 use crate::scoring::Calculator;
 
 /// One discoverable capability, with what its agent's record says.
 #[derive(Debug, Clone)]
 pub struct Entry {
     /// The agent's current anonymous id.
-    pub anonymous_agent_id: Uuid,
+    pub anonymous_agent_id: AnonymousId,
     /// When that id expires.
     pub anonymous_expires_at: DateTime<Utc>,
     /// The capability.
@@ -151,7 +154,7 @@ async fn clean(conn: &mut PgConnection) -> sqlx::Result<bool> {
 async fn build(conn: &mut PgConnection, key: Option<TaskType>, version: i64) -> sqlx::Result<Snapshot> {
     let entries = sqlx::query_as!(
         Entry,
-        r#"SELECT ai.anonymous_id AS anonymous_agent_id, ai.expires_at AS anonymous_expires_at,
+        r#"SELECT ai.anonymous_id AS "anonymous_agent_id: AnonymousId", ai.expires_at AS anonymous_expires_at,
                   c.capability_id, c.updated_at, c.task_type, c.custom_type, c.input_schema, c.output_schema,
                   c.estimated_latency_ms, c.estimated_cost_usd,
                   t.percentile AS "trust_score_percentile!", t.provisional AS "provisional!",

@@ -55,6 +55,7 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 use super::{
+    anonymity::AnonymousId,
     capabilities::{CapabilityError, TaskType, custom_type_for},
     index,
 };
@@ -185,7 +186,7 @@ impl RankQuery {
 #[derive(Debug, Clone)]
 pub struct Candidate {
     /// The agent's current anonymous id.
-    pub anonymous_agent_id: Uuid,
+    pub anonymous_agent_id: AnonymousId,
     /// The capability.
     pub capability_id: Uuid,
     /// Its kind of work.
@@ -560,7 +561,7 @@ mod tests {
                 };
                 Candidate {
                     // Some agents offer several capabilities: equal rank scores are common.
-                    anonymous_agent_id: Uuid::from_u128(u128::from(i % 97) + 1),
+                    anonymous_agent_id: AnonymousId(Uuid::from_u128(u128::from(i % 97) + 1)),
                     capability_id: source.capability_id,
                     task_type: source.task_type.clone(),
                     custom_type: None,

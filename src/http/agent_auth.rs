@@ -73,7 +73,7 @@ async fn authenticate_hash(
     if path_agent.is_some_and(|agent| agent != owner.agent_id) {
         return Err(ApiError::Forbidden("this API key belongs to another agent".into()));
     }
-    if owner.status != "active" {
+    if owner.status != agents::AgentStatus::Active {
         return Err(ApiError::Forbidden("the agent is inactive".into()));
     }
     state.engine.seen(owner.agent_id).await;
@@ -249,7 +249,7 @@ impl FromRequestParts<AppState> for AnyCaller {
             let owner = agents::authenticate(&mut conn, &hash_secret(&key))
                 .await?
                 .ok_or_else(|| ApiError::Unauthorized("the API key is unknown, revoked or expired".into()))?;
-            if owner.status != "active" {
+            if owner.status != agents::AgentStatus::Active {
                 return Err(ApiError::Forbidden("the agent is inactive".into()));
             }
             drop(conn);

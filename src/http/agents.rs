@@ -25,7 +25,7 @@ use super::{
 };
 use crate::{
     delivery::hash_secret,
-    store::agents::{self, Agent, ApiKey},
+    store::agents::{self, Agent, AgentStatus, ApiKey, NegotiationMode},
 };
 
 /// The routes.
@@ -105,15 +105,15 @@ fn agent_out(state: &AppState, a: Agent, keys: &[ApiKey]) -> AgentOut {
     // inactive) can answer nothing, whatever it did a minute ago.
     let working_key = keys.iter().any(|k| k.revoked_at.is_none() && k.expires_at.is_none_or(|e| e > Utc::now()));
     AgentOut {
-        live: a.status == "active"
+        live: a.status == AgentStatus::Active
             && working_key
             && agents::is_live(a.last_seen_at, state.engine.config().agent_liveness),
         last_seen_at: a.last_seen_at,
         id: a.agent_id,
         name: a.name,
-        kind: a.agent_type,
-        status: a.status,
-        negotiation_mode: a.negotiation_mode,
+        kind: a.agent_type.as_str().to_owned(),
+        status: a.status.as_str().to_owned(),
+        negotiation_mode: a.negotiation_mode.as_str().to_owned(),
         description: a.description,
         owner_user_id: a.owner_user_id,
         keys: keys.iter().map(KeyOut::from).collect(),
@@ -228,11 +228,11 @@ fn check_description(d: Option<&str>) -> ApiResult<()> {
     Ok(())
 }
 
-fn check_mode(mode: Option<&str>) -> ApiResult<()> {
-    match mode {
-        None | Some("enabled" | "disabled") => Ok(()),
-        Some(_) => Err(ApiError::invalid("negotiationMode must be enabled or disabled")),
-    }
+fn check_mode(mode: Option<&str>) -> ApiResult<Option<NegotiationMode>> {
+    mode.map(|m| {
+        NegotiationMode::parse(m).ok_or_else(|| ApiError::invalid("negotiationMode must be enabled or disabled"))
+    })
+    .transpose()
 }
 
 /// Registers a personal agent for the caller and returns its first API key, once.
@@ -252,7 +252,7 @@ pub async fn create_agent(
 ) -> ApiResult<(StatusCode, Json<CreatedAgentOut>)> {
     check_name(&body.name)?;
     check_description(body.description.as_deref())?;
-    check_mode(body.negotiation_mode.as_deref())?;
+    let mode = check_mode(body.negotiation_mode.as_deref())?;
     let config = state.engine.config();
     let mut tx = state.pool().begin().await?;
     agents::lock_owner(&mut tx, &caller.sub).await?;
@@ -268,7 +268,7 @@ pub async fn create_agent(
         &caller.sub,
         body.name.trim(),
         body.description.as_deref(),
-        body.negotiation_mode.as_deref().unwrap_or("enabled"),
+        mode.unwrap_or(NegotiationMode::Enabled),
     )
     .await?;
     let key = issue_key(&mut tx, agent.agent_id, None).await?;
@@ -389,22 +389,17 @@ pub async fn update_agent(
         check_name(name)?;
     }
     check_description(body.description.as_deref())?;
-    check_mode(body.negotiation_mode.as_deref())?;
-    if !matches!(body.status.as_deref(), None | Some("active" | "inactive")) {
-        return Err(ApiError::invalid("status must be active or inactive"));
-    }
+    let mode = check_mode(body.negotiation_mode.as_deref())?;
+    let status = match body.status.as_deref() {
+        None => None,
+        Some(s) => Some(AgentStatus::parse(s).ok_or_else(|| ApiError::invalid("status must be active or inactive"))?),
+    };
     let mut tx = state.pool().begin().await?;
     own_agent(&mut tx, &caller.sub, id).await?;
-    let agent = agents::update(
-        &mut tx,
-        id,
-        body.name.as_deref().map(str::trim),
-        body.status.as_deref(),
-        body.negotiation_mode.as_deref(),
-        body.description.as_deref(),
-    )
-    .await?
-    .ok_or(ApiError::NotFound("agent"))?;
+    let agent =
+        agents::update(&mut tx, id, body.name.as_deref().map(str::trim), status, mode, body.description.as_deref())
+            .await?
+            .ok_or(ApiError::NotFound("agent"))?;
     let keys = agents::keys(&mut tx, id).await?;
     tx.commit().await?;
     Ok(Json(agent_out(&state, agent, &keys)))

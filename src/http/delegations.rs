@@ -450,14 +450,16 @@ pub async fn list_delegations(
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> ApiResult<Json<DelegationListOut>> {
     let page = Page::parse(q.limit, q.cursor.as_deref())?;
-    if q.status.as_deref().is_some_and(|s| Status::parse(s).is_none()) {
-        return Err(ApiError::invalid("status must be one of request, accepted, completed, rejected, timeout, error"));
-    }
+    let status = match q.status.as_deref() {
+        None => None,
+        Some(s) => Some(Status::parse(s).ok_or_else(|| {
+            ApiError::invalid("status must be one of request, accepted, completed, rejected, timeout, error")
+        })?),
+    };
     let mut conn = state.pool().acquire().await?;
     match q.direction.as_deref().unwrap_or("outbound") {
         "outbound" => {
-            let rows =
-                store::outbound(&mut conn, agent.agent_id, q.status.as_deref(), page.before, page.limit + 1).await?;
+            let rows = store::outbound(&mut conn, agent.agent_id, status, page.before, page.limit + 1).await?;
             let next_cursor = (rows.len() as i64 > page.limit).then(|| rows[page.limit as usize - 1].delegation_id);
             let rows: Vec<_> = rows.into_iter().take(page.limit as usize).collect();
             let ids: Vec<_> = rows.iter().map(|d| d.delegation_id).collect();
@@ -477,8 +479,7 @@ pub async fn list_delegations(
             }))
         }
         "inbound" => {
-            let rows =
-                store::inbound(&mut conn, agent.agent_id, q.status.as_deref(), page.before, page.limit + 1).await?;
+            let rows = store::inbound(&mut conn, agent.agent_id, status, page.before, page.limit + 1).await?;
             let next_cursor = (rows.len() as i64 > page.limit).then(|| rows[page.limit as usize - 1].delegation_id);
             let out = rows.into_iter().take(page.limit as usize).map(inbound_out).collect();
             Ok(Json(DelegationListOut {

@@ -25,7 +25,8 @@ use super::{
     extract::{ApiJson, ApiQuery, Ids},
 };
 use crate::directory::{
-    CapabilityError, PermissionsPatch, anonymity,
+    CapabilityError, PermissionsPatch,
+    anonymity::{self, AgentId, AnonymousId},
     capabilities::{self, Capability, NewCapability, RawCapability, SchemaRefusal},
     discovery::{self, RawQuery},
     ranking::RankQuery,
@@ -171,7 +172,8 @@ pub struct CapabilityAnswer {
     /// The capability.
     pub capability: CapabilityOut,
     /// The id others see the agent under (valid for 24 hours, then replaced).
-    pub anonymous_agent_id: Uuid,
+    #[schema(value_type = Uuid)]
+    pub anonymous_agent_id: AnonymousId,
 }
 
 /// The agent's capabilities and its current anonymous id.
@@ -181,7 +183,8 @@ pub struct CapabilityListOut {
     /// Oldest first.
     pub capabilities: Vec<CapabilityOut>,
     /// The id others see the agent under.
-    pub anonymous_agent_id: Uuid,
+    #[schema(value_type = Uuid)]
+    pub anonymous_agent_id: AnonymousId,
 }
 
 /// A deletion's answer.
@@ -250,7 +253,7 @@ pub async fn put_capability(
     }
     // The id first: a first capability then finds it and needs no placeholder.
     let anonymous_agent_id =
-        anonymity::current(&mut tx, agent.agent_id, state.engine.config().anonymous_id_ttl).await?;
+        anonymity::current(&mut tx, AgentId(agent.agent_id), state.engine.config().anonymous_id_ttl).await?;
     let (capability, created) = capabilities::upsert(&mut tx, agent.agent_id, &new).await?;
     tx.commit().await?;
     let status = if created { StatusCode::CREATED } else { StatusCode::OK };
@@ -273,7 +276,7 @@ pub async fn list_capabilities(
     let mut tx = state.pool().begin().await?;
     let list = capabilities::list(&mut tx, agent.agent_id).await?;
     let anonymous_agent_id =
-        anonymity::current(&mut tx, agent.agent_id, state.engine.config().anonymous_id_ttl).await?;
+        anonymity::current(&mut tx, AgentId(agent.agent_id), state.engine.config().anonymous_id_ttl).await?;
     tx.commit().await?;
     Ok(Json(CapabilityListOut { capabilities: list.into_iter().map(Into::into).collect(), anonymous_agent_id }))
 }
@@ -361,7 +364,7 @@ pub async fn put_permissions(
         .await?
         .ok_or(ApiError::NotFound("capability"))?;
     let anonymous_agent_id =
-        anonymity::current(&mut tx, agent.agent_id, state.engine.config().anonymous_id_ttl).await?;
+        anonymity::current(&mut tx, AgentId(agent.agent_id), state.engine.config().anonymous_id_ttl).await?;
     tx.commit().await?;
     Ok(Json(CapabilityAnswer { capability: capability.into(), anonymous_agent_id }))
 }

@@ -146,7 +146,7 @@ async fn require_agent_key(State(state): State<McpState>, mut req: Request, next
         Ok(None) => return ApiError::Unauthorized("the API key is unknown, revoked or expired".into()).into_response(),
         Err(e) => return ApiError::from(e).into_response(),
     };
-    if owner.status != "active" {
+    if owner.status != agents::AgentStatus::Active {
         return ApiError::Forbidden("the agent is inactive".into()).into_response();
     }
     state.engine.seen(owner.agent_id).await;

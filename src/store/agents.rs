@@ -26,6 +26,79 @@ pub async fn side_kind_for(conn: &mut PgConnection, user_id: &str) -> sqlx::Resu
     Ok(if personal { SideKind::Personal } else { SideKind::System })
 }
 
+/// Whether an agent may act: only an `active` agent's key is accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, sqlx::Type)]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
+pub enum AgentStatus {
+    /// Its keys work.
+    Active,
+    /// Its keys are refused (403); deleted agents are inactive too.
+    Inactive,
+}
+
+/// What kind of agent it is (the table allows `personal` only, for now).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, sqlx::Type)]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
+pub enum AgentType {
+    /// A person's own agent.
+    Personal,
+}
+
+/// Whether an agent plays its user's negotiations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, sqlx::Type)]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
+pub enum NegotiationMode {
+    /// Its user's seats are personal (see [`side_kind_for`]).
+    Enabled,
+    /// It only works through the directory.
+    Disabled,
+}
+
+impl AgentStatus {
+    /// Every status.
+    pub const ALL: [AgentStatus; 2] = [AgentStatus::Active, AgentStatus::Inactive];
+
+    /// The stored (and wire) name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentStatus::Active => "active",
+            AgentStatus::Inactive => "inactive",
+        }
+    }
+
+    /// Parses a wire name.
+    pub fn parse(s: &str) -> Option<AgentStatus> {
+        AgentStatus::ALL.into_iter().find(|v| v.as_str() == s)
+    }
+}
+
+impl AgentType {
+    /// The stored (and wire) name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentType::Personal => "personal",
+        }
+    }
+}
+
+impl NegotiationMode {
+    /// Every mode.
+    pub const ALL: [NegotiationMode; 2] = [NegotiationMode::Enabled, NegotiationMode::Disabled];
+
+    /// The stored (and wire) name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NegotiationMode::Enabled => "enabled",
+            NegotiationMode::Disabled => "disabled",
+        }
+    }
+
+    /// Parses a wire name.
+    pub fn parse(s: &str) -> Option<NegotiationMode> {
+        NegotiationMode::ALL.into_iter().find(|v| v.as_str() == s)
+    }
+}
+
 /// An agent row.
 #[derive(Debug, Clone)]
 pub struct Agent {
@@ -36,11 +109,11 @@ pub struct Agent {
     /// Display name.
     pub name: String,
     /// Always `personal` for now.
-    pub agent_type: String,
-    /// `active` or `inactive`.
-    pub status: String,
-    /// `enabled` or `disabled`.
-    pub negotiation_mode: String,
+    pub agent_type: AgentType,
+    /// Whether it may act.
+    pub status: AgentStatus,
+    /// Whether it plays its user's negotiations.
+    pub negotiation_mode: NegotiationMode,
     /// Free text.
     pub description: Option<String>,
     /// Created.
@@ -77,18 +150,19 @@ pub async fn insert(
     owner: &str,
     name: &str,
     description: Option<&str>,
-    negotiation_mode: &str,
+    negotiation_mode: NegotiationMode,
 ) -> sqlx::Result<Agent> {
     sqlx::query_as!(
         Agent,
         r#"INSERT INTO agents (agent_id, owner_user_id, name, description, negotiation_mode)
            VALUES ($1, $2, $3, $4, $5)
-           RETURNING agent_id, owner_user_id, name, agent_type, status, negotiation_mode, description, created_at, updated_at, last_seen_at"#,
+           RETURNING agent_id, owner_user_id, name, agent_type AS "agent_type: AgentType", status AS "status: AgentStatus",
+                  negotiation_mode AS "negotiation_mode: NegotiationMode", description, created_at, updated_at, last_seen_at"#,
         id,
         owner,
         name,
         description,
-        negotiation_mode
+        negotiation_mode.as_str()
     )
     .fetch_one(conn)
     .await
@@ -98,7 +172,8 @@ pub async fn insert(
 pub async fn get(conn: &mut PgConnection, id: Uuid) -> sqlx::Result<Option<Agent>> {
     sqlx::query_as!(
         Agent,
-        r#"SELECT agent_id, owner_user_id, name, agent_type, status, negotiation_mode, description, created_at, updated_at,
+        r#"SELECT agent_id, owner_user_id, name, agent_type AS "agent_type: AgentType", status AS "status: AgentStatus",
+                  negotiation_mode AS "negotiation_mode: NegotiationMode", description, created_at, updated_at,
                   last_seen_at
            FROM agents WHERE agent_id = $1 AND deleted_at IS NULL"#,
         id
@@ -117,7 +192,8 @@ pub async fn list_for_owner(
 ) -> sqlx::Result<Vec<Agent>> {
     sqlx::query_as!(
         Agent,
-        r#"SELECT agent_id, owner_user_id, name, agent_type, status, negotiation_mode, description, created_at, updated_at,
+        r#"SELECT agent_id, owner_user_id, name, agent_type AS "agent_type: AgentType", status AS "status: AgentStatus",
+                  negotiation_mode AS "negotiation_mode: NegotiationMode", description, created_at, updated_at,
                   last_seen_at
            FROM agents WHERE owner_user_id = $1 AND deleted_at IS NULL AND ($2::uuid IS NULL OR agent_id > $2)
            ORDER BY agent_id LIMIT $3"#,
@@ -141,8 +217,8 @@ pub async fn update(
     conn: &mut PgConnection,
     id: Uuid,
     name: Option<&str>,
-    status: Option<&str>,
-    negotiation_mode: Option<&str>,
+    status: Option<AgentStatus>,
+    negotiation_mode: Option<NegotiationMode>,
     description: Option<&str>,
 ) -> sqlx::Result<Option<Agent>> {
     sqlx::query_as!(
@@ -151,11 +227,12 @@ pub async fn update(
                   negotiation_mode = COALESCE($4, negotiation_mode), description = COALESCE($5, description),
                   updated_at = now()
            WHERE agent_id = $1
-           RETURNING agent_id, owner_user_id, name, agent_type, status, negotiation_mode, description, created_at, updated_at, last_seen_at"#,
+           RETURNING agent_id, owner_user_id, name, agent_type AS "agent_type: AgentType", status AS "status: AgentStatus",
+                  negotiation_mode AS "negotiation_mode: NegotiationMode", description, created_at, updated_at, last_seen_at"#,
         id,
         name,
-        status,
-        negotiation_mode,
+        status.map(AgentStatus::as_str),
+        negotiation_mode.map(NegotiationMode::as_str),
         description
     )
     .fetch_optional(conn)
@@ -273,8 +350,8 @@ pub struct KeyOwner {
     pub agent_id: Uuid,
     /// Its user.
     pub owner_user_id: String,
-    /// `active` or `inactive`.
-    pub status: String,
+    /// Whether it may act.
+    pub status: AgentStatus,
     /// The key used.
     pub api_key_id: Uuid,
 }
@@ -283,7 +360,7 @@ pub struct KeyOwner {
 pub async fn authenticate(conn: &mut PgConnection, hash: &[u8]) -> sqlx::Result<Option<KeyOwner>> {
     sqlx::query_as!(
         KeyOwner,
-        r#"SELECT a.agent_id, a.owner_user_id, a.status, k.api_key_id
+        r#"SELECT a.agent_id, a.owner_user_id, a.status AS "status: AgentStatus", k.api_key_id
            FROM api_keys k JOIN agents a ON a.agent_id = k.agent_id
            WHERE k.key_hash = $1 AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())"#,
         hash

@@ -67,53 +67,46 @@ pub async fn after(
     since: DateTime<Utc>,
     limit: i64,
 ) -> sqlx::Result<Vec<Event>> {
-    let rows: Vec<(i64, String, String, String, Value)> = match user_id {
+    match user_id {
         None => {
-            sqlx::query_as(
-                "SELECT event_id, kind, source_user_id, candidate_user_id, data FROM events
-                  WHERE event_id > $1 AND created_at >= $2
-                  ORDER BY event_id LIMIT $3",
+            sqlx::query_as!(
+                Event,
+                r#"SELECT event_id AS id, kind, source_user_id, candidate_user_id, data FROM events
+                    WHERE event_id > $1 AND created_at >= $2
+                    ORDER BY event_id LIMIT $3"#,
+                after,
+                since,
+                limit
             )
-            .bind(after)
-            .bind(since)
-            .bind(limit)
             .fetch_all(conn)
-            .await?
+            .await
         }
         Some(user) => {
-            sqlx::query_as(
-                "(SELECT event_id, kind, source_user_id, candidate_user_id, data FROM events
-                   WHERE source_user_id = $4 AND event_id > $1 AND created_at >= $2
-                   ORDER BY event_id LIMIT $3)
-                 UNION ALL
-                 (SELECT event_id, kind, source_user_id, candidate_user_id, data FROM events
-                   WHERE candidate_user_id = $4 AND source_user_id <> $4 AND event_id > $1 AND created_at >= $2
-                   ORDER BY event_id LIMIT $3)
-                 ORDER BY event_id LIMIT $3",
+            sqlx::query_as!(
+                Event,
+                r#"(SELECT event_id AS "id!", kind AS "kind!", source_user_id AS "source_user_id!",
+                           candidate_user_id AS "candidate_user_id!", data AS "data!" FROM events
+                     WHERE source_user_id = $4 AND event_id > $1 AND created_at >= $2
+                     ORDER BY event_id LIMIT $3)
+                   UNION ALL
+                   (SELECT event_id, kind, source_user_id, candidate_user_id, data FROM events
+                     WHERE candidate_user_id = $4 AND source_user_id <> $4 AND event_id > $1 AND created_at >= $2
+                     ORDER BY event_id LIMIT $3)
+                   ORDER BY 1 LIMIT $3"#,
+                after,
+                since,
+                limit,
+                user
             )
-            .bind(after)
-            .bind(since)
-            .bind(limit)
-            .bind(user)
             .fetch_all(conn)
-            .await?
+            .await
         }
-    };
-    Ok(rows
-        .into_iter()
-        .map(|(id, kind, source_user_id, candidate_user_id, data)| Event {
-            id,
-            kind,
-            source_user_id,
-            candidate_user_id,
-            data,
-        })
-        .collect())
+    }
 }
 
 /// The newest event's id (0 without any).
 pub async fn newest_id(conn: &mut PgConnection) -> sqlx::Result<i64> {
-    sqlx::query_scalar("SELECT coalesce(max(event_id), 0)::bigint FROM events").fetch_one(conn).await
+    sqlx::query_scalar!(r#"SELECT coalesce(max(event_id), 0)::bigint AS "id!" FROM events"#).fetch_one(conn).await
 }
 
 /// Events with an id after `after`, or one of `also` (ids at or before `after` skipped earlier,
@@ -122,29 +115,21 @@ pub async fn tail(conn: &mut PgConnection, after: i64, also: &[i64], limit: i64)
     // Two range reads of the primary key, never one filter: written as `event_id > $1 OR
     // event_id = ANY($2)`, the plan walked the key from the log's first event on every read
     // whenever the log had no statistics yet (2.7 ms at 50 000 events, growing with the log).
-    let rows: Vec<(i64, String, String, String, Value)> = sqlx::query_as(
-        "(SELECT event_id, kind, source_user_id, candidate_user_id, data FROM events
-           WHERE event_id > $1 ORDER BY event_id LIMIT $3)
-         UNION ALL
-         (SELECT event_id, kind, source_user_id, candidate_user_id, data FROM events
-           WHERE event_id = ANY($2) AND event_id <= $1)
-         ORDER BY event_id LIMIT $3",
+    sqlx::query_as!(
+        Event,
+        r#"(SELECT event_id AS "id!", kind AS "kind!", source_user_id AS "source_user_id!",
+                   candidate_user_id AS "candidate_user_id!", data AS "data!" FROM events
+             WHERE event_id > $1 ORDER BY event_id LIMIT $3)
+           UNION ALL
+           (SELECT event_id, kind, source_user_id, candidate_user_id, data FROM events
+             WHERE event_id = ANY($2) AND event_id <= $1)
+           ORDER BY 1 LIMIT $3"#,
+        after,
+        also,
+        limit
     )
-    .bind(after)
-    .bind(also)
-    .bind(limit)
     .fetch_all(conn)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(|(id, kind, source_user_id, candidate_user_id, data)| Event {
-            id,
-            kind,
-            source_user_id,
-            candidate_user_id,
-            data,
-        })
-        .collect())
+    .await
 }
 
 /// Deletes events older than `before`.

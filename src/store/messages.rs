@@ -123,42 +123,36 @@ pub async fn store_turns(
     task: &super::tasks::Task,
     turns: &[TurnRow<'_>],
 ) -> anyhow::Result<()> {
-    sqlx::query("SELECT parley_store_turns($1, $2, $3, $4, $5)")
-        .bind(task.id)
-        .bind(task.opportunity_id)
-        .bind(&task.source_user_id)
-        .bind(&task.candidate_user_id)
-        .bind(sqlx::types::Json(turns))
-        .execute(conn)
-        .await?;
+    sqlx::query!(
+        "SELECT parley_store_turns($1, $2, $3, $4, $5)",
+        task.id,
+        task.opportunity_id,
+        task.source_user_id,
+        task.candidate_user_id,
+        // `jsonb`, which the macro checks against `serde_json::Value`: the rows are encoded as
+        // JSON straight from their fields instead (their doc is what the function reads).
+        sqlx::types::Json(turns) as _
+    )
+    .execute(conn)
+    .await?;
     Ok(())
 }
 
 struct Row {
     message_id: Uuid,
     turn_number: i32,
-    side: String,
+    side: Side,
     sender_id: String,
-    action: String,
+    action: Action,
     parts: serde_json::Value,
-    played_by: String,
+    played_by: SideKind,
     fallback_reason: Option<String>,
     decided_by: Option<String>,
     created_at: DateTime<Utc>,
 }
 
 fn decode(r: Row) -> anyhow::Result<StoredTurn> {
-    let side = parse_enum("side", &r.side, |s| match s {
-        "source" => Some(Side::Source),
-        "candidate" => Some(Side::Candidate),
-        _ => None,
-    })?;
-    let action = parse_enum("action", &r.action, Action::parse)?;
-    let played_by = parse_enum("played_by", &r.played_by, |s| match s {
-        "system" => Some(SideKind::System),
-        "personal" => Some(SideKind::Personal),
-        _ => None,
-    })?;
+    let (side, action, played_by) = (r.side, r.action, r.played_by);
     let data = &r.parts[0]["data"];
     let reasoning = data["assessment"]["reasoning"].as_str().unwrap_or_default().to_owned();
     let suggested_roles: SuggestedRoles = serde_json::from_value(data["assessment"]["suggestedRoles"].clone())
@@ -204,8 +198,8 @@ fn decode(r: Row) -> anyhow::Result<StoredTurn> {
 pub async fn turns(conn: &mut PgConnection, task_id: Uuid) -> anyhow::Result<Vec<StoredTurn>> {
     let rows = sqlx::query_as!(
         Row,
-        r#"SELECT message_id, turn_number, side, sender_id, action, parts, played_by, fallback_reason, decided_by,
-                  created_at
+        r#"SELECT message_id, turn_number, side AS "side: Side", sender_id, action AS "action: Action", parts,
+                  played_by AS "played_by: SideKind", fallback_reason, decided_by, created_at
            FROM messages WHERE task_id = $1 ORDER BY turn_number"#,
         task_id
     )

@@ -1,6 +1,8 @@
 //! SQL, one module per aggregate. Every function takes a `&mut PgConnection` so callers compose
-//! them inside one transaction; none of them commits. Queries are checked at compile time against
-//! the schema (`.sqlx/` holds the offline data).
+//! them inside one transaction; none of them commits. Fixed statements are checked at compile time
+//! against the schema (`.sqlx/` holds the offline data), the SQL functions' calls included; only
+//! the insights, rollups and retention statements, assembled from shared SQL text, are not.
+//! Stored vocabularies decode as enums, and a word none of theirs fails the read.
 
 pub mod agents;
 pub mod conversations;
@@ -11,7 +13,10 @@ pub mod insights;
 pub mod messages;
 pub mod opportunities;
 pub mod retention;
+#[cfg(test)]
+pub(crate) mod sql_source;
 pub mod tasks;
+pub(crate) mod text_types;
 pub mod turn_delivery;
 
 use thiserror::Error;

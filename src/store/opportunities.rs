@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use super::{CorruptRow, parse_enum};
+use super::CorruptRow;
 use crate::domain::{OpportunityEvent, OpportunityStatus, TransitionError};
 
 /// `sqlx::query_as!` of opportunity [`Row`]s: every column of `opportunities` (as `o`) and the
@@ -13,7 +13,7 @@ macro_rules! opportunities_where {
     ($rest:literal $(+ $more:literal)*, $($arg:expr),+ $(,)?) => {
         sqlx::query_as!(
             Row,
-            r#"SELECT o.opportunity_id, o.status, o.score, o.source_user_id, o.candidate_user_id, o.seed_assessment,
+            r#"SELECT o.opportunity_id, o.status AS "status: OpportunityStatus", o.score, o.source_user_id, o.candidate_user_id, o.seed_assessment,
                       t.task_id AS "task_id?", t.round AS "round?", o.created_at, o.updated_at
                FROM opportunities o
                LEFT JOIN LATERAL (SELECT task_id, round FROM tasks WHERE tasks.opportunity_id = o.opportunity_id
@@ -67,7 +67,7 @@ impl Opportunity {
 
 struct Row {
     opportunity_id: Uuid,
-    status: String,
+    status: OpportunityStatus,
     score: f64,
     source_user_id: String,
     candidate_user_id: String,
@@ -83,7 +83,7 @@ impl TryFrom<Row> for Opportunity {
     fn try_from(r: Row) -> Result<Self, CorruptRow> {
         Ok(Opportunity {
             id: r.opportunity_id,
-            status: parse_enum("opportunity status", &r.status, OpportunityStatus::parse)?,
+            status: r.status,
             score: r.score,
             source_user_id: r.source_user_id,
             candidate_user_id: r.candidate_user_id,

@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use super::{CorruptRow, parse_enum};
+use super::CorruptRow;
 use crate::domain::{Side, SideKind, TaskState, UserContext};
 
 /// A task row, decoded.
@@ -110,60 +110,54 @@ impl Task {
     }
 }
 
-#[derive(sqlx::FromRow)]
+/// A task row as read, its vocabularies typed (a stored name none of theirs fails the read).
+/// Its fields are `tasks`' columns: the turn statements build it from theirs.
 pub(crate) struct Row {
-    task_id: Uuid,
-    conversation_id: Uuid,
-    opportunity_id: Uuid,
-    state: String,
-    source_user_id: String,
-    candidate_user_id: String,
-    source_kind: String,
-    candidate_kind: String,
-    source_context: serde_json::Value,
-    candidate_context: serde_json::Value,
-    seed_assessment: serde_json::Value,
-    index_context: Option<serde_json::Value>,
-    discovery_query: Option<String>,
-    max_turns: i32,
-    turn_count: i32,
-    awaiting_user_id: Option<String>,
-    first_parked_at: Option<DateTime<Utc>>,
-    claim_agent_id: Option<Uuid>,
-    claim_generation: i64,
-    claim_expires_at: Option<DateTime<Utc>>,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
-    completed_at: Option<DateTime<Utc>>,
-}
-
-fn side_kind(s: &str) -> Option<SideKind> {
-    match s {
-        "system" => Some(SideKind::System),
-        "personal" => Some(SideKind::Personal),
-        _ => None,
-    }
+    pub(super) task_id: Uuid,
+    pub(super) conversation_id: Uuid,
+    pub(super) opportunity_id: Uuid,
+    pub(super) state: TaskState,
+    pub(super) source_user_id: String,
+    pub(super) candidate_user_id: String,
+    pub(super) source_kind: SideKind,
+    pub(super) candidate_kind: SideKind,
+    pub(super) source_context: serde_json::Value,
+    pub(super) candidate_context: serde_json::Value,
+    pub(super) seed_assessment: serde_json::Value,
+    pub(super) index_context: Option<serde_json::Value>,
+    pub(super) discovery_query: Option<String>,
+    pub(super) max_turns: i32,
+    pub(super) turn_count: i32,
+    pub(super) awaiting_user_id: Option<String>,
+    pub(super) first_parked_at: Option<DateTime<Utc>>,
+    pub(super) claim_agent_id: Option<Uuid>,
+    pub(super) claim_generation: i64,
+    pub(super) claim_expires_at: Option<DateTime<Utc>>,
+    pub(super) created_at: DateTime<Utc>,
+    pub(super) updated_at: DateTime<Utc>,
+    pub(super) completed_at: Option<DateTime<Utc>>,
 }
 
 impl TryFrom<Row> for Task {
     type Error = CorruptRow;
     fn try_from(r: Row) -> Result<Self, CorruptRow> {
+        let count = |what, n: i32| u32::try_from(n).map_err(|_| CorruptRow { what, value: n.to_string() });
         Ok(Task {
             id: r.task_id,
             conversation_id: r.conversation_id,
             opportunity_id: r.opportunity_id,
-            state: parse_enum("task state", &r.state, TaskState::parse)?,
+            state: r.state,
             source_user_id: r.source_user_id,
             candidate_user_id: r.candidate_user_id,
-            source_kind: parse_enum("side kind", &r.source_kind, side_kind)?,
-            candidate_kind: parse_enum("side kind", &r.candidate_kind, side_kind)?,
+            source_kind: r.source_kind,
+            candidate_kind: r.candidate_kind,
             source_context: r.source_context,
             candidate_context: r.candidate_context,
             seed_assessment: r.seed_assessment,
             index_context: r.index_context,
             discovery_query: r.discovery_query,
-            max_turns: u32::try_from(r.max_turns).unwrap_or(0),
-            turn_count: u32::try_from(r.turn_count).unwrap_or(0),
+            max_turns: count("turn cap", r.max_turns)?,
+            turn_count: count("turn count", r.turn_count)?,
             awaiting_user_id: r.awaiting_user_id,
             first_parked_at: r.first_parked_at,
             claim_agent_id: r.claim_agent_id,
@@ -238,8 +232,9 @@ macro_rules! select_task {
     ($tail:literal $(+ $more:literal)*, $($arg:expr),*) => {
         sqlx::query_as!(
             Row,
-            r#"SELECT task_id, conversation_id, opportunity_id, state, source_user_id, candidate_user_id,
-                      source_kind, candidate_kind, source_context, candidate_context, seed_assessment,
+            r#"SELECT task_id, conversation_id, opportunity_id, state AS "state: TaskState", source_user_id,
+                      candidate_user_id, source_kind AS "source_kind: SideKind",
+                      candidate_kind AS "candidate_kind: SideKind", source_context, candidate_context, seed_assessment,
                       index_context, discovery_query, max_turns, turn_count, awaiting_user_id, first_parked_at,
                       claim_agent_id, claim_generation, claim_expires_at,
                       created_at, updated_at, completed_at
@@ -348,14 +343,16 @@ pub async fn park(
     turn_count: u32,
     park_timeout: Option<std::time::Duration>,
 ) -> anyhow::Result<DateTime<Utc>> {
-    let parked_at = sqlx::query_scalar("SELECT parley_park($1, $2, $3, $4, $5)")
-        .bind(id)
-        .bind(user_id)
-        .bind(i32::try_from(turn_count)?)
-        .bind(park_timeout.map(super::interval).transpose()?)
-        .bind(parley_jobs::new_timer_id())
-        .fetch_one(conn)
-        .await?;
+    let parked_at = sqlx::query_scalar!(
+        r#"SELECT parley_park($1, $2, $3, $4, $5) AS "parked_at!""#,
+        id,
+        user_id,
+        i32::try_from(turn_count)?,
+        park_timeout.map(super::interval).transpose()?,
+        parley_jobs::new_timer_id()
+    )
+    .fetch_one(conn)
+    .await?;
     Ok(parked_at)
 }
 
@@ -363,7 +360,9 @@ pub async fn park(
 /// Kept exact by triggers in `task_counts` (16 rows summed), so reading it does not grow with
 /// the number of active tasks.
 pub async fn count_active(conn: &mut PgConnection) -> sqlx::Result<i64> {
-    sqlx::query_scalar("SELECT coalesce(sum(active), 0)::bigint FROM task_counts").fetch_one(conn).await
+    sqlx::query_scalar!(r#"SELECT coalesce(sum(active), 0)::bigint AS "active!" FROM task_counts"#)
+        .fetch_one(conn)
+        .await
 }
 
 /// Tasks left in `submitted`/`working` (a crash between turns); the recovery pass resumes them.

@@ -211,7 +211,7 @@ pub fn inbound_out(i: InboxItem) -> InboundOut {
         custom_type: i.custom_type,
         input: i.input,
         timeout_ms: i.timeout_ms,
-        status: i.status,
+        status: i.status.as_str().to_owned(),
         output: i.output,
         reason: i.reason,
         created_at: i.created_at,

@@ -12,6 +12,7 @@ use uuid::Uuid;
 use super::error::ApiResult;
 use crate::{
     directory::{
+        anonymity::AnonymousId,
         delegation::Delegations,
         discovery::{self, Found},
         ranking::{self, RankQuery},
@@ -35,7 +36,8 @@ pub struct QualityMetricsOut {
 #[serde(rename_all = "camelCase")]
 pub struct DiscoveredOut {
     /// The agent's current anonymous id.
-    pub anonymous_agent_id: Uuid,
+    #[schema(value_type = Uuid)]
+    pub anonymous_agent_id: AnonymousId,
     /// The capability, by a handle that changes with the anonymous id (never its stored id).
     pub capability_id: Uuid,
     /// Its kind of work.
@@ -105,7 +107,8 @@ pub async fn discover(delegations: &Delegations, query: &discovery::Query) -> Ap
 #[serde(rename_all = "camelCase")]
 pub struct RankedOut {
     /// The agent's current anonymous id.
-    pub anonymous_agent_id: Uuid,
+    #[schema(value_type = Uuid)]
+    pub anonymous_agent_id: AnonymousId,
     /// The capability, by a handle that changes with the anonymous id (never its stored id).
     pub capability_id: Uuid,
     /// Its kind of work.
@@ -128,7 +131,8 @@ pub struct RankedOut {
 #[serde(rename_all = "camelCase")]
 pub struct RejectedOut {
     /// The agent's current anonymous id.
-    pub anonymous_agent_id: Uuid,
+    #[schema(value_type = Uuid)]
+    pub anonymous_agent_id: AnonymousId,
     /// The capability, by a handle that changes with the anonymous id (never its stored id).
     pub capability_id: Uuid,
     /// Its kind of work.

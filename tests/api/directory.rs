@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use parley::directory::anonymity::{self, AnonymousId};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -410,12 +411,12 @@ async fn an_expired_anonymous_id_is_replaced_on_the_next_discovery_and_still_res
     assert_eq!(app.count("anonymous_ids").await, 2);
 
     let mut conn = app.pool.acquire().await.unwrap();
-    let old = parley::directory::anonymity::resolve(&mut conn, first.parse().unwrap()).await.unwrap().unwrap();
-    assert_eq!(old.agent_id.to_string(), agent.id);
+    let old = anonymity::resolve(&mut conn, AnonymousId(first.parse().unwrap())).await.unwrap().unwrap();
+    assert_eq!(old.agent_id.0.to_string(), agent.id);
     assert!(!old.live);
-    let new = parley::directory::anonymity::resolve(&mut conn, second.parse().unwrap()).await.unwrap().unwrap();
+    let new = anonymity::resolve(&mut conn, AnonymousId(second.parse().unwrap())).await.unwrap().unwrap();
     assert!(new.live);
-    assert!(parley::directory::anonymity::resolve(&mut conn, Uuid::new_v4()).await.unwrap().is_none());
+    assert!(anonymity::resolve(&mut conn, AnonymousId(Uuid::new_v4())).await.unwrap().is_none());
 }
 
 #[tokio::test]
@@ -482,8 +483,8 @@ async fn a_discovery_replaces_only_the_expired_ids_it_may_show_and_writes_nothin
     assert_eq!(ranking(&discover(&app, "taskType=translation").await)[0].0, new);
     assert_eq!(app.count("anonymous_ids").await, 3);
     let mut conn = app.pool.acquire().await.unwrap();
-    let resolved = parley::directory::anonymity::resolve(&mut conn, old.parse().unwrap()).await.unwrap().unwrap();
-    assert_eq!((resolved.agent_id.to_string(), resolved.live), (translator.id.clone(), false));
+    let resolved = anonymity::resolve(&mut conn, AnonymousId(old.parse().unwrap())).await.unwrap().unwrap();
+    assert_eq!((resolved.agent_id.0.to_string(), resolved.live), (translator.id.clone(), false));
     drop(conn);
 
     // A capability written without an id (straight into the table) still gets one, on the next

@@ -15,6 +15,7 @@ use uuid::Uuid;
 
 use super::{
     DelegationError,
+    outcomes::{AcceptOutcome, CompleteOutcome},
     recent::AcceptedAttempt,
     service::Delegations,
     state::Status,
@@ -31,15 +32,9 @@ pub struct Accepted {
     pub deadline: DateTime<Utc>,
 }
 
-/// The refusal an accept or complete statement answered with, when it did not move.
-fn refusal(moved: &store::Moved) -> DelegationError {
-    let status = || moved.status.as_deref().and_then(Status::parse).map_or("unknown", Status::as_str);
-    match moved.outcome.as_deref() {
-        Some("not_found") => DelegationError::NotFound,
-        Some("not_addressed") => DelegationError::NotAddressed,
-        Some("invalid_state") => DelegationError::InvalidState(status()),
-        other => DelegationError::Unexpected(anyhow::anyhow!("unexpected delegation outcome {other:?}")),
-    }
+/// The status an `invalid_state` refusal names: the live attempt's, as the statement read it.
+fn status_name(status: Option<Status>) -> &'static str {
+    status.map_or("unknown", Status::as_str)
 }
 
 impl Delegations {
@@ -76,8 +71,8 @@ impl Delegations {
         };
         let target = moved.key.clone().identity()?;
         self.runtime.seen(target.agent_id).await;
-        match (moved.outcome.as_deref(), moved.delegation_id, moved.attempt, moved.deadline) {
-            (Some("accepted"), Some(delegation_id), Some(attempt), Some(deadline)) => {
+        match (moved.outcome, moved.delegation_id, moved.attempt, moved.deadline) {
+            (Some(AcceptOutcome::Accepted), Some(delegation_id), Some(attempt), Some(deadline)) => {
                 // Only the event streams: the requester's waits are for the end.
                 self.runtime.wakeups.events_written();
                 if let Some(schema) = moved.output_schema {
@@ -95,8 +90,13 @@ impl Delegations {
                     deadline,
                 })
             }
-            (Some("past_deadline"), ..) => Err(DelegationError::InvalidState("past its accept deadline")),
-            _ => Err(refusal(&moved)),
+            (Some(AcceptOutcome::PastDeadline), ..) => Err(DelegationError::InvalidState("past its accept deadline")),
+            (Some(AcceptOutcome::NotFound), ..) => Err(DelegationError::NotFound),
+            (Some(AcceptOutcome::NotAddressed), ..) => Err(DelegationError::NotAddressed),
+            (Some(AcceptOutcome::InvalidState), ..) => Err(DelegationError::InvalidState(status_name(moved.status))),
+            (outcome @ (Some(AcceptOutcome::Accepted) | None), ..) => {
+                Err(DelegationError::Unexpected(anyhow::anyhow!("an accept answered {outcome:?} without its attempt")))
+            }
         }
     }
 
@@ -123,7 +123,7 @@ impl Delegations {
         }
         if let Some(a) = checked_here {
             let moved = self.complete_statement(key, request_id, a.delegation_id, a.attempt, output).await?;
-            if moved.outcome.as_deref() == Some("completed") || !matches!(moved.key, KeyCheck::Ok { .. }) {
+            if moved.outcome == Some(CompleteOutcome::Completed) || !matches!(moved.key, KeyCheck::Ok { .. }) {
                 return self.answer_complete(moved, request_id, a.delegation_id);
             }
             if let Some(agent) = key.agent_id {
@@ -143,7 +143,7 @@ impl Delegations {
         delegation_id: Uuid,
         attempt: i32,
         output: &Value,
-    ) -> Result<store::Moved, DelegationError> {
+    ) -> Result<store::Moved<CompleteOutcome>, DelegationError> {
         let mut conn = self.runtime.pool.acquire().await?;
         let per_requester = i32::try_from(self.runtime.config.trust_per_requester).unwrap_or(i32::MAX);
         Ok(store::complete(
@@ -163,13 +163,13 @@ impl Delegations {
     /// (a waiter of this process handed the final record).
     fn answer_complete(
         &self,
-        moved: store::Moved,
+        moved: store::Moved<CompleteOutcome>,
         request_id: Uuid,
         delegation_id: Uuid,
     ) -> Result<(), DelegationError> {
         let target = moved.key.clone().identity()?;
-        match moved.outcome.as_deref() {
-            Some("completed") => {
+        match moved.outcome {
+            Some(CompleteOutcome::Completed) => {
                 self.recent.forget_accepted(target.agent_id, request_id);
                 let key = store::delegation_key(delegation_id);
                 if let Some((delegation, attempts)) = moved.record.filter(|_| self.runtime.wakeups.has_waiters(&key)) {
@@ -178,8 +178,13 @@ impl Delegations {
                 self.wake_delegation(delegation_id, &[]);
                 Ok(())
             }
-            Some("past_deadline") => Err(DelegationError::ClaimStale("the attempt's deadline has passed")),
-            _ => Err(refusal(&moved)),
+            Some(CompleteOutcome::PastDeadline) => {
+                Err(DelegationError::ClaimStale("the attempt's deadline has passed"))
+            }
+            Some(CompleteOutcome::NotFound) => Err(DelegationError::NotFound),
+            Some(CompleteOutcome::NotAddressed) => Err(DelegationError::NotAddressed),
+            Some(CompleteOutcome::InvalidState) => Err(DelegationError::InvalidState(status_name(moved.status))),
+            None => Err(DelegationError::Unexpected(anyhow::anyhow!("a complete answered no outcome for a valid key"))),
         }
     }
 

@@ -21,7 +21,7 @@ use super::{
     store::{self, Delegation, Record},
 };
 use crate::{
-    directory::anonymity,
+    directory::anonymity::{self, AgentId},
     runtime::{AgentIdentity, AgentKey},
 };
 
@@ -191,12 +191,22 @@ impl Delegations {
         let target = self.first_target(conn, &d, opened, screened).await?;
         let requester_anonymous_id = match opened.requester_anonymous_id {
             Some(id) => id,
-            None => anonymity::current(conn, requester.agent_id, self.runtime.config.anonymous_id_ttl).await?,
+            None => {
+                anonymity::current(conn, AgentId(requester.agent_id), self.runtime.config.anonymous_id_ttl).await?.0
+            }
         };
         let target_id = target.agent_id;
         let first = self.attempt_for(&d, 1, target, requester_anonymous_id);
-        let (live, (delegation, attempts)) =
-            store::make(conn, &d, window.next_seq, &first, self.inbound_limit()).await?;
+        let (live, (delegation, attempts)) = store::make(
+            conn,
+            store::NewDelegation {
+                delegation: &d,
+                seq: window.next_seq,
+                first: &first,
+                inbound_limit: self.inbound_limit(),
+            },
+        )
+        .await?;
         if live {
             return Ok(Made { record: Record { delegation, attempts }, live: Some(target_id), fresh: true });
         }

@@ -30,7 +30,10 @@ use super::{
     state::{Event, Status},
     store::{self, Attempt, Delegation},
 };
-use crate::{directory::anonymity, runtime::AgentIdentity};
+use crate::{
+    directory::anonymity::{self, AgentId},
+    runtime::AgentIdentity,
+};
 
 /// The reason an attempt ends with when its target is deleted.
 pub const TARGET_DELETED: &str = "the target was deleted";
@@ -232,7 +235,9 @@ pub(super) async fn end_attempt(
             store::set_delegation(conn, d, d.retries_used + 1, Status::Request, None).await?;
             let asked = Delegation { status: Status::Request, retries_used: d.retries_used + 1, ..d.clone() };
             let requester_anonymous_id =
-                anonymity::current(conn, d.requester_agent_id, delegations.runtime.config.anonymous_id_ttl).await?;
+                anonymity::current(conn, AgentId(d.requester_agent_id), delegations.runtime.config.anonymous_id_ttl)
+                    .await?
+                    .0;
             let live = delegations.place(conn, &asked, a.attempt + 1, target, requester_anonymous_id, screened).await?;
             return Ok(live.into_iter().collect());
         }

@@ -20,6 +20,7 @@
 //! - [`flow`]: every other end of an attempt (reject, fail, timeout, a deleted target) through
 //!   the one end path, `flow::end_attempt`, and the fallback that follows it;
 //! - [`reads`]: reads of a delegation and of an inbox, and their long polls;
+//! - [`outcomes`]: the words its accept and complete statements answer, one enum each;
 //! - [`screen`]: the input checked against the schemas of the targets a transaction may pick,
 //!   before it opens;
 //! - [`targets`]: which of them the transaction picks;
@@ -48,6 +49,7 @@ pub mod accept;
 pub mod delegate;
 pub mod flow;
 pub mod offer;
+pub mod outcomes;
 pub mod reads;
 pub mod recent;
 pub mod screen;

@@ -201,7 +201,7 @@ impl Delegations {
             .filter(|e| e.accept_delegations && e.agent_id != work.requester && !work.tried.contains(&e.agent_id))
             .map(|e| Listed {
                 agent_id: e.agent_id,
-                anonymous_id: e.anonymous_agent_id,
+                anonymous_id: e.anonymous_agent_id.0,
                 owner: e.owner_user_id,
                 capability_id: e.capability_id,
                 input_schema: e.input_schema,

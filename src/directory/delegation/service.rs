@@ -20,7 +20,10 @@ use uuid::Uuid;
 use super::{recent::RecentDelegations, store};
 use crate::{
     config::Config,
-    directory::schema::{Checker, CheckerConfig},
+    directory::{
+        anonymity::AnonymousId,
+        schema::{Checker, CheckerConfig},
+    },
     failure_limiter::FailureLimiter,
     runtime::Runtime,
 };
@@ -78,8 +81,8 @@ impl Delegations {
 
     /// The handle under which others see capability `capability_id` of the agent now known as
     /// `anonymous_id` (see `crate::runtime::TokenKey::capability_handle`).
-    pub fn capability_handle(&self, anonymous_id: Uuid, capability_id: Uuid) -> Uuid {
-        self.runtime.tokens.capability_handle(anonymous_id, capability_id)
+    pub fn capability_handle(&self, anonymous_id: AnonymousId, capability_id: Uuid) -> Uuid {
+        self.runtime.tokens.capability_handle(anonymous_id.0, capability_id)
     }
 
     /// After a commit: wakes the waiters of the delegation and the inboxes of `targets` (this

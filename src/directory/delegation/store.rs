@@ -20,8 +20,9 @@ use serde_json::Value;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
+use super::outcomes::{AcceptOutcome, CompleteOutcome};
 use super::state::{Event, Status};
-use crate::store::turn_delivery::KeyCheck;
+use crate::store::turn_delivery::{KeyAuth, KeyCheck};
 
 /// `sqlx::query_as!` of [`Attempt`]s: every column of `delegation_attempts`, then `$rest`.
 macro_rules! attempts_where {
@@ -170,11 +171,13 @@ pub async fn find_visible(
 
 /// The key's verdict, for any agent of the key (`parley_agent_of_key`).
 pub async fn check_key(conn: &mut PgConnection, key_hash: &[u8]) -> sqlx::Result<KeyCheck> {
-    let r =
-        sqlx::query!(r#"SELECT auth AS "auth!", agent_id, owner_user_id FROM parley_agent_of_key($1, NULL)"#, key_hash)
-            .fetch_one(conn)
-            .await?;
-    Ok(KeyCheck::from_parts(&r.auth, r.agent_id, r.owner_user_id))
+    let r = sqlx::query!(
+        r#"SELECT auth AS "auth!: KeyAuth", agent_id, owner_user_id FROM parley_agent_of_key($1, NULL)"#,
+        key_hash
+    )
+    .fetch_one(conn)
+    .await?;
+    KeyCheck::from_parts(r.auth, r.agent_id, r.owner_user_id)
 }
 
 /// The key's verdict (as [`check_key`]), and whether a delegation with `request_id` exists
@@ -186,7 +189,7 @@ pub async fn check_key_for_request(
     request_id: Uuid,
 ) -> sqlx::Result<(KeyCheck, bool)> {
     let r = sqlx::query!(
-        r#"SELECT auth AS "auth!", agent_id, owner_user_id,
+        r#"SELECT auth AS "auth!: KeyAuth", agent_id, owner_user_id,
                   EXISTS (SELECT 1 FROM delegations WHERE request_id = $2) AS "used!"
              FROM parley_agent_of_key($1, NULL)"#,
         key_hash,
@@ -194,7 +197,7 @@ pub async fn check_key_for_request(
     )
     .fetch_one(conn)
     .await?;
-    Ok((KeyCheck::from_parts(&r.auth, r.agent_id, r.owner_user_id), r.used))
+    Ok((KeyCheck::from_parts(r.auth, r.agent_id, r.owner_user_id)?, r.used))
 }
 
 /// The request ids of the delegations whose live attempt is addressed to `target` (offered or
@@ -281,16 +284,29 @@ fn decode_record(record: Value) -> sqlx::Result<(Delegation, Vec<Attempt>)> {
     Ok((r.delegation, r.attempts))
 }
 
-/// Writes the new delegation `d`, the `seq`-th of its requester, and offers its first attempt
-/// `a` as [`offer`] does (`parley_delegation_make`); returns whether that attempt is live and
-/// the delegation's record.
-pub async fn make(
-    conn: &mut PgConnection,
-    d: &Delegation,
-    seq: i64,
-    a: &Attempt,
-    inbound_limit: i32,
-) -> sqlx::Result<(bool, (Delegation, Vec<Attempt>))> {
+/// What [`make`] writes: a new delegation, in `request` with no retries used, and its first
+/// attempt, offered as [`offer`] offers one. Named fields in place of the SQL function's 22
+/// positional parameters, which [`make`] binds once, each checked against the function's
+/// signature at build time.
+#[derive(Debug, Clone, Copy)]
+pub struct NewDelegation<'a> {
+    /// The delegation (its id, request, requester, kind of work, input, target, timeout,
+    /// fallback, retries and creation time are written).
+    pub delegation: &'a Delegation,
+    /// Its rank among its requester's delegations (the outbound window's `next_seq`).
+    pub seq: i64,
+    /// Its first attempt (its task id, target, both anonymous ids, capability, output schema
+    /// and deadlines are written).
+    pub first: &'a Attempt,
+    /// The service's inbound limit for the target's window.
+    pub inbound_limit: i32,
+}
+
+/// Writes a new delegation with its first attempt (`parley_delegation_make`); returns whether
+/// that attempt is live (false: skipped as `rejected`, its target's window being full) and the
+/// delegation's record.
+pub async fn make(conn: &mut PgConnection, new: NewDelegation<'_>) -> sqlx::Result<(bool, (Delegation, Vec<Attempt>))> {
+    let NewDelegation { delegation: d, seq, first: a, inbound_limit } = new;
     let r = sqlx::query!(
         r#"SELECT live AS "live!", delegation_record AS "record!"
            FROM parley_delegation_make($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
@@ -388,16 +404,16 @@ pub async fn lock_addressed(
     .await
 }
 
-/// What an accept or a complete answered (`parley_delegation_accept`, `parley_delegation_complete`).
+/// What an accept or a complete answered (`parley_delegation_accept`, `parley_delegation_complete`):
+/// `O` is the call's own [`AcceptOutcome`] or [`CompleteOutcome`].
 #[derive(Debug, Clone)]
-pub struct Moved {
+pub struct Moved<O> {
     /// The key.
     pub key: KeyCheck,
-    /// With a valid key: `accepted` or `completed`, else why not: `not_found`, `not_addressed`,
-    /// `invalid_state` (see `status`) or `past_deadline`.
-    pub outcome: Option<String>,
+    /// With a valid key: what the call did, or why not (`None` with a refused key).
+    pub outcome: Option<O>,
     /// The live attempt's status, after the call.
-    pub status: Option<String>,
+    pub status: Option<Status>,
     /// The delegation (accept only).
     pub delegation_id: Option<Uuid>,
     /// The attempt's number (accept only).
@@ -418,9 +434,10 @@ pub async fn accept(
     key_hash: &[u8],
     agent: Option<Uuid>,
     request_id: Uuid,
-) -> sqlx::Result<Moved> {
+) -> sqlx::Result<Moved<AcceptOutcome>> {
     let r = sqlx::query!(
-        r#"SELECT auth AS "auth!", key_agent_id, key_owner_user_id, outcome, status, delegation_id, attempt, deadline,
+        r#"SELECT auth AS "auth!: KeyAuth", key_agent_id, key_owner_user_id, outcome AS "outcome: AcceptOutcome",
+                  status AS "status: Status", delegation_id, attempt, deadline,
                   output_schema
            FROM parley_delegation_accept($1, $2, $3, $4)"#,
         key_hash,
@@ -431,7 +448,7 @@ pub async fn accept(
     .fetch_one(conn)
     .await?;
     Ok(Moved {
-        key: KeyCheck::from_parts(&r.auth, r.key_agent_id, r.key_owner_user_id),
+        key: KeyCheck::from_parts(r.auth, r.key_agent_id, r.key_owner_user_id)?,
         outcome: r.outcome,
         status: r.status,
         delegation_id: r.delegation_id,
@@ -468,9 +485,9 @@ pub async fn target_view(
     request_id: Uuid,
 ) -> sqlx::Result<(KeyCheck, Option<TargetView>)> {
     let r = sqlx::query!(
-        r#"SELECT k.auth AS "auth!", k.agent_id AS key_agent_id, k.owner_user_id AS key_owner_user_id,
+        r#"SELECT k.auth AS "auth!: KeyAuth", k.agent_id AS key_agent_id, k.owner_user_id AS key_owner_user_id,
                   a.delegation_id AS "delegation_id?", a.attempt AS "attempt?",
-                  a.target_agent_id AS "target_agent_id?", a.status AS "status?", a.deadline AS "deadline?",
+                  a.target_agent_id AS "target_agent_id?", a.status AS "status?: Status", a.deadline AS "deadline?",
                   a.output_schema AS "output_schema?"
            FROM parley_agent_of_key($1, $2) k
            LEFT JOIN LATERAL (SELECT parley_delegation_addressed(k.agent_id, $3) AS id WHERE k.auth = 'ok') x ON true
@@ -482,13 +499,13 @@ pub async fn target_view(
     )
     .fetch_one(conn)
     .await?;
-    let key = KeyCheck::from_parts(&r.auth, r.key_agent_id, r.key_owner_user_id);
+    let key = KeyCheck::from_parts(r.auth, r.key_agent_id, r.key_owner_user_id)?;
     let view = (|| {
         Some(TargetView {
             delegation_id: r.delegation_id?,
             attempt: r.attempt?,
             target_agent_id: r.target_agent_id?,
-            status: Status::parse(r.status.as_deref()?)?,
+            status: r.status?,
             deadline: r.deadline?,
             output_schema: r.output_schema?,
         })
@@ -513,9 +530,10 @@ pub async fn complete(
     attempt: i32,
     output: &Value,
     trust_per_requester: i32,
-) -> sqlx::Result<Moved> {
+) -> sqlx::Result<Moved<CompleteOutcome>> {
     let r = sqlx::query!(
-        r#"SELECT auth AS "auth!", key_agent_id, key_owner_user_id, outcome, status, delegation_record
+        r#"SELECT auth AS "auth!: KeyAuth", key_agent_id, key_owner_user_id, outcome AS "outcome: CompleteOutcome",
+                  status AS "status: Status", delegation_record
            FROM parley_delegation_complete($1, $2, $3, $4, $5, $6, $7)"#,
         key_hash,
         agent,
@@ -528,7 +546,7 @@ pub async fn complete(
     .fetch_one(conn)
     .await?;
     Ok(Moved {
-        key: KeyCheck::from_parts(&r.auth, r.key_agent_id, r.key_owner_user_id),
+        key: KeyCheck::from_parts(r.auth, r.key_agent_id, r.key_owner_user_id)?,
         outcome: r.outcome,
         status: r.status,
         delegation_id: None,
@@ -593,7 +611,7 @@ pub async fn open(
     default_limit: i32,
 ) -> sqlx::Result<Opened> {
     let r = sqlx::query!(
-        r#"SELECT auth AS "auth!", key_agent_id, key_owner_user_id, own, existing, taken, outbound_limit, window_full,
+        r#"SELECT auth AS "auth!: KeyAuth", key_agent_id, key_owner_user_id, own, existing, taken, outbound_limit, window_full,
                   frees_at, next_seq, not_before,
                   target_agent_id, target_live, target_active, capability_id, input_schema, output_schema, enabled,
                   accept_delegations, requester_anonymous_id
@@ -624,7 +642,7 @@ pub async fn open(
         accept_delegations: r.accept_delegations.unwrap_or(false),
     });
     Ok(Opened {
-        key: KeyCheck::from_parts(&r.auth, r.key_agent_id, r.key_owner_user_id),
+        key: KeyCheck::from_parts(r.auth, r.key_agent_id, r.key_owner_user_id)?,
         own: r.own.unwrap_or(false),
         existing: r.existing,
         taken: r.taken.unwrap_or(false),
@@ -819,7 +837,7 @@ pub struct InboxItem {
     /// The delegation's timeout.
     pub timeout_ms: i64,
     /// The attempt's status.
-    pub status: String,
+    pub status: Status,
     /// The attempt's output, once completed.
     pub output: Option<Value>,
     /// Why it ended, when it did not complete.
@@ -842,10 +860,10 @@ pub async fn inbox_for_key(
     limit: i64,
 ) -> sqlx::Result<(KeyCheck, Vec<InboxItem>, i64)> {
     let rows = sqlx::query!(
-        r#"SELECT k.auth AS "auth!", k.agent_id AS key_agent_id, k.owner_user_id AS key_owner_user_id,
+        r#"SELECT k.auth AS "auth!: KeyAuth", k.agent_id AS key_agent_id, k.owner_user_id AS key_owner_user_id,
                   i.request_id AS "request_id?", i.attempt AS "attempt?", i.task_id AS "task_id?",
                   i.requester_anonymous_id AS "requester_anonymous_id?", i.task_type AS "task_type?",
-                  i.custom_type, i.input AS "input?", i.timeout_ms AS "timeout_ms?", i.status AS "status?",
+                  i.custom_type, i.input AS "input?", i.timeout_ms AS "timeout_ms?", i.status AS "status?: Status",
                   i.output, i.reason, i.created_at AS "created_at?", i.deadline AS "deadline?",
                   i.delegation_id AS "delegation_id?"
            FROM parley_agent_of_key($1, $2) k
@@ -862,9 +880,10 @@ pub async fn inbox_for_key(
     )
     .fetch_all(&mut *conn)
     .await?;
-    let key = rows
-        .first()
-        .map_or(KeyCheck::UnknownKey, |r| KeyCheck::from_parts(&r.auth, r.key_agent_id, r.key_owner_user_id.clone()));
+    let key = match rows.first() {
+        Some(r) => KeyCheck::from_parts(r.auth, r.key_agent_id, r.key_owner_user_id.clone())?,
+        None => KeyCheck::UnknownKey,
+    };
     let items: Vec<InboxItem> = rows
         .into_iter()
         .filter_map(|r| {
@@ -904,20 +923,21 @@ pub async fn inbox_for_key(
 pub async fn inbound(
     conn: &mut PgConnection,
     target: Uuid,
-    status: Option<&str>,
+    status: Option<Status>,
     before: Option<Uuid>,
     limit: i64,
 ) -> sqlx::Result<Vec<InboxItem>> {
     sqlx::query_as!(
         InboxItem,
         r#"SELECT d.request_id, a.attempt, a.task_id, a.requester_anonymous_id, d.task_type, d.custom_type, d.input,
-                  d.timeout_ms, a.status, a.output, a.reason, a.created_at, a.deadline, d.delegation_id
+                  d.timeout_ms, a.status AS "status: Status", a.output, a.reason, a.created_at, a.deadline,
+                  d.delegation_id
            FROM delegation_attempts a JOIN delegations d ON d.delegation_id = a.delegation_id
            WHERE a.target_agent_id = $1 AND ($2::text IS NULL OR a.status = $2)
              AND ($3::uuid IS NULL OR d.delegation_id < $3)
            ORDER BY d.delegation_id DESC, a.attempt DESC LIMIT $4"#,
         target,
-        status,
+        status.map(Status::as_str),
         before,
         limit
     )
@@ -929,7 +949,7 @@ pub async fn inbound(
 pub async fn outbound(
     conn: &mut PgConnection,
     requester: Uuid,
-    status: Option<&str>,
+    status: Option<Status>,
     before: Option<Uuid>,
     limit: i64,
 ) -> sqlx::Result<Vec<Delegation>> {
@@ -938,7 +958,7 @@ pub async fn outbound(
          AND ($3::uuid IS NULL OR delegation_id < $3)
          ORDER BY delegation_id DESC LIMIT $4"#,
         requester,
-        status,
+        status.map(Status::as_str),
         before,
         limit
     )
