@@ -12,10 +12,11 @@ use sha2::Digest;
 use tokio::net::TcpListener;
 
 use crate::{
+    auth::JwtKeys,
     config::Config,
     db::{self, Database},
     delivery::Engine,
-    http::{self, AppState, auth::JwtKeys},
+    http::{self, AppState},
     negotiator::NegotiatorConfig,
     scoring::{self, Calculator},
 };
@@ -304,7 +305,7 @@ pub async fn shutdown_signal() {
 /// document, under the shared layers. Assembled here, above all three, because the MCP tools
 /// and the OpenAPI document are built on the HTTP modules.
 pub fn router(state: http::AppState) -> axum::Router {
-    let mcp = crate::mcp::router(crate::mcp::McpState { engine: state.engine.clone() });
+    let mcp = crate::mcp::router(crate::mcp::McpState { engine: state.engine.clone(), jwt: state.jwt.clone() });
     let routes = http::resources().merge(crate::openapi::router()).merge(mcp);
     http::layered(routes, state)
 }

@@ -252,6 +252,8 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
     ("delivery", &["http", "mcp", "app", "cli", "agent"]),
     ("directory", &["http", "mcp", "app", "cli", "agent"]),
     ("http", &["mcp", "app", "cli", "agent"]),
+    // Authentication sits below both adapters: HTTP and MCP use it, it uses neither.
+    ("auth", &["http", "mcp", "app", "cli", "agent"]),
     // `parley agent` is a client: it shares the wire's types and the schema checker, never the
     // service's storage or engine.
     ("agent", &["store", "db", "delivery", "mcp", "app"]),

@@ -55,7 +55,7 @@ pub struct AppState {
     /// The negotiation engine (and through it the pool and configuration).
     pub engine: Engine,
     /// JWT keys.
-    pub jwt: Arc<auth::JwtKeys>,
+    pub jwt: Arc<crate::auth::JwtKeys>,
     /// Failed authentications per client address.
     pub auth_failures: Arc<auth_limiter::AuthFailureLimiter>,
     /// The hub's own capability calculator for `/agent/negotiation`.

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use parley::http::auth::{CallerRole, Claims};
+use parley::auth::{CallerRole, Claims};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use tokio::{
