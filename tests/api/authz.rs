@@ -340,3 +340,43 @@ async fn every_route_refuses_every_wrong_credential_and_leaks_nothing() {
     let eve = app.get("/api/opportunities", &app.user_token("user-eve")).await;
     assert_eq!(eve.body["opportunities"], json!([]));
 }
+
+/// An empty `x-api-key` is a key that is missing: the request named a key, so it is refused 401
+/// as one without a lookup, and never let through on a bearer token beside it (a user's JWT or
+/// even the agent's own key), on the HTTP routes and on MCP alike, with the same answer.
+#[tokio::test]
+async fn an_empty_api_key_is_refused_alike_on_http_and_mcp() {
+    let app = TestApp::spawn().await;
+    let agent = app.register_agent("user-tomas").await;
+    let jwt = app.user_token("user-tomas");
+    let id = &agent.id;
+    let routes = [
+        (Method::POST, format!("/api/agents/{id}/negotiations/pickup")),
+        (Method::POST, format!("/api/agents/{id}/heartbeat")),
+        (Method::GET, "/api/agents/me".to_owned()),
+        (Method::GET, format!("/api/agents/{id}")),
+        (Method::GET, format!("/api/agents/{id}/capabilities")),
+        (Method::GET, "/api/agents/discover?taskType=testing".to_owned()),
+        (Method::POST, "/api/agents/delegate".to_owned()),
+        (Method::POST, "/mcp".to_owned()),
+    ];
+    for (method, path) in &routes {
+        for beside in [None, Some(jwt.as_str()), Some(agent.key.as_str())] {
+            for empty in ["", "   "] {
+                let mut req =
+                    app.client.request(method.clone(), format!("{}{path}", app.base)).header("x-api-key", empty);
+                if let Some(token) = beside {
+                    req = req.bearer_auth(token);
+                }
+                let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+                let resp =
+                    req.header("accept", "application/json, text/event-stream").json(&body).send().await.unwrap();
+                let status = resp.status();
+                let answer: Value = resp.json().await.unwrap();
+                let what = format!("{method} {path} with x-api-key {empty:?} beside {}", beside.is_some());
+                assert_eq!(status, StatusCode::UNAUTHORIZED, "{what}: {answer}");
+                assert_eq!(answer, json!({"error": parley::auth::MISSING_KEY, "code": "unauthorized"}), "{what}");
+            }
+        }
+    }
+}
