@@ -23,6 +23,8 @@ enum Audience {
     Owner,
     /// A personal agent's API key only.
     AgentKey,
+    /// Any active agent's API key (the agent reads itself).
+    AnyAgentKey,
     /// A personal agent's key or its owner's JWT.
     AgentOrOwner,
     /// A personal agent's key or its owner's JWT; anyone else is told 403.
@@ -67,7 +69,7 @@ fn expected(audience: Audience, cred: Cred) -> StatusCode {
         (_, C::Nothing | C::Malformed | C::Expired | C::WrongSecret | C::RevokedKey) => StatusCode::UNAUTHORIZED,
         // An API key is not a JWT, and a JWT is not an API key.
         (A::Service | A::Participant | A::Owner, C::OtherUsersAgentKey) => StatusCode::UNAUTHORIZED,
-        (A::AgentKey, C::OtherUsersJwt | C::WrongRole) => StatusCode::UNAUTHORIZED,
+        (A::AgentKey | A::AnyAgentKey, C::OtherUsersJwt | C::WrongRole) => StatusCode::UNAUTHORIZED,
         (A::AgentKey | A::AgentOrOwner, C::OtherUsersAgentKey) => StatusCode::FORBIDDEN,
         (A::Service, C::OtherUsersJwt) => StatusCode::FORBIDDEN,
         (A::Participant | A::Owner | A::AgentOrOwner, C::OtherUsersJwt) => StatusCode::NOT_FOUND,
@@ -84,6 +86,7 @@ fn expected(audience: Audience, cred: Cred) -> StatusCode {
             unreachable!("these routes accept every role")
         }
         (A::Anyone, _) => unreachable!("any valid credentials may discover and rank"),
+        (A::AnyAgentKey, C::OtherUsersAgentKey) => unreachable!("any agent's key reads its own agent"),
     }
 }
 
@@ -158,6 +161,8 @@ async fn every_route_refuses_every_wrong_credential_and_leaks_nothing() {
         (Method::GET, "/api/events".into(), None, Audience::Participant),
         (Method::POST, "/api/agents".into(), Some(json!({ "name": "x" })), Audience::Owner),
         (Method::GET, "/api/agents".into(), None, Audience::Owner),
+        (Method::GET, "/api/agents/me".into(), None, Audience::AnyAgentKey),
+        (Method::GET, "/metrics".into(), None, Audience::Service),
         (Method::GET, format!("/api/agents/{a}"), None, Audience::AgentOrOwner),
         (Method::PATCH, format!("/api/agents/{a}"), Some(json!({ "name": "y" })), Audience::Owner),
         (Method::DELETE, format!("/api/agents/{a}"), None, Audience::Owner),
@@ -276,6 +281,9 @@ async fn every_route_refuses_every_wrong_credential_and_leaks_nothing() {
             {
                 continue; // a listing shows the caller's own (empty) list: checked below and in insights.rs
             }
+            if *audience == Audience::AnyAgentKey && matches!(cred, Cred::OtherUsersAgentKey) {
+                continue; // a valid key of any agent: GET /api/agents/me answers its own agent
+            }
             if matches!(cred, Cred::OtherUsersJwt) && path == "/api/events" {
                 continue; // a stream of the caller's own events: scoping is tested in ui.rs
             }
@@ -328,6 +336,26 @@ async fn every_route_refuses_every_wrong_credential_and_leaks_nothing() {
         }
     }
     assert!(checked > 140, "only {checked} cases ran");
+    // Every operation the OpenAPI document says needs credentials is in the matrix.
+    let spec: Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/api-spec/openapi.json")).unwrap(),
+    )
+    .unwrap();
+    let fits = |template: &str, path: &str| {
+        let (t, p): (Vec<&str>, Vec<&str>) = (template.split('/').collect(), path.split('/').collect());
+        t.len() == p.len() && t.iter().zip(&p).all(|(t, p)| t == p || t.starts_with('{'))
+    };
+    for (template, operations) in spec["paths"].as_object().unwrap() {
+        for (method, operation) in operations.as_object().unwrap() {
+            let secured = operation["security"]
+                .as_array()
+                .is_some_and(|s| s.iter().any(|r| r.as_object().is_some_and(|r| !r.is_empty())));
+            let covered = routes.iter().any(|(m, path, _, _)| {
+                m.as_str().eq_ignore_ascii_case(method) && fits(template, path.split('?').next().unwrap_or_default())
+            });
+            assert!(!secured || covered, "{method} {template} needs credentials and is not in the matrix");
+        }
+    }
     assert!(before_validation > 300, "only {before_validation} cases with bad input ran");
 
     // Nothing changed: the negotiation still waits for Tomas, the agent and its key still work.
