@@ -24,7 +24,7 @@ pub mod jwt;
 use axum::http::{HeaderMap, StatusCode};
 use uuid::Uuid;
 
-pub use credentials::{KEY_PREFIX, bearer_of, presented_key};
+pub use credentials::{KEY_PREFIX, bearer_of};
 pub use jwt::{Caller, CallerRole, Claims, DEFAULT_MAX_TTL, JwtKeys};
 
 use crate::{
@@ -249,28 +249,17 @@ pub async fn authenticate(
     {
         return by_key(key, policy.keys, path_agent, engine).await;
     }
-    let takes = match policy.tokens {
-        Tokens::None => return Err(AuthError::Unauthorized(MISSING_KEY.into())),
-        Tokens::Roles { takes, .. } => takes,
-        Tokens::OwnerOfPathAgent { .. } => ANY_TOKEN,
-    };
-    let token = credentials::presented_token(headers).ok_or_else(|| {
-        AuthError::Unauthorized(if credentials::carries_a_key(headers) {
-            format!("this route takes {takes} (a JWT, sent as `Authorization: Bearer <token>`), not an agent's API key")
-        } else {
-            "missing bearer token".to_owned()
-        })
-    })?;
-    let caller = jwt.caller(token)?;
     match policy.tokens {
         Tokens::None => Err(AuthError::Unauthorized(MISSING_KEY.into())),
-        Tokens::Roles { roles, refusal, .. } => {
+        Tokens::Roles { roles, takes, refusal } => {
+            let caller = by_token(headers, takes, jwt)?;
             if !roles.contains(&caller.role) {
                 return Err(AuthError::Forbidden(refusal.into()));
             }
             Ok(Principal::Caller(caller))
         }
         Tokens::OwnerOfPathAgent { service } => {
+            let caller = by_token(headers, ANY_TOKEN, jwt)?;
             let agent = path_agent.ok_or(AuthError::NotFound("agent"))?;
             let mut conn = engine.pool().acquire().await?;
             let found = agents::get(&mut conn, agent).await?.ok_or(AuthError::NotFound("agent"))?;
@@ -289,6 +278,19 @@ pub async fn authenticate(
             Ok(Principal::Agent(AgentIdentity { agent_id: found.agent_id, owner_user_id: found.owner_user_id }))
         }
     }
+}
+
+/// The caller of the request's JWT; `takes` says, to a request that brought an API key instead,
+/// what the route takes.
+fn by_token(headers: &HeaderMap, takes: &str, jwt: &JwtKeys) -> Result<Caller, AuthError> {
+    let token = credentials::presented_token(headers).ok_or_else(|| {
+        AuthError::Unauthorized(if credentials::carries_a_key(headers) {
+            format!("this route takes {takes} (a JWT, sent as `Authorization: Bearer <token>`), not an agent's API key")
+        } else {
+            "missing bearer token".to_owned()
+        })
+    })?;
+    jwt.caller(token)
 }
 
 /// A presented key, judged by `keys`.
@@ -333,6 +335,6 @@ pub async fn judge_key(engine: &Engine, key: &AgentKey) -> Result<AgentIdentity,
 
 /// The key a request presented, bound to the agent it authenticated as (for the calls whose own
 /// statements check it again).
-pub fn key_of(headers: &HeaderMap, agent: &AgentIdentity) -> Option<AgentKey> {
+pub(crate) fn key_of(headers: &HeaderMap, agent: &AgentIdentity) -> Option<AgentKey> {
     credentials::presented_key(headers).map(|key| AgentKey::new(key, Some(agent.agent_id)))
 }
