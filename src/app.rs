@@ -12,9 +12,10 @@ use sha2::Digest;
 use tokio::net::TcpListener;
 
 use crate::{
+    auth::JwtKeys,
     config::Config,
     db::{self, Database},
-    http::{self, AppState, auth::JwtKeys},
+    http::{self, AppState},
     scoring::{self, Calculator},
     services::Services,
 };
@@ -309,6 +310,7 @@ pub fn router(state: http::AppState) -> axum::Router {
     let mcp = crate::mcp::router(crate::mcp::McpState {
         engine: state.engine.clone(),
         delegations: state.delegations.clone(),
+        jwt: state.jwt.clone(),
     });
     let routes = http::resources().merge(crate::openapi::router()).merge(mcp);
     http::layered(routes, state)

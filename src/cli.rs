@@ -7,8 +7,8 @@ use clap::{Parser, Subcommand};
 
 use crate::{
     app::{self, Application},
+    auth::{CallerRole, JwtKeys},
     config::Config,
-    http::auth::{CallerRole, JwtKeys},
     scoring,
 };
 

@@ -33,7 +33,7 @@ use std::{
 };
 
 use helpers::{TEST_SECRET, post_for_json};
-use parley::http::auth::{CallerRole, JwtKeys};
+use parley::auth::{CallerRole, JwtKeys};
 use serde_json::{Value, json};
 
 /// How big a run is.

@@ -254,8 +254,10 @@ fn no_rust_file_is_longer_than_the_limit() {
 /// - `wire` is what both adapters render (bodies, views, error answers, the A2A shapes), beneath
 ///   both and importing neither; the HTTP adapter builds on the services and `wire`, and never
 ///   reaches into the MCP adapter.
-/// - `parley agent` (`agent`) is a client: it shares the wire's types and the schema checker,
-///   never the service's storage, runtime or engine.
+/// - `auth` tells who is calling, for both adapters: above the services (it looks keys up and
+///   marks agents seen), beneath the adapters, importing neither.
+/// - `parley agent` (`agent`) is a client: it shares the wire's types, the key's prefix and the
+///   schema checker, never the service's storage, runtime or engine.
 const ALLOWED: &[(&str, &[&str])] = &[
     ("config", &[]),
     ("db", &[]),
@@ -281,11 +283,14 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &["config", "domain", "error_code", "failure_limiter", "metrics", "quote", "runtime", "scoring", "store"],
     ),
     ("services", &["config", "delivery", "directory", "domain", "negotiator", "runtime", "store"]),
+    // Who is calling, for every adapter: one policy per kind of route and one `authenticate()`.
+    ("auth", &["config", "delivery", "error_code", "store"]),
     // What both adapters render (bodies, views, error answers, the A2A shapes), beneath both.
     ("wire", &["config", "delivery", "directory", "domain", "error_code", "quote", "runtime", "scoring", "store"]),
     (
         "http",
         &[
+            "auth",
             "config",
             "delivery",
             "directory",
@@ -302,12 +307,13 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "wire",
         ],
     ),
-    ("mcp", &["config", "delivery", "directory", "domain", "error_code", "quote", "runtime", "store", "wire"]),
+    ("mcp", &["auth", "config", "delivery", "directory", "domain", "error_code", "quote", "runtime", "store", "wire"]),
     ("openapi", &["http"]),
-    ("agent", &["config", "directory", "domain", "error_code", "http", "llm", "quote", "scoring"]),
+    ("agent", &["auth", "config", "directory", "domain", "error_code", "http", "llm", "quote", "scoring"]),
     (
         "app",
         &[
+            "auth",
             "config",
             "db",
             "delivery",
@@ -326,7 +332,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "telemetry",
         ],
     ),
-    ("cli", &["agent", "app", "config", "db", "http", "openapi", "scoring", "services", "store", "telemetry"]),
+    ("cli", &["agent", "app", "auth", "config", "db", "http", "openapi", "scoring", "services", "store", "telemetry"]),
 ];
 
 /// Which top-level module imports which (the root, `lib.rs`, left out).

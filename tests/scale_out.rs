@@ -25,7 +25,7 @@ use std::{
 };
 
 use helpers::{SseReader, TEST_SECRET};
-use parley::http::auth::{CallerRole, JwtKeys};
+use parley::auth::{CallerRole, JwtKeys};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use sqlx::PgPool;

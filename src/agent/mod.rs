@@ -390,7 +390,7 @@ pub async fn run(options: Options, stop: impl Future<Output = ()>) -> Result<Sum
 /// prefix.
 fn check_key(key: &str) -> Result<(), RunError> {
     let key = key.trim();
-    if key.starts_with(crate::http::auth::KEY_PREFIX) {
+    if key.starts_with(crate::auth::KEY_PREFIX) {
         return Ok(());
     }
     let parts: Vec<&str> = key.split('.').collect();
@@ -407,7 +407,7 @@ fn check_key(key: &str) -> Result<(), RunError> {
         format!(
             "the key given (PARLEY_AGENT_KEY or --key) is not an agent's API key: those start with {}, as \
              POST /api/agents (or \"My agents\" on the service's web page) shows them",
-            crate::http::auth::KEY_PREFIX
+            crate::auth::KEY_PREFIX
         )
     }))
 }

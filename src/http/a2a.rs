@@ -5,25 +5,20 @@
 //! parties, agent keys included ([`super::a2a_attempts`]); a negotiation's task is read by user,
 //! service and admin tokens only, and an agent key is told it does not exist.
 
-use axum::{
-    Json, Router,
-    extract::{FromRequestParts, State},
-    http::request::Parts,
-    routing::get,
-};
+use axum::{Json, Router, extract::State, routing::get};
 use serde_json::Value;
 use uuid::Uuid;
 
 use super::{
     AppState, a2a_attempts,
-    agent_auth::{AnyAgent, presented_key},
-    auth::{Caller, CallerRole},
+    agent_auth::AnyCaller,
+    auth::Caller,
     error::{ApiError, ApiResult},
     extract::Ids,
     views::Viewer,
 };
 use crate::{
-    delivery::AgentIdentity,
+    auth::{CallerRole, Principal},
     directory::delegation::store as delegation_store,
     store::{conversations, messages, tasks},
     wire::a2a,
@@ -34,41 +29,19 @@ pub fn router() -> Router<AppState> {
     Router::new().route("/api/tasks/{id}", get(get_task)).route("/api/conversations/{id}", get(get_conversation))
 }
 
-/// Who reads an A2A task: a token (user, service or admin), or a personal agent's API key.
-pub enum TaskReader {
-    /// A JWT.
-    Jwt(Caller),
-    /// An active agent, by its key.
-    Agent(AgentIdentity),
-}
-
-impl TaskReader {
-    /// Whether the reader takes part in a delegation attempt (or is the service): the requesting
-    /// agent's key and its owner's user token, the target agent's key and its owner's user
-    /// token. To anyone else the attempt does not exist (404, as a negotiation one takes no
-    /// part in).
-    fn takes_part_in(&self, t: &delegation_store::AttemptTask) -> bool {
-        match self {
-            TaskReader::Agent(agent) => {
-                agent.agent_id == t.delegation.requester_agent_id || agent.agent_id == t.attempt.target_agent_id
-            }
-            TaskReader::Jwt(caller) if caller.is_service() => true,
-            TaskReader::Jwt(caller) => {
-                caller.role == CallerRole::User && (caller.sub == t.requester_owner || caller.sub == t.target_owner)
-            }
+/// Whether `reader` takes part in a delegation attempt (or is the service): the requesting
+/// agent's key and its owner's user token, the target agent's key and its owner's user token.
+/// To anyone else the attempt does not exist (404, as a negotiation one takes no part in).
+fn takes_part_in(reader: &Principal, t: &delegation_store::AttemptTask) -> bool {
+    match reader {
+        Principal::Agent(agent) => {
+            agent.agent_id == t.delegation.requester_agent_id || agent.agent_id == t.attempt.target_agent_id
         }
-    }
-}
-
-impl FromRequestParts<AppState> for TaskReader {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        if presented_key(parts).is_some() {
-            let AnyAgent(agent) = AnyAgent::from_request_parts(parts, state).await?;
-            return Ok(TaskReader::Agent(agent));
+        Principal::Caller(caller) if caller.is_service() => true,
+        Principal::Caller(caller) => {
+            caller.role == CallerRole::User && (caller.sub == t.requester_owner || caller.sub == t.target_owner)
         }
-        Caller::from_request_parts(parts, state).await.map(TaskReader::Jwt)
+        Principal::Key(_) => false,
     }
 }
 
@@ -85,18 +58,18 @@ impl FromRequestParts<AppState> for TaskReader {
     ))]
 pub async fn get_task(
     State(state): State<AppState>,
-    reader: TaskReader,
+    AnyCaller(reader): AnyCaller,
     Ids(id): Ids<Uuid>,
 ) -> ApiResult<Json<a2a::Task>> {
     let mut conn = state.pool().acquire().await?;
     let Some(task) = tasks::get(&mut conn, id).await? else {
         let attempt = delegation_store::attempt_task(&mut conn, id).await?;
         return attempt
-            .filter(|t| reader.takes_part_in(t))
+            .filter(|t| takes_part_in(&reader, t))
             .map(|t| Json(a2a_attempts::task(&t)))
             .ok_or(ApiError::NotFound("task"));
     };
-    let TaskReader::Jwt(caller) = &reader else { return Err(ApiError::NotFound("task")) };
+    let Principal::Caller(caller) = &reader else { return Err(ApiError::NotFound("task")) };
     let viewer = Viewer::of_caller(caller, &task).ok_or(ApiError::NotFound("task"))?;
     let turns = messages::turns(&mut conn, task.id).await?;
     let artifacts = messages::artifacts(&mut conn, task.id).await?;

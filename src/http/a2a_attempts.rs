@@ -1,5 +1,5 @@
 //! A delegation attempt as an A2A task: what `GET /api/tasks/{id}` answers when `{id}` is an
-//! attempt's `taskId` (who may read it is `super::a2a`'s `TaskReader` to say: the parties and the
+//! attempt's `taskId` (who may read it is `super::a2a`'s `takes_part_in` to say: the parties and the
 //! service). Each side sees the other only by anonymous id,
 //! so the task names no agent and no owner. Its context is the delegation (all its attempts
 //! share it); its one message is the delegation's input, from the requester (`user`); a

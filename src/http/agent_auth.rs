@@ -1,86 +1,41 @@
-//! Personal agents' credentials: an API key in `Authorization: Bearer <key>` or `x-api-key`.
+//! Personal agents' credentials at the HTTP edge: an API key in `Authorization: Bearer <key>` or
+//! `x-api-key`, alone or beside the owner's user token, each extractor a thin wrapper over
+//! [`crate::auth::authenticate`] with its route kind's [`Policy`].
 //!
 //! The key's agent must be the `{id}` of the path (403 otherwise); an unknown, revoked or
 //! expired key is a 401 at once (keys are looked up by hash on every request, never cached).
 //! Pickup and respond, and delegation's delegate, inbox, accept and complete, look the key up
 //! inside their own statement ([`PresentedAgentKey`], [`PresentedKey`]), so those calls cost no
-//! separate round trip for it; every other agent route uses [`AgentCaller`].
+//! separate round trip for it. Such a handler gets the key only through
+//! [`PresentedKey::admit`] with the outcome of its own checks of path, query and body: a check
+//! that failed is answered only once the key itself is found good, so credentials come first
+//! there as on every other route.
 //!
 //! Every call a key authenticates marks its agent seen (`Engine::seen`, throttled to one
 //! write per agent per 15 s); pickup and respond do so in the engine once their statement
 //! has authenticated the key.
 
-use std::collections::HashMap;
-
-use axum::{
-    extract::{FromRequestParts, Path},
-    http::request::Parts,
-};
-use uuid::Uuid;
+use axum::{extract::FromRequestParts, http::request::Parts};
 
 use super::{
     AppState,
-    auth::{Caller, CallerRole, bearer},
+    auth::{principal, unexpected},
     error::ApiError,
 };
 use crate::{
-    delivery::{AgentIdentity, AgentKey, hash_secret},
-    store::agents,
+    auth::{self, Policy, Principal},
+    delivery::{AgentIdentity, AgentKey},
 };
 
-pub use super::auth::KEY_PREFIX;
-
-/// The API key a request presents (`x-api-key`, or a bearer token that is a key), if any.
-pub fn presented_key(parts: &Parts) -> Option<String> {
-    if let Some(v) = parts.headers.get("x-api-key").and_then(|v| v.to_str().ok()) {
-        return Some(v.trim().to_owned());
+/// The agent `policy` lets through: the key's, or the path's as its owner or the platform reads it.
+async fn agent(parts: &mut Parts, state: &AppState, policy: &Policy) -> Result<AgentIdentity, ApiError> {
+    match principal(parts, state, policy).await? {
+        Principal::Agent(agent) => Ok(agent),
+        other => Err(unexpected(&other)),
     }
-    bearer(parts).filter(|t| t.starts_with(KEY_PREFIX)).map(str::to_owned)
 }
 
-/// The API key a request must present: a 401 without one.
-fn required_key(parts: &Parts) -> Result<String, ApiError> {
-    presented_key(parts).ok_or_else(|| ApiError::Unauthorized("missing API key".into()))
-}
-
-async fn path_agent_id(parts: &mut Parts, state: &AppState) -> Result<Uuid, ApiError> {
-    let Path(params) = Path::<HashMap<String, String>>::from_request_parts(parts, state)
-        .await
-        .map_err(|_| ApiError::NotFound("agent"))?;
-    params
-        .get("id")
-        .or_else(|| params.get("agentId"))
-        .and_then(|id| Uuid::parse_str(id).ok())
-        .ok_or(ApiError::NotFound("agent"))
-}
-
-async fn authenticate_key(state: &AppState, key: &str, path_agent: Option<Uuid>) -> Result<AgentIdentity, ApiError> {
-    authenticate_hash(state, &hash_secret(key), path_agent).await
-}
-
-/// Every agent authenticated here is marked seen (throttled: see `delivery::liveness`). With
-/// `path_agent` `None`, the key may be any agent's.
-async fn authenticate_hash(
-    state: &AppState,
-    key_hash: &[u8],
-    path_agent: Option<Uuid>,
-) -> Result<AgentIdentity, ApiError> {
-    let mut conn = state.pool().acquire().await?;
-    let owner = agents::authenticate(&mut conn, key_hash)
-        .await?
-        .ok_or_else(|| ApiError::Unauthorized("the API key is unknown, revoked or expired".into()))?;
-    drop(conn);
-    if path_agent.is_some_and(|agent| agent != owner.agent_id) {
-        return Err(ApiError::Forbidden("this API key belongs to another agent".into()));
-    }
-    if owner.status != agents::AgentStatus::Active {
-        return Err(ApiError::Forbidden("the agent is inactive".into()));
-    }
-    state.engine.seen(owner.agent_id).await;
-    Ok(AgentIdentity { agent_id: owner.agent_id, owner_user_id: owner.owner_user_id })
-}
-
-/// A request authenticated by the API key of the agent in the path.
+/// A request authenticated by the API key of the agent in the path ([`Policy::PATH_AGENT_KEY`]).
 #[derive(Debug, Clone)]
 pub struct AgentCaller(pub AgentIdentity);
 
@@ -88,14 +43,12 @@ impl FromRequestParts<AppState> for AgentCaller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let key = required_key(parts)?;
-        let agent = path_agent_id(parts, state).await?;
-        authenticate_key(state, &key, Some(agent)).await.map(AgentCaller)
+        agent(parts, state, &Policy::PATH_AGENT_KEY).await.map(AgentCaller)
     }
 }
 
 /// Any active agent, by its API key, whatever the path names (the caller of
-/// `GET /api/agents/me`, or the requester reading its delegations).
+/// `GET /api/agents/me`) ([`Policy::ANY_AGENT_KEY`]).
 #[derive(Debug, Clone)]
 pub struct AnyAgent(pub AgentIdentity);
 
@@ -103,12 +56,12 @@ impl FromRequestParts<AppState> for AnyAgent {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let key = required_key(parts)?;
-        authenticate_key(state, &key, None).await.map(AnyAgent)
+        agent(parts, state, &Policy::ANY_AGENT_KEY).await.map(AnyAgent)
     }
 }
 
-/// The agent in the path, by its own API key or by its owner's user JWT (for the read views).
+/// The agent in the path, by its own API key or by its owner's user JWT, for the read views
+/// ([`Policy::AGENT_OR_OWNER`]); anyone else is told the agent does not exist.
 #[derive(Debug, Clone)]
 pub struct AgentOrOwner(pub AgentIdentity);
 
@@ -116,103 +69,13 @@ impl FromRequestParts<AppState> for AgentOrOwner {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let agent = path_agent_id(parts, state).await?;
-        if let Some(key) = presented_key(parts) {
-            return authenticate_key(state, &key, Some(agent)).await.map(AgentOrOwner);
-        }
-        let caller = Caller::from_request_parts(parts, state).await?;
-        let mut conn = state.pool().acquire().await?;
-        let found = agents::get(&mut conn, agent).await?.ok_or(ApiError::NotFound("agent"))?;
-        let allowed = found.owner_user_id == caller.sub && caller.role == CallerRole::User;
-        if !allowed {
-            return Err(ApiError::NotFound("agent"));
-        }
-        Ok(AgentOrOwner(AgentIdentity { agent_id: found.agent_id, owner_user_id: found.owner_user_id }))
+        agent(parts, state, &Policy::AGENT_OR_OWNER).await.map(AgentOrOwner)
     }
 }
 
-/// The API key and the path's agent of a pickup or respond, not yet looked up: the call's own
-/// statement authenticates it (401/403 as [`AgentCaller`] answers them).
-#[derive(Debug, Clone)]
-pub struct PresentedAgentKey(pub AgentKey);
-
-impl FromRequestParts<AppState> for PresentedAgentKey {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let key = required_key(parts)?;
-        let agent = path_agent_id(parts, state).await?;
-        Ok(PresentedAgentKey(AgentKey::new(&key, Some(agent))))
-    }
-}
-
-impl PresentedAgentKey {
-    /// For a request refused before its statement ran (a bad query, path or body): the key's
-    /// own verdict comes first, as on every other agent route (401/403 before 400/404).
-    pub async fn refuse(&self, state: &AppState, error: ApiError) -> ApiError {
-        refuse(state, &self.0, error).await
-    }
-}
-
-/// The API key of a call whose path names no agent (`POST /api/agents/delegate`): any active
-/// agent's, not yet looked up; the call's own statement authenticates it.
-#[derive(Debug, Clone)]
-pub struct PresentedKey(pub AgentKey);
-
-impl FromRequestParts<AppState> for PresentedKey {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, _state: &AppState) -> Result<Self, ApiError> {
-        let key = required_key(parts)?;
-        Ok(PresentedKey(AgentKey::new(&key, None)))
-    }
-}
-
-impl PresentedKey {
-    /// As [`PresentedAgentKey::refuse`].
-    pub async fn refuse(&self, state: &AppState, error: ApiError) -> ApiError {
-        refuse(state, &self.0, error).await
-    }
-}
-
-/// `error`, unless the key itself is refused (401/403), which comes first.
-async fn refuse(state: &AppState, key: &AgentKey, error: ApiError) -> ApiError {
-    match authenticate_hash(state, &key.key_hash, key.agent_id).await {
-        Ok(_) => error,
-        Err(refused) => refused,
-    }
-}
-
-/// The agent in the path, by its own API key or its owner's user JWT, or (when `service` is
-/// allowed) the platform's token. As for [`AgentOrOwner`], a user who may not act on the agent
-/// gets the 404 an unknown agent gets: the answer must not tell whether another user's agent
-/// exists. (Another agent's key is refused 403 before any lookup, which tells nothing either.)
-async fn agent_for(parts: &mut Parts, state: &AppState, service: bool) -> Result<AgentIdentity, ApiError> {
-    // Credentials are judged first: a path that names no agent is a 404 only for a caller
-    // whose credentials are valid.
-    let agent = path_agent_id(parts, state).await;
-    if let Some(key) = presented_key(parts) {
-        let Ok(agent) = agent else {
-            AnyCaller::from_request_parts(parts, state).await?;
-            return Err(ApiError::NotFound("agent"));
-        };
-        return authenticate_key(state, &key, Some(agent)).await;
-    }
-    let caller = Caller::from_request_parts(parts, state).await?;
-    let agent = agent?;
-    let mut conn = state.pool().acquire().await?;
-    let found = agents::get(&mut conn, agent).await?.ok_or(ApiError::NotFound("agent"))?;
-    let owner = caller.role == CallerRole::User && found.owner_user_id == caller.sub;
-    if caller.is_service() && !service {
-        return Err(ApiError::Forbidden("the platform's token may not manage an agent".into()));
-    }
-    if !(owner || (service && caller.is_service())) {
-        return Err(ApiError::NotFound("agent"));
-    }
-    Ok(AgentIdentity { agent_id: found.agent_id, owner_user_id: found.owner_user_id })
-}
-
-/// The agent in the path, managed by its own API key or its owner's user JWT (see [`agent_for`]).
+/// The agent in the path, managed by its own API key or its owner's user JWT
+/// ([`Policy::AGENT_MANAGER`]): the platform's token is a 403; another user is told the agent
+/// does not exist (the answer must not tell whether another user's agent exists).
 #[derive(Debug, Clone)]
 pub struct AgentManager(pub AgentIdentity);
 
@@ -220,11 +83,12 @@ impl FromRequestParts<AppState> for AgentManager {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        agent_for(parts, state, false).await.map(AgentManager)
+        agent(parts, state, &Policy::AGENT_MANAGER).await.map(AgentManager)
     }
 }
 
-/// The agent in the path, read by its own API key, its owner's user JWT or the service.
+/// The agent in the path, read by its own API key, its owner's user JWT or the platform
+/// ([`Policy::AGENT_READER`]).
 #[derive(Debug, Clone)]
 pub struct AgentReader(pub AgentIdentity);
 
@@ -232,30 +96,78 @@ impl FromRequestParts<AppState> for AgentReader {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        agent_for(parts, state, true).await.map(AgentReader)
+        agent(parts, state, &Policy::AGENT_READER).await.map(AgentReader)
     }
 }
 
-/// Any authenticated caller: a valid JWT of any role, or a live API key of an active agent.
+/// Any authenticated caller: a valid JWT of any role, or a live API key of an active agent
+/// ([`Policy::ANYONE`]); what it may see is the handler's to decide (an A2A task, a delegation).
 #[derive(Debug, Clone)]
-pub struct AnyCaller;
+pub struct AnyCaller(pub Principal);
 
 impl FromRequestParts<AppState> for AnyCaller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        if let Some(key) = presented_key(parts) {
-            let mut conn = state.pool().acquire().await?;
-            let owner = agents::authenticate(&mut conn, &hash_secret(&key))
-                .await?
-                .ok_or_else(|| ApiError::Unauthorized("the API key is unknown, revoked or expired".into()))?;
-            if owner.status != agents::AgentStatus::Active {
-                return Err(ApiError::Forbidden("the agent is inactive".into()));
-            }
-            drop(conn);
-            state.engine.seen(owner.agent_id).await;
-            return Ok(AnyCaller);
+        principal(parts, state, &Policy::ANYONE).await.map(AnyCaller)
+    }
+}
+
+/// The API key and the path's agent of a call whose own statement authenticates the key
+/// (pickup, respond, a delegation's inbox, accept, complete): not yet looked up
+/// ([`Policy::PATH_AGENT_KEY_IN_STATEMENT`]). A missing key is a 401 at once; a path that names
+/// no agent is a 404 once the key is found good.
+#[derive(Debug, Clone)]
+pub struct PresentedAgentKey(PresentedKey);
+
+impl FromRequestParts<AppState> for PresentedAgentKey {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        presented(parts, state, &Policy::PATH_AGENT_KEY_IN_STATEMENT).await.map(PresentedAgentKey)
+    }
+}
+
+impl PresentedAgentKey {
+    /// As [`PresentedKey::admit`].
+    pub async fn admit<T>(&self, state: &AppState, checked: Result<T, ApiError>) -> Result<(&AgentKey, T), ApiError> {
+        self.0.admit(state, checked).await
+    }
+}
+
+/// The API key of a call whose path names no agent (`POST /api/agents/delegate`): any active
+/// agent's, not yet looked up; the call's own statement authenticates it
+/// ([`Policy::ANY_AGENT_KEY_IN_STATEMENT`]).
+#[derive(Debug, Clone)]
+pub struct PresentedKey(AgentKey);
+
+impl FromRequestParts<AppState> for PresentedKey {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        presented(parts, state, &Policy::ANY_AGENT_KEY_IN_STATEMENT).await
+    }
+}
+
+impl PresentedKey {
+    /// The key, for the call's statement, with what the handler's own checks (path, query,
+    /// body) gave; a check that failed is answered only when the key itself is good, else the
+    /// key's refusal (401/403) is, as on every other route. The only way to the key: a handler
+    /// cannot answer its input's error before its caller's.
+    pub async fn admit<T>(&self, state: &AppState, checked: Result<T, ApiError>) -> Result<(&AgentKey, T), ApiError> {
+        match checked {
+            Ok(checked) => Ok((&self.0, checked)),
+            Err(error) => match auth::judge_key(&state.engine, &self.0).await {
+                Ok(_) => Err(error),
+                Err(refused) => Err(refused.into()),
+            },
         }
-        Caller::from_request_parts(parts, state).await.map(|_| AnyCaller)
+    }
+}
+
+async fn presented(parts: &mut Parts, state: &AppState, policy: &Policy) -> Result<PresentedKey, ApiError> {
+    match principal(parts, state, policy).await? {
+        Principal::Key(key) => Ok(PresentedKey(key)),
+        other => Err(unexpected(&other)),
     }
 }

@@ -92,11 +92,9 @@ pub async fn pickup_turn(
     key: PresentedAgentKey,
     query: Result<ApiQuery<PickupParams>, ApiError>,
 ) -> ApiResult<Response> {
-    let pickup = match query.and_then(|ApiQuery(q)| q.parse(state.engine.config().long_poll_max)) {
-        Ok(pickup) => pickup,
-        Err(e) => return Err(key.refuse(&state, e).await),
-    };
-    match state.engine.pickup(&key.0, pickup.wait, &pickup.skip).await? {
+    let checked = query.and_then(|ApiQuery(q)| q.parse(state.engine.config().long_poll_max));
+    let (key, pickup) = key.admit(&state, checked).await?;
+    match state.engine.pickup(key, pickup.wait, &pickup.skip).await? {
         None => Ok(StatusCode::NO_CONTENT.into_response()),
         Some(claim) => Ok(Json(PickupOut::of(&claim)?).into_response()),
     }
@@ -177,11 +175,8 @@ pub async fn respond_to_turn(
     body: Result<ApiJson<RespondIn>, ApiError>,
 ) -> ApiResult<Json<Responded>> {
     let checked = ids.and_then(|Ids((_, id))| body.and_then(|ApiJson(b)| b.validate()).map(|answer| (id, answer)));
-    let (negotiation_id, answer) = match checked {
-        Ok(checked) => checked,
-        Err(e) => return Err(key.refuse(&state, e).await),
-    };
-    Ok(Json(state.engine.respond(&key.0, negotiation_id, &answer).await?))
+    let (key, (negotiation_id, answer)) = key.admit(&state, checked).await?;
+    Ok(Json(state.engine.respond(key, negotiation_id, &answer).await?))
 }
 
 /// Body of extend.

@@ -17,13 +17,14 @@ use uuid::Uuid;
 
 use super::{
     AppState,
-    agent_auth::{AgentCaller, AgentOrOwner, AnyAgent, KEY_PREFIX},
+    agent_auth::{AgentCaller, AgentOrOwner, AnyAgent},
     api_docs::{AgentKeyPath, AgentOrItsOwner, AgentPath, OwnAgentKey, UsersOnly, UsersOwnAgent},
     auth::UserCaller,
     error::{ApiError, ApiResult},
     extract::{ApiJson, ApiQuery, Ids, MAX_PAGE, OptionalJson},
 };
 use crate::{
+    auth::KEY_PREFIX,
     delivery::hash_secret,
     store::agents::{self, Agent, AgentStatus, ApiKey, NegotiationMode},
 };

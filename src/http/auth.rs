@@ -1,199 +1,64 @@
-//! Who is calling: users and the platform by JWT (HS256, `sub`, `role`, `exp`, optional `nbf`).
+//! Authentication at the HTTP edge: the extractors a handler names its caller with, each a thin
+//! wrapper over [`crate::auth::authenticate`] with its route kind's [`Policy`], and the turning of
+//! an [`AuthError`] into the [`ApiError`] with the same status and code.
 //!
-//! The keys are built once from configuration and live in the application state. A missing,
-//! malformed, expired, not yet valid (`nbf`) or wrongly signed token is a 401, and so is a token
-//! whose `exp` lies further out than the configured maximum lifetime (`PARLEY_JWT_MAX_TTL`): a
-//! leaked token cannot be good for years. A valid token of the wrong role is a 403.
+//! An authenticating extractor comes first among a handler's arguments: axum runs extractors in
+//! order, so a request with bad credentials is answered 401/403 before its path, query or body
+//! is judged. The agents' extractors are in [`super::agent_auth`].
 
-use axum::{extract::FromRequestParts, http::request::Parts};
-use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
-use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+use axum::{
+    extract::{FromRequestParts, Path},
+    http::request::Parts,
+};
+use uuid::Uuid;
 
 use super::{AppState, error::ApiError};
+pub use crate::auth::Caller;
+use crate::auth::{self, AuthError, Policy, Principal};
 
-/// What a token may do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum CallerRole {
-    /// A person, seeing their own opportunities.
-    #[default]
-    User,
-    /// The matching platform's backend.
-    Service,
-    /// An operator; may do what the service may.
-    Admin,
-}
-
-impl CallerRole {
-    /// Parses a role name.
-    pub fn parse(s: &str) -> Option<CallerRole> {
-        match s {
-            "user" => Some(CallerRole::User),
-            "service" => Some(CallerRole::Service),
-            "admin" => Some(CallerRole::Admin),
-            _ => None,
+impl From<AuthError> for ApiError {
+    fn from(e: AuthError) -> Self {
+        match e {
+            AuthError::Unauthorized(message) => ApiError::Unauthorized(message),
+            AuthError::Forbidden(message) => ApiError::Forbidden(message),
+            AuthError::NotFound(what) => ApiError::NotFound(what),
+            AuthError::Internal(e) => ApiError::Internal(e),
         }
     }
 }
 
-/// The claims Parley reads.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Claims {
-    /// The user id (or the platform's service name).
-    pub sub: String,
-    /// Defaults to `user`.
-    #[serde(default)]
-    pub role: CallerRole,
-    /// Expiry, seconds since the epoch; required.
-    pub exp: u64,
-    /// Not before, seconds since the epoch; optional.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub nbf: Option<u64>,
+/// The agent id the path names (`{id}` or `{agentId}`), if it names one by an id.
+async fn path_agent(parts: &mut Parts, state: &AppState) -> Option<Uuid> {
+    let Path(params) = Path::<HashMap<String, String>>::from_request_parts(parts, state).await.ok()?;
+    params.get("id").or_else(|| params.get("agentId")).and_then(|id| Uuid::parse_str(id).ok())
 }
 
-/// The longest lifetime a token may have unless configured otherwise (30 days).
-pub const DEFAULT_MAX_TTL: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
-
-fn now_secs() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+/// The request's principal under `policy`.
+pub(crate) async fn principal(parts: &mut Parts, state: &AppState, policy: &Policy) -> Result<Principal, ApiError> {
+    let path_agent = if policy.names_path_agent() { path_agent(parts, state).await } else { None };
+    Ok(auth::authenticate(&parts.headers, path_agent, policy, &state.jwt, &state.engine).await?)
 }
 
-/// HS256 keys from the configured secret.
-#[derive(Clone)]
-pub struct JwtKeys {
-    encoding: EncodingKey,
-    decoding: DecodingKey,
-    max_ttl: std::time::Duration,
+/// A principal the policy cannot give: a bug, answered 500.
+pub(crate) fn unexpected(principal: &Principal) -> ApiError {
+    ApiError::Internal(anyhow::anyhow!("the route's policy let through {}", principal.kind()))
 }
 
-impl JwtKeys {
-    /// Keys for `secret`, refusing tokens that live longer than [`DEFAULT_MAX_TTL`].
-    pub fn new(secret: &[u8]) -> JwtKeys {
-        JwtKeys {
-            encoding: EncodingKey::from_secret(secret),
-            decoding: DecodingKey::from_secret(secret),
-            max_ttl: DEFAULT_MAX_TTL,
-        }
-    }
-
-    /// The same keys with another maximum token lifetime.
-    pub fn with_max_ttl(self, max_ttl: std::time::Duration) -> JwtKeys {
-        JwtKeys { max_ttl, ..self }
-    }
-
-    /// The longest lifetime a token may have.
-    pub fn max_ttl(&self) -> std::time::Duration {
-        self.max_ttl
-    }
-
-    /// Signs a token for `sub` with `role`, valid for `ttl`.
-    pub fn mint(&self, sub: &str, role: CallerRole, ttl: std::time::Duration) -> anyhow::Result<String> {
-        let exp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_secs() + ttl.as_secs();
-        Ok(jsonwebtoken::encode(
-            &Header::new(Algorithm::HS256),
-            &Claims { sub: sub.to_owned(), role, exp, nbf: None },
-            &self.encoding,
-        )?)
-    }
-
-    /// Verifies a token: signature, algorithm, `exp` and `nbf` (no leeway), and that `exp` is
-    /// no further out than the maximum lifetime.
-    pub fn verify(&self, token: &str) -> Result<Claims, ApiError> {
-        let mut v = Validation::new(Algorithm::HS256);
-        v.leeway = 0;
-        v.validate_nbf = true;
-        v.set_required_spec_claims(&["exp", "sub"]);
-        let claims = jsonwebtoken::decode::<Claims>(token, &self.decoding, &v).map(|d| d.claims).map_err(|e| {
-            use jsonwebtoken::errors::ErrorKind;
-            ApiError::Unauthorized(
-                match e.kind() {
-                    ErrorKind::ExpiredSignature => "the token has expired",
-                    ErrorKind::ImmatureSignature => "the token is not valid yet (nbf)",
-                    ErrorKind::InvalidSignature => "the token's signature is not valid",
-                    _ => "the token is not a valid JWT",
-                }
-                .into(),
-            )
-        })?;
-        if claims.exp > now_secs().saturating_add(self.max_ttl.as_secs()) {
-            return Err(ApiError::Unauthorized(format!(
-                "the token's expiry is further out than the longest lifetime allowed ({})",
-                crate::config::format_duration(self.max_ttl)
-            )));
-        }
-        Ok(claims)
-    }
-}
-
-/// An authenticated user, platform or operator.
-#[derive(Debug, Clone)]
-pub struct Caller {
-    /// The token's subject.
-    pub sub: String,
-    /// The token's role.
-    pub role: CallerRole,
-    /// The token's expiry, seconds since the epoch (an event stream ends then).
-    pub expires_at: u64,
-}
-
-impl Caller {
-    /// Whether the caller may see and do everything (service or admin).
-    pub fn is_service(&self) -> bool {
-        matches!(self.role, CallerRole::Service | CallerRole::Admin)
-    }
-}
-
-/// Every API key starts with this, which also tells keys and JWTs apart (the engine's, beside
-/// `AgentKey`, so that every adapter reads keys alike).
-pub use crate::delivery::KEY_PREFIX;
-
-/// The bearer token of the request, if any.
-pub fn bearer(parts: &Parts) -> Option<&str> {
-    bearer_of(&parts.headers)
-}
-
-/// The bearer token in `headers`, if any.
-pub fn bearer_of(headers: &axum::http::HeaderMap) -> Option<&str> {
-    let value = headers.get(axum::http::header::AUTHORIZATION)?.to_str().ok()?;
-    let (scheme, token) = value.split_once(' ')?;
-    scheme.eq_ignore_ascii_case("bearer").then_some(token.trim()).filter(|t| !t.is_empty())
-}
-
-impl Caller {
-    /// The JWT's caller; `takes` says, for a request that brought an agent's API key instead,
-    /// what this route takes ("a user token").
-    fn authenticate(parts: &Parts, state: &AppState, takes: &str) -> Result<Caller, ApiError> {
-        let token = bearer(parts).filter(|t| !t.starts_with(KEY_PREFIX)).ok_or_else(|| {
-            let key = parts.headers.contains_key("x-api-key") || bearer(parts).is_some();
-            ApiError::Unauthorized(if key {
-                format!(
-                    "this route takes {takes} (a JWT, sent as `Authorization: Bearer <token>`), not an agent's API key"
-                )
-            } else {
-                "missing bearer token".to_owned()
-            })
-        })?;
-        let claims = state.jwt.verify(token)?;
-        if claims.sub.trim().is_empty() {
-            return Err(ApiError::Unauthorized("the token has an empty subject".into()));
-        }
-        // No user id can hold a NUL (PostgreSQL could not even compare it), so no such token is valid.
-        if super::input::has_nul(&claims.sub) {
-            return Err(ApiError::Unauthorized("the token's subject contains a NUL character".into()));
-        }
-        Ok(Caller { sub: claims.sub, role: claims.role, expires_at: claims.exp })
-    }
-}
-
+/// A user, the platform or an operator, by JWT ([`Policy::ANY_TOKEN`]).
 impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        Caller::authenticate(parts, state, "a user's or the platform's token")
+        match principal(parts, state, &Policy::ANY_TOKEN).await? {
+            Principal::Caller(caller) => Ok(caller),
+            other => Err(unexpected(&other)),
+        }
     }
 }
 
-/// A caller with the `service` (or `admin`) role.
+/// A caller with the `service` (or `admin`) role ([`Policy::SERVICE`]).
 #[derive(Debug, Clone)]
 pub struct ServiceCaller(pub Caller);
 
@@ -201,15 +66,14 @@ impl FromRequestParts<AppState> for ServiceCaller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let caller = Caller::authenticate(parts, state, "the platform's service token")?;
-        if !caller.is_service() {
-            return Err(ApiError::Forbidden("this route is for the platform's service token".into()));
+        match principal(parts, state, &Policy::SERVICE).await? {
+            Principal::Caller(caller) => Ok(ServiceCaller(caller)),
+            other => Err(unexpected(&other)),
         }
-        Ok(ServiceCaller(caller))
     }
 }
 
-/// A caller with the `user` role (a person).
+/// A caller with the `user` role: a person ([`Policy::USER`]).
 #[derive(Debug, Clone)]
 pub struct UserCaller(pub Caller);
 
@@ -217,10 +81,30 @@ impl FromRequestParts<AppState> for UserCaller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let caller = Caller::authenticate(parts, state, "a user token")?;
-        if caller.role != CallerRole::User {
-            return Err(ApiError::Forbidden("this route is for a user's token".into()));
+        match principal(parts, state, &Policy::USER).await? {
+            Principal::Caller(caller) => Ok(UserCaller(caller)),
+            other => Err(unexpected(&other)),
         }
-        Ok(UserCaller(caller))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_auth_error_keeps_its_status_and_code_at_the_http_edge() {
+        let errors = || {
+            [
+                AuthError::Unauthorized("bad".into()),
+                AuthError::Forbidden("no".into()),
+                AuthError::NotFound("agent"),
+                AuthError::Internal(anyhow::anyhow!("down")),
+            ]
+        };
+        for (auth, api) in errors().into_iter().zip(errors().map(ApiError::from)) {
+            assert_eq!((auth.status(), auth.code()), (api.status(), api.code()), "{auth:?}");
+            assert_eq!(auth.to_string(), api.to_string());
+        }
     }
 }

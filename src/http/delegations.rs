@@ -18,10 +18,10 @@ use uuid::Uuid;
 
 use super::{
     AppState,
-    agent_auth::{AgentCaller, AgentReader, AnyAgent, PresentedAgentKey, PresentedKey, presented_key},
+    agent_auth::{AgentCaller, AgentReader, AnyCaller, PresentedAgentKey, PresentedKey},
     agent_turns::parse_wait,
     api_docs::{AgentDelegationPath, AgentOrItsOwner, AgentPath, OwnAgentKey},
-    auth::{Caller, CallerRole},
+    auth::unexpected,
     error::{ApiError, ApiResult},
     extract::{ApiJson, ApiQuery, Ids, OptionalJson, Page},
 };
@@ -30,6 +30,7 @@ use crate::wire::delegations::{
     delegation_out, inbound_out,
 };
 use crate::{
+    auth::{CallerRole, Principal},
     directory::delegation::{Event, RawRequest, Record, Request, Status, store},
     store::agents,
 };
@@ -61,11 +62,11 @@ impl FromRequestParts<AppState> for Reader {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        if presented_key(parts).is_some() {
-            let AnyAgent(agent) = AnyAgent::from_request_parts(parts, state).await?;
-            return Ok(Reader::Requesters(vec![agent.agent_id]));
-        }
-        let caller = Caller::from_request_parts(parts, state).await?;
+        let caller = match AnyCaller::from_request_parts(parts, state).await?.0 {
+            Principal::Agent(agent) => return Ok(Reader::Requesters(vec![agent.agent_id])),
+            Principal::Caller(caller) => caller,
+            other => return Err(unexpected(&other)),
+        };
         if caller.is_service() {
             return Ok(Reader::Service);
         }
@@ -236,15 +237,12 @@ async fn delegate_with(
         )?;
         Ok((hold_of(state, headers, q.wait.as_deref(), &request)?, request))
     });
-    let (hold, request) = match checked {
-        Ok(checked) => checked,
-        Err(e) => return Err(key.refuse(state, e).await),
-    };
+    let (key, (hold, request)) = key.admit(state, checked).await?;
     let wait = match hold {
         Hold::Async { .. } => None,
         Hold::For(wait) => Some(wait),
     };
-    let record = state.delegations.delegate(&key.0, &request, wait).await?;
+    let record = state.delegations.delegate(key, &request, wait).await?;
     let mut response = match hold {
         // Answered at once, whatever the delegation's state: the call only asked for it.
         Hold::Async { .. } => {
@@ -392,11 +390,8 @@ pub async fn delegation_inbox(
     key: PresentedAgentKey,
     query: Result<ApiQuery<WaitQuery>, ApiError>,
 ) -> ApiResult<Json<InboxOut>> {
-    let wait = match wait_of(&state, query) {
-        Ok(wait) => wait,
-        Err(e) => return Err(key.refuse(&state, e).await),
-    };
-    let (items, total) = state.delegations.delegation_inbox(&key.0, wait).await?;
+    let (key, wait) = key.admit(&state, wait_of(&state, query)).await?;
+    let (items, total) = state.delegations.delegation_inbox(key, wait).await?;
     Ok(Json(InboxOut { requests: items.into_iter().map(inbound_out).collect(), total }))
 }
 
@@ -508,11 +503,8 @@ pub async fn accept_delegation(
     key: PresentedAgentKey,
     ids: Result<Ids<(Uuid, Uuid)>, ApiError>,
 ) -> ApiResult<Json<AcceptedOut>> {
-    let request_id = match ids {
-        Ok(Ids((_, request_id))) => request_id,
-        Err(e) => return Err(key.refuse(&state, e).await),
-    };
-    let accepted = state.delegations.accept_delegation(&key.0, request_id).await?;
+    let (key, Ids((_, request_id))) = key.admit(&state, ids).await?;
+    let accepted = state.delegations.accept_delegation(key, request_id).await?;
     Ok(Json(AcceptedOut { accepted: true, claim_token: accepted.claim_token, deadline: accepted.deadline }))
 }
 
@@ -545,11 +537,9 @@ pub async fn complete_delegation(
     ids: Result<Ids<(Uuid, Uuid)>, ApiError>,
     body: Result<ApiJson<CompleteIn>, ApiError>,
 ) -> ApiResult<Json<CompletedOut>> {
-    let (request_id, body) = match ids.and_then(|Ids((_, id))| body.map(|ApiJson(b)| (id, b))) {
-        Ok(checked) => checked,
-        Err(e) => return Err(key.refuse(&state, e).await),
-    };
-    state.delegations.complete_delegation(&key.0, request_id, &body.output, body.claim_token.as_deref()).await?;
+    let checked = ids.and_then(|Ids((_, id))| body.map(|ApiJson(b)| (id, b)));
+    let (key, (request_id, body)) = key.admit(&state, checked).await?;
+    state.delegations.complete_delegation(key, request_id, &body.output, body.claim_token.as_deref()).await?;
     Ok(Json(CompletedOut { completed: true }))
 }
 

@@ -80,7 +80,7 @@ pub async fn stream_events(
     headers: HeaderMap,
 ) -> ApiResult<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>> {
     let user = if caller.is_service() { None } else { Some(caller.sub.clone()) };
-    let token = super::auth::bearer_of(&headers).unwrap_or_default();
+    let token = crate::auth::bearer_of(&headers).unwrap_or_default();
     let counted_as =
         if caller.is_service() { format!("service:{}", caller.sub) } else { format!("user:{}", caller.sub) };
     let slot = state

@@ -57,7 +57,7 @@ pub struct AppState {
     /// The delegations (and the directory's schema checker and capability handles).
     pub delegations: Delegations,
     /// JWT keys.
-    pub jwt: Arc<auth::JwtKeys>,
+    pub jwt: Arc<crate::auth::JwtKeys>,
     /// Failed authentications per client address.
     pub auth_failures: Arc<auth_limiter::AuthFailureLimiter>,
     /// The hub's own capability calculator for `/agent/negotiation`.

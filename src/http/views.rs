@@ -1,7 +1,7 @@
 //! The JSON shapes of negotiations and opportunities (`crate::wire::views`, shared with MCP),
 //! and how an HTTP caller reads a task.
 
-use crate::{http::auth::Caller, store::tasks::Task};
+use crate::{auth::Caller, store::tasks::Task};
 
 pub use crate::wire::views::*;
 

@@ -28,7 +28,7 @@ use std::sync::Arc;
 use axum::{
     Router,
     extract::{Request, State},
-    http::{HeaderMap, request::Parts},
+    http::request::Parts,
     middleware::{self, Next},
     response::{IntoResponse, Response},
 };
@@ -45,10 +45,10 @@ use serde_json::json;
 use uuid::Uuid;
 
 use crate::{
-    delivery::{AgentIdentity, AgentKey, Engine, KEY_PREFIX, hash_secret},
+    auth::{self, JwtKeys, Policy, Principal},
+    delivery::{AgentIdentity, AgentKey, Engine},
     directory::delegation::Delegations,
     error_code::ErrorCode,
-    store::agents,
     wire::{body::BODY_LIMIT, error::ApiError},
 };
 
@@ -92,6 +92,8 @@ pub struct McpState {
     pub engine: Engine,
     /// The delegations (and the directory's capability handles).
     pub delegations: Delegations,
+    /// The JWT keys, for the one authentication path (MCP's policy takes agent keys only).
+    pub jwt: Arc<JwtKeys>,
 }
 
 impl McpState {
@@ -121,37 +123,22 @@ pub fn router<S: Clone + Send + Sync + 'static>(state: McpState) -> Router<S> {
         .layer(middleware::from_fn_with_state(state, require_agent_key))
 }
 
-fn presented_key(headers: &HeaderMap) -> Option<String> {
-    if let Some(v) = headers.get("x-api-key").and_then(|v| v.to_str().ok()) {
-        return Some(v.trim().to_owned()).filter(|k| !k.is_empty());
-    }
-    let value = headers.get(axum::http::header::AUTHORIZATION)?.to_str().ok()?;
-    let (scheme, token) = value.split_once(' ')?;
-    let token = token.trim();
-    (scheme.eq_ignore_ascii_case("bearer") && token.starts_with(KEY_PREFIX)).then(|| token.to_owned())
-}
-
-/// Looks the key up on every request; the agent travels to the tools in the extensions.
+/// Checks the key on every request by the one authentication path ([`Policy::ANY_AGENT_KEY`]:
+/// 401 without a key, an empty one, or an unknown, revoked or expired one; 403 for an inactive
+/// agent); the agent and its key travel to the tools in the extensions.
 async fn require_agent_key(State(state): State<McpState>, mut req: Request, next: Next) -> Response {
-    let Some(key) = presented_key(req.headers()) else {
-        return ApiError::Unauthorized("missing API key (x-api-key or Authorization: Bearer pk_...)".into())
-            .into_response();
+    let agent = match auth::authenticate(req.headers(), None, &Policy::ANY_AGENT_KEY, &state.jwt, &state.engine).await {
+        Ok(Principal::Agent(agent)) => agent,
+        Ok(other) => {
+            return ApiError::Internal(anyhow::anyhow!("the policy let through {}", other.kind())).into_response();
+        }
+        Err(refused) => return ApiError::from(refused).into_response(),
     };
-    let found = match state.pool().acquire().await {
-        Ok(mut conn) => agents::authenticate(&mut conn, &hash_secret(&key)).await,
-        Err(e) => Err(e),
+    let Some(key) = auth::key_of(req.headers(), &agent) else {
+        return ApiError::Unauthorized(auth::MISSING_KEY.into()).into_response();
     };
-    let owner = match found {
-        Ok(Some(owner)) => owner,
-        Ok(None) => return ApiError::Unauthorized("the API key is unknown, revoked or expired".into()).into_response(),
-        Err(e) => return ApiError::from(e).into_response(),
-    };
-    if owner.status != agents::AgentStatus::Active {
-        return ApiError::Forbidden("the agent is inactive".into()).into_response();
-    }
-    state.engine.seen(owner.agent_id).await;
-    req.extensions_mut().insert(AgentKey::new(&key, Some(owner.agent_id)));
-    req.extensions_mut().insert(AgentIdentity { agent_id: owner.agent_id, owner_user_id: owner.owner_user_id });
+    req.extensions_mut().insert(key);
+    req.extensions_mut().insert(agent);
     next.run(req).await
 }
 

@@ -1,5 +1,7 @@
 //! The authorization matrix: every route against every kind of wrong credential gives the
-//! documented status and an error body that leaks nothing.
+//! documented status and an error body that leaks nothing; and credentials come before
+//! validation: a bad credential is answered as one (401, or 403 for the wrong role) on every
+//! route even when the path, the query or the body is bad too.
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
@@ -8,7 +10,7 @@ use crate::{
     fixtures,
     helpers::{TEST_SECRET, TestApp, answer},
 };
-use parley::http::auth::{CallerRole, JwtKeys};
+use parley::auth::{CallerRole, JwtKeys};
 
 /// Who a route is for.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -21,6 +23,8 @@ enum Audience {
     Owner,
     /// A personal agent's API key only.
     AgentKey,
+    /// Any active agent's API key (the agent reads itself).
+    AnyAgentKey,
     /// A personal agent's key or its owner's JWT.
     AgentOrOwner,
     /// A personal agent's key or its owner's JWT; anyone else is told 403.
@@ -65,7 +69,7 @@ fn expected(audience: Audience, cred: Cred) -> StatusCode {
         (_, C::Nothing | C::Malformed | C::Expired | C::WrongSecret | C::RevokedKey) => StatusCode::UNAUTHORIZED,
         // An API key is not a JWT, and a JWT is not an API key.
         (A::Service | A::Participant | A::Owner, C::OtherUsersAgentKey) => StatusCode::UNAUTHORIZED,
-        (A::AgentKey, C::OtherUsersJwt | C::WrongRole) => StatusCode::UNAUTHORIZED,
+        (A::AgentKey | A::AnyAgentKey, C::OtherUsersJwt | C::WrongRole) => StatusCode::UNAUTHORIZED,
         (A::AgentKey | A::AgentOrOwner, C::OtherUsersAgentKey) => StatusCode::FORBIDDEN,
         (A::Service, C::OtherUsersJwt) => StatusCode::FORBIDDEN,
         (A::Participant | A::Owner | A::AgentOrOwner, C::OtherUsersJwt) => StatusCode::NOT_FOUND,
@@ -82,6 +86,7 @@ fn expected(audience: Audience, cred: Cred) -> StatusCode {
             unreachable!("these routes accept every role")
         }
         (A::Anyone, _) => unreachable!("any valid credentials may discover and rank"),
+        (A::AnyAgentKey, C::OtherUsersAgentKey) => unreachable!("any agent's key reads its own agent"),
     }
 }
 
@@ -156,6 +161,8 @@ async fn every_route_refuses_every_wrong_credential_and_leaks_nothing() {
         (Method::GET, "/api/events".into(), None, Audience::Participant),
         (Method::POST, "/api/agents".into(), Some(json!({ "name": "x" })), Audience::Owner),
         (Method::GET, "/api/agents".into(), None, Audience::Owner),
+        (Method::GET, "/api/agents/me".into(), None, Audience::AnyAgentKey),
+        (Method::GET, "/metrics".into(), None, Audience::Service),
         (Method::GET, format!("/api/agents/{a}"), None, Audience::AgentOrOwner),
         (Method::PATCH, format!("/api/agents/{a}"), Some(json!({ "name": "y" })), Audience::Owner),
         (Method::DELETE, format!("/api/agents/{a}"), None, Audience::Owner),
@@ -228,7 +235,32 @@ async fn every_route_refuses_every_wrong_credential_and_leaks_nothing() {
         ),
     ];
 
-    let mut checked = 0;
+    let with_cred = |req: reqwest::RequestBuilder, cred: Cred, audience: Audience| match cred {
+        Cred::Nothing => req,
+        Cred::Malformed => req.header("authorization", "Bearer not.a.jwt"),
+        Cred::Expired => req.bearer_auth(&expired),
+        Cred::WrongSecret => req.bearer_auth(&wrong_secret),
+        Cred::OtherUsersJwt => req.bearer_auth(app.user_token("user-eve")),
+        Cred::OtherUsersAgentKey => req.header("x-api-key", &eve_agent.key),
+        Cred::RevokedKey => req.header("x-api-key", &revoked),
+        Cred::WrongRole => match audience {
+            Audience::Service => req.bearer_auth(app.user_token("user-maya")),
+            _ => req.bearer_auth(app.service_token()),
+        },
+    };
+    let ids = [a.as_str(), n.as_str(), &opportunity, &context, &attempt_task, &tomas_agent.key_id];
+    let leaks = [n.as_str(), &attempt_task, "user-maya", "user-tomas", "user-ana", &tomas_agent.key, &revoked];
+    let assert_refused = |what: &str, status: StatusCode, want: StatusCode, text: &str| {
+        assert_eq!(status, want, "{what}: {text}");
+        let body: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+        let keys: Vec<&String> = body.as_object().map(|o| o.keys().collect()).unwrap_or_default();
+        assert_eq!(keys, ["error", "code"], "{what}: {text}");
+        for secret in leaks {
+            assert!(!text.contains(secret), "{what} leaked {secret}: {text}");
+        }
+    };
+
+    let (mut checked, mut before_validation) = (0, 0);
     for (method, path, body, audience) in &routes {
         for cred in CREDS {
             if matches!(
@@ -249,26 +281,16 @@ async fn every_route_refuses_every_wrong_credential_and_leaks_nothing() {
             {
                 continue; // a listing shows the caller's own (empty) list: checked below and in insights.rs
             }
+            if *audience == Audience::AnyAgentKey && matches!(cred, Cred::OtherUsersAgentKey) {
+                continue; // a valid key of any agent: GET /api/agents/me answers its own agent
+            }
             if matches!(cred, Cred::OtherUsersJwt) && path == "/api/events" {
                 continue; // a stream of the caller's own events: scoping is tested in ui.rs
             }
             if matches!(cred, Cred::OtherUsersJwt) && *audience == Audience::Owner && (path == "/api/agents") {
                 continue; // creates/lists the caller's own agents
             }
-            let mut req = app.client.request(method.clone(), format!("{}{path}", app.base));
-            req = match cred {
-                Cred::Nothing => req,
-                Cred::Malformed => req.header("authorization", "Bearer not.a.jwt"),
-                Cred::Expired => req.bearer_auth(&expired),
-                Cred::WrongSecret => req.bearer_auth(&wrong_secret),
-                Cred::OtherUsersJwt => req.bearer_auth(app.user_token("user-eve")),
-                Cred::OtherUsersAgentKey => req.header("x-api-key", &eve_agent.key),
-                Cred::RevokedKey => req.header("x-api-key", &revoked),
-                Cred::WrongRole => match audience {
-                    Audience::Service => req.bearer_auth(app.user_token("user-maya")),
-                    _ => req.bearer_auth(app.service_token()),
-                },
-            };
+            let mut req = with_cred(app.client.request(method.clone(), format!("{}{path}", app.base)), cred, *audience);
             if let Some(b) = body {
                 req = req.json(b);
             }
@@ -276,18 +298,65 @@ async fn every_route_refuses_every_wrong_credential_and_leaks_nothing() {
             let status = resp.status();
             let text = resp.text().await.unwrap();
             let want = expected(*audience, cred);
-            assert_eq!(status, want, "{method} {path} with {cred:?}: {text}");
-            let body: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-            let keys: Vec<&String> = body.as_object().map(|o| o.keys().collect()).unwrap_or_default();
-            assert_eq!(keys, ["error", "code"], "{method} {path} with {cred:?}: {text}");
-            for secret in [n.as_str(), &attempt_task, "user-maya", "user-tomas", "user-ana", &tomas_agent.key, &revoked]
-            {
-                assert!(!text.contains(secret), "{method} {path} with {cred:?} leaked {secret}: {text}");
-            }
+            assert_refused(&format!("{method} {path} with {cred:?}"), status, want, &text);
             checked += 1;
+
+            // Credentials before validation: the same credentials with a bad query, a bad body
+            // and a path whose ids are not ids get the same refusal. (What a good credential
+            // may see, a 404 or another user's 403, may depend on the path and body: not here.)
+            let bad_credential = want == StatusCode::UNAUTHORIZED;
+            let wrong_role = matches!(cred, Cred::WrongRole) && want == StatusCode::FORBIDDEN;
+            if !(bad_credential || wrong_role) {
+                continue;
+            }
+            let separator = if path.contains('?') { '&' } else { '?' };
+            let mut bad_inputs = vec![(format!("{path}{separator}limit=many&wait=soon&bogus=1"), false)];
+            if [Method::POST, Method::PUT, Method::PATCH].contains(method) {
+                bad_inputs.push((path.clone(), true));
+            }
+            let bad_path = ids.iter().fold(path.clone(), |p, id| p.replace(id, "not-an-id"));
+            if bad_credential && bad_path != *path {
+                bad_inputs.push((bad_path, false));
+            }
+            for (bad, bad_body) in bad_inputs {
+                let mut req =
+                    with_cred(app.client.request(method.clone(), format!("{}{bad}", app.base)), cred, *audience);
+                req = match (bad_body, body) {
+                    (true, _) => req.header("content-type", "application/json").body("{\"bogus\": "),
+                    (false, Some(b)) => req.json(b),
+                    (false, None) => req,
+                };
+                let resp = req.send().await.unwrap();
+                let status = resp.status();
+                let text = resp.text().await.unwrap();
+                let what = if bad_body { "a bad body" } else { "a bad query or path" };
+                assert_refused(&format!("{method} {bad} ({what}) with {cred:?}"), status, want, &text);
+                before_validation += 1;
+            }
         }
     }
     assert!(checked > 140, "only {checked} cases ran");
+    // Every operation the OpenAPI document says needs credentials is in the matrix.
+    let spec: Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/api-spec/openapi.json")).unwrap(),
+    )
+    .unwrap();
+    let fits = |template: &str, path: &str| {
+        let (t, p): (Vec<&str>, Vec<&str>) = (template.split('/').collect(), path.split('/').collect());
+        t.len() == p.len() && t.iter().zip(&p).all(|(t, p)| t == p || t.starts_with('{'))
+    };
+    for (template, operations) in spec["paths"].as_object().unwrap() {
+        for (method, operation) in operations.as_object().unwrap() {
+            let secured = operation["security"]
+                .as_array()
+                .is_some_and(|s| s.iter().any(|r| r.as_object().is_some_and(|r| !r.is_empty())));
+            let covered = routes.iter().any(|(m, path, _, _)| {
+                m.as_str().eq_ignore_ascii_case(method) && fits(template, path.split('?').next().unwrap_or_default())
+            });
+            assert!(!secured || covered, "{method} {template} needs credentials and is not in the matrix");
+        }
+    }
+    assert!(before_validation > 300, "only {before_validation} cases with bad input ran");
 
     // Nothing changed: the negotiation still waits for Tomas, the agent and its key still work.
     assert_eq!(app.snapshot(n).await.0, "waiting_for_agent");
@@ -298,4 +367,44 @@ async fn every_route_refuses_every_wrong_credential_and_leaks_nothing() {
     // Another user's listing is their own: empty.
     let eve = app.get("/api/opportunities", &app.user_token("user-eve")).await;
     assert_eq!(eve.body["opportunities"], json!([]));
+}
+
+/// An empty `x-api-key` is a key that is missing: the request named a key, so it is refused 401
+/// as one without a lookup, and never let through on a bearer token beside it (a user's JWT or
+/// even the agent's own key), on the HTTP routes and on MCP alike, with the same answer.
+#[tokio::test]
+async fn an_empty_api_key_is_refused_alike_on_http_and_mcp() {
+    let app = TestApp::spawn().await;
+    let agent = app.register_agent("user-tomas").await;
+    let jwt = app.user_token("user-tomas");
+    let id = &agent.id;
+    let routes = [
+        (Method::POST, format!("/api/agents/{id}/negotiations/pickup")),
+        (Method::POST, format!("/api/agents/{id}/heartbeat")),
+        (Method::GET, "/api/agents/me".to_owned()),
+        (Method::GET, format!("/api/agents/{id}")),
+        (Method::GET, format!("/api/agents/{id}/capabilities")),
+        (Method::GET, "/api/agents/discover?taskType=testing".to_owned()),
+        (Method::POST, "/api/agents/delegate".to_owned()),
+        (Method::POST, "/mcp".to_owned()),
+    ];
+    for (method, path) in &routes {
+        for beside in [None, Some(jwt.as_str()), Some(agent.key.as_str())] {
+            for empty in ["", "   "] {
+                let mut req =
+                    app.client.request(method.clone(), format!("{}{path}", app.base)).header("x-api-key", empty);
+                if let Some(token) = beside {
+                    req = req.bearer_auth(token);
+                }
+                let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+                let resp =
+                    req.header("accept", "application/json, text/event-stream").json(&body).send().await.unwrap();
+                let status = resp.status();
+                let answer: Value = resp.json().await.unwrap();
+                let what = format!("{method} {path} with x-api-key {empty:?} beside {}", beside.is_some());
+                assert_eq!(status, StatusCode::UNAUTHORIZED, "{what}: {answer}");
+                assert_eq!(answer, json!({"error": parley::auth::MISSING_KEY, "code": "unauthorized"}), "{what}");
+            }
+        }
+    }
 }

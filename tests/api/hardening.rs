@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use parley::http::auth::{CallerRole, Claims};
+use parley::auth::{CallerRole, Claims};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use tokio::{
@@ -300,6 +300,10 @@ async fn a_burst_of_failed_authentications_is_answered_429_and_successes_are_not
         app.client.get(format!("{}{agent_path}", app.base)).header("x-api-key", "pk_wrong").send().await.unwrap();
     assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
     assert!(refused.headers().contains_key("retry-after"));
+    // ...and on MCP, which authenticates by the same path.
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let mcp = app.client.post(format!("{}/mcp", app.base)).header("x-api-key", "pk_wrong").json(&list).send();
+    assert_eq!(mcp.await.unwrap().status(), StatusCode::TOO_MANY_REQUESTS);
     // The valid token from the same address is still served.
     assert_eq!(app.get("/api/opportunities", &good).await.status, StatusCode::OK);
     // Requests without credentials to public routes still answer.

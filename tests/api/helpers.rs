@@ -11,9 +11,10 @@ use std::{
 
 use parley::{
     app::Application,
+    auth::CallerRole,
     config::Config,
     db::{self, EmbeddedPostgres},
-    http::{AppState, auth::CallerRole},
+    http::AppState,
 };
 use reqwest::{Method, StatusCode};
 use serde_json::Value;

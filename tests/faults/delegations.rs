@@ -21,7 +21,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use parley::http::auth::{CallerRole, JwtKeys};
+use parley::auth::{CallerRole, JwtKeys};
 use serde_json::{Value, json};
 use uuid::Uuid;
 

@@ -7,12 +7,7 @@ use std::{path::PathBuf, time::Duration};
 
 use anyhow::Context;
 use axum::body::Bytes;
-use parley::{
-    app::Application,
-    config::Config,
-    db,
-    http::{AppState, auth::CallerRole},
-};
+use parley::{app::Application, auth::CallerRole, config::Config, db, http::AppState};
 use reqwest::{Method, RequestBuilder, StatusCode};
 use serde_json::{Value, json};
 use sqlx::PgPool;

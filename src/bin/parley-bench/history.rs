@@ -242,7 +242,7 @@ struct Specials {
 
 /// A user token for `user`.
 fn user_token(b: &Bench, user: &str) -> anyhow::Result<String> {
-    b.state.jwt.mint(user, parley::http::auth::CallerRole::User, Duration::from_secs(6 * 3600))
+    b.state.jwt.mint(user, parley::auth::CallerRole::User, Duration::from_secs(6 * 3600))
 }
 
 /// A template user: `hist-tpl-<k>-s` or `-c`, fixed width so that no name is a prefix of another
