@@ -6,7 +6,7 @@
 //! the read.
 //!
 //! The tests pin every word each function's source can answer (`migrations/functions/`) to its
-//! enum, and the terminal statuses the SQL writes as literals to [`Status::is_terminal`].
+//! enum, and the terminal statuses the SQL writes as literals to [`super::Status::is_terminal`].
 
 #[cfg(test)]
 use super::state::Status;
