@@ -131,7 +131,12 @@ impl Application {
         };
         crate::metrics::install(config.metrics);
         let streams =
-            Arc::new(http::streams::StreamLimits::new(config.sse_per_token, config.sse_per_user, config.sse_max));
+            Arc::new(crate::wire::streams::StreamLimits::new(config.sse_per_token, config.sse_per_user, config.sse_max));
+        let a2a_streams = Arc::new(crate::wire::streams::StreamLimits::new(
+            config.a2a_streams_per_agent,
+            config.a2a_streams_per_agent,
+            config.sse_max,
+        ));
         let Services { engine, delegations } = Self::build_services(config, pool)?;
         let (stop, stopping) = tokio::sync::watch::channel(false);
         let state = AppState {
@@ -145,6 +150,7 @@ impl Application {
             events: Arc::new(crate::live::EventHub::default()),
             stopping,
             streams,
+            a2a_streams,
         };
         Ok(Application { listener, metrics_listener, state, stop })
     }
@@ -303,15 +309,23 @@ pub async fn shutdown_signal() {
     tracing::info!("shutting down");
 }
 
-/// The whole service's routes: the HTTP API's resources, the MCP endpoint and the OpenAPI
-/// document, under the shared layers. Assembled here, above all three, because the MCP tools
-/// and the OpenAPI document are built on the HTTP modules.
+/// The whole service's routes: the HTTP API's resources, the MCP endpoint, the A2A endpoint
+/// and the OpenAPI document, under the shared layers. Assembled here, above all of them,
+/// because no adapter imports another and the OpenAPI document is built on the HTTP modules.
 pub fn router(state: http::AppState) -> axum::Router {
     let mcp = crate::mcp::router(crate::mcp::McpState {
         engine: state.engine.clone(),
         delegations: state.delegations.clone(),
         jwt: state.jwt.clone(),
     });
-    let routes = http::resources().merge(crate::openapi::router()).merge(mcp);
+    let a2a = crate::a2a::router(crate::a2a::A2aState {
+        engine: state.engine.clone(),
+        delegations: state.delegations.clone(),
+        jwt: state.jwt.clone(),
+        events: state.events.clone(),
+        streams: state.a2a_streams.clone(),
+        stopping: state.stopping.clone(),
+    });
+    let routes = http::resources().merge(crate::openapi::router()).merge(mcp).merge(a2a);
     http::layered(routes, state)
 }

@@ -146,6 +146,12 @@ pub struct Config {
     pub sse_per_user: u32,
     /// `PARLEY_SSE_MAX`: event streams the process holds open at once.
     pub sse_max: u32,
+    /// `PARLEY_A2A_STREAMS_PER_AGENT`: A2A task streams (streaming sends and subscriptions) one
+    /// agent may hold open at once; the process holds at most `PARLEY_SSE_MAX` of them.
+    pub a2a_streams_per_agent: u32,
+    /// `PARLEY_PUBLIC_URL`: where clients reach this service (`https://parley.example.com`, no
+    /// trailing slash), for the URLs its A2A agent card names; unset, the request's `Host`.
+    pub public_url: Option<String>,
     /// `PARLEY_JWT_MAX_TTL`: a token whose `exp` lies further out than this from now is refused.
     pub jwt_max_ttl: Duration,
     /// `PARLEY_AUTH_FAILURE_BURST`: failed authentications a client address may make in a burst.
@@ -230,6 +236,8 @@ impl Default for Config {
             sse_per_token: 4,
             sse_per_user: 16,
             sse_max: 4096,
+            a2a_streams_per_agent: 100,
+            public_url: None,
             jwt_max_ttl: Duration::from_secs(30 * 24 * 3600),
             auth_failure_burst: 30,
             auth_failure_refill: Duration::from_millis(250),
@@ -253,6 +261,21 @@ impl Default for Config {
             input_failure_refill: Duration::from_secs(3),
         }
     }
+}
+
+/// A public base URL: `http://` or `https://`, a host, an optional port and path, no query,
+/// fragment or credentials; a trailing slash is dropped.
+fn public_url(var: &'static str, v: &str) -> Result<String, ConfigError> {
+    let bad = |message: &str| ConfigError { var, message: format!("{v:?} {message}") };
+    let rest = v.strip_prefix("https://").or_else(|| v.strip_prefix("http://")).ok_or_else(|| bad("must start with http:// or https://"))?;
+    let host = rest.split('/').next().unwrap_or_default();
+    if host.is_empty() {
+        return Err(bad("names no host"));
+    }
+    if rest.contains(['?', '#', '@', ' ']) {
+        return Err(bad("must hold no query, fragment, credentials or spaces"));
+    }
+    Ok(v.trim_end_matches('/').to_owned())
 }
 
 impl Config {
@@ -422,6 +445,11 @@ impl Config {
         let sse_per_token = within("PARLEY_SSE_PER_TOKEN", d.sse_per_token, 1, 100_000)?;
         let sse_per_user = within("PARLEY_SSE_PER_USER", d.sse_per_user, 1, 100_000)?;
         let sse_max = within("PARLEY_SSE_MAX", d.sse_max, 1, 1_000_000)?;
+        let a2a_streams_per_agent = within("PARLEY_A2A_STREAMS_PER_AGENT", d.a2a_streams_per_agent, 1, 100_000)?;
+        let public_url = match var("PARLEY_PUBLIC_URL") {
+            None => None,
+            Some(v) => Some(public_url("PARLEY_PUBLIC_URL", &v)?),
+        };
         let schema_check_threads = within("PARLEY_SCHEMA_CHECK_THREADS", d.schema_check_threads, 1, 64)?;
         let schema_cache_mib = within("PARLEY_SCHEMA_CACHE_MIB", d.schema_cache_mib, 1, 65_536)?;
         let max_agents_per_user = within("PARLEY_MAX_AGENTS_PER_USER", d.max_agents_per_user, 1, 1_000_000)?;
@@ -483,6 +511,8 @@ impl Config {
             sse_per_token,
             sse_per_user,
             sse_max,
+            a2a_streams_per_agent,
+            public_url,
             jwt_max_ttl: duration("PARLEY_JWT_MAX_TTL", d.jwt_max_ttl)?,
             auth_failure_burst,
             auth_failure_refill: duration("PARLEY_AUTH_FAILURE_REFILL", d.auth_failure_refill)?,

@@ -99,7 +99,7 @@ fn describe() {
     );
     describe_gauge!("parley_long_poll_waiters", "Pickups waiting in a long-poll right now.");
     describe_gauge!("parley_http_connections", "HTTP connections open right now (each holds a file descriptor).");
-    describe_gauge!("parley_sse_streams", "Event streams (GET /api/events) open right now.");
+    describe_gauge!("parley_sse_streams", "Event streams (GET /api/events) and A2A task streams open right now.");
     describe_gauge!("parley_parked_turns", "Turns parked for a personal agent and not claimed.");
     describe_gauge!("parley_claimed_turns", "Turns claimed by a personal agent and not yet answered.");
     describe_gauge!(
@@ -110,6 +110,11 @@ fn describe() {
     );
     describe_gauge!("parley_timer_jobs_overdue", "Pending timers more than 5 s past their time, by queue.");
     describe_gauge!("parley_db_pool_connections", "Database pool connections, by state (in_use, idle).");
+    describe_counter!(
+        "parley_a2a_calls_total",
+        "Calls of the A2A endpoint (POST /a2a), by method (its A2A name; `unknown` for any other) and outcome \
+         (ok, error: a JSON-RPC error answer, refused: an HTTP refusal such as 401 or 429)."
+    );
 }
 
 /// Registers every series whose label values are a closed set, at zero, so dashboards and
@@ -139,6 +144,23 @@ fn register_known_series() {
     gauge!("parley_http_connections").set(0.0);
     gauge!("parley_sse_streams").set(0.0);
     let _ = histogram!("parley_pickup_wait_seconds");
+    for method in A2A_METHODS_OF_NOTE {
+        for outcome in ["ok", "error", "refused"] {
+            counter!("parley_a2a_calls_total", "method" => *method, "outcome" => outcome).absolute(0);
+        }
+    }
+}
+
+/// The A2A methods whose series are registered at zero (the others appear when first called).
+const A2A_METHODS_OF_NOTE: &[&str] =
+    &["SendMessage", "SendStreamingMessage", "GetTask", "CancelTask", "message/send", "message/stream", "tasks/get", "tasks/cancel"];
+
+/// A call of the A2A endpoint: `method` is one of its method names (a closed set) or `unknown`;
+/// `outcome` is `ok`, `error` or `refused`.
+pub fn a2a_call(method: &'static str, outcome: &'static str) {
+    if enabled() {
+        counter!("parley_a2a_calls_total", "method" => method, "outcome" => outcome).increment(1);
+    }
 }
 
 /// Counts one answered request and its duration; the route is the matched template.

@@ -31,7 +31,9 @@ authenticate is answered 429 with `Retry-After` for a while. Users and the platf
 agents with their API key, either as `Authorization: Bearer pk_...` (`agentKeyBearer`) or as \
 `x-api-key: pk_...` (`agentKey`). Personal agents can also use the MCP endpoint `POST /mcp` \
 (Model Context Protocol over streamable HTTP, same API key), which is described by the MCP \
-specification rather than here.",
+specification rather than here. A2A clients find Parley's agent card at \
+`/.well-known/agent-card.json` and call `POST /a2a` (JSON-RPC 2.0; A2A 1.0 and 0.3) with the same \
+agent key as a bearer credential.",
         license(name = "Apache-2.0", identifier = "Apache-2.0"),
     ),
     paths(
@@ -50,6 +52,8 @@ specification rather than here.",
         insights::get_insights,
         a2a::get_task,
         a2a::get_conversation,
+        crate::a2a::card::get_card,
+        crate::a2a::methods::handle,
         agents::create_agent,
         agents::list_agents,
         agents::get_agent,
@@ -96,7 +100,7 @@ specification rather than here.",
         (name = "turns", description = "A personal agent's turn delivery: pickup, respond, extend, release"),
         (name = "directory", description = "Capabilities agents offer, discovery, ranking and trust"),
         (name = "delegation", description = "One agent hands work to another: request, accept, execute, return, with fallback"),
-        (name = "a2a", description = "A2A views of a negotiation and of a delegation attempt"),
+        (name = "a2a", description = "A2A: Parley's agent card and its JSON-RPC endpoint (A2A 1.0 and 0.3), where any A2A client delegates through the directory; and the A2A views of a negotiation, a delegation and a delegation attempt"),
         (name = "assessment", description = "Bindu-compatible self-assessment (snake_case)"),
         (name = "events", description = "Live events for the web UI"),
         (name = "health", description = "Probes"),

@@ -286,7 +286,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // Who is calling, for every adapter: one policy per kind of route and one `authenticate()`.
     ("auth", &["config", "delivery", "error_code", "store"]),
     // What both adapters render (bodies, views, error answers, the A2A shapes), beneath both.
-    ("wire", &["config", "delivery", "directory", "domain", "error_code", "quote", "runtime", "scoring", "store"]),
+    (
+        "wire",
+        &["config", "delivery", "directory", "domain", "error_code", "metrics", "quote", "runtime", "scoring", "store"],
+    ),
     (
         "http",
         &[
@@ -308,11 +311,17 @@ const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     ("mcp", &["auth", "config", "delivery", "directory", "domain", "error_code", "quote", "runtime", "store", "wire"]),
-    ("openapi", &["http"]),
+    // The A2A endpoint: a third adapter over the same services, beside HTTP and MCP.
+    (
+        "a2a",
+        &["auth", "config", "delivery", "directory", "error_code", "live", "metrics", "quote", "runtime", "store", "wire"],
+    ),
+    ("openapi", &["a2a", "http"]),
     ("agent", &["auth", "config", "directory", "domain", "error_code", "http", "llm", "quote", "scoring"]),
     (
         "app",
         &[
+            "a2a",
             "auth",
             "config",
             "db",
@@ -330,6 +339,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "services",
             "store",
             "telemetry",
+            "wire",
         ],
     ),
     ("cli", &["agent", "app", "auth", "config", "db", "http", "openapi", "scoring", "services", "store", "telemetry"]),

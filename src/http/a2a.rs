@@ -2,8 +2,10 @@
 //! A participant reads the other side's turns without their `reasoning`, and the outcome's
 //! reasoning only when its own side's turn ended the negotiation (see [`Viewer`]).
 //! A delegation attempt is an A2A task too, read at the same `GET /api/tasks/{id}` by its
-//! parties, agent keys included ([`super::a2a_attempts`]); a negotiation's task is read by user,
-//! service and admin tokens only, and an agent key is told it does not exist.
+//! parties, agent keys included ([`super::a2a_attempts`]); so is a delegation as a whole (the
+//! task the A2A endpoint answers: `crate::wire::delegation_task`), read by its requester's key,
+//! the requester's owner and the service; a negotiation's task is read by user, service and
+//! admin tokens only, and an agent key is told it does not exist.
 
 use axum::{Json, Router, extract::State, routing::get};
 use serde_json::Value;
@@ -20,8 +22,8 @@ use super::{
 use crate::{
     auth::{CallerRole, Principal},
     directory::delegation::store as delegation_store,
-    store::{conversations, messages, tasks},
-    wire::a2a,
+    store::{agents, conversations, messages, tasks},
+    wire::{a2a, delegation_task},
 };
 
 /// The routes.
@@ -50,7 +52,7 @@ fn takes_part_in(reader: &Principal, t: &delegation_store::AttemptTask) -> bool 
 /// and the target agent's keys, their owners' user tokens and the service).
 #[utoipa::path(get, path = "/api/tasks/{id}", tag = "a2a", operation_id = "getTask",
     security(("bearerJwt" = []), ("agentKeyBearer" = []), ("agentKey" = [])),
-    params(("id" = Uuid, Path, description = "The task id: a negotiation id, or a delegation attempt's `taskId`")),
+    params(("id" = Uuid, Path, description = "The task id: a negotiation id, a delegation attempt's `taskId`, or a delegation's id (the task the A2A endpoint answers)")),
     responses(
         (status = 200, description = "The A2A task", body = a2a::Task),
         (status = 403, description = "The key's agent is inactive"),
@@ -63,11 +65,29 @@ pub async fn get_task(
 ) -> ApiResult<Json<a2a::Task>> {
     let mut conn = state.pool().acquire().await?;
     let Some(task) = tasks::get(&mut conn, id).await? else {
-        let attempt = delegation_store::attempt_task(&mut conn, id).await?;
-        return attempt
-            .filter(|t| takes_part_in(&reader, t))
-            .map(|t| Json(a2a_attempts::task(&t)))
-            .ok_or(ApiError::NotFound("task"));
+        if let Some(attempt) = delegation_store::attempt_task(&mut conn, id).await? {
+            return Some(attempt)
+                .filter(|t| takes_part_in(&reader, t))
+                .map(|t| Json(a2a_attempts::task(&t)))
+                .ok_or(ApiError::NotFound("task"));
+        }
+        let (delegation, attempts) = delegation_store::record(&mut conn, id).await?.ok_or(ApiError::NotFound("task"))?;
+        let requester_owner = match &reader {
+            Principal::Caller(caller) if caller.role == CallerRole::User => {
+                agents::get(&mut conn, delegation.requester_agent_id).await?.map(|a| a.owner_user_id)
+            }
+            _ => None,
+        };
+        let reads = match &reader {
+            Principal::Agent(agent) => agent.agent_id == delegation.requester_agent_id,
+            Principal::Caller(caller) if caller.is_service() => true,
+            Principal::Caller(caller) => requester_owner.as_deref() == Some(caller.sub.as_str()),
+            Principal::Key(_) => false,
+        };
+        if !reads {
+            return Err(ApiError::NotFound("task"));
+        }
+        return Ok(Json(delegation_task::task(&delegation, &attempts)));
     };
     let Principal::Caller(caller) = &reader else { return Err(ApiError::NotFound("task")) };
     let viewer = Viewer::of_caller(caller, &task).ok_or(ApiError::NotFound("task"))?;
@@ -109,7 +129,7 @@ pub async fn get_task(
         .collect();
     Ok(Json(a2a::Task {
         id: task.id,
-        context_id: task.conversation_id,
+        context_id: task.conversation_id.to_string(),
         kind: "task",
         status: a2a::TaskStatus { state: task.state.as_str(), timestamp: task.updated_at, message: None },
         history,

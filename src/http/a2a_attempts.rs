@@ -8,25 +8,12 @@
 //! in `metadata.reason`).
 
 use serde_json::json;
-use uuid::Uuid;
 
 use crate::{
     directory::delegation::{Status, store::AttemptTask},
-    wire::a2a,
+    wire::a2a::{self, RESULT_ARTIFACT, derived_id},
 };
 
-/// The name of a completed attempt's artifact.
-pub const RESULT_ARTIFACT: &str = "delegation-result";
-
-/// A stable id for a part of the task named `what` (its message, its artifact): the same on
-/// every read, different for every task.
-fn derived_id(task_id: Uuid, what: &str) -> Uuid {
-    use sha2::{Digest, Sha256};
-    let digest = Sha256::new().chain_update(task_id.as_bytes()).chain_update(what.as_bytes()).finalize();
-    let mut bytes = [0u8; 16];
-    bytes.copy_from_slice(&digest[..16]);
-    uuid::Builder::from_custom_bytes(bytes).into_uuid()
-}
 
 /// The A2A task of an attempt (the `A2aTask` schema).
 pub fn task(t: &AttemptTask) -> a2a::Task {
@@ -49,7 +36,7 @@ pub fn task(t: &AttemptTask) -> a2a::Task {
     };
     a2a::Task {
         id: a.task_id,
-        context_id,
+        context_id: context_id.to_string(),
         kind: "task",
         status: a2a::TaskStatus {
             state: a.status.a2a_state(),
@@ -78,6 +65,8 @@ pub fn task(t: &AttemptTask) -> a2a::Task {
 
 #[cfg(test)]
 mod tests {
+    use uuid::Uuid;
+
     use super::*;
 
     #[test]

@@ -27,7 +27,6 @@ pub mod negotiations;
 pub mod opportunities;
 pub mod serve;
 pub mod status_page;
-pub mod streams;
 pub mod unread_body;
 pub mod views;
 
@@ -72,7 +71,9 @@ pub struct AppState {
     /// a graceful shutdown is not held up by clients that never disconnect.
     pub stopping: tokio::sync::watch::Receiver<bool>,
     /// The event streams open, by token, by user and in all.
-    pub streams: Arc<streams::StreamLimits>,
+    pub streams: Arc<crate::wire::streams::StreamLimits>,
+    /// The A2A task streams open, by agent and in all.
+    pub a2a_streams: Arc<crate::wire::streams::StreamLimits>,
 }
 
 impl AppState {

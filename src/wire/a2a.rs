@@ -26,9 +26,10 @@ use crate::{
 pub struct Task {
     /// The task id: the negotiation id, or a delegation attempt's `taskId`.
     pub id: Uuid,
-    /// The A2A context: a negotiation's conversation id, or the delegation an attempt belongs
-    /// to (the same for all its attempts).
-    pub context_id: Uuid,
+    /// The A2A context: a negotiation's conversation id, the delegation an attempt belongs to
+    /// (the same for all its attempts), or a delegation's (the `contextId` of the message that
+    /// asked for it, else the delegation's id).
+    pub context_id: String,
     /// Always `task`.
     #[schema(pattern = "^task$")]
     pub kind: &'static str,
@@ -117,7 +118,7 @@ pub struct Message {
     /// Its id.
     pub message_id: Uuid,
     /// The context id.
-    pub context_id: Uuid,
+    pub context_id: String,
     /// The task id.
     pub task_id: Uuid,
     /// Always `message`.
@@ -139,8 +140,8 @@ pub struct Message {
 
 impl Message {
     /// A message in task `task_id` of context `context_id`.
-    pub fn new(message_id: Uuid, context_id: Uuid, task_id: Uuid, role: Role, parts: Value) -> Message {
-        Message { message_id, context_id, task_id, kind: "message", role, parts, metadata: None }
+    pub fn new(message_id: Uuid, context_id: impl ToString, task_id: Uuid, role: Role, parts: Value) -> Message {
+        Message { message_id, context_id: context_id.to_string(), task_id, kind: "message", role, parts, metadata: None }
     }
 }
 
@@ -187,6 +188,24 @@ pub fn data_parts(data: impl Serialize) -> Value {
     serde_json::json!([{ "kind": "data", "data": data }])
 }
 
+/// One text part: `[{kind: "text", text}]`.
+pub fn text_parts(text: &str) -> Value {
+    serde_json::json!([{ "kind": "text", "text": text }])
+}
+
+/// The name of a completed delegation's (or attempt's) artifact.
+pub const RESULT_ARTIFACT: &str = "delegation-result";
+
+/// A stable id for a part of the task `task_id` named `what` (its message, its artifact): the
+/// same on every read, different for every task.
+pub fn derived_id(task_id: Uuid, what: &str) -> Uuid {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::new().chain_update(task_id.as_bytes()).chain_update(what.as_bytes()).finalize();
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    uuid::Builder::from_custom_bytes(bytes).into_uuid()
+}
+
 /// The facts on an A2A task: a negotiation's or a delegation attempt's.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(untagged)]
@@ -196,6 +215,71 @@ pub enum TaskMetadata {
     Negotiation(NegotiationMetadata),
     /// A delegation attempt.
     Attempt(AttemptMetadata),
+    /// A delegation, as the A2A endpoint's task.
+    Delegation(DelegationMetadata),
+}
+
+/// A delegation's facts on its A2A task, under `parley` (A2A leaves `metadata` to the server).
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = A2aDelegationMetadata)]
+pub struct DelegationMetadata {
+    /// Parley's facts.
+    pub parley: DelegationFacts,
+}
+
+/// What Parley knows of a delegation: its request, where it stands, and each attempt (each
+/// target by the anonymous id the requester sees).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = A2aDelegationFacts)]
+pub struct DelegationFacts {
+    /// The delegation's request id (`GET /api/delegations/{requestId}`).
+    pub request_id: Uuid,
+    /// The kind of work.
+    pub task_type: String,
+    /// Set for `custom`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub custom_type: Option<String>,
+    /// Parley's status of the delegation: its last attempt's, or `canceled`.
+    #[schema(value_type = String)]
+    pub status: Status,
+    /// Attempts made after the first.
+    pub retries_used: i32,
+    /// Most attempts after the first.
+    pub max_retries: i32,
+    /// How long each attempt may take, from its start.
+    pub timeout_ms: i64,
+    /// Its attempts, first first.
+    pub attempts: Vec<AttemptFacts>,
+}
+
+/// One attempt of a delegation, as its requester sees it.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = A2aAttemptFacts)]
+pub struct AttemptFacts {
+    /// 1-based.
+    pub attempt: i32,
+    /// The attempt's own A2A task (`GET /api/tasks/{taskId}`).
+    pub task_id: Uuid,
+    /// Where it stands.
+    #[schema(value_type = String)]
+    pub status: Status,
+    /// The target, by the anonymous id the requester sees.
+    pub target_anonymous_id: Uuid,
+    /// Offered.
+    pub created_at: DateTime<Utc>,
+    /// Taken.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub accepted_at: Option<DateTime<Utc>>,
+    /// Ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<DateTime<Utc>>,
+    /// When it times out.
+    pub deadline: DateTime<Utc>,
+    /// Why it ended without completing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// A delegation attempt's facts on its A2A task. The other side appears only by anonymous id.

@@ -145,6 +145,7 @@ fn result_status(status: Status) -> &'static str {
         Status::Rejected => "rejected",
         Status::Timeout => "timeout",
         Status::Error => "error",
+        Status::Canceled => "canceled",
         Status::Request | Status::Accepted => "pending",
     }
 }

@@ -187,6 +187,7 @@ impl Delegations {
             output: None,
             created_at: window.not_before.map_or(now, |t| t.max(now)),
             ended_at: None,
+            context_id: req.context_id.clone(),
         };
         let target = self.first_target(conn, &d, opened, screened).await?;
         let requester_anonymous_id = match opened.requester_anonymous_id {
@@ -207,6 +208,10 @@ impl Delegations {
             },
         )
         .await?;
+        if let Some(context_id) = &req.context_id {
+            store::set_context(conn, d.delegation_id, context_id).await?;
+        }
+        let delegation = Delegation { context_id: req.context_id.clone(), ..delegation };
         if live {
             return Ok(Made { record: Record { delegation, attempts }, live: Some(target_id), fresh: true });
         }

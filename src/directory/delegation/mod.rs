@@ -46,6 +46,7 @@
 //! the requester sees each target's.
 
 pub mod accept;
+pub mod cancel_pending;
 pub mod delegate;
 pub mod flow;
 pub mod offer;
@@ -228,6 +229,9 @@ pub struct Request {
     pub fallback_enabled: bool,
     /// 0 to [`MAX_RETRIES`].
     pub max_retries: i32,
+    /// The A2A context it is asked in (the message's `contextId`), kept with it; not part of
+    /// what makes two requests the same.
+    pub context_id: Option<String>,
 }
 
 impl Request {
@@ -261,6 +265,7 @@ impl Request {
             timeout_ms,
             fallback_enabled: raw.fallback_enabled.unwrap_or(true),
             max_retries: max_retries as i32,
+            context_id: None,
         })
     }
 

@@ -33,6 +33,37 @@ impl Delegations {
         Ok(Record { delegation, attempts })
     }
 
+    /// Delegation `delegation_id` with its attempts, when `requester` asked for it; to anyone
+    /// else it does not exist (`NotFound`). What the A2A endpoint reads a task by.
+    pub async fn requested_by(&self, delegation_id: Uuid, requester: Uuid) -> Result<Record, DelegationError> {
+        let record = self.read_record(delegation_id).await?;
+        if record.delegation.requester_agent_id != requester {
+            return Err(DelegationError::NotFound);
+        }
+        Ok(record)
+    }
+
+    /// A page of `requester`'s delegations with their attempts, newest first: at most `limit`,
+    /// older than `before` when given. Two statements, whatever the page's size.
+    pub async fn requested_page(
+        &self,
+        requester: Uuid,
+        before: Option<Uuid>,
+        limit: i64,
+    ) -> Result<Vec<Record>, DelegationError> {
+        let mut conn = self.runtime.pool.acquire().await?;
+        let rows = store::outbound(&mut conn, requester, None, before, limit).await?;
+        let ids: Vec<Uuid> = rows.iter().map(|d| d.delegation_id).collect();
+        let mut attempts = store::attempts_of(&mut conn, &ids).await?;
+        Ok(rows
+            .into_iter()
+            .map(|delegation| {
+                let attempts = attempts.remove(&delegation.delegation_id).unwrap_or_default();
+                Record { delegation, attempts }
+            })
+            .collect())
+    }
+
     /// A delegation and its attempts as committed now.
     async fn read_record(&self, delegation_id: Uuid) -> Result<Record, DelegationError> {
         let mut conn = self.runtime.pool.acquire().await?;

@@ -25,6 +25,8 @@ pub enum Status {
     Timeout,
     /// The target reported that it failed, or was deleted.
     Error,
+    /// Canceled by its requester.
+    Canceled,
 }
 
 /// What happens to an attempt.
@@ -60,8 +62,15 @@ impl Event {
 
 impl Status {
     /// Every status.
-    pub const ALL: [Status; 6] =
-        [Status::Request, Status::Accepted, Status::Completed, Status::Rejected, Status::Timeout, Status::Error];
+    pub const ALL: [Status; 7] = [
+        Status::Request,
+        Status::Accepted,
+        Status::Completed,
+        Status::Rejected,
+        Status::Timeout,
+        Status::Error,
+        Status::Canceled,
+    ];
 
     /// The wire (and database) name.
     pub fn as_str(self) -> &'static str {
@@ -72,6 +81,7 @@ impl Status {
             Status::Rejected => "rejected",
             Status::Timeout => "timeout",
             Status::Error => "error",
+            Status::Canceled => "canceled",
         }
     }
 
@@ -101,6 +111,7 @@ impl Status {
             Status::Rejected => "rejected",
             Status::Timeout => "failed",
             Status::Error => "failed",
+            Status::Canceled => "canceled",
         }
     }
 
@@ -163,6 +174,7 @@ mod tests {
                 ("rejected", "rejected"),
                 ("timeout", "failed"),
                 ("error", "failed"),
+                ("canceled", "canceled"),
             ]
         );
         // A live attempt is a live task; an ended one an ended task.

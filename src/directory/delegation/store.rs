@@ -47,7 +47,7 @@ macro_rules! delegations_where {
             Delegation,
             r#"SELECT delegation_id, request_id, requester_agent_id, task_type, custom_type, input, requested_target,
                     timeout_ms, fallback_enabled, max_retries, retries_used, status AS "status: Status", output,
-                    created_at, ended_at
+                    created_at, ended_at, context_id
              FROM delegations "# + $rest,
             $($arg),+
         )
@@ -96,6 +96,9 @@ pub struct Delegation {
     pub created_at: DateTime<Utc>,
     /// Ended, once terminal.
     pub ended_at: Option<DateTime<Utc>>,
+    /// The A2A context it was asked in (the `contextId` of the message that made it), if any.
+    #[serde(default)]
+    pub context_id: Option<String>,
 }
 
 impl Delegation {
@@ -964,6 +967,14 @@ pub async fn outbound(
     )
     .fetch_all(conn)
     .await
+}
+
+/// Records the A2A context a delegation was asked in, in the transaction that made it.
+pub async fn set_context(conn: &mut PgConnection, delegation_id: Uuid, context_id: &str) -> sqlx::Result<()> {
+    sqlx::query!("UPDATE delegations SET context_id = $2 WHERE delegation_id = $1", delegation_id, context_id)
+        .execute(conn)
+        .await?;
+    Ok(())
 }
 
 /// The wake-up key of a target's inbox.

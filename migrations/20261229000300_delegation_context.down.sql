@@ -1,0 +1,1 @@
+ALTER TABLE delegations DROP COLUMN context_id;
