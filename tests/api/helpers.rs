@@ -494,6 +494,13 @@ impl SseReader {
         SseReader { stream: Box::pin(resp.bytes_stream()), buffer: String::new(), content_type }
     }
 
+    /// Reads the SSE answer `resp` (any route's).
+    pub fn from_response(resp: reqwest::Response) -> SseReader {
+        let content_type =
+            resp.headers().get("content-type").map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default();
+        SseReader { stream: Box::pin(resp.bytes_stream()), buffer: String::new(), content_type }
+    }
+
     /// The next event (comments skipped), or `None` if none arrives within `wait`.
     pub async fn next(&mut self, wait: Duration) -> Option<SseEvent> {
         use futures::StreamExt;
