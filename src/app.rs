@@ -130,8 +130,11 @@ impl Application {
             None => None,
         };
         crate::metrics::install(config.metrics);
-        let streams =
-            Arc::new(crate::wire::streams::StreamLimits::new(config.sse_per_token, config.sse_per_user, config.sse_max));
+        let streams = Arc::new(crate::wire::streams::StreamLimits::new(
+            config.sse_per_token,
+            config.sse_per_user,
+            config.sse_max,
+        ));
         let a2a_streams = Arc::new(crate::wire::streams::StreamLimits::new(
             config.a2a_streams_per_agent,
             config.a2a_streams_per_agent,

@@ -267,7 +267,10 @@ impl Default for Config {
 /// fragment or credentials; a trailing slash is dropped.
 fn public_url(var: &'static str, v: &str) -> Result<String, ConfigError> {
     let bad = |message: &str| ConfigError { var, message: format!("{v:?} {message}") };
-    let rest = v.strip_prefix("https://").or_else(|| v.strip_prefix("http://")).ok_or_else(|| bad("must start with http:// or https://"))?;
+    let rest = v
+        .strip_prefix("https://")
+        .or_else(|| v.strip_prefix("http://"))
+        .ok_or_else(|| bad("must start with http:// or https://"))?;
     let host = rest.split('/').next().unwrap_or_default();
     if host.is_empty() {
         return Err(bad("names no host"));

@@ -152,8 +152,16 @@ fn register_known_series() {
 }
 
 /// The A2A methods whose series are registered at zero (the others appear when first called).
-const A2A_METHODS_OF_NOTE: &[&str] =
-    &["SendMessage", "SendStreamingMessage", "GetTask", "CancelTask", "message/send", "message/stream", "tasks/get", "tasks/cancel"];
+const A2A_METHODS_OF_NOTE: &[&str] = &[
+    "SendMessage",
+    "SendStreamingMessage",
+    "GetTask",
+    "CancelTask",
+    "message/send",
+    "message/stream",
+    "tasks/get",
+    "tasks/cancel",
+];
 
 /// A call of the A2A endpoint: `method` is one of its method names (a closed set) or `unknown`;
 /// `outcome` is `ok`, `error` or `refused`.

@@ -314,7 +314,19 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // The A2A endpoint: a third adapter over the same services, beside HTTP and MCP.
     (
         "a2a",
-        &["auth", "config", "delivery", "directory", "error_code", "live", "metrics", "quote", "runtime", "store", "wire"],
+        &[
+            "auth",
+            "config",
+            "delivery",
+            "directory",
+            "error_code",
+            "live",
+            "metrics",
+            "quote",
+            "runtime",
+            "store",
+            "wire",
+        ],
     ),
     ("openapi", &["a2a", "http"]),
     ("agent", &["auth", "config", "directory", "domain", "error_code", "http", "llm", "quote", "scoring"]),

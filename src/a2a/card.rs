@@ -135,7 +135,8 @@ pub async fn get_card(State(state): State<A2aState>, headers: HeaderMap) -> Resp
         (header::ETAG, HeaderValue::from_str(&tag).unwrap_or(HeaderValue::from_static("\"card\""))),
         (header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=300")),
     ];
-    let revalidated = headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()).is_some_and(|v| matches(v, &tag));
+    let revalidated =
+        headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()).is_some_and(|v| matches(v, &tag));
     if revalidated {
         return (StatusCode::NOT_MODIFIED, cache).into_response();
     }

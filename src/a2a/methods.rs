@@ -38,11 +38,11 @@ use super::{
     send, stream,
 };
 use crate::{
-    wire::delegation_task as task,
     auth::{self, AuthError, Policy, Principal},
     delivery::{AgentIdentity, AgentKey},
     directory::delegation::{DelegationError, Record},
     error_code::ErrorCode,
+    wire::delegation_task as task,
     wire::{
         body::BODY_LIMIT,
         error::{ApiError, is_database_unavailable},
@@ -149,7 +149,11 @@ async fn caller(state: &A2aState, headers: &HeaderMap) -> Result<(AgentIdentity,
         (status = 429, description = "Too many delegations, refused inputs or open streams (`Retry-After`)"),
         (status = 503, description = "The database is unreachable"),
     ))]
-pub async fn handle(State(state): State<A2aState>, headers: HeaderMap, body: Result<Bytes, BytesRejection>) -> Response {
+pub async fn handle(
+    State(state): State<A2aState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
     let (agent, key) = match caller(&state, &headers).await {
         Ok(found) => found,
         Err(e) => {
@@ -285,9 +289,10 @@ fn read_send(state: &A2aState, agent: &AgentIdentity, params: &Map<String, Value
 
 /// The caller's task that `params.id` names; any other id is -32001.
 async fn task_of(state: &A2aState, agent: &AgentIdentity, params: &Map<String, Value>) -> Result<Record, Refusal> {
-    let id = params.get("id").and_then(Value::as_str).ok_or_else(|| {
-        RpcError::invalid_params(ErrorCode::InvalidBody, "params.id must be a string: the task's id")
-    })?;
+    let id = params
+        .get("id")
+        .and_then(Value::as_str)
+        .ok_or_else(|| RpcError::invalid_params(ErrorCode::InvalidBody, "params.id must be a string: the task's id"))?;
     let id = Uuid::parse_str(id).map_err(|_| RpcError::task_not_found())?;
     Ok(state.delegations.requested_by(id, agent.agent_id).await?)
 }

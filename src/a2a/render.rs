@@ -240,7 +240,9 @@ mod tests {
     #[test]
     fn every_state_has_its_1_0_name() {
         let names: Vec<String> =
-            ["submitted", "working", "input-required", "completed", "canceled", "failed", "rejected"].map(state_v1).into();
+            ["submitted", "working", "input-required", "completed", "canceled", "failed", "rejected"]
+                .map(state_v1)
+                .into();
         assert_eq!(
             names,
             [

@@ -151,7 +151,11 @@ impl RpcError {
     }
     /// -32002: the task has ended and cannot be canceled.
     pub fn not_cancelable(state: &str) -> RpcError {
-        RpcError { code: -32002, message: format!("the task has ended ({state}); it cannot be canceled"), parley_code: None }
+        RpcError {
+            code: -32002,
+            message: format!("the task has ended ({state}); it cannot be canceled"),
+            parley_code: None,
+        }
     }
     /// -32003: push notifications are not offered.
     pub fn push_not_supported() -> RpcError {
@@ -238,12 +242,14 @@ pub fn error(id: &Id, e: &RpcError, version: Version) -> Value {
 /// method's when known, else 0.3, whose error shape every client reads).
 pub fn read(body: &[u8], headers: &HeaderMap) -> Result<Call, (Id, RpcError, Version)> {
     let fail = |id: Id, e: RpcError| (id, e, Version::V03);
-    let value: Value =
-        serde_json::from_slice(body).map_err(|e| {
-            fail(Value::Null, RpcError::parse_error(crate::quote::shorten_quoted(&format!("the body is not JSON: {e}"))))
-        })?;
+    let value: Value = serde_json::from_slice(body).map_err(|e| {
+        fail(Value::Null, RpcError::parse_error(crate::quote::shorten_quoted(&format!("the body is not JSON: {e}"))))
+    })?;
     let Value::Object(mut object) = value else {
-        return Err(fail(Value::Null, RpcError::invalid_request("a request is one JSON object (batches are not served)")));
+        return Err(fail(
+            Value::Null,
+            RpcError::invalid_request("a request is one JSON object (batches are not served)"),
+        ));
     };
     let id = object.remove("id").unwrap_or(Value::Null);
     let id = match id {
@@ -262,7 +268,11 @@ pub fn read(body: &[u8], headers: &HeaderMap) -> Result<Call, (Id, RpcError, Ver
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(params)) => params,
         Some(_) => {
-            return Err((id, RpcError::invalid_params(ErrorCode::InvalidBody, "params must be an object"), method.version));
+            return Err((
+                id,
+                RpcError::invalid_params(ErrorCode::InvalidBody, "params must be an object"),
+                method.version,
+            ));
         }
     };
     if method.version == Version::V1 {
@@ -314,7 +324,15 @@ mod tests {
 
     #[test]
     fn a_1_0_method_needs_a_1_x_header_and_a_0_3_method_takes_any() {
-        for (header, served) in [(Some("1.0"), true), (Some("1"), true), (Some("1.0.3"), true), (None, false), (Some("0.3"), false), (Some("2.0"), false), (Some(""), false)] {
+        for (header, served) in [
+            (Some("1.0"), true),
+            (Some("1"), true),
+            (Some("1.0.3"), true),
+            (None, false),
+            (Some("0.3"), false),
+            (Some("2.0"), false),
+            (Some(""), false),
+        ] {
             let got = call(json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x"}}), header);
             match got {
                 Ok(_) => assert!(served, "{header:?}"),

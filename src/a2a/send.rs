@@ -72,27 +72,33 @@ pub fn request_id(requester: Uuid, message_id: &str) -> Uuid {
 
 /// Reads a send's params for `requester`; `min_timeout_ms` is the shortest `timeoutMs` taken.
 pub fn read(params: &Map<String, Value>, requester: Uuid, min_timeout_ms: i64) -> Result<Send, RpcError> {
-    let message = params.get("message").and_then(Value::as_object).ok_or_else(|| invalid("params.message must be an object"))?;
-    let message_id = id_field(message, "messageId", "message")?.ok_or_else(|| invalid("message.messageId is required"))?;
+    let message =
+        params.get("message").and_then(Value::as_object).ok_or_else(|| invalid("params.message must be an object"))?;
+    let message_id =
+        id_field(message, "messageId", "message")?.ok_or_else(|| invalid("message.messageId is required"))?;
     let context_id = id_field(message, "contextId", "message")?;
     if id_field(message, "taskId", "message")?.is_some() {
         return Err(invalid(
             "message.taskId: a delegation takes no further messages once made; send a new message (without taskId) for new work",
         ));
     }
-    let parts = message.get("parts").and_then(Value::as_array).ok_or_else(|| invalid("message.parts must be an array"))?;
+    let parts =
+        message.get("parts").and_then(Value::as_array).ok_or_else(|| invalid("message.parts must be an array"))?;
     let mut data_parts = parts.iter().filter_map(Value::as_object).filter(|p| {
         p.get("kind").and_then(Value::as_str) == Some("data") || (p.get("kind").is_none() && p.contains_key("data"))
     });
     let part = data_parts.next().ok_or_else(|| {
-        invalid("the message needs one data part holding the delegation: {taskType, input, ...} (see the card's skills)")
+        invalid(
+            "the message needs one data part holding the delegation: {taskType, input, ...} (see the card's skills)",
+        )
     })?;
     if data_parts.next().is_some() {
         return Err(invalid("the message has more than one data part; send one delegation per message"));
     }
     let mut data = part.get("data").cloned().unwrap_or(Value::Null);
     integral_doubles_to_integers(&mut data);
-    let data = data.as_object().ok_or_else(|| invalid("the data part's data must be an object: the delegation body"))?;
+    let data =
+        data.as_object().ok_or_else(|| invalid("the data part's data must be an object: the delegation body"))?;
     for name in data.keys() {
         if !FIELDS.contains(&name.as_str()) {
             let why = match name.as_str() {
@@ -100,7 +106,10 @@ pub fn read(params: &Map<String, Value>, requester: Uuid, min_timeout_ms: i64) -
                 "agentId" => "the requester is the API key's own agent".to_owned(),
                 _ => format!("it takes {}", FIELDS.join(", ")),
             };
-            return Err(invalid(format!("data.{} is not taken here: {why}", crate::quote::quote(name).trim_matches('"'))));
+            return Err(invalid(format!(
+                "data.{} is not taken here: {why}",
+                crate::quote::quote(name).trim_matches('"')
+            )));
         }
     }
     let configuration = params.get("configuration").and_then(Value::as_object);
@@ -139,7 +148,8 @@ pub fn read(params: &Map<String, Value>, requester: Uuid, min_timeout_ms: i64) -
         Some(Value::Bool(b)) => Some(*b),
         Some(_) => return Err(invalid("data.fallbackEnabled must be a boolean")),
     };
-    let task_type = text("taskType")?.ok_or_else(|| invalid("data.taskType is required (one of the card's skill ids)"))?;
+    let task_type =
+        text("taskType")?.ok_or_else(|| invalid("data.taskType is required (one of the card's skill ids)"))?;
     let input = data.get("input").ok_or_else(|| invalid("data.input is required: the work"))?;
     let raw = RawRequest {
         request_id: Some(request_id(requester, &message_id)),
@@ -177,7 +187,9 @@ mod tests {
     #[test]
     fn a_1_0_send_with_doubles_reads_as_the_delegate_body() {
         let requester = Uuid::now_v7();
-        let p = send_v1(json!({"taskType": "summarization", "input": {"words": 120.0}, "timeoutMs": 20000.0, "maxRetries": 2.0}));
+        let p = send_v1(
+            json!({"taskType": "summarization", "input": {"words": 120.0}, "timeoutMs": 20000.0, "maxRetries": 2.0}),
+        );
         let s = read(&params(p), requester, 1000).unwrap();
         assert_eq!(s.request.timeout_ms, 20_000);
         assert_eq!(s.request.max_retries, 2);
@@ -217,9 +229,13 @@ mod tests {
         assert!(why(json!({})).contains("params.message"));
         assert!(why(json!({"message": {"parts": []}})).contains("messageId"));
         assert!(why(json!({"message": {"messageId": "m", "parts": [{"text": "hi"}]}})).contains("one data part"));
-        assert!(why(send_v1(json!({"taskType": "summarization", "input": {}, "requestId": "x"}))).contains("messageId"));
+        assert!(
+            why(send_v1(json!({"taskType": "summarization", "input": {}, "requestId": "x"}))).contains("messageId")
+        );
         assert!(why(send_v1(json!({"taskType": "summarization", "input": {}, "agentId": "x"}))).contains("API key"));
-        assert!(why(send_v1(json!({"taskType": "summarization", "input": {}, "timeoutMs": 20000.5}))).contains("timeoutMs"));
+        assert!(
+            why(send_v1(json!({"taskType": "summarization", "input": {}, "timeoutMs": 20000.5}))).contains("timeoutMs")
+        );
         assert!(why(send_v1(json!({"taskType": "cooking", "input": {}}))).contains("taskType"));
         assert!(why(send_v1(json!({"input": {}}))).contains("taskType"));
         assert!(why(send_v1(json!({"taskType": "summarization"}))).contains("input"));

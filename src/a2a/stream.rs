@@ -30,10 +30,10 @@ use super::{
     rpc::{self, Id, RpcError, Version},
 };
 use crate::{
-    wire::delegation_task as task,
     delivery::AgentIdentity,
     directory::delegation::{Record, Status},
     store::events::Event,
+    wire::delegation_task as task,
     wire::{error::ApiError, streams::Slot},
 };
 
@@ -102,7 +102,8 @@ impl Following {
         loop {
             let reread = match self.events.recv().await {
                 Ok(e) => {
-                    e.kind == "delegation.status" && e.data.get("requestId").and_then(Value::as_str) == Some(&self.request_id)
+                    e.kind == "delegation.status"
+                        && e.data.get("requestId").and_then(Value::as_str) == Some(&self.request_id)
                 }
                 Err(RecvError::Lagged(_)) => true,
                 Err(RecvError::Closed) => {

@@ -71,7 +71,8 @@ pub async fn get_task(
                 .map(|t| Json(a2a_attempts::task(&t)))
                 .ok_or(ApiError::NotFound("task"));
         }
-        let (delegation, attempts) = delegation_store::record(&mut conn, id).await?.ok_or(ApiError::NotFound("task"))?;
+        let (delegation, attempts) =
+            delegation_store::record(&mut conn, id).await?.ok_or(ApiError::NotFound("task"))?;
         let requester_owner = match &reader {
             Principal::Caller(caller) if caller.role == CallerRole::User => {
                 agents::get(&mut conn, delegation.requester_agent_id).await?.map(|a| a.owner_user_id)

@@ -14,7 +14,6 @@ use crate::{
     wire::a2a::{self, RESULT_ARTIFACT, derived_id},
 };
 
-
 /// The A2A task of an attempt (the `A2aTask` schema).
 pub fn task(t: &AttemptTask) -> a2a::Task {
     let (a, d) = (&t.attempt, &t.delegation);

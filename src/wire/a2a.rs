@@ -141,7 +141,15 @@ pub struct Message {
 impl Message {
     /// A message in task `task_id` of context `context_id`.
     pub fn new(message_id: Uuid, context_id: impl ToString, task_id: Uuid, role: Role, parts: Value) -> Message {
-        Message { message_id, context_id: context_id.to_string(), task_id, kind: "message", role, parts, metadata: None }
+        Message {
+            message_id,
+            context_id: context_id.to_string(),
+            task_id,
+            kind: "message",
+            role,
+            parts,
+            metadata: None,
+        }
     }
 }
 

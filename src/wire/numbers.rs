@@ -37,7 +37,8 @@ mod tests {
 
     #[test]
     fn whole_doubles_become_integers_and_fractions_stay() {
-        let mut v = json!({"timeoutMs": 20000.0, "maxRetries": 3.0, "input": {"n": [1.0, 2.5, -4.0], "s": "5.0"}, "x": 1e300});
+        let mut v =
+            json!({"timeoutMs": 20000.0, "maxRetries": 3.0, "input": {"n": [1.0, 2.5, -4.0], "s": "5.0"}, "x": 1e300});
         integral_doubles_to_integers(&mut v);
         assert_eq!(v["timeoutMs"].as_i64(), Some(20000));
         assert_eq!(v["maxRetries"].as_i64(), Some(3));

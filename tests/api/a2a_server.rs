@@ -23,7 +23,7 @@ fn capability() -> Value {
 }
 
 /// A requester and a target offering [`capability`]; the target's anonymous id.
-async fn parties(app: &TestApp) -> (TestAgent, TestAgent, String) {
+pub(crate) async fn parties(app: &TestApp) -> (TestAgent, TestAgent, String) {
     let [requester, target] = app.register_agents(["rhea", "tomas"]).await;
     let put = app.agent_call(&target, reqwest::Method::PUT, "/capabilities", Some(&capability())).await;
     assert_eq!(put.status, StatusCode::CREATED, "{}", put.text);
@@ -33,7 +33,7 @@ async fn parties(app: &TestApp) -> (TestAgent, TestAgent, String) {
 /// The target's side, in the background: each request in its inbox is accepted, and then, by
 /// its input's `mode`, completed (`complete`, the default), completed after a second (`slow`),
 /// kept accepted (`hold`) or rejected (`reject`).
-fn serve(app: &TestApp, target: &TestAgent) -> tokio::task::JoinHandle<()> {
+pub(crate) fn serve(app: &TestApp, target: &TestAgent) -> tokio::task::JoinHandle<()> {
     let (client, base, target) = (app.client.clone(), app.base.clone(), target.clone());
     tokio::spawn(async move {
         loop {
@@ -62,7 +62,12 @@ fn serve(app: &TestApp, target: &TestAgent) -> tokio::task::JoinHandle<()> {
                         let (client, key, url) = (client.clone(), target.key.clone(), at("complete"));
                         tokio::spawn(async move {
                             tokio::time::sleep(Duration::from_millis(1500)).await;
-                            let _ = client.post(url).bearer_auth(key).json(&json!({"output": {"summary": "late"}})).send().await;
+                            let _ = client
+                                .post(url)
+                                .bearer_auth(key)
+                                .json(&json!({"output": {"summary": "late"}}))
+                                .send()
+                                .await;
                         });
                     }
                     _ => {
@@ -75,7 +80,13 @@ fn serve(app: &TestApp, target: &TestAgent) -> tokio::task::JoinHandle<()> {
 }
 
 /// A JSON-RPC call to `/a2a` as `key` (none: no credentials), under `version` (none: no header).
-async fn rpc(app: &TestApp, key: Option<&str>, version: Option<&str>, method: &str, params: Value) -> (StatusCode, Value) {
+async fn rpc(
+    app: &TestApp,
+    key: Option<&str>,
+    version: Option<&str>,
+    method: &str,
+    params: Value,
+) -> (StatusCode, Value) {
     let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
     let mut req = app.client.post(format!("{}/a2a", app.base)).json(&body);
     if let Some(key) = key {
@@ -140,7 +151,9 @@ async fn a_blocking_send_is_a_delegation_played_to_its_end_in_either_version() {
     let app = TestApp::spawn().await;
     let (requester, target, _) = parties(&app).await;
     let _target = serve(&app, &target);
-    let (status, v1) = rpc(&app, Some(&requester.key), Some("1.0"), "SendMessage", send_params("m-1", summarize("complete"), true)).await;
+    let (status, v1) =
+        rpc(&app, Some(&requester.key), Some("1.0"), "SendMessage", send_params("m-1", summarize("complete"), true))
+            .await;
     assert_eq!(status, StatusCode::OK);
     let task = &v1["result"]["task"];
     assert_eq!(v1["id"], 7);
@@ -154,7 +167,8 @@ async fn a_blocking_send_is_a_delegation_played_to_its_end_in_either_version() {
     let task_id = task["id"].as_str().unwrap().to_owned();
 
     // The same task at GET /api/tasks/{id}, for its requester (0.3 names).
-    let rest = app.client.get(format!("{}/api/tasks/{task_id}", app.base)).bearer_auth(&requester.key).send().await.unwrap();
+    let rest =
+        app.client.get(format!("{}/api/tasks/{task_id}", app.base)).bearer_auth(&requester.key).send().await.unwrap();
     assert_eq!(rest.status(), StatusCode::OK);
     let rest: Value = rest.json().await.unwrap();
     assert_eq!((rest["kind"].as_str(), rest["status"]["state"].as_str()), (Some("task"), Some("completed")));
@@ -188,10 +202,21 @@ async fn a_repeated_message_id_is_the_same_task_and_another_body_under_it_is_ref
 async fn parleys_refusals_are_invalid_params_with_parleys_code() {
     let app = TestApp::spawn().await;
     let (requester, _target, _) = parties(&app).await;
-    let send = |data| rpc(&app, Some(&requester.key), Some("1.0"), "SendMessage", send_params(&Uuid::new_v4().to_string(), data, false));
+    let send = |data| {
+        rpc(
+            &app,
+            Some(&requester.key),
+            Some("1.0"),
+            "SendMessage",
+            send_params(&Uuid::new_v4().to_string(), data, false),
+        )
+    };
     let cases = [
         (json!({"taskType": "summarization", "input": {"no_text": 1}}), "input_invalid"),
-        (json!({"taskType": "summarization", "input": {"text": "x"}, "targetAnonymousId": Uuid::new_v4()}), "unknown_target"),
+        (
+            json!({"taskType": "summarization", "input": {"text": "x"}, "targetAnonymousId": Uuid::new_v4()}),
+            "unknown_target",
+        ),
         (json!({"taskType": "cooking", "input": {}}), "invalid_body"),
         (json!({"taskType": "summarization", "input": {"text": "x"}, "timeoutMs": 20000.5}), "invalid_body"),
         (json!({"taskType": "summarization", "input": {"text": "x"}, "requestId": Uuid::new_v4()}), "invalid_body"),
@@ -215,9 +240,15 @@ async fn unknown_and_other_agents_tasks_are_not_found_and_the_envelope_rules_hol
     let app = TestApp::spawn().await;
     let (requester, target, _) = parties(&app).await;
     let stranger = app.register_agent("mallory").await;
-    let (_, sent) = rpc(&app, Some(&requester.key), Some("1.0"), "SendMessage", send_params("m", summarize("hold"), false)).await;
+    let (_, sent) =
+        rpc(&app, Some(&requester.key), Some("1.0"), "SendMessage", send_params("m", summarize("hold"), false)).await;
     let id = sent["result"]["task"]["id"].as_str().unwrap().to_owned();
-    for (key, id) in [(&stranger.key, id.as_str()), (&target.key, id.as_str()), (&requester.key, &Uuid::new_v4().to_string()), (&requester.key, "not-a-uuid")] {
+    for (key, id) in [
+        (&stranger.key, id.as_str()),
+        (&target.key, id.as_str()),
+        (&requester.key, &Uuid::new_v4().to_string()),
+        (&requester.key, "not-a-uuid"),
+    ] {
         let (_, got) = rpc(&app, Some(key), Some("1.0"), "GetTask", json!({"id": id})).await;
         assert_eq!(got["error"]["code"], -32001, "{got}");
         let (_, got) = rpc(&app, Some(key), None, "tasks/get", json!({"id": id})).await;
@@ -270,7 +301,8 @@ async fn a_streaming_send_tells_each_move_then_the_artifact_and_the_final_status
     let body = json!({"jsonrpc": "2.0", "id": "s1", "method": "message/stream", "params": {
         "message": {"kind": "message", "messageId": "stream-1", "role": "user",
                     "parts": [{"kind": "data", "data": summarize("slow")}]}}});
-    let resp = app.client.post(format!("{}/a2a", app.base)).bearer_auth(&requester.key).json(&body).send().await.unwrap();
+    let resp =
+        app.client.post(format!("{}/a2a", app.base)).bearer_auth(&requester.key).json(&body).send().await.unwrap();
     let events = results(resp, Duration::from_secs(10)).await;
     let kinds: Vec<&str> = events.iter().map(|e| e["kind"].as_str().unwrap_or("?")).collect();
     assert_eq!(kinds.first(), Some(&"task"), "{events:?}");
@@ -285,7 +317,9 @@ async fn a_streaming_send_tells_each_move_then_the_artifact_and_the_final_status
     let id = events[0]["id"].as_str().unwrap();
     let (_, v) = rpc(&app, Some(&requester.key), Some("1.0"), "SubscribeToTask", json!({"id": id})).await;
     assert_eq!(v["error"]["code"], -32004, "{v}");
-    let (_, sent) = rpc(&app, Some(&requester.key), Some("1.0"), "SendMessage", send_params("m-sub", summarize("slow"), false)).await;
+    let (_, sent) =
+        rpc(&app, Some(&requester.key), Some("1.0"), "SendMessage", send_params("m-sub", summarize("slow"), false))
+            .await;
     let id = sent["result"]["task"]["id"].as_str().unwrap();
     let body = json!({"jsonrpc": "2.0", "id": 9, "method": "SubscribeToTask", "params": {"id": id}});
     let resp = app
@@ -309,7 +343,9 @@ async fn a_delegation_that_falls_back_is_working_then_rejected_when_no_target_is
     let app = TestApp::spawn().await;
     let (requester, target, _) = parties(&app).await;
     let _target = serve(&app, &target);
-    let (_, done) = rpc(&app, Some(&requester.key), Some("1.0"), "SendMessage", send_params("m-r", summarize("reject"), true)).await;
+    let (_, done) =
+        rpc(&app, Some(&requester.key), Some("1.0"), "SendMessage", send_params("m-r", summarize("reject"), true))
+            .await;
     let task = &done["result"]["task"];
     assert_eq!(task["status"]["state"], "TASK_STATE_REJECTED", "{done}");
     assert_eq!(task["status"]["message"]["parts"][0]["text"], "not today");

@@ -685,6 +685,13 @@ async fn every_operation_answers_as_its_spec_declares() {
     )
     .await;
 
+    // A2A: the card, and a JSON-RPC call (its errors are JSON-RPC answers, 200).
+    let card = "/.well-known/agent-card.json";
+    ch.expect(&app, call(Method::GET, card, card, &none, None), S::OK).await;
+    let rpc = json!({"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"id": nobody}});
+    let got = ch.expect(&app, call(Method::POST, "/a2a", "/a2a", &key, Some(rpc)), S::OK).await;
+    assert_eq!(got["error"]["code"], -32001, "{got}");
+
     // Bad requests, for every operation: no credentials, a body that is not JSON, unknown ids,
     // the wrong kind of credentials.
     let ops = ch.operations();
@@ -706,7 +713,7 @@ async fn every_operation_answers_as_its_spec_declares() {
         let real = path_for(&agent, &n);
         let auth = if template.starts_with("/api/agents/{id}/negotiations")
             || template.starts_with("/api/agents/{id}/delegations")
-            || ["/api/agents/delegate", "/api/delegation/delegate", "/api/delegations"].contains(&template)
+            || ["/api/agents/delegate", "/api/delegation/delegate", "/api/delegations", "/a2a"].contains(&template)
         {
             key.clone()
         } else if template.starts_with("/api/agents") || template.ends_with("/decision") {
@@ -731,7 +738,9 @@ async fn every_operation_answers_as_its_spec_declares() {
                 auth: auth.clone(),
                 body: Some("{\"oops\": [".into()),
             };
-            ch.expect(&app, c, S::BAD_REQUEST).await;
+            // A JSON-RPC endpoint answers a body that is not JSON with a parse error (-32700).
+            let want = if template == "/a2a" { S::OK } else { S::BAD_REQUEST };
+            ch.expect(&app, c, want).await;
         }
         if template.contains('{') {
             let unknown = path_for(&nobody, &nobody);
@@ -763,7 +772,9 @@ async fn every_operation_answers_as_its_spec_declares() {
     // Every operation was also refused at least once.
     for (method, template) in &ops {
         let refused = ch.statuses.iter().any(|(m, t, s)| m == method && t == template && *s >= 400);
-        let public = ["/healthz", "/api/health", "/readyz", "/", "/api-spec/openapi.json"].contains(&template.as_str());
+        let public =
+            ["/healthz", "/api/health", "/readyz", "/", "/api-spec/openapi.json", "/.well-known/agent-card.json"]
+                .contains(&template.as_str());
         assert!(refused || public, "{method} {template} was never given a bad request");
     }
 }
