@@ -351,3 +351,21 @@ async fn a_delegation_that_falls_back_is_working_then_rejected_when_no_target_is
     assert_eq!(task["status"]["message"]["parts"][0]["text"], "not today");
     assert_eq!(task["status"]["message"]["role"], "ROLE_AGENT");
 }
+
+#[tokio::test]
+async fn calls_are_counted_by_method_and_outcome() {
+    use crate::metrics::{scrape, total};
+    let app = TestApp::spawn().await;
+    let (requester, _target, _) = parties(&app).await;
+    let count = |scrape: &prometheus_parse::Scrape, method: &str, outcome: &str| {
+        total(scrape, "parley_a2a_calls_total", &[("method", method), ("outcome", outcome)])
+    };
+    let before = scrape(&app).await;
+    let _ = rpc(&app, Some(&requester.key), Some("1.0"), "GetTask", json!({"id": Uuid::new_v4()})).await;
+    let _ = rpc(&app, Some(&requester.key), None, "message/send", send_params("counted", summarize("hold"), false)).await;
+    let _ = rpc(&app, None, None, "tasks/get", json!({})).await;
+    let after = scrape(&app).await;
+    assert!(count(&after, "GetTask", "error") >= count(&before, "GetTask", "error") + 1.0);
+    assert!(count(&after, "message/send", "ok") >= count(&before, "message/send", "ok") + 1.0);
+    assert!(count(&after, "unknown", "refused") >= count(&before, "unknown", "refused") + 1.0);
+}
