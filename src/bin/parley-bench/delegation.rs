@@ -1,7 +1,9 @@
 //! The delegation phase (`--only delegation`, never in a default run): request, accept and
 //! complete round trips over HTTP between pairs of agents, with what each costs (`main.rs` then
-//! measures the same work's SQL floor under pgbench, `floors::delegation_floor`). Also registers
-//! the agent pairs both halves use.
+//! measures the same work's SQL floor under pgbench, `floors::delegation_floor`); then the same
+//! round trips asked over A2A (`SendMessage` on `POST /a2a`, blocking, as the official SDK sends
+//! it: A2A 1.0, numbers as doubles), in the same run, so that the two read as a ratio. Also
+//! registers the agent pairs both halves use.
 
 use std::sync::{
     Arc,
@@ -16,7 +18,7 @@ use tokio::task::JoinSet;
 
 use crate::{
     cost::CostMeter,
-    harness::{BENCH_RATE_LIMIT, Bench},
+    harness::{BENCH_RATE_LIMIT, Bench, send_expecting},
     report::{Results, note},
     stats::ms_since,
     timing::{Window, join_all},
@@ -113,6 +115,78 @@ async fn delegate_until(
         }
     }
     Ok((samples, total))
+}
+
+/// A requester's loop over A2A: a blocking `SendMessage` whose data part delegates to its target,
+/// answered with the completed task, until the window closes; returns the sends started in the
+/// window (ms, send to completed) and all it made.
+async fn send_until(
+    b: Arc<Bench>,
+    requester: DelegationAgent,
+    target_anonymous_id: String,
+    window: Window,
+) -> anyhow::Result<(Vec<f64>, u64)> {
+    let (mut samples, mut total) = (Vec::new(), 0u64);
+    while window.open() {
+        let body = json!({
+            "jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+            "params": {"message": {"messageId": uuid::Uuid::new_v4().to_string(), "role": "ROLE_USER",
+                "parts": [{"data": {"taskType": "code-review", "targetAnonymousId": target_anonymous_id,
+                                    "input": {"code": "fn main() {}"}, "timeoutMs": 60000.0}}]}},
+        });
+        let t = Instant::now();
+        let req = b
+            .client
+            .post(format!("{}/a2a", b.base))
+            .bearer_auth(&requester.key)
+            .header("A2A-Version", "1.0")
+            .json(&body);
+        let answer: Value = serde_json::from_slice(&send_expecting(req, StatusCode::OK, "/a2a").await?)?;
+        anyhow::ensure!(answer["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED", "{answer}");
+        total += 1;
+        if window.started_in(t) {
+            samples.push(ms_since(t));
+        }
+    }
+    Ok((samples, total))
+}
+
+/// The round trips of [`delegation`], asked over A2A: the same pairs, targets and work, a
+/// blocking `SendMessage` instead of the delegate call.
+pub async fn a2a_delegation(bench: &Arc<Bench>, r: &mut Results, secs: u64) -> anyhow::Result<()> {
+    note(format!("delegation over A2A: {DELEGATION_PAIRS} pairs, {secs} s"));
+    let pairs = register_pairs(bench, "bench-a2a").await?;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let meter = CostMeter::start(&bench.pool).await?;
+    let window = Window::after_warmup(secs);
+    let done = Arc::new(AtomicBool::new(false));
+    let (mut targets, mut requesters) = (JoinSet::new(), JoinSet::new());
+    for (requester, target) in pairs {
+        let anonymous_id = target.anonymous_id.clone();
+        targets.spawn(serve_target(bench.clone(), target, done.clone()));
+        requesters.spawn(send_until(bench.clone(), requester, anonymous_id, window));
+    }
+    let (mut all, mut total) = (Vec::new(), 0u64);
+    let mut failed = None;
+    while let Some(res) = requesters.join_next().await {
+        match res? {
+            Ok((s, n)) => {
+                all.extend(s);
+                total += n;
+            }
+            Err(e) => failed = failed.or(Some(e)),
+        }
+    }
+    let elapsed = window.elapsed_secs();
+    done.store(true, Ordering::Relaxed);
+    join_all(targets).await?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    meter.report_per(&bench.pool, r, "a2a_delegation", total, Duration::ZERO).await?;
+    r.set_rounded("a2a_delegations_per_s", all.len() as f64 / elapsed, 1);
+    r.set_p50_p99("a2a_delegation_rtt", &all, 2);
+    Ok(())
 }
 
 /// Delegation round trips over HTTP: 16 requesters each delegate (`?wait=` long-poll) to their

@@ -65,7 +65,7 @@ struct Args {
     #[arg(long, default_value_t = 32)]
     agents: usize,
     /// Run only these phases (comma-separated: cycles,pgbench,wake,svs,assess,longpoll,directory;
-    /// `delegation` (request, accept, complete round trips over HTTP, then the same work's SQL
+    /// `delegation` (request, accept, complete round trips over HTTP, the same round trips asked over A2A, then the same work's SQL
     /// under pgbench); `metrics` (recording flipped on and off every half second within one 90 s
     /// turn-cycle phase) and `liveness` (the agents' `last_seen_at` writes off and on, round by
     /// round), never part of a default run, compare the turn cycle with and without them;
@@ -182,6 +182,7 @@ async fn run(args: Args) -> anyhow::Result<Results> {
             }
             if named("delegation") {
                 delegation::delegation(&bench, &mut r, args.delegation_secs).await?;
+                delegation::a2a_delegation(&bench, &mut r, args.delegation_secs).await?;
                 floors::delegation_floor(&server, &bench, args.delegation_secs, &mut r).await?;
             }
             if named("metrics") {

@@ -64,7 +64,7 @@ pub fn note(msg: impl AsRef<str>) {
 /// The rows of the table printed without `--json`: name, value and note, where each `{key}`
 /// stands for the figure at that key (`null` when the run has none). A row whose value is all
 /// nulls belongs to a phase that did not run and is left out.
-const ROWS: [(&str, &str, &str); 28] = [
+const ROWS: [(&str, &str, &str); 30] = [
     ("turn cycles (pickup+respond) /s", "{turn_cycles_per_s}", "{turn_cycle_agents} agents"),
     ("pgbench -N TPS (same clients)", "{pgbench_tps}", "-c {pgbench_clients} -j 2"),
     ("  ratio (target >= 0.5)", "{turn_cycle_ratio}", ""),
@@ -109,6 +109,16 @@ const ROWS: [(&str, &str, &str); 28] = [
         "  round trip p50 / p99 ms",
         "{delegation_rtt_p50_ms} / {delegation_rtt_p99_ms}",
         "delegate sent -> result answered, target p99 < 25",
+    ),
+    (
+        "  over A2A (blocking SendMessage): /s",
+        "{a2a_delegations_per_s}",
+        "the same pairs and work, asked as A2A 1.0 sends in the same run",
+    ),
+    (
+        "  over A2A: send -> completed p50 / p99 ms",
+        "{a2a_delegation_rtt_p50_ms} / {a2a_delegation_rtt_p99_ms}",
+        "beside the delegate call's round trip above",
     ),
     (
         "  SQL floor: delegations /s (mean ms)",
