@@ -33,11 +33,12 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use super::{
-    A2aState, render,
+    A2aState,
     rpc::{self, Call, Operation, RpcError, Version},
     send, stream,
 };
 use crate::{
+    wire::a2a_render as render,
     auth::{self, AuthError, Policy, Principal},
     delivery::{AgentIdentity, AgentKey},
     directory::delegation::{DelegationError, Record},

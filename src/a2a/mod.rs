@@ -10,7 +10,7 @@
 //! - `POST /a2a`: JSON-RPC 2.0 ([`rpc`] reads the envelope and the version, [`methods`] runs
 //!   each method). One endpoint serves A2A 1.0 (`SendMessage`, `GetTask`, ...) and 0.3
 //!   (`message/send`, `tasks/get`, ...), told apart by the method's name; the answer is written
-//!   in the caller's version ([`render`]). Streaming sends and subscriptions answer
+//!   in the caller's version (`crate::wire::a2a_render`). Streaming sends and subscriptions answer
 //!   Server-Sent Events ([`stream`]) fed by the event log's `delegation.status` events: no
 //!   polling loop and no database connection per open stream.
 //!
@@ -23,7 +23,6 @@
 
 pub mod card;
 pub mod methods;
-pub mod render;
 pub mod rpc;
 pub mod send;
 pub mod stream;

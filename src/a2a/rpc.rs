@@ -18,15 +18,7 @@ use crate::error_code::ErrorCode;
 /// The header naming the protocol version a client speaks.
 pub const VERSION_HEADER: &str = "a2a-version";
 
-/// A protocol version Parley serves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Version {
-    /// A2A 1.0: ProtoJSON (`TASK_STATE_COMPLETED`, `ROLE_USER`, parts without `kind`, results
-    /// wrapped as `{task}`).
-    V1,
-    /// A2A 0.3: `kind` discriminators, lower-case states, `final` on the last status update.
-    V03,
-}
+pub use crate::wire::a2a_render::Version;
 
 /// What a method does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -26,10 +26,11 @@ use tokio::sync::broadcast::{self, error::RecvError};
 use uuid::Uuid;
 
 use super::{
-    A2aState, render,
+    A2aState,
     rpc::{self, Id, RpcError, Version},
 };
 use crate::{
+    wire::a2a_render as render,
     delivery::AgentIdentity,
     directory::delegation::{Record, Status},
     store::events::Event,

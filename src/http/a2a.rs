@@ -7,7 +7,7 @@
 //! the requester's owner and the service; a negotiation's task is read by user, service and
 //! admin tokens only, and an agent key is told it does not exist.
 
-use axum::{Json, Router, extract::State, routing::get};
+use axum::{Json, Router, extract::State, http::HeaderMap, routing::get};
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -23,7 +23,11 @@ use crate::{
     auth::{CallerRole, Principal},
     directory::delegation::store as delegation_store,
     store::{agents, conversations, messages, tasks},
-    wire::{a2a, delegation_task},
+    wire::{
+        a2a, a2a_render,
+        a2a_render::Version,
+        delegation_task,
+    },
 };
 
 /// The routes.
@@ -52,9 +56,12 @@ fn takes_part_in(reader: &Principal, t: &delegation_store::AttemptTask) -> bool 
 /// and the target agent's keys, their owners' user tokens and the service).
 #[utoipa::path(get, path = "/api/tasks/{id}", tag = "a2a", operation_id = "getTask",
     security(("bearerJwt" = []), ("agentKeyBearer" = []), ("agentKey" = [])),
-    params(("id" = Uuid, Path, description = "The task id: a negotiation id, a delegation attempt's `taskId`, or a delegation's id (the task the A2A endpoint answers)")),
+    params(
+        ("id" = Uuid, Path, description = "The task id: a negotiation id, a delegation attempt's `taskId`, or a delegation's id (the task the A2A endpoint answers)"),
+        ("A2A-Version" = Option<String>, Header, description = "`1.0` or `0.3`: render the task for an A2A client of that version"),
+    ),
     responses(
-        (status = 200, description = "The A2A task", body = a2a::Task),
+        (status = 200, description = "The A2A task. With an `A2A-Version` header it is rendered for an A2A client: in that version's form (1.0: ProtoJSON), and a negotiation's `waiting_for_agent` shown as `input-required` and `claimed` as `working`, with Parley's state and the Bindu session status in `metadata.parley` and each turn's proposal status in its metadata", body = a2a::Task),
         (status = 403, description = "The key's agent is inactive"),
         (status = 404, description = "Unknown, or not visible to the caller"),
     ))]
@@ -62,13 +69,25 @@ pub async fn get_task(
     State(state): State<AppState>,
     AnyCaller(reader): AnyCaller,
     Ids(id): Ids<Uuid>,
-) -> ApiResult<Json<a2a::Task>> {
+    headers: HeaderMap,
+) -> ApiResult<Json<Value>> {
+    let version = headers.get("a2a-version").and_then(|v| v.to_str().ok()).map(Version::of_header);
+    let task = read_task(&state, &reader, id, version.is_some()).await?;
+    Ok(Json(match version {
+        Some(version) => a2a_render::task(&task, version, None),
+        None => serde_json::to_value(&task).map_err(anyhow::Error::from)?,
+    }))
+}
+
+/// The task `id` as `reader` may see it; `for_a2a` renders a negotiation's for an A2A client.
+async fn read_task(state: &AppState, reader: &Principal, id: Uuid, for_a2a: bool) -> ApiResult<a2a::Task> {
+    let reader = reader.clone();
     let mut conn = state.pool().acquire().await?;
     let Some(task) = tasks::get(&mut conn, id).await? else {
         if let Some(attempt) = delegation_store::attempt_task(&mut conn, id).await? {
             return Some(attempt)
                 .filter(|t| takes_part_in(&reader, t))
-                .map(|t| Json(a2a_attempts::task(&t)))
+                .map(|t| a2a_attempts::task(&t))
                 .ok_or(ApiError::NotFound("task"));
         }
         let (delegation, attempts) =
@@ -88,7 +107,7 @@ pub async fn get_task(
         if !reads {
             return Err(ApiError::NotFound("task"));
         }
-        return Ok(Json(delegation_task::task(&delegation, &attempts)));
+        return Ok(delegation_task::task(&delegation, &attempts));
     };
     let Principal::Caller(caller) = &reader else { return Err(ApiError::NotFound("task")) };
     let viewer = Viewer::of_caller(caller, &task).ok_or(ApiError::NotFound("task"))?;
@@ -109,6 +128,7 @@ pub async fn get_task(
                     played_by: played.played_by,
                     fallback_reason: played.fallback_reason,
                     decided_by: played.decided_by,
+                    proposal_status: for_a2a.then(|| a2a::proposal_status(t.turn.action)),
                 }),
                 ..a2a::Message::new(t.message_id, task.conversation_id, task.id, a2a::Role::Agent, parts)
             }
@@ -128,11 +148,18 @@ pub async fn get_task(
             metadata: Some(a.metadata),
         })
         .collect();
-    Ok(Json(a2a::Task {
+    let session_status = match (&outcome, task.turn_count) {
+        (Some(outcome), _) if outcome.has_opportunity => "completed",
+        (Some(_), _) => "rejected",
+        (None, 0) => "initiated",
+        (None, _) => "ongoing",
+    };
+    let state = if for_a2a { a2a::negotiation_a2a_state(task.state) } else { task.state.as_str() };
+    Ok(a2a::Task {
         id: task.id,
         context_id: task.conversation_id.to_string(),
         kind: "task",
-        status: a2a::TaskStatus { state: task.state.as_str(), timestamp: task.updated_at, message: None },
+        status: a2a::TaskStatus { state, timestamp: task.updated_at, message: None },
         history,
         artifacts,
         metadata: a2a::TaskMetadata::Negotiation(a2a::NegotiationMetadata {
@@ -143,8 +170,9 @@ pub async fn get_task(
             candidate_type: task.candidate_kind,
             max_turns: task.max_turns,
             turn_count: task.turn_count,
+            parley: for_a2a.then(|| a2a::NegotiationFacts { state: task.state.as_str(), session_status }),
         }),
-    }))
+    })
 }
 
 /// Removes `assessment.reasoning` from a turn message's data parts: the other side never reads it.

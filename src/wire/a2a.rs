@@ -171,6 +171,49 @@ pub struct MessageMetadata {
     /// `agent`, `rules` or `model:<name>`.
     #[schema(value_type = String, pattern = "^(agent|rules|model:.+)$")]
     pub decided_by: DecidedBy,
+    /// Rendered for an A2A client only (the request named an `A2A-Version`): the turn in the
+    /// Bindu negotiation vocabulary, `proposed` (propose), `countered` (counter, question),
+    /// `accepted` or `rejected`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, pattern = "^(proposed|countered|accepted|rejected)$")]
+    pub proposal_status: Option<&'static str>,
+}
+
+/// A turn's action in the Bindu negotiation vocabulary.
+pub fn proposal_status(action: crate::domain::Action) -> &'static str {
+    use crate::domain::Action;
+    match action {
+        Action::Propose => "proposed",
+        Action::Counter | Action::Question => "countered",
+        Action::Accept => "accepted",
+        Action::Reject => "rejected",
+    }
+}
+
+/// The A2A state a negotiation's task shows an A2A client: a turn parked for a personal agent
+/// waits for input (`input-required`), a claimed one is being worked on (`working`); the other
+/// states keep their names.
+pub fn negotiation_a2a_state(state: TaskState) -> &'static str {
+    match state {
+        TaskState::WaitingForAgent => "input-required",
+        TaskState::Claimed => "working",
+        other => other.as_str(),
+    }
+}
+
+/// A negotiation's own state and its Bindu session status, for an A2A client
+/// (`metadata.parley`).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = A2aNegotiationFacts)]
+pub struct NegotiationFacts {
+    /// Parley's state of the task (`waiting_for_agent`, `claimed`, ...).
+    #[schema(value_type = String)]
+    pub state: &'static str,
+    /// `initiated` before the first turn, `ongoing`, `completed` when an opportunity came out,
+    /// `rejected` otherwise.
+    #[schema(value_type = String, pattern = "^(initiated|ongoing|completed|rejected)$")]
+    pub session_status: &'static str,
 }
 
 /// An A2A artifact.
@@ -343,6 +386,9 @@ pub struct NegotiationMetadata {
     /// 0 = unlimited.
     pub max_turns: u32,
     pub turn_count: u32,
+    /// Rendered for an A2A client only (the request named an `A2A-Version`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parley: Option<NegotiationFacts>,
 }
 
 /// The A2A context of a negotiation (schema of `GET /api/conversations/{id}`).

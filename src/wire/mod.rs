@@ -9,6 +9,7 @@
 //! `crate::directory`) do not import it: their errors convert into [`error::ApiError`] here.
 
 pub mod a2a;
+pub mod a2a_render;
 pub mod agent_views;
 pub mod body;
 pub mod body_deadline;

@@ -1,4 +1,5 @@
-//! A task and its updates, written in the caller's protocol version.
+//! A task and its updates, written in the caller's A2A protocol version (the A2A endpoint's
+//! answers, and `GET /api/tasks/{id}` when the client names a version).
 //!
 //! The task is built once, in 0.3's names ([`crate::wire::a2a::Task`]: `kind` discriminators,
 //! lower-case states, `user`/`agent` roles, which is also what `GET /api/tasks/{id}` answers).
@@ -9,8 +10,25 @@
 
 use serde_json::{Map, Value, json};
 
-use super::rpc::Version;
-use crate::wire::a2a;
+use super::a2a;
+
+/// A protocol version of A2A, as a task is written for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Version {
+    /// A2A 1.0: ProtoJSON (`TASK_STATE_COMPLETED`, `ROLE_USER`, parts without `kind`, results
+    /// wrapped as `{task}`).
+    V1,
+    /// A2A 0.3: `kind` discriminators, lower-case states, `final` on the last status update.
+    V03,
+}
+
+impl Version {
+    /// The version an `A2A-Version` header names: 1.x is 1.0, anything else 0.3 (the A2A
+    /// servers' reading: absent or empty means 0.3).
+    pub fn of_header(value: &str) -> Version {
+        if value.trim().split('.').next() == Some("1") { Version::V1 } else { Version::V03 }
+    }
+}
 
 /// The task as `version` writes it, with at most `history_length` of its newest history
 /// messages (all when `None`).
@@ -193,6 +211,7 @@ mod tests {
                 candidate_type: crate::domain::SideKind::Personal,
                 max_turns: 0,
                 turn_count: 2,
+                parley: None,
             }),
         }
     }
