@@ -38,11 +38,11 @@ use super::{
     send, stream,
 };
 use crate::{
-    wire::a2a_render as render,
     auth::{self, AuthError, Policy, Principal},
     delivery::{AgentIdentity, AgentKey},
     directory::delegation::{DelegationError, Record},
     error_code::ErrorCode,
+    wire::a2a_render as render,
     wire::delegation_task as task,
     wire::{
         body::BODY_LIMIT,
@@ -240,7 +240,7 @@ async fn dispatch(state: &A2aState, agent: &AgentIdentity, key: &AgentKey, call:
             let canceled = match state.delegations.cancel(key, record.delegation.request_id).await {
                 Ok(canceled) => canceled,
                 Err(DelegationError::NotFound) => return Err(RpcError::task_not_found().into()),
-                Err(e) => return Err(cancel_refusal(state, agent, &record, e).await),
+                Err(e) => return Err(cancel_refusal(state, agent, &record, e, version).await),
             };
             let task = task::task(&canceled.delegation, &canceled.attempts);
             answer(render::task(&task, version, None))
@@ -265,11 +265,15 @@ async fn dispatch(state: &A2aState, agent: &AgentIdentity, key: &AgentKey, call:
 
 /// A cancel the service refused: a delegation that ended meanwhile is -32002, anything else as
 /// the service said.
-async fn cancel_refusal(state: &A2aState, agent: &AgentIdentity, before: &Record, e: DelegationError) -> Refusal {
+async fn cancel_refusal(
+    state: &A2aState,
+    agent: &AgentIdentity,
+    before: &Record,
+    e: DelegationError,
+    version: Version,
+) -> Refusal {
     match state.delegations.requested_by(before.delegation.delegation_id, agent.agent_id).await {
-        Ok(now) if now.delegation.status.is_terminal() => {
-            RpcError::not_cancelable(&task::state(&now.delegation).to_owned()).into()
-        }
+        Ok(now) if now.delegation.status.is_terminal() => RpcError::not_cancelable(&state_name(&now, version)).into(),
         _ => e.into(),
     }
 }

@@ -30,10 +30,10 @@ use super::{
     rpc::{self, Id, RpcError, Version},
 };
 use crate::{
-    wire::a2a_render as render,
     delivery::AgentIdentity,
     directory::delegation::{Record, Status},
     store::events::Event,
+    wire::a2a_render as render,
     wire::delegation_task as task,
     wire::{error::ApiError, streams::Slot},
 };

@@ -23,11 +23,7 @@ use crate::{
     auth::{CallerRole, Principal},
     directory::delegation::store as delegation_store,
     store::{agents, conversations, messages, tasks},
-    wire::{
-        a2a, a2a_render,
-        a2a_render::Version,
-        delegation_task,
-    },
+    wire::{a2a, a2a_render, a2a_render::Version, delegation_task},
 };
 
 /// The routes.

@@ -362,7 +362,8 @@ async fn calls_are_counted_by_method_and_outcome() {
     };
     let before = scrape(&app).await;
     let _ = rpc(&app, Some(&requester.key), Some("1.0"), "GetTask", json!({"id": Uuid::new_v4()})).await;
-    let _ = rpc(&app, Some(&requester.key), None, "message/send", send_params("counted", summarize("hold"), false)).await;
+    let _ =
+        rpc(&app, Some(&requester.key), None, "message/send", send_params("counted", summarize("hold"), false)).await;
     let _ = rpc(&app, None, None, "tasks/get", json!({})).await;
     let after = scrape(&app).await;
     assert!(count(&after, "GetTask", "error") >= count(&before, "GetTask", "error") + 1.0);
