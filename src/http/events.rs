@@ -9,7 +9,7 @@
 //! `EventHub::CAPACITY` events behind gets a final `reconnect` event and is dropped. A `: ping`
 //! comment every 15 s keeps proxies from closing the stream.
 //!
-//! Streams are limited per token, per user and in all ([`super::streams`]): past a limit a new
+//! Streams are limited per token, per user and in all ([`crate::wire::streams`]): past a limit a new
 //! one is refused `429 rate_limited`.
 //!
 //! A stream lives no longer than the token that opened it: when the token expires the stream
