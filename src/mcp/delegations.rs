@@ -1,8 +1,9 @@
-//! The delegation tools: the requester's (`delegate_task`, `get_delegation`) act for the key's
-//! agent; the target's (`list_delegation_inbox`, `accept_delegation`, `complete_delegation`,
-//! `reject_delegation`, `fail_delegation`) for the agent the attempt is addressed to. They call
-//! delegation's flow and render the same answers as the HTTP routes
-//! (`crate::wire::delegations`); each side sees the other only by anonymous id.
+//! The delegation tools: the requester's (`delegate_task`, `get_delegation`,
+//! `cancel_delegation`) act for the key's agent; the target's (`list_delegation_inbox`,
+//! `accept_delegation`, `complete_delegation`, `reject_delegation`, `fail_delegation`) for the
+//! agent the attempt is addressed to. They call delegation's flow and render the same answers
+//! as the HTTP routes (`crate::wire::delegations`); each side sees the other only by anonymous
+//! id.
 
 use axum::http::request::Parts;
 use rmcp::{
@@ -134,7 +135,7 @@ retries are left (fallbackEnabled, maxRetries).")]
     /// One of the agent's delegations, as `GET /api/delegations/:requestId` (with its `wait`).
     #[tool(description = "Show one of your delegations by requestId: {result?: {requestId, status, output?, \
 executionTimeMs, retriesUsed} once it ended, delegation}. status: request, accepted, completed, rejected, \
-timeout or error. With wait (seconds), holds until it ends or the time passes; no result means it has not \
+timeout, error or canceled. With wait (seconds), holds until it ends or the time passes; no result means it has not \
 ended yet.")]
     async fn get_delegation(
         &self,
@@ -155,6 +156,28 @@ ended yet.")]
         };
         Ok(match read.await {
             Ok(found) => structured(found),
+            Err(e) => api_error(e),
+        })
+    }
+
+    /// The requester's cancel, as `POST /api/delegations/:requestId/cancel`.
+    #[tool(description = "Cancel one of your delegations by requestId while it has not ended: it ends canceled \
+with its live attempt, no other target is tried, and the target can no longer accept or complete it. Returns \
+{result: {requestId, status: canceled, executionTimeMs, retriesUsed}, delegation} as get_delegation does. A \
+delegation that has ended already is refused with delegation_ended.")]
+    async fn cancel_delegation(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(args): Parameters<RequestIdArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let key = key_of(&parts)?;
+        let cancel = async {
+            let id = parse_uuid(&args.request_id, "requestId")?;
+            let record = self.state.delegations.cancel(&key, id).await?;
+            Ok::<_, ApiError>(answer(record))
+        };
+        Ok(match cancel.await {
+            Ok(canceled) => structured(canceled),
             Err(e) => api_error(e),
         })
     }

@@ -10,6 +10,7 @@ mod claims;
 mod cli;
 mod definitions;
 mod delegation;
+mod delegation_cancel;
 mod delegation_limits;
 mod delegation_tasks;
 mod delivery;

@@ -8,6 +8,8 @@
 //! An attempt that ends rejected, timed out or in error is followed, in the same transaction,
 //! by one to the best-ranked eligible target not yet tried whose input schema accepts the
 //! input, while retries are left; otherwise the delegation ends with its last attempt's status.
+//! The requester may cancel a delegation that has not ended: it ends `canceled` with its live
+//! attempt, and no other target is tried.
 //!
 //! [`Delegations`] ([`service`]) is the service every delegation call goes through (HTTP, MCP,
 //! the timer dispatcher): it owns what one process keeps for delegations and shares the rest
@@ -17,8 +19,9 @@
 //! - [`offer`]: offering an attempt to a target, skipping the targets whose inbound window is
 //!   full;
 //! - [`accept`]: the target's accept and complete;
-//! - [`flow`]: every other end of an attempt (reject, fail, timeout, a deleted target) through
-//!   the one end path, `flow::end_attempt`, and the fallback that follows it;
+//! - [`flow`]: every other end of an attempt (reject, fail, timeout, a deleted target, the
+//!   requester's cancel) through the one end path, `flow::end_attempt`, and the fallback that
+//!   follows it (never after a cancel);
 //! - [`reads`]: reads of a delegation and of an inbox, and their long polls;
 //! - [`outcomes`]: the words its accept and complete statements answer, one enum each;
 //! - [`screen`]: the input checked against the schemas of the targets a transaction may pick,
@@ -120,6 +123,10 @@ pub enum DelegationError {
     /// The attempt is addressed to another agent now (409 `not_addressed`).
     #[error("this delegation is no longer addressed to this agent")]
     NotAddressed,
+    /// The delegation has ended already (completed, rejected, timed out, failed or canceled), so
+    /// its requester can no longer cancel it (409 `delegation_ended`).
+    #[error("the delegation has already ended")]
+    Ended,
     /// The attempt is not in a state that allows this (409 `invalid_state`).
     #[error("the delegation attempt is {0}")]
     InvalidState(&'static str),

@@ -1,7 +1,9 @@
 //! The states of a delegation attempt and the moves between them, as one explicit table.
 //!
 //! An attempt is offered (`request`), taken (`accepted`), and ends `completed`, `rejected`,
-//! `timeout` or `error`. A delegation's status is its last attempt's, so the same names serve
+//! `timeout`, `error`, or `canceled` when its requester cancels the delegation (the one end that
+//! comes from the requester's side: no fallback follows it and it counts neither for nor
+//! against the target). A delegation's status is its last attempt's, so the same names serve
 //! both. Each status also has the A2A task state an attempt shows at `GET /api/tasks/{id}`
 //! ([`Status::a2a_state`]). Pure: no IO.
 
@@ -25,6 +27,8 @@ pub enum Status {
     Timeout,
     /// The target reported that it failed, or was deleted.
     Error,
+    /// The requester canceled the delegation while this attempt was live.
+    Canceled,
 }
 
 /// What happens to an attempt.
@@ -42,6 +46,8 @@ pub enum Event {
     TimeOut,
     /// Its target was deleted.
     TargetGone,
+    /// The requester cancels the delegation.
+    Cancel,
 }
 
 impl Event {
@@ -54,14 +60,22 @@ impl Event {
             Event::Fail => "fail",
             Event::TimeOut => "time_out",
             Event::TargetGone => "target_gone",
+            Event::Cancel => "cancel",
         }
     }
 }
 
 impl Status {
     /// Every status.
-    pub const ALL: [Status; 6] =
-        [Status::Request, Status::Accepted, Status::Completed, Status::Rejected, Status::Timeout, Status::Error];
+    pub const ALL: [Status; 7] = [
+        Status::Request,
+        Status::Accepted,
+        Status::Completed,
+        Status::Rejected,
+        Status::Timeout,
+        Status::Error,
+        Status::Canceled,
+    ];
 
     /// The wire (and database) name.
     pub fn as_str(self) -> &'static str {
@@ -72,6 +86,7 @@ impl Status {
             Status::Rejected => "rejected",
             Status::Timeout => "timeout",
             Status::Error => "error",
+            Status::Canceled => "canceled",
         }
     }
 
@@ -85,14 +100,15 @@ impl Status {
         !matches!(self, Status::Request | Status::Accepted)
     }
 
-    /// Whether an attempt that ended so may be followed by another target's.
+    /// Whether an attempt that ended so may be followed by another target's (never after a
+    /// cancel: the requester no longer wants the work done).
     pub fn falls_back(self) -> bool {
         matches!(self, Status::Rejected | Status::Timeout | Status::Error)
     }
 
     /// The state of the attempt's A2A task: offered is `submitted`, taken is `working`, a timeout
-    /// or a reported failure is `failed`; `completed` and `rejected` keep their names. (An
-    /// attempt is never cancelled, so `canceled` does not occur.)
+    /// or a reported failure is `failed`; `completed`, `rejected` and `canceled` keep their
+    /// names.
     pub fn a2a_state(self) -> &'static str {
         match self {
             Status::Request => "submitted",
@@ -101,6 +117,7 @@ impl Status {
             Status::Rejected => "rejected",
             Status::Timeout => "failed",
             Status::Error => "failed",
+            Status::Canceled => "canceled",
         }
     }
 
@@ -115,6 +132,7 @@ impl Status {
             (S::Accepted, E::Complete) => Ok(S::Completed),
             (S::Accepted, E::Fail) => Ok(S::Error),
             (S::Request | S::Accepted, E::TargetGone) => Ok(S::Error),
+            (S::Request | S::Accepted, E::Cancel) => Ok(S::Canceled),
             (from, event) => Err(TransitionError { machine: "delegation", from: from.as_str(), event: event.name() }),
         }
     }
@@ -126,7 +144,15 @@ mod tests {
 
     #[test]
     fn the_table_allows_exactly_the_documented_moves() {
-        let events = [Event::Accept, Event::Complete, Event::Reject, Event::Fail, Event::TimeOut, Event::TargetGone];
+        let events = [
+            Event::Accept,
+            Event::Complete,
+            Event::Reject,
+            Event::Fail,
+            Event::TimeOut,
+            Event::TargetGone,
+            Event::Cancel,
+        ];
         let mut allowed = Vec::new();
         for from in Status::ALL {
             for event in events {
@@ -142,11 +168,13 @@ mod tests {
                 ("request", Event::Reject, "rejected"),
                 ("request", Event::TimeOut, "timeout"),
                 ("request", Event::TargetGone, "error"),
+                ("request", Event::Cancel, "canceled"),
                 ("accepted", Event::Complete, "completed"),
                 ("accepted", Event::Reject, "rejected"),
                 ("accepted", Event::Fail, "error"),
                 ("accepted", Event::TimeOut, "timeout"),
                 ("accepted", Event::TargetGone, "error"),
+                ("accepted", Event::Cancel, "canceled"),
             ]
         );
     }
@@ -163,6 +191,7 @@ mod tests {
                 ("rejected", "rejected"),
                 ("timeout", "failed"),
                 ("error", "failed"),
+                ("canceled", "canceled"),
             ]
         );
         // A live attempt is a live task; an ended one an ended task.
@@ -179,5 +208,23 @@ mod tests {
         }
         assert!(Status::Rejected.falls_back() && Status::Timeout.falls_back() && Status::Error.falls_back());
         assert!(!Status::Completed.falls_back());
+        assert!(!Status::Canceled.falls_back(), "a cancel never moves the work to another target");
+    }
+
+    #[test]
+    fn a_cancel_ends_a_live_attempt_and_nothing_else() {
+        for s in Status::ALL {
+            let canceled = s.transition(Event::Cancel);
+            if s.is_terminal() {
+                let refused = canceled.expect_err(s.as_str());
+                assert_eq!((refused.from, refused.event), (s.as_str(), "cancel"));
+            } else {
+                assert_eq!(canceled.ok(), Some(Status::Canceled), "{}", s.as_str());
+            }
+        }
+        assert!(Status::Canceled.is_terminal());
+        for event in [Event::Accept, Event::Complete, Event::Reject, Event::Fail, Event::TimeOut, Event::Cancel] {
+            assert!(Status::Canceled.transition(event).is_err(), "a canceled attempt stays canceled: {event:?}");
+        }
     }
 }

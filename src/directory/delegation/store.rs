@@ -7,8 +7,9 @@
 //! reads under its requester's lock) and [`offer`] (one attempt, with its timer), [`accept`]
 //! (the whole accept), [`target_view`] then [`complete`] (the output is checked in between),
 //! and [`inbox_for_key`]. Each of those authenticates the caller's API key itself, so the
-//! call costs no separate lookup for it. [`make`] writes a delegation with its first attempt.
-//! The listings (the inbox, and an agent's delegations both ways) are in `lists`.
+//! call costs no separate lookup for it. [`make`] writes a delegation with its first attempt;
+//! [`lock_requested`] is where a requester's cancel starts. The listings (the inbox, and an
+//! agent's delegations both ways) are in `lists`.
 //! A delegation's record (the row and its attempts) is read as one JSON value that SQL builds
 //! (`parley_delegation_record`), which [`make`] and [`complete`] also answer. The moves their
 //! SQL writes are [`SQL_MOVES`].
@@ -183,6 +184,32 @@ pub async fn check_key(conn: &mut PgConnection, key_hash: &[u8]) -> sqlx::Result
     .fetch_one(conn)
     .await?;
     KeyCheck::from_parts(r.auth, r.agent_id, r.owner_user_id)
+}
+
+/// The key's verdict, then, with a valid key, the delegation of `request_id` that the key's
+/// agent (which must be `agent` when given) asked for, locked (see [`lock`]); `None` when the
+/// key is refused or that agent asked for no such delegation. (A lock cannot be taken on the
+/// outer side of a join, so these are two statements.)
+pub async fn lock_requested(
+    conn: &mut PgConnection,
+    key_hash: &[u8],
+    agent: Option<Uuid>,
+    request_id: Uuid,
+) -> sqlx::Result<(KeyCheck, Option<Delegation>)> {
+    let r = sqlx::query!(
+        r#"SELECT auth AS "auth!: KeyAuth", agent_id, owner_user_id FROM parley_agent_of_key($1, $2)"#,
+        key_hash,
+        agent
+    )
+    .fetch_one(&mut *conn)
+    .await?;
+    let key = KeyCheck::from_parts(r.auth, r.agent_id, r.owner_user_id)?;
+    let KeyCheck::Ok { agent_id, .. } = &key else { return Ok((key, None)) };
+    let found =
+        delegations_where!(r#"WHERE request_id = $1 AND requester_agent_id = $2 FOR UPDATE"#, request_id, *agent_id)
+            .fetch_optional(conn)
+            .await?;
+    Ok((key, found))
 }
 
 /// The key's verdict (as [`check_key`]), and whether a delegation with `request_id` exists
@@ -809,7 +836,8 @@ pub async fn set_delegation(
     let r = sqlx::query!(
         r#"UPDATE delegations
               SET retries_used = $3, status = $4, output = $5, updated_at = now(),
-                  ended_at = CASE WHEN $4 IN ('completed', 'rejected', 'timeout', 'error') THEN now() ELSE NULL END
+                  ended_at = CASE WHEN $4 IN ('completed', 'rejected', 'timeout', 'error', 'canceled')
+                                  THEN now() ELSE NULL END
             WHERE delegation_id = $1 AND status = $2"#,
         d.delegation_id,
         d.status.as_str(),
