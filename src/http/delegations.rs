@@ -25,6 +25,7 @@ use super::{
     error::{ApiError, ApiResult},
     extract::{ApiJson, ApiQuery, Ids, OptionalJson, Page},
 };
+use crate::directory::delegation::numbers;
 use crate::wire::delegations::{
     AcceptedOut, CompletedOut, DelegationAnswer, DelegationOut, EndedOut, InboundOut, InboxOut, ResultOut, answer,
     delegation_out, inbound_out,
@@ -110,13 +111,17 @@ pub struct DelegateIn {
     pub input: Value,
     /// Per attempt, from its start (from `PARLEY_DELEGATION_MIN_TIMEOUT`, 1 000 by default, to
     /// 86 400 000; default 30 000). An attempt given less than the target's `estimatedLatencyMs`
-    /// that does not complete does not count against the target's trust.
+    /// that does not complete does not count against the target's trust. A whole number; an
+    /// integral double (`20000.0`) is read as one.
     #[schema(minimum = 1000, maximum = 86_400_000)]
+    #[serde(default, deserialize_with = "numbers::whole_timeout_ms")]
     pub timeout_ms: Option<i64>,
     /// Whether a rejected, timed-out or failed attempt goes to the next target (default true).
     pub fallback_enabled: Option<bool>,
-    /// Attempts after the first (0 to 10; default 3).
+    /// Attempts after the first (0 to 10; default 3). A whole number; an integral double
+    /// (`3.0`) is read as one.
     #[schema(minimum = 0, maximum = 10)]
+    #[serde(default, deserialize_with = "numbers::whole_max_retries")]
     pub max_retries: Option<i64>,
 }
 

@@ -43,10 +43,12 @@ pub struct DelegateArgs {
     /// The work; must match the target capability's inputSchema.
     pub input: Value,
     /// Per attempt, from its start (1 to 86 400 000; default 30 000).
+    #[serde(default, deserialize_with = "delegation::numbers::whole_timeout_ms")]
     pub timeout_ms: Option<i64>,
     /// Whether a rejected, timed-out or failed attempt goes to the next target (default true).
     pub fallback_enabled: Option<bool>,
     /// Attempts after the first (0 to 10; default 3).
+    #[serde(default, deserialize_with = "delegation::numbers::whole_max_retries")]
     pub max_retries: Option<i64>,
 }
 
@@ -326,5 +328,32 @@ impl ParleyMcp {
         let id = parse_uuid(request_id, "requestId")?;
         self.state.delegations.refuse_delegation(agent, id, event, reason, claim_token).await?;
         Ok(EndedOut { ended: true })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `timeoutMs` and `maxRetries` are read by the delegate body's own rules (an integral
+    /// double is an integer), and the tool's schema still tells clients they are integers.
+    #[test]
+    fn delegate_task_takes_integral_doubles_and_its_schema_says_integers() {
+        let args: DelegateArgs = serde_json::from_value(serde_json::json!({
+            "taskType": "code-review", "input": {}, "timeoutMs": 20000.0, "maxRetries": 3.0
+        }))
+        .unwrap();
+        assert_eq!((args.timeout_ms, args.max_retries), (Some(20000), Some(3)));
+        let fraction = serde_json::from_value::<DelegateArgs>(serde_json::json!({
+            "taskType": "code-review", "input": {}, "timeoutMs": 20000.5
+        }))
+        .unwrap_err();
+        assert!(fraction.to_string().contains("timeoutMs must be a whole number"), "{fraction}");
+        let schema = serde_json::to_value(schemars::schema_for!(DelegateArgs)).unwrap();
+        for field in ["timeoutMs", "maxRetries"] {
+            let kind = &schema["properties"][field]["type"];
+            assert!(kind.to_string().contains("integer"), "{field}: {schema}");
+        }
+        assert!(!schema["required"].to_string().contains("timeoutMs"), "{schema}");
     }
 }

@@ -12,6 +12,7 @@ mod definitions;
 mod delegation;
 mod delegation_cancel;
 mod delegation_limits;
+mod delegation_numbers;
 mod delegation_tasks;
 mod delivery;
 mod directory;

@@ -30,6 +30,8 @@
 //! - [`recent`]: what this process learned of the attempts it accepted and the delegations it
 //!   ended, so that the calls that follow need not read them again;
 //! - [`state`]: the attempt statuses and their transition table (pure);
+//! - [`numbers`]: numbers as clients send them (an integral double is an integer), in a
+//!   request's fields and inside its input;
 //! - [`store`]: the SQL (delegations, attempts, inbox, trust counters).
 //!
 //! Unlike the rest of the directory, the service owns its transactions (like
@@ -51,6 +53,7 @@
 pub mod accept;
 pub mod delegate;
 pub mod flow;
+pub mod numbers;
 pub mod offer;
 pub mod outcomes;
 pub mod reads;
@@ -240,7 +243,8 @@ pub struct Request {
 impl Request {
     /// Checks every field; the first one at fault is named. `min_timeout_ms` is the shortest
     /// `timeoutMs` accepted (`PARLEY_DELEGATION_MIN_TIMEOUT`): a timeout no target could meet
-    /// would only make its attempts fail.
+    /// would only make its attempts fail. The input's integral doubles are read as integers
+    /// ([`numbers::integral_doubles_as_integers`]) before anything checks or stores it.
     pub fn parse(raw: &RawRequest<'_>, min_timeout_ms: i64) -> Result<Request, DelegationError> {
         let invalid = |field, message: String| DelegationError::Invalid { field, message };
         let task_type = TaskType::parse(raw.task_type)
@@ -264,18 +268,20 @@ impl Request {
             target_anonymous_id: raw.target_anonymous_id,
             task_type,
             custom_type,
-            input: raw.input.clone(),
+            input: numbers::integral_doubles_as_integers(raw.input.clone()),
             timeout_ms,
             fallback_enabled: raw.fallback_enabled.unwrap_or(true),
             max_retries: max_retries as i32,
         })
     }
 
-    /// Whether a stored delegation was made from this same body (a retry).
+    /// Whether a stored delegation was made from this same body (a retry). The stored input is
+    /// read as a new one is (a delegation stored before integral doubles were read as integers
+    /// still matches its retry).
     pub fn same_as(&self, d: &Delegation) -> bool {
         d.task_type == self.task_type.as_str()
             && d.custom_type == self.custom_type
-            && d.input == self.input
+            && numbers::integral_doubles_as_integers(d.input.clone()) == self.input
             && d.requested_target == self.target_anonymous_id
             && d.timeout_ms == self.timeout_ms
             && d.fallback_enabled == self.fallback_enabled
@@ -328,5 +334,13 @@ mod tests {
         assert_eq!(field(&|r| r.max_retries = Some(-1)), "maxRetries");
         assert_eq!(field(&|r| r.task_type = "cooking"), "taskType");
         assert_eq!(field(&|r| r.custom_type = Some("x")), "customType");
+    }
+
+    #[test]
+    fn an_inputs_integral_doubles_are_read_as_integers() {
+        let input: Value = serde_json::from_str(r#"{"code": "x", "lines": 5.0, "ratio": 0.5}"#).unwrap();
+        let r = Request::parse(&raw(&input), 1000).unwrap();
+        assert_eq!(r.input, json!({"code": "x", "lines": 5, "ratio": 0.5}));
+        assert!(r.input["lines"].is_i64());
     }
 }
