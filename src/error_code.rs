@@ -62,6 +62,8 @@ pub enum ErrorCode {
     RequestIdTaken,
     /// 409: a target acts on a delegation that moved on to another target.
     NotAddressed,
+    /// 409: a requester cancels a delegation that has ended already.
+    DelegationEnded,
     /// 409: a decision on an opportunity that is not pending.
     NotPending,
     /// 409: the person decided already.
@@ -84,7 +86,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code.
-    pub const ALL: [ErrorCode; 35] = [
+    pub const ALL: [ErrorCode; 36] = [
         ErrorCode::InvalidBody,
         ErrorCode::ActionNotAllowed,
         ErrorCode::InputInvalid,
@@ -111,6 +113,7 @@ impl ErrorCode {
         ErrorCode::RequestIdReused,
         ErrorCode::RequestIdTaken,
         ErrorCode::NotAddressed,
+        ErrorCode::DelegationEnded,
         ErrorCode::NotPending,
         ErrorCode::AlreadyDecided,
         ErrorCode::NotReactivatable,
@@ -151,6 +154,7 @@ impl ErrorCode {
             ErrorCode::RequestIdReused => "request_id_reused",
             ErrorCode::RequestIdTaken => "request_id_taken",
             ErrorCode::NotAddressed => "not_addressed",
+            ErrorCode::DelegationEnded => "delegation_ended",
             ErrorCode::NotPending => "not_pending",
             ErrorCode::AlreadyDecided => "already_decided",
             ErrorCode::NotReactivatable => "not_reactivatable",

@@ -6,6 +6,8 @@
 -- When the move ends the attempt, it counts for (completed) or against its target on today's
 -- trust row (and, for an attempt it had accepted, whether it was completed in time) only when
 -- it is evidence about the target's work for others (`counted` records the verdict):
+-- - never an attempt its requester canceled (`canceled`): the end came from the requester's
+--   side, so it says nothing about the target;
 -- - never between agents of one owner (an owner cannot vouch for itself);
 -- - never for or against a deleted target;
 -- - neither for nor against the target when the requester gave it less time than the target's
@@ -22,7 +24,7 @@ DECLARE
     v_target uuid;
     v_counted boolean;
     v_owner text;
-    v_ends boolean := p_to IN ('completed', 'rejected', 'timeout', 'error');
+    v_ends boolean := p_to IN ('completed', 'rejected', 'timeout', 'error', 'canceled');
     v_done boolean := p_to = 'completed';
     v_was_accepted boolean := p_from = 'accepted';
     v_today date := (now() AT TIME ZONE 'UTC')::date;
@@ -31,7 +33,7 @@ BEGIN
        SET status = p_to, output = p_output, reason = p_reason,
            accepted_at = CASE WHEN p_to = 'accepted' THEN now() ELSE a.accepted_at END,
            ended_at = CASE WHEN v_ends THEN now() END,
-           counted = CASE WHEN v_ends THEN NOT a.short_timeout END
+           counted = CASE WHEN v_ends THEN NOT a.short_timeout AND p_to <> 'canceled' END
      WHERE a.delegation_id = p_delegation AND a.attempt = p_attempt AND a.status = p_from
     RETURNING a.target_agent_id, a.counted INTO v_target, v_counted;
     IF NOT FOUND THEN
@@ -69,7 +71,8 @@ BEGIN
     IF p_delegation_to IS NOT NULL THEN
         UPDATE delegations
            SET retries_used = p_retries_used, status = p_delegation_to, output = p_output, updated_at = now(),
-               ended_at = CASE WHEN p_delegation_to IN ('completed', 'rejected', 'timeout', 'error') THEN now() END
+               ended_at = CASE WHEN p_delegation_to IN ('completed', 'rejected', 'timeout', 'error', 'canceled')
+                               THEN now() END
          WHERE delegation_id = p_delegation AND status = p_delegation_from;
     END IF;
     RETURN true;

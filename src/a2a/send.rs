@@ -6,7 +6,7 @@
 //! messageId, so that a resend of the same message is the same delegation, and another body
 //! under it is refused `request_id_reused`). Text parts beside it are ignored. Numbers may
 //! arrive as doubles (`20000.0`): whole ones are read as integers, in the envelope and in
-//! `input`. Both versions' shapes are read: 1.0 parts are `{data}`, 0.3 parts
+//! `input` (`crate::directory::delegation::numbers`). Both versions' shapes are read: 1.0 parts are `{data}`, 0.3 parts
 //! `{kind: "data", data}`; 1.0 blocks unless `configuration.returnImmediately`, 0.3 unless
 //! `configuration.blocking` is false.
 
@@ -15,9 +15,8 @@ use uuid::Uuid;
 
 use super::rpc::RpcError;
 use crate::{
-    directory::delegation::{DelegationError, RawRequest, Request},
+    directory::delegation::{DelegationError, RawRequest, Request, numbers::integral_doubles_as_integers},
     error_code::ErrorCode,
-    wire::numbers::integral_doubles_to_integers,
 };
 
 /// The longest `messageId` or `contextId` taken.
@@ -95,8 +94,7 @@ pub fn read(params: &Map<String, Value>, requester: Uuid, min_timeout_ms: i64) -
     if data_parts.next().is_some() {
         return Err(invalid("the message has more than one data part; send one delegation per message"));
     }
-    let mut data = part.get("data").cloned().unwrap_or(Value::Null);
-    integral_doubles_to_integers(&mut data);
+    let data = integral_doubles_as_integers(part.get("data").cloned().unwrap_or(Value::Null));
     let data =
         data.as_object().ok_or_else(|| invalid("the data part's data must be an object: the delegation body"))?;
     for name in data.keys() {

@@ -1,7 +1,7 @@
-//! Delegation's routes: the requester asks and follows its delegation (its agent key; reads also
-//! by its owner or the service), the target reads its inbox and accepts, completes, rejects or
-//! fails (its agent key). The rules live in `crate::directory::delegation`; these handlers check
-//! the input, call it and shape the answer. Each side sees the other only by anonymous id.
+//! Delegation's routes: the requester asks, follows and cancels its delegation (its agent key;
+//! reads also by its owner or the service), the target reads its inbox and accepts, completes,
+//! rejects or fails (its agent key). The rules live in `crate::directory::delegation`; these
+//! handlers check the input, call it and shape the answer. Each side sees the other only by anonymous id.
 
 use std::time::Duration;
 
@@ -25,6 +25,7 @@ use super::{
     error::{ApiError, ApiResult},
     extract::{ApiJson, ApiQuery, Ids, OptionalJson, Page},
 };
+use crate::directory::delegation::numbers;
 use crate::wire::delegations::{
     AcceptedOut, CompletedOut, DelegationAnswer, DelegationOut, EndedOut, InboundOut, InboxOut, ResultOut, answer,
     delegation_out, inbound_out,
@@ -42,6 +43,7 @@ pub fn router() -> Router<AppState> {
         .route("/api/delegation/delegate", post(delegate))
         .route("/api/delegations", post(delegate_as_agentlens))
         .route("/api/delegations/{requestId}", get(get_delegation))
+        .route("/api/delegations/{requestId}/cancel", post(cancel_delegation))
         .route("/api/agents/{id}/delegations", get(list_delegations))
         .route("/api/agents/{id}/delegations/inbox", get(delegation_inbox))
         .route("/api/agents/{id}/delegations/{requestId}/accept", post(accept_delegation))
@@ -109,13 +111,17 @@ pub struct DelegateIn {
     pub input: Value,
     /// Per attempt, from its start (from `PARLEY_DELEGATION_MIN_TIMEOUT`, 1 000 by default, to
     /// 86 400 000; default 30 000). An attempt given less than the target's `estimatedLatencyMs`
-    /// that does not complete does not count against the target's trust.
+    /// that does not complete does not count against the target's trust. A whole number; an
+    /// integral double (`20000.0`) is read as one.
     #[schema(minimum = 1000, maximum = 86_400_000)]
+    #[serde(default, deserialize_with = "numbers::whole_timeout_ms")]
     pub timeout_ms: Option<i64>,
     /// Whether a rejected, timed-out or failed attempt goes to the next target (default true).
     pub fallback_enabled: Option<bool>,
-    /// Attempts after the first (0 to 10; default 3).
+    /// Attempts after the first (0 to 10; default 3). A whole number; an integral double
+    /// (`3.0`) is read as one.
     #[schema(minimum = 0, maximum = 10)]
+    #[serde(default, deserialize_with = "numbers::whole_max_retries")]
     pub max_retries: Option<i64>,
 }
 
@@ -375,6 +381,29 @@ pub async fn get_delegation(
     Ok(waited(record, |a| Json(a).into_response()))
 }
 
+/// The requester cancels its delegation: if it has not ended, it ends `canceled` with its live
+/// attempt (offered or accepted), no other target is tried, and the attempt counts neither for
+/// nor against its target, whose later accept or complete is refused (409 `invalid_state`).
+#[utoipa::path(post, path = "/api/delegations/{requestId}/cancel", tag = "delegation", operation_id = "cancelDelegation",
+    security(("agentKeyBearer" = []), ("agentKey" = [])),
+    params(("requestId" = Uuid, Path, description = "The delegation's request id")),
+    responses(
+        (status = 200, description = "Canceled: the delegation (status `canceled`) with its result (`canceled`)", body = DelegationAnswer),
+        (status = 401, description = "Missing, unknown, revoked or expired API key"),
+        (status = 403, description = "The key's agent is inactive"),
+        (status = 404, description = "No delegation of this id that the key's agent asked for"),
+        (status = 409, description = "The delegation has ended already (`delegation_ended`), canceled before included"),
+    ))]
+pub async fn cancel_delegation(
+    State(state): State<AppState>,
+    key: PresentedKey,
+    ids: Result<Ids<Uuid>, ApiError>,
+) -> ApiResult<Json<DelegationAnswer>> {
+    let (key, Ids(request_id)) = key.admit(&state, ids).await?;
+    let record = state.delegations.cancel(key, request_id).await?;
+    Ok(Json(answer(record)))
+}
+
 /// The requests waiting for the agent; with `wait`, holds until one arrives or the time passes.
 #[utoipa::path(get, path = "/api/agents/{id}/delegations/inbox", tag = "delegation", operation_id = "delegationInbox",
     security(("agentKeyBearer" = []), ("agentKey" = [])),
@@ -404,7 +433,7 @@ pub struct ListQuery {
     #[param(pattern = "^(inbound|outbound)$")]
     pub direction: Option<String>,
     /// Only this status.
-    #[param(pattern = "^(request|accepted|completed|rejected|timeout|error)$")]
+    #[param(pattern = "^(request|accepted|completed|rejected|timeout|error|canceled)$")]
     pub status: Option<String>,
     /// 1 to 200 (default 50).
     pub limit: Option<i64>,
@@ -448,7 +477,7 @@ pub async fn list_delegations(
     let status = match q.status.as_deref() {
         None => None,
         Some(s) => Some(Status::parse(s).ok_or_else(|| {
-            ApiError::invalid("status must be one of request, accepted, completed, rejected, timeout, error")
+            ApiError::invalid("status must be one of request, accepted, completed, rejected, timeout, error, canceled")
         })?),
     };
     let mut conn = state.pool().acquire().await?;

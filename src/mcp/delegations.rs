@@ -1,8 +1,9 @@
-//! The delegation tools: the requester's (`delegate_task`, `get_delegation`) act for the key's
-//! agent; the target's (`list_delegation_inbox`, `accept_delegation`, `complete_delegation`,
-//! `reject_delegation`, `fail_delegation`) for the agent the attempt is addressed to. They call
-//! delegation's flow and render the same answers as the HTTP routes
-//! (`crate::wire::delegations`); each side sees the other only by anonymous id.
+//! The delegation tools: the requester's (`delegate_task`, `get_delegation`,
+//! `cancel_delegation`) act for the key's agent; the target's (`list_delegation_inbox`,
+//! `accept_delegation`, `complete_delegation`, `reject_delegation`, `fail_delegation`) for the
+//! agent the attempt is addressed to. They call delegation's flow and render the same answers
+//! as the HTTP routes (`crate::wire::delegations`); each side sees the other only by anonymous
+//! id.
 
 use axum::http::request::Parts;
 use rmcp::{
@@ -42,10 +43,12 @@ pub struct DelegateArgs {
     /// The work; must match the target capability's inputSchema.
     pub input: Value,
     /// Per attempt, from its start (1 to 86 400 000; default 30 000).
+    #[serde(default, deserialize_with = "delegation::numbers::whole_timeout_ms")]
     pub timeout_ms: Option<i64>,
     /// Whether a rejected, timed-out or failed attempt goes to the next target (default true).
     pub fallback_enabled: Option<bool>,
     /// Attempts after the first (0 to 10; default 3).
+    #[serde(default, deserialize_with = "delegation::numbers::whole_max_retries")]
     pub max_retries: Option<i64>,
 }
 
@@ -134,7 +137,7 @@ retries are left (fallbackEnabled, maxRetries).")]
     /// One of the agent's delegations, as `GET /api/delegations/:requestId` (with its `wait`).
     #[tool(description = "Show one of your delegations by requestId: {result?: {requestId, status, output?, \
 executionTimeMs, retriesUsed} once it ended, delegation}. status: request, accepted, completed, rejected, \
-timeout or error. With wait (seconds), holds until it ends or the time passes; no result means it has not \
+timeout, error or canceled. With wait (seconds), holds until it ends or the time passes; no result means it has not \
 ended yet.")]
     async fn get_delegation(
         &self,
@@ -155,6 +158,28 @@ ended yet.")]
         };
         Ok(match read.await {
             Ok(found) => structured(found),
+            Err(e) => api_error(e),
+        })
+    }
+
+    /// The requester's cancel, as `POST /api/delegations/:requestId/cancel`.
+    #[tool(description = "Cancel one of your delegations by requestId while it has not ended: it ends canceled \
+with its live attempt, no other target is tried, and the target can no longer accept or complete it. Returns \
+{result: {requestId, status: canceled, executionTimeMs, retriesUsed}, delegation} as get_delegation does. A \
+delegation that has ended already is refused with delegation_ended.")]
+    async fn cancel_delegation(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(args): Parameters<RequestIdArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let key = key_of(&parts)?;
+        let cancel = async {
+            let id = parse_uuid(&args.request_id, "requestId")?;
+            let record = self.state.delegations.cancel(&key, id).await?;
+            Ok::<_, ApiError>(answer(record))
+        };
+        Ok(match cancel.await {
+            Ok(canceled) => structured(canceled),
             Err(e) => api_error(e),
         })
     }
@@ -303,5 +328,32 @@ impl ParleyMcp {
         let id = parse_uuid(request_id, "requestId")?;
         self.state.delegations.refuse_delegation(agent, id, event, reason, claim_token).await?;
         Ok(EndedOut { ended: true })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `timeoutMs` and `maxRetries` are read by the delegate body's own rules (an integral
+    /// double is an integer), and the tool's schema still tells clients they are integers.
+    #[test]
+    fn delegate_task_takes_integral_doubles_and_its_schema_says_integers() {
+        let args: DelegateArgs = serde_json::from_value(serde_json::json!({
+            "taskType": "code-review", "input": {}, "timeoutMs": 20000.0, "maxRetries": 3.0
+        }))
+        .unwrap();
+        assert_eq!((args.timeout_ms, args.max_retries), (Some(20000), Some(3)));
+        let fraction = serde_json::from_value::<DelegateArgs>(serde_json::json!({
+            "taskType": "code-review", "input": {}, "timeoutMs": 20000.5
+        }))
+        .unwrap_err();
+        assert!(fraction.to_string().contains("timeoutMs must be a whole number"), "{fraction}");
+        let schema = serde_json::to_value(schemars::schema_for!(DelegateArgs)).unwrap();
+        for field in ["timeoutMs", "maxRetries"] {
+            let kind = &schema["properties"][field]["type"];
+            assert!(kind.to_string().contains("integer"), "{field}: {schema}");
+        }
+        assert!(!schema["required"].to_string().contains("timeoutMs"), "{schema}");
     }
 }

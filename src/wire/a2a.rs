@@ -54,8 +54,8 @@ pub struct TaskStatus {
     pub state: &'static str,
     /// When it last changed.
     pub timestamp: DateTime<Utc>,
-    /// A delegation attempt that ended `rejected` or `failed` with a reason: the reason, as an
-    /// `agent` message with one text part. Absent otherwise.
+    /// A delegation attempt that ended `rejected`, `failed` or `canceled` with a reason: the
+    /// reason, as an `agent` message with one text part. Absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<Message>,
 }
@@ -348,9 +348,9 @@ pub struct AttemptMetadata {
     /// 1-based.
     #[schema(minimum = 1)]
     pub attempt: i32,
-    /// The attempt's own status: `request`, `accepted`, `completed`, `rejected`, `timeout` or
-    /// `error`.
-    #[schema(value_type = String, pattern = "^(request|accepted|completed|rejected|timeout|error)$")]
+    /// The attempt's own status: `request`, `accepted`, `completed`, `rejected`, `timeout`,
+    /// `error` or `canceled`.
+    #[schema(value_type = String, pattern = "^(request|accepted|completed|rejected|timeout|error|canceled)$")]
     pub attempt_status: Status,
     /// The requester, by the anonymous id its target sees.
     pub requester_anonymous_id: Uuid,

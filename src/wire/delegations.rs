@@ -1,6 +1,6 @@
 //! The delegation answers both adapters give: a delegation with its attempts and its result in
 //! AgentLens's words (requester side), a request as its target sees it (inbox), and the small
-//! answers of accept, complete, reject and fail. Each side sees the other only by anonymous id.
+//! answers of accept, complete, reject and fail. A cancel answers the delegation as a read does. Each side sees the other only by anonymous id.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -19,7 +19,9 @@ pub struct AttemptOut {
     pub task_id: Uuid,
     /// The target, by anonymous id.
     pub target_anonymous_id: Uuid,
-    /// `request`, `accepted`, `completed`, `rejected`, `timeout` or `error`.
+    /// `request`, `accepted`, `completed`, `rejected`, `timeout`, `error` or `canceled` (its
+    /// requester canceled the delegation while this attempt was live).
+    #[schema(pattern = "^(request|accepted|completed|rejected|timeout|error|canceled)$")]
     pub status: String,
     /// Why it ended, when it did not complete.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -42,7 +44,9 @@ pub struct AttemptOut {
 pub struct DelegationOut {
     /// The requester's id for it.
     pub request_id: Uuid,
-    /// Its last attempt's status.
+    /// Its last attempt's status: `request`, `accepted`, `completed`, `rejected`, `timeout`,
+    /// `error`, or `canceled` once its requester canceled it.
+    #[schema(pattern = "^(request|accepted|completed|rejected|timeout|error|canceled)$")]
     pub status: String,
     /// The kind of work.
     pub task_type: String,
@@ -79,9 +83,10 @@ pub struct DelegationOut {
 pub struct ResultOut {
     /// The requester's id for it.
     pub request_id: Uuid,
-    /// `success` (completed), `rejected`, `timeout` or `error` once it ended; `pending` while it
-    /// runs. (The delegation's own `status` keeps the phase: `request`, `accepted`, `completed`.)
-    #[schema(pattern = "^(success|rejected|timeout|error|pending)$")]
+    /// `success` (completed), `rejected`, `timeout`, `error` or `canceled` (its requester
+    /// canceled it; a word AgentLens does not have) once it ended; `pending` while it runs. (The
+    /// delegation's own `status` keeps the phase: `request`, `accepted`, `completed`.)
+    #[schema(pattern = "^(success|rejected|timeout|error|canceled|pending)$")]
     pub status: &'static str,
     /// The output, when it succeeded.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -139,6 +144,8 @@ pub fn delegation_out(d: Delegation, attempts: Vec<Attempt>) -> DelegationOut {
 }
 
 /// A delegation's status in AgentLens's words: its end (`success` for completed), or `pending`.
+/// AgentLens has no cancel: a canceled delegation's result is `canceled`, a word of its own, so
+/// that no client takes it for the target's refusal or failure.
 fn result_status(status: Status) -> &'static str {
     match status {
         Status::Completed => "success",
@@ -186,7 +193,9 @@ pub struct InboundOut {
     pub input: Value,
     /// How long the attempt may take from its start.
     pub timeout_ms: i64,
-    /// The attempt's status.
+    /// The attempt's status: `request`, `accepted`, `completed`, `rejected`, `timeout`, `error`
+    /// or `canceled`.
+    #[schema(pattern = "^(request|accepted|completed|rejected|timeout|error|canceled)$")]
     pub status: String,
     /// Its output, once completed.
     #[serde(skip_serializing_if = "Option::is_none")]

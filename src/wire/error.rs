@@ -280,6 +280,7 @@ impl From<DelegationError> for ApiError {
             DelegationError::RequestIdReused => ApiError::Conflict { code: ErrorCode::RequestIdReused, message },
             DelegationError::RequestIdTaken => ApiError::Conflict { code: ErrorCode::RequestIdTaken, message },
             DelegationError::NotAddressed => ApiError::Conflict { code: ErrorCode::NotAddressed, message },
+            DelegationError::Ended => ApiError::Conflict { code: ErrorCode::DelegationEnded, message },
             DelegationError::InvalidState(_) => ApiError::Conflict { code: ErrorCode::InvalidState, message },
             DelegationError::ClaimStale(_) => ApiError::Conflict { code: ErrorCode::ClaimStale, message },
             DelegationError::RateLimited(_, wait)

@@ -18,7 +18,6 @@ pub mod delegations;
 pub mod directory;
 pub mod error;
 pub mod input;
-pub mod numbers;
 pub mod page;
 pub mod pickup;
 pub mod streams;

@@ -84,15 +84,19 @@ async def last_task(events):
 
 
 async def clients(key):
-    """A 1.0 client (non-streaming sends), a 1.0 streaming client and a 0.3 client, built from the card."""
+    """1.0 clients (non-streaming sends, streaming sends) built from the card, and the same two
+    over the SDK's 0.3 transport."""
     http = httpx.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=30)
     card = await A2ACardResolver(http, BASE).get_agent_card()
     v1 = ClientFactory(ClientConfig(httpx_client=http, streaming=False)).create(card)
     v1_streaming = ClientFactory(ClientConfig(httpx_client=http, streaming=True)).create(card)
     interface = next(i for i in card.supported_interfaces if i.protocol_version == "0.3")
-    v03 = BaseClient(card, ClientConfig(httpx_client=http, streaming=True),
-                     CompatJsonRpcTransport(http, card, interface.url, is_shared_httpx=True), [])
-    return http, card, v1, v1_streaming, v03
+
+    def v03(streaming):
+        transport = CompatJsonRpcTransport(http, card, interface.url, is_shared_httpx=True)
+        return BaseClient(card, ClientConfig(httpx_client=http, streaming=streaming), transport, [])
+
+    return http, card, v1, v1_streaming, (v03(False), v03(True))
 
 
 async def expect_error(kind, call):
@@ -103,7 +107,7 @@ async def expect_error(kind, call):
     raise AssertionError(f"expected {kind.__name__}")
 
 
-async def scenario(name, v1, v1_streaming, v03):
+async def scenario(name, v1, v1_streaming, compat):
     """Send, get, cancel, stream and subscribe, with one client pair (`name` says which)."""
     # Send (blocking): completed, with the output as a data artifact.
     task, _ = await last_task(v1.send_message(request("complete")))
@@ -147,15 +151,16 @@ async def scenario(name, v1, v1_streaming, v03):
     await expect_error(UnsupportedOperationError, last_task(v1_streaming.subscribe(SubscribeToTaskRequest(id=live.id))))
     ok(f"{name} subscribe")
 
-    # The 0.3 client: send, get, stream, subscribe, cancel.
+    # The 0.3 clients: send, get, stream, subscribe, cancel.
+    v03, v03_streaming = compat
     task, _ = await last_task(v03.send_message(request("complete")))
     check(task.status.state == TaskState.TASK_STATE_COMPLETED, f"0.3 send: {task}")
     got = await v03.get_task(GetTaskRequest(id=task.id))
     check(got.status.state == TaskState.TASK_STATE_COMPLETED and got.artifacts, f"0.3 get: {got}")
-    task, events = await last_task(v03.send_message(request("slow")))
+    task, events = await last_task(v03_streaming.send_message(request("slow")))
     check(events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED, f"0.3 stream: {events}")
     live = await v03.get_task(GetTaskRequest(id=(await last_task(v1.send_message(request("slow", blocking=False))))[0].id))
-    _, events = await last_task(v03.subscribe(SubscribeToTaskRequest(id=live.id)))
+    _, events = await last_task(v03_streaming.subscribe(SubscribeToTaskRequest(id=live.id)))
     check(events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED, f"0.3 subscribe: {events}")
     held, _ = await last_task(v1.send_message(request("hold", blocking=False)))
     canceled = await v03.cancel_task(CancelTaskRequest(id=held.id))
@@ -175,8 +180,8 @@ async def main():
         check(legacy.name == card.name, "the card at agent.json")
     ok("the card resolves at both paths")
 
-    http, card, v1, v1_streaming, v03 = await clients(KEY)
-    await scenario("1.0", v1, v1_streaming, v03)
+    http, card, v1, v1_streaming, compat = await clients(KEY)
+    await scenario("1.0", v1, v1_streaming, compat)
 
     # Unknown task; someone else's task; input the schema refuses; a repeated messageId.
     await expect_error(TaskNotFoundError, v1.get_task(GetTaskRequest(id=str(uuid.uuid4()))))

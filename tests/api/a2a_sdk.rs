@@ -48,8 +48,21 @@ fn venv() -> PathBuf {
 #[tokio::test]
 async fn the_official_sdks_1_0_and_0_3_clients_delegate_through_parley_unchanged() {
     let python = tokio::task::spawn_blocking(venv).await.unwrap();
-    let app = TestApp::spawn_with(|c| c.a2a_streams_per_agent = STREAMS as u32 + 10).await;
+    // The run sends a few dozen delegations to one target within a minute: the rate limits stay
+    // out of its way.
+    let app = TestApp::spawn_with(|c| {
+        c.a2a_streams_per_agent = STREAMS as u32 + 10;
+        c.inbound_rate = 10_000;
+        c.outbound_rate = 10_000;
+    })
+    .await;
     let (requester, target, _) = a2a_server::parties(&app).await;
+    let capability = app.agent_call(&target, reqwest::Method::GET, "/capabilities", None).await;
+    let permissions =
+        format!("/capabilities/{}/permissions", capability.body["capabilities"][0]["id"].as_str().unwrap());
+    let limits = serde_json::json!({"inboundRateLimit": 10_000, "outboundRateLimit": 10_000});
+    let set = app.agent_call(&target, reqwest::Method::PUT, &permissions, Some(&limits)).await;
+    assert_eq!(set.status, reqwest::StatusCode::OK, "{}", set.text);
     let stranger = app.register_agent("mallory").await;
     let _target = a2a_server::serve(&app, &target);
 

@@ -33,6 +33,8 @@ enum Audience {
     AgentReader,
     /// A requester's key, its owner's JWT, or the service; anyone else is told 404.
     Requester,
+    /// A requester's API key only; another agent's key is told 404.
+    RequesterKey,
     /// Any JWT or agent key, showing only what the caller may see (404 for others): an A2A task.
     TaskReader,
     /// Any valid credentials.
@@ -69,7 +71,7 @@ fn expected(audience: Audience, cred: Cred) -> StatusCode {
         (_, C::Nothing | C::Malformed | C::Expired | C::WrongSecret | C::RevokedKey) => StatusCode::UNAUTHORIZED,
         // An API key is not a JWT, and a JWT is not an API key.
         (A::Service | A::Participant | A::Owner, C::OtherUsersAgentKey) => StatusCode::UNAUTHORIZED,
-        (A::AgentKey | A::AnyAgentKey, C::OtherUsersJwt | C::WrongRole) => StatusCode::UNAUTHORIZED,
+        (A::AgentKey | A::AnyAgentKey | A::RequesterKey, C::OtherUsersJwt | C::WrongRole) => StatusCode::UNAUTHORIZED,
         (A::AgentKey | A::AgentOrOwner, C::OtherUsersAgentKey) => StatusCode::FORBIDDEN,
         (A::Service, C::OtherUsersJwt) => StatusCode::FORBIDDEN,
         (A::Participant | A::Owner | A::AgentOrOwner, C::OtherUsersJwt) => StatusCode::NOT_FOUND,
@@ -82,6 +84,7 @@ fn expected(audience: Audience, cred: Cred) -> StatusCode {
         (A::AgentManager | A::AgentReader, C::OtherUsersJwt) => StatusCode::NOT_FOUND,
         (A::AgentManager, C::WrongRole) => StatusCode::FORBIDDEN,
         (A::Requester | A::TaskReader, C::OtherUsersJwt | C::OtherUsersAgentKey) => StatusCode::NOT_FOUND,
+        (A::RequesterKey, C::OtherUsersAgentKey) => StatusCode::NOT_FOUND,
         (A::Participant | A::AgentReader | A::Requester | A::TaskReader, C::WrongRole) => {
             unreachable!("these routes accept every role")
         }
@@ -217,6 +220,7 @@ async fn every_route_refuses_every_wrong_credential_and_leaks_nothing() {
         ),
         (Method::GET, "/api/discovery?taskType=testing".into(), None, Audience::Anyone),
         (Method::GET, format!("/api/delegations/{n}"), None, Audience::Requester),
+        (Method::POST, format!("/api/delegations/{n}/cancel"), None, Audience::RequesterKey),
         (Method::GET, format!("/api/agents/{a}/delegations"), None, Audience::AgentReader),
         (Method::GET, format!("/api/agents/{a}/delegations/inbox"), None, Audience::AgentKey),
         (Method::POST, format!("/api/agents/{a}/delegations/{n}/accept"), None, Audience::AgentKey),

@@ -125,6 +125,7 @@ async fn an_agent_runtime_picks_up_and_answers_its_turn_over_mcp() {
         names,
         [
             "accept_delegation",
+            "cancel_delegation",
             "complete_delegation",
             "delegate_task",
             "discover_agents",

@@ -1,16 +1,23 @@
 //! How an attempt ends, other than by its target's complete: the target's reject or fail, the
-//! delegation's timer, and the deletion of the target; and what follows each end.
+//! delegation's timer, the deletion of the target, and the requester's cancel; and what follows
+//! each end.
 //!
 //! [`end_attempt`] is the one path by which an attempt ends (reject, fail, timeout, a deleted
-//! target): it writes the attempt's end and its trust counts, then either makes the next
-//! attempt (fallback, through [`super::offer`]) or ends the delegation, re-arms or cancels the
-//! timer, and queues the wake-ups, all in the caller's transaction. (A complete ends its
+//! target, a cancel): it writes the attempt's end and its trust counts, then either makes the
+//! next attempt (fallback, through [`super::offer`]) or ends the delegation, re-arms or cancels
+//! the timer, and queues the wake-ups, all in the caller's transaction. (A complete ends its
 //! attempt and its delegation in one statement of its own, `parley_delegation_complete`, which
 //! moves and counts the attempt through the same `parley_delegation_move`; see
 //! [`super::accept`].) Each caller here is one transaction that holds the delegation's row
-//! lock, so that concurrent calls (a fail racing its timeout) serialise and each sees what the
-//! previous one committed; before it opens, the input is screened against the targets a
-//! fallback may pick (`screen_fallback`).
+//! lock, so that concurrent calls (a fail racing its timeout, an accept racing a cancel)
+//! serialise and each sees what the previous one committed; before it opens, the input is
+//! screened against the targets a fallback may pick (`screen_fallback`).
+//!
+//! A cancel ([`Delegations::cancel`]) is the requester's: its delegation, if it has not ended,
+//! ends `canceled` with its live attempt (offered or accepted). `canceled` never falls back and
+//! is never counted for or against the target, so the same path ends the delegation at once and
+//! cancels its timer; the target's later accept, complete, reject or fail finds the attempt
+//! `canceled` (409 `invalid_state`), and its inbox no longer lists it.
 //!
 //! The timer of a delegation is one job (`parley_jobs::DelegationTimeout`, key
 //! `delegation:{id}`), always set to when its live attempt times out from where it stands: the
@@ -28,15 +35,18 @@ use super::{
     screen::{Screened, Work},
     service::Delegations,
     state::{Event, Status},
-    store::{self, Attempt, Delegation},
+    store::{self, Attempt, Delegation, Record},
 };
 use crate::{
     directory::anonymity::{self, AgentId},
-    runtime::AgentIdentity,
+    runtime::{AgentIdentity, AgentKey},
 };
 
 /// The reason an attempt ends with when its target is deleted.
 pub const TARGET_DELETED: &str = "the target was deleted";
+
+/// The reason an attempt ends with when its requester cancels the delegation.
+pub const CANCELED_BY_REQUESTER: &str = "canceled by the requester";
 
 impl Delegations {
     /// Locks the delegation of `request_id` whose newest attempt addressed to `target` is the
@@ -157,6 +167,59 @@ impl Delegations {
         self.wake_delegation(d.delegation_id, &next);
         tracing::info!(delegation.id = %d.delegation_id, delegation.attempt = t.attempt, "{reason}");
         Ok(true)
+    }
+
+    /// The requester's cancel, for the agent of `key` (the delegation must be one it asked for:
+    /// anyone else's, or an unknown request id, is [`DelegationError::NotFound`]; a refused key
+    /// is `Unauthorized` or `Forbidden`). A delegation that has not ended ends `canceled`, and its
+    /// live attempt (offered or accepted) with it, with the reason [`CANCELED_BY_REQUESTER`]:
+    /// no fallback to another target, no count for or against the target, the timer cancelled;
+    /// one transaction holding the delegation's row lock, through [`end_attempt`]. Answers the
+    /// delegation's final record, and wakes its waiters. A delegation that had ended already
+    /// (canceled before, too) is [`DelegationError::Ended`], and nothing changes.
+    pub async fn cancel(&self, key: &AgentKey, request_id: Uuid) -> Result<Record, DelegationError> {
+        let mut tx = self.runtime.pool.begin().await?;
+        let (checked, found) = store::lock_requested(&mut tx, &key.key_hash, key.agent_id, request_id).await?;
+        let requester = checked.identity()?;
+        let canceled = match found {
+            None => Err(DelegationError::NotFound),
+            Some(d) if d.status.is_terminal() => Err(DelegationError::Ended),
+            Some(d) => self.cancel_live(&mut tx, &d).await,
+        };
+        let (record, target) = match canceled {
+            Ok(canceled) => {
+                tx.commit().await?;
+                canceled
+            }
+            Err(refused) => {
+                tx.rollback().await?;
+                self.runtime.seen(requester.agent_id).await;
+                return Err(refused);
+            }
+        };
+        self.runtime.seen(requester.agent_id).await;
+        self.recent.forget_accepted(target, request_id);
+        let id = record.delegation.delegation_id;
+        if self.runtime.wakeups.has_waiters(&store::delegation_key(id)) {
+            self.recent.ended(record.clone());
+        }
+        self.wake_delegation(id, &[]);
+        tracing::info!(delegation.id = %id, delegation.attempt = record.delegation.current_attempt(), "{CANCELED_BY_REQUESTER}");
+        Ok(record)
+    }
+
+    /// The cancel of `d` (locked, not ended) in `conn`'s transaction: its live attempt ends
+    /// `canceled` through [`end_attempt`], which, `canceled` never falling back, ends the
+    /// delegation too and cancels its timer. Returns the final record and the attempt's target.
+    async fn cancel_live(&self, conn: &mut PgConnection, d: &Delegation) -> Result<(Record, Uuid), DelegationError> {
+        let id = d.delegation_id;
+        let a = store::attempt(conn, id, d.current_attempt())
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("delegation {id} has no live attempt"))?;
+        end_attempt(self, conn, d, &a, Event::Cancel, None, Some(CANCELED_BY_REQUESTER), &Screened::none()).await?;
+        let (delegation, attempts) =
+            store::record(conn, id).await?.ok_or_else(|| anyhow::anyhow!("delegation {id} vanished"))?;
+        Ok((Record { delegation, attempts }, a.target_agent_id))
     }
 
     /// After an agent was deleted (its row kept, its capabilities gone): every attempt still

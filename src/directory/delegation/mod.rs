@@ -8,6 +8,8 @@
 //! An attempt that ends rejected, timed out or in error is followed, in the same transaction,
 //! by one to the best-ranked eligible target not yet tried whose input schema accepts the
 //! input, while retries are left; otherwise the delegation ends with its last attempt's status.
+//! The requester may cancel a delegation that has not ended: it ends `canceled` with its live
+//! attempt, and no other target is tried.
 //!
 //! [`Delegations`] ([`service`]) is the service every delegation call goes through (HTTP, MCP,
 //! the timer dispatcher): it owns what one process keeps for delegations and shares the rest
@@ -17,8 +19,9 @@
 //! - [`offer`]: offering an attempt to a target, skipping the targets whose inbound window is
 //!   full;
 //! - [`accept`]: the target's accept and complete;
-//! - [`flow`]: every other end of an attempt (reject, fail, timeout, a deleted target) through
-//!   the one end path, `flow::end_attempt`, and the fallback that follows it;
+//! - [`flow`]: every other end of an attempt (reject, fail, timeout, a deleted target, the
+//!   requester's cancel) through the one end path, `flow::end_attempt`, and the fallback that
+//!   follows it (never after a cancel);
 //! - [`reads`]: reads of a delegation and of an inbox, and their long polls;
 //! - [`outcomes`]: the words its accept and complete statements answer, one enum each;
 //! - [`screen`]: the input checked against the schemas of the targets a transaction may pick,
@@ -27,6 +30,8 @@
 //! - [`recent`]: what this process learned of the attempts it accepted and the delegations it
 //!   ended, so that the calls that follow need not read them again;
 //! - [`state`]: the attempt statuses and their transition table (pure);
+//! - [`numbers`]: numbers as clients send them (an integral double is an integer), in a
+//!   request's fields and inside its input;
 //! - [`store`]: the SQL (delegations, attempts, inbox, trust counters).
 //!
 //! Unlike the rest of the directory, the service owns its transactions (like
@@ -46,9 +51,9 @@
 //! the requester sees each target's.
 
 pub mod accept;
-pub mod cancel_pending;
 pub mod delegate;
 pub mod flow;
+pub mod numbers;
 pub mod offer;
 pub mod outcomes;
 pub mod reads;
@@ -121,6 +126,10 @@ pub enum DelegationError {
     /// The attempt is addressed to another agent now (409 `not_addressed`).
     #[error("this delegation is no longer addressed to this agent")]
     NotAddressed,
+    /// The delegation has ended already (completed, rejected, timed out, failed or canceled), so
+    /// its requester can no longer cancel it (409 `delegation_ended`).
+    #[error("the delegation has already ended")]
+    Ended,
     /// The attempt is not in a state that allows this (409 `invalid_state`).
     #[error("the delegation attempt is {0}")]
     InvalidState(&'static str),
@@ -237,7 +246,8 @@ pub struct Request {
 impl Request {
     /// Checks every field; the first one at fault is named. `min_timeout_ms` is the shortest
     /// `timeoutMs` accepted (`PARLEY_DELEGATION_MIN_TIMEOUT`): a timeout no target could meet
-    /// would only make its attempts fail.
+    /// would only make its attempts fail. The input's integral doubles are read as integers
+    /// ([`numbers::integral_doubles_as_integers`]) before anything checks or stores it.
     pub fn parse(raw: &RawRequest<'_>, min_timeout_ms: i64) -> Result<Request, DelegationError> {
         let invalid = |field, message: String| DelegationError::Invalid { field, message };
         let task_type = TaskType::parse(raw.task_type)
@@ -261,7 +271,7 @@ impl Request {
             target_anonymous_id: raw.target_anonymous_id,
             task_type,
             custom_type,
-            input: raw.input.clone(),
+            input: numbers::integral_doubles_as_integers(raw.input.clone()),
             timeout_ms,
             fallback_enabled: raw.fallback_enabled.unwrap_or(true),
             max_retries: max_retries as i32,
@@ -269,11 +279,13 @@ impl Request {
         })
     }
 
-    /// Whether a stored delegation was made from this same body (a retry).
+    /// Whether a stored delegation was made from this same body (a retry). The stored input is
+    /// read as a new one is (a delegation stored before integral doubles were read as integers
+    /// still matches its retry).
     pub fn same_as(&self, d: &Delegation) -> bool {
         d.task_type == self.task_type.as_str()
             && d.custom_type == self.custom_type
-            && d.input == self.input
+            && numbers::integral_doubles_as_integers(d.input.clone()) == self.input
             && d.requested_target == self.target_anonymous_id
             && d.timeout_ms == self.timeout_ms
             && d.fallback_enabled == self.fallback_enabled
@@ -326,5 +338,13 @@ mod tests {
         assert_eq!(field(&|r| r.max_retries = Some(-1)), "maxRetries");
         assert_eq!(field(&|r| r.task_type = "cooking"), "taskType");
         assert_eq!(field(&|r| r.custom_type = Some("x")), "customType");
+    }
+
+    #[test]
+    fn an_inputs_integral_doubles_are_read_as_integers() {
+        let input: Value = serde_json::from_str(r#"{"code": "x", "lines": 5.0, "ratio": 0.5}"#).unwrap();
+        let r = Request::parse(&raw(&input), 1000).unwrap();
+        assert_eq!(r.input, json!({"code": "x", "lines": 5, "ratio": 0.5}));
+        assert!(r.input["lines"].is_i64());
     }
 }

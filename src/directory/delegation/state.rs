@@ -1,7 +1,9 @@
 //! The states of a delegation attempt and the moves between them, as one explicit table.
 //!
 //! An attempt is offered (`request`), taken (`accepted`), and ends `completed`, `rejected`,
-//! `timeout` or `error`. A delegation's status is its last attempt's, so the same names serve
+//! `timeout`, `error`, or `canceled` when its requester cancels the delegation (the one end that
+//! comes from the requester's side: no fallback follows it and it counts neither for nor
+//! against the target). A delegation's status is its last attempt's, so the same names serve
 //! both. Each status also has the A2A task state an attempt shows at `GET /api/tasks/{id}`
 //! ([`Status::a2a_state`]). Pure: no IO.
 
@@ -25,7 +27,7 @@ pub enum Status {
     Timeout,
     /// The target reported that it failed, or was deleted.
     Error,
-    /// Canceled by its requester.
+    /// The requester canceled the delegation while this attempt was live.
     Canceled,
 }
 
@@ -44,6 +46,8 @@ pub enum Event {
     TimeOut,
     /// Its target was deleted.
     TargetGone,
+    /// The requester cancels the delegation.
+    Cancel,
 }
 
 impl Event {
@@ -56,6 +60,7 @@ impl Event {
             Event::Fail => "fail",
             Event::TimeOut => "time_out",
             Event::TargetGone => "target_gone",
+            Event::Cancel => "cancel",
         }
     }
 }
@@ -95,14 +100,15 @@ impl Status {
         !matches!(self, Status::Request | Status::Accepted)
     }
 
-    /// Whether an attempt that ended so may be followed by another target's.
+    /// Whether an attempt that ended so may be followed by another target's (never after a
+    /// cancel: the requester no longer wants the work done).
     pub fn falls_back(self) -> bool {
         matches!(self, Status::Rejected | Status::Timeout | Status::Error)
     }
 
     /// The state of the attempt's A2A task: offered is `submitted`, taken is `working`, a timeout
-    /// or a reported failure is `failed`; `completed` and `rejected` keep their names. (An
-    /// attempt is never cancelled, so `canceled` does not occur.)
+    /// or a reported failure is `failed`; `completed`, `rejected` and `canceled` keep their
+    /// names.
     pub fn a2a_state(self) -> &'static str {
         match self {
             Status::Request => "submitted",
@@ -126,6 +132,7 @@ impl Status {
             (S::Accepted, E::Complete) => Ok(S::Completed),
             (S::Accepted, E::Fail) => Ok(S::Error),
             (S::Request | S::Accepted, E::TargetGone) => Ok(S::Error),
+            (S::Request | S::Accepted, E::Cancel) => Ok(S::Canceled),
             (from, event) => Err(TransitionError { machine: "delegation", from: from.as_str(), event: event.name() }),
         }
     }
@@ -137,7 +144,15 @@ mod tests {
 
     #[test]
     fn the_table_allows_exactly_the_documented_moves() {
-        let events = [Event::Accept, Event::Complete, Event::Reject, Event::Fail, Event::TimeOut, Event::TargetGone];
+        let events = [
+            Event::Accept,
+            Event::Complete,
+            Event::Reject,
+            Event::Fail,
+            Event::TimeOut,
+            Event::TargetGone,
+            Event::Cancel,
+        ];
         let mut allowed = Vec::new();
         for from in Status::ALL {
             for event in events {
@@ -153,11 +168,13 @@ mod tests {
                 ("request", Event::Reject, "rejected"),
                 ("request", Event::TimeOut, "timeout"),
                 ("request", Event::TargetGone, "error"),
+                ("request", Event::Cancel, "canceled"),
                 ("accepted", Event::Complete, "completed"),
                 ("accepted", Event::Reject, "rejected"),
                 ("accepted", Event::Fail, "error"),
                 ("accepted", Event::TimeOut, "timeout"),
                 ("accepted", Event::TargetGone, "error"),
+                ("accepted", Event::Cancel, "canceled"),
             ]
         );
     }
@@ -191,5 +208,23 @@ mod tests {
         }
         assert!(Status::Rejected.falls_back() && Status::Timeout.falls_back() && Status::Error.falls_back());
         assert!(!Status::Completed.falls_back());
+        assert!(!Status::Canceled.falls_back(), "a cancel never moves the work to another target");
+    }
+
+    #[test]
+    fn a_cancel_ends_a_live_attempt_and_nothing_else() {
+        for s in Status::ALL {
+            let canceled = s.transition(Event::Cancel);
+            if s.is_terminal() {
+                let refused = canceled.expect_err(s.as_str());
+                assert_eq!((refused.from, refused.event), (s.as_str(), "cancel"));
+            } else {
+                assert_eq!(canceled.ok(), Some(Status::Canceled), "{}", s.as_str());
+            }
+        }
+        assert!(Status::Canceled.is_terminal());
+        for event in [Event::Accept, Event::Complete, Event::Reject, Event::Fail, Event::TimeOut, Event::Cancel] {
+            assert!(Status::Canceled.transition(event).is_err(), "a canceled attempt stays canceled: {event:?}");
+        }
     }
 }
