@@ -138,4 +138,5 @@ async fn the_official_sdks_1_0_and_0_3_clients_delegate_through_parley_unchanged
         "{}",
         said.join("\n")
     );
+    eprintln!("{}", said.join("\n"));
 }
