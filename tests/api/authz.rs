@@ -165,6 +165,12 @@ async fn every_route_refuses_every_wrong_credential_and_leaks_nothing() {
         (Method::POST, "/api/agents".into(), Some(json!({ "name": "x" })), Audience::Owner),
         (Method::GET, "/api/agents".into(), None, Audience::Owner),
         (Method::GET, "/api/agents/me".into(), None, Audience::AnyAgentKey),
+        (
+            Method::POST,
+            "/a2a".into(),
+            Some(json!({"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"id": n}})),
+            Audience::AnyAgentKey,
+        ),
         (Method::GET, "/metrics".into(), None, Audience::Service),
         (Method::GET, format!("/api/agents/{a}"), None, Audience::AgentOrOwner),
         (Method::PATCH, format!("/api/agents/{a}"), Some(json!({ "name": "y" })), Audience::Owner),
