@@ -5,6 +5,7 @@
 //! opportunity. See `README.md` for running it, `ARCHITECTURE.md` for how the code is laid out
 //! and why, and each module's docs for the details.
 
+pub mod a2a_client;
 pub mod agent;
 pub mod app;
 pub mod auth;

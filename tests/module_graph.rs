@@ -265,6 +265,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("failure_limiter", &[]),
     ("llm", &[]),
     ("quote", &[]),
+    // Parley as an A2A client: the outbound guard (SSRF rule) and AgentCards; knows no storage.
+    ("a2a_client", &[]),
     ("telemetry", &["config"]),
     ("domain", &["config"]),
     ("negotiator", &["config", "domain"]),
@@ -290,6 +292,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "http",
         &[
+            "a2a_client",
             "auth",
             "config",
             "delivery",
