@@ -273,7 +273,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("scoring", &["config", "error_code"]),
     ("embeddings", &["config", "scoring"]),
     ("metrics", &["config", "domain"]),
-    ("store", &["config", "domain"]),
+    ("store", &["a2a_client", "config", "domain"]),
     ("runtime", &["config", "domain", "store"]),
     ("live", &["config", "domain", "runtime", "store"]),
     (

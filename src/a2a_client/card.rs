@@ -193,13 +193,9 @@ fn cut(s: &str, max: usize) -> String {
 pub fn has_bindu_marks(card: &Map<String, Value>) -> bool {
     let keys = ["agentTrust", "kind", "numHistorySessions", "agent_trust", "num_history_sessions"];
     keys.iter().any(|k| card.contains_key(*k))
-        || card
-            .get("capabilities")
-            .and_then(|c| c.get("extensions"))
-            .and_then(Value::as_array)
-            .is_some_and(|exts| {
-                exts.iter().any(|e| e.get("uri").and_then(Value::as_str).is_some_and(|u| u.starts_with("did:bindu:")))
-            })
+        || card.get("capabilities").and_then(|c| c.get("extensions")).and_then(Value::as_array).is_some_and(|exts| {
+            exts.iter().any(|e| e.get("uri").and_then(Value::as_str).is_some_and(|u| u.starts_with("did:bindu:")))
+        })
 }
 
 /// `1.0`, `1.0.0`, `1.0.3`: the 1.0 protocol.
@@ -329,12 +325,8 @@ pub async fn fetch_card(card_url: &str, allow_private: bool) -> Result<FetchedCa
 
 /// GETs `url` and reads at most [`MAX_CARD_BYTES`] of it as JSON; returns the final URL too.
 async fn fetch_json(client: &reqwest::Client, url: Url) -> Result<(Url, Value), CardError> {
-    let mut response = client
-        .get(url)
-        .header(header::ACCEPT, "application/json")
-        .send()
-        .await
-        .map_err(|e| request_failed(&e))?;
+    let mut response =
+        client.get(url).header(header::ACCEPT, "application/json").send().await.map_err(|e| request_failed(&e))?;
     let status = response.status();
     if !status.is_success() {
         return Err(CardError::Fetch(format!("the card URL answered HTTP {status}")));

@@ -215,8 +215,7 @@ pub async fn check_target(url: &Url, allow_private: bool) -> Result<(), TargetRe
     if host.starts_with('[') || host.parse::<IpAddr>().is_ok() {
         return Ok(()); // a literal address, judged above
     }
-    let resolved =
-        tokio::net::lookup_host((host, 0)).await.map_err(|_| TargetRefused::Unresolved(host.to_owned()))?;
+    let resolved = tokio::net::lookup_host((host, 0)).await.map_err(|_| TargetRefused::Unresolved(host.to_owned()))?;
     filter_resolved(host, resolved, allow_private).map(drop)
 }
 

@@ -6,11 +6,13 @@
 //!   from [`guard::client_builder`], its URL passed through [`guard::check_url`] first.
 //! - [`card`]: an AgentCard fetched within bounds, checked, and the interface chosen on it
 //!   (URL, protocol version, [`card::Dialect`]).
+//! - [`credential`]: what Parley presents to the agent's endpoint ([`credential::A2aAuth`]).
 //!
 //! This module knows no storage and no service: it is below the HTTP adapter (which registers
 //! agents by card) and below whatever calls those agents later.
 
 pub mod card;
+pub mod credential;
 pub mod guard;
 
 #[cfg(test)]

@@ -248,7 +248,9 @@ fn bindu_marks_choose_the_bindu_dialect_whatever_version_is_claimed() {
     ] {
         assert!(has_bindu_marks(card(marks.clone()).as_object().unwrap()), "{marks}");
     }
-    assert!(!has_bindu_marks(card(json!({"capabilities": {"extensions": [{"uri": "https://ext"}]}})).as_object().unwrap()));
+    assert!(!has_bindu_marks(
+        card(json!({"capabilities": {"extensions": [{"uri": "https://ext"}]}})).as_object().unwrap()
+    ));
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! Integration tests: the real router over HTTP, against a real PostgreSQL, one database per test.
 
 mod a2a;
+mod agent_cards;
 mod agentlens;
 mod agents;
 mod assessment;
