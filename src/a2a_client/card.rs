@@ -37,6 +37,9 @@ pub const MAX_CARD_BYTES: usize = 64 * 1024;
 /// Skills kept in a card's summary.
 pub const MAX_SKILLS: usize = 100;
 
+/// The longest URL kept (the card's, after redirects, and the interface's).
+pub const MAX_URL_CHARS: usize = 2048;
+
 /// Which flavour of A2A Parley speaks to an agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
@@ -132,6 +135,9 @@ pub enum CardError {
 /// it): the fields every card carries, then the interface ([`choose_interface`]).
 pub fn read_card(document: &Value, base: &Url) -> Result<CardSummary, CardError> {
     let card = document.as_object().ok_or_else(|| CardError::Invalid("the card is not a JSON object".into()))?;
+    if holds_nul(document) {
+        return Err(CardError::Invalid("the card holds a NUL character (\\u0000), which cannot be stored".into()));
+    }
     let mut missing = Vec::new();
     let text = |key: &str, missing: &mut Vec<String>| match card.get(key).and_then(Value::as_str) {
         Some(s) if !s.trim().is_empty() => s.trim().to_owned(),
@@ -184,6 +190,17 @@ pub fn read_card(document: &Value, base: &Url) -> Result<CardSummary, CardError>
     Ok(CardSummary { name: cut(&name, 200), description: cut(&description, 2000), skills, streaming, interface })
 }
 
+/// Whether a string or key anywhere in `v` holds the NUL character (which PostgreSQL's `text`
+/// and `jsonb` cannot store).
+fn holds_nul(v: &Value) -> bool {
+    match v {
+        Value::String(s) => s.contains('\0'),
+        Value::Array(items) => items.iter().any(holds_nul),
+        Value::Object(map) => map.iter().any(|(k, v)| k.contains('\0') || holds_nul(v)),
+        _ => false,
+    }
+}
+
 /// The first `max` characters of `s`.
 fn cut(s: &str, max: usize) -> String {
     s.chars().take(max).collect()
@@ -223,6 +240,10 @@ pub fn choose_interface(card: &Map<String, Value>, base: &Url) -> Result<Interfa
             return None;
         }
         match base.join(url) {
+            Ok(u) if u.as_str().len() > MAX_URL_CHARS => {
+                passed.push(format!("{what}'s url is longer than {MAX_URL_CHARS} characters"));
+                None
+            }
             Ok(u) if matches!(u.scheme(), "http" | "https") => Some(u.to_string()),
             Ok(u) => {
                 passed.push(format!("{what}'s url is {}, not http(s)", u.scheme()));
@@ -313,6 +334,9 @@ pub async fn fetch_card(card_url: &str, allow_private: bool) -> Result<FetchedCa
     let (url, document) = tokio::time::timeout(FETCH_TIMEOUT, fetch_json(&client, url))
         .await
         .map_err(|_| CardError::Fetch(format!("no whole answer within {} s", FETCH_TIMEOUT.as_secs())))??;
+    if url.as_str().len() > MAX_URL_CHARS {
+        return Err(CardError::Invalid(format!("the card's URL is longer than {MAX_URL_CHARS} characters")));
+    }
     let summary = read_card(&document, &url)?;
     let interface = Url::parse(&summary.interface.url)
         .map_err(|e| CardError::Invalid(format!("the interface URL is not a URL ({e})")))?;

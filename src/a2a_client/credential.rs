@@ -31,9 +31,9 @@ impl AuthScheme {
         }
     }
 
-    /// Parses a name, in any case (`Bearer`, `bearer`).
+    /// Parses a stored (and wire) name.
     pub fn parse(s: &str) -> Option<AuthScheme> {
-        AuthScheme::ALL.into_iter().find(|v| v.as_str().eq_ignore_ascii_case(s.trim()))
+        AuthScheme::ALL.into_iter().find(|v| v.as_str() == s)
     }
 }
 

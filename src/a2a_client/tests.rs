@@ -261,6 +261,10 @@ fn a_card_lacking_required_fields_is_refused_naming_them() {
     }
     let why = read_card(&json!([1, 2]), &base()).unwrap_err().to_string();
     assert!(why.contains("not a JSON object"), "{why}");
+    let mut with_nul = card(json!({"url": "https://a.example.com/", "protocolVersion": "0.3.0"}));
+    with_nul["skills"][0]["name"] = json!("Code\u{0}review");
+    let why = read_card(&with_nul, &base()).unwrap_err().to_string();
+    assert!(why.contains("NUL"), "{why}");
     let mut nameless_skill = card(json!({"url": "https://a.example.com/", "protocolVersion": "0.3.0"}));
     nameless_skill["skills"] = json!([{"id": "x"}]);
     let why = read_card(&nameless_skill, &base()).unwrap_err().to_string();

@@ -35,19 +35,16 @@ pub fn router() -> Router<AppState> {
     Router::new().route("/api/agents/{id}/agent-card", get(get_card).put(put_card).delete(delete_card))
 }
 
-/// The longest AgentCard URL taken.
-pub const MAX_CARD_URL: usize = 2048;
-
 /// What Parley presents to the agent's own endpoint.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct A2aAuthIn {
     /// `bearer` or `basic`: sent as `Authorization: Bearer <credential>` (or `Basic`).
-    #[schema(pattern = "^(?i)(bearer|basic)$", example = "bearer")]
+    #[schema(pattern = "^(bearer|basic)$", example = "bearer")]
     pub scheme: String,
     /// The credential, as the header carries it (for `basic`, base64 of `user:password`):
     /// 1 to 4 096 visible ASCII characters. Stored to be presented; never returned by any read.
-    #[schema(min_length = 1, max_length = 4096, example = "agent-secret-token")]
+    #[schema(min_length = 1, max_length = 4096, pattern = "^[!-~]+$", example = "agent-secret-token")]
     pub credential: String,
 }
 
@@ -147,8 +144,8 @@ pub(super) fn check_auth(auth: &A2aAuthIn) -> ApiResult<A2aAuth> {
 
 /// Fetches and checks the card at `url` (400 `agent_card_invalid` saying why it cannot be used).
 pub(super) async fn fetch(state: &AppState, url: &str) -> ApiResult<FetchedCard> {
-    if url.trim().is_empty() || url.chars().count() > MAX_CARD_URL {
-        return Err(ApiError::invalid(format!("agentCardUrl must be 1 to {MAX_CARD_URL} characters")));
+    if url.trim().is_empty() || url.chars().count() > card::MAX_URL_CHARS {
+        return Err(ApiError::invalid(format!("agentCardUrl must be 1 to {} characters", card::MAX_URL_CHARS)));
     }
     card::fetch_card(url, state.engine.config().a2a_allow_private_targets).await.map_err(|e| ApiError::BadRequest {
         code: ErrorCode::AgentCardInvalid,

@@ -166,7 +166,7 @@ async fn a_1_0_card_registers_an_agent_parley_calls_and_the_credential_is_never_
     let created = register(
         &app,
         "user-tomas",
-        &json!({"name": "Reviewer", "agentCardUrl": card_url, "a2aAuth": {"scheme": "Bearer", "credential": SECRET}}),
+        &json!({"name": "Reviewer", "agentCardUrl": card_url, "a2aAuth": {"scheme": "bearer", "credential": SECRET}}),
     )
     .await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
