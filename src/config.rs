@@ -202,6 +202,9 @@ pub struct Config {
     pub input_failure_burst: u32,
     /// `PARLEY_INPUT_FAILURE_REFILL`: one more such refusal is allowed per this period.
     pub input_failure_refill: Duration,
+    /// `PARLEY_A2A_ALLOW_PRIVATE_TARGETS`: whether agents' AgentCard and interface URLs may lead
+    /// to loopback, private, link-local and other non-public addresses (off by default).
+    pub a2a_allow_private_targets: bool,
 }
 
 impl Default for Config {
@@ -259,6 +262,7 @@ impl Default for Config {
             max_keys_per_user: 100,
             input_failure_burst: 20,
             input_failure_refill: Duration::from_secs(3),
+            a2a_allow_private_targets: false,
         }
     }
 }
@@ -343,6 +347,16 @@ impl Config {
                 return Err(ConfigError {
                     var: "PARLEY_METRICS",
                     message: format!("{other:?} is neither \"on\" nor \"off\""),
+                });
+            }
+        };
+        let a2a_allow_private_targets = match var("PARLEY_A2A_ALLOW_PRIVATE_TARGETS").as_deref() {
+            None | Some("false") => false,
+            Some("true") => true,
+            Some(other) => {
+                return Err(ConfigError {
+                    var: "PARLEY_A2A_ALLOW_PRIVATE_TARGETS",
+                    message: format!("{other:?} is neither \"true\" nor \"false\""),
                 });
             }
         };
@@ -537,6 +551,7 @@ impl Config {
             max_keys_per_user,
             input_failure_burst,
             input_failure_refill: duration("PARLEY_INPUT_FAILURE_REFILL", d.input_failure_refill)?,
+            a2a_allow_private_targets,
         })
     }
 }
@@ -625,6 +640,8 @@ mod tests {
             (2, Duration::from_secs(5), 64)
         );
         assert_eq!((c.max_agents_per_user, c.max_capabilities_per_user, c.max_keys_per_user), (50, 200, 100));
+        assert!(!c.a2a_allow_private_targets);
+        assert!(load(&[("PARLEY_A2A_ALLOW_PRIVATE_TARGETS", "true")]).unwrap().a2a_allow_private_targets);
     }
 
     #[test]
@@ -743,6 +760,7 @@ mod tests {
             ("PARLEY_SCHEMA_CACHE_MIB", "0"),
             ("PARLEY_MAX_AGENTS_PER_USER", "0"),
             ("PARLEY_MAX_KEYS_PER_USER", "-2"),
+            ("PARLEY_A2A_ALLOW_PRIVATE_TARGETS", "yes"),
         ] {
             let err = load(&[(var, value)]).unwrap_err();
             assert_eq!(err.var, var);

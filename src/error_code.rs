@@ -22,6 +22,8 @@ pub enum ErrorCode {
     TargetNotEligible,
     /// 400: a capability's schema is past the bounds.
     SchemaTooComplex,
+    /// 400: an AgentCard that cannot be fetched or used (the message says why).
+    AgentCardInvalid,
     /// 401: no or bad credentials.
     Unauthorized,
     /// 403: valid credentials that may not do this.
@@ -86,13 +88,14 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code.
-    pub const ALL: [ErrorCode; 36] = [
+    pub const ALL: [ErrorCode; 37] = [
         ErrorCode::InvalidBody,
         ErrorCode::ActionNotAllowed,
         ErrorCode::InputInvalid,
         ErrorCode::OutputInvalid,
         ErrorCode::TargetNotEligible,
         ErrorCode::SchemaTooComplex,
+        ErrorCode::AgentCardInvalid,
         ErrorCode::Unauthorized,
         ErrorCode::Forbidden,
         ErrorCode::NotFound,
@@ -134,6 +137,7 @@ impl ErrorCode {
             ErrorCode::OutputInvalid => "output_invalid",
             ErrorCode::TargetNotEligible => "target_not_eligible",
             ErrorCode::SchemaTooComplex => "schema_too_complex",
+            ErrorCode::AgentCardInvalid => "agent_card_invalid",
             ErrorCode::Unauthorized => "unauthorized",
             ErrorCode::Forbidden => "forbidden",
             ErrorCode::NotFound => "not_found",

@@ -6,6 +6,7 @@
 //! and why, and each module's docs for the details.
 
 pub mod a2a;
+pub mod a2a_client;
 pub mod agent;
 pub mod app;
 pub mod auth;

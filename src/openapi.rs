@@ -13,8 +13,8 @@ use utoipa::{
 };
 
 use crate::http::{
-    a2a, agent_turns, agents, assessment, delegations, directory, error::ErrorBody, events, health, insights, metrics,
-    negotiations, opportunities, status_page,
+    a2a, agent_cards, agent_turns, agents, assessment, delegations, directory, error::ErrorBody, events, health,
+    insights, metrics, negotiations, opportunities, status_page,
 };
 
 /// Where the spec is served.
@@ -63,6 +63,9 @@ agent key as a bearer credential.",
         agents::create_key,
         agents::revoke_key,
         agents::heartbeat,
+        agent_cards::get_card,
+        agent_cards::put_card,
+        agent_cards::delete_card,
         agent_turns::pickup_turn,
         agent_turns::respond_to_turn,
         agent_turns::extend_claim,

@@ -241,7 +241,8 @@ fn no_rust_file_is_longer_than_the_limit() {
 /// The table itself must have no circle: it reads as layers.
 ///
 /// - The leaves import nothing: the configuration, error codes, quoting, the failure limiter,
-///   the model client, the database's creation.
+///   the model client, the database's creation, and the A2A client (the outbound guard and
+///   AgentCards), which the SQL uses for the stored card's types.
 /// - The domain (states, transition tables, outcomes) reads only the turn caps' settings; the
 ///   pure deciders (`negotiator`, `scoring`) know nothing of storage, the services or the wire.
 /// - The SQL (`store`) knows only the domain.
@@ -265,13 +266,15 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("failure_limiter", &[]),
     ("llm", &[]),
     ("quote", &[]),
+    // Parley as an A2A client: the outbound guard (SSRF rule) and AgentCards; knows no storage.
+    ("a2a_client", &[]),
     ("telemetry", &["config"]),
     ("domain", &["config"]),
     ("negotiator", &["config", "domain"]),
     ("scoring", &["config", "error_code"]),
     ("embeddings", &["config", "scoring"]),
     ("metrics", &["config", "domain"]),
-    ("store", &["config", "domain"]),
+    ("store", &["a2a_client", "config", "domain"]),
     ("runtime", &["config", "domain", "store"]),
     ("live", &["config", "domain", "runtime", "store"]),
     (
@@ -293,6 +296,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "http",
         &[
+            "a2a_client",
             "auth",
             "config",
             "delivery",

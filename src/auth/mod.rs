@@ -198,6 +198,10 @@ impl Policy {
         tokens: Tokens::OwnerOfPathAgent { service: ServiceToken::Allowed },
         keys: Keys::PathAgent(Lookup::Now),
     };
+    /// The path's agent's outbound settings (its AgentCard and the credential Parley presents to
+    /// it): its owner's user token or the platform's; never an agent's key.
+    pub const OWNER_OR_PLATFORM: Policy =
+        Policy { tokens: Tokens::OwnerOfPathAgent { service: ServiceToken::Allowed }, keys: Keys::None };
     /// Any valid JWT or any active agent's key.
     pub const ANYONE: Policy = Policy {
         tokens: Tokens::Roles { roles: CallerRole::ALL, takes: ANY_TOKEN, refusal: "" },

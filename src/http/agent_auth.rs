@@ -100,6 +100,20 @@ impl FromRequestParts<AppState> for AgentReader {
     }
 }
 
+/// The agent in the path, by its owner's user JWT or the platform's token, never an agent's key
+/// ([`Policy::OWNER_OR_PLATFORM`]): what Parley presents to an agent is its owner's to set;
+/// another user is told the agent does not exist.
+#[derive(Debug, Clone)]
+pub struct AgentOwnerOrPlatform(pub AgentIdentity);
+
+impl FromRequestParts<AppState> for AgentOwnerOrPlatform {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        agent(parts, state, &Policy::OWNER_OR_PLATFORM).await.map(AgentOwnerOrPlatform)
+    }
+}
+
 /// Any authenticated caller: a valid JWT of any role, or a live API key of an active agent
 /// ([`Policy::ANYONE`]); what it may see is the handler's to decide (an A2A task, a delegation).
 #[derive(Debug, Clone)]

@@ -1,6 +1,8 @@
 //! `/api/agents`: a person registers personal agents and manages their API keys; an agent
 //! reports that it is alive (`POST /api/agents/{id}/heartbeat`) and learns who it is from its
-//! key alone (`GET /api/agents/me`).
+//! key alone (`GET /api/agents/me`). An agent that never polls is registered with its AgentCard
+//! URL (`agentCardUrl`), which Parley fetches and keeps ([`super::agent_cards`]); every read of
+//! an agent says whether it polls or Parley calls it.
 
 use axum::{
     Json, Router,
@@ -18,6 +20,7 @@ use uuid::Uuid;
 use super::{
     AppState,
     agent_auth::{AgentCaller, AgentOrOwner, AnyAgent},
+    agent_cards::{self as cards, A2aAuthIn, AgentCardOut},
     api_docs::{AgentKeyPath, AgentOrItsOwner, AgentPath, OwnAgentKey, UsersOnly, UsersOwnAgent},
     auth::UserCaller,
     error::{ApiError, ApiResult},
@@ -26,7 +29,10 @@ use super::{
 use crate::{
     auth::KEY_PREFIX,
     delivery::hash_secret,
-    store::agents::{self, Agent, AgentStatus, ApiKey, NegotiationMode},
+    store::{
+        agent_cards::{self, AuthChange},
+        agents::{self, Agent, AgentStatus, ApiKey, NegotiationMode},
+    },
 };
 
 /// The routes.
@@ -71,6 +77,13 @@ pub struct AgentOut {
     /// Whether it can answer now: active, with a working key, and seen within
     /// `PARLEY_AGENT_LIVENESS` (90 s by default).
     pub live: bool,
+    /// How its work reaches it: `polling` (it calls Parley with its key) or `a2a` (Parley calls
+    /// it over A2A, at the interface its AgentCard names).
+    #[schema(pattern = "^(polling|a2a)$")]
+    pub delivery: String,
+    /// The AgentCard URL of an agent Parley calls; null for one that polls. The card and how it
+    /// is called: `GET /api/agents/{id}/agent-card`.
+    pub agent_card_url: Option<String>,
 }
 
 /// A key's public facts.
@@ -101,7 +114,7 @@ impl From<&ApiKey> for KeyOut {
     }
 }
 
-fn agent_out(state: &AppState, a: Agent, keys: &[ApiKey]) -> AgentOut {
+fn agent_out(state: &AppState, a: Agent, keys: &[ApiKey], card_url: Option<String>) -> AgentOut {
     // Seen lately is not enough: an agent whose keys were all revoked (or that was made
     // inactive) can answer nothing, whatever it did a minute ago.
     let working_key = keys.iter().any(|k| k.revoked_at.is_none() && k.expires_at.is_none_or(|e| e > Utc::now()));
@@ -120,7 +133,14 @@ fn agent_out(state: &AppState, a: Agent, keys: &[ApiKey]) -> AgentOut {
         keys: keys.iter().map(KeyOut::from).collect(),
         created_at: a.created_at,
         updated_at: a.updated_at,
+        delivery: if card_url.is_some() { "a2a" } else { "polling" }.to_owned(),
+        agent_card_url: card_url,
     }
+}
+
+/// The AgentCard URL of agent `id`, if Parley calls it.
+async fn card_url_of(conn: &mut sqlx::PgConnection, id: Uuid) -> ApiResult<Option<String>> {
+    Ok(agent_cards::card_urls(conn, &[id]).await?.pop().map(|(_, url)| url))
 }
 
 /// A new key: 192 random bits, URL-safe, with a recognisable prefix. Returns (key, shown prefix).
@@ -165,6 +185,9 @@ pub struct CreatedAgentOut {
     pub agent: AgentOut,
     /// Its first key, shown once.
     pub api_key: NewKeyOut,
+    /// With `agentCardUrl`: the card as fetched and kept (never the credential).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_card: Option<AgentCardOut>,
 }
 
 /// A page of the caller's agents.
@@ -212,6 +235,15 @@ pub struct CreateAgentIn {
     /// `enabled` (default) or `disabled`.
     #[schema(pattern = "^(enabled|disabled)$")]
     pub negotiation_mode: Option<String>,
+    /// For an agent that never polls: where its AgentCard is (http or https, at most 2 048
+    /// characters). Parley fetches it now (5 s, 64 KiB, same-host redirects only, public
+    /// addresses only unless `PARLEY_A2A_ALLOW_PRIVATE_TARGETS=true`), checks it, and calls the
+    /// agent at the JSON-RPC interface chosen on it (A2A 1.0, else 0.3, or Bindu's dialect).
+    #[schema(max_length = 2048, example = "https://agent.example.com/.well-known/agent-card.json")]
+    pub agent_card_url: Option<String>,
+    /// With `agentCardUrl`: the credential Parley presents to the agent's endpoint. Stored, and
+    /// never returned by any read.
+    pub a2a_auth: Option<A2aAuthIn>,
 }
 
 fn check_name(name: &str) -> ApiResult<()> {
@@ -239,10 +271,17 @@ fn check_mode(mode: Option<&str>) -> ApiResult<Option<NegotiationMode>> {
 /// Registers a personal agent for the caller and returns its first API key, once.
 #[utoipa::path(post, path = "/api/agents", tag = "agents", operation_id = "createAgent",
     security(("bearerJwt" = [])),
-    request_body(content = CreateAgentIn, example = json!({"name": "Tomas on my laptop"})),
+    request_body(content = CreateAgentIn, examples(
+        ("polling" = (summary = "An agent that polls", value = json!({"name": "Tomas on my laptop"}))),
+        ("card" = (summary = "An agent Parley calls, by its AgentCard", value = json!({
+            "name": "Tomas's reviewer",
+            "agentCardUrl": "https://agent.example.com/.well-known/agent-card.json",
+            "a2aAuth": {"scheme": "bearer", "credential": "agent-secret-token"}
+        }))),
+    )),
     responses(
         (status = 201, description = "Registered; the key is shown this once", body = CreatedAgentOut),
-        (status = 400, description = "Invalid body (`invalid_body`)"),
+        (status = 400, description = "Invalid body (`invalid_body`), or an AgentCard that cannot be fetched or used (`agent_card_invalid`, saying why)"),
         (status = 409, description = "The user has as many agents, or live keys, as they may (`limit_reached`, with the `limit`)"),
         UsersOnly,
     ))]
@@ -254,6 +293,15 @@ pub async fn create_agent(
     check_name(&body.name)?;
     check_description(body.description.as_deref())?;
     let mode = check_mode(body.negotiation_mode.as_deref())?;
+    let auth = body.a2a_auth.as_ref().map(cards::check_auth).transpose()?;
+    if auth.is_some() && body.agent_card_url.is_none() {
+        return Err(ApiError::invalid("a2aAuth is for an agent registered with agentCardUrl"));
+    }
+    // Fetched before the transaction: the network is never waited on while it is open.
+    let fetched = match &body.agent_card_url {
+        Some(url) => Some(cards::fetch(&state, url).await?),
+        None => None,
+    };
     let config = state.engine.config();
     let mut tx = state.pool().begin().await?;
     agents::lock_owner(&mut tx, &caller.sub).await?;
@@ -274,8 +322,23 @@ pub async fn create_agent(
     .await?;
     let key = issue_key(&mut tx, agent.agent_id, None).await?;
     let keys = agents::keys(&mut tx, agent.agent_id).await?;
+    let card = match &fetched {
+        Some(fetched) => {
+            let change = auth.as_ref().map_or(AuthChange::Keep, AuthChange::Set);
+            Some(cards::store(&mut tx, agent.agent_id, fetched, change).await?)
+        }
+        None => None,
+    };
     tx.commit().await?;
-    Ok((StatusCode::CREATED, Json(CreatedAgentOut { agent: agent_out(&state, agent, &keys), api_key: key })))
+    let card_url = card.as_ref().map(|c| c.card_url.clone());
+    Ok((
+        StatusCode::CREATED,
+        Json(CreatedAgentOut {
+            agent: agent_out(&state, agent, &keys, card_url),
+            api_key: key,
+            agent_card: card.map(AgentCardOut::from),
+        }),
+    ))
 }
 
 /// The caller's agents, a page at a time, oldest first. Without a query the first page holds up
@@ -307,11 +370,14 @@ pub async fn list_agents(
     page.truncate(limit as usize);
     let ids: Vec<Uuid> = page.iter().map(|a| a.agent_id).collect();
     let keys = agents::keys_of(&mut conn, &ids).await?;
+    let mut card_urls: std::collections::HashMap<Uuid, String> =
+        agent_cards::card_urls(&mut conn, &ids).await?.into_iter().collect();
     let out = page
         .into_iter()
         .map(|agent| {
             let own: Vec<ApiKey> = keys.iter().filter(|k| k.agent_id == agent.agent_id).cloned().collect();
-            agent_out(&state, agent, &own)
+            let card_url = card_urls.remove(&agent.agent_id);
+            agent_out(&state, agent, &own, card_url)
         })
         .collect();
     Ok(Json(AgentListOut { agents: out, next_cursor }))
@@ -335,7 +401,8 @@ pub async fn get_agent(State(state): State<AppState>, AgentOrOwner(agent): Agent
     let mut conn = state.pool().acquire().await?;
     let found = agents::get(&mut conn, agent.agent_id).await?.ok_or(ApiError::NotFound("agent"))?;
     let keys = agents::keys(&mut conn, agent.agent_id).await?;
-    Ok(Json(agent_out(&state, found, &keys)))
+    let card_url = card_url_of(&mut conn, agent.agent_id).await?;
+    Ok(Json(agent_out(&state, found, &keys, card_url)))
 }
 
 /// The agent the API key belongs to, as its owner sees it: a program holding only a key learns
@@ -351,7 +418,8 @@ pub async fn get_own_agent(State(state): State<AppState>, AnyAgent(identity): An
     let mut conn = state.pool().acquire().await?;
     let agent = agents::get(&mut conn, identity.agent_id).await?.ok_or(ApiError::NotFound("agent"))?;
     let keys = agents::keys(&mut conn, identity.agent_id).await?;
-    Ok(Json(agent_out(&state, agent, &keys)))
+    let card_url = card_url_of(&mut conn, identity.agent_id).await?;
+    Ok(Json(agent_out(&state, agent, &keys, card_url)))
 }
 
 /// Body of `PATCH /api/agents/{id}`.
@@ -402,11 +470,12 @@ pub async fn update_agent(
             .await?
             .ok_or(ApiError::NotFound("agent"))?;
     let keys = agents::keys(&mut tx, id).await?;
+    let card_url = card_url_of(&mut tx, id).await?;
     tx.commit().await?;
-    Ok(Json(agent_out(&state, agent, &keys)))
+    Ok(Json(agent_out(&state, agent, &keys, card_url)))
 }
 
-/// Deletes an agent: its keys and capabilities go, turns it holds are given back to be picked up
+/// Deletes an agent: its keys, capabilities and AgentCard go, turns it holds are given back to be picked up
 /// again, and the delegation attempts open at it end `error` ("the target was deleted") so that
 /// their delegations fall back. Its records stay: the delegations it asked for or worked on
 /// remain readable by their parties.

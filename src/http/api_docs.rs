@@ -88,6 +88,15 @@ pub enum AgentManagers {
     Forbidden,
 }
 
+/// The refusals of a route on an agent's outbound settings: its owner's user token or the
+/// platform's (another user's agent is a 404, as an unknown one is).
+#[derive(IntoResponses)]
+pub enum OwnerOrPlatform {
+    /// Missing or bad token; an agent's API key is not taken here
+    #[response(status = 401)]
+    Unauthenticated,
+}
+
 /// The refusal of a route for users only.
 #[derive(IntoResponses)]
 pub enum UsersOnly {

@@ -8,6 +8,7 @@
 pub mod a2a;
 pub mod a2a_attempts;
 pub mod agent_auth;
+pub mod agent_cards;
 pub mod agent_turns;
 pub mod agents;
 pub mod api_docs;
@@ -118,6 +119,7 @@ pub fn resources() -> Router<AppState> {
         a2a::router(),
         // Agents, the directory, the work handed to agents and their turns.
         agents::router(),
+        agent_cards::router(),
         directory::router(),
         delegations::router(),
         agent_turns::router(),

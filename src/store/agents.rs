@@ -240,7 +240,8 @@ pub async fn update(
 }
 
 /// Deletes an agent, keeping its row and every record that names it: the row is marked
-/// deleted (and inactive), its keys and capabilities go, and it leaves the trust population.
+/// deleted (and inactive), its keys, capabilities and AgentCard go, and it leaves the trust
+/// population.
 /// `false` when there was no such agent left. In the caller's transaction; claims it holds are
 /// released by the caller first, and its open delegation attempts ended after.
 pub async fn delete(conn: &mut PgConnection, id: Uuid) -> sqlx::Result<bool> {
@@ -255,6 +256,8 @@ pub async fn delete(conn: &mut PgConnection, id: Uuid) -> sqlx::Result<bool> {
         return Ok(false);
     }
     sqlx::query!("DELETE FROM api_keys WHERE agent_id = $1", id).execute(&mut *conn).await?;
+    // Its AgentCard goes too, with the credential Parley held for it.
+    sqlx::query!("DELETE FROM agent_cards WHERE agent_id = $1", id).execute(&mut *conn).await?;
     sqlx::query!("DELETE FROM capabilities WHERE agent_id = $1", id).execute(&mut *conn).await?;
     sqlx::query!("DELETE FROM trust_records WHERE agent_id = $1", id).execute(&mut *conn).await?;
     Ok(true)

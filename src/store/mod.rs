@@ -4,6 +4,7 @@
 //! the insights, rollups and retention statements, assembled from shared SQL text, are not.
 //! Stored vocabularies decode as enums, and a word none of theirs fails the read.
 
+pub mod agent_cards;
 pub mod agents;
 pub mod conversations;
 pub mod decisions;

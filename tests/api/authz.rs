@@ -39,6 +39,8 @@ enum Audience {
     TaskReader,
     /// Any valid credentials.
     Anyone,
+    /// The owner's JWT or the service's, never an agent's key: an agent's AgentCard.
+    OwnerOrPlatform,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -70,11 +72,13 @@ fn expected(audience: Audience, cred: Cred) -> StatusCode {
     match (audience, cred) {
         (_, C::Nothing | C::Malformed | C::Expired | C::WrongSecret | C::RevokedKey) => StatusCode::UNAUTHORIZED,
         // An API key is not a JWT, and a JWT is not an API key.
-        (A::Service | A::Participant | A::Owner, C::OtherUsersAgentKey) => StatusCode::UNAUTHORIZED,
+        (A::Service | A::Participant | A::Owner | A::OwnerOrPlatform, C::OtherUsersAgentKey) => {
+            StatusCode::UNAUTHORIZED
+        }
         (A::AgentKey | A::AnyAgentKey | A::RequesterKey, C::OtherUsersJwt | C::WrongRole) => StatusCode::UNAUTHORIZED,
         (A::AgentKey | A::AgentOrOwner, C::OtherUsersAgentKey) => StatusCode::FORBIDDEN,
         (A::Service, C::OtherUsersJwt) => StatusCode::FORBIDDEN,
-        (A::Participant | A::Owner | A::AgentOrOwner, C::OtherUsersJwt) => StatusCode::NOT_FOUND,
+        (A::Participant | A::Owner | A::AgentOrOwner | A::OwnerOrPlatform, C::OtherUsersJwt) => StatusCode::NOT_FOUND,
         // Wrong role: a user token where the service is needed, the service where a user is.
         (A::Service | A::Owner, C::WrongRole) => StatusCode::FORBIDDEN,
         (A::AgentOrOwner, C::WrongRole) => StatusCode::NOT_FOUND,
@@ -85,7 +89,7 @@ fn expected(audience: Audience, cred: Cred) -> StatusCode {
         (A::AgentManager, C::WrongRole) => StatusCode::FORBIDDEN,
         (A::Requester | A::TaskReader, C::OtherUsersJwt | C::OtherUsersAgentKey) => StatusCode::NOT_FOUND,
         (A::RequesterKey, C::OtherUsersAgentKey) => StatusCode::NOT_FOUND,
-        (A::Participant | A::AgentReader | A::Requester | A::TaskReader, C::WrongRole) => {
+        (A::Participant | A::AgentReader | A::Requester | A::TaskReader | A::OwnerOrPlatform, C::WrongRole) => {
             unreachable!("these routes accept every role")
         }
         (A::Anyone, _) => unreachable!("any valid credentials may discover and rank"),
@@ -187,6 +191,14 @@ async fn every_route_refuses_every_wrong_credential_and_leaks_nothing() {
         (Method::POST, format!("/api/agents/{a}/negotiations/{n}/extend"), None, Audience::AgentKey),
         (Method::POST, format!("/api/agents/{a}/negotiations/{n}/release"), None, Audience::AgentKey),
         (Method::POST, format!("/api/agents/{a}/heartbeat"), None, Audience::AgentKey),
+        (Method::GET, format!("/api/agents/{a}/agent-card"), None, Audience::OwnerOrPlatform),
+        (
+            Method::PUT,
+            format!("/api/agents/{a}/agent-card"),
+            Some(json!({ "agentCardUrl": "http://127.0.0.1:9/card" })),
+            Audience::OwnerOrPlatform,
+        ),
+        (Method::DELETE, format!("/api/agents/{a}/agent-card"), None, Audience::OwnerOrPlatform),
         (Method::GET, format!("/api/agents/{a}/negotiations"), None, Audience::AgentOrOwner),
         (Method::GET, format!("/api/agents/{a}/negotiations/{n}"), None, Audience::AgentOrOwner),
         (
@@ -275,7 +287,11 @@ async fn every_route_refuses_every_wrong_credential_and_leaks_nothing() {
         for cred in CREDS {
             if matches!(
                 audience,
-                Audience::Participant | Audience::AgentReader | Audience::Requester | Audience::TaskReader
+                Audience::Participant
+                    | Audience::AgentReader
+                    | Audience::Requester
+                    | Audience::TaskReader
+                    | Audience::OwnerOrPlatform
             ) && matches!(cred, Cred::WrongRole)
             {
                 continue;

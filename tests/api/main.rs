@@ -3,6 +3,7 @@
 mod a2a;
 mod a2a_sdk;
 mod a2a_server;
+mod agent_cards;
 mod agentlens;
 mod agents;
 mod assessment;

@@ -15,6 +15,7 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { createHmac } from "node:crypto";
 import { createWriteStream, existsSync } from "node:fs";
 import { chmod, mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
+import { createServer as createHttpServer } from "node:http";
 import { connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -90,6 +91,8 @@ class Server {
       PARLEY_JWT_SECRET: randomBytes(24).toString("base64url"), // 32 characters
       PARLEY_DATA_DIR: this.dataDir,
       PARLEY_LOG_FORMAT: "json",
+      // Agents registered by AgentCard are served on loopback by the test itself.
+      PARLEY_A2A_ALLOW_PRIVATE_TARGETS: "true",
     };
     const log = createWriteStream(this.logPath);
     this.child = spawn(PARLEY_BIN, ["serve"], { env: this.env, stdio: ["ignore", "pipe", "pipe"] });
@@ -997,6 +1000,41 @@ describe("status page", { timeout: 240_000 }, () => {
     await eventually("the bot is gone", () => bot.count(), 0);
     assert.equal((await server.api(mayaToken, "GET", `/api/agents/${botId}`)).status, 404, "deleted on the server");
     assert.equal(await laptop.count(), 1, "the other agent stays");
+  });
+
+  step("an agent registered by its AgentCard shows as called by Parley (A2A) with its card URL, never its credential", async () => {
+    // A card server on loopback, serving an A2A 0.3 card.
+    const cards = createHttpServer((req, res) => {
+      const base = `http://127.0.0.1:${cards.address().port}`;
+      res.writeHead(200, { "Content-Type": "application/json" });
+      res.end(JSON.stringify({
+        name: "Maya's reviewer", description: "Reviews code", version: "1.0.0", url: `${base}/a2a`, protocolVersion: "0.3.0",
+        capabilities: { streaming: false }, defaultInputModes: ["application/json"], defaultOutputModes: ["application/json"],
+        skills: [{ id: "review", name: "Code review", description: "Reviews a diff", tags: [] }],
+      }));
+    });
+    await new Promise((r) => cards.listen(0, "127.0.0.1", r));
+    try {
+      const cardUrl = `http://127.0.0.1:${cards.address().port}/.well-known/agent-card.json`;
+      const secret = `credential-${randomBytes(12).toString("hex")}`;
+      const created = await server.api(mayaToken, "POST", "/api/agents",
+        { name: "Maya's reviewer", agentCardUrl: cardUrl, a2aAuth: { scheme: "bearer", credential: secret } });
+      assert.equal(created.status, 201, JSON.stringify(created.json));
+      const panel = page.locator('[data-testid="agents"]');
+      await panel.locator('[data-testid="agents-refresh"]').click();
+      const card = panel.locator(`li[data-agent-id="${created.json.agent.id}"]`);
+      await eventually("the A2A agent listed", () => card.count(), 1);
+      assert.equal(await text(card.locator('[data-testid="delivery"]')), "called by Parley (A2A)");
+      assert.equal(await text(card.locator('[data-testid="agent-card-url"] code')), cardUrl);
+      // It never connects: no liveness badge, no hint to run `parley agent` with its key.
+      assert.equal(await card.locator('[data-testid="liveness"]').count(), 0);
+      assert.equal(await card.locator('[data-testid="connect-hint"]').count(), 0);
+      assert.equal(await text(card.locator('[data-testid="negotiates"]')), "yes: Parley calls it");
+      assert.ok(!(await page.content()).includes(secret), "the page never shows the credential");
+      await card.screenshot({ path: join(OUTPUT_DIR, "agent_called_by_parley.png") });
+    } finally {
+      await new Promise((r) => cards.close(r));
+    }
   });
 
   step("tokens travel only in the Authorization header; no page errors", async () => {

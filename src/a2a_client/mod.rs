@@ -1,0 +1,19 @@
+//! Parley as an A2A client: what it needs to call agents that never poll, on their own
+//! endpoints.
+//!
+//! - [`guard`]: which addresses may be called (the SSRF rule) and the HTTP client that applies it
+//!   on every connection and redirect; every outbound call to an agent is made with a client
+//!   from [`guard::client_builder`], its URL passed through [`guard::check_url`] first.
+//! - [`card`]: an AgentCard fetched within bounds, checked, and the interface chosen on it
+//!   (URL, protocol version, [`card::Dialect`]).
+//! - [`credential`]: what Parley presents to the agent's endpoint ([`credential::A2aAuth`]).
+//!
+//! This module knows no storage and no service: it is below the HTTP adapter (which registers
+//! agents by card) and below whatever calls those agents later.
+
+pub mod card;
+pub mod credential;
+pub mod guard;
+
+#[cfg(test)]
+mod tests;
