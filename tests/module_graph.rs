@@ -284,7 +284,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     ("services", &["config", "delivery", "directory", "domain", "negotiator", "runtime", "store"]),
     // Who is calling, for every adapter: one policy per kind of route and one `authenticate()`.
-    ("auth", &["config", "delivery", "error_code", "store"]),
+    ("auth", &["config", "delivery", "error_code", "runtime", "store"]),
     // What both adapters render (bodies, views, error answers, the A2A shapes), beneath both.
     ("wire", &["config", "delivery", "directory", "domain", "error_code", "quote", "runtime", "scoring", "store"]),
     (

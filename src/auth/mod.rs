@@ -25,11 +25,12 @@ use axum::http::{HeaderMap, StatusCode};
 use uuid::Uuid;
 
 pub use credentials::{KEY_PREFIX, bearer_of};
-pub use jwt::{Caller, CallerRole, Claims, DEFAULT_MAX_TTL, JwtKeys};
+pub use jwt::{Caller, CallerRole, Claims, JwtKeys};
 
 use crate::{
-    delivery::{AgentIdentity, AgentKey, Engine},
+    delivery::Engine,
     error_code::ErrorCode,
+    runtime::{AgentIdentity, AgentKey},
     store::agents,
 };
 

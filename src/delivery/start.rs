@@ -61,8 +61,6 @@ fn canonical(value: serde_json::Value) -> serde_json::Value {
 /// What [`Engine::start`] (or [`Engine::reactivate`]) did.
 #[derive(Debug, Clone, Copy)]
 pub struct Started {
-    /// The opportunity.
-    pub opportunity_id: Uuid,
     /// The negotiation (task).
     pub negotiation_id: Uuid,
     /// False when nothing new was created: the opportunity id was already known, or the round
@@ -139,7 +137,7 @@ impl Engine {
                 return Err(DeliveryError::OpportunityIdReused);
             }
             let task = tasks::for_opportunity(&mut conn, opportunity_id).await?.ok_or(DeliveryError::NotFound)?;
-            return Ok(Started { opportunity_id, negotiation_id: task.id, created: false });
+            return Ok(Started { negotiation_id: task.id, created: false });
         }
         events::record(
             &mut tx,
@@ -210,6 +208,6 @@ impl Engine {
             negotiation.round = opened.round, source.kind = opened.source_kind.as_str(),
             candidate.kind = opened.candidate_kind.as_str(), "negotiation started");
         self.advance(opened.task_id).await?;
-        Ok(Started { opportunity_id: opened.opportunity_id, negotiation_id: opened.task_id, created: true })
+        Ok(Started { negotiation_id: opened.task_id, created: true })
     }
 }

@@ -15,7 +15,7 @@ pub use task::{TaskEvent, TaskState};
 pub use turn::{
     Action, DecidedBy, FallbackReason, Played, PlayedBy, Role, Side, SideKind, SuggestedRoles, Turn, action_allowed,
 };
-pub use user::{Intent, Profile, SeedActor, SeedAssessment, UserContext};
+pub use user::{SeedActor, SeedAssessment, UserContext};
 pub use viewer::Viewer;
 
 /// A transition that the state machine's table does not contain. Always a bug or a race lost;

@@ -24,7 +24,7 @@ use super::{
 };
 use crate::{
     auth::{self, Policy, Principal},
-    delivery::{AgentIdentity, AgentKey},
+    runtime::{AgentIdentity, AgentKey},
 };
 
 /// The agent `policy` lets through: the key's, or the path's as its owner or the platform reads it.

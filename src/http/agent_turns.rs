@@ -24,7 +24,7 @@ use super::{
     error::{ApiError, ApiResult},
     extract::{ApiJson, ApiQuery, Ids, OptionalJson},
 };
-pub use crate::delivery::{MAX_SKIP, MAX_TEXT};
+pub use crate::delivery::MAX_SKIP;
 use crate::{
     delivery::{PickupQuery, RespondCommand, Responded, TurnAnswer},
     domain::{SuggestedRoles, TaskState},

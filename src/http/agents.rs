@@ -25,7 +25,7 @@ use super::{
 };
 use crate::{
     auth::KEY_PREFIX,
-    delivery::hash_secret,
+    runtime::{AgentIdentity, hash_secret},
     store::agents::{self, Agent, AgentStatus, ApiKey, NegotiationMode},
 };
 
@@ -425,7 +425,7 @@ pub async fn delete_agent(
     let mut conn = state.pool().acquire().await?;
     let agent = own_agent(&mut conn, &caller.sub, id).await?;
     drop(conn);
-    let identity = crate::delivery::AgentIdentity { agent_id: agent.agent_id, owner_user_id: agent.owner_user_id };
+    let identity = AgentIdentity { agent_id: agent.agent_id, owner_user_id: agent.owner_user_id };
     state.engine.release_all(&identity).await?;
     let mut tx = state.pool().begin().await?;
     agents::delete(&mut tx, id).await?;

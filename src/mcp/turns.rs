@@ -15,8 +15,9 @@ use serde::{Deserialize, Serialize};
 
 use super::{ParleyMcp, agent_of, api_error, key_of, parse_id, structured};
 use crate::{
-    delivery::{AgentKey, RespondCommand, Responded},
+    delivery::{RespondCommand, Responded},
     domain::{Role, SuggestedRoles},
+    runtime::AgentKey,
     wire::{
         agent_views::{AgentListing, agent_negotiation, agent_negotiations},
         error::ApiError,
