@@ -330,7 +330,7 @@ pub async fn judge_key(engine: &Engine, key: &AgentKey) -> Result<AgentIdentity,
     if owner.status != agents::AgentStatus::Active {
         return Err(AuthError::Forbidden("the agent is inactive".into()));
     }
-    engine.seen(owner.agent_id).await;
+    engine.runtime().seen(owner.agent_id).await;
     Ok(AgentIdentity { agent_id: owner.agent_id, owner_user_id: owner.owner_user_id })
 }
 

@@ -110,11 +110,6 @@ impl Engine {
         &self.runtime.config
     }
 
-    /// Marks `agent` seen (see `crate::runtime::liveness`).
-    pub async fn seen(&self, agent: Uuid) {
-        self.runtime.seen(agent).await;
-    }
-
     /// Runs a negotiation forward: system turns are taken in process, one transaction each; a
     /// personal side's turn is parked; it stops when the task is terminal or waiting.
     pub async fn advance(&self, task_id: Uuid) -> Result<(), DeliveryError> {

@@ -7,7 +7,7 @@ use uuid::Uuid;
 
 use super::{DeliveryError, Engine};
 use crate::{
-    domain::{SeedAssessment, SideKind, UserContext, max_turns_for},
+    domain::{Pairing, SeedAssessment, SideKind, UserContext},
     store::{agents, conversations, events, opportunities, tasks},
 };
 
@@ -107,6 +107,16 @@ impl Opened {
 }
 
 impl Engine {
+    /// The configured turn cap of a pairing (0 = unlimited).
+    fn turn_cap(&self, pairing: Pairing) -> u32 {
+        let caps = &self.runtime.config.turn_caps;
+        match pairing {
+            Pairing::System => caps.system,
+            Pairing::Mixed => caps.mixed,
+            Pairing::Personal => caps.personal,
+        }
+    }
+
     /// Creates the opportunity (`negotiating`), the conversation and the task in one transaction,
     /// commits, then runs the negotiation as far as it can go without a personal agent.
     pub async fn start(&self, n: &NewNegotiation) -> Result<Started, DeliveryError> {
@@ -188,7 +198,7 @@ impl Engine {
                 seed_assessment: r.seed,
                 index_context: r.index_context,
                 discovery_query: r.discovery_query,
-                max_turns: max_turns_for(source_kind, candidate_kind, &self.runtime.config.turn_caps),
+                max_turns: self.turn_cap(Pairing::of(source_kind, candidate_kind)),
                 round: r.number,
                 previous_rounds: r.previous_rounds,
             },

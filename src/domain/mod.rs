@@ -10,7 +10,7 @@ pub mod user;
 pub mod viewer;
 
 pub use opportunity::{Decision, OpportunityEvent, OpportunityStatus};
-pub use outcome::{AgreedRole, EndReason, Outcome, PreviousRound, RoleView, derive_outcome, max_turns_for};
+pub use outcome::{AgreedRole, EndReason, Outcome, Pairing, PreviousRound, RoleView, derive_outcome};
 pub use task::{TaskEvent, TaskState};
 pub use turn::{
     Action, DecidedBy, FallbackReason, Played, PlayedBy, Role, Side, SideKind, SuggestedRoles, Turn, action_allowed,
