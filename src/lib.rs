@@ -109,18 +109,17 @@ pub mod events {
     pub use crate::store::events::after;
 }
 
-/// Housekeeping's passes, run by hand where a test or the benchmark cannot wait for the worker:
-/// the directory's upkeep, the insights rollups, the retention pruning.
+/// The directory's upkeep, one of housekeeping's passes, run by a test before its schedule.
 pub mod upkeep {
     pub use crate::directory::upkeep::{Upkeep, run};
 }
 
-/// The insights rollups' fold and backfill (see [`upkeep`]).
+/// The insights rollups' fold and backfill, run by a test before their schedule.
 pub mod insight_rollups {
     pub use crate::store::insight_rollups::{Backfill, backfill_step, fold};
 }
 
-/// The retention pruning (see [`upkeep`]).
+/// The retention pruning, run by tests and the benchmark before its schedule.
 pub mod retention {
     pub use crate::store::retention::prune;
 }

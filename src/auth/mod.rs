@@ -5,7 +5,7 @@
 //! Users and the platform send HS256 JWTs ([`jwt`]); personal agents send an API key
 //! ([`credentials`] reads both), stored only as a SHA-256 hash and looked up on every request,
 //! never cached: an unknown, revoked or expired key is refused at once. Every agent a key
-//! authenticates is marked seen (`Engine::seen`, throttled). A call whose own SQL statement
+//! authenticates is marked seen (`Runtime::seen`, throttled). A call whose own SQL statement
 //! checks the key (pickup, respond, delegation's delegate, inbox, accept, complete) takes it
 //! unlooked-up ([`Lookup::InStatement`]); when such a call is refused before its statement ran,
 //! [`judge_key`] gives the key's own verdict, which comes first.
