@@ -2,7 +2,7 @@
 //! refusals each kind of credential gives.
 //!
 //! A handler's `#[utoipa::path]` names these unit types (`params(AgentPath)`, `responses(..,
-//! OwnAgentKey)`, declared by [`uuid_path_params!`] and [`refusals!`]) instead of restating
+//! OwnAgentKey)`, declared by the `uuid_path_params!` and `refusals!` macros) instead of restating
 //! them, so that a refusal reads the same on every operation that gives it and a wording is
 //! changed in one place. What is particular to one operation (its 400, 404 and 409 cases) stays
 //! in its own annotation.
@@ -60,7 +60,7 @@ uuid_path_params! {
     NegotiationPath { "id": "The negotiation id" }
 }
 
-/// Declares unit types whose [`IntoResponses`] are the named refusals: a status and its
+/// Declares unit types whose [`utoipa::IntoResponses`] are the named refusals: a status and its
 /// description each, without a body (the error body is the document's shared one).
 macro_rules! refusals {
     ($($(#[$doc:meta])* $vis:vis $name:ident { $($status:literal: $description:literal),+ $(,)? })*) => {$(
