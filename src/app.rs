@@ -102,7 +102,7 @@ pub fn hub_skills(config: &Config) -> anyhow::Result<Vec<scoring::Skill>> {
 impl Application {
     /// The services alone (the turn engine and the delegations), for processes that run timers
     /// but serve no HTTP.
-    pub fn build_services(config: Config, pool: sqlx::PgPool) -> anyhow::Result<Services> {
+    pub(crate) fn build_services(config: Config, pool: sqlx::PgPool) -> anyhow::Result<Services> {
         let secret = jwt_secret(&config)?;
         let token_secret = sha2::Sha256::digest(format!("parley claim tokens:{secret}").as_bytes());
         let model = config
@@ -168,7 +168,7 @@ impl Application {
         self.listener.local_addr().map(|a| a.port()).unwrap_or(0)
     }
 
-    /// The shared state (tests use it to reach the engine and the keys).
+    /// The shared state (tests and the benchmark read it: see `AppState`'s methods).
     pub fn state(&self) -> &AppState {
         &self.state
     }

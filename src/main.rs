@@ -4,5 +4,5 @@ use clap::Parser;
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    parley::cli::run(parley::cli::Cli::parse()).await
+    parley::run(parley::Cli::parse()).await
 }

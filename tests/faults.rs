@@ -33,7 +33,7 @@ use std::{
 };
 
 use helpers::{TEST_SECRET, post_for_json};
-use parley::auth::{CallerRole, JwtKeys};
+use parley::{CallerRole, JwtKeys};
 use serde_json::{Value, json};
 
 /// How big a run is.
@@ -378,11 +378,11 @@ async fn kills_restarts_and_dropped_connections_lose_nothing() {
     let started = Instant::now();
     // A private PostgreSQL, so that restarting it disturbs nothing else.
     let pg_dir = std::env::temp_dir().join(format!("parley-faults-{}", uuid::Uuid::now_v7()));
-    let mut pg = parley::db::EmbeddedPostgres::start(&pg_dir).expect("a private PostgreSQL for the fault run");
+    let mut pg = parley::database::EmbeddedPostgres::start(&pg_dir).expect("a private PostgreSQL for the fault run");
     let database_url = pg.url("parley_faults");
-    parley::db::create_database_if_missing(&database_url).await.unwrap();
+    parley::database::create_database_if_missing(&database_url).await.unwrap();
     let mut pool = checker_pool(&database_url).await;
-    parley::db::migrate(&pool).await.unwrap();
+    parley::database::migrate(&pool).await.unwrap();
 
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let base = format!("http://127.0.0.1:{port}");

@@ -243,8 +243,8 @@ fn no_rust_file_is_longer_than_the_limit() {
 /// - The leaves import nothing: the configuration, error codes, quoting, the failure limiter,
 ///   the model client, the database's creation, and the A2A client (the outbound guard and
 ///   AgentCards), which the SQL uses for the stored card's types.
-/// - The domain (states, transition tables, outcomes) reads only the turn caps' settings; the
-///   pure deciders (`negotiator`, `scoring`) know nothing of storage, the services or the wire.
+/// - The domain (states, transition tables, outcomes) imports nothing: it is handed the values
+///   it needs; the pure deciders (`negotiator`, `scoring`) know nothing of storage, the services or the wire.
 /// - The SQL (`store`) knows only the domain.
 /// - `runtime` is what the two services share (wake-ups, the seen-throttle, agent keys, the
 ///   token key), below both; `live` carries its wake-ups and the event log across processes.
@@ -269,7 +269,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // Parley as an A2A client: the outbound guard (SSRF rule) and AgentCards; knows no storage.
     ("a2a_client", &[]),
     ("telemetry", &["config"]),
-    ("domain", &["config"]),
+    ("domain", &[]),
     ("negotiator", &["config", "domain"]),
     ("scoring", &["config", "error_code"]),
     ("embeddings", &["config", "scoring"]),
@@ -287,7 +287,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     ("services", &["config", "delivery", "directory", "domain", "negotiator", "runtime", "store"]),
     // Who is calling, for every adapter: one policy per kind of route and one `authenticate()`.
-    ("auth", &["config", "delivery", "error_code", "store"]),
+    ("auth", &["config", "delivery", "error_code", "runtime", "store"]),
     // What both adapters render (bodies, views, error answers, the A2A shapes), beneath both.
     (
         "wire",
@@ -408,4 +408,39 @@ fn layers_import_only_downwards() {
         table.entry(vec![layer.to_string()]).or_default().extend(may.iter().map(|b| vec![b.to_string()]));
     }
     assert_eq!(circles(&table), Vec::<Vec<String>>::new(), "circles in ALLOWED");
+}
+
+/// The library is crate-private by default, so that the compiler reports what nothing uses:
+/// `src/lib.rs` declares its file modules private, and its public items are only `pub use` lines
+/// and inline facade modules (`pub mod x { pub use ...; }`), each with a doc comment saying who
+/// needs it. The facade is what the binaries and the integration tests use; anything else they
+/// need is added to it on purpose, with its reason.
+#[test]
+fn the_library_is_private_but_for_its_facade() {
+    let text = std::fs::read_to_string(root().join("src/lib.rs")).expect("readable src/lib.rs");
+    let lines: Vec<&str> = text.lines().collect();
+    let mut wrong = Vec::new();
+    let (mut depth, mut in_use) = (0usize, false);
+    for (i, raw) in lines.iter().enumerate() {
+        let line = raw.split("//").next().unwrap_or_default().trim();
+        if line.is_empty() {
+            continue;
+        }
+        let at = format!("src/lib.rs:{}: {}", i + 1, raw.trim());
+        let facade = line.starts_with("pub mod ") && line.ends_with('{');
+        let documented = lines[..i].last().is_some_and(|l| l.trim_start().starts_with("///"));
+        if in_use || line.starts_with("pub use ") {
+            in_use = !line.ends_with(';');
+        } else if facade && !documented {
+            wrong.push(format!("{at} (a facade module without a doc comment saying who needs it)"));
+        } else if depth == 0 && line.starts_with("pub mod ") && !facade {
+            wrong.push(format!("{at} (a public file module: make it private and re-export what it needs)"));
+        } else if depth == 0 && line.starts_with("pub ") && !facade {
+            wrong.push(format!("{at} (a public item that is not a re-export)"));
+        } else if depth > 0 && !facade && line != "}" {
+            wrong.push(format!("{at} (a facade module holds only `pub use` lines)"));
+        }
+        depth = (depth + line.matches('{').count()).saturating_sub(line.matches('}').count());
+    }
+    assert_eq!(wrong, Vec::<String>::new(), "the library's public surface");
 }

@@ -25,7 +25,7 @@ use std::{
 };
 
 use helpers::{SseReader, TEST_SECRET};
-use parley::auth::{CallerRole, JwtKeys};
+use parley::{CallerRole, JwtKeys};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use sqlx::PgPool;
@@ -100,7 +100,7 @@ fn with_database(url: &str, name: &str) -> String {
 /// The database server: `DATABASE_URL`'s, or a private embedded one.
 enum DbServer {
     External { admin_url: String },
-    Embedded(parley::db::EmbeddedPostgres),
+    Embedded(parley::database::EmbeddedPostgres),
 }
 
 impl DbServer {
@@ -108,7 +108,7 @@ impl DbServer {
         match std::env::var("DATABASE_URL").ok().filter(|u| !u.is_empty()) {
             Some(url) => DbServer::External { admin_url: with_database(&url, "postgres") },
             None => DbServer::Embedded(
-                parley::db::EmbeddedPostgres::start(&dir.join("pg"))
+                parley::database::EmbeddedPostgres::start(&dir.join("pg"))
                     .expect("a private PostgreSQL for the scale-out test"),
             ),
         }
@@ -306,10 +306,10 @@ async fn two_api_processes_and_a_worker_behave_as_one_service() {
     if let DbServer::External { admin_url } = &server {
         cleanup.database = Some((admin_url.clone(), db_name.clone()));
     }
-    parley::db::create_database_if_missing(&database_url).await.unwrap();
+    parley::database::create_database_if_missing(&database_url).await.unwrap();
     let pool = sqlx::postgres::PgPoolOptions::new().max_connections(2).connect(&database_url).await.unwrap();
     // Migrated once here, so the three processes start on a ready schema.
-    parley::db::migrate(&pool).await.unwrap();
+    parley::database::migrate(&pool).await.unwrap();
     let logs = dir.display().to_string();
 
     let (port_a, port_b) = (free_port(), free_port());

@@ -8,7 +8,7 @@
 
 use std::{sync::Arc, time::Duration};
 
-use parley::directory::schema::{Checker, CheckerConfig, Prepared};
+use parley::schema::{Checker, CheckerConfig, Prepared};
 use serde_json::{Value, json};
 
 /// The process's resident set, bytes.

@@ -33,7 +33,7 @@ fn admin_options() -> PgConnectOptions {
         Some(url) => url,
         None => {
             let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("test-pg");
-            parley::db::EmbeddedPostgres::start_or_attach(&dir)
+            parley::database::EmbeddedPostgres::start_or_attach(&dir)
                 .expect("starting the embedded PostgreSQL")
                 .url("postgres")
         }

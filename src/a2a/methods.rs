@@ -39,9 +39,9 @@ use super::{
 };
 use crate::{
     auth::{self, AuthError, Policy, Principal},
-    delivery::{AgentIdentity, AgentKey},
     directory::delegation::{DelegationError, Record},
     error_code::ErrorCode,
+    runtime::{AgentIdentity, AgentKey},
     wire::a2a_render as render,
     wire::delegation_task as task,
     wire::{

@@ -29,8 +29,6 @@ const FIELDS: [&str; 7] =
 /// A send, read.
 #[derive(Debug, Clone)]
 pub struct Send {
-    /// The client's message id.
-    pub message_id: String,
     /// The delegation it asks for (its request id from the message id).
     pub request: Request,
     /// Whether the answer waits until the task ends (or the long-poll limit).
@@ -165,7 +163,7 @@ pub fn read(params: &Map<String, Value>, requester: Uuid, min_timeout_ms: i64) -
         other => invalid(other.to_string()),
     })?;
     request.context_id = context_id;
-    Ok(Send { message_id, request, blocking, history_length })
+    Ok(Send { request, blocking, history_length })
 }
 
 #[cfg(test)]

@@ -30,8 +30,8 @@ use super::{
     rpc::{self, Id, RpcError, Version},
 };
 use crate::{
-    delivery::AgentIdentity,
     directory::delegation::{Record, Status},
+    runtime::AgentIdentity,
     store::events::Event,
     wire::a2a_render as render,
     wire::delegation_task as task,

@@ -4,8 +4,7 @@
 //! Parley must present it, so it is kept as given (it cannot be hashed), held as a
 //! [`SecretString`] (never printed by `Debug`, zeroed on drop) and never returned by a read.
 
-use reqwest::header::HeaderValue;
-use secrecy::{ExposeSecret, SecretString};
+use secrecy::SecretString;
 
 /// The longest credential taken.
 pub const MAX_CREDENTIAL_CHARS: usize = 4096;
@@ -57,17 +56,5 @@ impl A2aAuth {
             ));
         }
         Ok(A2aAuth { scheme, credential: SecretString::from(credential.to_owned()) })
-    }
-
-    /// The `Authorization` header's value, marked sensitive (left out of logs and debug output).
-    pub fn authorization(&self) -> HeaderValue {
-        let scheme = match self.scheme {
-            AuthScheme::Bearer => "Bearer",
-            AuthScheme::Basic => "Basic",
-        };
-        let mut value = HeaderValue::from_str(&format!("{scheme} {}", self.credential.expose_secret()))
-            .unwrap_or_else(|_| HeaderValue::from_static(""));
-        value.set_sensitive(true);
-        value
     }
 }

@@ -5,7 +5,7 @@
 //! Users and the platform send HS256 JWTs ([`jwt`]); personal agents send an API key
 //! ([`credentials`] reads both), stored only as a SHA-256 hash and looked up on every request,
 //! never cached: an unknown, revoked or expired key is refused at once. Every agent a key
-//! authenticates is marked seen (`Engine::seen`, throttled). A call whose own SQL statement
+//! authenticates is marked seen (`Runtime::seen`, throttled). A call whose own SQL statement
 //! checks the key (pickup, respond, delegation's delegate, inbox, accept, complete) takes it
 //! unlooked-up ([`Lookup::InStatement`]); when such a call is refused before its statement ran,
 //! [`judge_key`] gives the key's own verdict, which comes first.
@@ -25,11 +25,12 @@ use axum::http::{HeaderMap, StatusCode};
 use uuid::Uuid;
 
 pub use credentials::{KEY_PREFIX, bearer_of};
-pub use jwt::{Caller, CallerRole, Claims, DEFAULT_MAX_TTL, JwtKeys};
+pub use jwt::{Caller, CallerRole, Claims, JwtKeys};
 
 use crate::{
-    delivery::{AgentIdentity, AgentKey, Engine},
+    delivery::Engine,
     error_code::ErrorCode,
+    runtime::{AgentIdentity, AgentKey},
     store::agents,
 };
 
@@ -333,7 +334,7 @@ pub async fn judge_key(engine: &Engine, key: &AgentKey) -> Result<AgentIdentity,
     if owner.status != agents::AgentStatus::Active {
         return Err(AuthError::Forbidden("the agent is inactive".into()));
     }
-    engine.seen(owner.agent_id).await;
+    engine.runtime().seen(owner.agent_id).await;
     Ok(AgentIdentity { agent_id: owner.agent_id, owner_user_id: owner.owner_user_id })
 }
 

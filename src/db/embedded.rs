@@ -8,7 +8,6 @@
 
 use std::{
     fs,
-    io::Write,
     net::{SocketAddr, TcpListener, TcpStream},
     os::unix::{fs::PermissionsExt, process::CommandExt},
     path::{Path, PathBuf},
@@ -302,9 +301,4 @@ fn find_bin_dir() -> Option<PathBuf> {
         .unwrap_or_default()
         .into_iter()
         .find(|d| has_server(d))
-}
-
-/// Writes a line to stderr without going through tracing (used before logging is set up).
-pub fn note(msg: &str) {
-    let _ = writeln!(std::io::stderr(), "{msg}");
 }

@@ -20,7 +20,7 @@ use std::time::Duration;
 use chrono::{DateTime, SubsecRound, Utc};
 use uuid::Uuid;
 
-use super::{DeliveryError, Engine};
+use super::{DeliveryError, Engine, PickupQuery};
 use crate::{
     domain::{FallbackReason, OpportunityStatus, PreviousRound, TaskEvent, TaskState, Turn},
     runtime::{AgentIdentity, AgentKey, ClaimProof, wakeups::wait_or_recheck},
@@ -48,11 +48,6 @@ pub struct Claim {
 }
 
 impl Engine {
-    /// The claim token of `task` at `generation` (see `crate::runtime::tokens`).
-    pub(crate) fn claim_token(&self, task_id: Uuid, generation: i64) -> String {
-        self.runtime.tokens.claim_token(task_id, generation)
-    }
-
     /// What a presented claim token proves for `task_id`.
     pub(crate) fn claim_proof(&self, task_id: Uuid, token: Option<&str>) -> ClaimProof {
         self.runtime.tokens.claim_proof(task_id, token)
@@ -91,7 +86,7 @@ impl Engine {
             crate::metrics::claimed();
             tracing::info!(negotiation.id = %task.id, agent.id = %agent.agent_id, claim.generation = task.claim_generation, "claimed");
         }
-        let token = self.claim_token(task.id, task.claim_generation);
+        let token = self.runtime.tokens.claim_token(task.id, task.claim_generation);
         let expires_at = task.claim_expires_at.unwrap_or_else(Utc::now);
         let claim = Claim {
             task,
@@ -105,20 +100,17 @@ impl Engine {
         Ok((agent, Some(claim)))
     }
 
-    /// Pickup with an optional long poll: waits up to `wait` for a turn to be parked for the
-    /// agent's user. Waiting holds no database connection; a wake-up that loses the race to
-    /// another agent keeps waiting for the rest of its time. Turns of the negotiations in `skip`
-    /// are passed over (an agent backing off on them); the agent's own live claim is returned
-    /// whatever `skip` says, so that a retried pickup never strands a turn.
-    pub async fn pickup(
-        &self,
-        key: &AgentKey,
-        wait: Option<Duration>,
-        skip: &[Uuid],
-    ) -> Result<Option<Claim>, DeliveryError> {
+    /// Pickup with an optional long poll: waits up to the query's `wait` for a turn to be
+    /// parked for the agent's user. Waiting holds no database connection; a wake-up that loses
+    /// the race to another agent keeps waiting for the rest of its time. Turns of the
+    /// negotiations in its `skip` are passed over (an agent backing off on them); the agent's
+    /// own live claim is returned whatever `skip` says, so that a retried pickup never strands a
+    /// turn.
+    pub async fn pickup(&self, key: &AgentKey, query: &PickupQuery) -> Result<Option<Claim>, DeliveryError> {
+        let (wait, skip) = (query.wait, query.skip.as_slice());
         let (agent, claim) = self.try_pickup(key, skip).await?;
         // Marked at the start: a long-poll counts as seen while it waits (see `liveness`).
-        self.seen(agent.agent_id).await;
+        self.runtime.seen(agent.agent_id).await;
         let Some(wait) = wait.filter(|w| !w.is_zero()).filter(|_| claim.is_none()) else {
             crate::metrics::pickup_waited(Duration::ZERO);
             return Ok(claim);

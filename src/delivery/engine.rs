@@ -110,11 +110,6 @@ impl Engine {
         &self.runtime.config
     }
 
-    /// Marks `agent` seen (see `crate::runtime::liveness`).
-    pub async fn seen(&self, agent: Uuid) {
-        self.runtime.seen(agent).await;
-    }
-
     /// Runs a negotiation forward: system turns are taken in process, one transaction each; a
     /// personal side's turn is parked; it stops when the task is terminal or waiting.
     pub async fn advance(&self, task_id: Uuid) -> Result<(), DeliveryError> {
@@ -302,7 +297,6 @@ impl Engine {
                 own_side: side,
                 seed: &seed,
                 discovery_query: task.discovery_query.as_deref(),
-                index_context: task.index_context.as_ref(),
                 history,
                 max_turns: task.max_turns,
             },

@@ -24,17 +24,15 @@ mod respond;
 mod start;
 mod timers;
 
-/// The agent-key types the engine's calls take, from the runtime it shares with the delegations.
-pub use crate::runtime::{AgentIdentity, AgentKey, hash_secret};
 pub use claims::Claim;
-pub use commands::{MAX_SKIP, MAX_TEXT, PickupQuery, RespondCommand, parse_skip, wait_from_secs, wait_from_text};
+pub use commands::{MAX_SKIP, PickupQuery, RespondCommand, parse_skip, wait_from_secs, wait_from_text};
 pub use decisions::decide;
 pub use engine::Engine;
 pub use finalize::finalize;
 pub use reactivate::Reactivation;
-pub use respond::{OpportunityRef, Responded, TurnAnswer};
+pub use respond::{Responded, TurnAnswer};
 pub use start::{NewNegotiation, Started};
-pub use timers::{AfterWait, TurnWait};
+pub use timers::AfterWait;
 
 use crate::{domain::TransitionError, runtime::KeyRefused};
 

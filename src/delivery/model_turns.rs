@@ -305,7 +305,6 @@ impl Engine {
                 own_side: side,
                 seed: &seed,
                 discovery_query: task.discovery_query.as_deref(),
-                index_context: task.index_context.as_ref(),
                 history: turns,
                 max_turns: task.max_turns,
             },

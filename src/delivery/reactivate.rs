@@ -47,7 +47,7 @@ impl Engine {
             OpportunityStatus::Stalled | OpportunityStatus::Expired => {}
             OpportunityStatus::Negotiating if latest_round > 0 => {
                 tx.rollback().await?;
-                return Ok(Started { opportunity_id, negotiation_id: latest_id, created: false });
+                return Ok(Started { negotiation_id: latest_id, created: false });
             }
             status => return Err(DeliveryError::NotReactivatable(status)),
         }

@@ -163,7 +163,7 @@ impl Engine {
                 Err(DeliveryError::Unauthorized | DeliveryError::Forbidden(_) | DeliveryError::Unexpected(_))
             )
         {
-            self.seen(agent).await;
+            self.runtime.seen(agent).await;
         }
         result
     }

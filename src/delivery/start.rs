@@ -7,7 +7,7 @@ use uuid::Uuid;
 
 use super::{DeliveryError, Engine};
 use crate::{
-    domain::{SeedAssessment, SideKind, UserContext, max_turns_for},
+    domain::{Pairing, SeedAssessment, SideKind, UserContext},
     store::{agents, conversations, events, opportunities, tasks},
 };
 
@@ -61,8 +61,6 @@ fn canonical(value: serde_json::Value) -> serde_json::Value {
 /// What [`Engine::start`] (or [`Engine::reactivate`]) did.
 #[derive(Debug, Clone, Copy)]
 pub struct Started {
-    /// The opportunity.
-    pub opportunity_id: Uuid,
     /// The negotiation (task).
     pub negotiation_id: Uuid,
     /// False when nothing new was created: the opportunity id was already known, or the round
@@ -109,6 +107,16 @@ impl Opened {
 }
 
 impl Engine {
+    /// The configured turn cap of a pairing (0 = unlimited).
+    fn turn_cap(&self, pairing: Pairing) -> u32 {
+        let caps = &self.runtime.config.turn_caps;
+        match pairing {
+            Pairing::System => caps.system,
+            Pairing::Mixed => caps.mixed,
+            Pairing::Personal => caps.personal,
+        }
+    }
+
     /// Creates the opportunity (`negotiating`), the conversation and the task in one transaction,
     /// commits, then runs the negotiation as far as it can go without a personal agent.
     pub async fn start(&self, n: &NewNegotiation) -> Result<Started, DeliveryError> {
@@ -139,7 +147,7 @@ impl Engine {
                 return Err(DeliveryError::OpportunityIdReused);
             }
             let task = tasks::for_opportunity(&mut conn, opportunity_id).await?.ok_or(DeliveryError::NotFound)?;
-            return Ok(Started { opportunity_id, negotiation_id: task.id, created: false });
+            return Ok(Started { negotiation_id: task.id, created: false });
         }
         events::record(
             &mut tx,
@@ -190,7 +198,7 @@ impl Engine {
                 seed_assessment: r.seed,
                 index_context: r.index_context,
                 discovery_query: r.discovery_query,
-                max_turns: max_turns_for(source_kind, candidate_kind, &self.runtime.config.turn_caps),
+                max_turns: self.turn_cap(Pairing::of(source_kind, candidate_kind)),
                 round: r.number,
                 previous_rounds: r.previous_rounds,
             },
@@ -210,6 +218,6 @@ impl Engine {
             negotiation.round = opened.round, source.kind = opened.source_kind.as_str(),
             candidate.kind = opened.candidate_kind.as_str(), "negotiation started");
         self.advance(opened.task_id).await?;
-        Ok(Started { opportunity_id: opened.opportunity_id, negotiation_id: opened.task_id, created: true })
+        Ok(Started { negotiation_id: opened.task_id, created: true })
     }
 }

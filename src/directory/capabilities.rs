@@ -305,8 +305,6 @@ impl NewCapability {
 pub struct Capability {
     /// Its id.
     pub capability_id: Uuid,
-    /// The agent offering it.
-    pub agent_id: Uuid,
     /// The kind of work (a [`TaskType`] name).
     pub task_type: String,
     /// Set exactly for `custom`.
@@ -398,7 +396,7 @@ pub async fn has_kind(conn: &mut PgConnection, agent_id: Uuid, c: &NewCapability
 pub async fn get(conn: &mut PgConnection, agent_id: Uuid, capability_id: Uuid) -> sqlx::Result<Option<Capability>> {
     sqlx::query_as!(
         Capability,
-        r#"SELECT capability_id, agent_id, task_type, custom_type, input_schema, output_schema, estimated_latency_ms,
+        r#"SELECT capability_id, task_type, custom_type, input_schema, output_schema, estimated_latency_ms,
                   estimated_cost_usd, description, tags, skill, enabled, accept_delegations, inbound_rate_limit,
                   outbound_rate_limit, created_at, updated_at
            FROM capabilities WHERE agent_id = $1 AND capability_id = $2"#,
@@ -413,7 +411,7 @@ pub async fn get(conn: &mut PgConnection, agent_id: Uuid, capability_id: Uuid) -
 pub async fn list(conn: &mut PgConnection, agent_id: Uuid) -> sqlx::Result<Vec<Capability>> {
     sqlx::query_as!(
         Capability,
-        r#"SELECT capability_id, agent_id, task_type, custom_type, input_schema, output_schema, estimated_latency_ms,
+        r#"SELECT capability_id, task_type, custom_type, input_schema, output_schema, estimated_latency_ms,
                   estimated_cost_usd, description, tags, skill, enabled, accept_delegations, inbound_rate_limit,
                   outbound_rate_limit, created_at, updated_at
            FROM capabilities WHERE agent_id = $1 ORDER BY capability_id"#,

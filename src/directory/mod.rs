@@ -38,4 +38,4 @@ pub mod schema;
 pub mod trust;
 pub mod upkeep;
 
-pub use capabilities::{Capability, CapabilityError, NewCapability, PermissionsPatch, TaskType};
+pub use capabilities::{CapabilityError, PermissionsPatch};

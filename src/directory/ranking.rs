@@ -84,16 +84,35 @@ pub enum RankError {
     Request(#[from] RequestError),
 }
 
-/// A checked ranking request.
-#[derive(Debug, Clone)]
+// A ranking request, checked (from the route's body or the MCP tool's arguments). The OpenAPI
+// document describes the route's body from this type: the doc comments are the wire's
+// descriptions, and each field is typed as it may be sent.
+/// Body of `POST /api/agents/rank`: an assessment request (the fields of `POST
+/// /agent/negotiation`, snake_case) plus `taskType`, `customType` and `limit`.
+#[derive(Debug, Clone, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = RankIn, example = json!({
+    "task_summary": "Review this Rust code for security issues",
+    "max_cost_amount": "$1.00",
+    "max_latency_ms": 10000,
+    "taskType": "code-review",
+    "limit": 5
+}))]
 pub struct RankQuery {
-    /// The task, as the calculator reads it.
+    /// The task, as `POST /agent/negotiation` takes it (`task_summary` required).
+    #[serde(flatten)]
     pub request: AssessmentRequest,
-    /// Only capabilities of this kind, when given.
+    /// Only capabilities of this kind of work.
+    #[schema(
+        value_type = Option<String>,
+        pattern = "^(code-review|code-generation|testing|documentation|analysis|summarization|translation|data-extraction|classification|generation|transformation|custom)$"
+    )]
     pub task_type: Option<TaskType>,
-    /// For `custom`: only this custom type (every custom one when absent).
+    // Every custom one when absent.
+    /// With `taskType` `custom`: only this custom type.
     pub custom_type: Option<String>,
-    /// Entries to show in each list, 1 to [`MAX_LIMIT`].
+    /// Entries in each list, 1 or more; at most 20 are shown (default 20).
+    #[schema(value_type = Option<i64>, minimum = 1)]
     pub limit: usize,
 }
 

@@ -10,12 +10,12 @@ pub mod user;
 pub mod viewer;
 
 pub use opportunity::{Decision, OpportunityEvent, OpportunityStatus};
-pub use outcome::{AgreedRole, EndReason, Outcome, PreviousRound, RoleView, derive_outcome, max_turns_for};
+pub use outcome::{AgreedRole, EndReason, Outcome, Pairing, PreviousRound, RoleView, derive_outcome};
 pub use task::{TaskEvent, TaskState};
 pub use turn::{
     Action, DecidedBy, FallbackReason, Played, PlayedBy, Role, Side, SideKind, SuggestedRoles, Turn, action_allowed,
 };
-pub use user::{Intent, Profile, SeedActor, SeedAssessment, UserContext};
+pub use user::{SeedActor, SeedAssessment, UserContext};
 pub use viewer::Viewer;
 
 /// A transition that the state machine's table does not contain. Always a bug or a race lost;

@@ -19,7 +19,6 @@ use super::{
     opportunity::OpportunityEvent,
     turn::{Action, FallbackReason, Played, PlayedBy, Role, Side, SideKind, SuggestedRoles, Turn},
 };
-use crate::config::TurnCaps;
 
 /// Why a negotiation ended without an accept or reject.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -234,12 +233,26 @@ pub fn derive_outcome(turns: &[Turn], user_of: impl Fn(Side) -> String, reason: 
     Outcome { has_opportunity, agreed_roles, role_views, reasoning, turn_count, reason, summary: None, message: None }
 }
 
-/// The turn cap for a pairing of side kinds (0 = unlimited).
-pub fn max_turns_for(source: SideKind, candidate: SideKind, caps: &TurnCaps) -> u32 {
-    match (source, candidate) {
-        (SideKind::System, SideKind::System) => caps.system,
-        (SideKind::Personal, SideKind::Personal) => caps.personal,
-        _ => caps.mixed,
+/// Who plays the two sides, which decides the turn cap that applies (the caps themselves are
+/// configuration: `PARLEY_MAX_TURNS_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pairing {
+    /// The system negotiator on both sides.
+    System,
+    /// A personal agent against the system negotiator.
+    Mixed,
+    /// Personal agents on both sides.
+    Personal,
+}
+
+impl Pairing {
+    /// The pairing of a negotiation whose sides are played so.
+    pub fn of(source: SideKind, candidate: SideKind) -> Pairing {
+        match (source, candidate) {
+            (SideKind::System, SideKind::System) => Pairing::System,
+            (SideKind::Personal, SideKind::Personal) => Pairing::Personal,
+            _ => Pairing::Mixed,
+        }
     }
 }
 
@@ -407,12 +420,11 @@ mod tests {
 
     #[test]
     fn caps_follow_the_pairing_and_zero_is_unlimited() {
-        let caps = TurnCaps::default();
         use SideKind::{Personal as P, System as S};
-        assert_eq!(max_turns_for(S, S, &caps), 6);
-        assert_eq!(max_turns_for(S, P, &caps), 8);
-        assert_eq!(max_turns_for(P, S, &caps), 8);
-        assert_eq!(max_turns_for(P, P, &caps), 0);
+        assert_eq!(Pairing::of(S, S), Pairing::System);
+        assert_eq!(Pairing::of(S, P), Pairing::Mixed);
+        assert_eq!(Pairing::of(P, S), Pairing::Mixed);
+        assert_eq!(Pairing::of(P, P), Pairing::Personal);
         assert!(!cap_reached(1_000, 0));
         assert!(!cap_reached(5, 6) && cap_reached(6, 6));
         assert!(is_final_turn(5, 6) && !is_final_turn(4, 6) && !is_final_turn(99, 0));

@@ -188,17 +188,6 @@ pub enum PlayedBy {
     SystemFallback,
 }
 
-impl PlayedBy {
-    /// The wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PlayedBy::Agent => "agent",
-            PlayedBy::System => "system",
-            PlayedBy::SystemFallback => "system_fallback",
-        }
-    }
-}
-
 /// Why the system negotiator took a personal agent's turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]

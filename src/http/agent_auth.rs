@@ -11,7 +11,7 @@
 //! that failed is answered only once the key itself is found good, so credentials come first
 //! there as on every other route.
 //!
-//! Every call a key authenticates marks its agent seen (`Engine::seen`, throttled to one
+//! Every call a key authenticates marks its agent seen (`Runtime::seen`, throttled to one
 //! write per agent per 15 s); pickup and respond do so in the engine once their statement
 //! has authenticated the key.
 
@@ -24,7 +24,7 @@ use super::{
 };
 use crate::{
     auth::{self, Policy, Principal},
-    delivery::{AgentIdentity, AgentKey},
+    runtime::{AgentIdentity, AgentKey},
 };
 
 /// The agent `policy` lets through: the key's, or the path's as its owner or the platform reads it.

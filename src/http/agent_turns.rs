@@ -24,7 +24,7 @@ use super::{
     error::{ApiError, ApiResult},
     extract::{ApiJson, ApiQuery, Ids, OptionalJson},
 };
-pub use crate::delivery::{MAX_SKIP, MAX_TEXT};
+pub use crate::delivery::MAX_SKIP;
 use crate::{
     delivery::{PickupQuery, RespondCommand, Responded, TurnAnswer},
     domain::{SuggestedRoles, TaskState},
@@ -94,7 +94,7 @@ pub async fn pickup_turn(
 ) -> ApiResult<Response> {
     let checked = query.and_then(|ApiQuery(q)| q.parse(state.engine.config().long_poll_max));
     let (key, pickup) = key.admit(&state, checked).await?;
-    match state.engine.pickup(key, pickup.wait, &pickup.skip).await? {
+    match state.engine.pickup(key, &pickup).await? {
         None => Ok(StatusCode::NO_CONTENT.into_response()),
         Some(claim) => Ok(Json(PickupOut::of(&claim)?).into_response()),
     }
@@ -260,7 +260,7 @@ pub async fn extend_claim(
     Ok(Json(ExtendedOut {
         success: true,
         negotiation_id,
-        claim_token: state.engine.claim_token(task.id, task.claim_generation),
+        claim_token: state.engine.runtime().tokens.claim_token(task.id, task.claim_generation),
         deadline: task.claim_expires_at.unwrap_or_else(Utc::now),
     }))
 }

@@ -28,7 +28,7 @@ use super::{
 };
 use crate::{
     auth::KEY_PREFIX,
-    delivery::hash_secret,
+    runtime::{AgentIdentity, hash_secret},
     store::{
         agent_cards::{self, AuthChange},
         agents::{self, Agent, AgentStatus, ApiKey, NegotiationMode},
@@ -494,7 +494,7 @@ pub async fn delete_agent(
     let mut conn = state.pool().acquire().await?;
     let agent = own_agent(&mut conn, &caller.sub, id).await?;
     drop(conn);
-    let identity = crate::delivery::AgentIdentity { agent_id: agent.agent_id, owner_user_id: agent.owner_user_id };
+    let identity = AgentIdentity { agent_id: agent.agent_id, owner_user_id: agent.owner_user_id };
     state.engine.release_all(&identity).await?;
     let mut tx = state.pool().begin().await?;
     agents::delete(&mut tx, id).await?;

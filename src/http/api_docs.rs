@@ -1,13 +1,14 @@
 //! OpenAPI pieces that many operations share: the id parameters of paths under an agent, and the
 //! refusals each kind of credential gives.
 //!
-//! A handler's `#[utoipa::path]` names these (`params(AgentPath)`, `responses(.., OwnAgentKey)`)
-//! instead of restating them, so that a refusal reads the same on every operation that gives it
-//! and a wording is changed in one place. What is particular to one operation (its 400, 404 and
-//! 409 cases) stays in its own annotation.
+//! A handler's `#[utoipa::path]` names these unit types (`params(AgentPath)`, `responses(..,
+//! OwnAgentKey)`, declared by the `uuid_path_params!` and `refusals!` macros) instead of restating
+//! them, so that a refusal reads the same on every operation that gives it and a wording is
+//! changed in one place. What is particular to one operation (its 400, 404 and 409 cases) stays
+//! in its own annotation.
 
 use utoipa::{
-    IntoParams, IntoResponses,
+    IntoParams,
     openapi::{
         Required,
         path::{Parameter, ParameterBuilder, ParameterIn},
@@ -59,67 +60,51 @@ uuid_path_params! {
     NegotiationPath { "id": "The negotiation id" }
 }
 
-/// Refusals of a route only the agent in its path may call, with its own API key.
-#[derive(IntoResponses)]
-pub enum OwnAgentKey {
-    /// Missing, unknown, revoked or expired API key
-    #[response(status = 401)]
-    Unauthenticated,
-    /// Another agent's key, or the agent is inactive
-    #[response(status = 403)]
-    Forbidden,
-}
+/// Declares unit types whose [`utoipa::IntoResponses`] are the named refusals: a status and its
+/// description each, without a body (the error body is the document's shared one).
+macro_rules! refusals {
+    ($($(#[$doc:meta])* $vis:vis $name:ident { $($status:literal: $description:literal),+ $(,)? })*) => {$(
+        $(#[$doc])*
+        $vis struct $name;
 
-/// The refusal of a route the agent in its path reads with its own key, or its owner with a user
-/// token (another user's agent is a 404, as an unknown one is).
-#[derive(IntoResponses)]
-pub enum AgentOrItsOwner {
-    /// Another agent's key, or the agent is inactive
-    #[response(status = 403)]
-    Forbidden,
+        impl utoipa::IntoResponses for $name {
+            fn responses() -> std::collections::BTreeMap<
+                String,
+                utoipa::openapi::RefOr<utoipa::openapi::response::Response>,
+            > {
+                [$(($status.to_string(), utoipa::openapi::ResponseBuilder::new().description($description).build().into())),+]
+                    .into_iter()
+                    .collect()
+            }
+        }
+    )*};
 }
+pub(crate) use refusals;
 
-/// The refusal of a route that changes an agent's directory entries: its own key or its owner's
-/// user token (another user's agent is a 404, as an unknown one is).
-#[derive(IntoResponses)]
-pub enum AgentManagers {
-    /// Another agent's key, the agent is inactive, or the platform's token (it may not manage agents)
-    #[response(status = 403)]
-    Forbidden,
-}
-
-/// The refusals of a route on an agent's outbound settings: its owner's user token or the
-/// platform's (another user's agent is a 404, as an unknown one is).
-#[derive(IntoResponses)]
-pub enum OwnerOrPlatform {
-    /// Missing or bad token; an agent's API key is not taken here
-    #[response(status = 401)]
-    Unauthenticated,
-}
-
-/// The refusal of a route for users only.
-#[derive(IntoResponses)]
-pub enum UsersOnly {
-    /// Not a user token
-    #[response(status = 403)]
-    Forbidden,
-}
-
-/// Refusals of a route on one of the calling user's agents.
-#[derive(IntoResponses)]
-pub enum UsersOwnAgent {
-    /// Not a user token
-    #[response(status = 403)]
-    Forbidden,
-    /// Unknown agent, or not the caller's
-    #[response(status = 404)]
-    NotFound,
-}
-
-/// The refusal of a route for the platform only.
-#[derive(IntoResponses)]
-pub enum PlatformOnly {
-    /// Not a service token
-    #[response(status = 403)]
-    Forbidden,
+refusals! {
+    /// Refusals of a route only the agent in its path may call, with its own API key.
+    pub OwnAgentKey {
+        401: "Missing, unknown, revoked or expired API key",
+        403: "Another agent's key, or the agent is inactive",
+    }
+    /// The refusal of a route the agent in its path reads with its own key, or its owner with a
+    /// user token (another user's agent is a 404, as an unknown one is).
+    pub AgentOrItsOwner { 403: "Another agent's key, or the agent is inactive" }
+    /// The refusal of a route that changes an agent's directory entries: its own key or its
+    /// owner's user token (another user's agent is a 404, as an unknown one is).
+    pub AgentManagers {
+        403: "Another agent's key, the agent is inactive, or the platform's token (it may not manage agents)",
+    }
+    /// The refusals of a route on an agent's outbound settings: its owner's user token or the
+    /// platform's (another user's agent is a 404, as an unknown one is).
+    pub OwnerOrPlatform { 401: "Missing or bad token; an agent's API key is not taken here" }
+    /// The refusal of a route for users only.
+    pub UsersOnly { 403: "Not a user token" }
+    /// Refusals of a route on one of the calling user's agents.
+    pub UsersOwnAgent {
+        403: "Not a user token",
+        404: "Unknown agent, or not the caller's",
+    }
+    /// The refusal of a route for the platform only.
+    pub PlatformOnly { 403: "Not a service token" }
 }

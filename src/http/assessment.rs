@@ -32,61 +32,10 @@ pub fn router() -> Router<AppState> {
     Router::new().route("/agent/negotiation", post(assess_task))
 }
 
-/// Bindu's self-assessment request (snake_case, Bindu's wire format). Only `task_summary` is
-/// required; unknown fields are ignored; absent, `null` and empty values mean "not given".
-#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
-#[schema(as = AssessmentRequest, example = json!({
-    "task_summary": "Extract tables from PDF invoices",
-    "input_mime_types": ["application/pdf"],
-    "max_latency_ms": 5000
-}))]
-#[allow(dead_code)]
-pub struct AssessmentRequestDoc {
-    /// What the task is (1 to 10 000 characters).
-    #[schema(min_length = 1, max_length = 10000)]
-    task_summary: String,
-    /// Longer description.
-    task_details: Option<String>,
-    /// Input MIME types the caller will send.
-    input_mime_types: Option<Vec<String>>,
-    /// Output MIME types the caller wants.
-    output_mime_types: Option<Vec<String>>,
-    /// Latency budget in milliseconds (0: none).
-    #[schema(minimum = 0)]
-    max_latency_ms: Option<f64>,
-    /// Budget as a price string such as `"$0.01"`.
-    max_cost_amount: Option<String>,
-    /// Tools the skills must offer between them.
-    required_tools: Option<Vec<String>>,
-    /// Tools no skill may allow.
-    forbidden_tools: Option<Vec<String>>,
-    /// Acceptance threshold on the score (default 0).
-    min_score: Option<f64>,
-    /// Subscore weight overrides (non-negative; missing keys keep their defaults).
-    weights: Option<WeightsDoc>,
-}
-
-/// Subscore weights of an assessment request.
-#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
-#[schema(as = AssessmentWeights)]
-#[allow(dead_code)]
-pub struct WeightsDoc {
-    #[schema(minimum = 0)]
-    skill_match: Option<f64>,
-    #[schema(minimum = 0)]
-    io_compatibility: Option<f64>,
-    #[schema(minimum = 0)]
-    performance: Option<f64>,
-    #[schema(minimum = 0)]
-    load: Option<f64>,
-    #[schema(minimum = 0)]
-    cost: Option<f64>,
-}
-
 /// Scores the task against the hub's skills, with the live queue depth.
 #[utoipa::path(post, path = "/agent/negotiation", tag = "assessment", operation_id = "assessTask",
     security(()),
-    request_body = AssessmentRequestDoc,
+    request_body = scoring::AssessmentRequest,
     responses(
         (status = 200, description = "The assessment, accepted or rejected (Bindu's wire format and numbers)",
             body = scoring::Assessment,

@@ -60,14 +60,14 @@ impl FromRequestParts<AppState> for Caller {
 
 /// A caller with the `service` (or `admin`) role ([`Policy::SERVICE`]).
 #[derive(Debug, Clone)]
-pub struct ServiceCaller(pub Caller);
+pub struct ServiceCaller;
 
 impl FromRequestParts<AppState> for ServiceCaller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         match principal(parts, state, &Policy::SERVICE).await? {
-            Principal::Caller(caller) => Ok(ServiceCaller(caller)),
+            Principal::Caller(_) => Ok(ServiceCaller),
             other => Err(unexpected(&other)),
         }
     }

@@ -268,27 +268,16 @@ async fn delegate_with(
     Ok(response)
 }
 
-/// The refusals of a delegate, at each of its paths.
-#[derive(utoipa::IntoResponses)]
-pub enum DelegateRefusals {
-    /// Invalid body (`invalid_body`), an input the target's schema refuses (`input_invalid`), or a target that may not take it (`target_not_eligible`)
-    #[response(status = 400)]
-    Invalid,
-    /// Missing, unknown, revoked or expired API key
-    #[response(status = 401)]
-    Unauthenticated,
-    /// `agentId` is not the key's agent, or the agent is inactive
-    #[response(status = 403)]
-    Forbidden,
-    /// Unknown or expired target anonymous id (`unknown_target`)
-    #[response(status = 404)]
-    UnknownTarget,
-    /// The request id was used with another body (`request_id_reused`), or by another requester (`request_id_taken`)
-    #[response(status = 409)]
-    RequestIdInUse,
-    /// More delegations in the last 60 s than the requester's outbound limit, or too many inputs the target's schema refused (`rate_limited`, with `Retry-After`)
-    #[response(status = 429)]
-    RateLimited,
+super::api_docs::refusals! {
+    /// The refusals of a delegate, at each of its paths.
+    pub DelegateRefusals {
+        400: "Invalid body (`invalid_body`), an input the target's schema refuses (`input_invalid`), or a target that may not take it (`target_not_eligible`)",
+        401: "Missing, unknown, revoked or expired API key",
+        403: "`agentId` is not the key's agent, or the agent is inactive",
+        404: "Unknown or expired target anonymous id (`unknown_target`)",
+        409: "The request id was used with another body (`request_id_reused`), or by another requester (`request_id_taken`)",
+        429: "More delegations in the last 60 s than the requester's outbound limit, or too many inputs the target's schema refused (`rate_limited`, with `Retry-After`)",
+    }
 }
 
 /// Delegates a piece of work to another agent, and by default holds until it ended: 200 with the
@@ -298,7 +287,8 @@ pub enum DelegateRefusals {
 /// held while the call waits.
 #[utoipa::path(post, path = "/api/agents/delegate", tag = "delegation", operation_id = "delegateTask",
     security(("agentKeyBearer" = []), ("agentKey" = [])),
-    params(DelegateQuery, PreferHeader),
+    params(DelegateQuery,
+        ("prefer" = Option<String>, Header, description = "`respond-async` answers 202 at once instead of holding until the delegation ended.")),
     request_body = DelegateIn,
     responses(
         (status = 200, description = "Ended while the call held: the result (`success`, `rejected`, `timeout` or `error`) and the delegation", body = DelegationAnswer),
@@ -321,7 +311,8 @@ pub async fn delegate(
 #[utoipa::path(post, path = "/api/delegations", tag = "delegation", operation_id = "delegateTaskFlat",
     description = "An alias of `POST /api/agents/delegate` (same body, same behaviour) whose answer also carries the result's fields at the top level, where AgentLens's MCP tool `agentlens_delegate` reads them.",
     security(("agentKeyBearer" = []), ("agentKey" = [])),
-    params(DelegateQuery, PreferHeader),
+    params(DelegateQuery,
+        ("prefer" = Option<String>, Header, description = "`respond-async` answers 202 at once instead of holding until the delegation ended.")),
     request_body = DelegateIn,
     responses(
         (status = 200, description = "Ended while the call held", body = FlatDelegationAnswer),
@@ -339,15 +330,6 @@ pub async fn delegate_as_agentlens(
         Json(FlatDelegationAnswer { top: a.result.clone(), result: a.result, delegation: a.delegation }).into_response()
     })
     .await
-}
-
-/// The `Prefer` request header (RFC 7240).
-#[derive(Debug, utoipa::IntoParams)]
-#[into_params(parameter_in = Header)]
-#[allow(dead_code)]
-pub struct PreferHeader {
-    /// `respond-async` answers 202 at once instead of holding until the delegation ended.
-    prefer: Option<String>,
 }
 
 /// A delegation by its request id (its requester's key, the requester's owner, or the service);

@@ -464,41 +464,13 @@ pub async fn discover_agents_alias(
     discover_agents(state, caller, params).await
 }
 
-/// Body of `POST /api/agents/rank`: an assessment request (the fields of `POST
-/// /agent/negotiation`, snake_case) plus `taskType`, `customType` and `limit`.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-#[schema(example = json!({
-    "task_summary": "Review this Rust code for security issues",
-    "max_cost_amount": "$1.00",
-    "max_latency_ms": 10000,
-    "taskType": "code-review",
-    "limit": 5
-}))]
-#[allow(dead_code)]
-pub struct RankIn {
-    /// The task, as `POST /agent/negotiation` takes it (`task_summary` required).
-    #[serde(flatten)]
-    request: crate::http::assessment::AssessmentRequestDoc,
-    /// Only capabilities of this kind of work.
-    #[schema(
-        pattern = "^(code-review|code-generation|testing|documentation|analysis|summarization|translation|data-extraction|classification|generation|transformation|custom)$"
-    )]
-    task_type: Option<String>,
-    /// With `taskType` `custom`: only this custom type.
-    custom_type: Option<String>,
-    /// Entries in each list, 1 or more; at most 20 are shown (default 20).
-    #[schema(minimum = 1)]
-    limit: Option<i64>,
-}
-
 /// Ranks the discoverable capabilities for a task: each is assessed by the capability
 /// calculator against its skill (given or derived from taskType, description and tags), with
 /// its agent's live queue depth, its declared latency and its declared cost; accepted ones are
 /// ranked by `rankScore = 0.7 * score + 0.3 * trust/100`.
 #[utoipa::path(post, path = "/api/agents/rank", tag = "directory", operation_id = "rankAgents",
     security(("bearerJwt" = []), ("agentKeyBearer" = []), ("agentKey" = [])),
-    request_body = RankIn,
+    request_body = RankQuery,
     responses(
         (status = 200, description = "Candidates ranked, and the rejected with their reasons", body = RankOut),
         (status = 400, description = "Invalid body, naming the field (`invalid_body`)"),

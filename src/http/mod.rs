@@ -53,28 +53,28 @@ use crate::{delivery::Engine, directory::delegation::Delegations, scoring::Calcu
 #[derive(Clone)]
 pub struct AppState {
     /// The negotiation engine (and through it the pool and configuration).
-    pub engine: Engine,
+    pub(crate) engine: Engine,
     /// The delegations (and the directory's schema checker and capability handles).
-    pub delegations: Delegations,
+    pub(crate) delegations: Delegations,
     /// JWT keys.
-    pub jwt: Arc<crate::auth::JwtKeys>,
+    pub(crate) jwt: Arc<crate::auth::JwtKeys>,
     /// Failed authentications per client address.
-    pub auth_failures: Arc<auth_limiter::AuthFailureLimiter>,
+    pub(crate) auth_failures: Arc<auth_limiter::AuthFailureLimiter>,
     /// The hub's own capability calculator for `/agent/negotiation`.
-    pub calculator: Arc<Calculator>,
+    pub(crate) calculator: Arc<Calculator>,
     /// The queue depth `/agent/negotiation` reports, kept in process for at most 100 ms.
-    pub queue_depth: Arc<assessment::QueueDepth>,
+    pub(crate) queue_depth: Arc<assessment::QueueDepth>,
     /// The optional embeddings provider for the assessment.
-    pub embeddings: Option<Arc<crate::embeddings::Embeddings>>,
+    pub(crate) embeddings: Option<Arc<crate::embeddings::Embeddings>>,
     /// Committed events, fanned out to this process's SSE streams.
-    pub events: Arc<crate::live::EventHub>,
+    pub(crate) events: Arc<crate::live::EventHub>,
     /// Turns true when the process starts shutting down: open event streams end then, so that
     /// a graceful shutdown is not held up by clients that never disconnect.
-    pub stopping: tokio::sync::watch::Receiver<bool>,
+    pub(crate) stopping: tokio::sync::watch::Receiver<bool>,
     /// The event streams open, by token, by user and in all.
-    pub streams: Arc<crate::wire::streams::StreamLimits>,
+    pub(crate) streams: Arc<crate::wire::streams::StreamLimits>,
     /// The A2A task streams open, by agent and in all.
-    pub a2a_streams: Arc<crate::wire::streams::StreamLimits>,
+    pub(crate) a2a_streams: Arc<crate::wire::streams::StreamLimits>,
 }
 
 impl AppState {
@@ -87,10 +87,56 @@ impl AppState {
     }
 }
 
+/// What the tests and the benchmark read, call or switch of a running service, beside its HTTP
+/// API (the fields stay crate-private: this is the whole of what the state shows outside).
 impl AppState {
     /// The database pool.
     pub fn pool(&self) -> &sqlx::PgPool {
         self.engine.pool()
+    }
+
+    /// The configuration the service runs with.
+    pub fn config(&self) -> &crate::config::Config {
+        self.engine.config()
+    }
+
+    /// The keys the service signs and checks JWTs with (tests mint tokens with them).
+    pub fn jwt(&self) -> &crate::auth::JwtKeys {
+        &self.jwt
+    }
+
+    /// The event streams open now, in all.
+    pub fn open_streams(&self) -> u32 {
+        self.streams.open_now()
+    }
+
+    /// The users with a long-poll waiting in this process.
+    pub fn waiting_users(&self) -> usize {
+        self.engine.wakeups().waiting_users()
+    }
+
+    /// The schema checker's compiled validators: the bytes they hold and how many are kept.
+    pub fn cached_schemas(&self) -> (usize, usize) {
+        self.delegations.schemas().cached()
+    }
+
+    /// Delivers a delegation's timer as the worker does (a test delivers it early, late or twice);
+    /// whether it ended an attempt.
+    pub async fn time_out_delegation(
+        &self,
+        timer: parley_jobs::DelegationTimeout,
+    ) -> Result<bool, crate::directory::delegation::DelegationError> {
+        self.delegations.time_out_delegation(timer).await
+    }
+
+    /// Turns the agents' `last_seen_at` writes off or on (the benchmark weighs their cost).
+    pub fn record_liveness(&self, on: bool) {
+        self.engine.runtime().record_liveness(on);
+    }
+
+    /// How many `last_seen_at` writes this process made.
+    pub fn liveness_writes(&self) -> u64 {
+        self.engine.runtime().liveness_writes()
     }
 }
 

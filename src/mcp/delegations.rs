@@ -17,8 +17,8 @@ use serde_json::Value;
 
 use super::{ParleyMcp, agent_of, api_error, key_of, parse_uuid, structured};
 use crate::{
-    delivery::{AgentIdentity, AgentKey},
     directory::delegation::{self, Event, RawRequest},
+    runtime::{AgentIdentity, AgentKey},
     wire::{
         delegations::{AcceptedOut, CompletedOut, EndedOut, InboxOut, answer, inbound_out},
         error::ApiError,

@@ -46,9 +46,10 @@ use uuid::Uuid;
 
 use crate::{
     auth::{self, JwtKeys, Policy, Principal},
-    delivery::{AgentIdentity, AgentKey, Engine},
+    delivery::Engine,
     directory::delegation::Delegations,
     error_code::ErrorCode,
+    runtime::{AgentIdentity, AgentKey},
     wire::{body::BODY_LIMIT, error::ApiError},
 };
 
@@ -94,13 +95,6 @@ pub struct McpState {
     pub delegations: Delegations,
     /// The JWT keys, for the one authentication path (MCP's policy takes agent keys only).
     pub jwt: Arc<JwtKeys>,
-}
-
-impl McpState {
-    /// The database pool.
-    pub fn pool(&self) -> &sqlx::PgPool {
-        self.engine.pool()
-    }
 }
 
 /// The `/mcp` route, behind the API-key check.

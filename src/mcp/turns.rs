@@ -15,8 +15,9 @@ use serde::{Deserialize, Serialize};
 
 use super::{ParleyMcp, agent_of, api_error, key_of, parse_id, structured};
 use crate::{
-    delivery::{AgentKey, RespondCommand, Responded},
+    delivery::{PickupQuery, RespondCommand, Responded},
     domain::{Role, SuggestedRoles},
+    runtime::AgentKey,
     wire::{
         agent_views::{AgentListing, agent_negotiation, agent_negotiations},
         error::ApiError,
@@ -142,7 +143,7 @@ earlier rounds of a reactivated opportunity ([{negotiationId, turns, outcome}], 
 [] in a first round). Answer it with respond_to_negotiation.")]
     async fn pickup_negotiation(&self, Extension(parts): Extension<Parts>) -> Result<CallToolResult, ErrorData> {
         let key = key_of(&parts)?;
-        let claim = match self.state.engine.pickup(&key, None, &[]).await {
+        let claim = match self.state.engine.pickup(&key, &PickupQuery::default()).await {
             Ok(claim) => claim,
             Err(e) => return Ok(api_error(e.into())),
         };

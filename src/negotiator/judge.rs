@@ -101,11 +101,6 @@ pub struct Evaluation {
 }
 
 impl Evaluation {
-    /// Terms grounded or covered by trusted claims.
-    pub fn matched(&self) -> impl Iterator<Item = &Weighed> {
-        self.terms.iter().filter(|t| !t.denied && t.grounded.max(t.claimed) > 0.0)
-    }
-
     /// Terms nothing shows.
     pub fn missing(&self) -> impl Iterator<Item = &Weighed> {
         self.terms.iter().filter(|t| !t.denied && t.grounded.max(t.claimed) == 0.0)

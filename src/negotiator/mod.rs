@@ -141,8 +141,6 @@ pub struct Situation<'a> {
     pub seed: &'a SeedAssessment,
     /// The source user's discovery query, when there was one.
     pub discovery_query: Option<&'a str>,
-    /// The platform's index context (kept for explanations; not scored).
-    pub index_context: Option<&'a serde_json::Value>,
     /// Turns already taken, oldest first.
     pub history: &'a [Turn],
     /// Turn cap of the negotiation (0 = unlimited).

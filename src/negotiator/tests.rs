@@ -18,8 +18,6 @@ pub struct Scenario {
     pub candidate_user: UserContext,
     pub seed_assessment: SeedAssessment,
     #[serde(default)]
-    pub index_context: Option<serde_json::Value>,
-    #[serde(default)]
     pub discovery_query: Option<String>,
     #[serde(default)]
     pub agent: Script,
@@ -97,7 +95,6 @@ pub fn play(cfg: &NegotiatorConfig, sc: &Scenario) -> Played {
                     own_side: side,
                     seed: &sc.seed_assessment,
                     discovery_query: sc.discovery_query.as_deref(),
-                    index_context: sc.index_context.as_ref(),
                     history: &turns,
                     max_turns: MIXED_CAP,
                 },

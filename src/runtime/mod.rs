@@ -67,9 +67,4 @@ impl Runtime {
     pub fn wakeups(&self) -> &Arc<Wakeups> {
         &self.wakeups
     }
-
-    /// The key claim tokens and capability handles are derived under.
-    pub fn tokens(&self) -> &TokenKey {
-        &self.tokens
-    }
 }

@@ -29,12 +29,9 @@ pub mod text;
 #[cfg(test)]
 mod tests;
 
-pub use assessment::{Assessment, RejectionReason, SkillMatch, Subscores, assessment_json};
-pub use calculator::{Calculator, DEFAULT_LATENCY_MS, Detail, PreparedTask, parse_amount};
-pub use pyfloat::{python_repr, round4, to_python_json};
-pub use request::{AssessmentRequest, RequestError, Weights, parse_request, parse_request_value};
-pub use skill::{
-    Performance, Skill, SkillAssessment, SkillFileError, Specialization, default_skill, load_skill_file,
-    load_skill_files, skill_file_warnings,
-};
-pub use text::{keyword_set, lowercase, tokenize};
+pub use assessment::{Assessment, assessment_json};
+pub use calculator::{Calculator, Detail, PreparedTask};
+pub use pyfloat::round4;
+pub use request::{AssessmentRequest, RequestError, parse_request, parse_request_value};
+pub use skill::{Performance, Skill, SkillAssessment, default_skill, load_skill_file, skill_file_warnings};
+pub use text::{lowercase, tokenize};

@@ -29,18 +29,26 @@ impl RequestError {
     }
 }
 
-/// Relative weights of the five subscores; non-negative, normalised before use.
-#[derive(Debug, Clone, Copy, PartialEq)]
+// Relative weights of the five subscores; non-negative, normalised before use. The doc comment
+// is the OpenAPI document's description of a request's `weights`, where each is optional.
+/// Subscore weights of an assessment request.
+#[derive(Debug, Clone, Copy, PartialEq, utoipa::ToSchema)]
+#[schema(as = AssessmentWeights)]
 pub struct Weights {
     /// Weight of the best skill match.
+    #[schema(value_type = Option<f64>, minimum = 0)]
     pub skill_match: f64,
     /// Weight of MIME type compatibility.
+    #[schema(value_type = Option<f64>, minimum = 0)]
     pub io_compatibility: f64,
     /// Weight of the latency fit.
+    #[schema(value_type = Option<f64>, minimum = 0)]
     pub performance: f64,
     /// Weight of the queue depth.
+    #[schema(value_type = Option<f64>, minimum = 0)]
     pub load: f64,
     /// Weight of the price fit.
+    #[schema(value_type = Option<f64>, minimum = 0)]
     pub cost: f64,
 }
 
@@ -101,28 +109,49 @@ impl Weights {
     }
 }
 
-/// A validated assessment request.
-#[derive(Debug, Clone, PartialEq)]
+// A request as `parse_request` validated it. The OpenAPI document describes the body from this
+// type: the doc comments are the wire's descriptions, and each field is typed as it may be sent.
+/// Bindu's self-assessment request (snake_case, Bindu's wire format). Only `task_summary` is
+/// required; unknown fields are ignored; absent, `null` and empty values mean "not given".
+#[derive(Debug, Clone, PartialEq, utoipa::ToSchema)]
+#[schema(example = json!({
+    "task_summary": "Extract tables from PDF invoices",
+    "input_mime_types": ["application/pdf"],
+    "max_latency_ms": 5000
+}))]
 pub struct AssessmentRequest {
-    /// What the task is (non-empty, at most 10 000 characters when parsed from a body).
+    /// What the task is (1 to 10 000 characters).
+    #[schema(min_length = 1, max_length = 10000)]
     pub task_summary: String,
-    /// Longer description; folded into the keywords and the anti-pattern check.
+    // Folded into the keywords and the anti-pattern check.
+    /// Longer description.
     pub task_details: Option<String>,
-    /// Input MIME types the caller will send (empty: no constraint).
+    // Empty: no constraint (the same for the lists below).
+    /// Input MIME types the caller will send.
+    #[schema(value_type = Option<Vec<String>>)]
     pub input_mime_types: Vec<String>,
-    /// Output MIME types the caller wants (empty: no constraint).
+    /// Output MIME types the caller wants.
+    #[schema(value_type = Option<Vec<String>>)]
     pub output_mime_types: Vec<String>,
-    /// Latency budget in ms; `None` or 0 means no constraint.
+    /// Latency budget in milliseconds (0: none).
+    #[schema(minimum = 0)]
     pub max_latency_ms: Option<f64>,
-    /// Budget as a price string such as `"$0.01"`; `None` or empty means no budget.
+    // `None` or empty: no budget.
+    /// Budget as a price string such as `"$0.01"`.
     pub max_cost_amount: Option<String>,
     /// Tools the skills must offer between them.
+    #[schema(value_type = Option<Vec<String>>)]
     pub required_tools: Vec<String>,
     /// Tools no skill may allow.
+    #[schema(value_type = Option<Vec<String>>)]
     pub forbidden_tools: Vec<String>,
-    /// Acceptance threshold on the unrounded score.
+    // Compared with the unrounded score.
+    /// Acceptance threshold on the score (default 0).
+    #[schema(value_type = Option<f64>)]
     pub min_score: f64,
-    /// Subscore weights (validated, not yet normalised).
+    // Validated, not yet normalised.
+    /// Subscore weight overrides (non-negative; missing keys keep their defaults).
+    #[schema(value_type = Option<Weights>)]
     pub weights: Weights,
 }
 

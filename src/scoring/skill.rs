@@ -335,19 +335,6 @@ pub fn skill_file_warnings(path: &Path, skills: &[Skill]) -> Vec<String> {
         .collect()
 }
 
-/// Loads and concatenates the skills of several files, in order; the first failure wins.
-pub fn load_skill_files<I, P>(paths: I) -> Result<Vec<Skill>, SkillFileError>
-where
-    I: IntoIterator<Item = P>,
-    P: AsRef<Path>,
-{
-    let mut skills = Vec::new();
-    for p in paths {
-        skills.extend(load_skill_file(p.as_ref())?);
-    }
-    Ok(skills)
-}
-
 /// Why a skill document did not decode (before the file path is attached).
 #[derive(Debug, Clone, PartialEq)]
 pub enum ParseFailure {
@@ -527,8 +514,8 @@ assessment:
 
         let good = dir.join("good.yml");
         std::fs::write(&good, "- id: a\n- id: b\n").unwrap();
-        let both = load_skill_files([&good, &good]).unwrap();
-        assert_eq!(both.iter().map(Skill::id_or_unknown).collect::<Vec<_>>(), ["a", "b", "a", "b"]);
+        let good = load_skill_file(&good).unwrap();
+        assert_eq!(good.iter().map(Skill::id_or_unknown).collect::<Vec<_>>(), ["a", "b"]);
         std::fs::remove_dir_all(&dir).ok();
     }
 

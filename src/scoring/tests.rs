@@ -4,7 +4,7 @@
 //! Default weights 0.55/0.20/0.15/0.05/0.05 sum to exactly 1.0 in binary floating point, so
 //! normalising leaves them unchanged and the weighted sums below are plain products.
 
-use super::*;
+use super::{assessment::RejectionReason, calculator::parse_amount, request::Weights, *};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 

@@ -56,11 +56,6 @@ pub fn tokenize(lowered: &str) -> impl Iterator<Item = &str> {
         .filter(|t| (MIN_KEYWORD_LEN..=MAX_KEYWORD_LEN).contains(&t.len()))
 }
 
-/// Lowercases `text` and returns its distinct tokens as owned strings.
-pub fn keyword_set(text: &str) -> WordSet {
-    tokenize(&lowercase(text)).map(str::to_owned).collect()
-}
-
 /// Whitespace as Python's `str.split()` (no argument) understands it.
 pub fn is_python_whitespace(c: char) -> bool {
     c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)

@@ -35,8 +35,6 @@ pub struct AgentCard {
     pub skills: Vec<SkillSummary>,
     /// Whether the card says it streams.
     pub streaming: bool,
-    /// The card as fetched.
-    pub card: Value,
     /// What Parley presents to the endpoint, if anything (never shown by a read).
     pub auth: Option<A2aAuth>,
     /// When the card was (last) fetched.
@@ -87,7 +85,6 @@ struct Row {
     description: String,
     skills: Value,
     streaming: bool,
-    card: Value,
     auth_scheme: Option<String>,
     auth_credential: Option<String>,
     fetched_at: DateTime<Utc>,
@@ -116,7 +113,6 @@ impl TryFrom<Row> for AgentCard {
             description: r.description,
             skills,
             streaming: r.streaming,
-            card: r.card,
             auth,
             fetched_at: r.fetched_at,
         })
@@ -149,7 +145,7 @@ pub async fn put(
                auth_scheme = CASE WHEN $13 THEN c.auth_scheme ELSE EXCLUDED.auth_scheme END,
                auth_credential = CASE WHEN $13 THEN c.auth_credential ELSE EXCLUDED.auth_credential END
            RETURNING agent_id, card_url, interface_url, protocol_version, dialect, name, description, skills,
-                     streaming, card, auth_scheme, auth_credential, fetched_at"#,
+                     streaming, auth_scheme, auth_credential, fetched_at"#,
         agent_id,
         new.card_url,
         new.interface_url,
@@ -186,7 +182,7 @@ pub async fn get(conn: &mut PgConnection, agent_id: Uuid) -> anyhow::Result<Opti
     let row = sqlx::query_as!(
         Row,
         r#"SELECT agent_id, card_url, interface_url, protocol_version, dialect, name, description, skills,
-                  streaming, card, auth_scheme, auth_credential, fetched_at
+                  streaming, auth_scheme, auth_credential, fetched_at
            FROM agent_cards WHERE agent_id = $1"#,
         agent_id
     )

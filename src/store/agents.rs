@@ -139,8 +139,6 @@ pub struct ApiKey {
     pub expires_at: Option<DateTime<Utc>>,
     /// When it was revoked.
     pub revoked_at: Option<DateTime<Utc>>,
-    /// Last successful use.
-    pub last_used_at: Option<DateTime<Utc>>,
 }
 
 /// Inserts an agent.
@@ -299,7 +297,7 @@ pub async fn insert_key(
     sqlx::query_as!(
         ApiKey,
         r#"INSERT INTO api_keys (api_key_id, agent_id, prefix, key_hash, expires_at) VALUES ($1, $2, $3, $4, $5)
-           RETURNING api_key_id, agent_id, prefix, created_at, expires_at, revoked_at, last_used_at"#,
+           RETURNING api_key_id, agent_id, prefix, created_at, expires_at, revoked_at"#,
         Uuid::now_v7(),
         agent_id,
         prefix,
@@ -314,7 +312,7 @@ pub async fn insert_key(
 pub async fn keys_of(conn: &mut PgConnection, agents: &[Uuid]) -> sqlx::Result<Vec<ApiKey>> {
     sqlx::query_as!(
         ApiKey,
-        r#"SELECT api_key_id, agent_id, prefix, created_at, expires_at, revoked_at, last_used_at
+        r#"SELECT api_key_id, agent_id, prefix, created_at, expires_at, revoked_at
            FROM api_keys WHERE agent_id = ANY($1) ORDER BY api_key_id"#,
         agents
     )
@@ -326,7 +324,7 @@ pub async fn keys_of(conn: &mut PgConnection, agents: &[Uuid]) -> sqlx::Result<V
 pub async fn keys(conn: &mut PgConnection, agent_id: Uuid) -> sqlx::Result<Vec<ApiKey>> {
     sqlx::query_as!(
         ApiKey,
-        r#"SELECT api_key_id, agent_id, prefix, created_at, expires_at, revoked_at, last_used_at
+        r#"SELECT api_key_id, agent_id, prefix, created_at, expires_at, revoked_at
            FROM api_keys WHERE agent_id = $1 ORDER BY api_key_id"#,
         agent_id
     )
@@ -355,15 +353,13 @@ pub struct KeyOwner {
     pub owner_user_id: String,
     /// Whether it may act.
     pub status: AgentStatus,
-    /// The key used.
-    pub api_key_id: Uuid,
 }
 
 /// Looks a key up by hash; `None` for unknown, revoked or expired keys.
 pub async fn authenticate(conn: &mut PgConnection, hash: &[u8]) -> sqlx::Result<Option<KeyOwner>> {
     sqlx::query_as!(
         KeyOwner,
-        r#"SELECT a.agent_id, a.owner_user_id, a.status AS "status: AgentStatus", k.api_key_id
+        r#"SELECT a.agent_id, a.owner_user_id, a.status AS "status: AgentStatus"
            FROM api_keys k JOIN agents a ON a.agent_id = k.agent_id
            WHERE k.key_hash = $1 AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())"#,
         hash

@@ -22,8 +22,6 @@ pub struct StoredTurn {
     pub sender_id: String,
     /// The user the speaking agent represents.
     pub user_id: String,
-    /// Who played it.
-    pub played_by: SideKind,
     /// The message parts as stored.
     pub parts: serde_json::Value,
     /// When it was stored.
@@ -188,7 +186,6 @@ fn decode(r: Row) -> anyhow::Result<StoredTurn> {
         },
         sender_id: r.sender_id,
         user_id,
-        played_by,
         parts: r.parts,
         created_at: r.created_at,
     })

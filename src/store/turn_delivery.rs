@@ -6,7 +6,7 @@
 //! `parley_park.sql`, `parley_store_turns.sql`, one file each); this module binds it and
 //! decodes what it returns. The transitions it makes are the task table's `Claim`, `Respond` and
 //! `Park`, written as literals there (so the planner can use the partial indexes on `state`);
-//! [`TRANSITIONS`] names them and a test pins them against the Rust table.
+//! `TRANSITIONS` (a test constant) names them and a test pins them against the Rust table.
 
 use sqlx::{PgConnection, types::Json};
 use uuid::Uuid;
@@ -16,9 +16,12 @@ use super::{
     messages::TurnRow,
     tasks::{Row as TaskRow, Task},
 };
-use crate::domain::{OpportunityStatus, PreviousRound, SideKind, TaskEvent, TaskState, Turn};
+#[cfg(test)]
+use crate::domain::TaskEvent;
+use crate::domain::{OpportunityStatus, PreviousRound, SideKind, TaskState, Turn};
 
 /// The transitions the SQL of this module makes, as (from, event, to).
+#[cfg(test)]
 pub const TRANSITIONS: [(TaskState, TaskEvent, TaskState); 3] = [
     (TaskState::WaitingForAgent, TaskEvent::Claim, TaskState::Claimed),
     (TaskState::Claimed, TaskEvent::Respond, TaskState::Working),
@@ -42,6 +45,7 @@ pub enum KeyAuth {
 
 impl KeyAuth {
     /// Every word, in the order the SQL tests them.
+    #[cfg(test)]
     pub const ALL: [KeyAuth; 4] = [KeyAuth::UnknownKey, KeyAuth::OtherAgent, KeyAuth::Inactive, KeyAuth::Ok];
 }
 

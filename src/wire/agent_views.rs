@@ -13,8 +13,9 @@ use super::{
     views::{NegotiationOut, Viewer},
 };
 use crate::{
-    delivery::{AgentIdentity, Engine},
+    delivery::Engine,
     domain::{Action, Side, TaskState},
+    runtime::AgentIdentity,
     store::{messages, tasks},
 };
 

@@ -126,7 +126,7 @@ async fn parley_assess_prints_exactly_what_the_endpoint_answers() {
     let app = TestApp::spawn().await;
     let dir = tempdir();
     let skills = dir.join("skills.json");
-    std::fs::write(&skills, serde_json::to_string(&vec![parley::scoring::default_skill()]).unwrap()).unwrap();
+    std::fs::write(&skills, serde_json::to_string(&vec![parley::assessment::default_skill()]).unwrap()).unwrap();
     let request = json!({
         "task_summary": "Negotiate a match between two people",
         "task_details": "Argue for the user, turn by turn",
@@ -196,9 +196,9 @@ async fn embeddings_server(fail: bool) -> (String, std::sync::Arc<std::sync::ato
     (url, calls)
 }
 
-fn with_provider(url: &str) -> impl FnOnce(&mut parley::config::Config) + '_ {
+fn with_provider(url: &str) -> impl FnOnce(&mut parley::Config) + '_ {
     move |c| {
-        c.embeddings = Some(parley::config::EmbeddingsConfig {
+        c.embeddings = Some(parley::EmbeddingsConfig {
             url: url.to_owned(),
             api_key: Some("test-key".into()),
             model: "text-embedding-3-small".into(),

@@ -4,7 +4,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::json;
 
 use crate::{fixtures, helpers::TestApp};
-use parley::auth::{CallerRole, JwtKeys};
+use parley::{CallerRole, JwtKeys};
 
 #[tokio::test]
 async fn bad_credentials_are_401_and_wrong_roles_403() {

@@ -10,7 +10,7 @@ use crate::{
     fixtures,
     helpers::{TEST_SECRET, TestApp, answer},
 };
-use parley::auth::{CallerRole, JwtKeys};
+use parley::{CallerRole, JwtKeys};
 
 /// Who a route is for.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -429,7 +429,7 @@ async fn an_empty_api_key_is_refused_alike_on_http_and_mcp() {
                 let answer: Value = resp.json().await.unwrap();
                 let what = format!("{method} {path} with x-api-key {empty:?} beside {}", beside.is_some());
                 assert_eq!(status, StatusCode::UNAUTHORIZED, "{what}: {answer}");
-                assert_eq!(answer, json!({"error": parley::auth::MISSING_KEY, "code": "unauthorized"}), "{what}");
+                assert_eq!(answer, json!({"error": parley::MISSING_KEY, "code": "unauthorized"}), "{what}");
             }
         }
     }

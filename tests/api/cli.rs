@@ -64,10 +64,10 @@ fn token_prints_a_jwt_for_the_services_secret_and_refuses_bad_arguments() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let token = String::from_utf8(out.stdout).unwrap();
     assert_eq!(token.trim().split('.').count(), 3);
-    let keys = parley::auth::JwtKeys::new(secret.as_bytes());
+    let keys = parley::JwtKeys::new(secret.as_bytes());
     let claims = keys.verify(token.trim()).unwrap();
     assert_eq!(claims.sub, "user-maya");
-    assert_eq!(claims.role, parley::auth::CallerRole::Service);
+    assert_eq!(claims.role, parley::CallerRole::Service);
     // PARLEY_JWT_SECRET, when set, is the secret.
     let out = parley()
         .args(["token", "--sub", "x"])
@@ -76,7 +76,7 @@ fn token_prints_a_jwt_for_the_services_secret_and_refuses_bad_arguments() {
         .output()
         .unwrap();
     assert!(out.status.success());
-    parley::auth::JwtKeys::new(TEST_SECRET.as_bytes()).verify(String::from_utf8(out.stdout).unwrap().trim()).unwrap();
+    parley::JwtKeys::new(TEST_SECRET.as_bytes()).verify(String::from_utf8(out.stdout).unwrap().trim()).unwrap();
 
     let bad = parley().args(["token", "--sub", "x", "--role", "root"]).env("PARLEY_DATA_DIR", &dir).output().unwrap();
     assert_eq!(bad.status.code(), Some(2));
@@ -113,8 +113,8 @@ fn parley_agent_says_what_is_missing_or_wrong_before_it_starts() {
 
     // A person's token where the agent's key belongs: said so, before anything is sent (nothing
     // listens at that address).
-    let user_token = parley::auth::JwtKeys::new(TEST_SECRET.as_bytes())
-        .mint("user-tomas", parley::auth::CallerRole::User, std::time::Duration::from_secs(60))
+    let user_token = parley::JwtKeys::new(TEST_SECRET.as_bytes())
+        .mint("user-tomas", parley::CallerRole::User, std::time::Duration::from_secs(60))
         .unwrap();
     let out = agent().env("PARLEY_URL", "http://127.0.0.1:9").env("PARLEY_AGENT_KEY", &user_token).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
@@ -301,10 +301,9 @@ async fn logs_say_values_in_words_and_the_mcp_library_stays_quiet() {
         ("PARLEY_JWT_SECRET", TEST_SECRET.as_ref()),
     ]);
     let base = serving.base();
-    let keys = parley::auth::JwtKeys::new(TEST_SECRET.as_bytes());
-    let service =
-        keys.mint("platform", parley::auth::CallerRole::Service, std::time::Duration::from_secs(600)).unwrap();
-    let tomas = keys.mint("user-tomas", parley::auth::CallerRole::User, std::time::Duration::from_secs(600)).unwrap();
+    let keys = parley::JwtKeys::new(TEST_SECRET.as_bytes());
+    let service = keys.mint("platform", parley::CallerRole::Service, std::time::Duration::from_secs(600)).unwrap();
+    let tomas = keys.mint("user-tomas", parley::CallerRole::User, std::time::Duration::from_secs(600)).unwrap();
     let client = reqwest::Client::new();
     let agent =
         post_for_json(&client, &format!("{base}/api/agents"), &tomas, &serde_json::json!({"name": "Tomas's agent"}))

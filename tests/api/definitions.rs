@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use parley::db::{self, definitions::DEFINITIONS};
+use parley::database::{self as db, definitions::DEFINITIONS};
 use sqlx::PgPool;
 
 /// Every function of the public schema with its full definition, and every trigger with its.

@@ -547,19 +547,19 @@ async fn duplicate_early_and_stale_timer_deliveries_change_nothing() {
     let (requester, targets) = setup(&app, 2).await;
     let rid = delegated(&app, &requester, |_| {}).await;
     let id = app.delegation_id(&rid).await;
-    let delegations = &app.state.delegations;
+    let state = &app.state;
     let timer = |attempt| parley_jobs::DelegationTimeout { delegation_id: id, attempt };
 
     // Early: the attempt is not due yet.
-    assert!(!delegations.time_out_delegation(timer(1)).await.unwrap());
+    assert!(!state.time_out_delegation(timer(1)).await.unwrap());
     // For an attempt that does not exist (yet).
-    assert!(!delegations.time_out_delegation(timer(2)).await.unwrap());
+    assert!(!state.time_out_delegation(timer(2)).await.unwrap());
     assert_eq!(app.stored(&rid).await.0, "request");
 
     // Target 0 rejects; a late timer of attempt 1 does nothing to attempt 2.
     assert_eq!(app.act(&targets[0].agent, &rid, "reject", None).await.status, StatusCode::OK);
     let before = app.stored(&rid).await;
-    assert!(!delegations.time_out_delegation(timer(1)).await.unwrap());
+    assert!(!state.time_out_delegation(timer(1)).await.unwrap());
     assert_eq!(app.stored(&rid).await, before);
 
     // Completed: every delivery, again and again, does nothing.
@@ -568,8 +568,8 @@ async fn duplicate_early_and_stale_timer_deliveries_change_nothing() {
     assert_eq!(done.status, StatusCode::OK, "{}", done.text);
     let finished = app.stored(&rid).await;
     for _ in 0..2 {
-        assert!(!delegations.time_out_delegation(timer(2)).await.unwrap());
-        assert!(!delegations.time_out_delegation(timer(1)).await.unwrap());
+        assert!(!state.time_out_delegation(timer(2)).await.unwrap());
+        assert!(!state.time_out_delegation(timer(1)).await.unwrap());
     }
     assert_eq!(app.stored(&rid).await, finished);
     // No pending timer is left for it.

@@ -208,7 +208,7 @@ async fn the_timer_that_comes_due_after_a_cancel_changes_nothing() {
     // A stale delivery of the attempt's timer (one already taken by a worker, say) does nothing.
     let id = app.delegation_id(&rid).await;
     let stale = parley_jobs::DelegationTimeout { delegation_id: id, attempt: 1 };
-    assert!(!app.state.delegations.time_out_delegation(stale).await.unwrap());
+    assert!(!app.state.time_out_delegation(stale).await.unwrap());
     assert_eq!(app.stored(&rid).await, after);
     assert_eq!(status_events(&app, &rid).await.len(), 2);
 }

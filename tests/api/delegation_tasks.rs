@@ -238,7 +238,7 @@ async fn mcp_get_delegation_and_inbox_wait_like_the_http_long_polls() {
 
 #[tokio::test]
 async fn a_stored_delegation_status_reads_as_itself_and_a_name_that_is_no_status_fails_the_read() {
-    use parley::directory::delegation::Status;
+    use parley::delegation::Status;
     let app = TestApp::spawn().await;
     for status in Status::ALL {
         let read: Status =

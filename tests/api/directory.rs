@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use parley::directory::anonymity::{self, AnonymousId};
+use parley::anonymity::{self, AnonymousId};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -382,7 +382,7 @@ async fn discovery_serves_the_edges_its_spec_documents_and_refuses_past_them() {
     ] {
         discover(&app, &query).await.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
     }
-    let spec = parley::openapi::spec();
+    let spec = parley::openapi_spec();
     let params = spec["paths"]["/api/agents/discover"]["get"]["parameters"].as_array().unwrap().clone();
     let param = |name: &str| params.iter().find(|p| p["name"] == name).unwrap().clone();
     assert_eq!(param("taskType")["required"], true);

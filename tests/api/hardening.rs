@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use parley::auth::{CallerRole, Claims};
+use parley::{CallerRole, Claims};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use tokio::{
@@ -47,7 +47,7 @@ async fn read_answer(socket: &mut TcpStream, end: &str) -> String {
     seen
 }
 
-fn timeouts(header: u64, idle: u64, body: u64) -> impl FnOnce(&mut parley::config::Config) {
+fn timeouts(header: u64, idle: u64, body: u64) -> impl FnOnce(&mut parley::Config) {
     move |c| {
         c.http_header_timeout = Duration::from_secs(header);
         c.http_idle_timeout = Duration::from_secs(idle);
@@ -115,7 +115,7 @@ async fn a_long_poll_longer_than_the_idle_timeout_still_answers() {
 #[tokio::test]
 async fn the_event_stream_ends_when_its_token_expires() {
     let app = TestApp::spawn().await;
-    let token = app.state.jwt.mint("user-maya", CallerRole::User, Duration::from_secs(2)).unwrap();
+    let token = app.state.jwt().mint("user-maya", CallerRole::User, Duration::from_secs(2)).unwrap();
     let response =
         reqwest::Client::new().get(format!("{}/api/events", app.base)).bearer_auth(&token).send().await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
@@ -177,7 +177,7 @@ async fn a_token_not_valid_yet_is_refused() {
     let valid = signed(&json!({ "sub": "user-maya", "exp": now() + 7200, "nbf": now() - 10 }));
     assert_eq!(app.get("/api/opportunities", &valid).await.status, StatusCode::OK);
     // What the service mints carries no nbf and reads back whole.
-    let claims: Claims = app.state.jwt.verify(&app.user_token("user-maya")).unwrap();
+    let claims: Claims = app.state.jwt().verify(&app.user_token("user-maya")).unwrap();
     assert_eq!(claims.nbf, None);
 }
 
@@ -392,7 +392,7 @@ async fn event_streams_are_capped_per_token_per_user_and_in_all_and_counted() {
         async move { client.get(url).bearer_auth(token).send().await.unwrap() }
     };
     // Tokens minted in one second differ by their lifetimes.
-    let mint_for = |sub: &str, ttl: u64| app.state.jwt.mint(sub, CallerRole::User, Duration::from_secs(ttl)).unwrap();
+    let mint_for = |sub: &str, ttl: u64| app.state.jwt().mint(sub, CallerRole::User, Duration::from_secs(ttl)).unwrap();
     let mint = |sub: &str| mint_for(sub, 600);
     let (a, b, c) = (mint_for("user-1", 600), mint_for("user-1", 601), mint_for("user-1", 602));
     assert_ne!(a, b);
@@ -412,7 +412,7 @@ async fn event_streams_are_capped_per_token_per_user_and_in_all_and_counted() {
     let over_all = open(mint("user-4")).await;
     assert_eq!(over_all.status(), StatusCode::TOO_MANY_REQUESTS);
     assert!(over_all.text().await.unwrap().contains("PARLEY_SSE_MAX"));
-    assert_eq!(app.state.streams.open_now(), 5);
+    assert_eq!(app.state.open_streams(), 5);
     // Counted in /metrics, with the connections (both process-wide: at least these).
     let metrics = app.get("/metrics", &app.service_token()).await;
     let value = |name: &str| -> f64 {
@@ -430,7 +430,7 @@ async fn event_streams_are_capped_per_token_per_user_and_in_all_and_counted() {
     // A stream that ends gives its place back.
     held.truncate(4);
     let deadline = std::time::Instant::now() + PATIENCE;
-    while app.state.streams.open_now() > 4 {
+    while app.state.open_streams() > 4 {
         assert!(std::time::Instant::now() < deadline, "the closed stream kept its place");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

@@ -10,11 +10,8 @@ use std::{
 };
 
 use parley::{
-    app::Application,
-    auth::CallerRole,
-    config::Config,
-    db::{self, EmbeddedPostgres},
-    http::AppState,
+    AppState, Application, CallerRole, Config,
+    database::{self as db, EmbeddedPostgres},
 };
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
@@ -194,7 +191,7 @@ impl TestApp {
     /// A Parley on an existing database (e.g. to simulate a restart).
     pub async fn spawn_on(database_url: &str, adjust: impl FnOnce(&mut Config)) -> TestApp {
         if std::env::var_os("TEST_LOG").is_some() {
-            parley::telemetry::init(parley::config::LogFormat::Pretty);
+            parley::init_logging(parley::LogFormat::Pretty);
         }
         let mut config = test_config(database_url);
         adjust(&mut config);
@@ -216,7 +213,7 @@ impl TestApp {
 
     /// A token for `sub` with `role`, valid for an hour.
     pub fn token(&self, sub: &str, role: CallerRole) -> String {
-        self.state.jwt.mint(sub, role, Duration::from_secs(3600)).unwrap()
+        self.state.jwt().mint(sub, role, Duration::from_secs(3600)).unwrap()
     }
 
     /// The platform's token.

@@ -307,8 +307,7 @@ async fn history_from_before_the_rollups_is_rolled_up_to_the_same_figures_and_fo
     assert_eq!(views(&app).await[0]["total"]["negotiations"]["total"], 0);
     // Two negotiations per batch: the cursor carries the walk across batches.
     let mut steps = 0;
-    while parley::store::insight_rollups::backfill_step(&app.pool, 2).await.unwrap()
-        != parley::store::insight_rollups::Backfill::Done
+    while parley::insight_rollups::backfill_step(&app.pool, 2).await.unwrap() != parley::insight_rollups::Backfill::Done
     {
         steps += 1;
         assert!(steps < 50, "the backfill never ended");
@@ -318,7 +317,7 @@ async fn history_from_before_the_rollups_is_rolled_up_to_the_same_figures_and_fo
 
     // Folding every day's shards into one row per key changes no figure.
     let tomorrow = chrono::Utc::now().date_naive() + chrono::Days::new(1);
-    parley::store::insight_rollups::fold(&app.pool, tomorrow, 31).await.unwrap();
+    parley::insight_rollups::fold(&app.pool, tomorrow, 31).await.unwrap();
     let unfolded = app.counted("SELECT (SELECT count(*) FROM insight_days WHERE shard <> 0) + (SELECT count(*) FROM insight_counts WHERE shard <> 0)").await;
     assert_eq!(unfolded, 0);
     assert_eq!(views(&app).await, live, "folding keeps every figure");

@@ -215,7 +215,7 @@ async fn a_persons_events_are_read_as_the_single_query_did() {
         let mut read = Vec::new();
         let mut after = 0;
         loop {
-            let page = parley::store::events::after(&mut conn, after, user, since, 9).await.unwrap();
+            let page = parley::events::after(&mut conn, after, user, since, 9).await.unwrap();
             let Some(last) = page.last() else { break };
             after = last.id;
             read.extend(page.iter().map(|e| e.id));

@@ -16,7 +16,7 @@ use crate::{
     fixtures,
     helpers::{TestApp, answer},
 };
-use parley::config::NegotiatorModelConfig;
+use parley::NegotiatorModelConfig;
 
 /// How the stand-in model answers.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -144,7 +144,7 @@ async fn query_parameters_with_nul_are_refused() {
 async fn a_token_whose_subject_holds_nul_is_unauthorized_on_every_database_route() {
     let app = TestApp::spawn().await;
     let user = app.user_token("user-\u{0}maya");
-    let service = app.token("plat\u{0}form", parley::auth::CallerRole::Service);
+    let service = app.token("plat\u{0}form", parley::CallerRole::Service);
 
     for path in ["/api/opportunities", "/api/agents"] {
         app.get(path, &user).await.assert_error(StatusCode::UNAUTHORIZED, "unauthorized");

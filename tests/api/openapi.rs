@@ -15,7 +15,7 @@ const REGENERATE: &str = "cargo run -q -- openapi > api-spec/openapi.json";
 fn the_committed_spec_is_the_generated_one() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/api-spec/openapi.json");
     let committed = std::fs::read_to_string(path).unwrap_or_default();
-    let generated = parley::openapi::spec_text();
+    let generated = parley::openapi_spec_text();
     assert!(
         committed == generated,
         "api-spec/openapi.json differs from the OpenAPI the code generates; regenerate it with `{REGENERATE}` and commit it"
@@ -24,7 +24,7 @@ fn the_committed_spec_is_the_generated_one() {
 
 #[test]
 fn the_spec_is_openapi_3_1_with_both_kinds_of_credentials() {
-    let spec = parley::openapi::spec();
+    let spec = parley::openapi_spec();
     assert_eq!(spec["openapi"], "3.1.0");
     let schemes = &spec["components"]["securitySchemes"];
     assert_eq!(schemes["bearerJwt"]["scheme"], "bearer");
@@ -56,7 +56,7 @@ fn the_spec_is_openapi_3_1_with_both_kinds_of_credentials() {
 /// generated from the document does not demand one.
 #[test]
 fn bodies_the_operations_do_without_are_optional() {
-    let spec = parley::openapi::spec();
+    let spec = parley::openapi_spec();
     for path in [
         "/api/agents/{id}/keys",
         "/api/agents/{id}/negotiations/{negotiationId}/extend",
@@ -75,7 +75,7 @@ async fn the_spec_is_served() {
     let app = TestApp::spawn().await;
     let answer = app.call(Method::GET, "/api-spec/openapi.json", None, None).await;
     assert_eq!(answer.status, StatusCode::OK);
-    assert_eq!(answer.body, parley::openapi::spec());
+    assert_eq!(answer.body, parley::openapi_spec());
 }
 
 /// How a request authenticates.
@@ -128,7 +128,7 @@ fn schema_errors(spec: &Value, schema: &Value, body: &Value) -> Vec<String> {
 
 #[test]
 fn the_checker_rejects_bodies_that_do_not_match() {
-    let spec = parley::openapi::spec();
+    let spec = parley::openapi_spec();
     let error = &json!({"$ref": "#/components/schemas/ErrorBody"});
     assert!(schema_errors(&spec, error, &json!({"error": "x", "code": "y"})).is_empty());
     assert!(!schema_errors(&spec, error, &json!({"error": "x"})).is_empty());
@@ -157,7 +157,7 @@ fn pointer_escape(s: &str) -> String {
 impl Checker {
     fn new() -> Checker {
         Checker {
-            spec: parley::openapi::spec(),
+            spec: parley::openapi_spec(),
             seen: BTreeSet::new(),
             statuses: BTreeSet::new(),
             validators: Default::default(),
@@ -783,7 +783,7 @@ async fn every_operation_answers_as_its_spec_declares() {
 /// discovery, ranking): each of those patterns is exactly the list the service parses.
 #[test]
 fn every_task_type_pattern_is_the_list_the_service_parses() {
-    use parley::directory::capabilities::TaskType;
+    use parley::capabilities::TaskType;
     fn walk(v: &serde_json::Value, found: &mut Vec<String>) {
         match v {
             serde_json::Value::Object(map) => {
@@ -799,7 +799,7 @@ fn every_task_type_pattern_is_the_list_the_service_parses() {
         }
     }
     let mut found = Vec::new();
-    walk(&parley::openapi::spec(), &mut found);
+    walk(&parley::openapi_spec(), &mut found);
     assert!(found.len() >= 3, "the capability, discovery and ranking task types: {found:?}");
     let expected = format!("^({})$", TaskType::ALL.map(TaskType::as_str).join("|"));
     for pattern in found {

@@ -28,7 +28,7 @@ async fn ended_negotiations_older_than_the_retention_go_with_their_records_and_t
     let messages = app.count("messages").await;
     assert!(messages > 2, "{messages}");
 
-    let prune = |now, retention| parley::store::retention::prune(&app.pool, retention, now, 1, Duration::from_secs(60));
+    let prune = |now, retention| parley::retention::prune(&app.pool, retention, now, 1, Duration::from_secs(60));
     // Off: nothing goes, however old.
     let pruned = prune(Utc::now() + chrono::Duration::days(3650), None).await.unwrap();
     assert_eq!((pruned.opportunities, pruned.delegations), (0, 0));
@@ -73,8 +73,7 @@ async fn trust_counters_past_their_window_and_keys_revoked_long_ago_go_always() 
     let revoked = app.call(Method::DELETE, &path, Some(&app.user_token("user-maya")), None).await;
     assert!(revoked.status.is_success(), "{}", revoked.text);
 
-    let pruned =
-        parley::store::retention::prune(&app.pool, None, Utc::now(), 1000, Duration::from_secs(60)).await.unwrap();
+    let pruned = parley::retention::prune(&app.pool, None, Utc::now(), 1000, Duration::from_secs(60)).await.unwrap();
     assert_eq!(pruned.trust_days, 2, "{pruned:?}");
     let kept: Vec<i32> = sqlx::query_scalar(
         "SELECT (current_date - day)::int FROM agent_trust_days WHERE agent_id = $1 ORDER BY day DESC",
@@ -86,7 +85,7 @@ async fn trust_counters_past_their_window_and_keys_revoked_long_ago_go_always() 
     assert_eq!(kept, vec![0, 89], "the 90 days trust reads stay");
     assert_eq!(pruned.revoked_keys, 0, "a key revoked just now is kept for its grace period");
     let later = Utc::now() + chrono::Duration::days(31);
-    let pruned = parley::store::retention::prune(&app.pool, None, later, 1000, Duration::from_secs(60)).await.unwrap();
+    let pruned = parley::retention::prune(&app.pool, None, later, 1000, Duration::from_secs(60)).await.unwrap();
     assert_eq!(pruned.revoked_keys, 1, "{pruned:?}");
     assert_eq!(app.counted("SELECT count(*) FROM api_keys WHERE revoked_at IS NOT NULL").await, 0);
 }

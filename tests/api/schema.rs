@@ -21,13 +21,13 @@ async fn every_migration_is_reversible() {
             .await
             .unwrap()
     };
-    assert_eq!(functions(pool.clone()).await, parley::db::definitions::DEFINITIONS.len() as i64);
-    parley::db::MIGRATOR.undo(&pool, 0).await.expect("running every migration down");
+    assert_eq!(functions(pool.clone()).await, parley::database::definitions::DEFINITIONS.len() as i64);
+    parley::database::MIGRATOR.undo(&pool, 0).await.expect("running every migration down");
     assert_eq!(tables(pool.clone()).await, 0, "down migrations leave no table behind");
     assert_eq!(functions(pool.clone()).await, 0, "nor any SQL function");
-    parley::db::migrate(&pool).await.expect("and up again");
+    parley::database::migrate(&pool).await.expect("and up again");
     assert!(tables(pool.clone()).await >= 10);
-    assert_eq!(functions(pool.clone()).await, parley::db::definitions::DEFINITIONS.len() as i64);
+    assert_eq!(functions(pool.clone()).await, parley::database::definitions::DEFINITIONS.len() as i64);
 }
 
 /// Every foreign key that deletes or nulls rows when what it points at is deleted leads an index,

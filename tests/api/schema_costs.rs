@@ -103,7 +103,7 @@ async fn a_regex_heavy_schema_is_refused_at_once_and_the_compiled_cache_keeps_to
         let anon = offer(&app, &agent, &capability("analysis", json!({"type": "object", "properties": props}))).await;
         kinds.push(anon);
     }
-    let (held_after_registering, _) = app.state.delegations.schemas().cached();
+    let (held_after_registering, _) = app.state.cached_schemas();
     assert!(held_after_registering <= 8 << 20, "{held_after_registering}");
     for (i, anon) in kinds.iter().enumerate() {
         let a = app
@@ -111,7 +111,7 @@ async fn a_regex_heavy_schema_is_refused_at_once_and_the_compiled_cache_keeps_to
             .await;
         assert_eq!(a.status, StatusCode::ACCEPTED, "{}", a.text);
     }
-    let (held, kept) = app.state.delegations.schemas().cached();
+    let (held, kept) = app.state.cached_schemas();
     eprintln!(
         "after 6 heavy schemas were checked: the cache holds {kept} validators weighing {} KiB (budget 8 MiB)",
         held >> 10
@@ -210,7 +210,7 @@ async fn a_repeated_request_id_is_answered_without_checking_its_input_again() {
     assert_eq!(first.status, StatusCode::ACCEPTED, "{}", first.text);
     // The target swaps in the slowest schema allowed; the requester repeats its request 40 times.
     offer(&app, &target, &capability("analysis", slow_schema())).await;
-    let (_, kept_before) = app.state.delegations.schemas().cached();
+    let (_, kept_before) = app.state.cached_schemas();
     let started = Instant::now();
     for _ in 0..40 {
         let again = app.delegate(&requester, &body).await;
@@ -220,7 +220,7 @@ async fn a_repeated_request_id_is_answered_without_checking_its_input_again() {
     assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
     // Nothing was checked: the slow schema was compiled once, at its registration, never for a
     // check (each would have taken some of the requester's two seconds a minute).
-    let (_, kept_after) = app.state.delegations.schemas().cached();
+    let (_, kept_after) = app.state.cached_schemas();
     assert_eq!(kept_before, kept_after);
     // A new request is checked, and refused by the new schema: not answered 429.
     let fresh = app.delegate(&requester, &asked(&anon, "analysis", json!("short"))).await;

@@ -269,8 +269,8 @@ async fn stored_trust_follows_counters_and_capabilities_exactly() {
 
 /// What discovery and ranking read of every stored record.
 /// The directory's upkeep, as housekeeping runs it.
-async fn run_upkeep(app: &TestApp) -> parley::directory::upkeep::Upkeep {
-    parley::directory::upkeep::run(app.state.pool(), app.state.engine.config().anonymous_id_ttl).await.unwrap()
+async fn run_upkeep(app: &TestApp) -> parley::upkeep::Upkeep {
+    parley::upkeep::run(app.state.pool(), app.state.config().anonymous_id_ttl).await.unwrap()
 }
 
 async fn stored_trusts(app: &TestApp) -> Vec<TrustRow> {

@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use parley::{app::Application, http, runtime::wakeups::RECHECK};
+use parley::{Application, ConnectionLimits, wakeups::RECHECK};
 use reqwest::StatusCode;
 use serde_json::json;
 
@@ -21,18 +21,12 @@ use crate::{
 /// others, a NOTIFY lost after the commit.
 async fn silent_instance(database_url: &str) -> String {
     let config = test_config(database_url);
-    let pool = parley::db::pool(database_url, 4).await.unwrap();
+    let pool = parley::database::pool(database_url, 4).await.unwrap();
     let app = Application::build(config, pool).await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    let limits =
-        http::serve::ConnectionLimits { header: Duration::from_secs(10), idle: Duration::from_secs(60), max: 64 };
-    tokio::spawn(http::serve::serve(
-        listener,
-        parley::app::router(app.state().clone()),
-        limits,
-        std::future::pending(),
-    ));
+    let limits = ConnectionLimits { header: Duration::from_secs(10), idle: Duration::from_secs(60), max: 64 };
+    tokio::spawn(parley::serve(listener, parley::router(app.state().clone()), limits, std::future::pending()));
     base
 }
 

@@ -21,7 +21,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use parley::auth::{CallerRole, JwtKeys};
+use parley::{CallerRole, JwtKeys};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -612,7 +612,7 @@ pub async fn check(
                    AND q.day = per.day
                   WHERE q.counted IS DISTINCT FROM per.n OR per.n > $1)",
     )
-    .bind(i64::from(parley::config::Config::default().trust_per_requester))
+    .bind(i64::from(parley::Config::default().trust_per_requester))
     .fetch_one(pool)
     .await
     .unwrap();

@@ -9,7 +9,7 @@ use std::sync::{
 };
 use std::time::Instant;
 
-use parley::scoring;
+use parley::assessment as scoring;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -68,7 +68,7 @@ fn rate_in_process(secs: f64, batch: u64, mut f: impl FnMut() -> anyhow::Result<
 
 /// Assessments in process and over HTTP, and the empty-handler HTTP baseline.
 pub async fn assess(bench: &Arc<Bench>, plan: &Plan, r: &mut Results) -> anyhow::Result<()> {
-    let skills = parley::app::hub_skills(&bench.state.engine.config().clone())?;
+    let skills = parley::hub_skills(&bench.state.config().clone())?;
     let calculator = scoring::Calculator::new(&skills, None);
     r.set("assess_skills", calculator.skill_count());
     let body = serde_json::to_vec(&assess_request())?;
@@ -102,7 +102,7 @@ pub async fn assess(bench: &Arc<Bench>, plan: &Plan, r: &mut Results) -> anyhow:
     };
     let router = axum::Router::new()
         .route("/empty", axum::routing::post(answer_fixed))
-        .layer(axum::extract::DefaultBodyLimit::max(parley::http::extract::BODY_LIMIT))
+        .layer(axum::extract::DefaultBodyLimit::max(parley::BODY_LIMIT))
         .layer(tower_http::trace::TraceLayer::new_for_http());
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let baseline = tokio::spawn(async move {

@@ -216,10 +216,10 @@ pub async fn directory(bench: &Arc<Bench>, plan: &Plan, r: &mut Results) -> anyh
 /// the assessments (and, for comparison, every candidate assessed with its full explanation, as
 /// a ranking did before it scored first and explained only what it shows).
 async fn rank_in_process(bench: &Bench, r: &mut Results) -> anyhow::Result<()> {
-    use parley::directory::ranking;
+    use parley::ranking;
     let body = json!({"task_summary": "code review of rust security work", "max_cost_amount": "$3.00", "max_latency_ms": 10000, "taskType": "code-review"});
     let query = ranking::RankQuery::parse(&body).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let config = bench.state.engine.config().clone();
+    let config = bench.state.config().clone();
     let (mut sql_ms, mut assess_ms, mut full_ms, mut found_n) = (Vec::new(), Vec::new(), Vec::new(), 0);
     for _ in 0..20 {
         let mut conn = bench.pool.acquire().await?;

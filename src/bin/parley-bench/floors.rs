@@ -125,9 +125,9 @@ pub async fn delegation_floor(server: &Server, bench: &Arc<Bench>, secs: u64, r:
         sqlx::query("INSERT INTO delegation_floor_pairs VALUES ($1, $2, $3, $4, $5, $6)")
             .bind(i32::try_from(n)?)
             .bind(rid)
-            .bind(parley::delivery::hash_secret(&requester.key))
+            .bind(parley::hash_secret(&requester.key))
             .bind(tid)
-            .bind(parley::delivery::hash_secret(&target.key))
+            .bind(parley::hash_secret(&target.key))
             .bind(tanon)
             .execute(&mut conn)
             .await?;
@@ -141,7 +141,7 @@ pub async fn delegation_floor(server: &Server, bench: &Arc<Bench>, secs: u64, r:
     let defines = [
         ("default_limit", BENCH_RATE_LIMIT.to_string()),
         ("inbound_limit", BENCH_RATE_LIMIT.to_string()),
-        ("per_requester", parley::config::Config::default().trust_per_requester.to_string()),
+        ("per_requester", parley::Config::default().trust_per_requester.to_string()),
     ];
     let mut args = script_run(&script, &defines, DELEGATION_PAIRS, secs);
     args.extend(["-l".into(), format!("--log-prefix={}", work.join("txn").display())]);

@@ -7,7 +7,7 @@ use std::{path::PathBuf, time::Duration};
 
 use anyhow::Context;
 use axum::body::Bytes;
-use parley::{app::Application, auth::CallerRole, config::Config, db, http::AppState};
+use parley::{AppState, Application, CallerRole, Config, database as db};
 use reqwest::{Method, RequestBuilder, StatusCode};
 use serde_json::{Value, json};
 use sqlx::PgPool;
@@ -94,7 +94,7 @@ impl Bench {
         tweak(&mut config);
         let instance = Instance::serve(config, pool.clone()).await?;
         let client = reqwest::Client::builder().pool_max_idle_per_host(2048).build()?;
-        let service = instance.state.jwt.mint("parley-bench", CallerRole::Service, TOKEN_TTL)?;
+        let service = instance.state.jwt().mint("parley-bench", CallerRole::Service, TOKEN_TTL)?;
         let bench = Bench {
             base: instance.base.clone(),
             client,
@@ -125,12 +125,12 @@ impl Bench {
 
     /// The service's database URL.
     pub fn database_url(&self) -> String {
-        self.state.engine.config().database_url.clone().unwrap_or_default()
+        self.state.config().database_url.clone().unwrap_or_default()
     }
 
     /// Registers a personal agent for `user`; returns (agent id, API key).
     pub async fn register_agent(&self, user: &str) -> anyhow::Result<(String, String)> {
-        let token = self.state.jwt.mint(user, CallerRole::User, TOKEN_TTL)?;
+        let token = self.state.jwt().mint(user, CallerRole::User, TOKEN_TTL)?;
         let req = self.client.post(format!("{}/api/agents", self.base)).bearer_auth(token);
         let req = req.json(&json!({"name": format!("bench agent of {user}")}));
         let body = call(req, StatusCode::CREATED, "registering an agent").await?;

@@ -216,8 +216,7 @@ async fn prune_beside_cycles(
     let pruning = tokio::spawn(async move {
         let t = Instant::now();
         let month = Duration::from_secs(30 * 86_400);
-        let pruned =
-            parley::store::retention::prune(&pool, Some(month), Utc::now(), 1000, Duration::from_secs(3600)).await;
+        let pruned = parley::retention::prune(&pool, Some(month), Utc::now(), 1000, Duration::from_secs(3600)).await;
         (pruned, t.elapsed().as_secs_f64())
     });
     let mut cyc = Results::new();
@@ -242,7 +241,7 @@ struct Specials {
 
 /// A user token for `user`.
 fn user_token(b: &Bench, user: &str) -> anyhow::Result<String> {
-    b.state.jwt.mint(user, parley::auth::CallerRole::User, Duration::from_secs(6 * 3600))
+    b.state.jwt().mint(user, parley::CallerRole::User, Duration::from_secs(6 * 3600))
 }
 
 /// A template user: `hist-tpl-<k>-s` or `-c`, fixed width so that no name is a prefix of another

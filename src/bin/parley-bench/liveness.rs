@@ -50,8 +50,8 @@ async fn rounds_off_on(
 /// how many of those writes each round made (none when off; with the throttle, about one per
 /// agent per round when on, since every round registers fresh agents).
 pub async fn liveness_overhead(bench: &Arc<Bench>, plan: &Plan, agents: usize, r: &mut Results) -> anyhow::Result<()> {
-    let (runtime, counted) = (bench.state.engine.runtime().clone(), bench.state.engine.runtime().clone());
-    let switch = move |on: bool| runtime.record_liveness(on);
+    let (state, counted) = (bench.state.clone(), bench.state.clone());
+    let switch = move |on: bool| state.record_liveness(on);
     let measure = move || counted.liveness_writes();
     let (warm_up, rounds) = rounds_off_on(bench, plan, agents, "liveness overhead", switch, measure).await?;
     r.set("liveness_warm_up_round", warm_up);

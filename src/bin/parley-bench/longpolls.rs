@@ -43,7 +43,7 @@ pub async fn longpolls(bench: &Arc<Bench>, plan: &Plan, r: &mut Results) -> anyh
         db_peak = db_peak.max(n);
         let pool = &bench.pool;
         in_use_peak = in_use_peak.max(pool.size().saturating_sub(pool.num_idle() as u32));
-        if ready_at.is_none() && bench.state.engine.wakeups().waiting_users() == USERS {
+        if ready_at.is_none() && bench.state.waiting_users() == USERS {
             ready_at = Some(t.elapsed());
         }
         tokio::time::sleep(Duration::from_millis(50)).await;

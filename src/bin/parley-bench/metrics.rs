@@ -63,7 +63,7 @@ async fn sliced_off_on(bench: &Arc<Bench>, agents: usize, switch: impl Fn(bool))
 /// 95 % confidence interval (two standard errors of that mean).
 pub async fn metrics_overhead(bench: &Arc<Bench>, agents: usize, r: &mut Results) -> anyhow::Result<()> {
     note("metrics overhead: one 90 s turn-cycle phase, recording flipped every 0.5 s");
-    let pairs = sliced_off_on(bench, agents, parley::metrics::install).await?;
+    let pairs = sliced_off_on(bench, agents, parley::install_metrics).await?;
     let n = pairs.len().max(1) as f64;
     let pct: Vec<f64> = pairs.iter().map(|(on, off)| (off - on) / off * 100.0).collect();
     let mean_pct = mean(pct.iter().copied());

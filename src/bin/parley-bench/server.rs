@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, bail};
-use parley::db::EmbeddedPostgres;
+use parley::database::EmbeddedPostgres;
 use reqwest::Url;
 use sqlx::{Connection, PgConnection};
 

@@ -7,9 +7,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, bail};
 use parley::{
-    config::Config,
-    db,
-    runtime::wakeups::{WAKE_CHANNEL, WakePayload},
+    Config, database as db,
+    wakeups::{WAKE_CHANNEL, WakePayload},
 };
 
 use crate::{
@@ -37,7 +36,7 @@ pub async fn wake_latency(bench: &Arc<Bench>, plan: &Plan, r: &mut Results) -> a
     // The second instance the long-polls wait on.
     let url = bench.database_url();
     let other_config =
-        Config { bind: "127.0.0.1:0".parse()?, workers: false, pool_size: 4, ..bench.state.engine.config().clone() };
+        Config { bind: "127.0.0.1:0".parse()?, workers: false, pool_size: 4, ..bench.state.config().clone() };
     let other_pool = db::pool(&url, 4).await?;
     let other = Instance::serve(other_config, other_pool.clone()).await?;
     // Its listener is up once it answers (it listens before serving long-polls' wake-ups).
@@ -78,7 +77,7 @@ pub async fn wake_latency(bench: &Arc<Bench>, plan: &Plan, r: &mut Results) -> a
         };
         // The long-poll is registered once its user has a live waiter.
         let t = Instant::now();
-        while other.state.engine.wakeups().waiting_users() == 0 {
+        while other.state.waiting_users() == 0 {
             if t.elapsed() > Duration::from_secs(5) {
                 bail!("the long-poll never started waiting");
             }

@@ -69,7 +69,6 @@ use uuid::Uuid;
 
 use super::capabilities::{CapabilityError, TaskType, custom_type_for};
 use crate::runtime::KeyRefused;
-pub use accept::Accepted;
 pub use service::Delegations;
 pub use state::{Event, Status};
 pub use store::{Attempt, Delegation, InboxItem, Record};

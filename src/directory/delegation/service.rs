@@ -59,11 +59,6 @@ impl Delegations {
         }
     }
 
-    /// What the delegations share with the turn engine.
-    pub fn runtime(&self) -> &Runtime {
-        &self.runtime
-    }
-
     /// The pool the delegations write through.
     pub fn pool(&self) -> &PgPool {
         &self.runtime.pool

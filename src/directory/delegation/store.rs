@@ -12,7 +12,7 @@
 //! agent's delegations both ways) are in `lists`.
 //! A delegation's record (the row and its attempts) is read as one JSON value that SQL builds
 //! (`parley_delegation_record`), which [`make`] and [`complete`] also answer. The moves their
-//! SQL writes are [`SQL_MOVES`].
+//! SQL writes are `SQL_MOVES` (a test constant).
 
 use std::collections::HashMap;
 
@@ -23,7 +23,9 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 use super::outcomes::{AcceptOutcome, CompleteOutcome};
-use super::state::{Event, Status};
+#[cfg(test)]
+use super::state::Event;
+use super::state::Status;
 use crate::store::turn_delivery::{KeyAuth, KeyCheck};
 
 /// `sqlx::query_as!` of [`Attempt`]s: every column of `delegation_attempts`, then `$rest`.
@@ -63,6 +65,7 @@ pub use lists::{InboxItem, inbound, inbox_for_key, outbound};
 /// The moves the delegation statements' SQL writes as literals, as (from, event, to): an
 /// accept, a complete, and an attempt skipped at its offer because its target is at its
 /// inbound limit. A unit test pins them against [`Status::transition`].
+#[cfg(test)]
 pub const SQL_MOVES: [(Status, Event, Status); 3] = [
     (Status::Request, Event::Accept, Status::Accepted),
     (Status::Accepted, Event::Complete, Status::Completed),
@@ -178,17 +181,6 @@ pub async fn find_visible(
     .await
 }
 
-/// The key's verdict, for any agent of the key (`parley_agent_of_key`).
-pub async fn check_key(conn: &mut PgConnection, key_hash: &[u8]) -> sqlx::Result<KeyCheck> {
-    let r = sqlx::query!(
-        r#"SELECT auth AS "auth!: KeyAuth", agent_id, owner_user_id FROM parley_agent_of_key($1, NULL)"#,
-        key_hash
-    )
-    .fetch_one(conn)
-    .await?;
-    KeyCheck::from_parts(r.auth, r.agent_id, r.owner_user_id)
-}
-
 /// The key's verdict, then, with a valid key, the delegation of `request_id` that the key's
 /// agent (which must be `agent` when given) asked for, locked (see [`lock`]); `None` when the
 /// key is refused or that agent asked for no such delegation. (A lock cannot be taken on the
@@ -215,7 +207,7 @@ pub async fn lock_requested(
     Ok((key, found))
 }
 
-/// The key's verdict (as [`check_key`]), and whether a delegation with `request_id` exists
+/// The key's verdict, for any agent of the key (`parley_agent_of_key`), and whether a delegation with `request_id` exists
 /// already (any requester's): such a request is answered from the transaction, and its input is
 /// never checked again.
 pub async fn check_key_for_request(

@@ -64,11 +64,6 @@ impl Cache {
     pub fn len(&self) -> usize {
         self.entries.len()
     }
-
-    /// Whether none is kept.
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
 }
 
 #[cfg(test)]
@@ -97,6 +92,6 @@ mod tests {
         // Heavier than the whole budget: not kept.
         let mut tiny = Cache::new(small_w, 2);
         tiny.put([1; 32], heavy);
-        assert!(tiny.is_empty() && tiny.held() == 0);
+        assert!(tiny.len() == 0 && tiny.held() == 0);
     }
 }

@@ -29,7 +29,7 @@ pub mod patterns;
 
 use std::sync::Arc;
 
-pub use bounds::{Bounded, MAX_BYTES, MAX_DEPTH, MAX_VISITS, TooComplex, bound};
+pub use bounds::{Bounded, MAX_BYTES, bound};
 pub use checker::{CheckError, Checker, CheckerConfig};
 use serde_json::Value;
 
@@ -146,12 +146,6 @@ pub fn units(value: &Value) -> u64 {
     }
 }
 
-/// Checks a schema given at registration (see [`Prepared::compile`]), compiling it here and
-/// now: for the agent runner and tests. The service compiles on its [`Checker`].
-pub fn compile(schema: &Value) -> Result<(), Refused> {
-    Prepared::compile(schema).map(|_| ())
-}
-
 /// The compiled form of `schema`, or an `Err` naming why it cannot be (for the agent runner,
 /// which checks its own answers; not kept).
 pub fn prepare(schema: &Value) -> Result<Arc<Prepared>, String> {
@@ -208,10 +202,10 @@ mod tests {
     #[test]
     fn registration_refuses_what_the_engine_does_not_run() {
         assert!(
-            matches!(compile(&json!({"pattern": "^(a)\\1$"})), Err(Refused::Invalid(m)) if m.contains("backreference"))
+            matches!(Prepared::compile(&json!({"pattern": "^(a)\\1$"})), Err(Refused::Invalid(m)) if m.contains("backreference"))
         );
-        assert!(matches!(compile(&json!({"type": "no-such-type"})), Err(Refused::Invalid(_))));
-        assert!(matches!(compile(&json!("a schema")), Err(Refused::Invalid(_))));
-        assert!(matches!(compile(&json!({"pattern": "\\p{L}{150}"})), Err(Refused::TooComplex(_))));
+        assert!(matches!(Prepared::compile(&json!({"type": "no-such-type"})), Err(Refused::Invalid(_))));
+        assert!(matches!(Prepared::compile(&json!("a schema")), Err(Refused::Invalid(_))));
+        assert!(matches!(Prepared::compile(&json!({"pattern": "\\p{L}{150}"})), Err(Refused::TooComplex(_))));
     }
 }
