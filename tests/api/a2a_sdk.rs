@@ -94,6 +94,14 @@ async fn the_official_sdks_1_0_and_0_3_clients_delegate_through_parley_unchanged
                 .await
                 .unwrap();
                 assert!(connections <= 12, "{connections} connections while {STREAMS} streams are open");
+                // Of the pool's connections, the streams hold none: at most the workers' own
+                // polls are in use at this moment.
+                let (size, idle) = (app.pool.size() as usize, app.pool.num_idle());
+                assert!(
+                    size - idle <= 3,
+                    "{} of the pool's {size} connections in use beside {STREAMS} streams",
+                    size - idle
+                );
                 let started = std::time::Instant::now();
                 let got = app
                     .client
@@ -108,7 +116,10 @@ async fn the_official_sdks_1_0_and_0_3_clients_delegate_through_parley_unchanged
                     "a read took {:?} beside the streams",
                     started.elapsed()
                 );
-                said.push(format!("{connections} connections with the streams open"));
+                said.push(format!(
+                    "{connections} connections to the database, {} of the pool's {size} in use, with the streams open",
+                    size - idle
+                ));
                 stdin.write_all(b"go\n").await.unwrap();
                 stdin.flush().await.unwrap();
             }
