@@ -154,6 +154,10 @@ impl Application {
             stopping,
             streams,
             a2a_streams,
+            card_fetches: Arc::new(crate::failure_limiter::FailureLimiter::new(
+                http::agent_cards::CARD_FETCH_BURST,
+                http::agent_cards::CARD_FETCH_REFILL,
+            )),
         };
         Ok(Application { listener, metrics_listener, state, stop })
     }

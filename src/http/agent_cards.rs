@@ -142,11 +142,25 @@ pub(super) fn check_auth(auth: &A2aAuthIn) -> ApiResult<A2aAuth> {
     A2aAuth::new(scheme, &auth.credential).map_err(ApiError::invalid)
 }
 
-/// Fetches and checks the card at `url` (400 `agent_card_invalid` saying why it cannot be used).
-pub(super) async fn fetch(state: &AppState, url: &str) -> ApiResult<FetchedCard> {
+/// Card fetches one owner may make at once, and how often one more is allowed after that.
+pub const CARD_FETCH_BURST: u32 = 10;
+/// See [`CARD_FETCH_BURST`].
+pub const CARD_FETCH_REFILL: std::time::Duration = std::time::Duration::from_secs(6);
+
+/// Fetches and checks the card at `url` for an agent of `owner` (400 `agent_card_invalid` saying
+/// why it cannot be used). Each fetch counts against the owner's budget ([`CARD_FETCH_BURST`],
+/// then one per [`CARD_FETCH_REFILL`]): past it, 429 `rate_limited` with `Retry-After`, so that
+/// nobody can make Parley fetch URLs as fast as they can ask.
+pub(super) async fn fetch(state: &AppState, owner: &str, url: &str) -> ApiResult<FetchedCard> {
     if url.trim().is_empty() || url.chars().count() > card::MAX_URL_CHARS {
         return Err(ApiError::invalid(format!("agentCardUrl must be 1 to {} characters", card::MAX_URL_CHARS)));
     }
+    state.card_fetches.failed(&owner.to_owned()).map_err(|wait| {
+        ApiError::TooMany(
+            format!("more than {CARD_FETCH_BURST} AgentCard fetches for this user's agents; retry later"),
+            wait,
+        )
+    })?;
     card::fetch_card(url, state.engine.config().a2a_allow_private_targets).await.map_err(|e| ApiError::BadRequest {
         code: ErrorCode::AgentCardInvalid,
         message: format!("the agent card cannot be used: {e}"),
@@ -218,7 +232,7 @@ pub async fn put_card(
         Some(None) => Some(None),
         Some(Some(a)) => Some(Some(check_auth(a)?)),
     };
-    let fetched = fetch(&state, &body.agent_card_url).await?;
+    let fetched = fetch(&state, &agent.owner_user_id, &body.agent_card_url).await?;
     let change = match &auth {
         None => AuthChange::Keep,
         Some(None) => AuthChange::Clear,

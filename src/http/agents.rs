@@ -299,7 +299,7 @@ pub async fn create_agent(
     }
     // Fetched before the transaction: the network is never waited on while it is open.
     let fetched = match &body.agent_card_url {
-        Some(url) => Some(cards::fetch(&state, url).await?),
+        Some(url) => Some(cards::fetch(&state, &caller.sub, url).await?),
         None => None,
     };
     let config = state.engine.config();

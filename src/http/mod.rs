@@ -75,6 +75,8 @@ pub struct AppState {
     pub(crate) streams: Arc<crate::wire::streams::StreamLimits>,
     /// The A2A task streams open, by agent and in all.
     pub(crate) a2a_streams: Arc<crate::wire::streams::StreamLimits>,
+    /// AgentCard fetches per owner (`agent_cards::fetch`).
+    pub(crate) card_fetches: Arc<crate::failure_limiter::FailureLimiter<String>>,
 }
 
 impl AppState {

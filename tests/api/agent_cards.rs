@@ -432,3 +432,30 @@ async fn another_users_agent_card_does_not_exist_for_them() {
     let kept = app.get(&path, &app.user_token("user-tomas")).await;
     assert_eq!(kept.body["dialect"], "0.3");
 }
+
+#[tokio::test]
+async fn an_owner_who_keeps_asking_for_card_fetches_is_answered_429_and_others_are_not() {
+    let (app, cards) = spawn().await;
+    let mutable = format!("{}/mutable.json", cards.base);
+    let put = |user: &'static str, agent: String| {
+        let (app, mutable) = (&app, mutable.clone());
+        async move {
+            let path = format!("/api/agents/{agent}/agent-card");
+            app.call(Method::PUT, &path, Some(&app.user_token(user)), Some(&json!({"agentCardUrl": mutable}))).await
+        }
+    };
+    let agent = app.register_agent("user-zoe").await;
+    for n in 0..CARD_FETCH_BURST {
+        let fetched = put("user-zoe", agent.id.clone()).await;
+        assert_eq!(fetched.status, StatusCode::OK, "fetch {n}: {}", fetched.text);
+    }
+    let refused = put("user-zoe", agent.id.clone()).await;
+    refused.assert_error(StatusCode::TOO_MANY_REQUESTS, "rate_limited");
+    assert!(refused.text.contains("AgentCard fetches"), "{}", refused.text);
+    // Someone else's fetches are their own.
+    let other = app.register_agent("user-ana").await;
+    assert_eq!(put("user-ana", other.id.clone()).await.status, StatusCode::OK);
+}
+
+/// The card fetches an owner may make at once (the service's `agent_cards::CARD_FETCH_BURST`).
+const CARD_FETCH_BURST: u32 = 10;
