@@ -154,10 +154,7 @@ impl Application {
             stopping,
             streams,
             a2a_streams,
-            card_fetches: Arc::new(crate::failure_limiter::FailureLimiter::new(
-                http::agent_cards::CARD_FETCH_BURST,
-                http::agent_cards::CARD_FETCH_REFILL,
-            )),
+            card_fetches: http::agent_cards::card_fetch_limiter(),
         };
         Ok(Application { listener, metrics_listener, state, stop })
     }

@@ -147,6 +147,11 @@ pub const CARD_FETCH_BURST: u32 = 10;
 /// See [`CARD_FETCH_BURST`].
 pub const CARD_FETCH_REFILL: std::time::Duration = std::time::Duration::from_secs(6);
 
+/// The per-owner budget of card fetches ([`CARD_FETCH_BURST`], [`CARD_FETCH_REFILL`]).
+pub fn card_fetch_limiter() -> std::sync::Arc<crate::failure_limiter::FailureLimiter<String>> {
+    std::sync::Arc::new(crate::failure_limiter::FailureLimiter::new(CARD_FETCH_BURST, CARD_FETCH_REFILL))
+}
+
 /// Fetches and checks the card at `url` for an agent of `owner` (400 `agent_card_invalid` saying
 /// why it cannot be used). Each fetch counts against the owner's budget ([`CARD_FETCH_BURST`],
 /// then one per [`CARD_FETCH_REFILL`]): past it, 429 `rate_limited` with `Retry-After`, so that
