@@ -291,7 +291,19 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // What both adapters render (bodies, views, error answers, the A2A shapes), beneath both.
     (
         "wire",
-        &["config", "delivery", "directory", "domain", "error_code", "metrics", "quote", "runtime", "scoring", "store"],
+        &[
+            "auth",
+            "config",
+            "delivery",
+            "directory",
+            "domain",
+            "error_code",
+            "metrics",
+            "quote",
+            "runtime",
+            "scoring",
+            "store",
+        ],
     ),
     (
         "http",

@@ -38,7 +38,7 @@ use super::{
     send, stream,
 };
 use crate::{
-    auth::{self, AuthError, Policy, Principal},
+    auth::{self, Policy, Principal},
     directory::delegation::{DelegationError, Record},
     error_code::ErrorCode,
     runtime::{AgentIdentity, AgentKey},
@@ -116,20 +116,11 @@ fn http_refusal(e: ApiError) -> Response {
     response
 }
 
-fn auth_refusal(e: AuthError) -> ApiError {
-    match e {
-        AuthError::Unauthorized(m) => ApiError::Unauthorized(m),
-        AuthError::Forbidden(m) => ApiError::Forbidden(m),
-        AuthError::NotFound(what) => ApiError::NotFound(what),
-        AuthError::Internal(e) => ApiError::Internal(e),
-    }
-}
-
 /// The caller: an active agent, by its key (the only credential this endpoint takes).
 async fn caller(state: &A2aState, headers: &HeaderMap) -> Result<(AgentIdentity, AgentKey), ApiError> {
     let principal = auth::authenticate(headers, None, &Policy::ANY_AGENT_KEY, &state.jwt, &state.engine)
         .await
-        .map_err(auth_refusal)?;
+        .map_err(ApiError::from)?;
     let Principal::Agent(agent) = principal else {
         return Err(ApiError::Unauthorized(auth::MISSING_KEY.into()));
     };

@@ -1,6 +1,6 @@
 //! Authentication at the HTTP edge: the extractors a handler names its caller with, each a thin
-//! wrapper over [`crate::auth::authenticate`] with its route kind's [`Policy`], and the turning of
-//! an [`AuthError`] into the [`ApiError`] with the same status and code.
+//! wrapper over [`crate::auth::authenticate`] with its route kind's [`Policy`]; a refusal becomes
+//! the [`ApiError`] with the same status and code (`crate::wire::error`, for every adapter).
 //!
 //! An authenticating extractor comes first among a handler's arguments: axum runs extractors in
 //! order, so a request with bad credentials is answered 401/403 before its path, query or body
@@ -16,18 +16,7 @@ use uuid::Uuid;
 
 use super::{AppState, error::ApiError};
 pub use crate::auth::Caller;
-use crate::auth::{self, AuthError, Policy, Principal};
-
-impl From<AuthError> for ApiError {
-    fn from(e: AuthError) -> Self {
-        match e {
-            AuthError::Unauthorized(message) => ApiError::Unauthorized(message),
-            AuthError::Forbidden(message) => ApiError::Forbidden(message),
-            AuthError::NotFound(what) => ApiError::NotFound(what),
-            AuthError::Internal(e) => ApiError::Internal(e),
-        }
-    }
-}
+use crate::auth::{self, Policy, Principal};
 
 /// The agent id the path names (`{id}` or `{agentId}`), if it names one by an id.
 async fn path_agent(parts: &mut Parts, state: &AppState) -> Option<Uuid> {
@@ -91,6 +80,7 @@ impl FromRequestParts<AppState> for UserCaller {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::auth::AuthError;
 
     #[test]
     fn an_auth_error_keeps_its_status_and_code_at_the_http_edge() {

@@ -301,36 +301,7 @@ pub struct DelegationFacts {
     /// How long each attempt may take, from its start.
     pub timeout_ms: i64,
     /// Its attempts, first first.
-    pub attempts: Vec<AttemptFacts>,
-}
-
-/// One attempt of a delegation, as its requester sees it.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-#[schema(as = A2aAttemptFacts)]
-pub struct AttemptFacts {
-    /// 1-based.
-    pub attempt: i32,
-    /// The attempt's own A2A task (`GET /api/tasks/{taskId}`).
-    pub task_id: Uuid,
-    /// Where it stands.
-    #[schema(value_type = String)]
-    pub status: Status,
-    /// The target, by the anonymous id the requester sees.
-    pub target_anonymous_id: Uuid,
-    /// Offered.
-    pub created_at: DateTime<Utc>,
-    /// Taken.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub accepted_at: Option<DateTime<Utc>>,
-    /// Ended.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ended_at: Option<DateTime<Utc>>,
-    /// When it times out.
-    pub deadline: DateTime<Utc>,
-    /// Why it ended without completing.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
+    pub attempts: Vec<super::delegations::AttemptOut>,
 }
 
 /// A delegation attempt's facts on its A2A task. The other side appears only by anonymous id.

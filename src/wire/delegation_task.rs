@@ -16,9 +16,7 @@ use chrono::{DateTime, Utc};
 
 use crate::{
     directory::delegation::{Attempt, Delegation, Status},
-    wire::a2a::{
-        self, AttemptFacts, DelegationFacts, DelegationMetadata, RESULT_ARTIFACT, Role, TaskMetadata, derived_id,
-    },
+    wire::a2a::{self, DelegationFacts, DelegationMetadata, RESULT_ARTIFACT, Role, TaskMetadata, derived_id},
 };
 
 /// The A2A state of a delegation: its status, and for a delegation offered again after a
@@ -86,20 +84,7 @@ pub fn task(d: &Delegation, attempts: &[Attempt]) -> a2a::Task {
                 retries_used: d.retries_used,
                 max_retries: d.max_retries,
                 timeout_ms: d.timeout_ms,
-                attempts: attempts
-                    .iter()
-                    .map(|a| AttemptFacts {
-                        attempt: a.attempt,
-                        task_id: a.task_id,
-                        status: a.status,
-                        target_anonymous_id: a.target_anonymous_id,
-                        created_at: a.created_at,
-                        accepted_at: a.accepted_at,
-                        ended_at: a.ended_at,
-                        deadline: a.deadline,
-                        reason: a.reason.clone(),
-                    })
-                    .collect(),
+                attempts: attempts.iter().cloned().map(super::delegations::attempt_out).collect(),
             },
         }),
     }

@@ -19,6 +19,7 @@ use axum::{
 use serde::Serialize;
 
 use crate::{
+    auth::AuthError,
     delivery::DeliveryError,
     directory::{CapabilityError, delegation::DelegationError, ranking::RankError},
 };
@@ -289,6 +290,18 @@ impl From<DelegationError> for ApiError {
             DelegationError::Rescreen => ApiError::Conflict { code: ErrorCode::InvalidState, message },
             DelegationError::Overloaded => ApiError::Unavailable(message),
             DelegationError::Unexpected(e) => ApiError::Internal(e),
+        }
+    }
+}
+
+/// Who may not call, as every adapter answers it: the status and code the refusal names.
+impl From<AuthError> for ApiError {
+    fn from(e: AuthError) -> Self {
+        match e {
+            AuthError::Unauthorized(message) => ApiError::Unauthorized(message),
+            AuthError::Forbidden(message) => ApiError::Forbidden(message),
+            AuthError::NotFound(what) => ApiError::NotFound(what),
+            AuthError::Internal(e) => ApiError::Internal(e),
         }
     }
 }

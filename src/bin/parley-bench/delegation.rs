@@ -151,50 +151,27 @@ async fn send_until(
     Ok((samples, total))
 }
 
-/// The round trips of [`delegation`], asked over A2A: the same pairs, targets and work, a
-/// blocking `SendMessage` instead of the delegate call.
-pub async fn a2a_delegation(bench: &Arc<Bench>, r: &mut Results, secs: u64) -> anyhow::Result<()> {
-    note(format!("delegation over A2A: {DELEGATION_PAIRS} pairs, {secs} s"));
-    let pairs = register_pairs(bench, "bench-a2a").await?;
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let meter = CostMeter::start(&bench.pool).await?;
-    let window = Window::after_warmup(secs);
-    let done = Arc::new(AtomicBool::new(false));
-    let (mut targets, mut requesters) = (JoinSet::new(), JoinSet::new());
-    for (requester, target) in pairs {
-        let anonymous_id = target.anonymous_id.clone();
-        targets.spawn(serve_target(bench.clone(), target, done.clone()));
-        requesters.spawn(send_until(bench.clone(), requester, anonymous_id, window));
-    }
-    let (mut all, mut total) = (Vec::new(), 0u64);
-    let mut failed = None;
-    while let Some(res) = requesters.join_next().await {
-        match res? {
-            Ok((s, n)) => {
-                all.extend(s);
-                total += n;
-            }
-            Err(e) => failed = failed.or(Some(e)),
-        }
-    }
-    let elapsed = window.elapsed_secs();
-    done.store(true, Ordering::Relaxed);
-    join_all(targets).await?;
-    if let Some(e) = failed {
-        return Err(e);
-    }
-    meter.report_per(&bench.pool, r, "a2a_delegation", total, Duration::ZERO).await?;
-    r.set_rounded("a2a_delegations_per_s", all.len() as f64 / elapsed, 1);
-    r.set_p50_p99("a2a_delegation_rtt", &all, 2);
-    Ok(())
+/// How the requesters ask for the work.
+#[derive(Clone, Copy)]
+enum Ask {
+    /// The delegate call, `?wait=` long-polled ([`delegate_until`]).
+    DelegateCall,
+    /// A blocking A2A `SendMessage` ([`send_until`]).
+    A2aSend,
 }
 
-/// Delegation round trips over HTTP: 16 requesters each delegate (`?wait=` long-poll) to their
-/// own target by anonymous id; each target long-polls its inbox, accepts and completes. The round
-/// trip is from the delegate call sent to the requester's wait answered with the result.
-pub async fn delegation(bench: &Arc<Bench>, r: &mut Results, secs: u64) -> anyhow::Result<()> {
-    note(format!("delegation: {DELEGATION_PAIRS} pairs, {secs} s"));
-    let pairs = register_pairs(bench, "bench-delegation").await?;
+/// [`DELEGATION_PAIRS`] fresh pairs (users `<prefix>-...`) play round trips for `secs` after the
+/// warm-up, each requester asking its own target as `ask` says; what they cost is reported under
+/// `label`. Answers the round trips started in the window (ms) and the window's length (s).
+async fn round_trips(
+    bench: &Arc<Bench>,
+    r: &mut Results,
+    secs: u64,
+    ask: Ask,
+    prefix: &str,
+    label: &str,
+) -> anyhow::Result<(Vec<f64>, f64)> {
+    let pairs = register_pairs(bench, prefix).await?;
     // As for the turn cycles: what one round trip costs the service's process and PostgreSQL's
     // backends, and how many transactions the service's pool runs for it (warm-up included).
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -205,7 +182,10 @@ pub async fn delegation(bench: &Arc<Bench>, r: &mut Results, secs: u64) -> anyho
     for (requester, target) in pairs {
         let anonymous_id = target.anonymous_id.clone();
         targets.spawn(serve_target(bench.clone(), target, done.clone()));
-        requesters.spawn(delegate_until(bench.clone(), requester, anonymous_id, window));
+        match ask {
+            Ask::DelegateCall => requesters.spawn(delegate_until(bench.clone(), requester, anonymous_id, window)),
+            Ask::A2aSend => requesters.spawn(send_until(bench.clone(), requester, anonymous_id, window)),
+        };
     }
     let (mut all, mut total) = (Vec::new(), 0u64);
     let mut failed = None;
@@ -224,7 +204,26 @@ pub async fn delegation(bench: &Arc<Bench>, r: &mut Results, secs: u64) -> anyho
     if let Some(e) = failed {
         return Err(e);
     }
-    meter.report_per(&bench.pool, r, "delegation", total, Duration::ZERO).await?;
+    meter.report_per(&bench.pool, r, label, total, Duration::ZERO).await?;
+    Ok((all, elapsed))
+}
+
+/// The round trips of [`delegation`], asked over A2A: the same kind of pairs, targets and work,
+/// a blocking `SendMessage` instead of the delegate call.
+pub async fn a2a_delegation(bench: &Arc<Bench>, r: &mut Results, secs: u64) -> anyhow::Result<()> {
+    note(format!("delegation over A2A: {DELEGATION_PAIRS} pairs, {secs} s"));
+    let (all, elapsed) = round_trips(bench, r, secs, Ask::A2aSend, "bench-a2a", "a2a_delegation").await?;
+    r.set_rounded("a2a_delegations_per_s", all.len() as f64 / elapsed, 1);
+    r.set_p50_p99("a2a_delegation_rtt", &all, 2);
+    Ok(())
+}
+
+/// Delegation round trips over HTTP: 16 requesters each delegate (`?wait=` long-poll) to their
+/// own target by anonymous id; each target long-polls its inbox, accepts and completes. The round
+/// trip is from the delegate call sent to the requester's wait answered with the result.
+pub async fn delegation(bench: &Arc<Bench>, r: &mut Results, secs: u64) -> anyhow::Result<()> {
+    note(format!("delegation: {DELEGATION_PAIRS} pairs, {secs} s"));
+    let (all, elapsed) = round_trips(bench, r, secs, Ask::DelegateCall, "bench-delegation", "delegation").await?;
     r.set("delegation_pairs", DELEGATION_PAIRS);
     r.set("delegation_secs", secs);
     r.set_rounded("delegations_per_s", all.len() as f64 / elapsed, 1);
