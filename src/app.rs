@@ -110,7 +110,7 @@ impl Application {
             .as_ref()
             .map(crate::delivery::negotiator_model::ModelNegotiator::new)
             .transpose()?;
-        Ok(Services::new(pool, Arc::new(config), &token_secret, model.map(Arc::new)))
+        Services::new(pool, Arc::new(config), &token_secret, model.map(Arc::new))
     }
 
     /// Builds the state on an open database and binds the listener.
@@ -140,7 +140,7 @@ impl Application {
             config.a2a_streams_per_agent,
             config.sse_max,
         ));
-        let Services { engine, delegations } = Self::build_services(config, pool)?;
+        let Services { engine, delegations, .. } = Self::build_services(config, pool)?;
         let (stop, stopping) = tokio::sync::watch::channel(false);
         let state = AppState {
             engine,
@@ -197,7 +197,7 @@ impl Application {
                 crate::store::insight_rollups::backfill(engine.pool().clone(), 1000, Duration::from_millis(20)),
                 stopped(),
             );
-            let services = Services { engine: engine.clone(), delegations: self.state.delegations.clone() };
+            let services = Services::over(engine.clone(), self.state.delegations.clone())?;
             Some(tokio::spawn(run_workers(services, stopped())))
         } else {
             None

@@ -205,6 +205,13 @@ pub struct Config {
     /// `PARLEY_A2A_ALLOW_PRIVATE_TARGETS`: whether agents' AgentCard and interface URLs may lead
     /// to loopback, private, link-local and other non-public addresses (off by default).
     pub a2a_allow_private_targets: bool,
+    /// `PARLEY_A2A_CALL_TIMEOUT`: the longest one call to an agent's A2A endpoint may take,
+    /// connection and answer included.
+    pub a2a_call_timeout: Duration,
+    /// `PARLEY_A2A_CALLS_PER_AGENT`: calls this process makes to one agent at once.
+    pub a2a_calls_per_agent: u32,
+    /// `PARLEY_A2A_CALLS_MAX`: calls this process makes to agents at once, in all.
+    pub a2a_calls_max: u32,
 }
 
 impl Default for Config {
@@ -263,6 +270,9 @@ impl Default for Config {
             input_failure_burst: 20,
             input_failure_refill: Duration::from_secs(3),
             a2a_allow_private_targets: false,
+            a2a_call_timeout: Duration::from_secs(10),
+            a2a_calls_per_agent: 4,
+            a2a_calls_max: 64,
         }
     }
 }
@@ -467,6 +477,15 @@ impl Config {
             None => None,
             Some(v) => Some(public_url("PARLEY_PUBLIC_URL", &v)?),
         };
+        let a2a_call_timeout = duration("PARLEY_A2A_CALL_TIMEOUT", d.a2a_call_timeout)?;
+        if a2a_call_timeout.is_zero() || a2a_call_timeout > Duration::from_secs(300) {
+            return Err(ConfigError {
+                var: "PARLEY_A2A_CALL_TIMEOUT",
+                message: "must be more than 0 and at most 5 minutes".into(),
+            });
+        }
+        let a2a_calls_per_agent = within("PARLEY_A2A_CALLS_PER_AGENT", d.a2a_calls_per_agent, 1, 1_000)?;
+        let a2a_calls_max = within("PARLEY_A2A_CALLS_MAX", d.a2a_calls_max, 1, 100_000)?;
         let schema_check_threads = within("PARLEY_SCHEMA_CHECK_THREADS", d.schema_check_threads, 1, 64)?;
         let schema_cache_mib = within("PARLEY_SCHEMA_CACHE_MIB", d.schema_cache_mib, 1, 65_536)?;
         let max_agents_per_user = within("PARLEY_MAX_AGENTS_PER_USER", d.max_agents_per_user, 1, 1_000_000)?;
@@ -552,6 +571,9 @@ impl Config {
             input_failure_burst,
             input_failure_refill: duration("PARLEY_INPUT_FAILURE_REFILL", d.input_failure_refill)?,
             a2a_allow_private_targets,
+            a2a_call_timeout,
+            a2a_calls_per_agent,
+            a2a_calls_max,
         })
     }
 }

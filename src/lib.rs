@@ -18,6 +18,7 @@
 
 mod a2a;
 mod a2a_client;
+mod a2a_push;
 mod agent;
 mod app;
 mod auth;

@@ -115,6 +115,12 @@ fn describe() {
         "Calls of the A2A endpoint (POST /a2a), by method (its A2A name; `unknown` for any other) and outcome \
          (ok, error: a JSON-RPC error answer, refused: an HTTP refusal such as 401 or 429)."
     );
+    describe_counter!(
+        "parley_a2a_outbound_calls_total",
+        "Calls Parley made to agents registered by their AgentCard, by method (send, lookup, get, cancel) and outcome \
+         (ok, refused: the address guard, busy: no place within the call's time, network, http_error, too_large, \
+         rpc_error, unreadable)."
+    );
 }
 
 /// Registers every series whose label values are a closed set, at zero, so dashboards and
@@ -149,6 +155,9 @@ fn register_known_series() {
             counter!("parley_a2a_calls_total", "method" => *method, "outcome" => outcome).absolute(0);
         }
     }
+    for method in ["send", "lookup", "get", "cancel"] {
+        counter!("parley_a2a_outbound_calls_total", "method" => method, "outcome" => "ok").absolute(0);
+    }
 }
 
 /// The A2A methods whose series are registered at zero (the others appear when first called).
@@ -168,6 +177,14 @@ const A2A_METHODS_OF_NOTE: &[&str] = &[
 pub fn a2a_call(method: &'static str, outcome: &'static str) {
     if enabled() {
         counter!("parley_a2a_calls_total", "method" => method, "outcome" => outcome).increment(1);
+    }
+}
+
+/// A call Parley made to an agent's A2A endpoint: `method` is the call's (`send`, `lookup`,
+/// `get`, `cancel`), `outcome` `ok` or why it failed (a closed set: see `a2a_client::outbound`).
+pub fn a2a_outbound(method: &'static str, outcome: &'static str) {
+    if enabled() {
+        counter!("parley_a2a_outbound_calls_total", "method" => method, "outcome" => outcome).increment(1);
     }
 }
 

@@ -5,18 +5,19 @@
 //! know nothing of each other; both are built here over the same [`Runtime`] (one pool, one set
 //! of wake-ups, one seen-throttle, one token key). `parley_jobs` runs one handler per process,
 //! so the routing of job kinds to services sits here, above both: the turn timers and the model's
-//! system turns go to the engine, the delegation timeout to the delegations, and housekeeping
-//! runs each side's share in turn. The queues and the job payloads are `parley_jobs`'.
+//! system turns go to the engine, the delegation timeout to the delegations, the steps of pushes
+//! to agents Parley calls to [`Pusher`], and housekeeping runs each side's share in turn. The queues and the job payloads are `parley_jobs`'.
 
 use std::{sync::Arc, time::Duration};
 
 use chrono::Utc;
 use parley_jobs::{
-    ClaimTimeout, DelegationTimeout, HandlerError, NegotiationDeadline, ParkTimeout, PendingExpiry, SystemTurn,
-    TimerHandler,
+    A2aCall, ClaimTimeout, DelegationTimeout, HandlerError, NegotiationDeadline, ParkTimeout, PendingExpiry,
+    SystemTurn, TimerHandler,
 };
 
 use crate::{
+    a2a_push::Pusher,
     config::Config,
     delivery::{Engine, negotiator_model::ModelNegotiator},
     directory::{self, delegation::Delegations},
@@ -34,13 +35,16 @@ const PRUNE_BUDGET: Duration = Duration::from_secs(20);
 /// How long a negotiation is left `submitted` or `working` before housekeeping resumes it.
 const RECOVER_GRACE: Duration = Duration::from_secs(30);
 
-/// The turn engine and the delegations of one process, over one runtime.
+/// The turn engine and the delegations of one process, over one runtime, and what pushes their
+/// work to the agents Parley calls.
 #[derive(Clone)]
 pub struct Services {
     /// The negotiation engine.
     pub engine: Engine,
     /// The delegations.
     pub delegations: Delegations,
+    /// The pushes to agents registered by their AgentCard (the `A2aCall` jobs).
+    pub pusher: Pusher,
 }
 
 impl Services {
@@ -51,12 +55,15 @@ impl Services {
         config: Arc<Config>,
         token_secret: &[u8],
         model: Option<Arc<ModelNegotiator>>,
-    ) -> Services {
+    ) -> anyhow::Result<Services> {
         let runtime = Runtime::new(pool, config, token_secret);
-        Services {
-            engine: Engine::new(runtime.clone(), NegotiatorConfig::default(), model),
-            delegations: Delegations::new(runtime),
-        }
+        Services::over(Engine::new(runtime.clone(), NegotiatorConfig::default(), model), Delegations::new(runtime))
+    }
+
+    /// The services of `engine` and `delegations` (built over one runtime), with their pusher.
+    pub fn over(engine: Engine, delegations: Delegations) -> anyhow::Result<Services> {
+        let pusher = Pusher::new(engine.clone(), delegations.clone(), engine.config())?;
+        Ok(Services { engine, delegations, pusher })
     }
 
     /// What both services share.
@@ -94,7 +101,12 @@ impl TimerHandler for Services {
         self.engine.model_turn(t).await.map(|_| ()).map_err(failed)
     }
 
-    /// Resumes the negotiations left runnable, prunes the event log, runs the directory's
+    async fn a2a_call(&self, t: A2aCall) -> Result<(), HandlerError> {
+        self.pusher.step(t).await
+    }
+
+    /// Resumes the negotiations left runnable, prunes the event log and the record of A2A
+    /// sends, runs the directory's
     /// upkeep, folds the past days' insights and prunes the history past its retention.
     async fn housekeeping(&self) -> Result<(), HandlerError> {
         self.engine.recover(RECOVER_GRACE).await.map_err(failed)?;
@@ -103,6 +115,7 @@ impl TimerHandler for Services {
         let mut conn = pool.acquire().await?;
         let now = Utc::now();
         store::events::prune(&mut conn, now - chrono::Duration::days(1)).await?;
+        store::agent_cards::prune_sends(&mut conn, now - chrono::Duration::days(1)).await?;
         drop(conn);
         directory::upkeep::run(pool, config.anonymous_id_ttl).await?;
         // Past days' insights shards into one row per day and key (a day late: an ending that

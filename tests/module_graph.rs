@@ -285,7 +285,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "directory",
         &["config", "domain", "error_code", "failure_limiter", "metrics", "quote", "runtime", "scoring", "store"],
     ),
-    ("services", &["config", "delivery", "directory", "domain", "negotiator", "runtime", "store"]),
+    // Parley calling agents that never poll: the push jobs' steps, over both services.
+    ("a2a_push", &["a2a_client", "config", "delivery", "directory", "domain", "metrics", "runtime", "store", "wire"]),
+    ("services", &["a2a_push", "config", "delivery", "directory", "domain", "negotiator", "runtime", "store"]),
     // Who is calling, for every adapter: one policy per kind of route and one `authenticate()`.
     ("auth", &["config", "delivery", "error_code", "runtime", "store"]),
     // What both adapters render (bodies, views, error answers, the A2A shapes), beneath both.

@@ -175,6 +175,9 @@ impl TimerHandler for Recorder {
     async fn system_turn(&self, _t: parley_jobs::SystemTurn) -> Result<(), HandlerError> {
         Ok(())
     }
+    async fn a2a_call(&self, _t: parley_jobs::A2aCall) -> Result<(), HandlerError> {
+        Ok(())
+    }
     async fn housekeeping(&self) -> Result<(), HandlerError> {
         self.record(Fired::Housekeeping);
         Ok(())

@@ -134,3 +134,58 @@ $$;
 -- Disarms the timer of a delegation.
 CREATE OR REPLACE FUNCTION parley_jobs.disarm_delegation_timeout(p_delegation uuid) RETURNS bigint
 LANGUAGE plpgsql AS $$ BEGIN RETURN parley_jobs.disarm('parley.delegation_timeout', 'delegation:' || p_delegation); END $$;
+
+-- A job id made in SQL, for the jobs the service's own SQL functions arm without an id from
+-- the caller: a ULID (what apalis-postgres reads its ids as), the milliseconds of the clock in
+-- its first 10 characters and 16 random ones after them, in Crockford's base 32.
+CREATE OR REPLACE FUNCTION parley_jobs.new_id() RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+    alphabet constant text := '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+    ms bigint := floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint;
+    rnd bytea := uuid_send(gen_random_uuid());
+    id text := '';
+BEGIN
+    FOR i IN REVERSE 9..0 LOOP
+        id := id || substr(alphabet, ((ms >> (5 * i)) & 31)::integer + 1, 1);
+    END LOOP;
+    FOR i IN 0..15 LOOP
+        id := id || substr(alphabet, (get_byte(rnd, i) & 31) + 1, 1);
+    END LOOP;
+    RETURN id;
+END
+$$;
+
+-- Arms the first step of pushing attempt `p_attempt` of `p_delegation` to an agent Parley calls
+-- (`A2aCall` with a `delegation` subject, key `a2a:delegation:{id}:{attempt}`), due at once.
+CREATE OR REPLACE FUNCTION parley_jobs.arm_a2a_delegation(p_delegation uuid, p_attempt integer) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM parley_jobs.arm('parley.a2a_call', 'a2a:delegation:' || p_delegation || ':' || p_attempt, parley_jobs.new_id(),
+        json_build_object('subject', json_build_object('kind', 'delegation', 'delegationId', p_delegation,
+                                                       'attempt', p_attempt))::text,
+        now(), 20);
+END
+$$;
+
+-- Arms the first step of pushing turn `p_turn` of `p_task` to an agent Parley calls
+-- (`A2aCall` with a `turn` subject, key `a2a:turn:{task}:{turn}`), due at once.
+CREATE OR REPLACE FUNCTION parley_jobs.arm_a2a_turn(p_task uuid, p_turn integer) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM parley_jobs.arm('parley.a2a_call', 'a2a:turn:' || p_task || ':' || p_turn, parley_jobs.new_id(),
+        json_build_object('subject', json_build_object('kind', 'turn', 'taskId', p_task,
+                                                       'turnNumber', p_turn))::text,
+        now(), 20);
+END
+$$;
+
+-- Brings the pending job of (`p_queue`, `p_key`) forward to now; false when none is pending.
+CREATE OR REPLACE FUNCTION parley_jobs.hurry(p_queue text, p_key text) RETURNS boolean
+LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE apalis.jobs SET run_at = to_timestamp(floor(extract(epoch FROM now())))
+     WHERE job_type = p_queue AND idempotency_key = p_key AND status = 'Pending' AND run_at > now();
+    RETURN FOUND;
+END
+$$;

@@ -12,7 +12,8 @@
 //!
 //! Each kind has its own explicit queue (`apalis.jobs.job_type`) and one idempotency key per
 //! subject (`park:{task_id}`, `claim:{task_id}`, `deadline:{task_id}`, `expiry:{opportunity_id}`,
-//! `delegation:{delegation_id}`),
+//! `delegation:{delegation_id}`, `a2a:delegation:{delegation_id}:{attempt}`,
+//! `a2a:turn:{task_id}:{turn_number}`),
 //! so there is at most one pending timer of a kind per task or opportunity.
 
 use serde::{Deserialize, Serialize};
@@ -37,9 +38,11 @@ pub mod queues {
     pub const DELEGATION_TIMEOUT: &str = "parley.delegation_timeout";
     /// Queue of [`SystemTurn`](super::SystemTurn) jobs.
     pub const SYSTEM_TURN: &str = "parley.system_turn";
+    /// Queue of [`A2aCall`](super::A2aCall) jobs.
+    pub const A2A_CALL: &str = "parley.a2a_call";
 
     /// Every queue this crate owns, in a fixed order.
-    pub const ALL: [&str; 7] = [
+    pub const ALL: [&str; 8] = [
         PARK_TIMEOUT,
         CLAIM_TIMEOUT,
         NEGOTIATION_DEADLINE,
@@ -47,6 +50,7 @@ pub mod queues {
         HOUSEKEEPING,
         DELEGATION_TIMEOUT,
         SYSTEM_TURN,
+        A2A_CALL,
     ];
 }
 
@@ -135,6 +139,74 @@ pub fn system_turn_key(task_id: Uuid) -> String {
 /// The idempotency key of the timer of `delegation_id`.
 pub fn delegation_timeout_key(delegation_id: Uuid) -> String {
     format!("delegation:{delegation_id}")
+}
+
+/// One step of Parley calling an agent registered by its AgentCard (an agent that never polls):
+/// pushing it a delegation attempt or a negotiation turn, then following the task it answers
+/// with. One pending job per subject (key [`A2aSubject::key`]); each step makes at most one call
+/// and arms the next step in the transaction that records what the call answered, so a step
+/// lost to a crash runs again (the call it repeats carries the same message id).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct A2aCall {
+    /// What is pushed.
+    pub subject: A2aSubject,
+    /// Follow-up reads of the agent's task made so far (the backoff grows with them).
+    #[serde(default)]
+    pub polls: u32,
+    /// Calls that failed in a row (network, 5xx, an answer that could not be read); for a turn,
+    /// the answers that failed (at three, the turn is handed back).
+    #[serde(default)]
+    pub failures: u32,
+    /// A turn's: the agent the turn is pushed to, once chosen.
+    #[serde(default)]
+    pub agent_id: Option<Uuid>,
+    /// A turn's: the claim generation it was sent under.
+    #[serde(default)]
+    pub generation: Option<i64>,
+    /// A turn's: the agent's task, once the send was answered (an attempt's is stored with the
+    /// attempt).
+    #[serde(default)]
+    pub remote_task_id: Option<String>,
+}
+
+impl A2aCall {
+    /// The first step of pushing `subject`.
+    pub fn first(subject: A2aSubject) -> A2aCall {
+        A2aCall { subject, polls: 0, failures: 0, agent_id: None, generation: None, remote_task_id: None }
+    }
+}
+
+/// What an [`A2aCall`] pushes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase", rename_all_fields = "camelCase")]
+pub enum A2aSubject {
+    /// Attempt `attempt` of a delegation, offered to the agent.
+    Delegation {
+        /// The delegation.
+        delegation_id: Uuid,
+        /// The 1-based attempt.
+        attempt: i32,
+    },
+    /// A negotiation's turn, parked for the agent's user.
+    Turn {
+        /// The negotiation's task.
+        task_id: Uuid,
+        /// The 0-based turn.
+        turn_number: u32,
+    },
+}
+
+impl A2aSubject {
+    /// The idempotency key of the subject's job: `a2a:delegation:{id}:{attempt}` or
+    /// `a2a:turn:{task_id}:{turn_number}` (an attempt's steps never replace an earlier
+    /// attempt's, which may still have a cancel to send).
+    pub fn key(&self) -> String {
+        match self {
+            A2aSubject::Delegation { delegation_id, attempt } => format!("a2a:delegation:{delegation_id}:{attempt}"),
+            A2aSubject::Turn { task_id, turn_number } => format!("a2a:turn:{task_id}:{turn_number}"),
+        }
+    }
 }
 
 /// The periodic maintenance job: the service resumes stale `working` tasks, this crate prunes

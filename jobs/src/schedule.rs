@@ -52,8 +52,8 @@ use ulid::Ulid;
 
 use crate::JobsError;
 use crate::payload::{
-    ClaimTimeout, DelegationTimeout, NegotiationDeadline, ParkTimeout, PendingExpiry, SystemTurn, TimerKind,
-    pending_expiry_key, queues, system_turn_key,
+    A2aCall, A2aSubject, ClaimTimeout, DelegationTimeout, NegotiationDeadline, ParkTimeout, PendingExpiry, SystemTurn,
+    TimerKind, pending_expiry_key, queues, system_turn_key,
 };
 
 /// How many times a timer whose handler keeps failing is retried (with backoff) before it is
@@ -136,6 +136,33 @@ pub async fn schedule_delegation_timeout(
 /// Arms the system-turn job of `t.task_id` (replacing any pending one), due at once.
 pub async fn schedule_system_turn(conn: &mut PgConnection, t: &SystemTurn) -> Result<(), JobsError> {
     arm(conn, queues::SYSTEM_TURN, &system_turn_key(t.task_id), t, Utc::now()).await
+}
+
+/// Arms the step `t` of an A2A call (replacing any pending step of its subject) to run at
+/// `run_at`.
+pub async fn schedule_a2a_call(conn: &mut PgConnection, t: &A2aCall, run_at: DateTime<Utc>) -> Result<(), JobsError> {
+    arm(conn, queues::A2A_CALL, &t.subject.key(), t, run_at).await
+}
+
+/// Brings the pending A2A call step of `subject` forward to now (a cancel or a deadline that the
+/// agent must hear of at once); false when none is pending.
+pub async fn hurry_a2a_call(conn: &mut PgConnection, subject: &A2aSubject) -> Result<bool, JobsError> {
+    let moved: bool = sqlx::query_scalar("SELECT parley_jobs.hurry($1, $2)")
+        .bind(queues::A2A_CALL)
+        .bind(subject.key())
+        .fetch_one(conn)
+        .await?;
+    Ok(moved)
+}
+
+/// Cancels the pending A2A call step of `subject`; returns how many were deleted.
+pub async fn cancel_a2a_call(conn: &mut PgConnection, subject: &A2aSubject) -> Result<u64, JobsError> {
+    let deleted: i64 = sqlx::query_scalar("SELECT parley_jobs.disarm($1, $2)")
+        .bind(queues::A2A_CALL)
+        .bind(subject.key())
+        .fetch_one(conn)
+        .await?;
+    Ok(u64::try_from(deleted).unwrap_or(0))
 }
 
 /// Runs one `parley_jobs.arm_*` call whose last argument is the new job's id.

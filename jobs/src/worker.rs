@@ -49,8 +49,8 @@ use ulid::Ulid;
 
 use crate::JobsError;
 use crate::payload::{
-    ClaimTimeout, DelegationTimeout, HOUSEKEEPING_KEY, Housekeeping, NegotiationDeadline, ParkTimeout, PendingExpiry,
-    SystemTurn, queues,
+    A2aCall, ClaimTimeout, DelegationTimeout, HOUSEKEEPING_KEY, Housekeeping, NegotiationDeadline, ParkTimeout,
+    PendingExpiry, SystemTurn, queues,
 };
 use crate::schedule::arm;
 
@@ -84,6 +84,8 @@ pub trait TimerHandler: Clone + Send + Sync + 'static {
     fn delegation_timeout(&self, t: DelegationTimeout) -> impl Future<Output = Result<(), HandlerError>> + Send;
     /// A system turn a model decides came due.
     fn system_turn(&self, t: SystemTurn) -> impl Future<Output = Result<(), HandlerError>> + Send;
+    /// A step of a call to an agent registered by its AgentCard came due.
+    fn a2a_call(&self, t: A2aCall) -> impl Future<Output = Result<(), HandlerError>> + Send;
     /// The periodic housekeeping run (resume stale `working` tasks, ...). Apalis rows are already
     /// pruned by this crate before it is called.
     fn housekeeping(&self) -> impl Future<Output = Result<(), HandlerError>> + Send;
@@ -228,10 +230,11 @@ enum QueueKind {
     Housekeeping,
     Delegation,
     SystemTurn,
+    A2aCall,
 }
 
 impl QueueKind {
-    const ALL: [QueueKind; 7] = [
+    const ALL: [QueueKind; 8] = [
         QueueKind::Park,
         QueueKind::Claim,
         QueueKind::Deadline,
@@ -239,6 +242,7 @@ impl QueueKind {
         QueueKind::Housekeeping,
         QueueKind::Delegation,
         QueueKind::SystemTurn,
+        QueueKind::A2aCall,
     ];
 
     fn queue(self) -> &'static str {
@@ -250,6 +254,7 @@ impl QueueKind {
             QueueKind::Housekeeping => queues::HOUSEKEEPING,
             QueueKind::Delegation => queues::DELEGATION_TIMEOUT,
             QueueKind::SystemTurn => queues::SYSTEM_TURN,
+            QueueKind::A2aCall => queues::A2A_CALL,
         }
     }
 }
@@ -388,6 +393,7 @@ async fn dispatch<H: TimerHandler>(
             QueueKind::Expiry => h.pending_expiry(decode(&raw)?).await,
             QueueKind::Delegation => h.delegation_timeout(decode(&raw)?).await,
             QueueKind::SystemTurn => h.system_turn(decode(&raw)?).await,
+            QueueKind::A2aCall => h.a2a_call(decode::<A2aCall>(&raw)?).await,
             QueueKind::Housekeeping => {
                 decode::<Housekeeping>(&raw)?;
                 housekeeping(&d).await

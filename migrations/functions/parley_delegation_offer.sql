@@ -1,6 +1,7 @@
 -- Offers attempt `p_attempt` of `p_delegation` to `p_target`: the row in `request`, and the
 -- delegation's timer armed for when the attempt times out from there (the accept deadline, or
--- the execution deadline if sooner).
+-- the execution deadline if sooner); a target registered by its AgentCard also gets the job
+-- that sends it the attempt (`parley_jobs.arm_a2a_delegation`), since it never polls.
 --
 -- The target's inbound window: at most `least(its capability's inboundRateLimit,
 -- p_inbound_limit)` attempts in the last 60 s (a capability may only lower the service's
@@ -81,6 +82,10 @@ BEGIN
         RETURN false;
     END IF;
     PERFORM parley_jobs.arm_delegation_timeout(p_delegation, p_attempt, least(p_accept_deadline, p_deadline), p_timer_id);
+    -- A target Parley calls (registered by its AgentCard) is sent the attempt by a job.
+    IF EXISTS (SELECT 1 FROM agent_cards WHERE agent_id = p_target) THEN
+        PERFORM parley_jobs.arm_a2a_delegation(p_delegation, p_attempt);
+    END IF;
     RETURN true;
 END
 $$;

@@ -39,6 +39,7 @@ BEGIN
             PERFORM parley_jobs.arm_park_timeout(p_task, turns, p_generation, v.first_parked_at + p_park_timeout,
                                                  p_timer_id);
         END IF;
+        PERFORM parley_a2a_turn_parked(p_task, p_park_user, turns);
     END IF;
     RETURN true;
 END

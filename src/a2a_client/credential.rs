@@ -58,3 +58,15 @@ impl A2aAuth {
         Ok(A2aAuth { scheme, credential: SecretString::from(credential.to_owned()) })
     }
 }
+
+impl A2aAuth {
+    /// The `Authorization` header value: `Bearer <credential>` or `Basic <credential>`.
+    pub fn authorization(&self) -> String {
+        use secrecy::ExposeSecret;
+        let scheme = match self.scheme {
+            AuthScheme::Bearer => "Bearer",
+            AuthScheme::Basic => "Basic",
+        };
+        format!("{scheme} {}", self.credential.expose_secret())
+    }
+}

@@ -49,6 +49,7 @@ macro_rules! definition {
 
 /// Every file of `migrations/functions/`, by name (a unit test checks that none is missing).
 pub const DEFINITIONS: &[Definition] = &[
+    definition!("parley_a2a_turn_parked"),
     definition!("parley_agent_of_key"),
     definition!("parley_count_active_tasks"),
     definition!("parley_count_claim_end"),

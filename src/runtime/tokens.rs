@@ -86,6 +86,16 @@ impl TokenKey {
         }
     }
 
+    /// The API key Parley holds for agent `agent_id`, an agent it calls over A2A, to take that
+    /// agent's turns through the same pickup and respond as a polling agent (see
+    /// `crate::a2a_push::turn`): derived, never stored (only its hash is, as every key's).
+    pub fn push_key(&self, agent_id: Uuid) -> String {
+        let mut mac = self.mac();
+        mac.update(b"a2a-push-key");
+        mac.update(agent_id.as_bytes());
+        format!("pk_a2a_{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes()))
+    }
+
     /// The name under which others see capability `capability_id` of the agent now known as
     /// `anonymous_id`: the first 16 bytes of an HMAC of the two ids, as a UUID (version 8).
     /// Stable while the anonymous id lives, different under the next one, and telling nothing

@@ -204,3 +204,70 @@ pub async fn card_urls(conn: &mut PgConnection, agents: &[Uuid]) -> sqlx::Result
         .await?;
     Ok(rows.into_iter().map(|r| (r.agent_id, r.card_url)).collect())
 }
+
+/// Records a call Parley made to the agent now: how it ended (`ok`, or what failed, at most
+/// 300 characters) and, when it succeeded, that it did (what liveness reads).
+pub async fn record_call(conn: &mut PgConnection, agent_id: Uuid, outcome: &str, ok: bool) -> sqlx::Result<()> {
+    let outcome: String = outcome.chars().take(300).collect();
+    sqlx::query!(
+        "UPDATE agent_cards SET last_call_at = now(), last_call_outcome = $2,
+                                last_success_at = CASE WHEN $3 THEN now() ELSE last_success_at END
+          WHERE agent_id = $1",
+        agent_id,
+        outcome,
+        ok
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// The prefix shown for the key Parley holds for an agent it calls (see [`ensure_push_key`]).
+pub const PUSH_KEY_PREFIX: &str = "pk_a2a_held_by_parley";
+
+/// Makes sure the key Parley holds for agent `agent_id` (whose hash is `key_hash`) exists:
+/// stored once, like any key, under [`PUSH_KEY_PREFIX`]. A key its owner revoked stays revoked
+/// (Parley then no longer takes the agent's turns).
+pub async fn ensure_push_key(conn: &mut PgConnection, agent_id: Uuid, key_hash: &[u8]) -> sqlx::Result<()> {
+    sqlx::query!(
+        "INSERT INTO api_keys (api_key_id, agent_id, prefix, key_hash) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (key_hash) DO NOTHING",
+        Uuid::now_v7(),
+        agent_id,
+        PUSH_KEY_PREFIX,
+        key_hash
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// The active agent of `user_id` that Parley calls (the newest, if there are several).
+pub async fn called_agent_of(conn: &mut PgConnection, user_id: &str) -> sqlx::Result<Option<Uuid>> {
+    sqlx::query_scalar!(
+        "SELECT a.agent_id FROM agents a JOIN agent_cards c ON c.agent_id = a.agent_id
+          WHERE a.owner_user_id = $1 AND a.status = 'active' ORDER BY a.agent_id DESC LIMIT 1",
+        user_id
+    )
+    .fetch_optional(conn)
+    .await
+}
+
+/// Records that Parley begins to send message `message_id` to agent `agent_id`; false when it
+/// had begun before (this send repeats one that a crash interrupted).
+pub async fn begin_send(conn: &mut PgConnection, agent_id: Uuid, message_id: Uuid) -> sqlx::Result<bool> {
+    let r = sqlx::query!(
+        "INSERT INTO a2a_sends (message_id, agent_id) VALUES ($1, $2) ON CONFLICT (message_id) DO NOTHING",
+        message_id,
+        agent_id
+    )
+    .execute(conn)
+    .await?;
+    Ok(r.rows_affected() == 1)
+}
+
+/// Forgets the sends begun before `before` (their attempts and turns have long ended).
+pub async fn prune_sends(conn: &mut PgConnection, before: DateTime<Utc>) -> sqlx::Result<u64> {
+    let r = sqlx::query!("DELETE FROM a2a_sends WHERE started_at < $1", before).execute(conn).await?;
+    Ok(r.rows_affected())
+}

@@ -1,6 +1,7 @@
 //! Integration tests: the real router over HTTP, against a real PostgreSQL, one database per test.
 
 mod a2a;
+mod a2a_agents;
 mod a2a_sdk;
 mod a2a_server;
 mod agent_cards;

@@ -106,7 +106,7 @@ impl Delegations {
     /// (the targets not tried yet), on behalf of the requester's owner, when `d` may still fall
     /// back; nothing otherwise, nor when that owner's checking time is used up (the attempt
     /// still ends; the delegation then ends with it).
-    async fn screen_fallback(&self, d: &Delegation) -> Result<Screened, DelegationError> {
+    pub(super) async fn screen_fallback(&self, d: &Delegation) -> Result<Screened, DelegationError> {
         if d.status.is_terminal() || !d.fallback_enabled || d.retries_used >= d.max_retries {
             return Ok(Screened::none());
         }
@@ -290,6 +290,12 @@ pub(super) async fn end_attempt(
     let per_requester = i32::try_from(delegations.runtime.config.trust_per_requester).unwrap_or(i32::MAX);
     if !store::move_attempt(conn, d, ended, per_requester).await? {
         return Err(DelegationError::InvalidState(from.as_str()));
+    }
+    if matches!(event, Event::Cancel | Event::TimeOut | Event::TargetGone) {
+        // An agent Parley calls hears of it at once: the attempt's pending push step (which
+        // then sends the cancel) runs now. Nothing is pending for any other target.
+        let subject = parley_jobs::A2aSubject::Delegation { delegation_id: d.delegation_id, attempt: a.attempt };
+        parley_jobs::hurry_a2a_call(conn, &subject).await?;
     }
     if may_fall_back {
         let tried: Vec<Uuid> =

@@ -22,6 +22,8 @@
 //! - [`flow`]: every other end of an attempt (reject, fail, timeout, a deleted target, the
 //!   requester's cancel) through the one end path, `flow::end_attempt`, and the fallback that
 //!   follows it (never after a cancel);
+//! - [`pushed`]: the same moves made for a target Parley calls over A2A (registered by its
+//!   AgentCard), from what its endpoint answered;
 //! - [`reads`]: reads of a delegation and of an inbox, and their long polls;
 //! - [`outcomes`]: the words its accept and complete statements answer, one enum each;
 //! - [`screen`]: the input checked against the schemas of the targets a transaction may pick,
@@ -56,6 +58,7 @@ pub mod flow;
 pub mod numbers;
 pub mod offer;
 pub mod outcomes;
+pub mod pushed;
 pub mod reads;
 pub mod recent;
 pub mod screen;

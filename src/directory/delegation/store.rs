@@ -59,8 +59,10 @@ macro_rules! delegations_where {
 }
 
 mod lists;
+mod pushed;
 
 pub use lists::{InboxItem, inbound, inbox_for_key, outbound};
+pub use pushed::{remote_task, set_remote_task};
 
 /// The moves the delegation statements' SQL writes as literals, as (from, event, to): an
 /// accept, a complete, and an attempt skipped at its offer because its target is at its

@@ -1,0 +1,259 @@
+//! The calls Parley makes to agents' A2A endpoints, within bounds: every call goes through
+//! [`Outbound::call`], which
+//!
+//! - checks the endpoint's URL against the address guard again at call time (a name may resolve
+//!   elsewhere since the card was fetched), and resolves it through the guarded resolver;
+//! - waits for a place among the calls this process makes to that agent at once
+//!   (`PARLEY_A2A_CALLS_PER_AGENT`) and among all its calls to agents
+//!   (`PARLEY_A2A_CALLS_MAX`), no longer than the call itself may take: one slow agent holds
+//!   only its own places, and a flood of work cannot open unbounded connections;
+//! - gives the call `PARLEY_A2A_CALL_TIMEOUT` in all, and reads at most [`MAX_ANSWER_BYTES`] of
+//!   its answer (a larger one is refused as soon as it is seen to be larger);
+//! - sorts every failure into a [`CallError`] that says whether trying again may help.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use futures::StreamExt;
+use reqwest::{Url, header};
+use serde_json::{Value, json};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use uuid::Uuid;
+
+use super::{
+    call::{self, Request},
+    card::Dialect,
+    credential::A2aAuth,
+    guard::{self, TargetRefused},
+};
+
+/// The most bytes of an answer that are read.
+pub const MAX_ANSWER_BYTES: usize = 1 << 20;
+
+/// Where and how an agent is called.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    /// The agent.
+    pub agent_id: Uuid,
+    /// Its JSON-RPC endpoint.
+    pub url: String,
+    /// How Parley speaks there.
+    pub dialect: Dialect,
+    /// What Parley presents there.
+    pub auth: Option<A2aAuth>,
+}
+
+/// Why a call failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CallError {
+    /// The address guard refused the endpoint (its URL, or where its name resolves now).
+    #[error("the endpoint is refused: {0}")]
+    Refused(String),
+    /// No place among this process's calls to the agent, or to agents in all, within the call's
+    /// time: Parley's own congestion, not the agent's failure.
+    #[error("too many calls to agents at once")]
+    Busy,
+    /// The connection failed or the call ran out of time.
+    #[error("the endpoint could not be reached: {0}")]
+    Network(String),
+    /// An HTTP status other than 200.
+    #[error("the endpoint answered HTTP {0}")]
+    Status(u16),
+    /// The answer was larger than [`MAX_ANSWER_BYTES`].
+    #[error("the answer is larger than {MAX_ANSWER_BYTES} bytes")]
+    TooLarge,
+    /// A JSON-RPC error answer.
+    #[error("the agent answered error {code}: {message}")]
+    Rpc {
+        /// Its code.
+        code: i64,
+        /// Its message (at most 200 characters).
+        message: String,
+    },
+    /// Not a JSON-RPC answer, or not the one asked for.
+    #[error("the answer could not be read: {0}")]
+    Unreadable(String),
+}
+
+impl CallError {
+    /// Whether the same call may succeed later: the network, a 5xx or 429, Parley's congestion.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            CallError::Busy | CallError::Network(_) => true,
+            CallError::Status(code) => *code >= 500 || *code == 429 || *code == 408,
+            _ => false,
+        }
+    }
+
+    /// The outcome label of the metric: `refused`, `busy`, `network`, `http_error`,
+    /// `too_large`, `rpc_error` or `unreadable`.
+    pub fn outcome(&self) -> &'static str {
+        match self {
+            CallError::Refused(_) => "refused",
+            CallError::Busy => "busy",
+            CallError::Network(_) => "network",
+            CallError::Status(_) => "http_error",
+            CallError::TooLarge => "too_large",
+            CallError::Rpc { .. } => "rpc_error",
+            CallError::Unreadable(_) => "unreadable",
+        }
+    }
+}
+
+/// What bounds the calls (from the configuration).
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// The longest one call takes, waiting for its places included.
+    pub timeout: Duration,
+    /// Calls to one agent at once.
+    pub per_agent: usize,
+    /// Calls to agents at once, in all.
+    pub total: usize,
+    /// Whether non-public addresses may be called (`PARLEY_A2A_ALLOW_PRIVATE_TARGETS`).
+    pub allow_private: bool,
+}
+
+/// The process's calls to agents (see the module docs). Cheap to clone: clones share the places.
+#[derive(Clone)]
+pub struct Outbound {
+    client: reqwest::Client,
+    limits: Limits,
+    total: Arc<Semaphore>,
+    per_agent: Arc<Mutex<HashMap<Uuid, Arc<Semaphore>>>>,
+}
+
+impl Outbound {
+    /// The calls, bounded by `limits`.
+    pub fn new(limits: Limits) -> anyhow::Result<Outbound> {
+        let client = guard::client_builder(limits.allow_private)
+            .timeout(limits.timeout)
+            .connect_timeout(limits.timeout)
+            .build()?;
+        Ok(Outbound { client, limits, total: Arc::new(Semaphore::new(limits.total.max(1))), per_agent: Arc::default() })
+    }
+
+    /// The agent's places, made on first use; agents no call holds a place of are forgotten
+    /// once many are remembered.
+    fn agent_places(&self, agent: Uuid) -> Arc<Semaphore> {
+        let mut map = self.per_agent.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if map.len() > 10_000 {
+            let per_agent = self.limits.per_agent;
+            map.retain(|_, s| Arc::strong_count(s) > 1 || s.available_permits() < per_agent);
+        }
+        map.entry(agent).or_insert_with(|| Arc::new(Semaphore::new(self.limits.per_agent.max(1)))).clone()
+    }
+
+    async fn places(&self, agent: Uuid) -> Result<(OwnedSemaphorePermit, OwnedSemaphorePermit), CallError> {
+        let own = self.agent_places(agent);
+        let wait = async {
+            let own = own.acquire_owned().await.map_err(|_| CallError::Busy)?;
+            let all = self.total.clone().acquire_owned().await.map_err(|_| CallError::Busy)?;
+            Ok((own, all))
+        };
+        tokio::time::timeout(self.limits.timeout, wait).await.map_err(|_| CallError::Busy)?
+    }
+
+    /// Makes `request` at `endpoint` and answers its JSON-RPC `result`.
+    pub async fn call(&self, endpoint: &Endpoint, request: &Request) -> Result<Value, CallError> {
+        let url = Url::parse(&endpoint.url).map_err(|e| CallError::Refused(format!("the URL is not valid: {e}")))?;
+        guard::check_url(&url, self.limits.allow_private).map_err(|e| CallError::Refused(e.to_string()))?;
+        let _places = self.places(endpoint.agent_id).await?;
+        let id = Uuid::new_v4().to_string();
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": request.method, "params": request.params});
+        let mut builder = self.client.post(url).header(header::ACCEPT, "application/json").json(&body);
+        if let Some((name, value)) = call::version_header(endpoint.dialect) {
+            builder = builder.header(name, value);
+        }
+        if let Some(auth) = &endpoint.auth {
+            builder = builder.header(header::AUTHORIZATION, auth.authorization());
+        }
+        let response = builder.send().await.map_err(network)?;
+        let status = response.status();
+        if status != reqwest::StatusCode::OK {
+            return Err(CallError::Status(status.as_u16()));
+        }
+        if response.content_length().is_some_and(|n| n > MAX_ANSWER_BYTES as u64) {
+            return Err(CallError::TooLarge);
+        }
+        let mut bytes = Vec::new();
+        let mut stream = response.bytes_stream();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(network)?;
+            if bytes.len() + chunk.len() > MAX_ANSWER_BYTES {
+                return Err(CallError::TooLarge);
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        let answer: Value = serde_json::from_slice(&bytes)
+            .map_err(|e| CallError::Unreadable(format!("the answer is not JSON: {e}")))?;
+        let object = answer.as_object().ok_or_else(|| CallError::Unreadable("the answer is not an object".into()))?;
+        if let Some((code, message)) = call::error_of(object) {
+            return Err(CallError::Rpc { code, message });
+        }
+        if object.get("id").and_then(Value::as_str) != Some(id.as_str()) {
+            return Err(CallError::Unreadable("the answer's id is not the call's".into()));
+        }
+        object.get("result").cloned().ok_or_else(|| CallError::Unreadable("the answer has no result".into()))
+    }
+}
+
+/// A transport failure, with the guard's refusal told apart.
+fn network(e: reqwest::Error) -> CallError {
+    if let Some(refused) = guard::refusal_in(&e) {
+        return CallError::Refused(refused.to_string());
+    }
+    let what = if e.is_timeout() { "timed out".to_owned() } else { without_url(&e) };
+    CallError::Network(what)
+}
+
+/// The error's text without the URL reqwest puts in it (it may carry a credential in its query).
+fn without_url(e: &reqwest::Error) -> String {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    let mut last = None;
+    while let Some(c) = cause {
+        last = Some(c.to_string());
+        cause = c.source();
+    }
+    last.unwrap_or_else(|| "connection failed".to_owned()).chars().take(200).collect()
+}
+
+impl From<TargetRefused> for CallError {
+    fn from(refused: TargetRefused) -> Self {
+        CallError::Refused(refused.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_network_5xx_429_and_congestion_are_tried_again() {
+        assert!(CallError::Network("reset".into()).is_transient());
+        assert!(CallError::Status(503).is_transient());
+        assert!(CallError::Status(429).is_transient());
+        assert!(CallError::Busy.is_transient());
+        assert!(!CallError::Status(404).is_transient());
+        assert!(!CallError::TooLarge.is_transient());
+        assert!(!CallError::Rpc { code: -32601, message: String::new() }.is_transient());
+        assert!(!CallError::Refused("loopback".into()).is_transient());
+    }
+
+    #[tokio::test]
+    async fn a_non_public_endpoint_is_refused_before_any_connection() {
+        let outbound =
+            Outbound::new(Limits { timeout: Duration::from_secs(1), per_agent: 1, total: 1, allow_private: false })
+                .unwrap();
+        let endpoint = Endpoint {
+            agent_id: Uuid::nil(),
+            url: "http://169.254.169.254/latest".into(),
+            dialect: Dialect::V1_0,
+            auth: None,
+        };
+        let refused = outbound.call(&endpoint, &call::get(Dialect::V1_0, "t")).await.unwrap_err();
+        assert!(matches!(refused, CallError::Refused(_)), "{refused:?}");
+    }
+}
