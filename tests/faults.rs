@@ -10,9 +10,15 @@
 //! clients were told may be missing or doubled, in SQL and over HTTP; their counts are reported
 //! on a line of their own the same way.
 //!
+//! A2A agents registered by their AgentCard take delegations too (`a2a`): Parley pushes each
+//! attempt to them and follows it through the same faults; afterwards no attempt may be lost and
+//! no message may have started two tasks at the agent. Their line is the third.
+//!
 //! `cargo test --test faults` runs the short version (CI runs it). Set
 //! `PARLEY_FAULT_SCALE=full` for the long one (more negotiations, more agents, more kills).
 
+#[path = "faults/a2a.rs"]
+mod a2a;
 #[path = "faults/delegations.rs"]
 mod delegations;
 #[path = "api/fixtures.rs"]
@@ -45,12 +51,14 @@ struct Scale {
     /// Agents that keep delegating, and agents that take the work.
     requesters: usize,
     targets: usize,
+    /// Agents registered by their AgentCard, which Parley calls.
+    a2a_agents: usize,
 }
 
 fn scale() -> Scale {
     match std::env::var("PARLEY_FAULT_SCALE").as_deref() {
-        Ok("full") => Scale { negotiations: 1500, agents: 32, kills: 8, requesters: 6, targets: 8 },
-        _ => Scale { negotiations: 120, agents: 12, kills: 3, requesters: 3, targets: 4 },
+        Ok("full") => Scale { negotiations: 1500, agents: 32, kills: 8, requesters: 6, targets: 8, a2a_agents: 6 },
+        _ => Scale { negotiations: 120, agents: 12, kills: 3, requesters: 3, targets: 4, a2a_agents: 3 },
     }
 }
 
@@ -226,6 +234,8 @@ impl Service {
             .env("PARLEY_TIMER_POLL", "200ms")
             .env("PARLEY_HOUSEKEEPING_EVERY", "2s")
             .env("PARLEY_DB_POOL_SIZE", "24")
+            // The A2A agents (`a2a`) are served on 127.0.0.1.
+            .env("PARLEY_A2A_ALLOW_PRIVATE_TARGETS", "true")
             .env("RUST_LOG", "error")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -387,6 +397,8 @@ async fn kills_restarts_and_dropped_connections_lose_nothing() {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let base = format!("http://127.0.0.1:{port}");
     let data_dir = pg_dir.join("service");
+    // In this process, so that it outlives every kill of the service.
+    let a2a_server = a2a::AgentServer::start(77).await;
     let mut service = Service::start(&database_url, port, &data_dir);
     wait_ready(&base).await;
 
@@ -442,6 +454,13 @@ async fn kills_restarts_and_dropped_connections_lose_nothing() {
             stop.clone(),
             2000 + i as u64,
         )));
+    }
+    // The same requesters delegate to the A2A agents too, through the same faults.
+    let a2a_agents = a2a::cast(&client, &base, &jwt, &a2a_server, scale.a2a_agents).await;
+    let a2a_ledger = Arc::new(a2a::Ledger::default());
+    for (i, agent) in cast.requesters.iter().enumerate() {
+        let (base, ledger, stop) = (shared_base.clone(), a2a_ledger.clone(), stop_delegating.clone());
+        requesters.push(tokio::spawn(a2a::requester_loop(base, agent.clone(), ledger, stop, 3000 + i as u64)));
     }
     let mut delegations_in_flight_at_faults = HashSet::new();
 
@@ -547,6 +566,8 @@ async fn kills_restarts_and_dropped_connections_lose_nothing() {
     let delegations_ended_after = targets_stopped.elapsed();
     let (delegation_report, delegation_counts) =
         delegations::check(&pool, &base, &cast, &delegation_ledger, &delegations_in_flight_at_faults).await;
+    let (a2a_report, a2a_line) =
+        a2a::check(&pool, &a2a_server, &a2a_agents, &a2a_ledger, &delegations_in_flight_at_faults).await;
     let total: i64 = sqlx::query_scalar("SELECT count(*) FROM tasks").fetch_one(&pool).await.unwrap();
     let turns: i64 = sqlx::query_scalar("SELECT count(*) FROM messages").fetch_one(&pool).await.unwrap();
     let acknowledged = ledger.acknowledged.lock().unwrap().len();
@@ -572,6 +593,7 @@ async fn kills_restarts_and_dropped_connections_lose_nothing() {
         delegation_report.recovered,
         delegations_in_flight_at_faults.len(),
     );
+    eprintln!("a2a delegations: {a2a_line}");
     eprintln!(
         "fault run took {:.0} s: faults over at {:.0} s, every negotiation ended at {:.0} s",
         started.elapsed().as_secs_f64(),
@@ -597,4 +619,6 @@ async fn kills_restarts_and_dropped_connections_lose_nothing() {
         "every delegation in flight at a fault ended"
     );
     assert!(delegation_counts.acknowledged > 0 && delegation_counts.completed > 0, "delegations ran and completed");
+    assert_eq!(a2a_report.lost, 0, "a2a delegations lost");
+    assert_eq!(a2a_report.duplicated, 0, "a2a messages that started two tasks");
 }

@@ -84,6 +84,20 @@ pub struct AgentOut {
     /// The AgentCard URL of an agent Parley calls; null for one that polls. The card and how it
     /// is called: `GET /api/agents/{id}/agent-card`.
     pub agent_card_url: Option<String>,
+    /// The last call Parley made to an agent it calls (null before the first, and for one that
+    /// polls).
+    pub last_call: Option<LastCallOut>,
+}
+
+/// The last call Parley made to an agent it calls.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LastCallOut {
+    /// When.
+    pub at: DateTime<Utc>,
+    /// How it ended: the call (`send`, `lookup`, `get`, `cancel`), then `ok` or what failed,
+    /// e.g. `send: the endpoint could not be reached: connection refused`.
+    pub outcome: String,
 }
 
 /// A key's public facts.
@@ -114,7 +128,7 @@ impl From<&ApiKey> for KeyOut {
     }
 }
 
-fn agent_out(state: &AppState, a: Agent, keys: &[ApiKey], card_url: Option<String>) -> AgentOut {
+fn agent_out(state: &AppState, a: Agent, keys: &[ApiKey], called: Option<agent_cards::Called>) -> AgentOut {
     // Seen lately is not enough: an agent whose keys were all revoked (or that was made
     // inactive) can answer nothing, whatever it did a minute ago.
     let working_key = keys.iter().any(|k| k.revoked_at.is_none() && k.expires_at.is_none_or(|e| e > Utc::now()));
@@ -133,14 +147,17 @@ fn agent_out(state: &AppState, a: Agent, keys: &[ApiKey], card_url: Option<Strin
         keys: keys.iter().map(KeyOut::from).collect(),
         created_at: a.created_at,
         updated_at: a.updated_at,
-        delivery: if card_url.is_some() { "a2a" } else { "polling" }.to_owned(),
-        agent_card_url: card_url,
+        delivery: if called.is_some() { "a2a" } else { "polling" }.to_owned(),
+        last_call: called.as_ref().and_then(|c| {
+            Some(LastCallOut { at: c.last_call_at?, outcome: c.last_call_outcome.clone().unwrap_or_default() })
+        }),
+        agent_card_url: called.map(|c| c.card_url),
     }
 }
 
-/// The AgentCard URL of agent `id`, if Parley calls it.
-async fn card_url_of(conn: &mut sqlx::PgConnection, id: Uuid) -> ApiResult<Option<String>> {
-    Ok(agent_cards::card_urls(conn, &[id]).await?.pop().map(|(_, url)| url))
+/// How agent `id` is called, if Parley calls it.
+async fn called_of(conn: &mut sqlx::PgConnection, id: Uuid) -> ApiResult<Option<agent_cards::Called>> {
+    Ok(agent_cards::called(conn, &[id]).await?.pop())
 }
 
 /// A new key: 192 random bits, URL-safe, with a recognisable prefix. Returns (key, shown prefix).
@@ -330,11 +347,16 @@ pub async fn create_agent(
         None => None,
     };
     tx.commit().await?;
-    let card_url = card.as_ref().map(|c| c.card_url.clone());
+    let called = card.as_ref().map(|c| agent_cards::Called {
+        agent_id: c.agent_id,
+        card_url: c.card_url.clone(),
+        last_call_at: None,
+        last_call_outcome: None,
+    });
     Ok((
         StatusCode::CREATED,
         Json(CreatedAgentOut {
-            agent: agent_out(&state, agent, &keys, card_url),
+            agent: agent_out(&state, agent, &keys, called),
             api_key: key,
             agent_card: card.map(AgentCardOut::from),
         }),
@@ -370,14 +392,14 @@ pub async fn list_agents(
     page.truncate(limit as usize);
     let ids: Vec<Uuid> = page.iter().map(|a| a.agent_id).collect();
     let keys = agents::keys_of(&mut conn, &ids).await?;
-    let mut card_urls: std::collections::HashMap<Uuid, String> =
-        agent_cards::card_urls(&mut conn, &ids).await?.into_iter().collect();
+    let mut called: std::collections::HashMap<Uuid, agent_cards::Called> =
+        agent_cards::called(&mut conn, &ids).await?.into_iter().map(|c| (c.agent_id, c)).collect();
     let out = page
         .into_iter()
         .map(|agent| {
             let own: Vec<ApiKey> = keys.iter().filter(|k| k.agent_id == agent.agent_id).cloned().collect();
-            let card_url = card_urls.remove(&agent.agent_id);
-            agent_out(&state, agent, &own, card_url)
+            let called = called.remove(&agent.agent_id);
+            agent_out(&state, agent, &own, called)
         })
         .collect();
     Ok(Json(AgentListOut { agents: out, next_cursor }))
@@ -401,8 +423,8 @@ pub async fn get_agent(State(state): State<AppState>, AgentOrOwner(agent): Agent
     let mut conn = state.pool().acquire().await?;
     let found = agents::get(&mut conn, agent.agent_id).await?.ok_or(ApiError::NotFound("agent"))?;
     let keys = agents::keys(&mut conn, agent.agent_id).await?;
-    let card_url = card_url_of(&mut conn, agent.agent_id).await?;
-    Ok(Json(agent_out(&state, found, &keys, card_url)))
+    let called = called_of(&mut conn, agent.agent_id).await?;
+    Ok(Json(agent_out(&state, found, &keys, called)))
 }
 
 /// The agent the API key belongs to, as its owner sees it: a program holding only a key learns
@@ -418,8 +440,8 @@ pub async fn get_own_agent(State(state): State<AppState>, AnyAgent(identity): An
     let mut conn = state.pool().acquire().await?;
     let agent = agents::get(&mut conn, identity.agent_id).await?.ok_or(ApiError::NotFound("agent"))?;
     let keys = agents::keys(&mut conn, identity.agent_id).await?;
-    let card_url = card_url_of(&mut conn, identity.agent_id).await?;
-    Ok(Json(agent_out(&state, agent, &keys, card_url)))
+    let called = called_of(&mut conn, identity.agent_id).await?;
+    Ok(Json(agent_out(&state, agent, &keys, called)))
 }
 
 /// Body of `PATCH /api/agents/{id}`.
@@ -470,9 +492,9 @@ pub async fn update_agent(
             .await?
             .ok_or(ApiError::NotFound("agent"))?;
     let keys = agents::keys(&mut tx, id).await?;
-    let card_url = card_url_of(&mut tx, id).await?;
+    let called = called_of(&mut tx, id).await?;
     tx.commit().await?;
-    Ok(Json(agent_out(&state, agent, &keys, card_url)))
+    Ok(Json(agent_out(&state, agent, &keys, called)))
 }
 
 /// Deletes an agent: its keys, capabilities and AgentCard go, turns it holds are given back to be picked up

@@ -197,12 +197,28 @@ pub async fn delete(conn: &mut PgConnection, agent_id: Uuid) -> sqlx::Result<boo
     Ok(r.rows_affected() == 1)
 }
 
-/// The card URL of each of `agents` that has a card.
-pub async fn card_urls(conn: &mut PgConnection, agents: &[Uuid]) -> sqlx::Result<Vec<(Uuid, String)>> {
-    let rows = sqlx::query!("SELECT agent_id, card_url FROM agent_cards WHERE agent_id = ANY($1)", agents)
-        .fetch_all(conn)
-        .await?;
-    Ok(rows.into_iter().map(|r| (r.agent_id, r.card_url)).collect())
+/// How an agent Parley calls is reached, in brief: its card URL and its last call.
+#[derive(Debug, Clone)]
+pub struct Called {
+    /// The agent.
+    pub agent_id: Uuid,
+    /// Where its card was fetched from.
+    pub card_url: String,
+    /// When Parley last called it, if it has.
+    pub last_call_at: Option<DateTime<Utc>>,
+    /// How that call ended (`send: ok`, or what failed).
+    pub last_call_outcome: Option<String>,
+}
+
+/// The card URL and last call of each of `agents` that has a card.
+pub async fn called(conn: &mut PgConnection, agents: &[Uuid]) -> sqlx::Result<Vec<Called>> {
+    sqlx::query_as!(
+        Called,
+        "SELECT agent_id, card_url, last_call_at, last_call_outcome FROM agent_cards WHERE agent_id = ANY($1)",
+        agents
+    )
+    .fetch_all(conn)
+    .await
 }
 
 /// Records a call Parley made to the agent now: how it ended (`ok`, or what failed, at most

@@ -9,7 +9,8 @@ It binds 127.0.0.1 only and prints `ready http://127.0.0.1:PORT` once it answers
 message its executor receives and each cancel is appended to FILE as one JSON line. What it
 does is chosen by the first DataPart's data: {"mode": "reply"|"sleep"|"fail"|"text", ...};
 a message whose metadata carries `parley.negotiationId` (`metadata.parley.negotiationId`) is answered as a negotiation turn
-(action from SDK_AGENT_TURN_ACTION, default `accept`, kept within `metadata.parley.allowedActions`).
+(action from SDK_AGENT_TURN_ACTION, default `accept`, kept within `metadata.parley.allowedActions`;
+SDK_AGENT_TURN_ANSWER, a JSON object, is answered as it is instead).
 Install: pip install "a2a-sdk[http-server]==1.3.0" starlette==1.10.0 sse-starlette==3.7.0 uvicorn==0.54.0
 """
 
@@ -63,6 +64,9 @@ def ints(v):
 
 
 def turn_answer(metadata):
+    raw = os.environ.get("SDK_AGENT_TURN_ANSWER")
+    if raw:  # an answer given whole, right or wrong (a test of how Parley takes bad answers)
+        return json.loads(raw)
     allowed = (metadata.get("parley") or {}).get("allowedActions")
     action = os.environ.get("SDK_AGENT_TURN_ACTION", "accept")
     if isinstance(allowed, list) and allowed and action not in allowed:

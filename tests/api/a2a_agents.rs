@@ -343,3 +343,44 @@ async fn an_sdk_agent_takes_its_users_negotiation_turn_end_to_end() {
     assert_eq!(view["status"], "completed");
     assert!(agent.received().iter().all(|l| l["event"] != "cancel"));
 }
+
+#[tokio::test]
+async fn an_agents_answers_that_respond_refuses_hand_the_turn_back_after_three() {
+    let agent =
+        sdk_agent(&[("SDK_AGENT_TURN_ANSWER", r#"{"action": "dance", "assessment": {"reasoning": "?"}}"#)]).await;
+    let app = spawn().await;
+    let card_url = format!("{}/.well-known/agent-card.json", agent.base);
+    register_by_card(&app, "user-tomas", &card_url).await;
+    let started = app.start(&crate::fixtures::good_match()).await;
+    let id = started["negotiation"]["id"].as_str().unwrap().to_owned();
+    // Each refused answer releases the turn with why; the third hands it to the system negotiator.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(40);
+    let played: (String, Option<String>) = loop {
+        let row: Option<(String, Option<String>)> = sqlx::query_as(
+            "SELECT played_by, fallback_reason FROM messages WHERE task_id = $1::uuid AND turn_number = 1",
+        )
+        .bind(&id)
+        .fetch_optional(&app.pool)
+        .await
+        .unwrap();
+        if let Some(row) = row {
+            break row;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "turn 1 was never played: {:#?}", agent.received());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(played, ("system".to_owned(), Some("hand_back".to_owned())));
+    // Three sends, each under its own claim: three message ids.
+    let sent: Vec<String> = agent
+        .received()
+        .iter()
+        .filter(|l| l["event"] == "message")
+        .filter_map(|l| l["messageId"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(sent.len(), 3, "{sent:?}");
+    assert_eq!(sent.iter().collect::<std::collections::HashSet<_>>().len(), 3, "{sent:?}");
+    // The status page's source: the agent shows how its last call ended.
+    let listed = app.get("/api/agents", &app.user_token("user-tomas")).await;
+    let last = &listed.body["agents"][0]["lastCall"];
+    assert!(last["outcome"].as_str().is_some_and(|o| o.ends_with(": ok")), "{last:#}");
+}
