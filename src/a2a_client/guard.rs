@@ -267,28 +267,30 @@ impl Resolve for GuardedResolver {
 /// http, and a literal address target judged as [`check_url`] does (a name is judged by the
 /// resolver when the redirect is followed).
 fn redirect_policy(allow_private: bool) -> redirect::Policy {
-    redirect::Policy::custom(move |attempt| {
-        let refusal = {
-            let (url, previous) = (attempt.url(), attempt.previous());
-            let origin = previous.first();
-            if previous.len() > MAX_REDIRECTS {
-                Some(TargetRefused::Redirect(format!("more than {MAX_REDIRECTS} redirects")))
-            } else if origin.is_some_and(|o| o.host_str() != url.host_str()) {
-                Some(TargetRefused::Redirect(format!(
-                    "a redirect to another host ({}) is refused; only redirects on the same host are followed",
-                    url.host_str().unwrap_or("none")
-                )))
-            } else if previous.last().is_some_and(|p| p.scheme() == "https") && url.scheme() == "http" {
-                Some(TargetRefused::Redirect("a redirect from https to http is refused".to_owned()))
-            } else {
-                check_url(url, allow_private).err()
-            }
-        };
-        match refusal {
-            Some(refused) => attempt.error(refused),
-            None => attempt.follow(),
-        }
+    redirect::Policy::custom(move |attempt| match redirect_refusal(attempt.url(), attempt.previous(), allow_private) {
+        Some(refused) => attempt.error(refused),
+        None => attempt.follow(),
     })
+}
+
+/// Why a redirect to `url`, after the `previous` URLs of its request (the first is the one
+/// asked for), is not followed, if it is not: too many, to another host, from https to http,
+/// or to a URL [`check_url`] refuses. A redirect it lets through still connects only to the
+/// addresses [`GuardedResolver`] lets through.
+pub fn redirect_refusal(url: &Url, previous: &[Url], allow_private: bool) -> Option<TargetRefused> {
+    let origin = previous.first();
+    if previous.len() > MAX_REDIRECTS {
+        Some(TargetRefused::Redirect(format!("more than {MAX_REDIRECTS} redirects")))
+    } else if origin.is_some_and(|o| o.host_str() != url.host_str()) {
+        Some(TargetRefused::Redirect(format!(
+            "a redirect to another host ({}) is refused; only redirects on the same host are followed",
+            url.host_str().unwrap_or("none")
+        )))
+    } else if previous.last().is_some_and(|p| p.scheme() == "https") && url.scheme() == "http" {
+        Some(TargetRefused::Redirect("a redirect from https to http is refused".to_owned()))
+    } else {
+        check_url(url, allow_private).err()
+    }
 }
 
 /// A client builder for calling agents: the guarded resolver, the redirect policy, no proxy

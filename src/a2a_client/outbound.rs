@@ -242,6 +242,91 @@ mod tests {
         assert!(!CallError::Refused("loopback".into()).is_transient());
     }
 
+    /// An endpoint on 127.0.0.1 that answers every call after `delay` with `answer`'s result
+    /// (the request's id echoed), counting the calls in flight at once; its URL and the most
+    /// calls seen in flight.
+    async fn endpoint(delay: Duration, answer: fn(Value) -> Value) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let (now, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let seen = most.clone();
+        let app = axum::Router::new().route(
+            "/a2a",
+            axum::routing::post(move |axum::Json(call): axum::Json<Value>| {
+                let (now, most) = (now.clone(), most.clone());
+                async move {
+                    let n = now.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(n, Ordering::SeqCst);
+                    tokio::time::sleep(delay).await;
+                    now.fetch_sub(1, Ordering::SeqCst);
+                    axum::Json(answer(call))
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/a2a", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        (url, seen)
+    }
+
+    fn limits(timeout: Duration, per_agent: usize) -> Limits {
+        Limits { timeout, per_agent, total: 64, allow_private: true }
+    }
+
+    fn at(url: &str, agent: Uuid) -> Endpoint {
+        Endpoint { agent_id: agent, url: url.to_owned(), dialect: Dialect::V1_0, auth: None }
+    }
+
+    #[tokio::test]
+    async fn one_agent_gets_at_most_its_places_at_once() {
+        let (url, most) =
+            endpoint(Duration::from_millis(300), |c| json!({"jsonrpc": "2.0", "id": c["id"], "result": {}})).await;
+        let outbound = Outbound::new(limits(Duration::from_secs(10), 2)).unwrap();
+        let agent = Uuid::now_v7();
+        let calls = (0..6).map(|_| {
+            let (outbound, endpoint) = (outbound.clone(), at(&url, agent));
+            async move { outbound.call(&endpoint, &call::get(Dialect::V1_0, "t")).await }
+        });
+        let answers = futures::future::join_all(calls).await;
+        assert!(answers.iter().all(Result::is_ok), "{answers:?}");
+        assert_eq!(most.load(std::sync::atomic::Ordering::SeqCst), 2, "calls in flight to one agent");
+    }
+
+    #[tokio::test]
+    async fn a_slow_answer_times_out_and_a_huge_one_is_refused() {
+        let (slow, _) =
+            endpoint(Duration::from_secs(5), |c| json!({"jsonrpc": "2.0", "id": c["id"], "result": {}})).await;
+        let outbound = Outbound::new(limits(Duration::from_millis(500), 4)).unwrap();
+        let started = std::time::Instant::now();
+        let failed = outbound.call(&at(&slow, Uuid::now_v7()), &call::get(Dialect::V1_0, "t")).await.unwrap_err();
+        assert!(matches!(failed, CallError::Network(ref w) if w == "timed out"), "{failed:?}");
+        assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+        assert!(failed.is_transient());
+
+        let (huge, _) = endpoint(
+            Duration::ZERO,
+            |c| json!({"jsonrpc": "2.0", "id": c["id"], "result": {"blob": "x".repeat(MAX_ANSWER_BYTES)}}),
+        )
+        .await;
+        let outbound = Outbound::new(limits(Duration::from_secs(5), 4)).unwrap();
+        let failed = outbound.call(&at(&huge, Uuid::now_v7()), &call::get(Dialect::V1_0, "t")).await.unwrap_err();
+        assert_eq!(failed, CallError::TooLarge);
+    }
+
+    #[tokio::test]
+    async fn an_error_answer_and_an_answer_to_another_call_are_told_apart() {
+        let (error, _) = endpoint(
+            Duration::ZERO,
+            |c| json!({"jsonrpc": "2.0", "id": c["id"], "error": {"code": -32001, "message": "Task not found"}}),
+        )
+        .await;
+        let outbound = Outbound::new(limits(Duration::from_secs(5), 4)).unwrap();
+        let failed = outbound.call(&at(&error, Uuid::now_v7()), &call::get(Dialect::V1_0, "t")).await.unwrap_err();
+        assert_eq!(failed, CallError::Rpc { code: -32001, message: "Task not found".into() });
+        let (other, _) = endpoint(Duration::ZERO, |_| json!({"jsonrpc": "2.0", "id": "not-yours", "result": {}})).await;
+        let failed = outbound.call(&at(&other, Uuid::now_v7()), &call::get(Dialect::V1_0, "t")).await.unwrap_err();
+        assert!(matches!(failed, CallError::Unreadable(_)), "{failed:?}");
+    }
+
     #[tokio::test]
     async fn a_non_public_endpoint_is_refused_before_any_connection() {
         let outbound =

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::{
     card::{CardError, Dialect, choose_interface, has_bindu_marks, read_card},
-    guard::{Blocked, TargetRefused, check_url, classify, filter_resolved},
+    guard::{self, Blocked, TargetRefused, check_url, classify, filter_resolved},
 };
 
 fn ip(s: &str) -> IpAddr {
@@ -283,4 +283,31 @@ fn a_good_card_is_summarised() {
     for d in Dialect::ALL {
         assert_eq!(Dialect::parse(d.as_str()), Some(d));
     }
+}
+
+#[test]
+fn a_redirect_to_a_non_public_target_is_refused() {
+    let u = |s: &str| Url::parse(s).unwrap();
+    let from = [u("https://agent.example.com/.well-known/agent-card.json")];
+    // To the metadata address, to loopback, to a private name: another host, refused.
+    for to in [
+        "https://169.254.169.254/latest/meta-data",
+        "https://127.0.0.1/card",
+        "https://[::1]/card",
+        "https://10.0.0.7/card",
+    ] {
+        let refused = guard::redirect_refusal(&u(to), &from, false).expect(to);
+        assert!(refused.to_string().contains("another host"), "{to}: {refused}");
+    }
+    // On the same host it is followed (its name is resolved through the guard again).
+    assert!(guard::redirect_refusal(&u("https://agent.example.com/card"), &from, false).is_none());
+    // Never down to http, never more than a few.
+    assert!(guard::redirect_refusal(&u("http://agent.example.com/card"), &from, false).is_some());
+    let many: Vec<Url> = (0..10).map(|i| u(&format!("https://agent.example.com/{i}"))).collect();
+    assert!(guard::redirect_refusal(&u("https://agent.example.com/x"), &many, false).is_some());
+    // A literal non-public address on the same host is refused by the address rule itself.
+    let literal = [u("http://192.168.1.20/card")];
+    let refused = guard::redirect_refusal(&u("http://192.168.1.20/other"), &literal, false).unwrap();
+    assert!(refused.to_string().contains("private"), "{refused}");
+    assert!(guard::redirect_refusal(&u("http://192.168.1.20/other"), &literal, true).is_none());
 }
