@@ -258,11 +258,13 @@ pub async fn ensure_push_key(conn: &mut PgConnection, agent_id: Uuid, key_hash: 
     Ok(())
 }
 
-/// The active agent of `user_id` that Parley calls (the newest, if there are several).
+/// The active agent of `user_id` that negotiates and that Parley calls (the newest, if there are
+/// several).
 pub async fn called_agent_of(conn: &mut PgConnection, user_id: &str) -> sqlx::Result<Option<Uuid>> {
     sqlx::query_scalar!(
         "SELECT a.agent_id FROM agents a JOIN agent_cards c ON c.agent_id = a.agent_id
-          WHERE a.owner_user_id = $1 AND a.status = 'active' ORDER BY a.agent_id DESC LIMIT 1",
+          WHERE a.owner_user_id = $1 AND a.status = 'active' AND a.negotiation_mode = 'enabled'
+          ORDER BY a.agent_id DESC LIMIT 1",
         user_id
     )
     .fetch_optional(conn)
