@@ -1026,6 +1026,8 @@ describe("status page", { timeout: 240_000 }, () => {
       await eventually("the A2A agent listed", () => card.count(), 1);
       assert.equal(await text(card.locator('[data-testid="delivery"]')), "called by Parley (A2A)");
       assert.equal(await text(card.locator('[data-testid="agent-card-url"] code')), cardUrl);
+      // How Parley's last call to it ended: none yet.
+      assert.equal(await text(card.locator('[data-testid="last-call"]')), "not called yet");
       // It never connects: no liveness badge, no hint to run `parley agent` with its key.
       assert.equal(await card.locator('[data-testid="liveness"]').count(), 0);
       assert.equal(await card.locator('[data-testid="connect-hint"]').count(), 0);
