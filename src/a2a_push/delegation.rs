@@ -17,7 +17,10 @@
 //!   rejected) with the agent's own words.
 //! - **Cancel**: when the attempt has ended without the agent (the requester cancelled it, or
 //!   its deadline passed), the step that runs next (brought forward to at once by the end) sends
-//!   the agent's task a cancel, once.
+//!   the agent's task a cancel, once; a task whose send answer was lost is found by its message
+//!   first. An attempt past the time it could be taken is not sent at all.
+//! - The reads back off, but the last one comes a second before the deadline, so that work
+//!   finished in time is taken.
 //!
 //! Every end goes through the delegations service (`Delegations::pushed_*`), so trust counts
 //! these attempts exactly as polled ones, and a failure falls back to the next target.
@@ -43,15 +46,24 @@ pub(super) async fn step(p: &Pusher, job: &A2aCall, delegation_id: Uuid, attempt
     };
     // A card detached meanwhile: the agent polls now, and the attempt's timer still ends it.
     let Some(endpoint) = p.endpoint(read.attempt.target_agent_id).await? else { return Ok(()) };
-    if !read.is_live() {
-        if let Some(remote) = &read.remote_task_id
-            && matches!(read.attempt.status, Status::Canceled | Status::Timeout)
-        {
-            p.cancel_remote(&endpoint, remote).await;
+    let a = &read.attempt;
+    let too_late = a.status == Status::Request && a.accept_deadline.min(a.deadline) <= chrono::Utc::now();
+    if !read.is_live() || too_late {
+        // Ended without the agent (cancelled, timed out), or past the time it could be taken:
+        // no send, and a task the agent started for it is cancelled, even one whose send
+        // answer was lost (it is looked up by its message).
+        if matches!(a.status, Status::Canceled | Status::Timeout) || too_late {
+            let remote = match &read.remote_task_id {
+                Some(remote) => Some(remote.clone()),
+                None => p.begun_task(&endpoint, a.task_id).await?.filter(|t| t.state.is_running()).and_then(|t| t.id),
+            };
+            if let Some(remote) = remote {
+                p.cancel_remote(&endpoint, &remote).await;
+            }
         }
         return Ok(());
     }
-    match read.attempt.status {
+    match a.status {
         Status::Request => send(p, job, &endpoint, &read).await,
         Status::Accepted => follow(p, job, &endpoint, &read).await,
         _ => Ok(()),
@@ -131,8 +143,17 @@ async fn follow(p: &Pusher, job: &A2aCall, endpoint: &Endpoint, read: &PushedAtt
     };
     if task.state.is_running() {
         let next = A2aCall { polls: job.polls + 1, failures: 0, ..job.clone() };
-        // Not past the deadline: the read that would come later comes a second after it, to cancel.
-        let at = after(poll_delay(job.polls)).min(a.deadline + chrono::Duration::seconds(1));
+        // The last read comes a second before the deadline (work finished by then is taken);
+        // after it, the next step comes a second after the deadline, to cancel.
+        let last_read = a.deadline - chrono::Duration::seconds(1);
+        let at = after(poll_delay(job.polls));
+        let at = if at <= last_read {
+            at
+        } else if chrono::Utc::now() < last_read {
+            last_read
+        } else {
+            a.deadline + chrono::Duration::seconds(1)
+        };
         let mut conn = p.engine.pool().acquire().await?;
         parley_jobs::schedule_a2a_call(&mut conn, &next, at).await?;
         return Ok(());

@@ -136,6 +136,20 @@ impl Pusher {
         })
     }
 
+    /// The task the message `message_id` started at the agent, when Parley began to send it
+    /// (its answer may have been lost) and the agent can say; `None` otherwise.
+    async fn begun_task(&self, endpoint: &Endpoint, message_id: Uuid) -> Result<Option<RemoteTask>, HandlerError> {
+        let begun = {
+            let mut conn = self.engine.pool().acquire().await?;
+            agent_cards::send_begun(&mut conn, message_id).await?
+        };
+        let Some(lookup) = call::lookup(endpoint.dialect, message_id).filter(|_| begun) else { return Ok(None) };
+        Ok(match self.call(endpoint, &lookup, "lookup").await {
+            Ok(result) => call::read_lookup(endpoint.dialect, &result).ok().flatten(),
+            Err(_) => None,
+        })
+    }
+
     /// Cancels the agent's task `remote` (best effort: a refusal is only logged).
     async fn cancel_remote(&self, endpoint: &Endpoint, remote: &str) {
         let request = call::cancel(endpoint.dialect, remote);

@@ -284,6 +284,14 @@ pub async fn begin_send(conn: &mut PgConnection, agent_id: Uuid, message_id: Uui
     Ok(r.rows_affected() == 1)
 }
 
+/// Whether Parley began to send message `message_id`.
+pub async fn send_begun(conn: &mut PgConnection, message_id: Uuid) -> sqlx::Result<bool> {
+    let found = sqlx::query_scalar!("SELECT 1 AS one FROM a2a_sends WHERE message_id = $1", message_id)
+        .fetch_optional(conn)
+        .await?;
+    Ok(found.is_some())
+}
+
 /// Forgets the sends begun before `before` (their attempts and turns have long ended).
 pub async fn prune_sends(conn: &mut PgConnection, before: DateTime<Utc>) -> sqlx::Result<u64> {
     let r = sqlx::query!("DELETE FROM a2a_sends WHERE started_at < $1", before).execute(conn).await?;

@@ -227,11 +227,8 @@ fn ended(d: &Value) -> bool {
 
 /// The four delegation cases against a running agent registered at `card_url`.
 async fn delegations_reach(app: &TestApp, agent: &RunningAgent, card_url: &str) {
-    let (requester, target) = {
-        let requester = app.register_agent("user-rhea").await;
-        let (_, target) = register_by_card(app, "user-tomas", card_url).await;
-        (requester, target)
-    };
+    let requester = app.register_agent("user-rhea").await;
+    let (called, target) = register_by_card(app, "user-tomas", card_url).await;
 
     // Completed: the agent got the input as data and Parley's metadata; its output came back.
     let input = json!({"mode": "reply", "output": {"summary": "short"}, "text": "a long text"});
@@ -263,6 +260,19 @@ async fn delegations_reach(app: &TestApp, agent: &RunningAgent, card_url: &str) 
     assert_eq!(timed_out["status"], "timeout", "{timed_out:#}");
     let remote = remote_task_of(app, &rid).await;
     agent.wait_for("the timeout's cancel", |l| l["event"] == "cancel" && l["taskId"] == remote.as_str()).await;
+
+    // Trust counts these attempts as it counts polled ones: the completed one for it, the
+    // refused output and the timeout against it (both after it took them), the cancel not at all.
+    let counts: (i64, i64, i64, i64) = sqlx::query_as(
+        "SELECT sum(attempts_completed)::bigint, sum(attempts_unfinished)::bigint,
+                sum(accepted_completed)::bigint, sum(accepted_unfinished)::bigint
+           FROM agent_trust_days WHERE agent_id = $1::uuid",
+    )
+    .bind(&called.id)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(counts, (1, 2, 1, 2));
 
     // Each message was sent once: no message id twice in the agent's log.
     let ids: Vec<String> = agent

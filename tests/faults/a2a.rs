@@ -42,7 +42,7 @@ use super::{Lcg, Report};
 use crate::delegations::Agent;
 
 /// The task type the A2A agents offer and the requesters ask for.
-const TASK_TYPE: &str = "a2a-summary";
+const TASK_TYPE: &str = "translation";
 
 /// What the agent does with a task it started.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -59,6 +59,7 @@ struct Task {
     agent: usize,
     context: String,
     seq: u64,
+    started_at: DateTime<Utc>,
     ends_at: DateTime<Utc>,
     plan: Plan,
     canceled: bool,
@@ -178,26 +179,33 @@ async fn card(State(s): State<AgentServer>, Path(i): Path<usize>) -> Json<Value>
     }))
 }
 
-/// One JSON-RPC call to agent `i`.
+/// One JSON-RPC call to agent `i`, answered after the pause [`answer`] chose.
 async fn rpc(State(s): State<AgentServer>, Path(i): Path<usize>, headers: HeaderMap, body: Bytes) -> Response {
-    let Ok(call) = serde_json::from_slice::<Value>(&body) else {
+    let (pause, response) = answer(&s, i, &headers, &body);
+    tokio::time::sleep(Duration::from_millis(pause)).await;
+    response
+}
+
+/// What agent `i` answers to `body`, and after how many milliseconds.
+fn answer(s: &AgentServer, i: usize, headers: &HeaderMap, body: &[u8]) -> (u64, Response) {
+    let Ok(call) = serde_json::from_slice::<Value>(body) else {
         s.seen.lock().unwrap().malformed("a body that is not JSON".into());
-        return StatusCode::BAD_REQUEST.into_response();
+        return (0, StatusCode::BAD_REQUEST.into_response());
     };
     let id = call["id"].clone();
-    let answer = |result: Result<Value, (i64, &str)>| {
+    let reply = |result: Result<Value, (i64, &str)>| {
         let mut envelope = json!({"jsonrpc": "2.0", "id": id});
         match result {
             Ok(r) => envelope["result"] = r,
             Err((code, message)) => envelope["error"] = json!({"code": code, "message": message}),
         }
-        Json(envelope).into_response()
+        (0, Json(envelope).into_response())
     };
     let params = &call["params"];
     let mut seen = s.seen.lock().unwrap();
     if call["jsonrpc"] != "2.0" || !id.is_string() || headers.get("a2a-version").is_none_or(|v| v != "1.0") {
         seen.malformed(format!("an envelope or header off: {call}"));
-        return answer(Err((-32600, "Invalid request")));
+        return reply(Err((-32600, "Invalid request")));
     }
     let now = Utc::now();
     match call["method"].as_str().unwrap_or_default() {
@@ -205,7 +213,7 @@ async fn rpc(State(s): State<AgentServer>, Path(i): Path<usize>, headers: Header
             let m = &params["message"];
             let (Some(mid), Some(context)) = (m["messageId"].as_str(), m["contextId"].as_str()) else {
                 seen.malformed(format!("a message without ids: {m}"));
-                return answer(Err((-32602, "Invalid params")));
+                return reply(Err((-32602, "Invalid params")));
             };
             if context != mid
                 || m["role"] != "ROLE_USER"
@@ -226,6 +234,7 @@ async fn rpc(State(s): State<AgentServer>, Path(i): Path<usize>, headers: Header
                 agent: i,
                 context: context.to_owned(),
                 seq: seen.tasks.len() as u64,
+                started_at: now,
                 ends_at: now + chrono::Duration::milliseconds(200 + seen.rng.below(1800) as i64),
                 plan,
                 canceled: false,
@@ -238,19 +247,15 @@ async fn rpc(State(s): State<AgentServer>, Path(i): Path<usize>, headers: Header
             let (pause, drop) = (seen.rng.below(300), seen.rng.below(100) < 8);
             if drop {
                 seen.dropped += 1;
+                return (pause, StatusCode::SERVICE_UNAVAILABLE.into_response());
             }
-            std::mem::drop(seen);
-            tokio::time::sleep(Duration::from_millis(pause)).await;
-            if drop {
-                return StatusCode::SERVICE_UNAVAILABLE.into_response();
-            }
-            answer(Ok(json!({"task": rendered})))
+            (pause, reply(Ok(json!({"task": rendered}))).1)
         }
         "GetTask" => {
             seen.gets += 1;
             match seen.tasks.get(params["id"].as_str().unwrap_or_default()).filter(|t| t.agent == i) {
-                Some(t) => answer(Ok(t.render(true))),
-                None => answer(Err((-32001, "Task not found"))),
+                Some(t) => reply(Ok(t.render(true))),
+                None => reply(Err((-32001, "Task not found"))),
             }
         }
         "CancelTask" => {
@@ -258,10 +263,10 @@ async fn rpc(State(s): State<AgentServer>, Path(i): Path<usize>, headers: Header
             match seen.tasks.get_mut(params["id"].as_str().unwrap_or_default()).filter(|t| t.agent == i) {
                 Some(t) if t.state(now) == "TASK_STATE_WORKING" => {
                     t.canceled = true;
-                    answer(Ok(t.render(true)))
+                    reply(Ok(t.render(true)))
                 }
-                Some(_) => answer(Err((-32002, "Task cannot be canceled"))),
-                None => answer(Err((-32001, "Task not found"))),
+                Some(_) => reply(Err((-32002, "Task cannot be canceled"))),
+                None => reply(Err((-32001, "Task not found"))),
             }
         }
         "ListTasks" => {
@@ -276,11 +281,11 @@ async fn rpc(State(s): State<AgentServer>, Path(i): Path<usize>, headers: Header
             if !listed.is_empty() {
                 seen.found += 1;
             }
-            answer(Ok(json!({"tasks": listed, "totalSize": total})))
+            reply(Ok(json!({"tasks": listed, "totalSize": total})))
         }
         other => {
             seen.malformed(format!("method {other}"));
-            answer(Err((-32601, "Method not found")))
+            reply(Err((-32601, "Method not found")))
         }
     }
 }
@@ -416,7 +421,7 @@ pub async fn requester_loop(
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        tokio::time::sleep(Duration::from_millis(500 + rng.below(1000))).await;
+        tokio::time::sleep(Duration::from_millis(200 + rng.below(400))).await;
     }
 }
 
@@ -427,15 +432,18 @@ struct Pushed {
     status: String,
     reason: Option<String>,
     remote: Option<String>,
+    /// When it had to be accepted by (the sooner of its accept deadline and its deadline).
+    accept_by: DateTime<Utc>,
     deadline: DateTime<Utc>,
     output: Option<Value>,
 }
 
 /// The attempts to `agents`, by their message (task) id.
 async fn pushed(pool: &sqlx::PgPool, agents: &[Uuid]) -> HashMap<String, Pushed> {
-    type Row = (Uuid, i32, Uuid, String, Option<String>, Option<String>, DateTime<Utc>, Option<Value>);
+    type Row = (Uuid, i32, Uuid, String, Option<String>, Option<String>, DateTime<Utc>, DateTime<Utc>, Option<Value>);
     let rows: Vec<Row> = sqlx::query_as(
-        "SELECT delegation_id, attempt, task_id, status, reason, remote_task_id, deadline, output
+        "SELECT delegation_id, attempt, task_id, status, reason, remote_task_id,
+                least(accept_deadline, deadline), deadline, output
            FROM delegation_attempts WHERE target_agent_id = ANY($1)",
     )
     .bind(agents)
@@ -443,8 +451,8 @@ async fn pushed(pool: &sqlx::PgPool, agents: &[Uuid]) -> HashMap<String, Pushed>
     .await
     .unwrap();
     rows.into_iter()
-        .map(|(delegation, attempt, task, status, reason, remote, deadline, output)| {
-            (task.to_string(), Pushed { delegation, attempt, status, reason, remote, deadline, output })
+        .map(|(delegation, attempt, task, status, reason, remote, accept_by, deadline, output)| {
+            (task.to_string(), Pushed { delegation, attempt, status, reason, remote, accept_by, deadline, output })
         })
         .collect()
 }
@@ -532,8 +540,10 @@ pub async fn check(
         }
     }
     // Unexpected: a message no attempt sent; a completed attempt without its task's output; a
-    // request off the protocol; an answer to the requesters off the contract.
-    let mut timed_out_in_time = 0;
+    // request off the protocol; an answer to the requesters off the contract. Told, not
+    // counted: messages sent when their attempt could no longer be accepted, and accepted
+    // attempts that timed out though the agent had finished in time (Parley read too late).
+    let (mut timed_out_in_time, mut sent_late) = (0, 0);
     for (mid, tasks) in &seen.started {
         let Some(a) = attempts.get(mid) else {
             fail(&mut report.unexpected, format!("message {mid} names no attempt to an A2A agent"));
@@ -549,7 +559,11 @@ pub async fn check(
                 fail(&mut report.unexpected, format!("attempt {mid} completed, its task at the agent did not"));
             }
         }
-        if a.status == "timeout" && task.plan == Plan::Complete && task.ends_at < a.deadline {
+        if seen.tasks[&tasks[0]].started_at > a.accept_by {
+            sent_late += 1;
+        }
+        let finished = task.plan == Plan::Complete && !task.canceled && task.ends_at < a.deadline;
+        if a.status == "timeout" && a.remote.is_some() && finished {
             timed_out_in_time += 1;
         }
     }
@@ -580,7 +594,7 @@ pub async fn check(
         *endings.entry(format!("{} {why}", a.status).trim().to_owned()).or_default() += 1;
     }
     let mut endings: Vec<_> = endings.into_iter().collect();
-    endings.sort_by(|a, b| b.1.cmp(&a.1));
+    endings.sort_by_key(|e| std::cmp::Reverse(e.1));
     let endings: Vec<String> = endings.iter().map(|(k, n)| format!("{n} {k}")).collect();
     eprintln!("a2a attempts ended: {}", endings.join("; "));
 
@@ -593,10 +607,11 @@ pub async fn check(
     let line = format!(
         "{} acknowledged ({} after a resend, {} never answered), {} attempts pushed to {} A2A agents; agent: {} \
          messages, {} sent more than once, {} tasks, {} answers dropped, {} look-ups ({} found a task), {} reads, \
-         {} cancels ({} tasks canceled, {} never finishing by themselves); {} tasks left working for ended attempts \
-         ({} of them known to Parley, {} working in all); {} attempts timed out though their task finished before \
-         the deadline; {} refused requests during faults | lost {} duplicated {} unexpected {} recovered {} (of {} \
-         in flight at faults)",
+         {} cancels ({} tasks canceled, {} never finishing by themselves); {} messages reached the agent after \
+         their attempt's accept deadline; {} tasks left working for ended attempts ({} of them known to Parley, \
+         {} working in all); {} accepted attempts timed out though their task had completed before the deadline; \
+         {} refused requests during faults | lost {} duplicated {} unexpected {} recovered {} (of {} in flight at \
+         faults)",
         acknowledged.len(),
         ledger.resent.load(Ordering::Relaxed),
         ledger.unanswered.load(Ordering::Relaxed),
@@ -612,6 +627,7 @@ pub async fn check(
         seen.cancels,
         canceled,
         hung,
+        sent_late,
         left,
         left_known,
         still,
