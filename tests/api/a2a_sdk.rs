@@ -94,14 +94,15 @@ async fn the_official_sdks_1_0_and_0_3_clients_delegate_through_parley_unchanged
                 .await
                 .unwrap();
                 assert!(connections <= 12, "{connections} connections while {STREAMS} streams are open");
-                // Of the pool's connections, the streams hold none: at most the workers' own
-                // polls are in use at this moment.
-                let (size, idle) = (app.pool.size() as usize, app.pool.num_idle());
-                assert!(
-                    size - idle <= 3,
-                    "{} of the pool's {size} connections in use beside {STREAMS} streams",
-                    size - idle
-                );
+                // Of the pool's connections, the streams hold none: only the timer workers'
+                // polls take one now and then (one per queue, for a moment). A stream that held
+                // one would be seen in every sample, so the fewest in use over a second counts.
+                let mut fewest = usize::MAX;
+                for _ in 0..20 {
+                    fewest = fewest.min(app.pool.size() as usize - app.pool.num_idle());
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                assert!(fewest <= 3, "at least {fewest} of the pool's connections in use beside {STREAMS} streams");
                 let started = std::time::Instant::now();
                 let got = app
                     .client
@@ -117,8 +118,7 @@ async fn the_official_sdks_1_0_and_0_3_clients_delegate_through_parley_unchanged
                     started.elapsed()
                 );
                 said.push(format!(
-                    "{connections} connections to the database, {} of the pool's {size} in use, with the streams open",
-                    size - idle
+                    "{connections} connections to the database, at least {fewest} of the pool's in use, with the streams open"
                 ));
                 stdin.write_all(b"go\n").await.unwrap();
                 stdin.flush().await.unwrap();
