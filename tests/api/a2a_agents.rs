@@ -327,6 +327,34 @@ async fn a_bindu_agent_registered_by_its_card_is_sent_its_delegations_and_their_
     delegations_reach(&app, &agent, &card_url).await;
 }
 
+/// Turn 1 of a negotiation as stored, once it is played (at most 40 s).
+#[derive(Debug, sqlx::FromRow)]
+struct Played {
+    action: String,
+    played_by: String,
+    agent_id: Option<String>,
+    fallback_reason: Option<String>,
+}
+
+async fn turn_one(app: &TestApp, negotiation: &str, agent: &RunningAgent) -> Played {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(40);
+    loop {
+        let row: Option<Played> = sqlx::query_as(
+            "SELECT action, played_by, agent_id::text, fallback_reason FROM messages
+              WHERE task_id = $1::uuid AND turn_number = 1",
+        )
+        .bind(negotiation)
+        .fetch_optional(&app.pool)
+        .await
+        .unwrap();
+        if let Some(row) = row {
+            return row;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "turn 1 was never played: {:#?}", agent.received());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 #[tokio::test]
 async fn an_sdk_agent_takes_its_users_negotiation_turn_end_to_end() {
     let agent = sdk_agent(&[("SDK_AGENT_TURN_ACTION", "accept")]).await;
@@ -342,22 +370,9 @@ async fn an_sdk_agent_takes_its_users_negotiation_turn_end_to_end() {
     assert!(got["data"].get("claimToken").is_none(), "the claim token was sent: {got:#}");
     assert_eq!(got["data"]["negotiationId"], id.as_str());
     // The agent's answer is the turn, played by it and applied under respond's rules.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    let played: (String, String, Option<String>) = loop {
-        let row: Option<(String, String, Option<String>)> = sqlx::query_as(
-            "SELECT action, played_by, agent_id::text FROM messages WHERE task_id = $1::uuid AND turn_number = 1",
-        )
-        .bind(&id)
-        .fetch_optional(&app.pool)
-        .await
-        .unwrap();
-        if let Some(row) = row {
-            break row;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "turn 1 was never played: {:#?}", agent.received());
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
-    assert_eq!(played, ("accept".to_owned(), "personal".to_owned(), Some(called.id.clone())));
+    let played = turn_one(&app, &id, &agent).await;
+    assert_eq!((played.action.as_str(), played.played_by.as_str()), ("accept", "personal"));
+    assert_eq!(played.agent_id.as_deref(), Some(called.id.as_str()));
     let view = app.wait_for(&id, Duration::from_secs(10), |v| v["status"] == "completed").await;
     assert_eq!(view["status"], "completed");
     assert!(agent.received().iter().all(|l| l["event"] != "cancel"));
@@ -373,22 +388,8 @@ async fn an_agents_answers_that_respond_refuses_hand_the_turn_back_after_three()
     let started = app.start(&crate::fixtures::good_match()).await;
     let id = started["negotiation"]["id"].as_str().unwrap().to_owned();
     // Each refused answer releases the turn with why; the third hands it to the system negotiator.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(40);
-    let played: (String, Option<String>) = loop {
-        let row: Option<(String, Option<String>)> = sqlx::query_as(
-            "SELECT played_by, fallback_reason FROM messages WHERE task_id = $1::uuid AND turn_number = 1",
-        )
-        .bind(&id)
-        .fetch_optional(&app.pool)
-        .await
-        .unwrap();
-        if let Some(row) = row {
-            break row;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "turn 1 was never played: {:#?}", agent.received());
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
-    assert_eq!(played, ("system".to_owned(), Some("hand_back".to_owned())));
+    let played = turn_one(&app, &id, &agent).await;
+    assert_eq!((played.played_by.as_str(), played.fallback_reason.as_deref()), ("system", Some("hand_back")));
     // Three claims, each sent under its own message id, none sent twice.
     let claims: i64 = sqlx::query_scalar("SELECT claim_generation FROM tasks WHERE task_id = $1::uuid")
         .bind(&id)
