@@ -128,9 +128,11 @@ def card(url):
         name="sdk-test-agent",
         description="A2A SDK test agent (reply, sleep, fail, text, negotiation turns).",
         version="1.0.0",
+        # SDK_AGENT_PROTOCOLS (default "1.0,0.3") lists the interfaces the card offers: "0.3"
+        # alone makes a client that prefers 1.0 speak 0.3 to the same endpoint.
         supported_interfaces=[
-            AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0"),
-            AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="0.3"),
+            AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version=v)
+            for v in os.environ.get("SDK_AGENT_PROTOCOLS", "1.0,0.3").split(",")
         ],
         capabilities=AgentCapabilities(streaming=True, push_notifications=False),
         default_input_modes=["application/json", "text/plain"],

@@ -1,5 +1,5 @@
 //! Agents that never poll: an agent served by the official A2A SDK's server (Python `a2a-sdk`,
-//! pinned, protocol 1.0) and a real Bindu agent (`bindu` on Python 3.12), each registered by
+//! pinned; spoken to in 1.0, and in 0.3 when its card offers only that) and a real Bindu agent (`bindu` on Python 3.12), each registered by
 //! its AgentCard URL and each sent its work by Parley: a delegation completed with the input
 //! received as data, a requester's cancel and a timeout reaching the agent as a cancel of its
 //! task, an output its capability's schema refuses failing the attempt with why; and a
@@ -225,10 +225,17 @@ fn ended(d: &Value) -> bool {
     !matches!(d["status"].as_str(), Some("request" | "accepted"))
 }
 
-/// The four delegation cases against a running agent registered at `card_url`.
-async fn delegations_reach(app: &TestApp, agent: &RunningAgent, card_url: &str) {
+/// The four delegation cases against a running agent registered at `card_url`, spoken to in
+/// `dialect`.
+async fn delegations_reach(app: &TestApp, agent: &RunningAgent, card_url: &str, dialect: &str) {
     let requester = app.register_agent("user-rhea").await;
     let (called, target) = register_by_card(app, "user-tomas", card_url).await;
+    let chosen: String = sqlx::query_scalar("SELECT dialect FROM agent_cards WHERE agent_id = $1::uuid")
+        .bind(&called.id)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(chosen, dialect);
 
     // Completed: the agent got the input as data and Parley's metadata; its output came back.
     let input = json!({"mode": "reply", "output": {"summary": "short"}, "text": "a long text"});
@@ -304,7 +311,7 @@ async fn an_sdk_agent_registered_by_its_card_is_sent_its_delegations_and_their_c
     let agent = sdk_agent(&[]).await;
     let app = spawn().await;
     let card_url = format!("{}/.well-known/agent-card.json", agent.base);
-    delegations_reach(&app, &agent, &card_url).await;
+    delegations_reach(&app, &agent, &card_url, "1.0").await;
     // Its calls are counted by method and outcome, and the last one shows on its card.
     let scraped = crate::metrics::scrape(&app).await;
     for method in ["send", "get", "cancel"] {
@@ -320,11 +327,19 @@ async fn an_sdk_agent_registered_by_its_card_is_sent_its_delegations_and_their_c
 }
 
 #[tokio::test]
+async fn an_sdk_agent_offering_only_0_3_is_spoken_to_in_0_3() {
+    let agent = sdk_agent(&[("SDK_AGENT_PROTOCOLS", "0.3")]).await;
+    let app = spawn().await;
+    let card_url = format!("{}/.well-known/agent-card.json", agent.base);
+    delegations_reach(&app, &agent, &card_url, "0.3").await;
+}
+
+#[tokio::test]
 async fn a_bindu_agent_registered_by_its_card_is_sent_its_delegations_and_their_cancels() {
     let agent = bindu_agent().await;
     let app = spawn().await;
     let card_url = format!("{}/.well-known/agent.json", agent.base);
-    delegations_reach(&app, &agent, &card_url).await;
+    delegations_reach(&app, &agent, &card_url, "bindu").await;
 }
 
 /// Turn 1 of a negotiation as stored, once it is played (at most 40 s).
