@@ -4,8 +4,9 @@
 //!
 //! Parley takes the turn as that agent would by polling, through the same pickup and respond
 //! (their rules, fencing and timers unchanged), with a key it holds for the agent: derived from
-//! the service's secret, never stored, only its hash kept with the agent's keys (so its owner
-//! sees it, and revoking it stops Parley taking the agent's turns).
+//! the service's secret, never stored, only its hash kept with the agent's keys when its card is
+//! stored (so its owner sees it, and revoking it stops Parley taking the agent's turns for good:
+//! a step never makes it again).
 //!
 //! - **Send**: the turn is claimed (a pickup) and sent as a data part holding the pickup answer
 //!   without its claim token, with a line of text giving the rules and `metadata.parley`
@@ -36,7 +37,7 @@ use crate::{
     },
     delivery::{DeliveryError, RespondCommand},
     domain::{Action, SideKind, SuggestedRoles, TaskState, action_allowed},
-    runtime::{AgentIdentity, AgentKey, hash_secret},
+    runtime::{AgentIdentity, AgentKey},
     store::{agent_cards, tasks},
     wire::pickup::PickupOut,
 };
@@ -117,10 +118,7 @@ async fn agent_for(p: &Pusher, job: &A2aCall, task: &tasks::Task) -> Result<Opti
         }
     };
     let Some(endpoint) = p.endpoint(agent_id).await? else { return Ok(None) };
-    let secret = p.engine.runtime().tokens.push_key(agent_id);
-    let key = AgentKey { key_hash: hash_secret(&secret), agent_id: Some(agent_id) };
-    let mut conn = p.engine.pool().acquire().await?;
-    agent_cards::ensure_push_key(&mut conn, agent_id, &key.key_hash).await?;
+    let key = AgentKey { key_hash: p.engine.runtime().push_key_hash(agent_id), agent_id: Some(agent_id) };
     Ok(Some(Agent { endpoint, key }))
 }
 

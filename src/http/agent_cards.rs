@@ -174,6 +174,7 @@ pub(super) async fn fetch(state: &AppState, owner: &str, url: &str) -> ApiResult
 
 /// Stores a fetched card for `agent_id`, in the caller's transaction.
 pub(super) async fn store(
+    state: &AppState,
     conn: &mut sqlx::PgConnection,
     agent_id: Uuid,
     fetched: &FetchedCard,
@@ -191,7 +192,10 @@ pub(super) async fn store(
         streaming: s.streaming,
         card: &fetched.document,
     };
-    Ok(agent_cards::put(conn, agent_id, &new, auth).await?)
+    let card = agent_cards::put(conn, agent_id, &new, auth).await?;
+    // The key Parley takes the agent's turns with (one its owner revoked stays revoked).
+    agent_cards::ensure_push_key(conn, agent_id, &state.engine.runtime().push_key_hash(agent_id)).await?;
+    Ok(card)
 }
 
 /// The agent's AgentCard as Parley keeps it.
@@ -248,7 +252,7 @@ pub async fn put_card(
     if !agent_cards::lock_live_agent(&mut tx, agent.agent_id).await? {
         return Err(ApiError::NotFound("agent"));
     }
-    let card = store(&mut tx, agent.agent_id, &fetched, change).await?;
+    let card = store(&state, &mut tx, agent.agent_id, &fetched, change).await?;
     tx.commit().await?;
     Ok(Json(card.into()))
 }

@@ -342,7 +342,7 @@ pub async fn create_agent(
     let card = match &fetched {
         Some(fetched) => {
             let change = auth.as_ref().map_or(AuthChange::Keep, AuthChange::Set);
-            Some(cards::store(&mut tx, agent.agent_id, fetched, change).await?)
+            Some(cards::store(&state, &mut tx, agent.agent_id, fetched, change).await?)
         }
         None => None,
     };

@@ -67,4 +67,11 @@ impl Runtime {
     pub fn wakeups(&self) -> &Arc<Wakeups> {
         &self.wakeups
     }
+
+    /// The hash of the API key Parley holds for agent `agent_id`, an agent it calls over A2A
+    /// (see [`TokenKey::push_key`]): stored with the agent's keys when its card is, and what
+    /// Parley takes its turns with.
+    pub fn push_key_hash(&self, agent_id: uuid::Uuid) -> Vec<u8> {
+        identity::hash_secret(&self.tokens.push_key(agent_id))
+    }
 }

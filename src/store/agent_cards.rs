@@ -242,8 +242,9 @@ pub async fn record_call(conn: &mut PgConnection, agent_id: Uuid, outcome: &str,
 pub const PUSH_KEY_PREFIX: &str = "pk_a2a_held_by_parley";
 
 /// Makes sure the key Parley holds for agent `agent_id` (whose hash is `key_hash`) exists:
-/// stored once, like any key, under [`PUSH_KEY_PREFIX`]. A key its owner revoked stays revoked
-/// (Parley then no longer takes the agent's turns).
+/// stored once, like any key, under [`PUSH_KEY_PREFIX`], when the agent's card is stored. A key
+/// its owner revoked stays revoked (Parley then no longer takes the agent's turns); storing the
+/// card again (`PUT .../agent-card`) makes it anew only once the revoked row is gone.
 pub async fn ensure_push_key(conn: &mut PgConnection, agent_id: Uuid, key_hash: &[u8]) -> sqlx::Result<()> {
     sqlx::query!(
         "INSERT INTO api_keys (api_key_id, agent_id, prefix, key_hash) VALUES ($1, $2, $3, $4)

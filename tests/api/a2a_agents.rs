@@ -425,3 +425,47 @@ async fn an_agents_answers_that_respond_refuses_hand_the_turn_back_after_three()
     let last = &listed.body["agents"][0]["lastCall"];
     assert!(last["outcome"].as_str().is_some_and(|o| o.ends_with(": ok")), "{last:#}");
 }
+
+#[tokio::test]
+async fn the_key_parley_holds_is_listed_with_the_agents_keys_and_revoking_it_stops_the_pushes() {
+    let agent = sdk_agent(&[]).await;
+    let app = spawn().await;
+    let card_url = format!("{}/.well-known/agent-card.json", agent.base);
+    let (called, _) = register_by_card(&app, "user-tomas", &card_url).await;
+    let owner = app.user_token("user-tomas");
+    let read = app.get(&format!("/api/agents/{}", called.id), &owner).await;
+    let keys = read.body["keys"].as_array().unwrap().clone();
+    let held: Vec<&Value> = keys.iter().filter(|k| k["prefix"] == "pk_a2a_held_by_parley").collect();
+    assert_eq!((keys.len(), held.len()), (2, 1), "{keys:#?}");
+    let revoked = app
+        .call(
+            Method::DELETE,
+            &format!("/api/agents/{}/keys/{}", called.id, held[0]["id"].as_str().unwrap()),
+            Some(&owner),
+            None,
+        )
+        .await;
+    assert!(revoked.status.is_success(), "{}", revoked.text);
+
+    // Tomas's turn parks; Parley no longer takes it for his agent, and it waits as for any agent.
+    let started = app.start(&crate::fixtures::good_match()).await;
+    let id = started["negotiation"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(started["negotiation"]["status"], "waiting_for_agent");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(agent.received().is_empty(), "{:#?}", agent.received());
+    let (state, turns, _) = app.snapshot(&id).await;
+    assert_eq!((state.as_str(), turns), ("waiting_for_agent", 1));
+    // Storing the card again does not bring the revoked key back.
+    let put = app
+        .call(
+            Method::PUT,
+            &format!("/api/agents/{}/agent-card", called.id),
+            Some(&owner),
+            Some(&json!({"agentCardUrl": card_url})),
+        )
+        .await;
+    assert_eq!(put.status, StatusCode::OK, "{}", put.text);
+    let read = app.get(&format!("/api/agents/{}", called.id), &owner).await;
+    let held = read.body["keys"].as_array().unwrap().iter().find(|k| k["prefix"] == "pk_a2a_held_by_parley").cloned();
+    assert!(held.is_some_and(|k| k["revokedAt"].is_string()), "{}", read.text);
+}
