@@ -156,27 +156,31 @@ BEGIN
 END
 $$;
 
--- Arms the first step of pushing attempt `p_attempt` of `p_delegation` to an agent Parley calls
--- (`A2aCall` with a `delegation` subject, key `a2a:delegation:{id}:{attempt}`), due at once.
-CREATE OR REPLACE FUNCTION parley_jobs.arm_a2a_delegation(p_delegation uuid, p_attempt integer) RETURNS void
+-- Arms the first step of a push to an agent Parley calls: an `A2aCall` whose `subject` is
+-- `p_subject`, under `p_key`, due at once. The two kinds below name their subject and key.
+CREATE OR REPLACE FUNCTION parley_jobs.arm_a2a_call(p_key text, p_subject json) RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM parley_jobs.arm('parley.a2a_call', 'a2a:delegation:' || p_delegation || ':' || p_attempt, parley_jobs.new_id(),
-        json_build_object('subject', json_build_object('kind', 'delegation', 'delegationId', p_delegation,
-                                                       'attempt', p_attempt))::text,
-        now(), 20);
+    PERFORM parley_jobs.arm('parley.a2a_call', p_key, parley_jobs.new_id(),
+        json_build_object('subject', p_subject)::text, now(), 20);
 END
 $$;
 
--- Arms the first step of pushing turn `p_turn` of `p_task` to an agent Parley calls
--- (`A2aCall` with a `turn` subject, key `a2a:turn:{task}:{turn}`), due at once.
+-- Pushing attempt `p_attempt` of `p_delegation` (key `a2a:delegation:{id}:{attempt}`).
+CREATE OR REPLACE FUNCTION parley_jobs.arm_a2a_delegation(p_delegation uuid, p_attempt integer) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM parley_jobs.arm_a2a_call('a2a:delegation:' || p_delegation || ':' || p_attempt,
+        json_build_object('kind', 'delegation', 'delegationId', p_delegation, 'attempt', p_attempt));
+END
+$$;
+
+-- Pushing turn `p_turn` of `p_task` (key `a2a:turn:{task}:{turn}`).
 CREATE OR REPLACE FUNCTION parley_jobs.arm_a2a_turn(p_task uuid, p_turn integer) RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM parley_jobs.arm('parley.a2a_call', 'a2a:turn:' || p_task || ':' || p_turn, parley_jobs.new_id(),
-        json_build_object('subject', json_build_object('kind', 'turn', 'taskId', p_task,
-                                                       'turnNumber', p_turn))::text,
-        now(), 20);
+    PERFORM parley_jobs.arm_a2a_call('a2a:turn:' || p_task || ':' || p_turn,
+        json_build_object('kind', 'turn', 'taskId', p_task, 'turnNumber', p_turn));
 END
 $$;
 

@@ -90,24 +90,17 @@ pub fn send(dialect: Dialect, m: &Outgoing<'_>) -> Request {
                 "metadata": metadata,
             }),
         },
-        Dialect::Bindu => Request {
-            method: "message/send",
-            params: json!({
-                "message": {
-                    "kind": "message",
-                    "messageId": m.message_id.to_string(),
-                    "contextId": m.message_id.to_string(),
-                    "taskId": m.message_id.to_string(),
-                    "role": "user",
-                    "parts": [
-                        {"kind": "data", "data": m.data, "text": m.data.to_string()},
-                        {"kind": "text", "text": m.text},
-                    ],
-                    "metadata": metadata,
-                },
-                "configuration": {"acceptedOutputModes": OUTPUT_MODES, "blocking": false},
-            }),
-        },
+        Dialect::Bindu => {
+            // 0.3's send with what Bindu also requires: the task named by Parley (the message
+            // id), a `text` beside the data part's data, and no metadata outside the message.
+            let mut bindu = send(Dialect::V0_3, m);
+            bindu.params["message"]["taskId"] = json!(m.message_id.to_string());
+            bindu.params["message"]["parts"][0]["text"] = json!(m.data.to_string());
+            if let Some(params) = bindu.params.as_object_mut() {
+                params.remove("metadata");
+            }
+            bindu
+        }
     }
 }
 

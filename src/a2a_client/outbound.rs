@@ -27,7 +27,7 @@ use super::{
     call::{self, Request},
     card::Dialect,
     credential::A2aAuth,
-    guard::{self, TargetRefused},
+    guard,
 };
 
 /// The most bytes of an answer that are read.
@@ -218,12 +218,6 @@ fn without_url(e: &reqwest::Error) -> String {
         cause = c.source();
     }
     last.unwrap_or_else(|| "connection failed".to_owned()).chars().take(200).collect()
-}
-
-impl From<TargetRefused> for CallError {
-    fn from(refused: TargetRefused) -> Self {
-        CallError::Refused(refused.to_string())
-    }
 }
 
 #[cfg(test)]

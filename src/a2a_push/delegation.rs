@@ -154,9 +154,7 @@ async fn follow(p: &Pusher, job: &A2aCall, endpoint: &Endpoint, read: &PushedAtt
         } else {
             a.deadline + chrono::Duration::seconds(1)
         };
-        let mut conn = p.engine.pool().acquire().await?;
-        parley_jobs::schedule_a2a_call(&mut conn, &next, at).await?;
-        return Ok(());
+        return p.arm(&next, at).await;
     }
     finish(p, read, &task).await
 }
@@ -166,15 +164,8 @@ async fn finish(p: &Pusher, read: &PushedAttempt, task: &RemoteTask) -> Result<(
     let said = |fallback: &str| task.message.clone().unwrap_or_else(|| fallback.to_owned());
     match (task.state, &task.output) {
         (RemoteState::Completed, Some(output)) => {
-            let (_, refused) = p
-                .delegations
-                .pushed_output(read.delegation.delegation_id, read.attempt.attempt, output)
-                .await
-                .map_err(HandlerError::new)?;
-            if let Some(why) = refused {
-                tracing::info!(delegation.id = %read.delegation.delegation_id, why, "a pushed attempt's output was refused");
-            }
-            Ok(())
+            let (delegation_id, attempt) = (read.delegation.delegation_id, read.attempt.attempt);
+            p.delegations.pushed_output(delegation_id, attempt, output).await.map_err(HandlerError::new)
         }
         (RemoteState::Completed, None) => {
             end(p, read, Event::Fail, "the agent's task completed without an output").await
@@ -203,8 +194,5 @@ async fn end(p: &Pusher, read: &PushedAttempt, event: Event, why: &str) -> Resul
 /// (by then the attempt's timer has ended the attempt, and the step only cancels).
 async fn retry(p: &Pusher, job: &A2aCall, until: chrono::DateTime<chrono::Utc>) -> Result<(), HandlerError> {
     let at = after(retry_delay(job.failures)).min(until + chrono::Duration::seconds(1));
-    let again = A2aCall { failures: job.failures + 1, ..job.clone() };
-    let mut conn = p.engine.pool().acquire().await?;
-    parley_jobs::schedule_a2a_call(&mut conn, &again, at).await?;
-    Ok(())
+    p.arm(&A2aCall { failures: job.failures + 1, ..job.clone() }, at).await
 }

@@ -118,22 +118,28 @@ impl Pusher {
             let mut conn = self.engine.pool().acquire().await?;
             agent_cards::begin_send(&mut conn, endpoint.agent_id, message.message_id).await?
         };
-        if !first && let Some(lookup) = call::lookup(endpoint.dialect, message.message_id) {
-            match self.call(endpoint, &lookup, "lookup").await {
-                Ok(result) => match call::read_lookup(endpoint.dialect, &result) {
-                    Ok(Some(task)) => return Ok(Ok(task)),
-                    Ok(None) => {}
-                    Err(e) => return Ok(Err(SendFailure::Unreadable(e))),
-                },
-                // "No such task" (or no way to list): the message started nothing there yet.
-                Err(CallError::Rpc { .. }) => {}
-                Err(e) => return Ok(Err(SendFailure::Call(e))),
+        if !first {
+            match self.lookup(endpoint, message.message_id).await {
+                Ok(Some(task)) => return Ok(Ok(task)),
+                Ok(None) => {}
+                Err(e) => return Ok(Err(e)),
             }
         }
         Ok(match self.call(endpoint, &call::send(endpoint.dialect, message), "send").await {
             Ok(result) => call::read_send(endpoint.dialect, &result).map_err(SendFailure::Unreadable),
             Err(e) => Err(SendFailure::Call(e)),
         })
+    }
+
+    /// The task the message `message_id` started at the agent, as the agent says (`None`: it
+    /// has none, or in 0.3 cannot say; a JSON-RPC error is read as "no such task").
+    async fn lookup(&self, endpoint: &Endpoint, message_id: Uuid) -> Result<Option<RemoteTask>, SendFailure> {
+        let Some(lookup) = call::lookup(endpoint.dialect, message_id) else { return Ok(None) };
+        match self.call(endpoint, &lookup, "lookup").await {
+            Ok(result) => call::read_lookup(endpoint.dialect, &result).map_err(SendFailure::Unreadable),
+            Err(CallError::Rpc { .. }) => Ok(None),
+            Err(e) => Err(SendFailure::Call(e)),
+        }
     }
 
     /// The task the message `message_id` started at the agent, when Parley began to send it
@@ -143,11 +149,14 @@ impl Pusher {
             let mut conn = self.engine.pool().acquire().await?;
             agent_cards::send_begun(&mut conn, message_id).await?
         };
-        let Some(lookup) = call::lookup(endpoint.dialect, message_id).filter(|_| begun) else { return Ok(None) };
-        Ok(match self.call(endpoint, &lookup, "lookup").await {
-            Ok(result) => call::read_lookup(endpoint.dialect, &result).ok().flatten(),
-            Err(_) => None,
-        })
+        Ok(if begun { self.lookup(endpoint, message_id).await.ok().flatten() } else { None })
+    }
+
+    /// Arms `next`, the next step of a push, to run at `at`.
+    async fn arm(&self, next: &A2aCall, at: DateTime<Utc>) -> Result<(), HandlerError> {
+        let mut conn = self.engine.pool().acquire().await?;
+        parley_jobs::schedule_a2a_call(&mut conn, next, at).await?;
+        Ok(())
     }
 
     /// Cancels the agent's task `remote` (best effort: a refusal is only logged).

@@ -145,12 +145,14 @@ async fn send(p: &Pusher, job: &A2aCall, agent: &Agent, task_id: Uuid, turn_numb
     if claim.task.id != task_id {
         // The agent's one claim is another turn of its user: that turn's step goes first.
         let other = A2aSubject::Turn { task_id: claim.task.id, turn_number: claim.task.turn_count };
-        let mut conn = p.engine.pool().acquire().await?;
-        if !parley_jobs::hurry_a2a_call(&mut conn, &other).await? {
-            parley_jobs::schedule_a2a_call(&mut conn, &A2aCall::first(other), chrono::Utc::now()).await?;
+        let hurried = {
+            let mut conn = p.engine.pool().acquire().await?;
+            parley_jobs::hurry_a2a_call(&mut conn, &other).await?
+        };
+        if !hurried {
+            p.arm(&A2aCall::first(other), chrono::Utc::now()).await?;
         }
-        parley_jobs::schedule_a2a_call(&mut conn, job, after(retry_delay(1))).await?;
-        return Ok(());
+        return p.arm(job, after(retry_delay(1))).await;
     }
     let generation = claim.task.claim_generation;
     let mut data = serde_json::to_value(PickupOut::of(&claim).map_err(|e| HandlerError::msg(format!("{e:?}")))?)?;
@@ -191,10 +193,7 @@ async fn send(p: &Pusher, job: &A2aCall, agent: &Agent, task_id: Uuid, turn_numb
     };
     if task.state.is_running() {
         let remote = task.id.clone().or_else(|| Some(message.message_id.to_string()));
-        let next = A2aCall { remote_task_id: remote, ..sent };
-        let mut conn = p.engine.pool().acquire().await?;
-        parley_jobs::schedule_a2a_call(&mut conn, &next, after(poll_delay(0))).await?;
-        return Ok(());
+        return p.arm(&A2aCall { remote_task_id: remote, ..sent }, after(poll_delay(0))).await;
     }
     answered(p, &sent, agent, &identity, &held, &task).await
 }
@@ -228,9 +227,7 @@ async fn follow(p: &Pusher, job: &A2aCall, agent: &Agent, task: &tasks::Task) ->
         }
         Err(e) if e.is_transient() && job.failures < HAND_BACK_AFTER => {
             let again = A2aCall { failures: job.failures + 1, ..job.clone() };
-            let mut conn = p.engine.pool().acquire().await?;
-            parley_jobs::schedule_a2a_call(&mut conn, &again, after(retry_delay(job.failures))).await?;
-            return Ok(());
+            return p.arm(&again, after(retry_delay(job.failures))).await;
         }
         Err(e) => {
             let held = Held { task_id: task.id, token };
@@ -238,10 +235,7 @@ async fn follow(p: &Pusher, job: &A2aCall, agent: &Agent, task: &tasks::Task) ->
         }
     };
     if remote_task.state.is_running() {
-        let next = A2aCall { polls: job.polls + 1, ..job.clone() };
-        let mut conn = p.engine.pool().acquire().await?;
-        parley_jobs::schedule_a2a_call(&mut conn, &next, after(poll_delay(job.polls))).await?;
-        return Ok(());
+        return p.arm(&A2aCall { polls: job.polls + 1, ..job.clone() }, after(poll_delay(job.polls))).await;
     }
     answered(p, job, agent, &identity, &Held { task_id: task.id, token }, &remote_task).await
 }
@@ -331,9 +325,7 @@ async fn failed(
         }
     }
     let again = A2aCall { failures, generation: None, remote_task_id: None, polls: 0, ..job.clone() };
-    let mut conn = p.engine.pool().acquire().await?;
-    parley_jobs::schedule_a2a_call(&mut conn, &again, after(retry_delay(failures))).await?;
-    Ok(())
+    p.arm(&again, after(retry_delay(failures))).await
 }
 
 #[cfg(test)]

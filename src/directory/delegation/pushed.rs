@@ -43,17 +43,6 @@ impl PushedAttempt {
     }
 }
 
-/// What became of an agent's finished task.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PushedEnd {
-    /// Completed with this output.
-    Completed,
-    /// Failed: the output did not match the schema (the reason says how).
-    OutputRefused,
-    /// The attempt had already moved on (ended, or replaced): nothing changed.
-    Stale,
-}
-
 impl Delegations {
     /// Attempt `attempt` of `delegation_id` as it stands, with the agent's task id; `None` when
     /// there is no such attempt.
@@ -118,20 +107,20 @@ impl Delegations {
     /// The agent's task for attempt `attempt` completed with `output`: checked against the
     /// attempt's output schema (on behalf of the target's owner), then the attempt completes and
     /// the delegation with it; an output the schema refuses fails the attempt with why (and the
-    /// delegation falls back as after any failure).
+    /// delegation falls back as after any failure). An attempt that had moved on is left as it is.
     pub async fn pushed_output(
         &self,
         delegation_id: Uuid,
         attempt: i32,
         output: &Value,
-    ) -> Result<(PushedEnd, Option<String>), DelegationError> {
+    ) -> Result<(), DelegationError> {
         // An agent built on protobuf's Value sends every number as a double.
         let output = &super::numbers::integral_doubles_as_integers(output.clone());
         let Some(read) = self.pushed_attempt(delegation_id, attempt).await? else {
-            return Ok((PushedEnd::Stale, None));
+            return Ok(());
         };
         if !read.is_live() || read.attempt.status != Status::Accepted {
-            return Ok((PushedEnd::Stale, None));
+            return Ok(());
         }
         let owner = {
             let mut conn = self.runtime.pool.acquire().await?;
@@ -144,20 +133,20 @@ impl Delegations {
             Err(other) => Some(format!("the agent's output could not be checked: {other}")),
         };
         if let Some(why) = refused {
-            let ended = self.pushed_ended(delegation_id, attempt, Event::Fail, &why).await?;
-            return Ok((if ended { PushedEnd::OutputRefused } else { PushedEnd::Stale }, Some(why)));
+            self.pushed_ended(delegation_id, attempt, Event::Fail, &why).await?;
+            return Ok(());
         }
         let mut tx = self.runtime.pool.begin().await?;
         let Some((d, a)) = lock_live(&mut tx, delegation_id, attempt).await? else {
-            return Ok((PushedEnd::Stale, None));
+            return Ok(());
         };
         if a.status != Status::Accepted || a.deadline <= Utc::now() {
-            return Ok((PushedEnd::Stale, None));
+            return Ok(());
         }
         end_attempt(self, &mut tx, &d, &a, Event::Complete, Some(output), None, &Screened::none()).await?;
         tx.commit().await?;
         self.wake_delegation(delegation_id, &[]);
-        Ok((PushedEnd::Completed, None))
+        Ok(())
     }
 
     /// The agent refused (`Event::Reject`) or failed (`Event::Fail`) attempt `attempt`, or could
