@@ -1,9 +1,10 @@
 -- One agent's trust (`GET /api/trust/{agentId}`), by the definition of `parley_trust_scores`
 -- without computing anyone else's: its components from its own counters (at most 90
 -- `agent_trust_days` rows, the owners of its counted attempts), its percentile among the stored
--- records of the rest of the population (`trust_records`, counted from the index on `raw`),
--- itself included once whether it has a record or not. The stored records are those of the
--- population as of the last daily roll (housekeeping recomputes the rows of an earlier day).
+-- records of the rest of the population (from `trust_score_counts`, the records per score: at
+-- most 10 001 rows however large the population), itself included once whether it has a
+-- record or not. The stored records are those of the population as of the last daily roll
+-- (housekeeping recomputes the rows of an earlier day).
 CREATE OR REPLACE FUNCTION parley_trust_of(p_agent uuid)
 RETURNS TABLE (agent_id uuid, health numeric, delegation numeric, raw numeric, percentile integer,
                events bigint, total_delegations bigint, successful_delegations bigint,
@@ -34,10 +35,11 @@ LANGUAGE sql STABLE AS $$
           FROM trust_requester_days q, today
          WHERE q.target_agent_id = p_agent AND q.day > today.d - 90
     ), others AS (
-        -- Every record but its own (counted from the index on `raw` alone, then its own taken
-        -- off), and of those, the ones strictly below its score.
-        SELECT (SELECT count(*) FROM trust_records) - (SELECT count(*) FROM trust_records x WHERE x.agent_id = p_agent) AS n,
-               (SELECT count(*) FROM trust_records x WHERE x.raw < s.raw)
+        -- Every record but its own (the counts per score, then its own record taken off), and
+        -- of those, the ones strictly below its score.
+        SELECT (SELECT coalesce(sum(k.n), 0) FROM trust_score_counts k)
+                 - (SELECT count(*) FROM trust_records x WHERE x.agent_id = p_agent) AS n,
+               (SELECT coalesce(sum(k.n), 0) FROM trust_score_counts k WHERE k.raw < s.raw)
                  - (SELECT count(*) FROM trust_records x WHERE x.agent_id = p_agent AND x.raw < s.raw) AS lower
           FROM scored s
     )

@@ -85,6 +85,7 @@ pub const DEFINITIONS: &[Definition] = &[
     definition!("parley_trust_day_share"),
     definition!("parley_trust_of"),
     definition!("parley_trust_provisional"),
+    definition!("parley_trust_score_counted"),
     definition!("parley_trust_scores"),
 ];
 

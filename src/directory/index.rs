@@ -151,19 +151,39 @@ async fn clean(conn: &mut PgConnection) -> sqlx::Result<bool> {
     sqlx::query_scalar!(r#"SELECT pg_current_xact_id_if_assigned() IS NULL AS "clean!""#).fetch_one(conn).await
 }
 
+/// One query per key. Its cost follows the capabilities of the kind, never the population:
+/// each capability's agent, current anonymous id and trust record are read by their keys (the
+/// `OFFSET 0` keeps that subquery a lookup per capability: joined freely, the planner would hash
+/// whole tables of agents and records for a few thousand capabilities), and the percentiles
+/// come from the counts per score (`trust_score_ranks`, at most 10 001 rows), ranked once and
+/// matched to the records by score.
 async fn build(conn: &mut PgConnection, key: Option<TaskType>, version: i64) -> sqlx::Result<Snapshot> {
     let entries = sqlx::query_as!(
         Entry,
-        r#"SELECT ai.anonymous_id AS "anonymous_agent_id: AnonymousId", ai.expires_at AS anonymous_expires_at,
-                  c.capability_id, c.updated_at, c.task_type, c.custom_type, c.input_schema, c.output_schema,
-                  c.estimated_latency_ms, c.estimated_cost_usd,
-                  t.percentile AS "trust_score_percentile!", t.provisional AS "provisional!",
-                  c.agent_id, a.owner_user_id, c.accept_delegations
-             FROM capabilities c
-             JOIN agents a ON a.agent_id = c.agent_id AND a.status = 'active'
-             JOIN anonymous_ids ai ON ai.agent_id = c.agent_id AND ai.current
-             JOIN trust_percentiles t ON t.agent_id = c.agent_id
-            WHERE c.enabled AND ($1::text IS NULL OR c.task_type = $1)"#,
+        r#"WITH ranks AS MATERIALIZED (
+               SELECT raw, percentile FROM trust_score_ranks
+           ), listed AS MATERIALIZED (
+               SELECT x.anonymous_id, x.expires_at, c.capability_id, c.updated_at, c.task_type, c.custom_type,
+                      c.input_schema, c.output_schema, c.estimated_latency_ms, c.estimated_cost_usd, x.raw,
+                      x.provisional, c.agent_id, x.owner_user_id, c.accept_delegations
+                 FROM capabilities c
+                 CROSS JOIN LATERAL (
+                     SELECT ai.anonymous_id, ai.expires_at, a.owner_user_id, t.raw, t.provisional
+                       FROM agents a
+                       JOIN anonymous_ids ai ON ai.agent_id = a.agent_id AND ai.current
+                       JOIN trust_records t ON t.agent_id = a.agent_id
+                      WHERE a.agent_id = c.agent_id AND a.status = 'active'
+                     OFFSET 0) x
+                WHERE c.enabled AND ($1::text IS NULL OR c.task_type = $1)
+           )
+           SELECT l.anonymous_id AS "anonymous_agent_id!: AnonymousId", l.expires_at AS "anonymous_expires_at!",
+                  l.capability_id AS "capability_id!", l.updated_at AS "updated_at!", l.task_type AS "task_type!",
+                  l.custom_type, l.input_schema AS "input_schema!", l.output_schema AS "output_schema!",
+                  l.estimated_latency_ms, l.estimated_cost_usd,
+                  k.percentile AS "trust_score_percentile!", l.provisional AS "provisional!",
+                  l.agent_id AS "agent_id!", l.owner_user_id AS "owner_user_id!",
+                  l.accept_delegations AS "accept_delegations!"
+             FROM listed l JOIN ranks k ON k.raw = l.raw"#,
         key.map(TaskType::as_str)
     )
     .fetch_all(conn)

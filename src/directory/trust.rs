@@ -24,14 +24,18 @@
 //! Two readers, one definition:
 //! - `GET /api/trust/:agentId` ([`of`]) computes the agent's numbers from its own daily counters
 //!   (`agent_trust_days`, at most 90 rows) with the SQL function `parley_trust_of`, fresh on
-//!   every read, and ranks it among the stored records of the rest of the population (a count
-//!   below its score on the index of `trust_records.raw`); no other agent's history is read;
-//! - discovery and ranking read the view `trust_percentiles`: the rank of each record's score
-//!   among the scores of `trust_records` (counted per distinct score: at most 10 001 of them),
-//!   one small row per agent of the population holding the numbers that depend on its own
-//!   counters. Those rows are written in the transactions that change their inputs (database
-//!   triggers on the counters and on capabilities), so the percentiles they give are as fresh
-//!   as the counters; no request reads any agent's history.
+//!   every read, and ranks it among the stored records of the rest of the population; no other
+//!   agent's history is read;
+//! - discovery and ranking read each agent's stored record (`trust_records`: one small row per
+//!   agent of the population holding the numbers that depend on its own counters) and the
+//!   percentile of its score (`trust_score_ranks`). Those rows are written in the transactions
+//!   that change their inputs (database triggers on the counters and on capabilities), so the
+//!   percentiles they give are as fresh as the counters; no request reads any agent's history.
+//!
+//! Ranking never reads the population: `trust_score_counts` holds how many records have each
+//! raw score (two decimals from 0 to 100, so at most 10 001 rows), kept by a deferred trigger
+//! on `trust_records` as records come, go and change score (`parley_trust_score_counted`), and
+//! a percentile is read from those counts alone. Its cost does not grow with the agents.
 //!
 //! The 30- and 90-day windows move at UTC midnight: the rows computed on an earlier day are
 //! recomputed by housekeeping ([`roll`], in batches of a few hundred agents, one transaction
@@ -83,15 +87,15 @@ pub async fn of(conn: &mut PgConnection, agent_id: Uuid) -> sqlx::Result<Trust> 
     .await
 }
 
-/// The percentile of one agent, as [`of`] gives it, read from the stored records: one count
-/// over `trust_records`, no agent's history. An agent without a record (outside the
-/// population: no capability and no recent record) is ranked by [`of`].
+/// The percentile of one agent, as [`of`] gives it, read from the stored records: its own
+/// record's score ranked by the counts per score (`trust_score_ranks`), no agent's history and
+/// no other record. An agent without a record (outside the population: no capability and no
+/// recent record) is ranked by [`of`].
 pub async fn percentile(conn: &mut PgConnection, agent_id: Uuid) -> sqlx::Result<i32> {
     let stored = sqlx::query_scalar!(
-        r#"SELECT CASE WHEN s.n <= 1 THEN 100 ELSE round(100.0 * s.lower / (s.n - 1))::integer END AS "percentile!"
-             FROM (SELECT raw FROM trust_records WHERE agent_id = $1) me,
-                  LATERAL (SELECT (SELECT count(*) FROM trust_records) AS n,
-                                  (SELECT count(*) FROM trust_records t WHERE t.raw < me.raw) AS lower) s"#,
+        r#"SELECT k.percentile AS "percentile!"
+             FROM trust_records r JOIN trust_score_ranks k ON k.raw = r.raw
+            WHERE r.agent_id = $1"#,
         agent_id
     )
     .fetch_optional(&mut *conn)

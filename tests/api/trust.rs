@@ -156,6 +156,7 @@ type TrustRow = (Uuid, f64, i32, i64, bool);
 
 async fn both_trusts(app: &TestApp) -> (Vec<TrustRow>, Vec<TrustRow>) {
     one_by_one_as_all_at_once(app).await;
+    assert_score_counts_exact(app).await;
     let full = sqlx::query_as(
         "SELECT agent_id, raw::float8, percentile, events, provisional FROM parley_trust_scores(NULL) ORDER BY agent_id",
     )
@@ -439,4 +440,103 @@ async fn each_counter_write_leaves_the_record_a_full_recomputation_gives() {
         .unwrap();
     let stored = incremental.iter().find(|r| r.0 == agents[0].id.parse::<Uuid>().unwrap()).unwrap();
     assert_eq!(health.parse::<f64>().unwrap(), (stored.1.parse::<f64>().unwrap() * 100.0).round() / 100.0);
+}
+
+/// The counts per raw score that every percentile is read from (`trust_score_counts`) are the
+/// records' own: what counting them gives, with no score counted below zero.
+async fn assert_score_counts_exact(app: &TestApp) {
+    let kept: Vec<(f64, i64)> =
+        sqlx::query_as("SELECT raw::float8, n FROM trust_score_counts WHERE n <> 0 ORDER BY raw")
+            .fetch_all(&app.pool)
+            .await
+            .unwrap();
+    let counted: Vec<(f64, i64)> =
+        sqlx::query_as("SELECT raw::float8, count(*) FROM trust_records GROUP BY raw ORDER BY raw")
+            .fetch_all(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(kept, counted);
+}
+
+/// Transactions that move records between scores at once (several statements each, taking
+/// the scores in any order; each its own agents, so only the counts are shared) all commit:
+/// the counts add no lock that two of them could take in opposite orders. The counts are
+/// exact after, and so are the percentiles read from them.
+#[tokio::test]
+async fn counts_per_score_stay_exact_when_records_move_at_once() {
+    let app = TestApp::spawn_with(|c| c.workers = false).await;
+    const WRITERS: usize = 8;
+    const AGENTS_EACH: usize = 4;
+    sqlx::query(
+        "INSERT INTO agents (agent_id, owner_user_id, name)
+         SELECT gen_random_uuid(), 'mover-' || i, 'mover' FROM generate_series(1, $1) i",
+    )
+    .bind((WRITERS * AGENTS_EACH) as i32)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    sqlx::query(
+        "INSERT INTO trust_records (agent_id, health, raw, events, as_of, provisional)
+         SELECT agent_id, 50, 50.00, 0, (now() AT TIME ZONE 'UTC')::date, true FROM agents
+          WHERE owner_user_id LIKE 'mover-%'",
+    )
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let movers: Vec<Uuid> =
+        sqlx::query_scalar("SELECT agent_id FROM agents WHERE owner_user_id LIKE 'mover-%' ORDER BY agent_id")
+            .fetch_all(&app.pool)
+            .await
+            .unwrap();
+    let writers = movers.chunks(AGENTS_EACH).enumerate().map(|(w, own)| {
+        let (pool, own) = (app.pool.clone(), own.to_vec());
+        tokio::spawn(async move {
+            for round in 0..25usize {
+                let mut tx = pool.begin().await?;
+                for (i, agent) in own.iter().enumerate() {
+                    // Scores from a handful, so that writers share them, in an order that
+                    // differs between writers and rounds.
+                    let raw = ((w * 7 + round * 3 + i * 5) % 6) as f64 * 10.0 + 0.25;
+                    sqlx::query("UPDATE trust_records SET raw = $2 WHERE agent_id = $1")
+                        .bind(agent)
+                        .bind(raw)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                if round % 5 == 0 {
+                    // A record leaves the population and comes back at another score.
+                    sqlx::query("DELETE FROM trust_records WHERE agent_id = $1").bind(own[0]).execute(&mut *tx).await?;
+                    sqlx::query(
+                        "INSERT INTO trust_records (agent_id, health, raw, events, as_of, provisional)
+                         VALUES ($1, 50, $2, 0, (now() AT TIME ZONE 'UTC')::date, true)",
+                    )
+                    .bind(own[0])
+                    .bind(((w + round) % 6) as f64 * 10.0 + 0.5)
+                    .execute(&mut *tx)
+                    .await?;
+                }
+                tx.commit().await?;
+            }
+            Ok::<(), sqlx::Error>(())
+        })
+    });
+    for writer in futures::future::join_all(writers).await {
+        writer.unwrap().expect("every moving transaction commits");
+    }
+    assert_score_counts_exact(&app).await;
+    let percentiles: Vec<(Uuid, i32)> =
+        sqlx::query_as("SELECT agent_id, percentile FROM trust_percentiles ORDER BY agent_id")
+            .fetch_all(&app.pool)
+            .await
+            .unwrap();
+    let ranked: Vec<(Uuid, i32)> = sqlx::query_as(
+        "SELECT agent_id,
+                CASE WHEN count(*) OVER () <= 1 THEN 100
+                     ELSE round(100.0 * (rank() OVER (ORDER BY raw) - 1) / (count(*) OVER () - 1))::integer END
+           FROM trust_records ORDER BY agent_id",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(percentiles, ranked);
 }
