@@ -92,11 +92,16 @@ pub async fn refresh_expired(
     custom_type: Option<&str>,
     ttl: Duration,
 ) -> sqlx::Result<()> {
+    // The expired current ids first, from their partial index (housekeeping leaves few or none),
+    // then their capabilities: asked the other way round, every capability of the kind is
+    // looked up in turn to find that none has an expired id.
     let expired = sqlx::query_scalar!(
-        r#"SELECT ai.agent_id FROM anonymous_ids ai
-            WHERE ai.current AND ai.expires_at <= now()
-              AND EXISTS (SELECT 1 FROM capabilities c
-                           WHERE c.agent_id = ai.agent_id AND c.enabled
+        r#"WITH expired AS MATERIALIZED (
+               SELECT agent_id FROM anonymous_ids WHERE current AND expires_at <= now()
+           )
+           SELECT e.agent_id AS "agent_id!" FROM expired e
+            WHERE EXISTS (SELECT 1 FROM capabilities c
+                           WHERE c.agent_id = e.agent_id AND c.enabled
                              AND ($1::text IS NULL OR c.task_type = $1) AND ($2::text IS NULL OR c.custom_type = $2))"#,
         task_type,
         custom_type
