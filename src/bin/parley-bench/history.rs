@@ -58,27 +58,51 @@ const BIG_USERS: usize = 5;
 const MAX_SAMPLES: usize = 9;
 const SAMPLE_BUDGET: Duration = Duration::from_secs(45);
 
-/// Runs the phase for each size of `sizes`, on a database of its own that is dropped after it.
+/// Runs the phase for each size of `sizes`, on a database of its own that is dropped after it
+/// (with `keep`, renamed `parley_history_<N>` instead, and not pruned). When 0 comes before a
+/// larger size, the empty database stays up to the end: each larger size's turn cycles are also
+/// measured in windows that alternate with the empty database's ([`paired_cycles`]).
 pub async fn history(
     server: &Server,
     sizes: &[u64],
+    keep: bool,
     pool_size: u32,
     agents: usize,
     r: &mut Results,
 ) -> anyhow::Result<()> {
+    let pairing = sizes.iter().skip_while(|&&n| n != 0).any(|&n| n > 0);
+    let mut baseline: Option<String> = None;
+    let mut outcome = Ok(());
     for &n in sizes {
         let db = server.create_scratch(&format!("h{n}")).await?;
-        let outcome = one_size(server, &db, n, pool_size, agents, r).await;
-        server.drop_scratch(&db).await;
-        outcome.with_context(|| format!("history phase at {n}"))?;
+        let base = baseline.as_deref().map(|b| server.url(b)).transpose()?;
+        let run = one_size(server, &db, n, keep, base.as_deref(), pool_size, agents, r).await;
+        if keep && run.is_ok() {
+            let kept = format!("parley_history_{n}");
+            server.rename_scratch(&db, &kept).await?;
+            note(format!("history {n}: kept as database {kept}"));
+        } else if n == 0 && pairing && run.is_ok() && baseline.is_none() {
+            baseline = Some(db);
+        } else {
+            server.drop_scratch(&db).await;
+        }
+        outcome = run.with_context(|| format!("history phase at {n}"));
+        if outcome.is_err() {
+            break;
+        }
     }
-    Ok(())
+    if let Some(b) = baseline {
+        server.drop_scratch(&b).await;
+    }
+    outcome
 }
 
 async fn one_size(
     server: &Server,
     db: &str,
     n: u64,
+    keep: bool,
+    baseline: Option<&str>,
     pool_size: u32,
     agents: usize,
     r: &mut Results,
@@ -148,7 +172,7 @@ async fn one_size(
             Bench::shutdown(b).await;
         }
         let t = Instant::now();
-        bench = Some(Bench::start(&url, pool_size).await?);
+        bench = Some(Bench::start_with(&url, pool_size, hold_parked_turns).await?);
         // `Bench::start` waits 300 ms after the service is ready; that is not start-up.
         startups.push(ms_since(t) - 300.0);
     }
@@ -173,7 +197,12 @@ async fn one_size(
                 r.set(key(k), v.clone());
             }
         }
-        prune_beside_cycles(&bench, &plan, agents, n, r).await?;
+        if let Some(base) = baseline {
+            paired_cycles(&bench, base, pool_size, &plan, agents, n, r).await?;
+        }
+        if !keep {
+            prune_beside_cycles(&bench, &plan, agents, n, r).await?;
+        }
         anyhow::Ok(())
     }
     .await;
@@ -182,6 +211,15 @@ async fn one_size(
         Err(_) => note("the service is still referenced; not waiting for its shutdown"),
     }
     outcome
+}
+
+/// The one setting the phase's service differs in from `parley serve`'s defaults: a turn parked
+/// for an agent not yet seen waits as long as any other (a day) before the system negotiator
+/// takes it. Each turn-cycle window creates its negotiations before its agents first poll, and
+/// leaves some unfinished; with the offline window (5 minutes) those would all fall back at once
+/// in a later window, and that window would measure them instead of its own cycles.
+fn hold_parked_turns(c: &mut parley::Config) {
+    c.park_timeout_offline = c.park_timeout;
 }
 
 /// Waits until the service's insights backfill has rolled up every source; returns the seconds
@@ -199,6 +237,57 @@ async fn wait_for_backfill(conn: &mut PgConnection, n: u64) -> anyhow::Result<f6
         ensure!(t.elapsed() < Duration::from_secs(3600), "the insights backfill did not finish within an hour");
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
+}
+
+/// Windows of paired turn cycles: the empty database's (`baseline`, its own service started
+/// beside this one for the pairs) and this size's, alternating 0, N, N, 0, 0, N, N, 0, so that
+/// a drift of the machine during the pairs weighs on both sides alike. Each pair gives the
+/// ratio N / 0 of its two windows; the median of the four is the figure
+/// (`history_<N>_paired_cycles_ratio`), beside every window's rate.
+async fn paired_cycles(
+    bench: &std::sync::Arc<Bench>,
+    baseline: &str,
+    pool_size: u32,
+    plan: &Plan,
+    agents: usize,
+    n: u64,
+    r: &mut Results,
+) -> anyhow::Result<()> {
+    let key = |path: &str| format!("history_{n}_{path}");
+    let empty = std::sync::Arc::new(Bench::start_with(baseline, pool_size, hold_parked_turns).await?);
+    let mut rates = Vec::new();
+    let mut ratios = Vec::new();
+    let outcome = async {
+        for pair in 0..4 {
+            let order = if pair % 2 == 0 { [&empty, bench] } else { [bench, &empty] };
+            let mut got = [0.0f64; 2];
+            for (side, b) in order.into_iter().enumerate() {
+                let mut cyc = Results::new();
+                cycles::turn_cycles(b, plan, agents, &mut cyc).await?;
+                got[side] = cyc.get("turn_cycles_per_s").and_then(|v| v.as_f64()).context("a turn-cycle rate")?;
+            }
+            let (zero, full) = if pair % 2 == 0 { (got[0], got[1]) } else { (got[1], got[0]) };
+            note(format!("history {n}: paired turn cycles, pair {pair}: 0 -> {zero:.1}/s, {n} -> {full:.1}/s"));
+            rates.push((zero, full));
+            ratios.push(full / zero);
+        }
+        anyhow::Ok(())
+    }
+    .await;
+    match std::sync::Arc::try_unwrap(empty) {
+        Ok(b) => b.shutdown().await,
+        Err(_) => note("the empty database's service is still referenced; not waiting for its shutdown"),
+    }
+    outcome?;
+    let mut sorted = ratios.clone();
+    sorted.sort_by(f64::total_cmp);
+    let median = (sorted[1] + sorted[2]) / 2.0;
+    r.set_rounded(key("paired_cycles_ratio"), median, 3);
+    r.set(key("paired_cycles_ratios"), ratios.iter().map(|x| (x * 1000.0).round() / 1000.0).collect::<Vec<_>>());
+    r.set(key("paired_cycles_empty_per_s"), rates.iter().map(|p| p.0.round()).collect::<Vec<_>>());
+    r.set(key("paired_cycles_full_per_s"), rates.iter().map(|p| p.1.round()).collect::<Vec<_>>());
+    note(format!("history {n}: paired turn cycles: N / 0 per pair {ratios:.3?}, median {median:.3}"));
+    Ok(())
 }
 
 /// Prunes the history down to a 30-day retention, as housekeeping does (batches of 1 000, each

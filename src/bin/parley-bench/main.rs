@@ -84,6 +84,11 @@ struct Args {
     /// seeded before its measurements, each size on a scratch database of its own.
     #[arg(long, value_delimiter = ',', default_values_t = [0u64, 100_000])]
     history: Vec<u64>,
+    /// Keep each size's history database after the phase, renamed `parley_history_<N>` (it is
+    /// dropped and made afresh by the next kept run), and skip the pruning, so that the year as
+    /// seeded can be looked at by hand (`EXPLAIN ANALYZE` on the very rows measured).
+    #[arg(long)]
+    history_keep: bool,
 }
 
 /// Sizes of one run.
@@ -192,7 +197,8 @@ async fn run(args: Args) -> anyhow::Result<Results> {
                 liveness::liveness_overhead(&bench, &plan, args.agents, &mut r).await?;
             }
             if named("history") {
-                history::history(&server, &args.history, args.pool_size, args.agents, &mut r).await?;
+                history::history(&server, &args.history, args.history_keep, args.pool_size, args.agents, &mut r)
+                    .await?;
             }
             anyhow::Ok(())
         }

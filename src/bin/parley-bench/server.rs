@@ -86,6 +86,15 @@ impl Server {
         }
     }
 
+    /// Renames a database made by [`Server::create_scratch`] to `to` (dropping any database of
+    /// that name first), so that the run's end leaves it in place.
+    pub async fn rename_scratch(&self, name: &str, to: &str) -> anyhow::Result<()> {
+        let mut conn = PgConnection::connect(&self.admin_url).await.context("connecting to PostgreSQL")?;
+        drop_database(&mut conn, to).await?;
+        sqlx::query(sqlx::AssertSqlSafe(format!("ALTER DATABASE {name} RENAME TO {to}"))).execute(&mut conn).await?;
+        Ok(())
+    }
+
     /// `pgbench` with the server's host, port and user, on the pgbench scratch database.
     pub fn pgbench(&self, args: &[String]) -> anyhow::Result<String> {
         self.pgbench_on(&self.pgbench_db, args)
