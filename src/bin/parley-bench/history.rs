@@ -76,7 +76,7 @@ pub async fn history(
     for &n in sizes {
         let db = server.create_scratch(&format!("h{n}")).await?;
         let base = baseline.as_deref().map(|b| server.url(b)).transpose()?;
-        let run = one_size(server, &db, n, keep, base.as_deref(), pool_size, agents, r).await;
+        let run = one_size(&server.url(&db)?, n, keep, base.as_deref(), pool_size, agents, r).await;
         if keep && run.is_ok() {
             let kept = format!("parley_history_{n}");
             server.rename_scratch(&db, &kept).await?;
@@ -98,8 +98,7 @@ pub async fn history(
 }
 
 async fn one_size(
-    server: &Server,
-    db: &str,
+    url: &str,
     n: u64,
     keep: bool,
     baseline: Option<&str>,
@@ -107,10 +106,9 @@ async fn one_size(
     agents: usize,
     r: &mut Results,
 ) -> anyhow::Result<()> {
-    let url = server.url(db)?;
     let key = |path: &str| format!("history_{n}_{path}");
     note(format!("history {n}: making the templates through the API"));
-    let templates = Bench::start_with(&url, pool_size, |c| {
+    let templates = Bench::start_with(url, pool_size, |c| {
         c.pvp_timeout = Duration::from_secs(3);
         c.park_timeout = Duration::from_secs(1);
         c.park_timeout_offline = Duration::from_secs(1);
@@ -126,7 +124,7 @@ async fn one_size(
 
     note(format!("history {n}: cloning {n} negotiations and {n} delegations in SQL"));
     let began = Instant::now();
-    let mut conn = PgConnection::connect(&url).await?;
+    let mut conn = PgConnection::connect(url).await?;
     seed(&mut conn, n).await?;
     let seed_s = began.elapsed().as_secs_f64();
     let bytes: i64 = sqlx::query_scalar("SELECT pg_database_size(current_database())").fetch_one(&mut conn).await?;
@@ -172,7 +170,7 @@ async fn one_size(
             Bench::shutdown(b).await;
         }
         let t = Instant::now();
-        bench = Some(Bench::start_with(&url, pool_size, hold_parked_turns).await?);
+        bench = Some(Bench::start_with(url, pool_size, hold_parked_turns).await?);
         // `Bench::start` waits 300 ms after the service is ready; that is not start-up.
         startups.push(ms_since(t) - 300.0);
     }
