@@ -125,12 +125,20 @@ pub struct Outbound {
     per_agent: Arc<Mutex<HashMap<Uuid, Arc<Semaphore>>>>,
 }
 
+/// How long an idle connection to an agent is kept for the next call.
+const IDLE_CONNECTION: std::time::Duration = std::time::Duration::from_secs(4);
+
 impl Outbound {
     /// The calls, bounded by `limits`.
     pub fn new(limits: Limits) -> anyhow::Result<Outbound> {
         let client = guard::client_builder(limits.allow_private)
             .timeout(limits.timeout)
             .connect_timeout(limits.timeout)
+            // An idle connection is dropped before the agent's server would close it: servers
+            // commonly close idle connections after 5 s (uvicorn, Node), and a request sent on
+            // one just as the server closes it fails with "connection closed before message
+            // completed", a call lost to the pool rather than to the agent.
+            .pool_idle_timeout(IDLE_CONNECTION)
             .build()?;
         Ok(Outbound { client, limits, total: Arc::new(Semaphore::new(limits.total.max(1))), per_agent: Arc::default() })
     }
