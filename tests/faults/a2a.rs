@@ -39,7 +39,7 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::{Lcg, Report};
-use crate::delegations::Agent;
+use crate::delegations::{self, Agent};
 
 /// The task type the A2A agents offer and the requesters ask for.
 const TASK_TYPE: &str = "translation";
@@ -309,24 +309,7 @@ pub async fn cast(client: &reqwest::Client, base: &str, jwt: &JwtKeys, server: &
             "inputSchema": {"type": "object", "required": ["text"]},
             "outputSchema": {"type": "object", "required": ["summary"], "properties": {"summary": {"type": "string"}}},
         });
-        let put = client
-            .put(format!("{base}/api/agents/{id}/capabilities"))
-            .header("x-api-key", &key)
-            .json(&capability)
-            .send()
-            .await
-            .unwrap();
-        assert!(put.status().is_success(), "capability refused: {}", put.text().await.unwrap_or_default());
-        let put: Value = put.json().await.unwrap();
-        let capability_id = put["capability"]["id"].as_str().unwrap();
-        let changed = client
-            .put(format!("{base}/api/agents/{id}/capabilities/{capability_id}/permissions"))
-            .header("x-api-key", &key)
-            .json(&json!({"inboundRateLimit": 10000}))
-            .send()
-            .await
-            .unwrap();
-        assert!(changed.status().is_success(), "permissions refused: {}", changed.text().await.unwrap_or_default());
+        delegations::offer(client, base, (&id, &key), &capability, &json!({"inboundRateLimit": 10000})).await;
         agents.push((id, key));
     }
     agents

@@ -53,27 +53,38 @@ async fn register(
         let r = post_for_json(client, &format!("{base}/api/agents"), &token, &json!({ "name": prefix })).await;
         let (id, key) =
             (r["agent"]["id"].as_str().unwrap().to_owned(), r["apiKey"]["key"].as_str().unwrap().to_owned());
-        let put = client
-            .put(format!("{base}/api/agents/{id}/capabilities"))
-            .header("x-api-key", &key)
-            .json(&capability(i))
-            .send()
-            .await
-            .unwrap();
-        assert!(put.status().is_success(), "capability refused: {}", put.text().await.unwrap_or_default());
-        let put: Value = put.json().await.unwrap();
-        let capability_id = put["capability"]["id"].as_str().unwrap();
-        let changed = client
-            .put(format!("{base}/api/agents/{id}/capabilities/{capability_id}/permissions"))
-            .header("x-api-key", &key)
-            .json(permissions)
-            .send()
-            .await
-            .unwrap();
-        assert!(changed.status().is_success(), "permissions refused: {}", changed.text().await.unwrap_or_default());
+        offer(client, base, (&id, &key), &capability(i), permissions).await;
         agents.push((id, key));
     }
     agents
+}
+
+/// Puts `capability` on the agent (`id`, `key`), then sets its `permissions`.
+pub async fn offer(
+    client: &reqwest::Client,
+    base: &str,
+    (id, key): (&str, &str),
+    capability: &Value,
+    permissions: &Value,
+) {
+    let put = client
+        .put(format!("{base}/api/agents/{id}/capabilities"))
+        .header("x-api-key", key)
+        .json(capability)
+        .send()
+        .await
+        .unwrap();
+    assert!(put.status().is_success(), "capability refused: {}", put.text().await.unwrap_or_default());
+    let put: Value = put.json().await.unwrap();
+    let capability_id = put["capability"]["id"].as_str().unwrap();
+    let changed = client
+        .put(format!("{base}/api/agents/{id}/capabilities/{capability_id}/permissions"))
+        .header("x-api-key", key)
+        .json(permissions)
+        .send()
+        .await
+        .unwrap();
+    assert!(changed.status().is_success(), "permissions refused: {}", changed.text().await.unwrap_or_default());
 }
 
 /// Targets with a code-review capability, ranked by cost; requesters with a capability of their

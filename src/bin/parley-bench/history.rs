@@ -253,21 +253,27 @@ async fn paired_cycles(
 ) -> anyhow::Result<()> {
     let key = |path: &str| format!("history_{n}_{path}");
     let empty = std::sync::Arc::new(Bench::start_with(baseline, pool_size, hold_parked_turns).await?);
-    let mut rates = Vec::new();
-    let mut ratios = Vec::new();
+    let rate = |b: &std::sync::Arc<Bench>| {
+        let b = b.clone();
+        async move {
+            let mut cyc = Results::new();
+            cycles::turn_cycles(&b, plan, agents, &mut cyc).await?;
+            cyc.get("turn_cycles_per_s").and_then(|v| v.as_f64()).context("a turn-cycle rate")
+        }
+    };
+    // (0, N) per pair, each pair measured in its own order.
+    let mut rates: Vec<(f64, f64)> = Vec::new();
     let outcome = async {
         for pair in 0..4 {
-            let order = if pair % 2 == 0 { [&empty, bench] } else { [bench, &empty] };
-            let mut got = [0.0f64; 2];
-            for (side, b) in order.into_iter().enumerate() {
-                let mut cyc = Results::new();
-                cycles::turn_cycles(b, plan, agents, &mut cyc).await?;
-                got[side] = cyc.get("turn_cycles_per_s").and_then(|v| v.as_f64()).context("a turn-cycle rate")?;
-            }
-            let (zero, full) = if pair % 2 == 0 { (got[0], got[1]) } else { (got[1], got[0]) };
+            let (zero, full) = if pair % 2 == 0 {
+                let zero = rate(&empty).await?;
+                (zero, rate(bench).await?)
+            } else {
+                let full = rate(bench).await?;
+                (rate(&empty).await?, full)
+            };
             note(format!("history {n}: paired turn cycles, pair {pair}: 0 -> {zero:.1}/s, {n} -> {full:.1}/s"));
             rates.push((zero, full));
-            ratios.push(full / zero);
         }
         anyhow::Ok(())
     }
@@ -277,6 +283,7 @@ async fn paired_cycles(
         Err(_) => note("the empty database's service is still referenced; not waiting for its shutdown"),
     }
     outcome?;
+    let ratios: Vec<f64> = rates.iter().map(|(zero, full)| full / zero).collect();
     let mut sorted = ratios.clone();
     sorted.sort_by(f64::total_cmp);
     let median = (sorted[1] + sorted[2]) / 2.0;
