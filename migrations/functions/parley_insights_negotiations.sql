@@ -11,7 +11,10 @@
 --   that of the turn before it (or the negotiation's start, for turn 0), bucketed;
 -- - each turn the system negotiator played on a personal agent's seat (a fallback);
 -- - each term named missing (`missing: a, b` up to a `;`, a line's end or a sentence's end;
---   `none` and `(+N more)` dropped) in the reasoning of counter and reject turns.
+--   `none` and `(+N more)` dropped) in the reasoning of counter and reject turns: the first ten
+--   terms a turn names (as many as the system negotiator ever lists), each of at most 64
+--   characters (a longer one is not counted), so that one turn adds at most ten keys per scope
+--   however many it names: a personal agent's reasoning is its own to write.
 --
 -- The backfill counts into shard 0 (`into_shard`), the rows that hold a finished day. Every row
 -- a live ending touches is in the shard of its negotiation, and the rows are upserted in
@@ -91,19 +94,29 @@ BEGIN
     ), ended AS (
         SELECT * FROM seats WHERE own_side IS NULL
     ), turns AS (
-        SELECT m.task_id, m.side, m.action, m.played_by,
+        SELECT m.task_id, m.side, m.turn_number, m.action, m.played_by,
                m.parts -> 0 -> 'data' -> 'assessment' ->> 'reasoning' AS reasoning,
                extract(epoch FROM m.created_at - coalesce(
                    lag(m.created_at) OVER (PARTITION BY m.task_id ORDER BY m.turn_number),
                    e.created_at))::float8 AS wait
           FROM ended e JOIN messages m ON m.task_id = e.task_id
-    ), objections AS (
-        SELECT x.task_id, x.side, lower(btrim(rtrim(btrim(term), '.'))) AS term
+    ), named AS (
+        SELECT x.task_id, x.side, x.turn_number, found.n, listed.i,
+               lower(btrim(rtrim(btrim(listed.term), '.'))) AS term
           FROM turns x
-         CROSS JOIN LATERAL regexp_matches(x.reasoning, 'missing: ((?:[^;.\n]|\.(?=\S))*)', 'g') AS found(g)
+         CROSS JOIN LATERAL regexp_matches(x.reasoning, 'missing: ((?:[^;.\n]|\.(?=\S))*)', 'g')
+                   WITH ORDINALITY AS found(g, n)
          CROSS JOIN LATERAL unnest(string_to_array(
-                   regexp_replace(found.g[1], '\s*\(\+\d+ more\)', '', 'g'), ',')) AS term
+                   regexp_replace(found.g[1], '\s*\(\+\d+ more\)', '', 'g'), ','))
+                   WITH ORDINALITY AS listed(term, i)
          WHERE x.action IN ('counter', 'reject')
+    ), objections AS (
+        SELECT task_id, side, term
+          FROM (SELECT task_id, side, term,
+                       row_number() OVER (PARTITION BY task_id, turn_number ORDER BY n, i) AS nth
+                  FROM named
+                 WHERE term <> '' AND term <> 'none') t
+         WHERE nth <= 10 AND char_length(term) <= 64
     ), keyed AS (
         SELECT scope, day, shard, 'turns' AS kind, turn_count::text AS key FROM seats
         UNION ALL
@@ -117,7 +130,6 @@ BEGIN
         UNION ALL
         SELECT s.scope, s.day, s.shard, 'objection', o.term
           FROM seats s JOIN objections o ON o.task_id = s.task_id AND (s.own_side IS NULL OR o.side = s.own_side)
-         WHERE o.term <> '' AND o.term <> 'none'
     )
     INSERT INTO insight_counts AS c (scope, day, kind, key, shard, n)
     SELECT scope, day, kind, key, shard, count(*)

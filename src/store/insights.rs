@@ -28,9 +28,11 @@
 //! - **Objections** are the terms named missing (`missing: a, b`, as the system negotiator
 //!   phrases its reasoning, up to a `;`, a line's end or a sentence's end; `none` and a
 //!   trailing `(+N more)` are dropped, terms are compared in lower case, and a hyphenated term
-//!   such as `part-time` stays one term) in the reasoning of `counter` and `reject` turns. For a
-//!   user only the user's *own side's* turns count, never the other side's private reasoning.
-//!   The ten most named terms, per day and in total.
+//!   such as `part-time` stays one term) in the reasoning of `counter` and `reject` turns: the
+//!   first ten terms a turn names, each of at most 64 characters, so that an agent naming
+//!   thousands adds ten keys per scope at most. For a user only the user's *own side's* turns
+//!   count, never the other side's private reasoning. The ten most named terms, per day and in
+//!   total.
 //!
 //! Means and medians are rounded to two decimals: they are read by people, and more digits
 //! than that carry no meaning.

@@ -239,6 +239,27 @@ async fn figures_are_rounded_and_hyphenated_terms_stay_whole() {
     }
 }
 
+#[tokio::test]
+async fn one_turn_adds_at_most_ten_objections_however_many_it_names() {
+    let app = TestApp::spawn_with(|c| c.turn_caps.personal = 2).await;
+    let [maya, tomas] = app.register_agents(["user-maya", "user-tomas"]).await;
+    use By::{Maya, Tomas};
+    // Tomas's agent names 1 200 terms missing (its reasoning near the 10 000 characters it may
+    // have), and a term of 80 characters among the first.
+    let mut named: Vec<String> = (0..1_200).map(|i| format!("t{i}")).collect();
+    named[2] = "x".repeat(80);
+    let reasoning = format!("missing: {}", named.join(", "));
+    play(&app, &maya, &tomas, &[(Maya, "propose", "Proposing Tomas"), (Tomas, "counter", &reasoning)]).await;
+    let rows = app.counted("SELECT count(*) FROM insight_counts WHERE kind = 'objection'").await;
+    assert_eq!(rows, 18, "nine terms counted, for everyone and for Tomas");
+    let counted = terms(&got_total(&app, "user-tomas").await);
+    let expected: Vec<(String, i64)> =
+        ["t0", "t1", "t3", "t4", "t5", "t6", "t7", "t8", "t9"].iter().map(|t| (t.to_string(), 1)).collect();
+    let mut sorted = counted.clone();
+    sorted.sort();
+    assert_eq!(sorted, expected, "the first ten named, the one too long left out: {counted:?}");
+}
+
 async fn got_total(app: &TestApp, user: &str) -> Value {
     app.get("/api/insights", &app.user_token(user)).await.body["total"].clone()
 }
