@@ -347,6 +347,28 @@ async fn a_flood_of_bad_keys_never_locks_out_valid_credentials_from_the_same_add
 }
 
 #[tokio::test]
+async fn failures_from_many_loopback_addresses_count_as_one_machines() {
+    let app = TestApp::spawn_with(|c| {
+        c.auth_failure_burst = 10;
+        c.auth_failure_refill = Duration::from_secs(600);
+    })
+    .await;
+    // Twenty loopback addresses (127.0.0.1 to 127.0.0.20, all this machine) sending bad keys:
+    // each address within the burst, together twenty times past it.
+    let mut statuses = Vec::new();
+    for n in 1..=20u8 {
+        let from = reqwest::Client::builder().local_address(std::net::IpAddr::from([127, 0, 0, n])).build().unwrap();
+        for k in 0..3 {
+            let sent = from.get(format!("{}/api/opportunities", app.base)).bearer_auth(format!("bad-{n}-{k}"));
+            statuses.push(sent.send().await.unwrap().status());
+        }
+    }
+    let refused = statuses.iter().filter(|s| **s == StatusCode::TOO_MANY_REQUESTS).count();
+    assert_eq!(statuses.iter().filter(|s| **s == StatusCode::UNAUTHORIZED).count(), 10, "{statuses:?}");
+    assert_eq!(refused, 50, "the machine's budget is one: {statuses:?}");
+}
+
+#[tokio::test]
 async fn a_body_trickled_a_byte_at_a_time_is_cut_off_at_its_deadline() {
     // Each byte comes well within the per-part timeout; the whole body never comes in time.
     let app = TestApp::spawn_with(|c| {
