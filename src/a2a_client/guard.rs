@@ -15,7 +15,9 @@
 //!   (and the scheme, and credentials in the URL) before each request, and the redirect policy
 //!   does the same for every redirect target;
 //! - proxies from the environment are not used (a proxy would resolve the name instead);
-//! - redirects stay on the same host, at most [`MAX_REDIRECTS`], never from https to http.
+//! - redirects stay within the origin first asked for (the same scheme, host and port: another
+//!   port of the same host is another server, maybe one bound only to that host's own users),
+//!   at most [`MAX_REDIRECTS`].
 //!
 //! `PARLEY_A2A_ALLOW_PRIVATE_TARGETS=true` lets every address through (agents on the same
 //! machine or network, and the tests); the scheme, host and redirect rules hold regardless.
@@ -263,9 +265,9 @@ impl Resolve for GuardedResolver {
     }
 }
 
-/// The redirect policy: at most [`MAX_REDIRECTS`], to the same host only, never from https to
-/// http, and a literal address target judged as [`check_url`] does (a name is judged by the
-/// resolver when the redirect is followed).
+/// The redirect policy: at most [`MAX_REDIRECTS`], within the first URL's origin only, and a
+/// literal address target judged as [`check_url`] does (a name is judged by the resolver when
+/// the redirect is followed).
 fn redirect_policy(allow_private: bool) -> redirect::Policy {
     redirect::Policy::custom(move |attempt| match redirect_refusal(attempt.url(), attempt.previous(), allow_private) {
         Some(refused) => attempt.error(refused),
@@ -274,23 +276,24 @@ fn redirect_policy(allow_private: bool) -> redirect::Policy {
 }
 
 /// Why a redirect to `url`, after the `previous` URLs of its request (the first is the one
-/// asked for), is not followed, if it is not: too many, to another host, from https to http,
-/// or to a URL [`check_url`] refuses. A redirect it lets through still connects only to the
-/// addresses [`GuardedResolver`] lets through.
+/// asked for), is not followed, if it is not: too many, out of the first URL's origin (its
+/// scheme, host and port: so never from https to http either), or to a URL [`check_url`]
+/// refuses. A redirect it lets through still connects only to the addresses
+/// [`GuardedResolver`] lets through.
 pub fn redirect_refusal(url: &Url, previous: &[Url], allow_private: bool) -> Option<TargetRefused> {
-    let origin = previous.first();
     if previous.len() > MAX_REDIRECTS {
-        Some(TargetRefused::Redirect(format!("more than {MAX_REDIRECTS} redirects")))
-    } else if origin.is_some_and(|o| o.host_str() != url.host_str()) {
-        Some(TargetRefused::Redirect(format!(
-            "a redirect to another host ({}) is refused; only redirects on the same host are followed",
-            url.host_str().unwrap_or("none")
-        )))
-    } else if previous.last().is_some_and(|p| p.scheme() == "https") && url.scheme() == "http" {
-        Some(TargetRefused::Redirect("a redirect from https to http is refused".to_owned()))
-    } else {
-        check_url(url, allow_private).err()
+        return Some(TargetRefused::Redirect(format!("more than {MAX_REDIRECTS} redirects")));
     }
+    if let Some(first) = previous.first()
+        && first.origin() != url.origin()
+    {
+        return Some(TargetRefused::Redirect(format!(
+            "a redirect to another origin ({}) is refused; only redirects within the same origin (scheme, host and \
+             port) are followed",
+            url.origin().ascii_serialization()
+        )));
+    }
+    check_url(url, allow_private).err()
 }
 
 /// A client builder for calling agents: the guarded resolver, the redirect policy, no proxy

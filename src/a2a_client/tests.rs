@@ -289,7 +289,7 @@ fn a_good_card_is_summarised() {
 fn a_redirect_to_a_non_public_target_is_refused() {
     let u = |s: &str| Url::parse(s).unwrap();
     let from = [u("https://agent.example.com/.well-known/agent-card.json")];
-    // To the metadata address, to loopback, to a private name: another host, refused.
+    // To the metadata address, to loopback, to a private name: another origin, refused.
     for to in [
         "https://169.254.169.254/latest/meta-data",
         "https://127.0.0.1/card",
@@ -297,12 +297,20 @@ fn a_redirect_to_a_non_public_target_is_refused() {
         "https://10.0.0.7/card",
     ] {
         let refused = guard::redirect_refusal(&u(to), &from, false).expect(to);
-        assert!(refused.to_string().contains("another host"), "{to}: {refused}");
+        assert!(refused.to_string().contains("another origin"), "{to}: {refused}");
     }
-    // On the same host it is followed (its name is resolved through the guard again).
+    // Within the same origin it is followed (its name is resolved through the guard again), even
+    // spelled with the scheme's own port.
     assert!(guard::redirect_refusal(&u("https://agent.example.com/card"), &from, false).is_none());
-    // Never down to http, never more than a few.
-    assert!(guard::redirect_refusal(&u("http://agent.example.com/card"), &from, false).is_some());
+    assert!(guard::redirect_refusal(&u("https://agent.example.com:443/card"), &from, false).is_none());
+    // Another port or scheme of the same host is another origin: never down to http, never to a
+    // port the first URL did not name (a service bound there for the host's own users).
+    for to in ["http://agent.example.com/card", "https://agent.example.com:8443/card", "http://agent.example.com:443/"]
+    {
+        let refused = guard::redirect_refusal(&u(to), &from, false).expect(to);
+        assert!(refused.to_string().contains("another origin"), "{to}: {refused}");
+    }
+    // Never more than a few.
     let many: Vec<Url> = (0..10).map(|i| u(&format!("https://agent.example.com/{i}"))).collect();
     assert!(guard::redirect_refusal(&u("https://agent.example.com/x"), &many, false).is_some());
     // A literal non-public address on the same host is refused by the address rule itself.

@@ -61,6 +61,10 @@ fn endless() -> Body {
 async fn card_server() -> CardServer {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
+    // The same cards on another port of the same host: another origin.
+    let other_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let other_port =
+        format!("http://127.0.0.1:{}/v1/.well-known/agent-card.json", other_listener.local_addr().unwrap().port());
     let base = format!("http://127.0.0.1:{port}");
     let mutable_name = Arc::new(Mutex::new("First name".to_owned()));
     let v1 = card(
@@ -134,6 +138,7 @@ async fn card_server() -> CardServer {
         .route("/endless.json", get(|| async { ([(header::CONTENT_TYPE, "application/json")], endless()) }))
         .route("/same-host-redirect", get(|| async { Redirect::temporary("/v03/agent-card.json") }))
         .route("/other-host-redirect", get(move || std::future::ready(Redirect::temporary(&other_host))))
+        .route("/other-port-redirect", get(move || std::future::ready(Redirect::temporary(&other_port))))
         .route(
             "/mutable.json",
             get(move || {
@@ -143,7 +148,9 @@ async fn card_server() -> CardServer {
             }),
         )
         .fallback(|| async { Response::builder().status(S::NOT_FOUND).body(Body::empty()).unwrap() });
+    let other_app = app.clone();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    tokio::spawn(async move { axum::serve(other_listener, other_app).await.unwrap() });
     CardServer { base, port, mutable_name }
 }
 
@@ -291,7 +298,8 @@ async fn unusable_cards_are_refused_saying_why_and_nothing_is_registered() {
         ("/gone.json", "HTTP 404"),
         ("/huge.json", "larger than 64 KiB"),
         ("/endless.json", "larger than 64 KiB"),
-        ("/other-host-redirect", "another host"),
+        ("/other-host-redirect", "another origin"),
+        ("/other-port-redirect", "another origin"),
     ];
     for (path, why) in cases {
         let started = Instant::now();
