@@ -135,9 +135,10 @@ impl Application {
             config.sse_per_user,
             config.sse_max,
         ));
+        // A2A task streams: per agent (the "token" of the counts), per user, and in all.
         let a2a_streams = Arc::new(crate::wire::streams::StreamLimits::new(
             config.a2a_streams_per_agent,
-            config.a2a_streams_per_agent,
+            config.a2a_streams_per_user,
             config.sse_max,
         ));
         let Services { engine, delegations, .. } = Self::build_services(config, pool)?;

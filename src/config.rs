@@ -60,6 +60,9 @@ pub struct EmbeddingsConfig {
     pub api_key: Option<SecretString>,
     /// Model name.
     pub model: String,
+    /// `PARLEY_EMBEDDINGS_ANSWER_MIB`: the most of an answer read, in bytes (a larger one is
+    /// refused unread and the request is scored keyword-only).
+    pub max_answer: usize,
 }
 
 /// The optional model-backed system negotiator: an OpenAI-compatible chat completions endpoint.
@@ -75,6 +78,9 @@ pub struct NegotiatorModelConfig {
     pub timeout: Duration,
     /// Model calls in flight at once, in this process.
     pub concurrency: u32,
+    /// `PARLEY_NEGOTIATOR_MODEL_ANSWER_MIB`: the most of an answer read, in bytes (a larger one
+    /// is refused unread and the rules decide the turn).
+    pub max_answer: usize,
 }
 
 /// Everything Parley needs to run.
@@ -149,6 +155,9 @@ pub struct Config {
     /// `PARLEY_A2A_STREAMS_PER_AGENT`: A2A task streams (streaming sends and subscriptions) one
     /// agent may hold open at once; the process holds at most `PARLEY_SSE_MAX` of them.
     pub a2a_streams_per_agent: u32,
+    /// `PARLEY_A2A_STREAMS_PER_USER`: A2A task streams the agents of one user may hold open at
+    /// once, in all.
+    pub a2a_streams_per_user: u32,
     /// `PARLEY_PUBLIC_URL`: where clients reach this service (`https://parley.example.com`, no
     /// trailing slash), for the URLs its A2A agent card names; unset, the request's `Host`.
     pub public_url: Option<String>,
@@ -247,6 +256,7 @@ impl Default for Config {
             sse_per_user: 16,
             sse_max: 4096,
             a2a_streams_per_agent: 100,
+            a2a_streams_per_user: 200,
             public_url: None,
             jwt_max_ttl: Duration::from_secs(30 * 24 * 3600),
             auth_failure_burst: 30,
@@ -338,6 +348,15 @@ impl Config {
             Ok(n)
         };
 
+        // A size in MiB (1 to 1024), in bytes.
+        let mib = |name: &'static str, default: u32| -> Result<usize, ConfigError> {
+            let n = number(name, default)?;
+            if !(1..=1024).contains(&n) {
+                return Err(ConfigError { var: name, message: "must be a whole number of MiB from 1 to 1024".into() });
+            }
+            Ok(n as usize * 1024 * 1024)
+        };
+
         let history_retention = match var("PARLEY_HISTORY_RETENTION").as_deref() {
             None | Some("off") => None,
             Some(_) => Some(duration("PARLEY_HISTORY_RETENTION", Duration::ZERO)?),
@@ -408,6 +427,7 @@ impl Config {
                     url: url.trim_end_matches('/').to_owned(),
                     api_key: var("PARLEY_EMBEDDINGS_API_KEY").map(SecretString::from),
                     model: var("PARLEY_EMBEDDINGS_MODEL").unwrap_or_else(|| "text-embedding-3-small".into()),
+                    max_answer: mib("PARLEY_EMBEDDINGS_ANSWER_MIB", 16)?,
                 })
             }
         };
@@ -437,6 +457,7 @@ impl Config {
                     api_key: var("PARLEY_NEGOTIATOR_MODEL_API_KEY").map(SecretString::from),
                     timeout,
                     concurrency: at_least("PARLEY_NEGOTIATOR_MODEL_CONCURRENCY", 4, 1)?,
+                    max_answer: mib("PARLEY_NEGOTIATOR_MODEL_ANSWER_MIB", 1)?,
                 })
             }
         };
@@ -473,6 +494,7 @@ impl Config {
         let sse_per_user = within("PARLEY_SSE_PER_USER", d.sse_per_user, 1, 100_000)?;
         let sse_max = within("PARLEY_SSE_MAX", d.sse_max, 1, 1_000_000)?;
         let a2a_streams_per_agent = within("PARLEY_A2A_STREAMS_PER_AGENT", d.a2a_streams_per_agent, 1, 100_000)?;
+        let a2a_streams_per_user = within("PARLEY_A2A_STREAMS_PER_USER", d.a2a_streams_per_user, 1, 100_000)?;
         let public_url = match var("PARLEY_PUBLIC_URL") {
             None => None,
             Some(v) => Some(public_url("PARLEY_PUBLIC_URL", &v)?),
@@ -548,6 +570,7 @@ impl Config {
             sse_per_user,
             sse_max,
             a2a_streams_per_agent,
+            a2a_streams_per_user,
             public_url,
             jwt_max_ttl: duration("PARLEY_JWT_MAX_TTL", d.jwt_max_ttl)?,
             auth_failure_burst,
@@ -682,6 +705,7 @@ mod tests {
         assert_eq!(c.turn_caps.personal, 12);
         let e = c.embeddings.unwrap();
         assert_eq!((e.url.as_str(), e.model.as_str()), ("http://localhost:9/v1", "text-embedding-3-small"));
+        assert_eq!(e.max_answer, 16 << 20);
     }
 
     #[test]
@@ -721,9 +745,16 @@ mod tests {
                 .negotiator_model
                 .unwrap();
         assert_eq!(
-            (m.url.as_str(), m.model.as_str(), m.timeout, m.concurrency),
-            ("http://127.0.0.1:9/v1", "judge", Duration::from_secs(20), 4)
+            (m.url.as_str(), m.model.as_str(), m.timeout, m.concurrency, m.max_answer),
+            ("http://127.0.0.1:9/v1", "judge", Duration::from_secs(20), 4, 1 << 20)
         );
+        let model = [("PARLEY_NEGOTIATOR_MODEL_URL", "http://127.0.0.1:9/v1"), ("PARLEY_NEGOTIATOR_MODEL", "judge")];
+        let sized = load(&[model[0], model[1], ("PARLEY_NEGOTIATOR_MODEL_ANSWER_MIB", "4")]).unwrap();
+        assert_eq!(sized.negotiator_model.unwrap().max_answer, 4 << 20);
+        for bad in ["0", "1025", "1.5", "lots"] {
+            let e = load(&[model[0], model[1], ("PARLEY_NEGOTIATOR_MODEL_ANSWER_MIB", bad)]).unwrap_err();
+            assert_eq!(e.var, "PARLEY_NEGOTIATOR_MODEL_ANSWER_MIB", "{bad}");
+        }
         let e = load(&[("PARLEY_NEGOTIATOR_MODEL_URL", "http://127.0.0.1:9/v1")]).unwrap_err();
         assert_eq!(e.var, "PARLEY_NEGOTIATOR_MODEL");
         let e =

@@ -4,7 +4,9 @@
 //! Skill texts are embedded once (name, description, tags, assessment keywords and capability
 //! keys, like Bindu's skill embedder); task texts are cached in an LRU of 1 000 entries. The
 //! provider is a nicety, never a dependency: if it fails, one warning is logged and the request
-//! is scored keyword-only, exactly as without a provider.
+//! is scored keyword-only, exactly as without a provider. An answer is read within
+//! `PARLEY_EMBEDDINGS_ANSWER_MIB` ([`crate::bounded_body`]): a larger one is such a failure,
+//! never read whole.
 
 use std::{
     num::NonZeroUsize,
@@ -20,7 +22,7 @@ use serde::Deserialize;
 use serde_json::json;
 use tokio::sync::OnceCell;
 
-use crate::{config::EmbeddingsConfig, scoring::Skill};
+use crate::{bounded_body, config::EmbeddingsConfig, scoring::Skill};
 
 /// Task embeddings kept.
 pub const CACHE_SIZE: usize = 1000;
@@ -103,7 +105,8 @@ impl Embeddings {
             req = req.bearer_auth(secrecy::ExposeSecret::expose_secret(key));
         }
         let resp = req.send().await?.error_for_status()?;
-        let mut body: EmbeddingsResponse = resp.json().await?;
+        let mut body: EmbeddingsResponse =
+            serde_json::from_slice(&bounded_body::read(resp, self.config.max_answer).await?)?;
         anyhow::ensure!(
             body.data.len() == inputs.len(),
             "expected {} embeddings, got {}",
@@ -120,7 +123,8 @@ impl Embeddings {
             Ok(c) => Some(c),
             Err(e) => {
                 if !self.warned.swap(true, Ordering::Relaxed) {
-                    tracing::warn!(error = %e, "the embeddings provider failed; scoring keyword-only");
+                    let error = crate::quote::logged(&format!("{e:#}"));
+                    tracing::warn!(%error, "the embeddings provider failed; scoring keyword-only");
                 }
                 None
             }

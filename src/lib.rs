@@ -22,6 +22,7 @@ mod a2a_push;
 mod agent;
 mod app;
 mod auth;
+mod bounded_body;
 mod cli;
 mod config;
 mod db;

@@ -9,7 +9,9 @@
 //! again by the caller (not every server enforces the schema); an invalid one is asked for once
 //! more, saying what was wrong, and then the ask fails with why.
 //!
-//! The only credential sent is the model's own key, to the model's own endpoint.
+//! The only credential sent is the model's own key, to the model's own endpoint. An answer is
+//! read through [`crate::bounded_body`], at most the model's `max_answer` bytes: a server that
+//! answers more is refused as soon as that shows, never read whole.
 
 use std::time::Duration;
 
@@ -23,15 +25,21 @@ pub struct ChatModel {
     endpoint: String,
     model: String,
     api_key: Option<secrecy::SecretString>,
+    max_answer: usize,
 }
+
+/// The most of an answer read when the caller names no other bound (`parley agent --llm`): 1 MiB,
+/// far more than one JSON decision with its reasoning.
+pub const DEFAULT_MAX_ANSWER: usize = 1 << 20;
 
 /// How many times one question is asked: the first answer, and one more after an invalid one.
 pub const ASKS: usize = 2;
 
 impl ChatModel {
     /// The model `model` at `url` (the API's base, e.g. `http://127.0.0.1:11434/v1`), with an
-    /// optional API key sent as `Authorization: Bearer`.
-    pub fn new(url: &str, model: &str, api_key: Option<String>) -> anyhow::Result<ChatModel> {
+    /// optional API key sent as `Authorization: Bearer`; at most `max_answer` bytes of an answer
+    /// are read.
+    pub fn new(url: &str, model: &str, api_key: Option<String>, max_answer: usize) -> anyhow::Result<ChatModel> {
         let base = url.trim().trim_end_matches('/');
         anyhow::ensure!(
             base.starts_with("http://") || base.starts_with("https://"),
@@ -44,6 +52,7 @@ impl ChatModel {
             endpoint: format!("{base}/chat/completions"),
             model: model.trim().to_owned(),
             api_key: api_key.map(|k| k.trim().to_owned()).filter(|k| !k.is_empty()).map(Into::into),
+            max_answer,
         })
     }
 
@@ -147,7 +156,19 @@ impl ChatModel {
             }
         })?;
         let status = response.status();
-        let text = response.text().await.map_err(|e| format!("the model's answer was cut off: {e}"))?;
+        let text = match crate::bounded_body::read(response, self.max_answer).await {
+            Ok(body) => String::from_utf8_lossy(&body).into_owned(),
+            Err(crate::bounded_body::BodyError::TooLarge(max)) => {
+                return Err(format!("the model's answer is larger than {max} bytes; it was not read"));
+            }
+            Err(crate::bounded_body::BodyError::Failed(e)) => {
+                return Err(if e.is_timeout() {
+                    "the model did not answer in time".to_owned()
+                } else {
+                    format!("the model's answer was cut off: {e}")
+                });
+            }
+        };
         if !status.is_success() {
             return Err(format!("the model's server answered {status}: {}", tail(&text, 300)));
         }
@@ -197,9 +218,10 @@ mod tests {
 
     #[test]
     fn model_urls_must_be_http() {
-        assert!(ChatModel::new("localhost:11434/v1", "m", None).is_err());
-        assert!(ChatModel::new("http://127.0.0.1:11434/v1/", "", None).is_err());
-        let model = ChatModel::new("http://127.0.0.1:11434/v1/", "llama3", Some(" ".into())).unwrap();
+        assert!(ChatModel::new("localhost:11434/v1", "m", None, DEFAULT_MAX_ANSWER).is_err());
+        assert!(ChatModel::new("http://127.0.0.1:11434/v1/", "", None, DEFAULT_MAX_ANSWER).is_err());
+        let model =
+            ChatModel::new("http://127.0.0.1:11434/v1/", "llama3", Some(" ".into()), DEFAULT_MAX_ANSWER).unwrap();
         assert_eq!(model.endpoint, "http://127.0.0.1:11434/v1/chat/completions");
         assert!(model.api_key.is_none());
     }

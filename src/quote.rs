@@ -9,11 +9,43 @@
 //! written by a library (the JSON parser's, the query string's), which quote what they did not
 //! understand: each quoted run in them is cut the same way, and the message as a whole to
 //! [`MAX_MESSAGE`] characters.
+//!
+//! The log is held to the same rule: [`logged`] is how text that came from outside (an agent's
+//! words, a client's release reason, a model's or a library's message quoting what it was sent)
+//! goes into a log line: at most [`MAX_LOGGED`] characters, control characters escaped, so that
+//! one line stays a few KB whatever was sent and no value can forge a line of its own.
 
 /// Characters of a value shown in an error.
 pub const MAX_QUOTED: usize = 32;
 /// Characters of a library's message kept in an error.
 pub const MAX_MESSAGE: usize = 600;
+
+/// Characters of a string from outside kept in a log line.
+pub const MAX_LOGGED: usize = 500;
+
+/// `text` as a log line carries it: its first [`MAX_LOGGED`] characters, with newlines, tabs and
+/// other control characters escaped (`\n`, `\u{1b}`), then, when it was longer, how many
+/// characters were left out. Every quoted run in it is cut as [`shorten_quoted`] cuts them first,
+/// so that a library's message keeps its end (`expected ... at line 1 column 5012`).
+pub fn logged(text: &str) -> String {
+    let text = if text.contains(['"', '`']) { shorten_quoted(text) } else { text.to_owned() };
+    let mut out = String::with_capacity(text.len().min(MAX_LOGGED + 40));
+    let mut chars = text.chars();
+    for c in chars.by_ref().take(MAX_LOGGED) {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    let left = chars.count();
+    if left > 0 {
+        out.push_str(&format!("… ({left} more characters)"));
+    }
+    out
+}
 
 /// `value` in double quotes, at most [`MAX_QUOTED`] of its characters (then `…`), with quotes,
 /// backslashes and control characters escaped as JSON escapes them and every other character
@@ -113,6 +145,23 @@ mod tests {
         // Combining marks stay one character each: no escape blows them up.
         let marks = "\u{300}".repeat(25_000);
         assert!(quote(&marks).len() < 80, "{}", quote(&marks).len());
+    }
+
+    #[test]
+    fn logged_text_is_a_short_prefix_on_one_line() {
+        assert_eq!(logged("no reason given"), "no reason given");
+        let long = "x".repeat(900_000);
+        let cut = logged(&long);
+        assert!(cut.starts_with(&"x".repeat(MAX_LOGGED)) && cut.ends_with("(899500 more characters)"), "{cut}");
+        assert!(cut.len() < MAX_LOGGED + 40, "{}", cut.len());
+        // A value cannot forge a line of its own, nor grow by its escapes past a few KB.
+        assert_eq!(logged("a\nINFO forged\r\u{1b}[31m"), "a\\nINFO forged\\r\\u{1b}[31m");
+        assert!(logged(&"\u{7}".repeat(100_000)).len() < 4_000);
+        // A library's message quoting what it was sent keeps its end.
+        let serde = format!("invalid type: string \"{}\", expected a map at line 1 column 300012", "r".repeat(300_000));
+        let cut = logged(&serde);
+        assert!(cut.ends_with("expected a map at line 1 column 300012"), "{cut}");
+        assert!(cut.len() < 200, "{cut}");
     }
 
     #[test]

@@ -5,8 +5,10 @@
 //! know nothing of each other; both are built here over the same [`Runtime`] (one pool, one set
 //! of wake-ups, one seen-throttle, one token key). `parley_jobs` runs one handler per process,
 //! so the routing of job kinds to services sits here, above both: the turn timers and the model's
-//! system turns go to the engine, the delegation timeout to the delegations, the steps of pushes
-//! to agents Parley calls to [`Pusher`], and housekeeping runs each side's share in turn. The queues and the job payloads are `parley_jobs`'.
+//! system turns go to the engine, the delegation timeout to the delegations (with the pusher's
+//! last read of an attempt pushed to an agent before it, and the cancel of its task after), the
+//! steps of pushes to agents Parley calls to [`Pusher`], and housekeeping runs each side's share
+//! in turn. The queues and the job payloads are `parley_jobs`'.
 
 use std::{sync::Arc, time::Duration};
 
@@ -93,8 +95,15 @@ impl TimerHandler for Services {
         self.engine.expire_pending(t).await.map(|_| ()).map_err(failed)
     }
 
+    /// An attempt pushed to an agent Parley calls is read once more before it times out (work
+    /// the agent finished by the deadline completes it), and its task, if it still works after
+    /// the timeout, is cancelled at once.
     async fn delegation_timeout(&self, t: DelegationTimeout) -> Result<(), HandlerError> {
-        self.delegations.time_out_delegation(t).await.map(|_| ()).map_err(failed)
+        if self.pusher.before_timeout(t.delegation_id, t.attempt).await? {
+            return Ok(());
+        }
+        self.delegations.time_out_delegation(t).await.map_err(failed)?;
+        self.pusher.after_timeout(t.delegation_id, t.attempt).await
     }
 
     async fn system_turn(&self, t: SystemTurn) -> Result<(), HandlerError> {

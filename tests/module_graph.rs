@@ -241,8 +241,9 @@ fn no_rust_file_is_longer_than_the_limit() {
 /// The table itself must have no circle: it reads as layers.
 ///
 /// - The leaves import nothing: the configuration, error codes, quoting, the failure limiter,
-///   the model client, the database's creation, and the A2A client (the outbound guard and
-///   AgentCards), which the SQL uses for the stored card's types.
+///   the reader of outbound answers, the database's creation; the model client and the A2A client
+///   (the outbound guard and AgentCards, which the SQL uses for the stored card's types) import
+///   only that reader.
 /// - The domain (states, transition tables, outcomes) imports nothing: it is handed the values
 ///   it needs; the pure deciders (`negotiator`, `scoring`) know nothing of storage, the services or the wire.
 /// - The SQL (`store`) knows only the domain.
@@ -264,15 +265,17 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("db", &[]),
     ("error_code", &[]),
     ("failure_limiter", &[]),
-    ("llm", &[]),
     ("quote", &[]),
+    // The one reader of answers from servers Parley calls, within a size limit.
+    ("bounded_body", &[]),
+    ("llm", &["bounded_body"]),
     // Parley as an A2A client: the outbound guard (SSRF rule) and AgentCards; knows no storage.
-    ("a2a_client", &[]),
+    ("a2a_client", &["bounded_body"]),
     ("telemetry", &["config"]),
     ("domain", &[]),
     ("negotiator", &["config", "domain"]),
     ("scoring", &["config", "error_code"]),
-    ("embeddings", &["config", "scoring"]),
+    ("embeddings", &["bounded_body", "config", "quote", "scoring"]),
     ("metrics", &["config", "domain"]),
     ("store", &["a2a_client", "config", "domain"]),
     ("runtime", &["config", "domain", "store"]),
@@ -286,7 +289,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &["config", "domain", "error_code", "failure_limiter", "metrics", "quote", "runtime", "scoring", "store"],
     ),
     // Parley calling agents that never poll: the push jobs' steps, over both services.
-    ("a2a_push", &["a2a_client", "config", "delivery", "directory", "domain", "metrics", "runtime", "store", "wire"]),
+    (
+        "a2a_push",
+        &["a2a_client", "config", "delivery", "directory", "domain", "metrics", "quote", "runtime", "store", "wire"],
+    ),
     ("services", &["a2a_push", "config", "delivery", "directory", "domain", "negotiator", "runtime", "store"]),
     // Who is calling, for every adapter: one policy per kind of route and one `authenticate()`.
     ("auth", &["config", "delivery", "error_code", "runtime", "store"]),

@@ -411,13 +411,32 @@ async fn dispatch<H: TimerHandler>(
         }
         Err(e) => {
             let delay = retry_delay(attempt);
-            warn!(attempt, error = %e, retry_in = ?delay, "timer handler failed");
+            // What failed may quote what a server or an agent said: the log line and the job's
+            // stored result keep a short prefix of it.
+            let error = short(&e.to_string());
+            warn!(attempt, %error, retry_in = ?delay, "timer handler failed");
             if let Err(db) = postpone(&d.pool, &job_id, delay).await {
                 warn!(error = %db, "could not delay the retry of a failed timer");
             }
-            Err(e.into_inner())
+            Err(error.into())
         }
     }
+}
+
+/// The characters of a handler's error that are logged and kept.
+const MAX_ERROR_CHARS: usize = 500;
+
+/// `text` on one line (control characters escaped), cut to [`MAX_ERROR_CHARS`] characters.
+fn short(text: &str) -> String {
+    let mut out: String = text
+        .chars()
+        .take(MAX_ERROR_CHARS)
+        .flat_map(|c| if c.is_control() { c.escape_default().collect::<Vec<_>>() } else { vec![c] })
+        .collect();
+    if text.chars().nth(MAX_ERROR_CHARS).is_some() {
+        out.push('…');
+    }
+    out
 }
 
 fn decode<P: DeserializeOwned>(raw: &RawPayload) -> Result<P, serde_json::Error> {
@@ -527,6 +546,13 @@ mod tests {
         assert_eq!(restart_delay(0), Duration::ZERO);
         assert_eq!(restart_delay(1), Duration::from_secs(2));
         assert_eq!(restart_delay(50), MAX_RESTART_DELAY);
+    }
+
+    #[test]
+    fn a_handlers_error_is_logged_short_and_on_one_line() {
+        assert_eq!(short("the agent could not be reached"), "the agent could not be reached");
+        let long = short(&format!("said: {}", "x\n".repeat(400_000)));
+        assert!(long.ends_with('…') && !long.contains('\n') && long.len() < 1_000, "{long}");
     }
 
     #[test]

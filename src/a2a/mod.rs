@@ -56,7 +56,7 @@ pub struct A2aState {
     pub jwt: Arc<JwtKeys>,
     /// Committed events: streams follow a delegation's `delegation.status` events.
     pub events: Arc<EventHub>,
-    /// The A2A task streams open, per agent and in all.
+    /// The A2A task streams open, per agent, per user and in all.
     pub streams: Arc<StreamLimits>,
     /// Turns true when the process starts shutting down: open streams end then.
     pub stopping: tokio::sync::watch::Receiver<bool>,

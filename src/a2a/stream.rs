@@ -11,8 +11,10 @@
 //! what changed. No timer polls and no connection is held while it waits, so an open stream
 //! costs a task and a broadcast receiver. If it falls behind the event hub it reads the
 //! delegation at once instead of trusting the events it missed. Streams are counted per agent
-//! (`PARLEY_A2A_STREAMS_PER_AGENT`) and in all (`PARLEY_SSE_MAX`), end when the process shuts
-//! down, and carry a comment every 15 s so that proxies keep them open.
+//! (`PARLEY_A2A_STREAMS_PER_AGENT`), per user over all their agents
+//! (`PARLEY_A2A_STREAMS_PER_USER`, so that one person with many agents cannot hold every place)
+//! and in all (`PARLEY_SSE_MAX`), end when the process shuts down, and carry a comment every
+//! 15 s so that proxies keep them open.
 
 use std::{convert::Infallible, sync::Arc, time::Duration};
 
@@ -41,16 +43,20 @@ use crate::{
 /// How often an idle stream sends a comment.
 const HEARTBEAT: Duration = Duration::from_secs(15);
 
-/// A place for one more stream of `agent`, or 429.
+/// A place for one more stream of `agent` (counted for the agent and for its user), or 429.
 pub fn slot(state: &A2aState, agent: &AgentIdentity) -> Result<Slot, ApiError> {
     let who = format!("agent:{}", agent.agent_id);
-    state.streams.open(&who, &who).map_err(|full| {
+    state.streams.open(&who, &agent.owner_user_id).map_err(|full| {
         let message = match full {
             crate::wire::streams::Full::All(n) => {
                 format!("the service holds {n} streams open (PARLEY_SSE_MAX); retry later")
             }
-            crate::wire::streams::Full::Token(n) | crate::wire::streams::Full::User(n) => format!(
+            crate::wire::streams::Full::Token(n) => format!(
                 "this agent holds {n} A2A task streams open already (PARLEY_A2A_STREAMS_PER_AGENT); close one first"
+            ),
+            crate::wire::streams::Full::User(n) => format!(
+                "this agent's user holds {n} A2A task streams open already, over all their agents \
+                 (PARLEY_A2A_STREAMS_PER_USER); close one first"
             ),
         };
         ApiError::TooMany(message, Duration::from_secs(5))

@@ -24,8 +24,12 @@
 //!
 //! The output of a task is the first data part of its last artifact that has one; else the text
 //! of its last artifact, read as JSON when it is JSON (Bindu answers a text artifact `result`
-//! holding JSON). This module makes no call itself: [`super::outbound`] does, within its limits.
+//! holding JSON). The text of its status message (why it failed) is kept to its first
+//! [`MAX_MESSAGE_CHARS`] characters, and its status's `timestamp`, when it has one, says when
+//! it reached its state. This module makes no call itself: [`super::outbound`] does, within its
+//! limits.
 
+use chrono::{DateTime, NaiveDateTime, Utc};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
@@ -53,6 +57,10 @@ pub struct Request {
     /// The params object.
     pub params: Value,
 }
+
+/// The most characters of a task's status message that are kept (the reason an attempt records
+/// is no longer).
+pub const MAX_MESSAGE_CHARS: usize = 2000;
 
 /// The output modes Parley accepts.
 const OUTPUT_MODES: [&str; 2] = ["application/json", "text/plain"];
@@ -210,8 +218,12 @@ pub struct RemoteTask {
     pub state: RemoteState,
     /// The output, once there is one (see the module docs).
     pub output: Option<Value>,
-    /// The text of its status message, if any (why it failed, or what it asks).
+    /// The text of its status message, if any (why it failed, or what it asks), at most
+    /// [`MAX_MESSAGE_CHARS`] characters.
     pub message: Option<String>,
+    /// When it reached its state, as its status's `timestamp` says (none when the agent does
+    /// not say, or says it in no form this reading knows).
+    pub at: Option<DateTime<Utc>>,
 }
 
 /// Why an answer could not be read.
@@ -261,6 +273,9 @@ pub fn read_task(dialect: Dialect, task: &Value) -> Result<RemoteTask, Unreadabl
             .find(|m| matches!(m.get("role").and_then(Value::as_str), Some("agent" | "ROLE_AGENT")))?;
         text_of(parts_of(last))
     });
+    let message =
+        message.map(|m| if m.len() > MAX_MESSAGE_CHARS { m.chars().take(MAX_MESSAGE_CHARS).collect() } else { m });
+    let at = status.and_then(|s| s.get("timestamp")).and_then(Value::as_str).and_then(timestamp);
     let mut output = object.get("artifacts").and_then(Value::as_array).and_then(|a| output_of(a));
     if dialect == Dialect::Bindu
         && let Some(Value::Object(wrapped)) = &output
@@ -269,13 +284,23 @@ pub fn read_task(dialect: Dialect, task: &Value) -> Result<RemoteTask, Unreadabl
     {
         output = Some(value.clone());
     }
-    Ok(RemoteTask { id: Some(id), state, output, message })
+    Ok(RemoteTask { id: Some(id), state, output, message, at })
+}
+
+/// A status timestamp: RFC 3339 (`2026-01-01T12:00:00.5Z`, `...+02:00`), or ISO 8601 without an
+/// offset, read as UTC (Python's `datetime.isoformat()` of a naive time).
+fn timestamp(raw: &str) -> Option<DateTime<Utc>> {
+    let raw = raw.trim();
+    DateTime::parse_from_rfc3339(raw)
+        .map(|t| t.with_timezone(&Utc))
+        .ok()
+        .or_else(|| NaiveDateTime::parse_from_str(raw, "%Y-%m-%dT%H:%M:%S%.f").ok().map(|t| t.and_utc()))
 }
 
 fn read_message(message: &Value) -> RemoteTask {
     let parts = parts_of(message);
     let output = data_of(parts).or_else(|| text_of(parts).map(|t| json_or_text(&t)));
-    RemoteTask { id: None, state: RemoteState::Completed, output, message: None }
+    RemoteTask { id: None, state: RemoteState::Completed, output, message: None, at: None }
 }
 
 /// The parts of a message or artifact (none when it has no list).
@@ -400,6 +425,24 @@ mod tests {
         assert_eq!(read_lookup(Dialect::V1_0, &listed).unwrap().unwrap().id.as_deref(), Some("g"));
         assert_eq!(read_lookup(Dialect::V1_0, &json!({"tasks": []})).unwrap(), None);
         assert!(lookup(Dialect::V0_3, Uuid::nil()).is_none());
+    }
+
+    #[test]
+    fn a_status_says_when_and_its_message_is_kept_short() {
+        let task = |status: Value| json!({"id": "t", "status": status});
+        let read = |status: Value| read_task(Dialect::V1_0, &task(status)).unwrap();
+        let at = |s: &str| DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc);
+        let done = read(json!({"state": "TASK_STATE_COMPLETED", "timestamp": "2026-03-01T10:00:00.250Z"}));
+        assert_eq!(done.at, Some(at("2026-03-01T10:00:00.250Z")));
+        let offset = read(json!({"state": "completed", "timestamp": "2026-03-01T12:00:00+02:00"}));
+        assert_eq!(offset.at, Some(at("2026-03-01T10:00:00Z")));
+        let naive = read(json!({"state": "completed", "timestamp": "2026-03-01T10:00:00.123456"}));
+        assert_eq!(naive.at, Some(at("2026-03-01T10:00:00.123456Z")));
+        assert_eq!(read(json!({"state": "completed", "timestamp": "yesterday"})).at, None);
+        assert_eq!(read(json!({"state": "completed"})).at, None);
+        let said = "no disk ".repeat(120_000);
+        let failed = read(json!({"state": "failed", "message": {"role": "ROLE_AGENT", "parts": [{"text": said}]}}));
+        assert_eq!(failed.message.unwrap().chars().count(), MAX_MESSAGE_CHARS);
     }
 
     #[test]

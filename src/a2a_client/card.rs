@@ -4,8 +4,8 @@
 //! The fetch ([`fetch_card`]) goes through the guarded client ([`super::guard`]): http(s)
 //! only, [`FETCH_TIMEOUT`] in all, at most [`MAX_CARD_BYTES`] read (a larger card is refused
 //! as soon as it is seen to be larger, by its `Content-Length` or by the bytes read so far,
-//! never read whole), redirects on the same host only. The document must be a JSON object with
-//! the fields every A2A card carries ([`read_card`]).
+//! never read whole), redirects within the same origin only. The document must be a JSON
+//! object with the fields every A2A card carries ([`read_card`]).
 //!
 //! The interface ([`choose_interface`]), in order of preference:
 //!
@@ -27,6 +27,7 @@ use reqwest::{Url, header};
 use serde_json::{Map, Value};
 
 use super::guard::{self, TargetRefused};
+use crate::bounded_body::{self, BodyError};
 
 /// The longest a card fetch may take, redirects and body included.
 pub const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
@@ -349,25 +350,20 @@ pub async fn fetch_card(card_url: &str, allow_private: bool) -> Result<FetchedCa
 
 /// GETs `url` and reads at most [`MAX_CARD_BYTES`] of it as JSON; returns the final URL too.
 async fn fetch_json(client: &reqwest::Client, url: Url) -> Result<(Url, Value), CardError> {
-    let mut response =
+    let response =
         client.get(url).header(header::ACCEPT, "application/json").send().await.map_err(|e| request_failed(&e))?;
     let status = response.status();
     if !status.is_success() {
         return Err(CardError::Fetch(format!("the card URL answered HTTP {status}")));
     }
-    let too_large = || CardError::Fetch(format!("the card is larger than {} KiB", MAX_CARD_BYTES / 1024));
-    if response.content_length().is_some_and(|n| n > MAX_CARD_BYTES as u64) {
-        return Err(too_large());
-    }
     let final_url = response.url().clone();
-    let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| request_failed(&e))? {
-        if body.len() + chunk.len() > MAX_CARD_BYTES {
-            // Dropping the response closes the connection: the rest is never read.
-            return Err(too_large());
+    let body = match bounded_body::read(response, MAX_CARD_BYTES).await {
+        Ok(body) => body,
+        Err(BodyError::TooLarge(_)) => {
+            return Err(CardError::Fetch(format!("the card is larger than {} KiB", MAX_CARD_BYTES / 1024)));
         }
-        body.extend_from_slice(&chunk);
-    }
+        Err(BodyError::Failed(e)) => return Err(request_failed(&e)),
+    };
     let document: Value =
         serde_json::from_slice(&body).map_err(|e| CardError::Invalid(format!("the card is not JSON ({e})")))?;
     Ok((final_url, document))

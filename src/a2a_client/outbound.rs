@@ -8,7 +8,11 @@
 //!   (`PARLEY_A2A_CALLS_MAX`), no longer than the call itself may take: one slow agent holds
 //!   only its own places, and a flood of work cannot open unbounded connections;
 //! - gives the call `PARLEY_A2A_CALL_TIMEOUT` in all, and reads at most [`MAX_ANSWER_BYTES`] of
-//!   its answer (a larger one is refused as soon as it is seen to be larger);
+//!   its answer through `crate::bounded_body` (a larger one is refused as soon as it is seen to
+//!   be larger);
+//! - with a deadline, makes a call that is worth making only until some time (a
+//!   send that must reach the agent before its attempt's accept deadline) then or never: the
+//!   wait for places ends by then, and a call that got its places too late is not made;
 //! - sorts every failure into a [`CallError`] that says whether trying again may help.
 
 use std::{
@@ -17,7 +21,7 @@ use std::{
     time::Duration,
 };
 
-use futures::StreamExt;
+use chrono::{DateTime, Utc};
 use reqwest::{Url, header};
 use serde_json::{Value, json};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -29,6 +33,7 @@ use super::{
     credential::A2aAuth,
     guard,
 };
+use crate::bounded_body::{self, BodyError};
 
 /// The most bytes of an answer that are read.
 pub const MAX_ANSWER_BYTES: usize = 1 << 20;
@@ -154,21 +159,38 @@ impl Outbound {
         map.entry(agent).or_insert_with(|| Arc::new(Semaphore::new(self.limits.per_agent.max(1)))).clone()
     }
 
-    async fn places(&self, agent: Uuid) -> Result<(OwnedSemaphorePermit, OwnedSemaphorePermit), CallError> {
+    /// The agent's place and one among all calls, waited for at most `wait`.
+    async fn places(
+        &self,
+        agent: Uuid,
+        wait: Duration,
+    ) -> Result<(OwnedSemaphorePermit, OwnedSemaphorePermit), CallError> {
         let own = self.agent_places(agent);
-        let wait = async {
+        let places = async {
             let own = own.acquire_owned().await.map_err(|_| CallError::Busy)?;
             let all = self.total.clone().acquire_owned().await.map_err(|_| CallError::Busy)?;
             Ok((own, all))
         };
-        tokio::time::timeout(self.limits.timeout, wait).await.map_err(|_| CallError::Busy)?
+        tokio::time::timeout(wait, places).await.map_err(|_| CallError::Busy)?
     }
 
-    /// Makes `request` at `endpoint` and answers its JSON-RPC `result`.
-    pub async fn call(&self, endpoint: &Endpoint, request: &Request) -> Result<Value, CallError> {
+    /// Makes `request` at `endpoint` and answers its JSON-RPC `result`; with `not_after`, only if
+    /// it can be made before then: the wait for places ends by then, and a call whose places
+    /// came too late is not made ([`CallError::Busy`]).
+    pub async fn call(
+        &self,
+        endpoint: &Endpoint,
+        request: &Request,
+        not_after: Option<DateTime<Utc>>,
+    ) -> Result<Value, CallError> {
         let url = Url::parse(&endpoint.url).map_err(|e| CallError::Refused(format!("the URL is not valid: {e}")))?;
         guard::check_url(&url, self.limits.allow_private).map_err(|e| CallError::Refused(e.to_string()))?;
-        let _places = self.places(endpoint.agent_id).await?;
+        let left = |now: DateTime<Utc>| not_after.map(|at| (at - now).to_std().unwrap_or(Duration::ZERO));
+        let wait = left(Utc::now()).map_or(self.limits.timeout, |left| left.min(self.limits.timeout));
+        let _places = self.places(endpoint.agent_id, wait).await?;
+        if left(Utc::now()).is_some_and(|left| left.is_zero()) {
+            return Err(CallError::Busy);
+        }
         let id = Uuid::new_v4().to_string();
         let body = json!({"jsonrpc": "2.0", "id": id, "method": request.method, "params": request.params});
         let mut builder = self.client.post(url).header(header::ACCEPT, "application/json").json(&body);
@@ -183,18 +205,11 @@ impl Outbound {
         if status != reqwest::StatusCode::OK {
             return Err(CallError::Status(status.as_u16()));
         }
-        if response.content_length().is_some_and(|n| n > MAX_ANSWER_BYTES as u64) {
-            return Err(CallError::TooLarge);
-        }
-        let mut bytes = Vec::new();
-        let mut stream = response.bytes_stream();
-        while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(network)?;
-            if bytes.len() + chunk.len() > MAX_ANSWER_BYTES {
-                return Err(CallError::TooLarge);
-            }
-            bytes.extend_from_slice(&chunk);
-        }
+        let bytes = match bounded_body::read(response, MAX_ANSWER_BYTES).await {
+            Ok(bytes) => bytes,
+            Err(BodyError::TooLarge(_)) => return Err(CallError::TooLarge),
+            Err(BodyError::Failed(e)) => return Err(network(e)),
+        };
         let answer: Value = serde_json::from_slice(&bytes)
             .map_err(|e| CallError::Unreadable(format!("the answer is not JSON: {e}")))?;
         let object = answer.as_object().ok_or_else(|| CallError::Unreadable("the answer is not an object".into()))?;
@@ -286,7 +301,7 @@ mod tests {
         let agent = Uuid::now_v7();
         let calls = (0..6).map(|_| {
             let (outbound, endpoint) = (outbound.clone(), at(&url, agent));
-            async move { outbound.call(&endpoint, &call::get(Dialect::V1_0, "t")).await }
+            async move { outbound.call(&endpoint, &call::get(Dialect::V1_0, "t"), None).await }
         });
         let answers = futures::future::join_all(calls).await;
         assert!(answers.iter().all(Result::is_ok), "{answers:?}");
@@ -299,7 +314,7 @@ mod tests {
             endpoint(Duration::from_secs(5), |c| json!({"jsonrpc": "2.0", "id": c["id"], "result": {}})).await;
         let outbound = Outbound::new(limits(Duration::from_millis(500), 4)).unwrap();
         let started = std::time::Instant::now();
-        let failed = outbound.call(&at(&slow, Uuid::now_v7()), &call::get(Dialect::V1_0, "t")).await.unwrap_err();
+        let failed = outbound.call(&at(&slow, Uuid::now_v7()), &call::get(Dialect::V1_0, "t"), None).await.unwrap_err();
         assert!(matches!(failed, CallError::Network(ref w) if w == "timed out"), "{failed:?}");
         assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
         assert!(failed.is_transient());
@@ -310,8 +325,33 @@ mod tests {
         )
         .await;
         let outbound = Outbound::new(limits(Duration::from_secs(5), 4)).unwrap();
-        let failed = outbound.call(&at(&huge, Uuid::now_v7()), &call::get(Dialect::V1_0, "t")).await.unwrap_err();
+        let failed = outbound.call(&at(&huge, Uuid::now_v7()), &call::get(Dialect::V1_0, "t"), None).await.unwrap_err();
         assert_eq!(failed, CallError::TooLarge);
+    }
+
+    #[tokio::test]
+    async fn a_call_that_cannot_be_made_before_its_deadline_is_not_made() {
+        let (url, _) =
+            endpoint(Duration::from_millis(800), |c| json!({"jsonrpc": "2.0", "id": c["id"], "result": {}})).await;
+        let outbound = Outbound::new(limits(Duration::from_secs(10), 1)).unwrap();
+        let agent = Uuid::now_v7();
+        // One call holds the agent's one place for 800 ms; another that must start within 300 ms
+        // gives up then, without calling.
+        let first = {
+            let (outbound, endpoint) = (outbound.clone(), at(&url, agent));
+            tokio::spawn(async move { outbound.call(&endpoint, &call::get(Dialect::V1_0, "t"), None).await })
+        };
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let started = std::time::Instant::now();
+        let soon = Utc::now() + chrono::Duration::milliseconds(300);
+        let late = outbound.call(&at(&url, agent), &call::get(Dialect::V1_0, "t"), Some(soon)).await;
+        assert_eq!(late, Err(CallError::Busy));
+        assert!(started.elapsed() < Duration::from_millis(700), "{:?}", started.elapsed());
+        assert!(first.await.unwrap().is_ok());
+        // A deadline already past: not made at all.
+        let past = Utc::now() - chrono::Duration::seconds(1);
+        let late = outbound.call(&at(&url, agent), &call::get(Dialect::V1_0, "t"), Some(past)).await;
+        assert_eq!(late, Err(CallError::Busy));
     }
 
     #[tokio::test]
@@ -322,10 +362,12 @@ mod tests {
         )
         .await;
         let outbound = Outbound::new(limits(Duration::from_secs(5), 4)).unwrap();
-        let failed = outbound.call(&at(&error, Uuid::now_v7()), &call::get(Dialect::V1_0, "t")).await.unwrap_err();
+        let failed =
+            outbound.call(&at(&error, Uuid::now_v7()), &call::get(Dialect::V1_0, "t"), None).await.unwrap_err();
         assert_eq!(failed, CallError::Rpc { code: -32001, message: "Task not found".into() });
         let (other, _) = endpoint(Duration::ZERO, |_| json!({"jsonrpc": "2.0", "id": "not-yours", "result": {}})).await;
-        let failed = outbound.call(&at(&other, Uuid::now_v7()), &call::get(Dialect::V1_0, "t")).await.unwrap_err();
+        let failed =
+            outbound.call(&at(&other, Uuid::now_v7()), &call::get(Dialect::V1_0, "t"), None).await.unwrap_err();
         assert!(matches!(failed, CallError::Unreadable(_)), "{failed:?}");
     }
 
@@ -340,7 +382,7 @@ mod tests {
             dialect: Dialect::V1_0,
             auth: None,
         };
-        let refused = outbound.call(&endpoint, &call::get(Dialect::V1_0, "t")).await.unwrap_err();
+        let refused = outbound.call(&endpoint, &call::get(Dialect::V1_0, "t"), None).await.unwrap_err();
         assert!(matches!(refused, CallError::Refused(_)), "{refused:?}");
     }
 }

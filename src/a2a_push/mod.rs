@@ -34,6 +34,7 @@ use crate::{
     delivery::Engine,
     directory::delegation::Delegations,
     metrics,
+    quote::logged,
     store::agent_cards,
 };
 
@@ -84,7 +85,18 @@ impl Pusher {
     /// Makes `request` at `endpoint` (`what`: `send`, `lookup`, `get` or `cancel`), counts it, records its
     /// outcome on the agent's card row, and marks the agent seen when it succeeded.
     async fn call(&self, endpoint: &Endpoint, request: &Request, what: &'static str) -> Result<Value, CallError> {
-        let answer = self.outbound.call(endpoint, request).await;
+        self.call_before(endpoint, request, what, None).await
+    }
+
+    /// [`Self::call`], made only if it can be made before `not_after` (see `Outbound::call`).
+    async fn call_before(
+        &self,
+        endpoint: &Endpoint,
+        request: &Request,
+        what: &'static str,
+        not_after: Option<DateTime<Utc>>,
+    ) -> Result<Value, CallError> {
+        let answer = self.outbound.call(endpoint, request, not_after).await;
         let (label, outcome) = match &answer {
             Ok(_) => ("ok", format!("{what}: ok")),
             Err(e) => (e.outcome(), format!("{what}: {e}")),
@@ -101,18 +113,21 @@ impl Pusher {
             self.engine.runtime().seen(endpoint.agent_id).await;
         }
         if let Err(e) = &answer {
-            tracing::info!(agent.id = %endpoint.agent_id, call = what, error = %e, "a call to an agent failed");
+            let error = logged(&e.to_string());
+            tracing::info!(agent.id = %endpoint.agent_id, call = what, %error, "a call to an agent failed");
         }
         answer
     }
 
     /// Sends `message` once: a message begun before (a crash interrupted its step) is first
     /// looked up at the agent, and sent again only when the agent has no task of it (or, in
-    /// 0.3, cannot say). What the agent answered, or why the send failed.
+    /// 0.3, cannot say); the send is made only before `not_after`. What the agent answered, or
+    /// why the send failed.
     async fn send_once(
         &self,
         endpoint: &Endpoint,
         message: &Outgoing<'_>,
+        not_after: Option<DateTime<Utc>>,
     ) -> Result<Result<RemoteTask, SendFailure>, HandlerError> {
         let first = {
             let mut conn = self.engine.pool().acquire().await?;
@@ -125,7 +140,7 @@ impl Pusher {
                 Err(e) => return Ok(Err(e)),
             }
         }
-        Ok(match self.call(endpoint, &call::send(endpoint.dialect, message), "send").await {
+        Ok(match self.call_before(endpoint, &call::send(endpoint.dialect, message), "send", not_after).await {
             Ok(result) => call::read_send(endpoint.dialect, &result).map_err(SendFailure::Unreadable),
             Err(e) => Err(SendFailure::Call(e)),
         })
@@ -143,13 +158,18 @@ impl Pusher {
     }
 
     /// The task the message `message_id` started at the agent, when Parley began to send it
-    /// (its answer may have been lost) and the agent can say; `None` otherwise.
-    async fn begun_task(&self, endpoint: &Endpoint, message_id: Uuid) -> Result<Option<RemoteTask>, HandlerError> {
+    /// (its answer may have been lost) and the agent can say; `None` when it was never sent or
+    /// the agent has no such task (or, in 0.3, cannot say); why the look-up failed otherwise.
+    async fn begun_task(
+        &self,
+        endpoint: &Endpoint,
+        message_id: Uuid,
+    ) -> Result<Result<Option<RemoteTask>, SendFailure>, HandlerError> {
         let begun = {
             let mut conn = self.engine.pool().acquire().await?;
             agent_cards::send_begun(&mut conn, message_id).await?
         };
-        Ok(if begun { self.lookup(endpoint, message_id).await.ok().flatten() } else { None })
+        Ok(if begun { self.lookup(endpoint, message_id).await } else { Ok(None) })
     }
 
     /// Arms `next`, the next step of a push, to run at `at`.
@@ -159,10 +179,25 @@ impl Pusher {
         Ok(())
     }
 
-    /// Cancels the agent's task `remote` (best effort: a refusal is only logged).
-    async fn cancel_remote(&self, endpoint: &Endpoint, remote: &str) {
+    /// Cancels the agent's task `remote`; a failure is logged and answered (whether trying again
+    /// may help is the caller's to judge).
+    async fn cancel_remote(&self, endpoint: &Endpoint, remote: &str) -> Result<(), CallError> {
         let request = call::cancel(endpoint.dialect, remote);
-        let _ = self.call(endpoint, &request, "cancel").await;
+        self.call(endpoint, &request, "cancel").await.map(drop)
+    }
+
+    /// Before attempt `attempt` of `delegation_id` times out: when it was pushed to an agent and
+    /// taken, the agent's task is read once more, and an end the agent reached by the attempt's
+    /// deadline decides it (work done in time completes the attempt). True when that ended the
+    /// attempt (see `delegation::last_read`).
+    pub async fn before_timeout(&self, delegation_id: Uuid, attempt: i32) -> Result<bool, HandlerError> {
+        delegation::last_read(self, delegation_id, attempt).await
+    }
+
+    /// After attempt `attempt` of `delegation_id` ended without the agent (timed out): its task
+    /// at the agent, if it still works, is cancelled at once (see `delegation::cancel_left`).
+    pub async fn after_timeout(&self, delegation_id: Uuid, attempt: i32) -> Result<(), HandlerError> {
+        delegation::cancel_ended(self, delegation_id, attempt).await
     }
 }
 

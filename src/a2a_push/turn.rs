@@ -14,15 +14,24 @@
 //!   turn and the claim's generation, so a send repeated after a crash is the same message. If
 //!   the agent's one claim is on another of its user's turns, that turn's step is brought
 //!   forward and this one waits.
-//! - **Follow**: the agent's task is read as a delegation's is (1 s, backing off to 5 s), the
-//!   claim extended while it works.
+//! - **Follow**: the agent's task is read as a delegation's is (1 s, backing off to 5 s). The
+//!   claim is not extended: the agent has one claim's time (`PARLEY_CLAIM_TIMEOUT` from the
+//!   send) to answer, and the last read comes two seconds before the claim ends.
 //! - **Answer**: the output (the first data part of the task's last artifact, else its JSON
 //!   text, or a message's) is a respond body (`action`, `message`, `assessment`), applied under
 //!   respond's rules with the claim's token.
-//! - **Failure**: an answer refused, a task that failed, an agent that cannot be reached:
-//!   the turn is released with the reason, and sent again after a backoff; at the third
-//!   failure it is handed back to the system negotiator (in a personal-vs-personal negotiation,
-//!   which has none, it is left parked for its deadline), as `parley agent` does.
+//! - **Failure**: an answer refused, a task that failed, an agent that cannot be reached, or a
+//!   task still working at the last read of its claim (it is cancelled; one found working after
+//!   its claim lapsed while Parley was away is too, and the turn is claimed again only to be
+//!   given back with why): the turn is released with the reason, and sent again after a
+//!   backoff; at the third failure it is handed back to the system negotiator (in a
+//!   personal-vs-personal negotiation, which has none, it is left parked for its deadline), as
+//!   `parley agent` does.
+//!
+//! So a pushed turn is held by a task that never ends for at most [`HAND_BACK_AFTER`] claim
+//! generations: three claim timeouts, with a few seconds of reads and backoff between them; then
+//! it is the system negotiator's (or, personal against personal, it waits for the negotiation's
+//! deadline, which bounds every such negotiation).
 
 use parley_jobs::{A2aCall, A2aSubject, HandlerError};
 use serde::Deserialize;
@@ -37,6 +46,7 @@ use crate::{
     },
     delivery::{DeliveryError, RespondCommand},
     domain::{Action, SideKind, SuggestedRoles, TaskState, action_allowed},
+    quote::{logged, shorten_quoted},
     runtime::{AgentIdentity, AgentKey},
     store::{agent_cards, tasks},
     wire::pickup::PickupOut,
@@ -85,20 +95,26 @@ pub(super) async fn step(p: &Pusher, job: &A2aCall, task_id: Uuid, turn_number: 
     if stale || (task.state == TaskState::Claimed && !ours) {
         // Answered, ended, or taken by the user's other agent: the agent's task is not wanted.
         if let Some(remote) = &job.remote_task_id {
-            p.cancel_remote(&agent.endpoint, remote).await;
+            let _ = p.cancel_remote(&agent.endpoint, remote).await;
         }
         return Ok(());
     }
+    let lapsed = task.claim_expires_at.is_none_or(|e| e <= chrono::Utc::now());
     match (task.state, sent_under) {
-        (TaskState::Claimed, Some(generation)) if generation == task.claim_generation => {
+        (TaskState::Claimed, Some(generation)) if generation == task.claim_generation && !lapsed => {
             follow(p, job, &agent, &task).await
         }
         _ => {
-            // Not sent yet, or sent under a claim that lapsed (Parley was away): send again.
-            if let Some(remote) = &job.remote_task_id {
-                p.cancel_remote(&agent.endpoint, remote).await;
-            }
-            send(p, job, &agent, task_id, turn_number).await
+            // Not sent yet; or sent, and the agent's task outlived its claim while no step ran
+            // (Parley was away): that task is cancelled, and counts as a failed answer.
+            let Some(remote) = &job.remote_task_id else { return send(p, job, &agent, task_id, turn_number).await };
+            let _ = p.cancel_remote(&agent.endpoint, remote).await;
+            let failures = job.failures + 1;
+            let reason = outlived(p);
+            tracing::info!(negotiation.id = %task_id, agent.id = %agent.endpoint.agent_id, failures, %reason,
+                "a pushed turn failed");
+            let counted = A2aCall { failures, generation: None, remote_task_id: None, polls: 0, ..job.clone() };
+            send(p, &counted, &agent, task_id, turn_number).await
         }
     }
 }
@@ -131,7 +147,8 @@ fn allowed(turn_number: u32) -> Vec<&'static str> {
         .collect()
 }
 
-/// The claim and the send of the turn.
+/// The claim and the send of the turn; when the agent has failed it [`HAND_BACK_AFTER`] times
+/// already (the last failure found its claim lapsed), the claim only to hand it back.
 async fn send(p: &Pusher, job: &A2aCall, agent: &Agent, task_id: Uuid, turn_number: u32) -> Result<(), HandlerError> {
     let (identity, claim) = match p.engine.try_pickup(&agent.key, &[]).await {
         Ok(found) => found,
@@ -185,7 +202,11 @@ async fn send(p: &Pusher, job: &A2aCall, agent: &Agent, task_id: Uuid, turn_numb
         ..job.clone()
     };
     let held = Held { task_id, token: claim.token.clone() };
-    let task = match p.send_once(&agent.endpoint, &message).await? {
+    if job.failures >= HAND_BACK_AFTER {
+        let why = format!("the agent failed the turn {} times", job.failures);
+        return give_back(p, &identity, &held, &why, true).await.map(drop);
+    }
+    let task = match p.send_once(&agent.endpoint, &message, None).await? {
         Ok(task) => task,
         Err(e) => {
             return failed(p, &sent, &identity, &held, &format!("the agent could not be sent the turn: {e}")).await;
@@ -206,17 +227,6 @@ async fn follow(p: &Pusher, job: &A2aCall, agent: &Agent, task: &tasks::Task) ->
         owner_user_id: task.awaiting_user_id.clone().unwrap_or_default(),
     };
     let token = p.engine.runtime().tokens.claim_token(task.id, task.claim_generation);
-    // The claim lasts while the agent works: extended once half of it is gone.
-    let half = p.engine.config().claim_timeout / 2;
-    if task
-        .claim_expires_at
-        .is_some_and(|e| e - chrono::Utc::now() < chrono::Duration::from_std(half).unwrap_or_default())
-        && let Err(e) = p.engine.extend(&identity, task.id, Some(&token)).await
-    {
-        tracing::info!(negotiation.id = %task.id, error = %e, "the pushed turn's claim could not be extended");
-        p.cancel_remote(&agent.endpoint, remote).await;
-        return Ok(());
-    }
     let read = p.call(&agent.endpoint, &call::get(agent.endpoint.dialect, remote), "get").await;
     let remote_task = match read.map(|result| call::read_task(agent.endpoint.dialect, &result)) {
         Ok(Ok(t)) => t,
@@ -234,10 +244,32 @@ async fn follow(p: &Pusher, job: &A2aCall, agent: &Agent, task: &tasks::Task) ->
             return failed(p, job, &identity, &held, &format!("the agent's task could not be read: {e}")).await;
         }
     };
+    let held = Held { task_id: task.id, token };
     if remote_task.state.is_running() {
-        return p.arm(&A2aCall { polls: job.polls + 1, ..job.clone() }, after(poll_delay(job.polls))).await;
+        // The agent has until its claim ends: the last read comes a second before that, and a
+        // task still working then has outlived its claim.
+        let last_read = task.claim_expires_at.unwrap_or_else(chrono::Utc::now) - LAST_READ_BEFORE;
+        if chrono::Utc::now() >= last_read {
+            let _ = p.cancel_remote(&agent.endpoint, remote).await;
+            return failed(p, job, &identity, &held, &outlived(p)).await;
+        }
+        let next = A2aCall { polls: job.polls + 1, ..job.clone() };
+        return p.arm(&next, after(poll_delay(job.polls)).min(last_read)).await;
     }
-    answered(p, job, agent, &identity, &Held { task_id: task.id, token }, &remote_task).await
+    answered(p, job, agent, &identity, &held, &remote_task).await
+}
+
+/// How long before its claim ends a pushed turn's task is read for the last time: a step runs
+/// up to a second after the time it was armed for (timers are kept in whole seconds), and the
+/// turn is given back before its claim lapses.
+const LAST_READ_BEFORE: chrono::Duration = chrono::Duration::seconds(2);
+
+/// Why a turn whose task outlived its claim failed.
+fn outlived(p: &Pusher) -> String {
+    format!(
+        "the agent's task did not end within the claim's {} s (PARLEY_CLAIM_TIMEOUT)",
+        p.engine.config().claim_timeout.as_secs()
+    )
 }
 
 /// The claim a step holds: the turn's negotiation and the claim's token.
@@ -274,7 +306,8 @@ async fn answered(
             suggested_roles: a.assessment.and_then(|s| s.suggested_roles),
         },
         Err(e) => {
-            return failed(p, job, identity, held, &format!("the agent's answer is not a respond body: {e}")).await;
+            let why = format!("the agent's answer is not a respond body: {}", shorten_quoted(&e.to_string()));
+            return failed(p, job, identity, held, &why).await;
         }
     };
     let applied = match command.check() {
@@ -288,7 +321,8 @@ async fn answered(
         }
         // The claim moved on meanwhile (it lapsed, the turn was taken): nothing to give back.
         Err(e) => {
-            tracing::info!(negotiation.id = %held.task_id, error = %e, "a pushed turn's answer was not applied");
+            let error = logged(&e.to_string());
+            tracing::info!(negotiation.id = %held.task_id, %error, "a pushed turn's answer was not applied");
             Ok(())
         }
     }
@@ -296,7 +330,9 @@ async fn answered(
 
 /// A failed answer: the turn released with why, and sent again after a backoff; at the
 /// [`HAND_BACK_AFTER`]th, handed back to the system negotiator instead (a negotiation without
-/// one leaves the turn parked for its deadline).
+/// one leaves the turn parked for its deadline). A claim that lapsed meanwhile gives nothing
+/// back, but the failure counts all the same: the next step claims the turn again to send it,
+/// or, when this was the last failure, to hand it back.
 async fn failed(
     p: &Pusher,
     job: &A2aCall,
@@ -305,27 +341,53 @@ async fn failed(
     why: &str,
 ) -> Result<(), HandlerError> {
     let failures = job.failures + 1;
-    let hand_back = failures >= HAND_BACK_AFTER;
     let task_id = held.task_id;
-    tracing::info!(negotiation.id = %task_id, agent.id = %identity.agent_id, failures, reason = why, "a pushed turn failed");
-    let released = p.engine.release(identity, task_id, Some(&held.token), Some(why), hand_back).await;
-    match released {
-        Ok(_) if hand_back => return Ok(()),
-        Ok(_) => {}
+    let reason = logged(why);
+    tracing::info!(negotiation.id = %task_id, agent.id = %identity.agent_id, failures, %reason, "a pushed turn failed");
+    match give_back(p, identity, held, why, failures >= HAND_BACK_AFTER).await? {
+        GivenBack::ForGood => Ok(()),
+        GivenBack::ToSendAgain => {
+            let again = A2aCall { failures, generation: None, remote_task_id: None, polls: 0, ..job.clone() };
+            p.arm(&again, after(retry_delay(failures))).await
+        }
+    }
+}
+
+/// What became of a turn given back.
+enum GivenBack {
+    /// Handed to the system negotiator, left parked for the deadline, or taken meanwhile: the
+    /// push ends.
+    ForGood,
+    /// Released (or its claim lapsed already): it is to be sent again.
+    ToSendAgain,
+}
+
+/// Gives the held turn back with `why`: handed to the system negotiator with `hand_back` (in a
+/// negotiation without one, released and left parked for its deadline), else released.
+async fn give_back(
+    p: &Pusher,
+    identity: &AgentIdentity,
+    held: &Held,
+    why: &str,
+    hand_back: bool,
+) -> Result<GivenBack, HandlerError> {
+    let task_id = held.task_id;
+    match p.engine.release(identity, task_id, Some(&held.token), Some(why), hand_back).await {
+        Ok(_) if hand_back => Ok(GivenBack::ForGood),
+        Ok(_) | Err(DeliveryError::ClaimStale) => Ok(GivenBack::ToSendAgain),
         Err(DeliveryError::NoSystemNegotiator) => {
             p.engine
                 .release(identity, task_id, Some(&held.token), Some(why), false)
                 .await
                 .map_err(HandlerError::new)?;
-            return Ok(());
+            Ok(GivenBack::ForGood)
         }
         Err(e) => {
-            tracing::info!(negotiation.id = %task_id, error = %e, "a pushed turn could not be released");
-            return Ok(());
+            let error = logged(&e.to_string());
+            tracing::info!(negotiation.id = %task_id, %error, "a pushed turn could not be released");
+            Ok(GivenBack::ForGood)
         }
     }
-    let again = A2aCall { failures, generation: None, remote_task_id: None, polls: 0, ..job.clone() };
-    p.arm(&again, after(retry_delay(failures))).await
 }
 
 #[cfg(test)]

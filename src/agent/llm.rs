@@ -31,7 +31,7 @@ impl Model {
     /// The model `model` at `url` (the API's base, e.g. `http://127.0.0.1:11434/v1`), with an
     /// optional API key sent as `Authorization: Bearer`.
     pub fn new(url: &str, model: &str, api_key: Option<String>) -> anyhow::Result<Model> {
-        Ok(Model { chat: ChatModel::new(url, model, api_key)? })
+        Ok(Model { chat: ChatModel::new(url, model, api_key, crate::llm::DEFAULT_MAX_ANSWER)? })
     }
 
     /// Whether the model's server answers at all (`GET {url}/models`, which OpenAI-compatible

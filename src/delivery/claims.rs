@@ -23,6 +23,7 @@ use uuid::Uuid;
 use super::{DeliveryError, Engine, PickupQuery};
 use crate::{
     domain::{FallbackReason, OpportunityStatus, PreviousRound, TaskEvent, TaskState, Turn},
+    quote::logged,
     runtime::{AgentIdentity, AgentKey, ClaimProof, wakeups::wait_or_recheck},
     store::{
         tasks::{self, Task},
@@ -162,7 +163,11 @@ impl Engine {
         Ok(())
     }
 
-    /// Pushes the holder's claim expiry to now + claim timeout.
+    /// Pushes the holder's claim expiry to now + claim timeout, but in a mixed negotiation never
+    /// past the turn's park window (`PARLEY_PARK_TIMEOUT` from when it was first parked), nor
+    /// back from where it stands: there a turn waits for its user's agents that long in all,
+    /// claims included, and then the system negotiator takes it when the claim lapses. (A
+    /// personal-vs-personal negotiation has its overall deadline instead.)
     /// Returns the task as extended; its token is unchanged.
     pub async fn extend(
         &self,
@@ -173,7 +178,13 @@ impl Engine {
         let mut tx = self.runtime.pool.begin().await?;
         let mut task = self.lock_visible(&mut tx, agent, task_id).await?;
         Self::check_holder(&task, agent, self.claim_proof(task_id, token))?;
-        let expires_at = self.claim_deadline()?;
+        let mut expires_at = self.claim_deadline()?;
+        if Self::falls_back(&task)
+            && let (Some(first_parked), Some(current)) = (task.first_parked_at, task.claim_expires_at)
+        {
+            let window = chrono::Duration::from_std(self.runtime.config.park_timeout).map_err(anyhow::Error::from)?;
+            expires_at = expires_at.min((first_parked + window).trunc_subsecs(6).max(current));
+        }
         tasks::extend_claim(&mut tx, task.id, expires_at).await?;
         self.arm_claim_timer(&mut tx, task.id, task.claim_generation, expires_at).await?;
         tx.commit().await?;
@@ -208,7 +219,7 @@ impl Engine {
         tx.commit().await?;
         self.runtime.wakeups.announce(&user);
         tracing::info!(negotiation.id = %task.id, agent.id = %agent.agent_id, turn.number = task.turn_count,
-            release.reason = reason.unwrap_or(""), "turn released");
+            release.reason = %logged(reason.unwrap_or("")), "turn released");
         task.state = next;
         task.claim_agent_id = None;
         task.claim_expires_at = None;
@@ -244,13 +255,13 @@ impl Engine {
             self.request_model_turn(&mut tx, &task, Some(FallbackReason::HandBack)).await?;
             tx.commit().await?;
             tracing::info!(negotiation.id = %task.id, agent.id = %agent.agent_id, turn.number = task.turn_count,
-                release.reason = reason.unwrap_or(""), "turn handed back to the system negotiator's model");
+                release.reason = %logged(reason.unwrap_or("")), "turn handed back to the system negotiator's model");
             return Ok(task);
         }
         let (turn, concluded) = self.take_parked_turn(&mut tx, &mut task, FallbackReason::HandBack).await?;
         tx.commit().await?;
         tracing::info!(negotiation.id = %task.id, agent.id = %agent.agent_id, turn.number = turn.turn_number,
-            release.reason = reason.unwrap_or(""), "turn handed back to the system negotiator");
+            release.reason = %logged(reason.unwrap_or("")), "turn handed back to the system negotiator");
         self.after_takeover(&task, &turn, concluded, FallbackReason::HandBack).await?;
         let mut conn = self.runtime.pool.acquire().await?;
         tasks::get(&mut conn, task.id).await?.ok_or(DeliveryError::NotFound)

@@ -23,6 +23,7 @@ impl ModelNegotiator {
                 &cfg.url,
                 &cfg.model,
                 cfg.api_key.as_ref().map(|k| secrecy::ExposeSecret::expose_secret(k).to_owned()),
+                cfg.max_answer,
             )?,
             timeout: cfg.timeout,
             permits: Semaphore::new(cfg.concurrency.max(1) as usize),

@@ -182,14 +182,16 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let this = match self {
             ApiError::Internal(e) if is_database_unavailable(&e) => {
-                tracing::warn!(error = format!("{e:#}"), "the database is unavailable");
+                let error = crate::quote::logged(&format!("{e:#}"));
+                tracing::warn!(%error, "the database is unavailable");
                 ApiError::Unavailable("the database is unavailable; retry shortly".into())
             }
             other => other,
         };
         let status = this.status();
         if let ApiError::Internal(e) = &this {
-            tracing::error!(error = format!("{e:#}"), "internal error");
+            let error = crate::quote::logged(&format!("{e:#}"));
+            tracing::error!(%error, "internal error");
         }
         let message = this.message();
         let limit = match &this {

@@ -6,7 +6,9 @@
 //! streams, one user (the platform counts as one) `PARLEY_SSE_PER_USER`, and the process
 //! `PARLEY_SSE_MAX`; past any of them the stream is refused `429 rate_limited`. The slot is
 //! given back when the stream ends, however it ends. The number open is the
-//! `parley_sse_streams` gauge.
+//! `parley_sse_streams` gauge. The A2A task streams are counted the same way, apart: the agent
+//! in the token's place (`PARLEY_A2A_STREAMS_PER_AGENT`), its user
+//! (`PARLEY_A2A_STREAMS_PER_USER`), and in all (`PARLEY_SSE_MAX`).
 
 use std::{
     collections::HashMap,

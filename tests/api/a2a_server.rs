@@ -370,3 +370,54 @@ async fn calls_are_counted_by_method_and_outcome() {
     assert!(count(&after, "message/send", "ok") >= count(&before, "message/send", "ok") + 1.0);
     assert!(count(&after, "unknown", "refused") >= count(&before, "unknown", "refused") + 1.0);
 }
+
+#[tokio::test]
+async fn task_streams_are_capped_per_user_over_all_their_agents() {
+    let app = TestApp::spawn_with(|c| {
+        c.a2a_streams_per_agent = 3;
+        c.a2a_streams_per_user = 4;
+        c.sse_max = 20;
+        c.inbound_rate = 10_000;
+    })
+    .await;
+    // Nobody serves the target: every delegation stays offered, and its streams open.
+    let (_, _target, _) = parties(&app).await;
+    let [ana_1, ana_2, ben] = app.register_agents(["user-ana", "user-ana", "user-ben"]).await;
+    let subscribe = |agent: &TestAgent, task: &str| {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask", "params": {"id": task}});
+        let req = app.client.post(format!("{}/a2a", app.base)).bearer_auth(&agent.key).header("A2A-Version", "1.0");
+        req.json(&body).send()
+    };
+    let mut open = Vec::new();
+    let mut task_of = std::collections::HashMap::new();
+    for (n, agent) in [&ana_1, &ana_2, &ben].into_iter().enumerate() {
+        let params = send_params(&format!("held-{n}"), summarize("hold"), false);
+        let (status, sent) = rpc(&app, Some(&agent.key), Some("1.0"), "SendMessage", params).await;
+        assert_eq!(status, StatusCode::OK, "{sent}");
+        task_of.insert(agent.id.clone(), sent["result"]["task"]["id"].as_str().unwrap().to_owned());
+    }
+    // Ana's first agent opens its three; a fourth is past the agent's cap.
+    for _ in 0..3 {
+        let stream = subscribe(&ana_1, &task_of[&ana_1.id]).await.unwrap();
+        assert_eq!(stream.status(), StatusCode::OK);
+        open.push(stream);
+    }
+    let refused = subscribe(&ana_1, &task_of[&ana_1.id]).await.unwrap();
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(refused.text().await.unwrap().contains("PARLEY_A2A_STREAMS_PER_AGENT"));
+    // Her second agent opens one more, and then she is at her cap over both.
+    let stream = subscribe(&ana_2, &task_of[&ana_2.id]).await.unwrap();
+    assert_eq!(stream.status(), StatusCode::OK);
+    open.push(stream);
+    let refused = subscribe(&ana_2, &task_of[&ana_2.id]).await.unwrap();
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS, "another of her agents does not lift her cap");
+    let body: Value = refused.json().await.unwrap();
+    assert!(body["error"].as_str().unwrap().contains("PARLEY_A2A_STREAMS_PER_USER"), "{body}");
+    // Another user's agent is served meanwhile.
+    for _ in 0..3 {
+        let stream = subscribe(&ben, &task_of[&ben.id]).await.unwrap();
+        assert_eq!(stream.status(), StatusCode::OK, "another user is not held out");
+        open.push(stream);
+    }
+    drop(open);
+}

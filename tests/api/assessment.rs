@@ -202,6 +202,7 @@ fn with_provider(url: &str) -> impl FnOnce(&mut parley::Config) + '_ {
             url: url.to_owned(),
             api_key: Some("test-key".into()),
             model: "text-embedding-3-small".into(),
+            max_answer: 16 << 20,
         })
     }
 }

@@ -2,7 +2,10 @@
 
 use std::{path::PathBuf, process::Command};
 
-use crate::helpers::{TEST_SECRET, post_for_json};
+use crate::{
+    helpers::{TEST_SECRET, post_for_json},
+    serving::Serving,
+};
 
 /// A path of its own under the system's temporary directory, named after `what` (not created).
 fn temp_path(what: &str) -> PathBuf {
@@ -203,76 +206,6 @@ fn a_skill_file_without_an_id_is_assessed_as_bindu_does_named_unknown_with_a_war
     );
     assert!(named.stderr.is_empty(), "no warning for a skill with an id: {}", String::from_utf8_lossy(&named.stderr));
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// A `parley serve` process whose log lines are collected as they come.
-struct Serving {
-    child: std::process::Child,
-    lines: std::sync::mpsc::Receiver<String>,
-    seen: Vec<String>,
-}
-
-impl Serving {
-    /// Starts `parley serve` with `env` (nothing else of the test's environment that would
-    /// change it: no `PARLEY_JWT_SECRET`, no `RUST_LOG`), its log on stderr.
-    fn start(env: &[(&str, &std::ffi::OsStr)]) -> Serving {
-        use std::io::{BufRead, BufReader};
-        let mut command = parley();
-        command
-            .arg("serve")
-            .env("PARLEY_BIND", "127.0.0.1:0")
-            .env("PARLEY_LOG_FORMAT", "pretty")
-            .env_remove("PARLEY_JWT_SECRET")
-            .env_remove("RUST_LOG")
-            .env_remove("CARGO");
-        for (k, v) in env {
-            command.env(k, v);
-        }
-        let mut child =
-            command.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).spawn().unwrap();
-        let (tx, lines) = std::sync::mpsc::channel();
-        let stderr = BufReader::new(child.stderr.take().unwrap());
-        std::thread::spawn(move || {
-            for line in stderr.lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        Serving { child, lines, seen: Vec::new() }
-    }
-
-    /// Reads the log until a line contains `needle` (a bound so that a broken start fails the
-    /// test instead of hanging it, not a speed check); returns that line.
-    fn wait_for(&mut self, needle: &str) -> String {
-        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(120);
-        if let Some(line) = self.seen.iter().find(|l| l.contains(needle)) {
-            return line.clone();
-        }
-        while let Ok(line) = self.lines.recv_timeout(give_up.saturating_duration_since(std::time::Instant::now())) {
-            self.seen.push(line.clone());
-            if line.contains(needle) {
-                return line;
-            }
-        }
-        panic!("no log line with {needle:?}:\n{}", self.seen.join("\n"));
-    }
-
-    /// The base URL, from the "listening on" line.
-    fn base(&mut self) -> String {
-        let line = self.wait_for("listening on http://");
-        let at = line.find("http://").unwrap();
-        line[at..].split_whitespace().next().unwrap().to_owned()
-    }
-
-    /// SIGTERM, wait for the exit, and return the whole log.
-    fn stop(mut self) -> String {
-        let _ = std::process::Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
-        let _ = self.child.wait();
-        self.seen.extend(self.lines.try_iter());
-        while let Ok(line) = self.lines.recv_timeout(std::time::Duration::from_secs(2)) {
-            self.seen.push(line);
-        }
-        self.seen.join("\n")
-    }
 }
 
 #[tokio::test]

@@ -83,6 +83,7 @@ async fn app_with(mode: Mode) -> (TestApp, Arc<Mutex<Vec<Value>>>) {
             api_key: None,
             timeout: Duration::from_secs(1),
             concurrency: 2,
+            max_answer: 1 << 20,
         })
     })
     .await;

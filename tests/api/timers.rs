@@ -295,3 +295,40 @@ async fn a_kept_turn_timer_fires_early_and_re_arms_for_the_real_deadline() {
     let (queue, _, _) = pending_turn_timer(&app, &id).await;
     assert_eq!(queue, "parley.park_timeout");
 }
+
+#[tokio::test]
+async fn extends_never_hold_a_mixed_negotiations_turn_past_its_park_window() {
+    let app = with_claim_and_park_timeouts(Duration::from_secs(2), Duration::from_secs(4)).await;
+    let (agent, id) = app.mixed_negotiation().await;
+    let token = app.claim_token(&agent).await;
+    // The agent extends its claim every half second for as long as it is let.
+    let extender = {
+        let (client, base, agent, id) = (app.client.clone(), app.base.clone(), agent.clone(), id.clone());
+        tokio::spawn(async move {
+            let url = format!("{base}/api/agents/{}/negotiations/{id}/extend", agent.id);
+            let mut deadlines = Vec::new();
+            loop {
+                let extended = client.post(&url).header("x-api-key", &agent.key).json(&json!({"claimToken": token}));
+                let answer: Value = match extended.send().await {
+                    Ok(r) if r.status().is_success() => r.json().await.unwrap(),
+                    _ => return deadlines,
+                };
+                deadlines.push(answer["deadline"].as_str().unwrap().to_owned());
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        })
+    };
+    // Past the park window (4 s from the turn's parking) the claim stops moving, lapses, and the
+    // system negotiator takes the turn.
+    let view = app.wait_for(&id, Duration::from_secs(20), |v| v["turns"].as_array().unwrap().len() >= 2).await;
+    let turn = &view["turns"][1];
+    assert_eq!(
+        (turn["playedBy"].as_str(), turn["fallbackReason"].as_str()),
+        (Some("system_fallback"), Some("park_timeout")),
+        "{view:#}"
+    );
+    let deadlines = extender.await.unwrap();
+    assert!(deadlines.len() >= 2, "{deadlines:?}");
+    let (last, before) = (&deadlines[deadlines.len() - 1], &deadlines[deadlines.len() - 2]);
+    assert_eq!(last, before, "the last extends no longer moved the claim: {deadlines:?}");
+}

@@ -107,20 +107,25 @@ impl Delegations {
     /// The agent's task for attempt `attempt` completed with `output`: checked against the
     /// attempt's output schema (on behalf of the target's owner), then the attempt completes and
     /// the delegation with it; an output the schema refuses fails the attempt with why (and the
-    /// delegation falls back as after any failure). An attempt that had moved on is left as it is.
+    /// delegation falls back as after any failure). `done_at` is when the work was done (the
+    /// agent's word, never later than now): work done after the attempt's deadline completes
+    /// nothing, however soon it is read, and work done by then completes it even when read after
+    /// (the attempt's timer reads once more before it times the attempt out). An attempt that
+    /// had moved on is left as it is. True when the attempt ended here.
     pub async fn pushed_output(
         &self,
         delegation_id: Uuid,
         attempt: i32,
         output: &Value,
-    ) -> Result<(), DelegationError> {
+        done_at: DateTime<Utc>,
+    ) -> Result<bool, DelegationError> {
         // An agent built on protobuf's Value sends every number as a double.
         let output = &super::numbers::integral_doubles_as_integers(output.clone());
         let Some(read) = self.pushed_attempt(delegation_id, attempt).await? else {
-            return Ok(());
+            return Ok(false);
         };
-        if !read.is_live() || read.attempt.status != Status::Accepted {
-            return Ok(());
+        if !read.is_live() || read.attempt.status != Status::Accepted || done_at > read.attempt.deadline {
+            return Ok(false);
         }
         let owner = {
             let mut conn = self.runtime.pool.acquire().await?;
@@ -133,20 +138,19 @@ impl Delegations {
             Err(other) => Some(format!("the agent's output could not be checked: {other}")),
         };
         if let Some(why) = refused {
-            self.pushed_ended(delegation_id, attempt, Event::Fail, &why).await?;
-            return Ok(());
+            return self.pushed_ended(delegation_id, attempt, Event::Fail, &why).await;
         }
         let mut tx = self.runtime.pool.begin().await?;
         let Some((d, a)) = lock_live(&mut tx, delegation_id, attempt).await? else {
-            return Ok(());
+            return Ok(false);
         };
-        if a.status != Status::Accepted || a.deadline <= Utc::now() {
-            return Ok(());
+        if a.status != Status::Accepted || done_at > a.deadline {
+            return Ok(false);
         }
         end_attempt(self, &mut tx, &d, &a, Event::Complete, Some(output), None, &Screened::none()).await?;
         tx.commit().await?;
         self.wake_delegation(delegation_id, &[]);
-        Ok(())
+        Ok(true)
     }
 
     /// The agent refused (`Event::Reject`) or failed (`Event::Fail`) attempt `attempt`, or could
@@ -177,7 +181,8 @@ impl Delegations {
         let next = end_attempt(self, &mut tx, &d, &a, event, None, Some(reason), &screened).await?;
         tx.commit().await?;
         self.wake_delegation(delegation_id, &next);
-        tracing::info!(delegation.id = %delegation_id, delegation.attempt = attempt, reason, "pushed attempt ended");
+        let reason = crate::quote::logged(reason);
+        tracing::info!(delegation.id = %delegation_id, delegation.attempt = attempt, %reason, "pushed attempt ended");
         Ok(true)
     }
 }
