@@ -11,8 +11,11 @@
 //! on a line of their own the same way.
 //!
 //! A2A agents registered by their AgentCard take delegations too (`a2a`): Parley pushes each
-//! attempt to them and follows it through the same faults; afterwards no attempt may be lost and
-//! no message may have started two tasks at the agent. Their line is the third.
+//! attempt to them and follows it through the same faults; afterwards no attempt may be lost, no
+//! message may have started two tasks at the agent, no accepted attempt may have timed out though
+//! its task had completed before the deadline, no task may be left working for an ended attempt,
+//! and no message may have reached the agent after its attempt's accept deadline. Their line is
+//! the third.
 //!
 //! `cargo test --test faults` runs the short version (CI runs it). Set
 //! `PARLEY_FAULT_SCALE=full` for the long one (more negotiations, more agents, more kills).
@@ -566,7 +569,7 @@ async fn kills_restarts_and_dropped_connections_lose_nothing() {
     let delegations_ended_after = targets_stopped.elapsed();
     let (delegation_report, delegation_counts) =
         delegations::check(&pool, &base, &cast, &delegation_ledger, &delegations_in_flight_at_faults).await;
-    let (a2a_report, a2a_line) =
+    let (a2a_report, a2a_timeliness, a2a_line) =
         a2a::check(&pool, &a2a_server, &a2a_agents, &a2a_ledger, &delegations_in_flight_at_faults).await;
     let total: i64 = sqlx::query_scalar("SELECT count(*) FROM tasks").fetch_one(&pool).await.unwrap();
     let turns: i64 = sqlx::query_scalar("SELECT count(*) FROM messages").fetch_one(&pool).await.unwrap();
@@ -621,4 +624,10 @@ async fn kills_restarts_and_dropped_connections_lose_nothing() {
     assert!(delegation_counts.acknowledged > 0 && delegation_counts.completed > 0, "delegations ran and completed");
     assert_eq!(a2a_report.lost, 0, "a2a delegations lost");
     assert_eq!(a2a_report.duplicated, 0, "a2a messages that started two tasks");
+    assert_eq!(
+        a2a_timeliness,
+        a2a::Timeliness::default(),
+        "no a2a attempt timed out though its task had completed in time, no task left working for an ended \
+         attempt, no message sent after its attempt's accept deadline"
+    );
 }

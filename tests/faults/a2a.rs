@@ -13,8 +13,12 @@
 //! acknowledged delegation exists and ended; every attempt pushed to an A2A agent ended), nothing
 //! duplicated (no message id started two tasks: a repeated send must find the first task with
 //! `ListTasks` instead), nothing unexpected (every message names an attempt, every completed
-//! attempt carries its task's output, every request keeps the protocol). Tasks left working for
-//! attempts that ended are reported, not counted: a cancel is best effort.
+//! attempt carries its task's output, every request keeps the protocol). And nothing late or
+//! left behind ([`Timeliness`], each required to be 0): no accepted attempt timed out though its
+//! task had completed before the deadline (the agent dates each state, as the SDK's agents do,
+//! and Parley reads once more before it times an attempt out), no task left working for an
+//! attempt that ended (its cancel is tried again until it lands), and no message reaching the
+//! agent after its attempt's accept deadline.
 
 use std::{
     collections::{HashMap, HashSet},
@@ -63,6 +67,8 @@ struct Task {
     ends_at: DateTime<Utc>,
     plan: Plan,
     canceled: bool,
+    /// When it was canceled.
+    canceled_at: Option<DateTime<Utc>>,
 }
 
 impl Task {
@@ -80,10 +86,15 @@ impl Task {
         json!({"summary": format!("summary of {}", self.context)})
     }
 
-    /// The task in 1.0's ProtoJSON.
+    /// The task in 1.0's ProtoJSON, its status dated as the SDK's agents date it.
     fn render(&self, artifacts: bool) -> Value {
         let state = self.state(Utc::now());
-        let mut task = json!({"id": self.id, "contextId": self.context, "status": {"state": state}});
+        let at = match state {
+            "TASK_STATE_CANCELED" => self.canceled_at.unwrap_or(self.ends_at),
+            "TASK_STATE_WORKING" => self.started_at,
+            _ => self.ends_at,
+        };
+        let mut task = json!({"id": self.id, "contextId": self.context, "status": {"state": state, "timestamp": at}});
         if state == "TASK_STATE_COMPLETED" && artifacts {
             task["artifacts"] =
                 json!([{"artifactId": format!("{}-result", self.id), "parts": [{"data": self.output()}]}]);
@@ -238,6 +249,7 @@ fn answer(s: &AgentServer, i: usize, headers: &HeaderMap, body: &[u8]) -> (u64, 
                 ends_at: now + chrono::Duration::milliseconds(200 + seen.rng.below(1800) as i64),
                 plan,
                 canceled: false,
+                canceled_at: None,
             };
             let rendered = task.render(true);
             seen.started.entry(mid.to_owned()).or_default().push(task.id.clone());
@@ -263,6 +275,7 @@ fn answer(s: &AgentServer, i: usize, headers: &HeaderMap, body: &[u8]) -> (u64, 
             match seen.tasks.get_mut(params["id"].as_str().unwrap_or_default()).filter(|t| t.agent == i) {
                 Some(t) if t.state(now) == "TASK_STATE_WORKING" => {
                     t.canceled = true;
+                    t.canceled_at = Some(now);
                     reply(Ok(t.render(true)))
                 }
                 Some(_) => reply(Err((-32002, "Task cannot be canceled"))),
@@ -456,15 +469,26 @@ fn left_working(seen: &Seen, attempts: &HashMap<String, Pushed>) -> (usize, usiz
     left
 }
 
-/// Every A2A check against what the agent server saw; the report and the line that tells it.
-/// Run once every delegation has ended.
+/// What came late or was left behind, each required to be 0.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Timeliness {
+    /// Accepted attempts that timed out though their task had completed before the deadline.
+    pub timed_out_in_time: usize,
+    /// Tasks left working at the agent for attempts that ended.
+    pub left_working: usize,
+    /// Messages that reached the agent after their attempt's accept deadline.
+    pub sent_late: usize,
+}
+
+/// Every A2A check against what the agent server saw; the report, what came late or was left
+/// behind, and the line that tells it. Run once every delegation has ended.
 pub async fn check(
     pool: &sqlx::PgPool,
     server: &AgentServer,
     agents: &[Agent],
     ledger: &Ledger,
     in_flight_at_faults: &HashSet<Uuid>,
-) -> (Report, String) {
+) -> (Report, Timeliness, String) {
     let mut report = Report::default();
     let mut failures = Vec::new();
     let mut fail = |counter: &mut u64, what: String| {
@@ -474,10 +498,11 @@ pub async fn check(
         }
     };
     let ids: Vec<Uuid> = agents.iter().map(|a| a.0.parse().unwrap()).collect();
-    // The cancels of ended attempts go out at once; give them a few seconds to land.
+    // The cancels of ended attempts go out at once, and are tried again (up to about half a
+    // minute) when they fail; give them that long to land.
     let mut attempts = pushed(pool, &ids).await;
-    for _ in 0..40 {
-        if left_working(&server.seen.lock().unwrap(), &attempts).1 == 0 {
+    for _ in 0..160 {
+        if left_working(&server.seen.lock().unwrap(), &attempts).0 == 0 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
@@ -523,9 +548,9 @@ pub async fn check(
         }
     }
     // Unexpected: a message no attempt sent; a completed attempt without its task's output; a
-    // request off the protocol; an answer to the requesters off the contract. Told, not
-    // counted: messages sent when their attempt could no longer be accepted, and accepted
-    // attempts that timed out though the agent had finished in time (Parley read too late).
+    // request off the protocol; an answer to the requesters off the contract. Late: messages
+    // that reached the agent when their attempt could no longer be accepted, and accepted
+    // attempts that timed out though the agent had finished in time.
     let (mut timed_out_in_time, mut sent_late) = (0, 0);
     for (mid, tasks) in &seen.started {
         let Some(a) = attempts.get(mid) else {
@@ -544,10 +569,12 @@ pub async fn check(
         }
         if seen.tasks[&tasks[0]].started_at > a.accept_by {
             sent_late += 1;
+            eprintln!("a2a: message {mid} reached the agent after its attempt's accept deadline");
         }
         let finished = task.plan == Plan::Complete && !task.canceled && task.ends_at < a.deadline;
         if a.status == "timeout" && a.remote.is_some() && finished {
             timed_out_in_time += 1;
+            eprintln!("a2a: attempt {mid} timed out though its task completed before the deadline");
         }
     }
     for (mid, a) in &attempts {
@@ -622,5 +649,5 @@ pub async fn check(
         report.recovered,
         at_faults.len(),
     );
-    (report, line)
+    (report, Timeliness { timed_out_in_time, left_working: left, sent_late }, line)
 }
