@@ -31,6 +31,7 @@ mod domain;
 mod embeddings;
 mod error_code;
 mod failure_limiter;
+mod lexicon;
 mod http;
 mod live;
 mod llm;

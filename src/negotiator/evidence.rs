@@ -19,6 +19,7 @@
 //! manipulates; so do look-alike letters. Repeating a claim adds nothing: evidence is a set.
 
 use super::concepts::{self, Homonym};
+use super::senses;
 use super::text::{self, Word};
 /// Maps and sets of the evidence: hashed with aHash (fast; keyed per process).
 type HashMap<K, V> = std::collections::HashMap<K, V, ahash::RandomState>;
@@ -34,6 +35,10 @@ pub const INTENT: f64 = 0.9;
 pub struct Evidence {
     keys: HashMap<String, f64>,
     concepts: HashMap<&'static str, f64>,
+    /// Senses of the lexicon shown, with the broader senses they fall under.
+    senses: HashMap<u32, f64>,
+    /// The parts of the compounds shown (`spanish-english`).
+    compounds: Vec<Vec<String>>,
 }
 
 fn raise<K: std::hash::Hash + Eq>(map: &mut HashMap<K, f64>, key: K, strength: f64) {
@@ -47,20 +52,27 @@ impl Evidence {
     /// Adds the affirmed words (not negated, not merely aspired to) at `strength`.
     pub fn add(&mut self, words: &[Word], strength: f64) {
         for w in words.iter().filter(|w| !w.negated && !w.aspired) {
-            self.add_key(&w.key, concepts::concepts_of(w), strength);
-            for part in &w.parts {
-                self.add_key(part, concepts::concepts_of_key(part), strength);
-            }
+            self.add_word(w, strength);
         }
     }
 
     /// Adds the words marked as wanted rather than had (what someone is after) at `strength`.
     pub fn add_wanted(&mut self, words: &[Word], strength: f64) {
         for w in words.iter().filter(|w| !w.negated && w.aspired) {
-            self.add_key(&w.key, concepts::concepts_of(w), strength);
-            for part in &w.parts {
-                self.add_key(part, concepts::concepts_of_key(part), strength);
-            }
+            self.add_word(w, strength);
+        }
+    }
+
+    fn add_word(&mut self, w: &Word, strength: f64) {
+        self.add_key(&w.key, concepts::concepts_of(w), strength);
+        for part in &w.parts {
+            self.add_key(part, concepts::concepts_of_key(part), strength);
+        }
+        if w.parts.len() > 1 && !self.compounds.contains(&w.parts) {
+            self.compounds.push(w.parts.clone());
+        }
+        for sense in senses::shown(crate::lexicon::get(), w) {
+            raise(&mut self.senses, sense, strength);
         }
     }
 
@@ -82,7 +94,21 @@ impl Evidence {
         for c in concepts::concepts_of(need) {
             best = best.max(self.concepts.get(c).copied().unwrap_or(0.0));
         }
-        if best == 0.0 && !need.parts.is_empty() && concepts::concepts_of(need).is_empty() && !need.key.contains('_') {
+        // A sense of the need's word shown, or a narrower one (a chef for a cook).
+        for s in &need.senses {
+            best = best.max(self.senses.get(s).copied().unwrap_or(0.0));
+        }
+        // A compound of the same shape that differs in a part names another thing (a
+        // Spanish-English interpreter is no Mandarin-English one): no partial credit then.
+        let other_member = self.compounds.iter().any(|c| {
+            c.len() == need.parts.len() && *c != need.parts && c.iter().zip(&need.parts).any(|(x, y)| x == y)
+        });
+        if best == 0.0
+            && !other_member
+            && !need.parts.is_empty()
+            && concepts::concepts_of(need).is_empty()
+            && !need.key.contains('_')
+        {
             let sum: f64 = need
                 .parts
                 .iter()
@@ -110,6 +136,7 @@ impl Evidence {
 pub struct Denials {
     keys: HashSet<String>,
     concepts: HashSet<&'static str>,
+    senses: HashSet<u32>,
 }
 
 impl Denials {
@@ -118,6 +145,7 @@ impl Denials {
         for w in words.iter().filter(|w| w.negated) {
             self.keys.insert(w.key.clone());
             self.concepts.extend(concepts::concepts_of(w).iter().copied());
+            self.senses.extend(w.senses.iter().copied());
         }
     }
 
@@ -131,6 +159,15 @@ impl Denials {
         if said
             .iter()
             .any(|c| self.concepts.contains(c) || concepts::implied_by(c).iter().any(|i| self.concepts.contains(i)))
+        {
+            return true;
+        }
+        // A sense denied denies what falls under it (no birds: no parrots).
+        let lex = crate::lexicon::get();
+        if need.decided
+            && need.senses.iter().any(|s| {
+                self.senses.contains(s) || lex.ancestors(*s, super::senses::IS_A_LEVELS).any(|a| self.senses.contains(&a))
+            })
         {
             return true;
         }

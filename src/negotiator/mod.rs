@@ -54,6 +54,8 @@ pub mod concepts;
 pub mod evidence;
 pub mod judge;
 pub mod needs;
+pub mod profile;
+pub mod senses;
 pub mod text;
 mod words;
 

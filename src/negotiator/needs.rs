@@ -24,6 +24,7 @@
 
 use super::concepts;
 use super::text::{self, Word};
+use crate::lexicon::{Lexicon, Sense};
 
 /// The kind of a need.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,6 +101,10 @@ pub struct Need {
     pub frame: Frame,
     /// Its words, in order, without repeats.
     pub terms: Vec<Term>,
+    /// Whether its kind is plain from its words (a verb such as `hire` or `join`, or an object
+    /// such as `a role` or `funding`), rather than taken by default (`find a postdoc` names a
+    /// person or a post).
+    pub sure: bool,
 }
 
 /// Weight of a need's head.
@@ -118,6 +123,7 @@ const VERBS: &[(&str, Frame)] = &[
     ("coach", Frame::Offer),
     ("cofound", Frame::Join),
     ("collaborate", Frame::Meet),
+    ("commission", Frame::Acquire),
     ("connect", Frame::Meet),
     ("engage", Frame::Acquire),
     ("fund", Frame::Invest),
@@ -138,7 +144,6 @@ const VERBS: &[(&str, Frame)] = &[
     ("provide", Frame::Offer),
     ("raise", Frame::Raise),
     ("recruit", Frame::Acquire),
-    ("secure", Frame::Raise),
     ("sell", Frame::Offer),
     ("sign", Frame::Offer),
     ("staff", Frame::Acquire),
@@ -154,8 +159,11 @@ const VERBS: &[(&str, Frame)] = &[
 ];
 
 /// Verbs that want something, whose object says what kind of need it is.
-const WANTING: &[&str] =
-    &["find", "get", "look", "looking", "need", "search", "searching", "seek", "seeking", "source", "want"];
+/// (Getting verbs are wanting verbs too: what is got, a post, money or a person, says the kind.)
+const WANTING: &[&str] = &[
+    "find", "get", "look", "looking", "need", "obtain", "search", "searching", "secure", "seek", "seeking", "source",
+    "want", "win",
+];
 
 /// Words before the verb that say nothing about the need.
 const LEAD_INS: &[&str] = &[
@@ -293,8 +301,19 @@ fn read_need(text: &str) -> Need {
     }
     let verb = raw.get(i).map(String::as_str).unwrap_or("");
     let verb_stem = text::stem(verb);
+    let lex = crate::lexicon::get();
     let mut frame = VERBS.iter().find(|(v, _)| *v == verb || text::stem(v) == verb_stem).map(|(_, f)| *f);
-    let wanting = frame.is_none() && WANTING.contains(&verb);
+    let mut wanting = frame.is_none() && WANTING.contains(&verb);
+    // A verb the tables do not name: its class in the lexicon (`procure` gets, `employ` hires,
+    // `supply` offers).
+    if frame.is_none() && !wanting && i < raw.len() {
+        match verb_class(lex, verb) {
+            Some(VerbClass::Gets) => wanting = true,
+            Some(VerbClass::Frames(f)) => frame = Some(f),
+            None => {}
+        }
+    }
+    let mut sure = frame.is_some();
     let object_start = if frame.is_some() || wanting { i + 1 } else { i };
     // The first noun phrase of the object, and its head.
     let mut object: Vec<&str> = raw[object_start.min(raw.len())..].iter().map(String::as_str).collect();
@@ -310,8 +329,20 @@ fn read_need(text: &str) -> Need {
     // The head: the last noun of the phrase (a word in -ing there is a verb, unless it is all).
     let head_word = candidates.iter().rev().find(|w| !w.ends_with("ing")).or(candidates.last()).copied();
     if frame.is_none() {
-        frame = Some(match phrase.iter().find_map(|w| object_kind(w)) {
+        let listed = phrase.iter().find_map(|w| object_kind(w));
+        let lexical = head_word.and_then(|h| lexical_kind(lex, h));
+        // What the object is for: "Find groups to teach climbing" wants people to serve.
+        let purpose = object.iter().position(|w| *w == "to").and_then(|k| object.get(k + 1)).copied();
+        sure = listed.is_some() || matches!(lexical, Some(Frame::Join | Frame::Raise | Frame::Offer));
+        frame = Some(match listed.or(lexical.filter(|f| *f != Frame::Acquire)) {
             Some(kind) => kind,
+            None if lexical.is_none()
+                && head_word.is_some_and(|h| !lex.noun_senses(h).is_empty())
+                && purpose.is_some_and(|v| !matches!(v, "join" | "work" | "be")) =>
+            {
+                sure = true;
+                Frame::Offer
+            }
             // "Find agritech companies raising growth rounds": someone looking for deals.
             None if object.iter().any(|w| matches!(*w, "raising" | "fundraising")) => Frame::Invest,
             // "Looking for a fintech startup to join": a position.
@@ -380,7 +411,7 @@ fn read_need(text: &str) -> Need {
             });
         }
     }
-    Need { text: text.to_owned(), frame, terms }
+    Need { text: text.to_owned(), frame, terms, sure }
 }
 
 /// Whether a need's text starts with a verb (after words such as "I want to"), so that it reads
@@ -393,6 +424,70 @@ pub fn starts_with_verb(text: &str) -> bool {
 /// Whether `verb` is one of the verbs that give a kind outright.
 fn frame_verb(verb: &str) -> bool {
     VERBS.iter().any(|(v, _)| *v == verb)
+}
+
+/// What a verb the tables do not name does, by its class in the lexicon.
+enum VerbClass {
+    /// Gets something (obtain, procure): the object says what.
+    Gets,
+    /// Gives a need its kind outright.
+    Frames(Frame),
+}
+
+/// Senses common to two lemmas: the sense they share (`get` and `acquire`).
+fn shared_senses(lex: &Lexicon, a: &str, b: &str, verb: bool) -> Vec<Sense> {
+    let (sa, sb) = if verb {
+        (lex.verb_senses(a), lex.verb_senses(b))
+    } else {
+        (lex.noun_senses(a), lex.noun_senses(b))
+    };
+    sa.into_iter().filter(|s| sb.contains(s)).collect()
+}
+
+/// The class of a verb in the lexicon: which of the senses of getting, hiring, offering and
+/// joining its most frequent senses fall under.
+fn verb_class(lex: &Lexicon, verb: &str) -> Option<VerbClass> {
+    let senses = lex.verb_senses(verb);
+    if senses.is_empty() {
+        return None;
+    }
+    let under = |anchors: &[Sense]| {
+        senses.iter().take(2).any(|s| anchors.iter().any(|a| s == a || lex.ancestors(*s, 4).any(|x| x == *a)))
+    };
+    if under(&shared_senses(lex, "hire", "employ", true)) {
+        return Some(VerbClass::Frames(Frame::Acquire));
+    }
+    if under(&shared_senses(lex, "get", "acquire", true)) || under(&shared_senses(lex, "seek", "search", true)) {
+        return Some(VerbClass::Gets);
+    }
+    let offers = [("supply", "provide"), ("teach", "instruct"), ("sell", "sell"), ("offer", "proffer")];
+    if offers.iter().any(|(a, b)| under(&shared_senses(lex, a, b, true))) {
+        return Some(VerbClass::Frames(Frame::Offer));
+    }
+    None
+}
+
+/// The kind a wanting verb's object gives the need, by its senses in the lexicon: a post or
+/// work is a position, funds are money, a buyer is a client, a person is someone to find.
+fn lexical_kind(lex: &Lexicon, word: &str) -> Option<Frame> {
+    let first = *lex.noun_senses(word).first()?;
+    let under = |anchors: Vec<Sense>| anchors.iter().any(|a| first == *a || lex.ancestors(first, 4).any(|x| x == *a));
+    if under(shared_senses(lex, "position", "post", false))
+        || under(shared_senses(lex, "occupation", "job", false))
+        || under(lex.noun_senses("work").into_iter().take(1).collect())
+    {
+        return Some(Frame::Join);
+    }
+    if under(shared_senses(lex, "funds", "finances", false))
+        || under(lex.noun_senses("financial aid"))
+        || under(lex.noun_senses("money").into_iter().take(1).collect())
+    {
+        return Some(Frame::Raise);
+    }
+    if under(lex.noun_senses("consumer").into_iter().take(1).collect()) {
+        return Some(Frame::Offer);
+    }
+    (lex.lexfile(first) == crate::lexicon::NOUN_PERSON).then_some(Frame::Acquire)
 }
 
 /// The kind a wanting verb's object gives the need, if its word says.
