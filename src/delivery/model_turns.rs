@@ -334,6 +334,7 @@ fn overruled(answer: &Answer, eval: &Evaluation, allowed: &[Action]) -> Option<(
             Concern::DealBreaker(_) => "a deal-breaker shows".to_owned(),
             Concern::QueryUnanswered(_) => "the other side's query asks for nothing this user offers".to_owned(),
             Concern::Denied(_) => "the other side says its user lacks what is needed".to_owned(),
+            Concern::Another(_) => "the other user's profile names another specialism".to_owned(),
             Concern::Axis { axis, .. } => format!("the {axis} does not fit"),
         }
     } else if let Some(

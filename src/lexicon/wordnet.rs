@@ -158,7 +158,7 @@ fn parse_data_line(
         }
     };
     for w in &words {
-        for part in w.split(['_', '-']).filter(|x| x.len() > 1) {
+        for part in w.split(['_', '-']).filter(|x| x.len() > 1 && !GLOSS_STOP.contains(&x.to_ascii_lowercase().as_str())) {
             push(lex, &part.to_ascii_lowercase());
         }
     }

@@ -98,11 +98,7 @@ impl Evidence {
         for s in &need.senses {
             best = best.max(self.senses.get(s).copied().unwrap_or(0.0));
         }
-        // A compound of the same shape that differs in a part names another thing (a
-        // Spanish-English interpreter is no Mandarin-English one): no partial credit then.
-        let other_member = self.compounds.iter().any(|c| {
-            c.len() == need.parts.len() && *c != need.parts && c.iter().zip(&need.parts).any(|(x, y)| x == y)
-        });
+        let other_member = self.names_another(need);
         if best == 0.0
             && !other_member
             && !need.parts.is_empty()
@@ -128,6 +124,27 @@ impl Evidence {
     /// Whether nothing was added.
     pub fn is_empty(&self) -> bool {
         self.keys.is_empty()
+    }
+
+    /// Whether the evidence names another thing of the same shape as the compound `need`: a
+    /// compound that shares a part with it in the same place and differs in another (a
+    /// Spanish-English interpreter is no Mandarin-English one).
+    /// The parts that differ must be things of one kind in the lexicon (two languages), not a
+    /// word and its derivative (`co-supervisor` and `co-supervise`).
+    pub fn names_another(&self, need: &Word) -> bool {
+        let lex = crate::lexicon::get();
+        let same_kind = |x: &str, y: &str| {
+            let ys = lex.noun_senses(y);
+            lex.noun_senses(x).iter().any(|a| ys.iter().any(|b| lex.lexfile(*a) == lex.lexfile(*b)))
+        };
+        need.parts.len() > 1
+            && !self.keys.contains_key(&need.key)
+            && self.compounds.iter().any(|c| {
+                c.len() == need.parts.len()
+                    && c.iter().zip(&need.parts).any(|(x, y)| x == y)
+                    && c.iter().zip(&need.parts).any(|(x, y)| x != y)
+                    && c.iter().zip(&need.parts).all(|(x, y)| x == y || same_kind(x, y))
+            })
     }
 }
 

@@ -42,6 +42,8 @@ pub struct Weighed {
     pub denied: bool,
     /// Whether the claims that cover it came after the own side's last counter.
     pub new: bool,
+    /// Whether the profile names another thing of its kind in its place.
+    pub another: bool,
 }
 
 /// Something that rules the match out.
@@ -55,6 +57,9 @@ pub enum Concern {
     QueryUnanswered(String),
     /// The other side says its user lacks what the need asks for.
     Denied(Vec<String>),
+    /// The other user's profile names another thing of the kind the need asks for (a
+    /// Spanish-English interpreter for a Mandarin-English need).
+    Another(Vec<String>),
     /// The need and the other user stand at opposite poles of an axis.
     Axis {
         /// The axis.
@@ -184,6 +189,19 @@ fn same(lex: &Lexicon, a: &Need, b: &Need, cfg: &NegotiatorConfig) -> bool {
     }
     overlap(lex, a, b, true) >= cfg.same_need_core_overlap || overlap(lex, a, b, false) >= cfg.same_need_overlap
 }
+
+/// Whether two people's wants name the same object: a word of what one asks for is a word of
+/// what the other asks for, and they share a good part of their words.
+fn same_object(lex: &Lexicon, a: &Need, b: &Need) -> bool {
+    let core = |n: &Need| -> Vec<Word> {
+        n.terms.iter().filter(|t| t.core && !t.implicit && !concepts::is_weak(&t.word)).map(|t| t.word.clone()).collect()
+    };
+    let (ca, cb) = (core(a), core(b));
+    ca.iter().any(|x| cb.iter().any(|y| terms_meet(lex, x, y))) && overlap(lex, a, b, false) >= SAME_OBJECT_OVERLAP
+}
+
+/// Share of their words two wants of alike people share to be the same want.
+const SAME_OBJECT_OVERLAP: f64 = 0.3;
 
 /// Whether two terms of needs say the same: the same word, a concept of the table in common, or
 /// senses one of which is the other or narrower (a lectureship is a post).
@@ -406,6 +424,16 @@ pub fn evaluate_with(lex: &Lexicon, cfg: &NegotiatorConfig, s: &Situation) -> Ev
     if j.denied >= cfg.denied_share || core_denied {
         concerns.push(Concern::Denied(denied_terms));
     }
+    let another: Vec<String> = j
+        .terms
+        .iter()
+        .zip(&j.need.terms)
+        .filter(|(w, t)| w.another && t.core && w.claimed == 0.0)
+        .map(|(w, _)| w.shown.clone())
+        .collect();
+    if !another.is_empty() {
+        concerns.push(Concern::Another(another));
+    }
     if let Some(axis) = axis_conflict(&j.need, s.own, &profile, &other_needs) {
         concerns.push(axis);
     }
@@ -496,19 +524,22 @@ fn judge(need: &Need, private: bool, a: &Against, trust_claims: bool, cfg: &Nego
     grounded.add(&usable(&a.profile.interests), INTEREST);
     // What the other user is after shows what they would take: a position offered, a client's
     // need, a fundraise.
-    if matches!(need.frame, Frame::Join | Frame::Offer | Frame::Invest | Frame::Meet) {
+    // (A position is shown by a want of the other user's profile read as a need to hire,
+    // among the other needs below, not by any word they want: "looking for a postdoc" offers
+    // no postdoc.)
+    if matches!(need.frame, Frame::Offer | Frame::Invest | Frame::Meet) {
         grounded.add_wanted(&usable(&a.profile.is), INTENT);
     }
     let mut same_need = false;
     let mut complemented = false;
-    let wanting = |f: Frame| matches!(f, Frame::Acquire | Frame::Join);
+    let wanting = |f: Frame| matches!(f, Frame::Acquire | Frame::Join | Frame::Raise);
     let seeker_alike = a.alike && !is_what_is_sought(need, a.own_is) && !is_what_is_sought(need, &a.profile.is);
     for (other, words) in a.other_needs {
         let same_kind = other.frame == need.frame && need.frame.competes();
         // Two people alike who both want the same role want the same thing, whichever of them
         // wrote it as a person to find and which as a post to take.
         let alike_wants = seeker_alike && wanting(other.frame) && wanting(need.frame) && (!need.sure || !other.sure);
-        if (same_kind || alike_wants) && same(lex, need, other, cfg) {
+        if (same_kind && same(lex, need, other, cfg)) || (alike_wants && same_object(lex, need, other)) {
             same_need = true;
             continue;
         }
@@ -580,7 +611,16 @@ fn judge(need: &Need, private: bool, a: &Against, trust_claims: bool, cfg: &Nego
         if denied {
             d_sum += t.weight;
         }
-        terms.push(Weighed { shown: t.word.shown.clone(), weight: t.weight, grounded: g, claimed, denied, new });
+        let another = g == 0.0 && !t.implicit && grounded.names_another(&t.word);
+        terms.push(Weighed {
+            shown: t.word.shown.clone(),
+            weight: t.weight,
+            grounded: g,
+            claimed,
+            denied,
+            new,
+            another,
+        });
     }
     let share = |x: f64| if total > 0.0 { x / total } else { 0.0 };
     let claimed_share = share(c_sum);

@@ -329,11 +329,20 @@ fn read_need(text: &str) -> Need {
     // The head: the last noun of the phrase (a word in -ing there is a verb, unless it is all).
     let head_word = candidates.iter().rev().find(|w| !w.ends_with("ing")).or(candidates.last()).copied();
     if frame.is_none() {
-        let listed = phrase.iter().find_map(|w| object_kind(w));
+        // The head of the object says what it is (a grant writer is a person, not a grant);
+        // the phrase's other words only when the head names no person.
+        let head_is_person = head_word.is_some_and(|h| lexical_kind(lex, h) == Some(Frame::Acquire));
+        let listed = head_word
+            .and_then(object_kind)
+            .or_else(|| if head_is_person { None } else { phrase.iter().find_map(|w| object_kind(w)) });
         let lexical = head_word.and_then(|h| lexical_kind(lex, h));
         // What the object is for: "Find groups to teach climbing" wants people to serve.
         let purpose = object.iter().position(|w| *w == "to").and_then(|k| object.get(k + 1)).copied();
-        sure = listed.is_some() || matches!(lexical, Some(Frame::Join | Frame::Raise | Frame::Offer));
+        // A word that also names a person (`postdoc`, `intern`) leaves the kind in doubt.
+        let names_a_person = head_word.is_some_and(|h| {
+            lex.noun_senses(h).iter().any(|s| lex.lexfile(*s) == crate::lexicon::NOUN_PERSON)
+        });
+        sure = listed.is_some() || (matches!(lexical, Some(Frame::Join | Frame::Raise | Frame::Offer)) && !names_a_person);
         frame = Some(match listed.or(lexical.filter(|f| *f != Frame::Acquire)) {
             Some(kind) => kind,
             None if lexical.is_none()
@@ -386,7 +395,9 @@ fn read_need(text: &str) -> Need {
         } else {
             1.0
         };
-        let core = head || core_keys.contains(&word.key) || word.parts.iter().any(|p| core_keys.contains(p));
+        // A code (`ISO 13485`) names exactly what is sought, wherever it stands in the need.
+        let code = word.key.ends_with(|c: char| c.is_ascii_digit());
+        let core = head || code || core_keys.contains(&word.key) || word.parts.iter().any(|p| core_keys.contains(p));
         terms.push(Term { word, weight, head, implicit: false, core });
     }
     // Implicit counterparts: money needs an investor, an investment a fundraise.

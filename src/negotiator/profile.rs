@@ -54,6 +54,22 @@ const WANT_OPENERS: &[&str] = &[
     "wants",
 ];
 
+/// Words that, inside a description, open a want (`..., looking for a postdoc`).
+const WANT_MARKERS: &[&str] = &[
+    "looking for",
+    "seeking",
+    "searching for",
+    "in search of",
+    "hiring",
+    "recruiting",
+    "raising",
+    "sourcing",
+    " needs ",
+    " need ",
+    " wants ",
+    " want to ",
+];
+
 /// A profile, read.
 #[derive(Debug, Default, Clone)]
 pub struct Profile {
@@ -98,10 +114,7 @@ fn wants_in(description: &str) -> Vec<String> {
     let mut out = Vec::new();
     for clause in description.split(['.', ';', '\n', '(', ')']) {
         let lower = clause.to_lowercase();
-        let at = ["looking for", "seeking", "searching for", "hiring", "recruiting", "in search of"]
-            .iter()
-            .filter_map(|m| lower.find(m))
-            .min();
+        let at = WANT_MARKERS.iter().filter_map(|m| lower.find(m).map(|i| i + m.len() - m.trim_start().len())).min();
         if let Some(at) = at
             && clause.is_char_boundary(at)
         {

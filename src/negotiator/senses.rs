@@ -117,9 +117,14 @@ impl Context {
     }
 }
 
-/// The senses a word may have in the lexicon, most frequent first.
+/// The senses a word may have in the lexicon, most frequent first: its noun senses when it has
+/// any (what people are, have and seek are named by nouns; a verb's senses are too fine to tell
+/// one use from another), else its verb senses.
 fn candidates(lex: &Lexicon, w: &Word) -> Vec<Sense> {
-    let mut senses = lex.senses(&w.shown);
+    let mut senses = lex.noun_senses(&w.shown);
+    if senses.is_empty() {
+        senses = lex.verb_senses(&w.shown);
+    }
     senses.truncate(MAX_SENSES);
     senses
 }
@@ -160,7 +165,8 @@ fn preference(w: &Word, own: Sense, other: Sense) -> f32 {
 
 /// Whether two words, written alike, are used in compatible senses. They are not when both are
 /// nouns whose contexts chose senses that are different things (of different kinds, or meeting
-/// only far up the hierarchy: an orchestra's conductor and a tram's meet at `person`), and the
+/// only far up the hierarchy: an orchestra's conductor and a tram's meet at `person`), one of
+/// them a thing one can point at ([`CONCRETE`]), and the
 /// contexts are not in doubt: one of them speaks for its sense over the other's by a telling
 /// word or more, and the other at least prefers its own. Verbs are never told apart: their
 /// senses are too fine to rule anything out.
@@ -176,8 +182,10 @@ pub fn compatible(lex: &Lexicon, a: &Word, b: &Word) -> bool {
     if pairs().any(|(x, y)| lex.is_a(x, y, IS_A_LEVELS) || lex.is_a(y, x, IS_A_LEVELS)) {
         return true;
     }
+    let concrete = |x: Sense| CONCRETE.contains(&lex.lexfile(x));
     let apart = |x: Sense, y: Sense| {
-        lex.lexfile(x) != lex.lexfile(y) || lex.distance(x, y, FAR_LEVELS).is_none_or(|d| d >= FAR)
+        (concrete(x) || concrete(y))
+            && (lex.lexfile(x) != lex.lexfile(y) || lex.distance(x, y, FAR_LEVELS).is_none_or(|d| d >= FAR))
     };
     let clear = |x: Sense, y: Sense| {
         let (pa, pb) = (preference(a, x, y), preference(b, y, x));
@@ -185,6 +193,12 @@ pub fn compatible(lex: &Lexicon, a: &Word, b: &Word) -> bool {
     };
     !pairs().all(|(x, y)| apart(x, y) && clear(x, y))
 }
+
+/// Lexicographer files of things one can point at: people, artifacts, animals, plants, objects,
+/// places, groups, food, body parts, substances. Homonyms that mislead a match are of these
+/// (a conductor, a plant, a bar, a bass, a court); abstract senses (strength, night) are too
+/// finely split to tell one use from another.
+const CONCRETE: &[u8] = &[5, 6, 8, 13, 14, 15, 17, 18, 20, 27];
 
 /// How much more a context must speak for one sense than for another to rule the other out.
 const STRONG: f32 = 10.0;
