@@ -270,7 +270,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("a2a_client", &[]),
     ("telemetry", &["config"]),
     ("domain", &[]),
-    ("negotiator", &["config", "domain"]),
+    // English words and their senses (WordNet, read once): below the negotiator, knows nothing else.
+    ("lexicon", &[]),
+    ("negotiator", &["config", "domain", "lexicon"]),
     ("scoring", &["config", "error_code"]),
     ("embeddings", &["config", "scoring"]),
     ("metrics", &["config", "domain"]),
@@ -359,6 +361,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "directory",
             "embeddings",
             "http",
+            "lexicon",
             "live",
             "mcp",
             "metrics",

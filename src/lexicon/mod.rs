@@ -72,6 +72,9 @@ pub struct Lexicon {
     building: HashMap<Box<str>, (Vec<u32>, Vec<u32>)>,
     /// First words of multi-word lemmas (`physical` for `physical_therapist`).
     starts_phrase: std::collections::HashSet<Box<str>>,
+    /// Each sense's signature, computed on first use (the same senses are weighed at every
+    /// decision).
+    signatures: Vec<OnceLock<Box<[u32]>>>,
 }
 
 /// A sense of a word: an index into the lexicon's synsets.
@@ -127,6 +130,7 @@ impl Lexicon {
             }
         }
         self.stem_uses = uses;
+        self.signatures = (0..self.synsets.len()).map(|_| OnceLock::new()).collect();
         self.senses.shrink_to_fit();
         self.pool.shrink_to_fit();
         self.synsets.shrink_to_fit();
@@ -343,14 +347,20 @@ impl Lexicon {
 
     /// The stem ids that show a sense: its own words and definition, its hypernyms' words (two
     /// steps up) and its topics' words.
-    pub fn signature(&self, s: Sense) -> Vec<u32> {
-        let mut out = self.sig(s, false).to_vec();
-        for a in self.ancestors(s, 2).chain(self.topics(s)) {
-            out.extend(self.sig(a, true));
+    pub fn signature(&self, s: Sense) -> &[u32] {
+        let compute = || {
+            let mut out = self.sig(s, false).to_vec();
+            for a in self.ancestors(s, 2).chain(self.topics(s)) {
+                out.extend(self.sig(a, true));
+            }
+            out.sort_unstable();
+            out.dedup();
+            out.into_boxed_slice()
+        };
+        match self.signatures.get(s as usize) {
+            Some(cell) => cell.get_or_init(compute),
+            None => &[],
         }
-        out.sort_unstable();
-        out.dedup();
-        out
     }
 
     /// The stem ids of the sense's own words (`conductor`, `music`, `director`).
@@ -479,7 +489,37 @@ pub fn installed() -> bool {
 /// The process's lexicon: the installed one, else loaded from [`DEFAULT_DIR`] on first use,
 /// else empty.
 pub fn get() -> &'static Lexicon {
+    #[cfg(test)]
+    if let Some(lex) = OVERRIDE.with(std::cell::Cell::get) {
+        return lex;
+    }
     LEXICON.get_or_init(|| wordnet::load(std::path::Path::new(DEFAULT_DIR)).unwrap_or_default())
+}
+
+/// A number telling lexicons apart, for caches of what is read with one.
+pub fn id(lex: &Lexicon) -> usize {
+    std::ptr::from_ref(lex) as usize
+}
+
+#[cfg(test)]
+thread_local! {
+    static OVERRIDE: std::cell::Cell<Option<&'static Lexicon>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f` with `lex` as this thread's lexicon (tests of how the negotiator judges without one).
+#[cfg(test)]
+pub fn with<R>(lex: &'static Lexicon, f: impl FnOnce() -> R) -> R {
+    OVERRIDE.with(|o| o.set(Some(lex)));
+    let out = f();
+    OVERRIDE.with(|o| o.set(None));
+    out
+}
+
+/// An empty lexicon that lives as long as the process (tests of the negotiator without one).
+#[cfg(test)]
+pub fn empty() -> &'static Lexicon {
+    static EMPTY: LazyLock<Lexicon> = LazyLock::new(Lexicon::empty);
+    &EMPTY
 }
 
 #[cfg(test)]

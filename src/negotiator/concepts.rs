@@ -717,13 +717,14 @@ const REMEMBERED: usize = 8192;
 const REMEMBERED_LEN: usize = 2_000;
 
 fn remembered(raw: &str, description: bool) -> Reading {
-    static CACHE: LazyLock<std::sync::Mutex<lru::LruCache<(bool, String), Reading>>> = LazyLock::new(|| {
+    // Keyed by the lexicon too: its phrases are merged into the reading.
+    static CACHE: LazyLock<std::sync::Mutex<lru::LruCache<(bool, usize, String), Reading>>> = LazyLock::new(|| {
         std::sync::Mutex::new(lru::LruCache::new(std::num::NonZeroUsize::new(REMEMBERED).expect("non-zero")))
     });
     if raw.len() > REMEMBERED_LEN {
         return finish(if description { text::read_description(raw) } else { text::read(raw) });
     }
-    let key = (description, raw.to_owned());
+    let key = (description, crate::lexicon::id(crate::lexicon::get()), raw.to_owned());
     if let Some(hit) = CACHE.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
         return hit.clone();
     }

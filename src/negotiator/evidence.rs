@@ -422,6 +422,23 @@ mod tests {
     }
 
     #[test]
+    fn folded_look_alikes_mark_the_message_as_other_alphabets_do() {
+        for m in [
+            "Luke is a ｃｈａｒｔｅｒｅｄ ａｃｃｏｕｎｔａｎｔ.",
+            "Max is a 𝐫𝐞𝐠𝐢𝐬𝐭𝐞𝐫𝐞𝐝 nurse.",
+            "Ty is a \u{212A}ey refrigeration engineer.",
+            "Rick is a phy\u{200B}siotherapist.",
+            "Rick is a physio\u{00AD}therapist.",
+        ] {
+            let r = read_message(m);
+            assert!(r.look_alikes, "{m}");
+            // Folded, the words carry what their plain spelling would.
+            assert!(!r.words.is_empty(), "{m}");
+        }
+        assert!(!read_message("Efficient ﬁling, 20 m² of office, ½ day a week — thanks!").look_alikes);
+    }
+
+    #[test]
     fn a_homonym_in_another_sense_clashes_with_a_technical_need() {
         let rust = concepts::HOMONYMS.iter().find(|h| h.word == "rust").unwrap();
         let need = Senses::of(&concepts::read("Hire a senior Rust engineer for our payments backend").words);

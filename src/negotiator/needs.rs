@@ -271,17 +271,19 @@ fn raw_words(folded: &str) -> Vec<String> {
 
 /// Reads one intent (or discovery query) as a need (kept for the next turns that read it).
 pub fn need(text: &str) -> Need {
-    static CACHE: std::sync::LazyLock<std::sync::Mutex<lru::LruCache<String, Need>>> = std::sync::LazyLock::new(|| {
+    // Keyed by the lexicon too: it gives verbs and objects their kinds.
+    static CACHE: std::sync::LazyLock<std::sync::Mutex<lru::LruCache<(usize, String), Need>>> = std::sync::LazyLock::new(|| {
         std::sync::Mutex::new(lru::LruCache::new(std::num::NonZeroUsize::new(4096).expect("non-zero")))
     });
     if text.len() > 2_000 {
         return read_need(text);
     }
-    if let Some(hit) = CACHE.lock().unwrap_or_else(|e| e.into_inner()).get(text) {
+    let key = (crate::lexicon::id(crate::lexicon::get()), text.to_owned());
+    if let Some(hit) = CACHE.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
         return hit.clone();
     }
     let need = read_need(text);
-    CACHE.lock().unwrap_or_else(|e| e.into_inner()).put(text.to_owned(), need.clone());
+    CACHE.lock().unwrap_or_else(|e| e.into_inner()).put(key, need.clone());
     need
 }
 

@@ -44,42 +44,66 @@ const VOTING_LEVELS: usize = 4;
 /// shared counts about 9; one most definitions use about 3).
 const UNDER_WEIGHT: f64 = 12.0;
 
-/// What one word brings to a context: its stems, the words of its most frequent sense and of
-/// that sense's broader senses (so that `choir` brings `music` along), and the broader senses
-/// of its first senses.
-fn brings(lex: &Lexicon, w: &Word) -> (HashSet<u32>, HashSet<Sense>) {
-    let mut stems = HashSet::new();
-    let mut under = HashSet::new();
+/// What the lexicon says of one written word, kept for the next decisions that read it.
+#[derive(Debug, Default)]
+struct Known {
+    /// The senses it may have (see [`candidates`]).
+    candidates: Vec<Sense>,
+    /// What it brings to a context: its stems, the words of its most frequent sense and of that
+    /// sense's broader senses (so that `choir` brings `music` along), and the broader senses of
+    /// its first senses, which vote.
+    stems: HashSet<u32>,
+    under: HashSet<Sense>,
+}
+
+/// How many words' lexicon entries the process keeps.
+const KNOWN_WORDS: usize = 16_384;
+
+/// What the lexicon says of `w` (cached by its spelling and keys).
+fn known(lex: &Lexicon, w: &Word) -> std::sync::Arc<Known> {
+    type Cache = std::sync::Mutex<lru::LruCache<(usize, String, String), std::sync::Arc<Known>>>;
+    static CACHE: std::sync::LazyLock<Cache> = std::sync::LazyLock::new(|| {
+        std::sync::Mutex::new(lru::LruCache::new(std::num::NonZeroUsize::new(KNOWN_WORDS).expect("non-zero")))
+    });
+    let key = (crate::lexicon::id(lex), w.shown.clone(), w.key.clone());
+    if let Some(hit) = CACHE.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return hit.clone();
+    }
+    let mut k = Known::default();
+    let nouns = lex.noun_senses(&w.shown);
+    k.candidates = if nouns.is_empty() { lex.verb_senses(&w.shown) } else { nouns.clone() };
+    k.candidates.truncate(MAX_SENSES);
     for key in std::iter::once(&w.key).chain(&w.parts) {
         if let Some(id) = lex.stem_id(key) {
-            stems.insert(id);
+            k.stems.insert(id);
         }
     }
-    let senses = lex.noun_senses(&w.shown);
-    if let Some(first) = senses.first() {
-        stems.extend(lex.own_words(*first));
+    if let Some(first) = nouns.first() {
+        k.stems.extend(lex.own_words(*first));
         for a in lex.ancestors(*first, 2) {
-            stems.extend(lex.own_words(a));
+            k.stems.extend(lex.own_words(a));
         }
     }
-    for s in senses.iter().take(VOTING_SENSES) {
-        under.extend(lex.ancestors(*s, VOTING_LEVELS));
+    for s in nouns.iter().take(VOTING_SENSES) {
+        k.under.extend(lex.ancestors(*s, VOTING_LEVELS));
     }
-    (stems, under)
+    let k = std::sync::Arc::new(k);
+    CACHE.lock().unwrap_or_else(|e| e.into_inner()).put(key, k.clone());
+    k
 }
 
 impl Context {
-    /// The context of `words` (see [`brings`]).
+    /// The context of `words` (what each brings, see [`Known`]).
     pub fn of<'a>(lex: &Lexicon, words: impl IntoIterator<Item = &'a Word>) -> Context {
         let mut ctx = Context::default();
         for w in words {
             *ctx.keys.entry(w.key.clone()).or_default() += 1;
-            let (stems, under) = brings(lex, w);
-            for id in stems {
-                *ctx.stems.entry(id).or_default() += 1;
+            let k = known(lex, w);
+            for id in &k.stems {
+                *ctx.stems.entry(*id).or_default() += 1;
             }
-            for s in under {
-                *ctx.under.entry(s).or_default() += 1;
+            for s in &k.under {
+                *ctx.under.entry(*s).or_default() += 1;
             }
         }
         ctx
@@ -105,15 +129,15 @@ impl Context {
 
     /// How much the context, less what the word itself brings (`own`, as often as the word
     /// stands in the context), speaks for sense `s`.
-    fn score(&self, lex: &Lexicon, s: Sense, own: &(HashSet<u32>, HashSet<Sense>), times: u16) -> f64 {
+    fn score(&self, lex: &Lexicon, s: Sense, own: &Known, times: u16) -> f64 {
         let others = |n: Option<&u16>, mine: bool| n.copied().unwrap_or(0) > if mine { times } else { 0 };
         let shared: f64 = lex
             .signature(s)
             .iter()
-            .filter(|id| others(self.stems.get(id), own.0.contains(id)))
+            .filter(|id| others(self.stems.get(id), own.stems.contains(id)))
             .map(|id| lex.weight(*id))
             .sum();
-        shared + if others(self.under.get(&s), own.1.contains(&s)) { UNDER_WEIGHT } else { 0.0 }
+        shared + if others(self.under.get(&s), own.under.contains(&s)) { UNDER_WEIGHT } else { 0.0 }
     }
 }
 
@@ -121,12 +145,7 @@ impl Context {
 /// any (what people are, have and seek are named by nouns; a verb's senses are too fine to tell
 /// one use from another), else its verb senses.
 fn candidates(lex: &Lexicon, w: &Word) -> Vec<Sense> {
-    let mut senses = lex.noun_senses(&w.shown);
-    if senses.is_empty() {
-        senses = lex.verb_senses(&w.shown);
-    }
-    senses.truncate(MAX_SENSES);
-    senses
+    known(lex, w).candidates.clone()
 }
 
 /// Gives each word its sense in `ctx` (see the module docs). Words already given one keep it.
@@ -139,7 +158,7 @@ pub fn annotate(lex: &Lexicon, words: &mut [Word], ctx: &Context) {
             w.senses = cands;
             continue;
         }
-        let own = brings(lex, w);
+        let own = known(lex, w);
         let times = ctx.times(w);
         let scores: Vec<f64> = cands.iter().map(|s| ctx.score(lex, *s, &own, times)).collect();
         let best = scores.iter().copied().fold(0.0, f64::max);
@@ -265,13 +284,13 @@ mod tests {
         let ctx_words = concepts::read(&context).words;
         let ctx = Context::of(lex, words.iter().chain(&ctx_words));
         for w in &words {
-            let own = brings(lex, w);
+            let own = known(lex, w);
             for s in candidates(lex, w) {
                 let hits = ctx.score(lex, s, &own, ctx.times(w));
                 let shared: Vec<String> = lex
                     .signature(s)
                     .iter()
-                    .filter(|id| ctx.stems.get(id).copied().unwrap_or(0) > u16::from(own.0.contains(id)))
+                    .filter(|id| ctx.stems.get(id).copied().unwrap_or(0) > u16::from(own.stems.contains(id)))
                     .map(|id| format!("{}={:.1}", lex.stem_of(*id), lex.weight(*id)))
                     .collect();
                 println!("    shared {shared:?}");
