@@ -31,10 +31,8 @@ pub const DEFAULT_DIR: &str = "/usr/share/wordnet";
 
 /// Lexicographer file of nouns that name people (`noun.person`).
 pub const NOUN_PERSON: u8 = 18;
-/// Lexicographer file of nouns that name acts, occupations among them (`noun.act`).
-pub const NOUN_ACT: u8 = 4;
-/// Lexicographer file of nouns that name fields of knowledge (`noun.cognition`).
-pub const NOUN_COGNITION: u8 = 9;
+/// Lexicographer file of nouns that name groups and organisations (`noun.group`).
+pub const NOUN_GROUP: u8 = 14;
 
 /// Depth below which a sense is too general to relate two words (`person`, `worker`, `act`).
 const GENERAL_DEPTH: u8 = 5;
@@ -44,6 +42,8 @@ const GENERAL_DEPTH: u8 = 5;
 pub(crate) struct Synset {
     lexfile: u8,
     verb: bool,
+    /// Whether it is one named thing (Wiley Post, the island of Java) rather than a kind.
+    instance: bool,
     /// Fewest hypernym steps to a root.
     depth: u8,
     hyper: (u32, u8),
@@ -218,11 +218,13 @@ impl Lexicon {
         Vec::new()
     }
 
-    /// The noun senses of a written word.
+    /// The noun senses of a written word that name kinds of things (not one named thing: `post`
+    /// is a position or a mail service, not Emily Post).
     pub fn noun_senses(&self, word: &str) -> Vec<Sense> {
         for lemma in self.lemma_candidates(word) {
             if let Some(&(start, nouns, _)) = self.lemmas.get(lemma.as_str()) {
-                return self.senses[start as usize..start as usize + nouns as usize].to_vec();
+                let all = &self.senses[start as usize..start as usize + nouns as usize];
+                return all.iter().copied().filter(|s| !self.synsets[*s as usize].instance).collect();
             }
         }
         Vec::new()
@@ -253,9 +255,9 @@ impl Lexicon {
             return false;
         }
         let head = words[..words.len() - 1].join("_");
-        self.lemma_candidates(words[words.len() - 1]).iter().any(|last| {
-            self.lemmas.get(format!("{head}_{last}").as_str()).is_some_and(|(_, nouns, _)| *nouns > 0)
-        })
+        self.lemma_candidates(words[words.len() - 1])
+            .iter()
+            .any(|last| self.lemmas.get(format!("{head}_{last}").as_str()).is_some_and(|(_, nouns, _)| *nouns > 0))
     }
 
     fn hypernyms(&self, s: Sense) -> &[u32] {
@@ -407,11 +409,7 @@ impl Lexicon {
 
     /// The sense's own words, as stems (for explaining a decision).
     pub fn describe(&self, s: Sense) -> String {
-        let words: Vec<&str> = self
-            .own_words(s)
-            .iter()
-            .map(|id| self.stem_of(*id))
-            .collect();
+        let words: Vec<&str> = self.own_words(s).iter().map(|id| self.stem_of(*id)).collect();
         format!("{}:{}", self.lexfile(s), words.join("/"))
     }
 

@@ -36,11 +36,65 @@ const PARTS: [(&str, bool); 2] = [("noun", false), ("verb", true)];
 
 /// Words of a gloss that say nothing about its sense.
 const GLOSS_STOP: &[&str] = &[
-    "a", "about", "an", "and", "any", "are", "as", "at", "be", "been", "being", "by", "can", "especially", "for",
-    "from", "has", "have", "in", "into", "is", "it", "its", "kind", "made", "make", "many", "more", "most", "of",
-    "on", "one", "or", "other", "out", "part", "person", "some", "something", "someone", "such", "than", "that",
-    "the", "their", "them", "this", "those", "to", "up", "usually", "used", "very", "was", "which", "who", "whom",
-    "with", "without",
+    "a",
+    "about",
+    "an",
+    "and",
+    "any",
+    "are",
+    "as",
+    "at",
+    "be",
+    "been",
+    "being",
+    "by",
+    "can",
+    "especially",
+    "for",
+    "from",
+    "has",
+    "have",
+    "in",
+    "into",
+    "is",
+    "it",
+    "its",
+    "kind",
+    "made",
+    "make",
+    "many",
+    "more",
+    "most",
+    "of",
+    "on",
+    "one",
+    "or",
+    "other",
+    "out",
+    "part",
+    "person",
+    "some",
+    "something",
+    "someone",
+    "such",
+    "than",
+    "that",
+    "the",
+    "their",
+    "them",
+    "this",
+    "those",
+    "to",
+    "up",
+    "usually",
+    "used",
+    "very",
+    "was",
+    "which",
+    "who",
+    "whom",
+    "with",
+    "without",
 ];
 
 /// Loads the lexicon from `dir`.
@@ -118,12 +172,7 @@ pub fn load(dir: &Path) -> Result<Lexicon, LoadError> {
 /// One line of a data file: the synset (with its offset), and its hypernyms' and topics' keys.
 type DataLine = ((u32, Synset), Vec<(bool, u32)>, Vec<(bool, u32)>);
 
-fn parse_data_line(
-    line: &str,
-    verb: bool,
-    lex: &mut Lexicon,
-    stems: &mut HashMap<String, u32>,
-) -> Option<DataLine> {
+fn parse_data_line(line: &str, verb: bool, lex: &mut Lexicon, stems: &mut HashMap<String, u32>) -> Option<DataLine> {
     let (head, gloss) = line.split_once(" | ").unwrap_or((line, ""));
     let f: Vec<&str> = head.split(' ').filter(|x| !x.is_empty()).collect();
     let offset: u32 = f.first()?.parse().ok()?;
@@ -134,6 +183,7 @@ fn parse_data_line(
     let p_cnt: usize = f.get(p)?.parse().ok()?;
     p += 1;
     let (mut hypernyms, mut topics) = (Vec::new(), Vec::new());
+    let mut instance = false;
     for _ in 0..p_cnt {
         let (symbol, target, pos) = (f.get(p)?, f.get(p + 1)?, f.get(p + 2)?);
         p += 4;
@@ -144,7 +194,11 @@ fn parse_data_line(
             _ => continue,
         };
         match *symbol {
-            "@" | "@i" => hypernyms.push((target_verb, target)),
+            "@" => hypernyms.push((target_verb, target)),
+            "@i" => {
+                instance = true;
+                hypernyms.push((target_verb, target));
+            }
             ";c" => topics.push((target_verb, target)),
             _ => {}
         }
@@ -158,7 +212,9 @@ fn parse_data_line(
         }
     };
     for w in &words {
-        for part in w.split(['_', '-']).filter(|x| x.len() > 1 && !GLOSS_STOP.contains(&x.to_ascii_lowercase().as_str())) {
+        for part in
+            w.split(['_', '-']).filter(|x| x.len() > 1 && !GLOSS_STOP.contains(&x.to_ascii_lowercase().as_str()))
+        {
             push(lex, &part.to_ascii_lowercase());
         }
     }
@@ -173,8 +229,16 @@ fn parse_data_line(
         push(lex, &word);
     }
     let len = (lex.pool.len() as u32 - start).min(u16::MAX as u32) as u16;
-    let synset =
-        Synset { lexfile, verb, depth: 0, hyper: (0, 0), topic: (0, 0), sig: (start, len), own: own.min(255) as u8 };
+    let synset = Synset {
+        lexfile,
+        verb,
+        instance,
+        depth: 0,
+        hyper: (0, 0),
+        topic: (0, 0),
+        sig: (start, len),
+        own: own.min(255) as u8,
+    };
     Some(((offset, synset), hypernyms, topics))
 }
 

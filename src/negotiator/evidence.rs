@@ -118,6 +118,25 @@ impl Evidence {
                 .sum();
             best = sum / need.parts.len() as f64;
         }
+        // A name the lexicon reads as one noun (`pastry cook`) is met whole, or by each of its
+        // words (pastry, and a chef for the cook).
+        if best == 0.0 && need.parts.is_empty() && need.key.contains('_') && need.shown.contains(' ') {
+            let lex = crate::lexicon::get();
+            let words: Vec<&str> = need.shown.split(' ').collect();
+            let sum: f64 = words
+                .iter()
+                .map(|w| {
+                    let key = text::stem(w);
+                    let by_sense = lex.noun_senses(w).first().and_then(|s| self.senses.get(s)).copied().unwrap_or(0.0);
+                    let by_concept = concepts::concepts_of_key(&key)
+                        .iter()
+                        .map(|c| self.concepts.get(c).copied().unwrap_or(0.0))
+                        .fold(0.0, f64::max);
+                    self.keys.get(&key).copied().unwrap_or(0.0).max(by_sense).max(by_concept)
+                })
+                .sum();
+            best = sum / words.len() as f64;
+        }
         best
     }
 
@@ -183,7 +202,8 @@ impl Denials {
         let lex = crate::lexicon::get();
         if need.decided
             && need.senses.iter().any(|s| {
-                self.senses.contains(s) || lex.ancestors(*s, super::senses::IS_A_LEVELS).any(|a| self.senses.contains(&a))
+                self.senses.contains(s)
+                    || lex.ancestors(*s, super::senses::IS_A_LEVELS).any(|a| self.senses.contains(&a))
             })
         {
             return true;

@@ -22,10 +22,10 @@ use super::needs::{self, Frame, Need};
 use super::profile::{Profile, strings};
 use super::senses::{self, Context};
 use super::text::Word;
-use crate::lexicon::Lexicon;
 use super::{NegotiatorConfig, Situation};
 use crate::domain::turn::{Action, Role, Side, SuggestedRoles};
 use crate::domain::user::UserContext;
+use crate::lexicon::Lexicon;
 
 /// One term of the judged need, weighed.
 #[derive(Debug, Clone, PartialEq)]
@@ -194,7 +194,11 @@ fn same(lex: &Lexicon, a: &Need, b: &Need, cfg: &NegotiatorConfig) -> bool {
 /// what the other asks for, and they share a good part of their words.
 fn same_object(lex: &Lexicon, a: &Need, b: &Need) -> bool {
     let core = |n: &Need| -> Vec<Word> {
-        n.terms.iter().filter(|t| t.core && !t.implicit && !concepts::is_weak(&t.word)).map(|t| t.word.clone()).collect()
+        n.terms
+            .iter()
+            .filter(|t| t.core && !t.implicit && !concepts::is_weak(&t.word))
+            .map(|t| t.word.clone())
+            .collect()
     };
     let (ca, cb) = (core(a), core(b));
     ca.iter().any(|x| cb.iter().any(|y| terms_meet(lex, x, y))) && overlap(lex, a, b, false) >= SAME_OBJECT_OVERLAP
@@ -234,9 +238,8 @@ fn overlap(lex: &Lexicon, a: &Need, b: &Need, core: bool) -> f64 {
 
 /// Whether two users describe themselves alike: a role in common, or most of their field.
 fn alike(lex: &Lexicon, own: &[Word], other: &[Word]) -> bool {
-    let roles = |ws: &[Word]| -> Vec<String> {
-        ws.iter().filter(|w| senses::is_role(lex, w)).map(|w| w.key.clone()).collect()
-    };
+    let roles =
+        |ws: &[Word]| -> Vec<String> { ws.iter().filter(|w| senses::is_role(lex, w)).map(|w| w.key.clone()).collect() };
     let (ro, rt) = (roles(own), roles(other));
     if ro.iter().any(|k| rt.contains(k)) {
         return true;
@@ -276,7 +279,14 @@ pub fn evaluate_with(lex: &Lexicon, cfg: &NegotiatorConfig, s: &Situation) -> Ev
     };
     // The other user's needs: the intents the platform shares, and the wants of the profile.
     let mut other_needs: Vec<(Need, Vec<Word>)> = Vec::new();
-    for text in s.other.intents.iter().filter(|i| !i.private).map(|i| i.text.as_str()).chain(profile.wants.iter().map(String::as_str)) {
+    for text in s
+        .other
+        .intents
+        .iter()
+        .filter(|i| !i.private)
+        .map(|i| i.text.as_str())
+        .chain(profile.wants.iter().map(String::as_str))
+    {
         let mut words = concepts::read(text).words;
         let mut ctx = Context::of(lex, &words);
         ctx.extend(&profile_ctx);
@@ -285,6 +295,7 @@ pub fn evaluate_with(lex: &Lexicon, cfg: &NegotiatorConfig, s: &Situation) -> Ev
     }
     let intent_count = s.other.intents.iter().filter(|i| !i.private).count();
     let bears: Vec<Word> = affirmed(&mut profile.all().chain(other_needs[..intent_count].iter().flat_map(|(_, w)| w)));
+    let profile_words: Vec<Word> = affirmed(&mut profile.all());
     let other_senses = Senses::of(profile.all().chain(other_needs.iter().flat_map(|(_, w)| w)));
     let mut profile_denials = Denials::default();
     profile_denials.add(&profile.is);
@@ -311,6 +322,7 @@ pub fn evaluate_with(lex: &Lexicon, cfg: &NegotiatorConfig, s: &Situation) -> Ev
         lex,
         profile: &profile,
         bears: &bears,
+        profile_words: &profile_words,
         other_needs: &other_needs,
         other_senses: &other_senses,
         profile_denials: &profile_denials,
@@ -328,10 +340,8 @@ pub fn evaluate_with(lex: &Lexicon, cfg: &NegotiatorConfig, s: &Situation) -> Ev
     };
     let intents = s.own.intents.len();
     let judge_all = |trust_claims: bool| -> Vec<Judged> {
-        let mut judged: Vec<Judged> = own_needs
-            .iter()
-            .map(|(need, private)| judge(need, *private, &a, trust_claims, cfg))
-            .collect();
+        let mut judged: Vec<Judged> =
+            own_needs.iter().map(|(need, private)| judge(need, *private, &a, trust_claims, cfg)).collect();
         // The discovery query restates an intent in keywords: it shares a shared need's fate.
         if judged.len() > intents {
             let query = judged.len() - 1;
@@ -484,6 +494,8 @@ struct Against<'a> {
     profile: &'a Profile,
     /// The profile's and shared intents' affirmed words: what a claim must be borne out by.
     bears: &'a [Word],
+    /// The profile's affirmed words alone: what a want to be someone must be borne out by.
+    profile_words: &'a [Word],
     other_needs: &'a [(Need, Vec<Word>)],
     other_senses: &'a Senses,
     profile_denials: &'a Denials,
@@ -515,9 +527,8 @@ fn judge(need: &Need, private: bool, a: &Against, trust_claims: bool, cfg: &Nego
     let lex = a.lex;
     // A word the other user writes like a word of what the need asks for (its first noun
     // phrase, whose words are nouns) but means in another sense shows nothing.
-    let clashes = |w: &Word| {
-        need.terms.iter().any(|t| t.core && t.word.key == w.key && !senses::compatible(lex, &t.word, w))
-    };
+    let clashes =
+        |w: &Word| need.terms.iter().any(|t| t.core && t.word.key == w.key && !senses::compatible(lex, &t.word, w));
     let usable = |words: &[Word]| -> Vec<Word> { words.iter().filter(|w| !clashes(w)).cloned().collect() };
     let mut grounded = Evidence::default();
     grounded.add(&usable(&a.profile.is), 1.0);
@@ -530,6 +541,10 @@ fn judge(need: &Need, private: bool, a: &Against, trust_claims: bool, cfg: &Nego
     if matches!(need.frame, Frame::Offer | Frame::Invest | Frame::Meet) {
         grounded.add_wanted(&usable(&a.profile.is), INTENT);
     }
+    // What the other user's complementary needs show; for a person sought, what they want to be
+    // shows what is asked for most (the need's core) only as far as their profile bears it out.
+    let mut wants = Evidence::default();
+    let mut wants_borne = Evidence::default();
     let mut same_need = false;
     let mut complemented = false;
     let wanting = |f: Frame| matches!(f, Frame::Acquire | Frame::Join | Frame::Raise);
@@ -544,7 +559,12 @@ fn judge(need: &Need, private: bool, a: &Against, trust_claims: bool, cfg: &Nego
             continue;
         }
         if need.frame.is_served_by(other.frame) && !same_kind {
-            grounded.add(&usable(words), INTENT);
+            // A want to be what the need seeks ("find a consultant anaesthetist post") is the
+            // other user's own word about themselves.
+            let words = usable(words);
+            let borne: Vec<Word> = words.iter().filter(|w| senses::related(lex, w, a.profile_words)).cloned().collect();
+            wants.add(&words, INTENT);
+            wants_borne.add(&borne, INTENT);
             complemented |= other.frame != Frame::Meet;
         }
     }
@@ -564,7 +584,8 @@ fn judge(need: &Need, private: bool, a: &Against, trust_claims: bool, cfg: &Nego
         if let Some(h) = clash {
             other_sense.get_or_insert((t.word.shown.clone(), h.other_sense));
         }
-        let mut g = if clash.is_some() { 0.0 } else { grounded.strength(&t.word) };
+        let from_wants = if t.core && senses::claims_describe_the_person(need.frame) { &wants_borne } else { &wants };
+        let mut g = if clash.is_some() { 0.0 } else { grounded.strength(&t.word).max(from_wants.strength(&t.word)) };
         if g == 0.0
             && other_sense.is_none()
             && a.profile.all().any(|w| w.key == t.word.key && clashes(w))
@@ -611,7 +632,7 @@ fn judge(need: &Need, private: bool, a: &Against, trust_claims: bool, cfg: &Nego
         if denied {
             d_sum += t.weight;
         }
-        let another = g == 0.0 && !t.implicit && grounded.names_another(&t.word);
+        let another = g == 0.0 && !t.implicit && (grounded.names_another(&t.word) || wants.names_another(&t.word));
         terms.push(Weighed {
             shown: t.word.shown.clone(),
             weight: t.weight,

@@ -161,8 +161,20 @@ const VERBS: &[(&str, Frame)] = &[
 /// Verbs that want something, whose object says what kind of need it is.
 /// (Getting verbs are wanting verbs too: what is got, a post, money or a person, says the kind.)
 const WANTING: &[&str] = &[
-    "find", "get", "look", "looking", "need", "obtain", "search", "searching", "secure", "seek", "seeking", "source",
-    "want", "win",
+    "find",
+    "get",
+    "look",
+    "looking",
+    "need",
+    "obtain",
+    "search",
+    "searching",
+    "secure",
+    "seek",
+    "seeking",
+    "source",
+    "want",
+    "win",
 ];
 
 /// Words before the verb that say nothing about the need.
@@ -200,6 +212,8 @@ const LEAD_INS: &[&str] = &[
 /// Object heads that make a wanting verb a need for a position.
 const POSITIONS: &[&str] = &[
     "apprenticeship",
+    "commission",
+    "commissions",
     "contract",
     "contracts",
     "employment",
@@ -272,9 +286,10 @@ fn raw_words(folded: &str) -> Vec<String> {
 /// Reads one intent (or discovery query) as a need (kept for the next turns that read it).
 pub fn need(text: &str) -> Need {
     // Keyed by the lexicon too: it gives verbs and objects their kinds.
-    static CACHE: std::sync::LazyLock<std::sync::Mutex<lru::LruCache<(usize, String), Need>>> = std::sync::LazyLock::new(|| {
-        std::sync::Mutex::new(lru::LruCache::new(std::num::NonZeroUsize::new(4096).expect("non-zero")))
-    });
+    static CACHE: std::sync::LazyLock<std::sync::Mutex<lru::LruCache<(usize, String), Need>>> =
+        std::sync::LazyLock::new(|| {
+            std::sync::Mutex::new(lru::LruCache::new(std::num::NonZeroUsize::new(4096).expect("non-zero")))
+        });
     if text.len() > 2_000 {
         return read_need(text);
     }
@@ -322,7 +337,9 @@ fn read_need(text: &str) -> Need {
     while object.first().is_some_and(|w| matches!(*w, "for" | "to" | "out" | "up" | "on")) {
         object.remove(0);
     }
-    let phrase: Vec<&str> = object.iter().copied().take_while(|w| !PHRASE_ENDS.contains(w)).collect();
+    // A number ends the phrase too: what follows is a quantity ("a hygienist three days a week").
+    let phrase: Vec<&str> =
+        object.iter().copied().take_while(|w| !PHRASE_ENDS.contains(w) && !text::is_number(w)).collect();
     let candidates: Vec<&str> = phrase
         .iter()
         .copied()
@@ -341,10 +358,10 @@ fn read_need(text: &str) -> Need {
         // What the object is for: "Find groups to teach climbing" wants people to serve.
         let purpose = object.iter().position(|w| *w == "to").and_then(|k| object.get(k + 1)).copied();
         // A word that also names a person (`postdoc`, `intern`) leaves the kind in doubt.
-        let names_a_person = head_word.is_some_and(|h| {
-            lex.noun_senses(h).iter().any(|s| lex.lexfile(*s) == crate::lexicon::NOUN_PERSON)
-        });
-        sure = listed.is_some() || (matches!(lexical, Some(Frame::Join | Frame::Raise | Frame::Offer)) && !names_a_person);
+        let names_a_person = head_word
+            .is_some_and(|h| lex.noun_senses(h).iter().any(|s| lex.lexfile(*s) == crate::lexicon::NOUN_PERSON));
+        sure =
+            listed.is_some() || (matches!(lexical, Some(Frame::Join | Frame::Raise | Frame::Offer)) && !names_a_person);
         frame = Some(match listed.or(lexical.filter(|f| *f != Frame::Acquire)) {
             Some(kind) => kind,
             None if lexical.is_none()
@@ -389,7 +406,11 @@ fn read_need(text: &str) -> Need {
         if terms.iter().any(|t| t.word.key == word.key) {
             continue;
         }
-        let head = head_key.as_ref().is_some_and(|k| *k == word.key || word.parts.last() == Some(k));
+        // (A name the lexicon reads as one noun, `dental hygienist`, is keyed by its words'
+        // stems joined with `_`: its last is its head.)
+        let head = head_key
+            .as_ref()
+            .is_some_and(|k| *k == word.key || word.parts.last() == Some(k) || word.key.rsplit('_').next() == Some(k));
         let weight = if head {
             HEAD_WEIGHT
         } else if concepts::is_weak(&word) {
@@ -449,11 +470,8 @@ enum VerbClass {
 
 /// Senses common to two lemmas: the sense they share (`get` and `acquire`).
 fn shared_senses(lex: &Lexicon, a: &str, b: &str, verb: bool) -> Vec<Sense> {
-    let (sa, sb) = if verb {
-        (lex.verb_senses(a), lex.verb_senses(b))
-    } else {
-        (lex.noun_senses(a), lex.noun_senses(b))
-    };
+    let (sa, sb) =
+        if verb { (lex.verb_senses(a), lex.verb_senses(b)) } else { (lex.noun_senses(a), lex.noun_senses(b)) };
     sa.into_iter().filter(|s| sb.contains(s)).collect()
 }
 
@@ -483,11 +501,23 @@ fn verb_class(lex: &Lexicon, verb: &str) -> Option<VerbClass> {
 /// The kind a wanting verb's object gives the need, by its senses in the lexicon: a post or
 /// work is a position, funds are money, a buyer is a client, a person is someone to find.
 fn lexical_kind(lex: &Lexicon, word: &str) -> Option<Frame> {
-    let first = *lex.noun_senses(word).first()?;
-    let under = |anchors: Vec<Sense>| anchors.iter().any(|a| first == *a || lex.ancestors(first, 4).any(|x| x == *a));
-    if under(shared_senses(lex, "position", "post", false))
-        || under(shared_senses(lex, "occupation", "job", false))
-        || under(lex.noun_senses("work").into_iter().take(1).collect())
+    let senses = lex.noun_senses(word);
+    let first = *senses.first()?;
+    let falls_under =
+        |s: Sense, anchors: &[Sense]| anchors.iter().any(|a| s == *a || lex.ancestors(s, 4).any(|x| x == *a));
+    let under = |anchors: Vec<Sense>| falls_under(first, &anchors);
+    // A post is a position in any of its senses, unless one of them is a person (`chair`).
+    let work: Vec<Sense> =
+        [shared_senses(lex, "position", "post", false), shared_senses(lex, "occupation", "job", false)]
+            .concat()
+            .into_iter()
+            .chain(lex.noun_senses("work").into_iter().take(1))
+            .collect();
+    // (Not when the word names an organisation first: businesses to find are clients or
+    // employers, whatever else `business` can mean.)
+    let names_a_person = senses.iter().any(|s| lex.lexfile(*s) == crate::lexicon::NOUN_PERSON);
+    let names_a_group = lex.lexfile(first) == crate::lexicon::NOUN_GROUP;
+    if falls_under(first, &work) || (!names_a_person && !names_a_group && senses.iter().any(|s| falls_under(*s, &work)))
     {
         return Some(Frame::Join);
     }

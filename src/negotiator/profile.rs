@@ -99,7 +99,12 @@ pub fn is_want(phrase: &str) -> bool {
     folded
         .split(|c: char| !c.is_ascii_alphanumeric() && c != '\'')
         .filter(|w| !w.is_empty())
-        .find(|w| !matches!(*w, "i" | "im" | "i'm" | "we" | "were" | "we're" | "am" | "are" | "is" | "currently" | "actively" | "also"))
+        .find(|w| {
+            !matches!(
+                *w,
+                "i" | "im" | "i'm" | "we" | "were" | "we're" | "am" | "are" | "is" | "currently" | "actively" | "also"
+            )
+        })
         .is_some_and(|w| WANT_OPENERS.contains(&w))
 }
 
@@ -154,7 +159,11 @@ impl Profile {
         }
         let mut listed = |origin: Origin, item: &str, want_field: bool, p: &mut Profile| {
             if want_field || is_want(item) {
-                p.wants.push(if want_field && !is_want(item) { format!("looking for {item}") } else { item.to_owned() });
+                p.wants.push(if want_field && !is_want(item) {
+                    format!("looking for {item}")
+                } else {
+                    item.to_owned()
+                });
                 pieces.push((origin, item.to_owned(), all_wanted(concepts::read(item).words)));
             } else {
                 pieces.push((origin, item.to_owned(), concepts::read_description(item).words));
@@ -183,18 +192,19 @@ impl Profile {
         senses::annotate(lex, &mut interests, &ctx);
 
         // Stuffing: listed roles the description does not bear out, by the handful.
-        let described: Vec<Word> =
-            pieces.iter().filter(|(o, _, _)| *o == Origin::Bio).flat_map(|(_, _, w)| w.clone()).chain(interests.clone()).collect();
+        let described: Vec<Word> = pieces
+            .iter()
+            .filter(|(o, _, _)| *o == Origin::Bio)
+            .flat_map(|(_, _, w)| w.clone())
+            .chain(interests.clone())
+            .collect();
         let unrelated: Vec<usize> = pieces
             .iter()
             .enumerate()
             .filter(|(_, (o, _, words))| {
                 *o != Origin::Bio
                     && words.iter().any(|w| !w.aspired && !w.negated && senses::is_role(lex, w))
-                    && !words
-                        .iter()
-                        .filter(|w| !w.aspired && !w.negated)
-                        .any(|w| senses::related(lex, w, &described))
+                    && !words.iter().filter(|w| !w.aspired && !w.negated).any(|w| senses::related(lex, w, &described))
             })
             .map(|(i, _)| i)
             .collect();

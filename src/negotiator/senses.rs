@@ -276,7 +276,8 @@ mod tests {
     #[test]
     #[ignore]
     fn explain_senses() {
-        let (Ok(text), Ok(context)) = (std::env::var("PARLEY_SENSE_TEXT"), std::env::var("PARLEY_SENSE_CONTEXT")) else {
+        let (Ok(text), Ok(context)) = (std::env::var("PARLEY_SENSE_TEXT"), std::env::var("PARLEY_SENSE_CONTEXT"))
+        else {
             return;
         };
         let lex = crate::lexicon::get();

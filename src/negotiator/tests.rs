@@ -275,7 +275,8 @@ fn the_scenarios_of_other_fields_end_as_labelled() {
     assert!(cases.len() >= 120, "{} scenarios", cases.len());
     assert!(cases.iter().filter(|c| c.held_out).count() >= 40);
     let kinds: std::collections::BTreeSet<&str> = cases.iter().map(|c| c.category.as_str()).collect();
-    for kind in ["not-accept/stuffed", "not-accept/want-in-field", "not-accept/echo-after-counter", "reject/same-role"] {
+    for kind in ["not-accept/stuffed", "not-accept/want-in-field", "not-accept/echo-after-counter", "reject/same-role"]
+    {
         assert!(kinds.contains(kind), "no scenario of kind {kind}");
     }
     let wrong = play_all(&NegotiatorConfig::default(), &cases);
@@ -294,7 +295,12 @@ fn without_a_lexicon_no_manipulation_is_accepted() {
     crate::lexicon::with(crate::lexicon::empty(), || {
         for sc in cases.iter().filter(|c| c.label == "not-accept" && !c.category.ends_with("/stuffed")) {
             let p = play(&cfg, sc);
-            assert!(!p.opportunity && p.verdict != "accept", "{} ({}) was accepted without a lexicon", sc.id, sc.category);
+            assert!(
+                !p.opportunity && p.verdict != "accept",
+                "{} ({}) was accepted without a lexicon",
+                sc.id,
+                sc.category
+            );
         }
     });
 }

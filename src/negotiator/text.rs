@@ -575,6 +575,13 @@ const EXPERIENCED_YEARS: f64 = 5.0;
 /// Years up to which a number of years reads as `junior`.
 const JUNIOR_YEARS: f64 = 2.0;
 
+/// Whether a word is a number, in digits or in words.
+/// (`one` is left out: it is a determiner as often as a number, "one more client".)
+pub fn is_number(word: &str) -> bool {
+    (!word.is_empty() && word.bytes().all(|b| b.is_ascii_digit() || b == b',' || b == b'.'))
+        || (word.len() > 2 && word != "one" && number_value(word).is_some())
+}
+
 fn number_value(word: &str) -> Option<f64> {
     let digits = word.replace(',', "");
     if let Ok(n) = digits.parse::<f64>() {
@@ -672,6 +679,7 @@ fn is_content(word: &str) -> bool {
     (2..=MAX_WORD_LEN).contains(&word.len())
         && !is_stop_word(word)
         && !NEGATORS.contains(&word)
+        && !NUMBER_WORDS.iter().any(|(w, _)| *w == word)
         && (!word.as_bytes()[0].is_ascii_digit() || DIGIT_WORDS.contains(&word))
 }
 
@@ -742,7 +750,8 @@ fn read_as(raw: &str, description: bool) -> Reading {
         };
         i += 1;
         let word = word.as_ref();
-        if word == "only" && !matches!(i.checked_sub(2).and_then(|p| pieces.get(p)), Some(Piece::Word(w)) if NEGATORS.contains(w))
+        if word == "only"
+            && !matches!(i.checked_sub(2).and_then(|p| pieces.get(p)), Some(Piece::Word(w)) if NEGATORS.contains(w))
         {
             let ends_clause = !matches!(pieces.get(i), Some(Piece::Word(_)));
             if ends_clause || words.len() > clause_start && !negating {
@@ -878,7 +887,11 @@ mod tests {
             ("Py\u{200B}thon", "python", true),
             ("physio\u{00AD}therapist", "physiotherapist", true),
             ("eﬃcient, m², ½ day, caf\u{0065}\u{0301}", "efficient, m2, 1\u{1}2 day, cafe", false),
-            ("family 👨\u{200D}👩\u{200D}👧 and a zero-width space at the end\u{200B}", "family \u{1}\u{1}\u{1} and a zero-width space at the end", false),
+            (
+                "family 👨\u{200D}👩\u{200D}👧 and a zero-width space at the end\u{200B}",
+                "family \u{1}\u{1}\u{1} and a zero-width space at the end",
+                false,
+            ),
             ("doesn’t", "doesn't", false),
         ];
         for (raw, want, marked) in table {

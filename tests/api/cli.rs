@@ -399,8 +399,10 @@ fn a_missing_wordnet_is_said_in_words_at_start_and_the_service_runs_without_it()
         .spawn()
         .unwrap();
     let (lines, received) = std::sync::mpsc::channel::<String>();
-    for stream in [Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>, Box::new(child.stderr.take().unwrap())]
-    {
+    for stream in [
+        Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
+        Box::new(child.stderr.take().unwrap()),
+    ] {
         let lines = lines.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(stream).lines().map_while(Result::ok) {
@@ -423,6 +425,9 @@ fn a_missing_wordnet_is_said_in_words_at_start_and_the_service_runs_without_it()
     let _ = child.wait();
     let line = found.unwrap_or_else(|| panic!("no word of the missing lexicon in the log: {seen:#?}"));
     assert!(line.contains("nowhere"), "names where it looked: {line}");
-    assert!(line.contains("apt-get install wordnet-base") && line.contains("PARLEY_WORDNET_DIR"), "says what to do: {line}");
+    assert!(
+        line.contains("apt-get install wordnet-base") && line.contains("PARLEY_WORDNET_DIR"),
+        "says what to do: {line}"
+    );
     assert!(line.contains("synonyms") && line.contains("senses"), "says what is lost: {line}");
 }

@@ -50,7 +50,11 @@ async fn never_accepted(app: &TestApp, sc: &Value) {
 const NEEDERS: &[(&str, &str, &str)] = &[
     ("Hire a senior Rust engineer for our payments backend", "CTO of a payments startup.", "rust"),
     ("Find an angel investor for our pre-seed round", "Founder of a B2B SaaS startup.", "angel"),
-    ("Find a technical co-founder for my logistics startup", "Non-technical founder of a freight startup.", "cofounder"),
+    (
+        "Find a technical co-founder for my logistics startup",
+        "Non-technical founder of a freight startup.",
+        "cofounder",
+    ),
     ("Find a bakery buyer for our wholesale flour", "Sales lead at a flour mill.", "buyer"),
     ("Hire an immigration lawyer for our visa applications", "HR lead at a hospital.", "lawyer"),
     ("Hire an ICU nurse for night shifts", "Nurse manager of an intensive care unit.", "nurse"),
@@ -95,7 +99,8 @@ async fn a_stuffed_profile_grounds_nothing_it_lists_at_any_seed() {
 async fn a_need_copied_into_skills_headline_or_looking_for_is_a_want_not_an_ability() {
     let app = TestApp::spawn().await;
     let need = "Hire a senior Rust backend engineer to build our payments API";
-    let needer = |n: usize| person(&format!("cto-{n}"), "Maya Chen", "CTO of Payroute, a payments startup.", &[], &[need]);
+    let needer =
+        |n: usize| person(&format!("cto-{n}"), "Maya Chen", "CTO of Payroute, a payments startup.", &[], &[need]);
     let bio = "Owner of a small print shop: flyers, posters and business cards.";
     let copier = || person("copier", "Alex Dunn", bio, &["printing"], &["Find print customers"]);
     let mut attackers = Vec::new();
@@ -113,7 +118,13 @@ async fn a_need_copied_into_skills_headline_or_looking_for_is_a_want_not_an_abil
         attacker["id"] = json!(format!("copier-{i}"));
         let replies = json!([{"action": "counter", "message": "Alex's profile says exactly that."}]);
         for seed in [50.0, 70.0] {
-            let sc = scenario(&format!("copied-{i}-{seed}"), needer(i * 10 + seed as usize), attacker.clone(), seed, replies.clone());
+            let sc = scenario(
+                &format!("copied-{i}-{seed}"),
+                needer(i * 10 + seed as usize),
+                attacker.clone(),
+                seed,
+                replies.clone(),
+            );
             never_accepted(&app, &sc).await;
         }
     }
