@@ -208,6 +208,7 @@ impl Lexicon {
     }
 
     /// The senses of a written word (nouns first, each most frequent first); empty when unknown.
+    #[cfg(test)]
     pub fn senses(&self, word: &str) -> Vec<Sense> {
         for lemma in self.lemma_candidates(word) {
             if let Some(&(start, nouns, verbs)) = self.lemmas.get(lemma.as_str()) {
@@ -403,11 +404,13 @@ impl Lexicon {
     }
 
     /// The stem of an id (for explaining a decision; slow).
+    #[cfg(test)]
     pub fn stem_of(&self, id: u32) -> &str {
         self.stems.iter().find(|(_, v)| **v == id).map(|(k, _)| &**k).unwrap_or("?")
     }
 
     /// The sense's own words, as stems (for explaining a decision).
+    #[cfg(test)]
     pub fn describe(&self, s: Sense) -> String {
         let words: Vec<&str> = self.own_words(s).iter().map(|id| self.stem_of(*id)).collect();
         format!("{}:{}", self.lexfile(s), words.join("/"))

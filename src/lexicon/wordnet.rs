@@ -110,7 +110,7 @@ pub fn load(dir: &Path) -> Result<Lexicon, LoadError> {
     let mut stem_cache: HashMap<String, u32> = HashMap::new();
     // Pass 1: every synset, by (part of speech, offset).
     let mut at: HashMap<(bool, u32), u32> = HashMap::new();
-    let mut pending: Vec<(Vec<(bool, u32)>, Vec<(bool, u32)>)> = Vec::new();
+    let mut pending: Vec<(Vec<Pointer>, Vec<Pointer>)> = Vec::new();
     for (suffix, verb) in PARTS {
         let data = read(&format!("data.{suffix}"))?;
         for line in data.lines().filter(|l| !l.starts_with(' ')) {
@@ -169,8 +169,11 @@ pub fn load(dir: &Path) -> Result<Lexicon, LoadError> {
     Ok(lex)
 }
 
+/// Where a pointer leads: (a verb's synset, its byte offset).
+type Pointer = (bool, u32);
+
 /// One line of a data file: the synset (with its offset), and its hypernyms' and topics' keys.
-type DataLine = ((u32, Synset), Vec<(bool, u32)>, Vec<(bool, u32)>);
+type DataLine = ((u32, Synset), Vec<Pointer>, Vec<Pointer>);
 
 fn parse_data_line(line: &str, verb: bool, lex: &mut Lexicon, stems: &mut HashMap<String, u32>) -> Option<DataLine> {
     let (head, gloss) = line.split_once(" | ").unwrap_or((line, ""));

@@ -718,7 +718,8 @@ const REMEMBERED_LEN: usize = 2_000;
 
 fn remembered(raw: &str, description: bool) -> Reading {
     // Keyed by the lexicon too: its phrases are merged into the reading.
-    static CACHE: LazyLock<std::sync::Mutex<lru::LruCache<(bool, usize, String), Reading>>> = LazyLock::new(|| {
+    type Cache = std::sync::Mutex<lru::LruCache<(bool, usize, String), Reading>>;
+    static CACHE: LazyLock<Cache> = LazyLock::new(|| {
         std::sync::Mutex::new(lru::LruCache::new(std::num::NonZeroUsize::new(REMEMBERED).expect("non-zero")))
     });
     if raw.len() > REMEMBERED_LEN {
