@@ -612,16 +612,20 @@ fn judge(need: &Need, private: bool, a: &Against, trust_claims: bool, cfg: &Nego
         }
         let (mut before, mut after) = if clash.is_some() || denied { (0.0, 0.0) } else { (said_before, said_after) };
         let claimed_raw = before.max(after);
-        // A claim counts only as far as the profile bears it out: a word of the profile, or one
-        // of the same kind nearby in the lexicon (a farmhouse for someone who rewires houses).
+        // A claim of what the need asks for most (its core: who the person sought is) counts
+        // only as far as the profile bears it out: a word of the profile, or one of the same
+        // kind nearby in the lexicon (a farmhouse for someone who rewires houses). Details
+        // beyond the core (the tools of a trade, a time zone) may elaborate a profile.
         if senses::claims_describe_the_person(need.frame)
+            && t.core
+            && !t.implicit
             && claimed_raw > g
             && g == 0.0
             && !senses::related(lex, &t.word, a.bears)
         {
             before = 0.0;
             after = 0.0;
-            unborne_core |= t.core && !t.implicit;
+            unborne_core = true;
         }
         let claimed = if trust_claims { before.max(after) } else { 0.0 };
         let new = trust_claims && after > before.max(g)

@@ -15,7 +15,10 @@
 
 use serde_json::{Value, json};
 
-use crate::{helpers::TestApp, judgment::play};
+use crate::{
+    helpers::TestApp,
+    judgment::{play, require_wordnet},
+};
 
 /// A scenario in the labelled format: the system plays `needer` (the source); the attacker's
 /// scripted agent plays `attacker` (the candidate).
@@ -62,6 +65,7 @@ const NEEDERS: &[(&str, &str, &str)] = &[
 
 #[tokio::test]
 async fn a_stuffed_profile_grounds_nothing_it_lists_at_any_seed() {
+    require_wordnet();
     let app = TestApp::spawn().await;
     let stuffer = |n: usize| {
         person(
@@ -132,6 +136,7 @@ async fn a_need_copied_into_skills_headline_or_looking_for_is_a_want_not_an_abil
 
 #[tokio::test]
 async fn a_claim_the_profile_does_not_bear_out_never_counts_however_much_else_is_grounded() {
+    require_wordnet();
     let app = TestApp::spawn().await;
     let needer = person(
         "payroute-cto",
