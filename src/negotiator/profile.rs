@@ -198,12 +198,13 @@ impl Profile {
             .flat_map(|(_, _, w)| w.clone())
             .chain(interests.clone())
             .collect();
+        // Listed items the description does not bear out; when a handful of them name roles, the
+        // profile is stuffed and none of them grounds anything.
         let unrelated: Vec<usize> = pieces
             .iter()
             .enumerate()
             .filter(|(_, (o, _, words))| {
                 *o != Origin::Bio
-                    && words.iter().any(|w| !w.aspired && !w.negated && senses::is_role(lex, w))
                     && !words.iter().filter(|w| !w.aspired && !w.negated).any(|w| senses::related(lex, w, &described))
             })
             .map(|(i, _)| i)
