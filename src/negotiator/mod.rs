@@ -58,6 +58,7 @@
 //! The function is pure: same inputs, same turn, in microseconds.
 
 pub mod concepts;
+mod disguise;
 pub mod evidence;
 pub mod judge;
 pub mod needs;

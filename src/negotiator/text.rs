@@ -45,48 +45,15 @@ pub struct Folded {
     pub look_alikes: bool,
 }
 
-/// Characters that are dropped outright: invisible joiners and breaks that could split a word.
-fn is_invisible(c: char) -> bool {
-    matches!(c, '\u{00AD}' | '\u{200B}'..='\u{200F}' | '\u{2060}'..='\u{2064}' | '\u{FEFF}' | '\u{180E}')
-}
-
-/// Whether a character is a letter or digit written in a compatibility form that NFKC turns
-/// into a plain one: fullwidth (`ｃ`), mathematical alphanumerics (`𝐫`), letterlike symbols (the
-/// Kelvin sign `K`), circled letters. Ligatures (`ﬁ`, from copied documents), superscripts and
-/// fractions are ordinary typography, not disguise.
-fn is_compatibility_letter(c: char) -> bool {
-    let digit_form = matches!(c, '\u{FF10}'..='\u{FF19}' | '\u{1D7CE}'..='\u{1D7FF}');
-    if c.is_ascii() || !(c.is_alphabetic() || digit_form) || ('\u{FB00}'..='\u{FB06}').contains(&c) {
-        return false;
-    }
-    let mut plain = std::iter::once(c).nfkc();
-    matches!((plain.next(), plain.next()), (Some(p), None) if p != c && p.is_ascii_alphanumeric())
-}
-
-/// Whether `raw` hides its words: a letter in a compatibility form, or an invisible character
-/// (zero-width space or joiner, soft hyphen) inside a word. People do not type either into a
-/// profile or a message; both are ways to slip a word past a reader that compares spellings.
-fn disguised(raw: &str) -> bool {
-    if raw.is_ascii() {
-        return false;
-    }
-    let chars: Vec<char> = raw.chars().collect();
-    chars.iter().enumerate().any(|(i, &c)| {
-        is_compatibility_letter(c)
-            || (is_invisible(c)
-                && i > 0
-                && chars[i - 1].is_alphanumeric()
-                && chars[i + 1..].iter().find(|n| !is_invisible(**n)).is_some_and(|n| n.is_alphanumeric()))
-    })
-}
+use super::disguise::is_invisible;
 
 /// Folds `raw` (see the module docs). Look-alikes are marked where a word mixes letters that
 /// are Latin with letters that only look Latin (a word wholly in another script is just that),
 /// and wherever a letter was written in a compatibility form or a word was split by an invisible
-/// character ([`disguised`]).
+/// character ([`super::disguise::disguised`]).
 pub fn fold(raw: &str) -> Folded {
     let mut text = String::with_capacity(raw.len());
-    let mut look_alikes = disguised(raw);
+    let mut look_alikes = super::disguise::disguised(raw);
     // Within the current word: a Latin letter seen, a look-alike letter seen.
     let (mut latin, mut mapped) = (false, false);
     let mut end_word = |latin: &mut bool, mapped: &mut bool| {
