@@ -43,4 +43,3 @@ pub fn disguised(raw: &str) -> bool {
                 && chars[i + 1..].iter().find(|n| !is_invisible(**n)).is_some_and(|n| n.is_alphanumeric()))
     })
 }
-
