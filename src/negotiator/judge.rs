@@ -573,6 +573,7 @@ fn judge(need: &Need, private: bool, a: &Against, trust_claims: bool, cfg: &Nego
     let head_met = complemented && matches!(need.frame, Frame::Join | Frame::Offer);
     let denials_apply = need.frame != Frame::Offer;
     let need_senses = Senses::of(need.terms.iter().map(|t| &t.word));
+    let profile_names_a_role = a.profile_words.iter().any(|w| senses::is_role(lex, w));
     let exclusive: Vec<&Word> = a.profile.is.iter().chain(&a.said.exclusive).filter(|w| w.exclusive).collect();
     let mut other_sense = None;
     let mut contradicted = false;
@@ -584,7 +585,13 @@ fn judge(need: &Need, private: bool, a: &Against, trust_claims: bool, cfg: &Nego
         if let Some(h) = clash {
             other_sense.get_or_insert((t.word.shown.clone(), h.other_sense));
         }
-        let from_wants = if t.core && senses::claims_describe_the_person(need.frame) { &wants_borne } else { &wants };
+        // (A profile that names no role at all neither bears out nor contradicts a want to be
+        // one: the want then stands as the user's own word.)
+        let from_wants = if t.core && senses::claims_describe_the_person(need.frame) && profile_names_a_role {
+            &wants_borne
+        } else {
+            &wants
+        };
         let mut g = if clash.is_some() { 0.0 } else { grounded.strength(&t.word).max(from_wants.strength(&t.word)) };
         if g == 0.0
             && other_sense.is_none()
