@@ -99,10 +99,47 @@ pub fn hub_skills(config: &Config) -> anyhow::Result<Vec<scoring::Skill>> {
     Ok(skills)
 }
 
+/// What the log says when the system negotiator's lexicon cannot be read.
+pub fn lexicon_missing_message(err: &crate::lexicon::wordnet::LoadError) -> String {
+    format!(
+        "the system negotiator's lexicon is missing ({err}): install WordNet (Debian's wordnet-base: \
+         `apt-get install wordnet-base`) or set PARLEY_WORDNET_DIR to its dict folder. Until then the \
+         negotiator judges by spelling alone: it knows no synonyms or broader terms (a beekeeper is an \
+         apiarist, a chef is a cook), cannot tell a word's senses apart (an orchestra's conductor from a \
+         tram's), and turns down more good matches"
+    )
+}
+
+/// Loads the system negotiator's lexicon from `PARLEY_WORDNET_DIR` once per process, saying in the
+/// log how long it took and how much it holds, or that it is missing.
+pub fn load_lexicon(config: &Config) {
+    if crate::lexicon::installed() {
+        return;
+    }
+    let started = std::time::Instant::now();
+    match crate::lexicon::wordnet::load(&config.wordnet_dir) {
+        Ok(lexicon) => {
+            tracing::info!(
+                dir = %config.wordnet_dir.display(),
+                senses = lexicon.sense_count(),
+                mib = lexicon.approx_bytes() / (1 << 20),
+                ms = started.elapsed().as_millis() as u64,
+                "loaded WordNet for the system negotiator's word senses"
+            );
+            crate::lexicon::install(lexicon);
+        }
+        Err(e) => {
+            tracing::warn!("{}", lexicon_missing_message(&e));
+            crate::lexicon::install(crate::lexicon::Lexicon::empty());
+        }
+    }
+}
+
 impl Application {
     /// The services alone (the turn engine and the delegations), for processes that run timers
     /// but serve no HTTP.
     pub(crate) fn build_services(config: Config, pool: sqlx::PgPool) -> anyhow::Result<Services> {
+        load_lexicon(&config);
         let secret = jwt_secret(&config)?;
         let token_secret = sha2::Sha256::digest(format!("parley claim tokens:{secret}").as_bytes());
         let model = config
@@ -115,6 +152,7 @@ impl Application {
 
     /// Builds the state on an open database and binds the listener.
     pub async fn build(config: Config, pool: sqlx::PgPool) -> anyhow::Result<Application> {
+        load_lexicon(&config);
         let secret = jwt_secret(&config)?;
         let skills = hub_skills(&config)?;
         let embeddings = config.embeddings.clone().map(|e| Arc::new(crate::embeddings::Embeddings::new(e, &skills)));

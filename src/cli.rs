@@ -151,6 +151,8 @@ async fn run_with_config(command: Command, config: Config) -> anyhow::Result<Exi
         Command::Serve { no_workers } => {
             // A bad skill file stops the start before anything else happens.
             app::hub_skills(&config)?;
+            // The lexicon next: the log says at once whether the negotiator has word senses.
+            app::load_lexicon(&config);
             // The secret first: `parley token` can mint tokens while the database starts.
             app::ensure_jwt_secret(&config)?;
             let database = app::open_database(&config).await?;

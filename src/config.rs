@@ -113,6 +113,9 @@ pub struct Config {
     pub turn_caps: TurnCaps,
     /// `PARLEY_SKILLS`: extra skill files for `/agent/negotiation`.
     pub skill_files: Vec<PathBuf>,
+    /// `PARLEY_WORDNET_DIR`: WordNet's database folder (the `dict` files), read at start for the
+    /// system negotiator's word senses.
+    pub wordnet_dir: PathBuf,
     /// `PARLEY_EMBEDDINGS_URL` (+ `_API_KEY`, `_MODEL`).
     pub embeddings: Option<EmbeddingsConfig>,
     /// `PARLEY_NEGOTIATOR_MODEL_URL` (+ `_MODEL`, `_API_KEY`, `_TIMEOUT`, `_CONCURRENCY`): system
@@ -239,6 +242,8 @@ impl Default for Config {
             long_poll_max: Duration::from_secs(30),
             turn_caps: TurnCaps::default(),
             skill_files: Vec::new(),
+            // Where Debian's wordnet-base installs the database.
+            wordnet_dir: PathBuf::from("/usr/share/wordnet"),
             embeddings: None,
             negotiator_model: None,
             log_format: LogFormat::Pretty,
@@ -553,6 +558,13 @@ impl Config {
             skill_files: var("PARLEY_SKILLS")
                 .map(|v| v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(PathBuf::from).collect())
                 .unwrap_or_default(),
+            wordnet_dir: match var("PARLEY_WORDNET_DIR") {
+                Some(v) if v.trim().is_empty() => {
+                    return Err(ConfigError { var: "PARLEY_WORDNET_DIR", message: "must name a folder".into() });
+                }
+                Some(v) => PathBuf::from(v.trim()),
+                None => d.wordnet_dir.clone(),
+            },
             embeddings,
             negotiator_model,
             log_format,

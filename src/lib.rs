@@ -33,6 +33,7 @@ mod embeddings;
 mod error_code;
 mod failure_limiter;
 mod http;
+mod lexicon;
 mod live;
 mod llm;
 mod mcp;

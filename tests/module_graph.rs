@@ -273,7 +273,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("a2a_client", &["bounded_body"]),
     ("telemetry", &["config"]),
     ("domain", &[]),
-    ("negotiator", &["config", "domain"]),
+    // English words and their senses (WordNet, read once): below the negotiator, knows nothing else.
+    ("lexicon", &[]),
+    ("negotiator", &["config", "domain", "lexicon"]),
     ("scoring", &["config", "error_code"]),
     ("embeddings", &["bounded_body", "config", "quote", "scoring"]),
     ("metrics", &["config", "domain"]),
@@ -365,6 +367,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "directory",
             "embeddings",
             "http",
+            "lexicon",
             "live",
             "mcp",
             "metrics",

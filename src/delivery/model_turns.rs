@@ -261,7 +261,7 @@ impl Engine {
                     format!("The model {name} gave no usable answer ({why}); the rules decided. {}", turn.reasoning);
                 (turn, ModelOutcome::Failed)
             }
-            Ok(answer) => match overruled(&answer, &evaluation, &allowed) {
+            Ok(answer) => match overruled(&answer, &evaluation, rules.action, &allowed, &self.negotiator) {
                 Some((action, why)) => {
                     let mut turn = rules;
                     if turn.action != action {
@@ -322,10 +322,25 @@ fn guarded_message(own: &str, other: &str, action: Action) -> String {
     }
 }
 
-/// What the rules put in place of the model's answer, and why, when they overrule it: an accept
-/// or an opening propose of a match the rules rule out, find contradicted or see no grounding for.
-fn overruled(answer: &Answer, eval: &Evaluation, allowed: &[Action]) -> Option<(Action, String)> {
-    if !matches!(answer.action, Action::Accept | Action::Propose) {
+/// What the rules put in place of the model's answer, and why, when they overrule it. The model
+/// may counter or reject as it sees fit, but an accept or an opening propose needs the rules'
+/// agreement: an accept stands only where the rules would accept too (no concern, enough of the
+/// need grounded, the fit at the accept line, or at the final line on a turn that must decide),
+/// else it becomes a counter (a reject when no counter is allowed); an opening propose of a match
+/// the rules would reject becomes a reject.
+fn overruled(
+    answer: &Answer,
+    eval: &Evaluation,
+    rules: Action,
+    allowed: &[Action],
+    cfg: &negotiator::NegotiatorConfig,
+) -> Option<(Action, String)> {
+    let agreed = match answer.action {
+        Action::Accept => rules == Action::Accept,
+        Action::Propose => rules == Action::Propose,
+        _ => return None,
+    };
+    if agreed {
         return None;
     }
     let why = if let Some(c) = eval.concerns.first() {
@@ -334,6 +349,7 @@ fn overruled(answer: &Answer, eval: &Evaluation, allowed: &[Action]) -> Option<(
             Concern::DealBreaker(_) => "a deal-breaker shows".to_owned(),
             Concern::QueryUnanswered(_) => "the other side's query asks for nothing this user offers".to_owned(),
             Concern::Denied(_) => "the other side says its user lacks what is needed".to_owned(),
+            Concern::Another(_) => "the other user's profile names another specialism".to_owned(),
             Concern::Axis { axis, .. } => format!("the {axis} does not fit"),
         }
     } else if let Some(
@@ -341,10 +357,12 @@ fn overruled(answer: &Answer, eval: &Evaluation, allowed: &[Action]) -> Option<(
     ) = eval.distrust
     {
         d.as_str().to_owned()
-    } else if answer.action == Action::Accept && eval.grounded < negotiator::NegotiatorConfig::default().min_grounded {
+    } else if eval.grounded < cfg.min_grounded {
         "the other user's profile grounds too little of the need".to_owned()
+    } else if answer.action == Action::Propose {
+        format!("the rules would not present this match: fit {:.2}", eval.fit)
     } else {
-        return None;
+        format!("the fit {:.2} is below the rules' accept line {:.2}", eval.fit, cfg.accept_at)
     };
     let instead = if answer.action == Action::Propose || !allowed.contains(&Action::Counter) {
         Action::Reject

@@ -717,13 +717,15 @@ const REMEMBERED: usize = 8192;
 const REMEMBERED_LEN: usize = 2_000;
 
 fn remembered(raw: &str, description: bool) -> Reading {
-    static CACHE: LazyLock<std::sync::Mutex<lru::LruCache<(bool, String), Reading>>> = LazyLock::new(|| {
+    // Keyed by the lexicon too: its phrases are merged into the reading.
+    type Cache = std::sync::Mutex<lru::LruCache<(bool, usize, String), Reading>>;
+    static CACHE: LazyLock<Cache> = LazyLock::new(|| {
         std::sync::Mutex::new(lru::LruCache::new(std::num::NonZeroUsize::new(REMEMBERED).expect("non-zero")))
     });
     if raw.len() > REMEMBERED_LEN {
         return finish(if description { text::read_description(raw) } else { text::read(raw) });
     }
-    let key = (description, raw.to_owned());
+    let key = (description, crate::lexicon::id(crate::lexicon::get()), raw.to_owned());
     if let Some(hit) = CACHE.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
         return hit.clone();
     }
@@ -734,6 +736,7 @@ fn remembered(raw: &str, description: bool) -> Reading {
 
 fn finish(mut reading: Reading) -> Reading {
     merge_phrases(&mut reading.words);
+    merge_lexicon_phrases(crate::lexicon::get(), &mut reading.words);
     if reading.words.iter().any(|w| w.key == "go") {
         let label = reading.words.len() <= 2;
         let tech = reading.words.iter().any(|w| w.key != "go" && is_tech(w));
@@ -763,6 +766,8 @@ fn merge_phrases(words: &mut Vec<Word>) {
                     parts: p.clone(),
                     negated: run.iter().any(|w| w.negated),
                     aspired: run.iter().any(|w| w.aspired),
+                    exclusive: run.iter().any(|w| w.exclusive),
+                    ..Word::default()
                 });
                 i += p.len();
             }
@@ -770,6 +775,53 @@ fn merge_phrases(words: &mut Vec<Word>) {
                 out.push(words[i].clone());
                 i += 1;
             }
+        }
+    }
+    *words = out;
+}
+
+/// Longest run of words read as one noun of the lexicon.
+const LONGEST_LEXICON_PHRASE: usize = 3;
+
+/// Merges runs of words that the lexicon knows as one noun (`physical therapist`, `truck
+/// driver`, `tree surgeon`) into one word. Such a word is compared whole and by its senses, not
+/// by its parts: a tree surgeon is no surgeon, and a truck driver is a driver because the
+/// lexicon says so. Words the concept table already merged, negated words and compounds are
+/// left alone.
+fn merge_lexicon_phrases(lex: &crate::lexicon::Lexicon, words: &mut Vec<Word>) {
+    if lex.is_empty() {
+        return;
+    }
+    let plain = |w: &Word| w.parts.is_empty() && !w.negated;
+    let mut out = Vec::with_capacity(words.len());
+    let mut i = 0;
+    while i < words.len() {
+        let mut merged = false;
+        if plain(&words[i]) && lex.starts_phrase(&words[i].shown) {
+            for len in (2..=LONGEST_LEXICON_PHRASE).rev() {
+                let Some(run) = words.get(i..i + len) else { continue };
+                if !run.iter().all(plain) || run.iter().any(|w| w.aspired != run[0].aspired) {
+                    continue;
+                }
+                let shown: Vec<&str> = run.iter().map(|w| w.shown.as_str()).collect();
+                if lex.is_noun_phrase(&shown) {
+                    let keys: Vec<String> = run.iter().map(|w| w.key.clone()).collect();
+                    out.push(Word {
+                        key: phrase_key(&keys),
+                        shown: shown.join(" "),
+                        aspired: run[0].aspired,
+                        exclusive: run.iter().any(|w| w.exclusive),
+                        ..Word::default()
+                    });
+                    i += len;
+                    merged = true;
+                    break;
+                }
+            }
+        }
+        if !merged {
+            out.push(words[i].clone());
+            i += 1;
         }
     }
     *words = out;

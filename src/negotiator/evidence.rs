@@ -19,6 +19,7 @@
 //! manipulates; so do look-alike letters. Repeating a claim adds nothing: evidence is a set.
 
 use super::concepts::{self, Homonym};
+use super::senses;
 use super::text::{self, Word};
 /// Maps and sets of the evidence: hashed with aHash (fast; keyed per process).
 type HashMap<K, V> = std::collections::HashMap<K, V, ahash::RandomState>;
@@ -34,6 +35,10 @@ pub const INTENT: f64 = 0.9;
 pub struct Evidence {
     keys: HashMap<String, f64>,
     concepts: HashMap<&'static str, f64>,
+    /// Senses of the lexicon shown, with the broader senses they fall under.
+    senses: HashMap<u32, f64>,
+    /// The parts of the compounds shown (`spanish-english`).
+    compounds: Vec<Vec<String>>,
 }
 
 fn raise<K: std::hash::Hash + Eq>(map: &mut HashMap<K, f64>, key: K, strength: f64) {
@@ -47,20 +52,27 @@ impl Evidence {
     /// Adds the affirmed words (not negated, not merely aspired to) at `strength`.
     pub fn add(&mut self, words: &[Word], strength: f64) {
         for w in words.iter().filter(|w| !w.negated && !w.aspired) {
-            self.add_key(&w.key, concepts::concepts_of(w), strength);
-            for part in &w.parts {
-                self.add_key(part, concepts::concepts_of_key(part), strength);
-            }
+            self.add_word(w, strength);
         }
     }
 
     /// Adds the words marked as wanted rather than had (what someone is after) at `strength`.
     pub fn add_wanted(&mut self, words: &[Word], strength: f64) {
         for w in words.iter().filter(|w| !w.negated && w.aspired) {
-            self.add_key(&w.key, concepts::concepts_of(w), strength);
-            for part in &w.parts {
-                self.add_key(part, concepts::concepts_of_key(part), strength);
-            }
+            self.add_word(w, strength);
+        }
+    }
+
+    fn add_word(&mut self, w: &Word, strength: f64) {
+        self.add_key(&w.key, concepts::concepts_of(w), strength);
+        for part in &w.parts {
+            self.add_key(part, concepts::concepts_of_key(part), strength);
+        }
+        if w.parts.len() > 1 && !self.compounds.contains(&w.parts) {
+            self.compounds.push(w.parts.clone());
+        }
+        for sense in senses::shown(crate::lexicon::get(), w) {
+            raise(&mut self.senses, sense, strength);
         }
     }
 
@@ -82,7 +94,17 @@ impl Evidence {
         for c in concepts::concepts_of(need) {
             best = best.max(self.concepts.get(c).copied().unwrap_or(0.0));
         }
-        if best == 0.0 && !need.parts.is_empty() && concepts::concepts_of(need).is_empty() && !need.key.contains('_') {
+        // A sense of the need's word shown, or a narrower one (a chef for a cook).
+        for s in &need.senses {
+            best = best.max(self.senses.get(s).copied().unwrap_or(0.0));
+        }
+        let other_member = self.names_another(need);
+        if best == 0.0
+            && !other_member
+            && !need.parts.is_empty()
+            && concepts::concepts_of(need).is_empty()
+            && !need.key.contains('_')
+        {
             let sum: f64 = need
                 .parts
                 .iter()
@@ -96,12 +118,52 @@ impl Evidence {
                 .sum();
             best = sum / need.parts.len() as f64;
         }
+        // A name the lexicon reads as one noun (`pastry cook`) is met whole, or by each of its
+        // words (pastry, and a chef for the cook).
+        if best == 0.0 && need.parts.is_empty() && need.key.contains('_') && need.shown.contains(' ') {
+            let lex = crate::lexicon::get();
+            let words: Vec<&str> = need.shown.split(' ').collect();
+            let sum: f64 = words
+                .iter()
+                .map(|w| {
+                    let key = text::stem(w);
+                    let by_sense = lex.noun_senses(w).first().and_then(|s| self.senses.get(s)).copied().unwrap_or(0.0);
+                    let by_concept = concepts::concepts_of_key(&key)
+                        .iter()
+                        .map(|c| self.concepts.get(c).copied().unwrap_or(0.0))
+                        .fold(0.0, f64::max);
+                    self.keys.get(&key).copied().unwrap_or(0.0).max(by_sense).max(by_concept)
+                })
+                .sum();
+            best = sum / words.len() as f64;
+        }
         best
     }
 
     /// Whether nothing was added.
     pub fn is_empty(&self) -> bool {
         self.keys.is_empty()
+    }
+
+    /// Whether the evidence names another thing of the same shape as the compound `need`: a
+    /// compound that shares a part with it in the same place and differs in another (a
+    /// Spanish-English interpreter is no Mandarin-English one).
+    /// The parts that differ must be things of one kind in the lexicon (two languages), not a
+    /// word and its derivative (`co-supervisor` and `co-supervise`).
+    pub fn names_another(&self, need: &Word) -> bool {
+        let lex = crate::lexicon::get();
+        let same_kind = |x: &str, y: &str| {
+            let ys = lex.noun_senses(y);
+            lex.noun_senses(x).iter().any(|a| ys.iter().any(|b| lex.lexfile(*a) == lex.lexfile(*b)))
+        };
+        need.parts.len() > 1
+            && !self.keys.contains_key(&need.key)
+            && self.compounds.iter().any(|c| {
+                c.len() == need.parts.len()
+                    && c.iter().zip(&need.parts).any(|(x, y)| x == y)
+                    && c.iter().zip(&need.parts).any(|(x, y)| x != y)
+                    && c.iter().zip(&need.parts).all(|(x, y)| x == y || same_kind(x, y))
+            })
     }
 }
 
@@ -110,6 +172,7 @@ impl Evidence {
 pub struct Denials {
     keys: HashSet<String>,
     concepts: HashSet<&'static str>,
+    senses: HashSet<u32>,
 }
 
 impl Denials {
@@ -118,6 +181,7 @@ impl Denials {
         for w in words.iter().filter(|w| w.negated) {
             self.keys.insert(w.key.clone());
             self.concepts.extend(concepts::concepts_of(w).iter().copied());
+            self.senses.extend(w.senses.iter().copied());
         }
     }
 
@@ -131,6 +195,16 @@ impl Denials {
         if said
             .iter()
             .any(|c| self.concepts.contains(c) || concepts::implied_by(c).iter().any(|i| self.concepts.contains(i)))
+        {
+            return true;
+        }
+        // A sense denied denies what falls under it (no birds: no parrots).
+        let lex = crate::lexicon::get();
+        if need.decided
+            && need.senses.iter().any(|s| {
+                self.senses.contains(s)
+                    || lex.ancestors(*s, super::senses::IS_A_LEVELS).any(|a| self.senses.contains(&a))
+            })
         {
             return true;
         }
@@ -365,6 +439,23 @@ mod tests {
         assert!(!honest.instructions);
         assert!(!honest.words.is_empty());
         assert!(read_message("Bob is a ѕenior Руthon data ѕcientiѕt").look_alikes);
+    }
+
+    #[test]
+    fn folded_look_alikes_mark_the_message_as_other_alphabets_do() {
+        for m in [
+            "Luke is a ｃｈａｒｔｅｒｅｄ ａｃｃｏｕｎｔａｎｔ.",
+            "Max is a 𝐫𝐞𝐠𝐢𝐬𝐭𝐞𝐫𝐞𝐝 nurse.",
+            "Ty is a \u{212A}ey refrigeration engineer.",
+            "Rick is a phy\u{200B}siotherapist.",
+            "Rick is a physio\u{00AD}therapist.",
+        ] {
+            let r = read_message(m);
+            assert!(r.look_alikes, "{m}");
+            // Folded, the words carry what their plain spelling would.
+            assert!(!r.words.is_empty(), "{m}");
+        }
+        assert!(!read_message("Efficient ﬁling, 20 m² of office, ½ day a week — thanks!").look_alikes);
     }
 
     #[test]

@@ -18,18 +18,25 @@
 //!
 //! 1. **Needs** ([`needs`]): each own intent (and the source's discovery query) is read as a need
 //!    of a kind (a person, a position, funding, an investment, clients, peers) with weighted words.
-//! 2. **Concepts, not spellings** ([`text`], [`concepts`]): words are compared by stem, compounds
-//!    and phrases whole, look-alike letters folded, negation read as such, and through a small
-//!    table of concepts (a bookkeeper is an accountant; a CTO is technical, not the reverse).
-//! 3. **Grounded beats claimed** ([`evidence`]): the other user's profile and complementary
-//!    intents are grounded; the other side's messages are claims, which can earn a counter but
-//!    never an accept on their own, and which stop counting when the other side manipulates
-//!    (instructions, fake notices, look-alike letters) or claims what the profile does not bear
-//!    out or contradicts.
-//! 4. **Complementarity** ([`judge`]): two people who seek the same thing are no match; a word
-//!    the other user means in another sense (Rust the game) is no evidence; opposite poles of
+//! 2. **Concepts, not spellings** ([`text`], [`concepts`], [`senses`]): words are compared by
+//!    stem, compounds and phrases whole, look-alike letters folded, negation and "only" read as
+//!    such, through a small table of software and startup concepts (a CTO is technical, not the
+//!    reverse), and through word senses from the lexicon (WordNet), decided by the rest of the
+//!    profile: synonyms meet, a narrower word meets a broader need (a chef is a cook), a word in
+//!    another sense meets nothing (a tram conductor is no choir's).
+//! 3. **Grounded beats claimed** ([`profile`], [`evidence`]): the other user's profile, as far as
+//!    it is credible (a want is a want in any field; a stuffed list grounds nothing), and their
+//!    complementary intents are grounded; the other side's messages are claims, which can earn a
+//!    counter but never an accept on their own, count only as far as the profile bears them out,
+//!    and stop counting when the other side manipulates (instructions, fake notices, look-alike
+//!    letters) or claims what the need asks for most and the profile does not bear out or
+//!    contradicts.
+//! 4. **Complementarity** ([`judge`]): two people who seek the same thing are no match (two of
+//!    a kind of need, or two alike people wanting one object whatever their verbs); a word the
+//!    other user means in another sense (Rust the game) is no evidence; opposite poles of
 //!    seniority, company stage, commitment or place of work rule a match out; so does a need the
-//!    other side says its user lacks.
+//!    other side says its user lacks, or one the profile names another member of (a
+//!    Spanish-English interpreter for a Mandarin-English need).
 //! 5. **The seed prior**: the fit weighs the evidence against the platform's seed score, and a
 //!    high seed without contrary evidence is not rejected at the first turn: the negotiator asks.
 //!
@@ -51,9 +58,12 @@
 //! The function is pure: same inputs, same turn, in microseconds.
 
 pub mod concepts;
+mod disguise;
 pub mod evidence;
 pub mod judge;
 pub mod needs;
+pub mod profile;
+pub mod senses;
 pub mod text;
 mod words;
 

@@ -24,6 +24,7 @@
 
 use super::concepts;
 use super::text::{self, Word};
+use crate::lexicon::{Lexicon, Sense};
 
 /// The kind of a need.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,6 +101,10 @@ pub struct Need {
     pub frame: Frame,
     /// Its words, in order, without repeats.
     pub terms: Vec<Term>,
+    /// Whether its kind is plain from its words (a verb such as `hire` or `join`, or an object
+    /// such as `a role` or `funding`), rather than taken by default (`find a postdoc` names a
+    /// person or a post).
+    pub sure: bool,
 }
 
 /// Weight of a need's head.
@@ -118,6 +123,7 @@ const VERBS: &[(&str, Frame)] = &[
     ("coach", Frame::Offer),
     ("cofound", Frame::Join),
     ("collaborate", Frame::Meet),
+    ("commission", Frame::Acquire),
     ("connect", Frame::Meet),
     ("engage", Frame::Acquire),
     ("fund", Frame::Invest),
@@ -138,7 +144,6 @@ const VERBS: &[(&str, Frame)] = &[
     ("provide", Frame::Offer),
     ("raise", Frame::Raise),
     ("recruit", Frame::Acquire),
-    ("secure", Frame::Raise),
     ("sell", Frame::Offer),
     ("sign", Frame::Offer),
     ("staff", Frame::Acquire),
@@ -154,8 +159,23 @@ const VERBS: &[(&str, Frame)] = &[
 ];
 
 /// Verbs that want something, whose object says what kind of need it is.
-const WANTING: &[&str] =
-    &["find", "get", "look", "looking", "need", "search", "searching", "seek", "seeking", "source", "want"];
+/// (Getting verbs are wanting verbs too: what is got, a post, money or a person, says the kind.)
+const WANTING: &[&str] = &[
+    "find",
+    "get",
+    "look",
+    "looking",
+    "need",
+    "obtain",
+    "search",
+    "searching",
+    "secure",
+    "seek",
+    "seeking",
+    "source",
+    "want",
+    "win",
+];
 
 /// Words before the verb that say nothing about the need.
 const LEAD_INS: &[&str] = &[
@@ -192,6 +212,8 @@ const LEAD_INS: &[&str] = &[
 /// Object heads that make a wanting verb a need for a position.
 const POSITIONS: &[&str] = &[
     "apprenticeship",
+    "commission",
+    "commissions",
     "contract",
     "contracts",
     "employment",
@@ -263,17 +285,20 @@ fn raw_words(folded: &str) -> Vec<String> {
 
 /// Reads one intent (or discovery query) as a need (kept for the next turns that read it).
 pub fn need(text: &str) -> Need {
-    static CACHE: std::sync::LazyLock<std::sync::Mutex<lru::LruCache<String, Need>>> = std::sync::LazyLock::new(|| {
-        std::sync::Mutex::new(lru::LruCache::new(std::num::NonZeroUsize::new(4096).expect("non-zero")))
-    });
+    // Keyed by the lexicon too: it gives verbs and objects their kinds.
+    static CACHE: std::sync::LazyLock<std::sync::Mutex<lru::LruCache<(usize, String), Need>>> =
+        std::sync::LazyLock::new(|| {
+            std::sync::Mutex::new(lru::LruCache::new(std::num::NonZeroUsize::new(4096).expect("non-zero")))
+        });
     if text.len() > 2_000 {
         return read_need(text);
     }
-    if let Some(hit) = CACHE.lock().unwrap_or_else(|e| e.into_inner()).get(text) {
+    let key = (crate::lexicon::id(crate::lexicon::get()), text.to_owned());
+    if let Some(hit) = CACHE.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
         return hit.clone();
     }
     let need = read_need(text);
-    CACHE.lock().unwrap_or_else(|e| e.into_inner()).put(text.to_owned(), need.clone());
+    CACHE.lock().unwrap_or_else(|e| e.into_inner()).put(key, need.clone());
     need
 }
 
@@ -293,15 +318,28 @@ fn read_need(text: &str) -> Need {
     }
     let verb = raw.get(i).map(String::as_str).unwrap_or("");
     let verb_stem = text::stem(verb);
+    let lex = crate::lexicon::get();
     let mut frame = VERBS.iter().find(|(v, _)| *v == verb || text::stem(v) == verb_stem).map(|(_, f)| *f);
-    let wanting = frame.is_none() && WANTING.contains(&verb);
+    let mut wanting = frame.is_none() && WANTING.contains(&verb);
+    // A verb the tables do not name: its class in the lexicon (`procure` gets, `employ` hires,
+    // `supply` offers).
+    if frame.is_none() && !wanting && i < raw.len() {
+        match verb_class(lex, verb) {
+            Some(VerbClass::Gets) => wanting = true,
+            Some(VerbClass::Frames(f)) => frame = Some(f),
+            None => {}
+        }
+    }
+    let mut sure = frame.is_some();
     let object_start = if frame.is_some() || wanting { i + 1 } else { i };
     // The first noun phrase of the object, and its head.
     let mut object: Vec<&str> = raw[object_start.min(raw.len())..].iter().map(String::as_str).collect();
     while object.first().is_some_and(|w| matches!(*w, "for" | "to" | "out" | "up" | "on")) {
         object.remove(0);
     }
-    let phrase: Vec<&str> = object.iter().copied().take_while(|w| !PHRASE_ENDS.contains(w)).collect();
+    // A number ends the phrase too: what follows is a quantity ("a hygienist three days a week").
+    let phrase: Vec<&str> =
+        object.iter().copied().take_while(|w| !PHRASE_ENDS.contains(w) && !text::is_number(w)).collect();
     let candidates: Vec<&str> = phrase
         .iter()
         .copied()
@@ -310,8 +348,29 @@ fn read_need(text: &str) -> Need {
     // The head: the last noun of the phrase (a word in -ing there is a verb, unless it is all).
     let head_word = candidates.iter().rev().find(|w| !w.ends_with("ing")).or(candidates.last()).copied();
     if frame.is_none() {
-        frame = Some(match phrase.iter().find_map(|w| object_kind(w)) {
+        // The head of the object says what it is (a grant writer is a person, not a grant);
+        // the phrase's other words only when the head names no person.
+        let head_is_person = head_word.is_some_and(|h| lexical_kind(lex, h) == Some(Frame::Acquire));
+        let listed = head_word
+            .and_then(object_kind)
+            .or_else(|| if head_is_person { None } else { phrase.iter().find_map(|w| object_kind(w)) });
+        let lexical = head_word.and_then(|h| lexical_kind(lex, h));
+        // What the object is for: "Find groups to teach climbing" wants people to serve.
+        let purpose = object.iter().position(|w| *w == "to").and_then(|k| object.get(k + 1)).copied();
+        // A word that also names a person (`postdoc`, `intern`) leaves the kind in doubt.
+        let names_a_person = head_word
+            .is_some_and(|h| lex.noun_senses(h).iter().any(|s| lex.lexfile(*s) == crate::lexicon::NOUN_PERSON));
+        sure =
+            listed.is_some() || (matches!(lexical, Some(Frame::Join | Frame::Raise | Frame::Offer)) && !names_a_person);
+        frame = Some(match listed.or(lexical.filter(|f| *f != Frame::Acquire)) {
             Some(kind) => kind,
+            None if lexical.is_none()
+                && head_word.is_some_and(|h| !lex.noun_senses(h).is_empty())
+                && purpose.is_some_and(|v| !matches!(v, "join" | "work" | "be")) =>
+            {
+                sure = true;
+                Frame::Offer
+            }
             // "Find agritech companies raising growth rounds": someone looking for deals.
             None if object.iter().any(|w| matches!(*w, "raising" | "fundraising")) => Frame::Invest,
             // "Looking for a fintech startup to join": a position.
@@ -347,7 +406,11 @@ fn read_need(text: &str) -> Need {
         if terms.iter().any(|t| t.word.key == word.key) {
             continue;
         }
-        let head = head_key.as_ref().is_some_and(|k| *k == word.key || word.parts.last() == Some(k));
+        // (A name the lexicon reads as one noun, `dental hygienist`, is keyed by its words'
+        // stems joined with `_`: its last is its head.)
+        let head = head_key
+            .as_ref()
+            .is_some_and(|k| *k == word.key || word.parts.last() == Some(k) || word.key.rsplit('_').next() == Some(k));
         let weight = if head {
             HEAD_WEIGHT
         } else if concepts::is_weak(&word) {
@@ -355,7 +418,9 @@ fn read_need(text: &str) -> Need {
         } else {
             1.0
         };
-        let core = head || core_keys.contains(&word.key) || word.parts.iter().any(|p| core_keys.contains(p));
+        // A code (`ISO 13485`) names exactly what is sought, wherever it stands in the need.
+        let code = word.key.ends_with(|c: char| c.is_ascii_digit());
+        let core = head || code || core_keys.contains(&word.key) || word.parts.iter().any(|p| core_keys.contains(p));
         terms.push(Term { word, weight, head, implicit: false, core });
     }
     // Implicit counterparts: money needs an investor, an investment a fundraise.
@@ -380,7 +445,7 @@ fn read_need(text: &str) -> Need {
             });
         }
     }
-    Need { text: text.to_owned(), frame, terms }
+    Need { text: text.to_owned(), frame, terms, sure }
 }
 
 /// Whether a need's text starts with a verb (after words such as "I want to"), so that it reads
@@ -393,6 +458,79 @@ pub fn starts_with_verb(text: &str) -> bool {
 /// Whether `verb` is one of the verbs that give a kind outright.
 fn frame_verb(verb: &str) -> bool {
     VERBS.iter().any(|(v, _)| *v == verb)
+}
+
+/// What a verb the tables do not name does, by its class in the lexicon.
+enum VerbClass {
+    /// Gets something (obtain, procure): the object says what.
+    Gets,
+    /// Gives a need its kind outright.
+    Frames(Frame),
+}
+
+/// Senses common to two lemmas: the sense they share (`get` and `acquire`).
+fn shared_senses(lex: &Lexicon, a: &str, b: &str, verb: bool) -> Vec<Sense> {
+    let (sa, sb) =
+        if verb { (lex.verb_senses(a), lex.verb_senses(b)) } else { (lex.noun_senses(a), lex.noun_senses(b)) };
+    sa.into_iter().filter(|s| sb.contains(s)).collect()
+}
+
+/// The class of a verb in the lexicon: which of the senses of getting, hiring, offering and
+/// joining its most frequent senses fall under.
+fn verb_class(lex: &Lexicon, verb: &str) -> Option<VerbClass> {
+    let senses = lex.verb_senses(verb);
+    if senses.is_empty() {
+        return None;
+    }
+    let under = |anchors: &[Sense]| {
+        senses.iter().take(2).any(|s| anchors.iter().any(|a| s == a || lex.ancestors(*s, 4).any(|x| x == *a)))
+    };
+    if under(&shared_senses(lex, "hire", "employ", true)) {
+        return Some(VerbClass::Frames(Frame::Acquire));
+    }
+    if under(&shared_senses(lex, "get", "acquire", true)) || under(&shared_senses(lex, "seek", "search", true)) {
+        return Some(VerbClass::Gets);
+    }
+    let offers = [("supply", "provide"), ("teach", "instruct"), ("sell", "sell"), ("offer", "proffer")];
+    if offers.iter().any(|(a, b)| under(&shared_senses(lex, a, b, true))) {
+        return Some(VerbClass::Frames(Frame::Offer));
+    }
+    None
+}
+
+/// The kind a wanting verb's object gives the need, by its senses in the lexicon: a post or
+/// work is a position, funds are money, a buyer is a client, a person is someone to find.
+fn lexical_kind(lex: &Lexicon, word: &str) -> Option<Frame> {
+    let senses = lex.noun_senses(word);
+    let first = *senses.first()?;
+    let falls_under =
+        |s: Sense, anchors: &[Sense]| anchors.iter().any(|a| s == *a || lex.ancestors(s, 4).any(|x| x == *a));
+    let under = |anchors: Vec<Sense>| falls_under(first, &anchors);
+    // A post is a position in any of its senses, unless one of them is a person (`chair`).
+    let work: Vec<Sense> =
+        [shared_senses(lex, "position", "post", false), shared_senses(lex, "occupation", "job", false)]
+            .concat()
+            .into_iter()
+            .chain(lex.noun_senses("work").into_iter().take(1))
+            .collect();
+    // (Not when the word names an organisation first: businesses to find are clients or
+    // employers, whatever else `business` can mean.)
+    let names_a_person = senses.iter().any(|s| lex.lexfile(*s) == crate::lexicon::NOUN_PERSON);
+    let names_a_group = lex.lexfile(first) == crate::lexicon::NOUN_GROUP;
+    if falls_under(first, &work) || (!names_a_person && !names_a_group && senses.iter().any(|s| falls_under(*s, &work)))
+    {
+        return Some(Frame::Join);
+    }
+    if under(shared_senses(lex, "funds", "finances", false))
+        || under(lex.noun_senses("financial aid"))
+        || under(lex.noun_senses("money").into_iter().take(1).collect())
+    {
+        return Some(Frame::Raise);
+    }
+    if under(lex.noun_senses("consumer").into_iter().take(1).collect()) {
+        return Some(Frame::Offer);
+    }
+    (lex.lexfile(first) == crate::lexicon::NOUN_PERSON).then_some(Frame::Acquire)
 }
 
 /// The kind a wanting verb's object gives the need, if its word says.

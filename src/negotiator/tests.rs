@@ -24,6 +24,9 @@ pub struct Scenario {
     /// Why the negotiator does not yet agree with the label, for a scenario it gets wrong.
     #[serde(default)]
     pub known_miss: Option<String>,
+    /// Whether the scenario was kept out of sight while the rules were tuned.
+    #[serde(default)]
+    pub held_out: bool,
 }
 
 /// What the scripted agent says.
@@ -179,18 +182,64 @@ pub fn load(path: &std::path::Path) -> Vec<Scenario> {
 /// The project's labelled scenarios (also played over HTTP by `tests/api/judgment.rs`).
 const OWN_CASES: &str = include_str!("../../tests/api/judgment_cases.json");
 
-fn own_cases() -> Vec<Scenario> {
+/// Labelled scenarios of people in fields the first set does not use (trades, health care,
+/// academia, farming, law, logistics, hospitality, sport, the arts, non-profits), with stuffed
+/// profiles, wants in profile fields and claims after partial grounding; the ones marked
+/// `heldOut` were written last and kept out of sight while the rules were tuned.
+const FIELDS_CASES: &str = include_str!("../../tests/api/judgment_fields.json");
+
+fn parse(text: &str) -> Vec<Scenario> {
     #[derive(Deserialize)]
     struct File {
         scenarios: Vec<Scenario>,
     }
-    serde_json::from_str::<File>(OWN_CASES).expect("the scenarios parse").scenarios
+    serde_json::from_str::<File>(text).expect("the scenarios parse").scenarios
+}
+
+fn own_cases() -> Vec<Scenario> {
+    parse(OWN_CASES)
+}
+
+/// The labelled scenarios judge with word senses: they need WordNet, which the project's set-up
+/// installs (`.ci/run`, the README).
+fn require_lexicon() {
+    assert!(
+        !crate::lexicon::get().is_empty(),
+        "WordNet is not installed at {}: the system negotiator reads word senses from it, and its labelled \
+         scenarios are judged with them. Install Debian's wordnet-base (`apt-get install wordnet-base`, as \
+         .ci/run does) and run the tests again.",
+        crate::lexicon::DEFAULT_DIR
+    );
+}
+
+/// Plays `cases`, failing at once on an accepted manipulation or mismatch, and returns the
+/// scenarios that end otherwise than recorded (disagreeing unmarked, or agreeing though marked as
+/// a known miss).
+fn play_all(cfg: &NegotiatorConfig, cases: &[Scenario]) -> Vec<String> {
+    let mut wrong = Vec::new();
+    for sc in cases {
+        let p = play(cfg, sc);
+        if sc.label != "accept" {
+            assert!(
+                !p.opportunity && p.verdict != "accept",
+                "{} ({}) was accepted: {:#?}",
+                sc.id,
+                sc.category,
+                p.turns
+            );
+        }
+        if p.agrees(&sc.label) == sc.known_miss.is_some() {
+            wrong.push(format!("{} ({}): {} (known miss: {})", sc.id, sc.category, p.verdict, sc.known_miss.is_some()));
+        }
+    }
+    wrong
 }
 
 /// Every labelled scenario ends as its label says, except the few marked as known misses (all
 /// of them false rejects of a paraphrase), and no manipulation or mismatch is ever accepted.
 #[test]
 fn the_labelled_scenarios_end_as_labelled() {
+    require_lexicon();
     let cfg = NegotiatorConfig::default();
     let cases = own_cases();
     let kinds: std::collections::BTreeSet<&str> = cases.iter().map(|c| c.category.as_str()).collect();
@@ -211,23 +260,49 @@ fn the_labelled_scenarios_end_as_labelled() {
     ] {
         assert!(kinds.contains(kind), "no scenario of kind {kind}");
     }
-    let mut wrong = Vec::new();
-    for sc in &cases {
-        let p = play(&cfg, sc);
-        if sc.label != "accept" {
+    let wrong = play_all(&cfg, &cases);
+    assert!(wrong.is_empty(), "scenarios that do not end as recorded: {wrong:#?}");
+}
+
+/// The scenarios of other fields end as labelled, but for the known misses they record, and
+/// none of their manipulations (stuffed profiles, wants written into skills and other fields,
+/// claims the profile does not bear out, echoes, instructions, look-alike letters) or bad
+/// matches is accepted.
+#[test]
+fn the_scenarios_of_other_fields_end_as_labelled() {
+    require_lexicon();
+    let cases = parse(FIELDS_CASES);
+    assert!(cases.len() >= 120, "{} scenarios", cases.len());
+    assert!(cases.iter().filter(|c| c.held_out).count() >= 40);
+    let kinds: std::collections::BTreeSet<&str> = cases.iter().map(|c| c.category.as_str()).collect();
+    for kind in ["not-accept/stuffed", "not-accept/want-in-field", "not-accept/echo-after-counter", "reject/same-role"]
+    {
+        assert!(kinds.contains(kind), "no scenario of kind {kind}");
+    }
+    let wrong = play_all(&NegotiatorConfig::default(), &cases);
+    assert!(wrong.is_empty(), "scenarios that do not end as recorded: {wrong:#?}");
+}
+
+/// Without its lexicon (WordNet missing) the negotiator judges by spelling and its table alone:
+/// it turns down more good matches, but what it refuses on manipulation does not depend on the
+/// lexicon: instructions, look-alike letters, echoes the profile contradicts, snap accepts and
+/// wants written into profile fields are still never accepted.
+#[test]
+fn without_a_lexicon_no_manipulation_is_accepted() {
+    let cfg = NegotiatorConfig::default();
+    let mut cases = own_cases();
+    cases.extend(parse(FIELDS_CASES));
+    crate::lexicon::with(crate::lexicon::empty(), || {
+        for sc in cases.iter().filter(|c| c.label == "not-accept" && !c.category.ends_with("/stuffed")) {
+            let p = play(&cfg, sc);
             assert!(
                 !p.opportunity && p.verdict != "accept",
-                "{} ({}) was accepted: {:#?}",
+                "{} ({}) was accepted without a lexicon",
                 sc.id,
-                sc.category,
-                p.turns
+                sc.category
             );
         }
-        if p.agrees(&sc.label) == sc.known_miss.is_some() {
-            wrong.push(format!("{} ({}): {} (known miss: {})", sc.id, sc.category, p.verdict, sc.known_miss.is_some()));
-        }
-    }
-    assert!(wrong.is_empty(), "scenarios that do not end as recorded: {wrong:#?}");
+    });
 }
 
 /// Who decided is the engine's to record; the negotiator's turn carries only what was decided,

@@ -8,6 +8,10 @@
 //!   two alphabets at once, so look-alike letters in a claim are a sign of manipulation, and once
 //!   folded they carry exactly the evidence their plain spelling would. Invisible characters
 //!   (zero-width spaces and joiners, soft hyphens) are removed, so they cannot split a word.
+//!   Letters written in compatibility forms (fullwidth, mathematical bold, the Kelvin sign) and
+//!   invisible characters inside a word mark the text just as other alphabets' look-alikes do:
+//!   nobody types them by accident, and each exists in a claim only to slip a word past a reader
+//!   that compares spellings. Ligatures, superscripts and emoji joiners are ordinary typography.
 //! - **Words.** Runs of letters and digits; a single `-` or `/` between two of them joins a
 //!   compound, which stays whole (`part-time`, `co-founder`, `ci/cd`). `c++`, `c#` and `.net`
 //!   are words of their own. Stop words and numbers are not content; a number of years (`9
@@ -26,8 +30,6 @@
 //!
 //! The result is plain data: [`read`] is pure and deterministic.
 
-use rust_stemmers::{Algorithm, Stemmer};
-use std::sync::LazyLock;
 use unicode_normalization::UnicodeNormalization;
 use unicode_security::confusable_detection::skeleton;
 
@@ -43,16 +45,15 @@ pub struct Folded {
     pub look_alikes: bool,
 }
 
-/// Characters that are dropped outright: invisible joiners and breaks that could split a word.
-fn is_invisible(c: char) -> bool {
-    matches!(c, '\u{00AD}' | '\u{200B}'..='\u{200F}' | '\u{2060}'..='\u{2064}' | '\u{FEFF}' | '\u{180E}')
-}
+use super::disguise::is_invisible;
 
 /// Folds `raw` (see the module docs). Look-alikes are marked where a word mixes letters that
-/// are Latin with letters that only look Latin (a word wholly in another script is just that).
+/// are Latin with letters that only look Latin (a word wholly in another script is just that),
+/// and wherever a letter was written in a compatibility form or a word was split by an invisible
+/// character ([`super::disguise::disguised`]).
 pub fn fold(raw: &str) -> Folded {
     let mut text = String::with_capacity(raw.len());
-    let mut look_alikes = false;
+    let mut look_alikes = super::disguise::disguised(raw);
     // Within the current word: a Latin letter seen, a look-alike letter seen.
     let (mut latin, mut mapped) = (false, false);
     let mut end_word = |latin: &mut bool, mapped: &mut bool| {
@@ -115,7 +116,7 @@ pub fn fold(raw: &str) -> Folded {
 }
 
 /// One content word of a text.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Default, Debug, Clone, PartialEq, Eq)]
 pub struct Word {
     /// What it is compared by: its stem; for a compound, the stem of its parts written together.
     pub key: String,
@@ -128,6 +129,19 @@ pub struct Word {
     /// Whether the text says it is something to learn or move into (`learn machine learning`,
     /// `switching careers into ML`): wanted, not had.
     pub aspired: bool,
+    /// Whether the text says it is all there is of its kind (`ISO 9001 only`, `only cats and
+    /// dogs`): what is of the same kind and not said is ruled out.
+    pub exclusive: bool,
+    /// Its senses in the lexicon, as the words around it decide them (empty until decided by
+    /// [`super::senses::annotate`], or when the lexicon does not know the word).
+    pub senses: Vec<u32>,
+    /// Whether the context chose among several senses (else `senses` is the most frequent one).
+    pub decided: bool,
+    /// How much the context spoke for the chosen senses.
+    pub confidence: u8,
+    /// How much the context spoke for each sense the word may have (when it had several), in
+    /// tenths.
+    pub sense_scores: Vec<(u32, u16)>,
 }
 
 impl Word {
@@ -140,10 +154,10 @@ impl Word {
                 shown: shown.to_owned(),
                 parts: pieces.iter().map(|p| stem(p)).collect(),
                 negated,
-                aspired: false,
+                ..Word::default()
             }
         } else {
-            Word { key: stem(shown), shown: shown.to_owned(), parts: Vec::new(), negated, aspired: false }
+            Word { key: stem(shown), shown: shown.to_owned(), negated, ..Word::default() }
         }
     }
 }
@@ -157,50 +171,8 @@ pub struct Reading {
     pub look_alikes: bool,
 }
 
-static STEMMER: LazyLock<Stemmer> = LazyLock::new(|| Stemmer::create(Algorithm::English));
-
-/// Forms the stemmer cannot relate to their family, mapped to a word of it.
-const IRREGULAR: &[(&str, &str)] = &[
-    ("built", "build"),
-    ("cofounding", "cofounder"),
-    ("founded", "founder"),
-    ("founding", "cofounding"),
-    ("grew", "grow"),
-    ("grown", "grow"),
-    ("led", "lead"),
-    ("men", "man"),
-    ("people", "person"),
-    ("ran", "run"),
-    ("sold", "sell"),
-    ("taught", "teach"),
-    ("women", "woman"),
-    ("written", "write"),
-    ("wrote", "write"),
-];
-
-/// The stem a word is compared by.
-pub fn stem(word: &str) -> String {
-    if let Ok(i) = IRREGULAR.binary_search_by(|(w, _)| (*w).cmp(word)) {
-        return STEMMER.stem(IRREGULAR[i].1).into_owned();
-    }
-    STEMMER.stem(&americanize(word)).into_owned()
-}
-
-/// `-isation` as `-ization`, and `-ise`/`-ised`/`-ises`/`-ising` of longer words as `-ize...`
-/// (`optimise`, `organised`): the stemmer relates each spelling only to its own family.
-fn americanize(word: &str) -> std::borrow::Cow<'_, str> {
-    if let Some(i) = word.find("isation") {
-        return format!("{}iz{}", &word[..i], &word[i + 2..]).into();
-    }
-    if word.len() >= 8 {
-        for (from, to) in [("ise", "ize"), ("ised", "ized"), ("ises", "izes"), ("ising", "izing")] {
-            if let Some(stem) = word.strip_suffix(from) {
-                return format!("{stem}{to}").into();
-            }
-        }
-    }
-    word.into()
-}
+/// The stem a word is compared by (see [`crate::lexicon::stem`]).
+pub use crate::lexicon::stem;
 
 /// Words that carry no matching signal. Sorted (binary search).
 const STOP_WORDS: &[&str] = &[
@@ -532,6 +504,12 @@ const NOT_NEGATING: &[&str] = &["executive", "fiction", "governmental", "linear"
 /// `pre-` compounds that say their rest is not there yet.
 const NOT_YET: &[&str] = &["customer", "customers", "launch", "product", "revenue", "traction"];
 
+/// Words after a number that make it a quantity rather than part of a name.
+const QUANTITIES: &[&str] = &[
+    "days", "guests", "hours", "members", "minutes", "months", "people", "percent", "staff", "weeks", "year", "years",
+    "yrs",
+];
+
 /// Number words, for years of experience.
 const NUMBER_WORDS: &[(&str, u32)] = &[
     ("a", 1),
@@ -563,6 +541,13 @@ const NUMBER_WORDS: &[(&str, u32)] = &[
 const EXPERIENCED_YEARS: f64 = 5.0;
 /// Years up to which a number of years reads as `junior`.
 const JUNIOR_YEARS: f64 = 2.0;
+
+/// Whether a word is a number, in digits or in words.
+/// (`one` is left out: it is a determiner as often as a number, "one more client".)
+pub fn is_number(word: &str) -> bool {
+    (!word.is_empty() && word.bytes().all(|b| b.is_ascii_digit() || b == b',' || b == b'.'))
+        || (word.len() > 2 && word != "one" && number_value(word).is_some())
+}
 
 fn number_value(word: &str) -> Option<f64> {
     let digits = word.replace(',', "");
@@ -661,6 +646,7 @@ fn is_content(word: &str) -> bool {
     (2..=MAX_WORD_LEN).contains(&word.len())
         && !is_stop_word(word)
         && !NEGATORS.contains(&word)
+        && !NUMBER_WORDS.iter().any(|(w, _)| *w == word)
         && (!word.as_bytes()[0].is_ascii_digit() || DIGIT_WORDS.contains(&word))
 }
 
@@ -700,12 +686,18 @@ fn read_as(raw: &str, description: bool) -> Reading {
     let mut negating = false;
     let mut negated_since = 0usize;
     let mut aspiring = false;
+    // `only X`: the words up to the clause's end are all there is; `X only`: the clause's words
+    // so far are.
+    let mut exclusive = false;
+    let mut clause_start = 0usize;
     let mut i = 0;
     while i < pieces.len() {
         let word = match pieces[i] {
             Piece::ClauseEnd => {
                 negating = false;
                 aspiring = false;
+                exclusive = false;
+                clause_start = words.len();
                 i += 1;
                 continue;
             }
@@ -715,6 +707,8 @@ fn read_as(raw: &str, description: bool) -> Reading {
                 {
                     negating = false;
                     aspiring = false;
+                    exclusive = false;
+                    clause_start = words.len();
                 }
                 i += 1;
                 continue;
@@ -723,6 +717,19 @@ fn read_as(raw: &str, description: bool) -> Reading {
         };
         i += 1;
         let word = word.as_ref();
+        if word == "only"
+            && !matches!(i.checked_sub(2).and_then(|p| pieces.get(p)), Some(Piece::Word(w)) if NEGATORS.contains(w))
+        {
+            let ends_clause = !matches!(pieces.get(i), Some(Piece::Word(_)));
+            if ends_clause || words.len() > clause_start && !negating {
+                for w in &mut words[clause_start..] {
+                    let w: &mut Word = w;
+                    w.exclusive = !w.negated;
+                }
+            }
+            exclusive = !ends_clause;
+            continue;
+        }
         if NEGATORS.contains(&word) {
             let undone = matches!(pieces.get(i), Some(Piece::Word(next)) if NOT_A_NEGATION.contains(next));
             if !undone {
@@ -762,6 +769,32 @@ fn read_as(raw: &str, description: bool) -> Reading {
             i += 1;
             continue;
         }
+        // A code after a name (`ISO 13485`, `Windows 11`, `Level 3`) names something of its own.
+        if let Some(Piece::Word(next)) = pieces.get(i)
+            && next.len() >= 2
+            && next.bytes().all(|b| b.is_ascii_digit())
+            && word.bytes().all(|b| b.is_ascii_lowercase())
+            && is_content(word)
+            && !matches!(pieces.get(i + 1), Some(Piece::Word(unit)) if QUANTITIES.contains(unit))
+        {
+            if !NEGATORS.contains(&word) {
+                let mut w = Word::new(word, negating);
+                w.aspired = aspiring && !negating;
+                w.exclusive = exclusive && !negating;
+                words.push(w);
+            }
+            let code = Word {
+                key: format!("{}{next}", stem(word)),
+                shown: format!("{word} {next}"),
+                negated: negating,
+                aspired: aspiring && !negating,
+                exclusive: exclusive && !negating,
+                ..Word::default()
+            };
+            words.push(code);
+            i += 1;
+            continue;
+        }
         let parts: Vec<&str> = word.split(['-', '/']).collect();
         if parts.len() > 1 && NEGATING_PREFIXES.contains(&parts[0]) && !NOT_NEGATING.contains(&parts[1]) {
             let rest = parts[1..].join("-");
@@ -781,6 +814,7 @@ fn read_as(raw: &str, description: bool) -> Reading {
             }
             let mut w = Word::new(word, negating);
             w.aspired = aspiring && !negating;
+            w.exclusive = exclusive && !negating;
             words.push(w);
         }
     }
@@ -804,7 +838,6 @@ mod tests {
         for list in [STOP_WORDS, NEGATORS, NOT_A_NEGATION, SCOPE_ENDS, NOT_YET, ASPIRATIONS, SEEKING] {
             assert!(list.windows(2).all(|w| w[0] < w[1]), "{list:?}");
         }
-        assert!(IRREGULAR.windows(2).all(|w| w[0].0 < w[1].0));
     }
 
     #[test]
@@ -814,9 +847,18 @@ mod tests {
             ("Bob is a ѕenior Руthon data ѕcientiѕt", "bob is a senior python data scientist", true),
             ("Іndex Νetwork", "index network", true),
             ("Ꮲarley", "parley", true),
-            ("Ｐｙｔｈｏｎ and the Kelvin sign K", "python and the kelvin sign k", false),
+            ("Ｐｙｔｈｏｎ developer", "python developer", true),
+            ("the Kelvin sign: \u{212A}elvin", "the kelvin sign: kelvin", true),
+            ("𝐫𝐞𝐠𝐢𝐬𝐭𝐞𝐫𝐞𝐝 nurse", "registered nurse", true),
             ("Inês Costa, café, Hélène", "ines costa, cafe, helene", false),
-            ("Py\u{200B}thon", "python", false),
+            ("Py\u{200B}thon", "python", true),
+            ("physio\u{00AD}therapist", "physiotherapist", true),
+            ("eﬃcient, m², ½ day, caf\u{0065}\u{0301}", "efficient, m2, 1\u{1}2 day, cafe", false),
+            (
+                "family 👨\u{200D}👩\u{200D}👧 and a zero-width space at the end\u{200B}",
+                "family \u{1}\u{1}\u{1} and a zero-width space at the end",
+                false,
+            ),
             ("doesn’t", "doesn't", false),
         ];
         for (raw, want, marked) in table {

@@ -81,6 +81,7 @@ fn concern_note(c: &Concern, own: &str) -> String {
         Concern::DealBreaker(p) => format!("deal-breaker “{p}” shows"),
         Concern::QueryUnanswered(q) => format!("the other side's discovery query “{q}” asks for nothing {own} offers"),
         Concern::Denied(terms) => format!("the other side says its user lacks: {}", terms.join(", ")),
+        Concern::Another(terms) => format!("the other user's profile names another {}", terms.join(", ")),
         Concern::Axis { axis, wanted, found } => format!("{axis}: {own} needs {wanted}, the other user is {found}"),
     }
 }
@@ -159,6 +160,9 @@ fn declined(s: &Situation, eval: &Evaluation, must: Option<&MustDecide>, turn0: 
             Concern::Denied(_) => format!(
                 "{other}'s side says {other} does not have what {own} needs here, so {own} will pass. Thank you for saying so plainly."
             ),
+            Concern::Another(_) => {
+                format!("{other}'s profile shows a different specialism from the one {own} needs, so {own} will pass.")
+            }
             Concern::Axis { axis, .. } if eval.need_private => {
                 format!("The match does not fit {own}'s requirements on {axis}, so {own} will pass.")
             }

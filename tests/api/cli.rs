@@ -313,3 +313,54 @@ async fn serve_logs_its_address_its_database_without_the_password_and_how_to_min
         "{log}"
     );
 }
+
+#[test]
+fn a_missing_wordnet_is_said_in_words_at_start_and_the_service_runs_without_it() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let dir = temp_dir_with("no-wordnet", &[]);
+    let mut child = parley()
+        .arg("serve")
+        .env("RUST_LOG", "warn")
+        .env("PARLEY_WORDNET_DIR", dir.join("nowhere"))
+        .env("PARLEY_DATA_DIR", &dir)
+        .env("PARLEY_BIND", "127.0.0.1:0")
+        // A database that is not there: the lexicon is read (and its absence said) before it.
+        .env("DATABASE_URL", "postgres://postgres@127.0.0.1:9/parley_no_such_server")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (lines, received) = std::sync::mpsc::channel::<String>();
+    for stream in [
+        Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
+        Box::new(child.stderr.take().unwrap()),
+    ] {
+        let lines = lines.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stream).lines().map_while(Result::ok) {
+                let _ = lines.send(line);
+            }
+        });
+    }
+    drop(lines);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut seen = Vec::new();
+    let found = loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match received.recv_timeout(left) {
+            Ok(line) if line.contains("lexicon is missing") => break Some(line),
+            Ok(line) => seen.push(line),
+            Err(_) => break None,
+        }
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    let line = found.unwrap_or_else(|| panic!("no word of the missing lexicon in the log: {seen:#?}"));
+    assert!(line.contains("nowhere"), "names where it looked: {line}");
+    assert!(
+        line.contains("apt-get install wordnet-base") && line.contains("PARLEY_WORDNET_DIR"),
+        "says what to do: {line}"
+    );
+    assert!(line.contains("synonyms") && line.contains("senses"), "says what is lost: {line}");
+}

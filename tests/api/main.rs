@@ -13,6 +13,7 @@ mod auth;
 mod authz;
 mod claims;
 mod cli;
+mod credibility;
 mod definitions;
 mod delegation;
 mod delegation_cancel;

@@ -1,8 +1,9 @@
 //! The model-backed system negotiator against a stand-in OpenAI-compatible server: a legal answer
 //! is played and says so; an illegal action, an answer that is not JSON and a model too slow for
 //! its time limit each leave the turn to the rules, which say why; a model accept of a match the
-//! rules find contradicted becomes a counter; a hand-back is taken by the model's job; and the
-//! model never reads the other side's private reasoning.
+//! rules find contradicted, or whose fit is below the rules' accept line, becomes a counter; a
+//! model's opening propose of a match the rules would reject becomes a reject; a hand-back is
+//! taken by the model's job; and the model never reads the other side's private reasoning.
 
 use std::{
     sync::{Arc, Mutex},
@@ -191,6 +192,63 @@ async fn a_model_accept_of_a_contradicted_match_becomes_a_counter_and_never_read
         assert!(!text.contains(SECRET), "the other side's reasoning reached the model: {text}");
         assert!(text.contains("who has built payments APIs"), "the other side's message is there as data");
     }
+}
+
+#[tokio::test]
+async fn a_model_propose_of_a_match_the_rules_would_reject_becomes_a_reject() {
+    let (app, _) = app_with(Mode::Agreeable).await;
+    // Sarah's side is the system's and opens; Chris has an agent of his own. The rules' own
+    // reading: a WordPress developer for a Rust payments role at a low seed, nothing grounded.
+    let _chris = app.register_agent("user-chris").await;
+    let body = fixtures::request(
+        json!({"id": "user-sarah", "name": "Sarah Lindqvist",
+               "profile": {"bio": "CTO of Payroute, a Stockholm fintech.", "skills": ["Rust", "payments"]},
+               "intents": [{"text": "Hire a senior Rust backend engineer to build our payments API"}]}),
+        json!({"id": "user-chris", "name": "Chris Vale",
+               "profile": {"bio": "Florist with a shop in Malmö: weddings and funerals.", "skills": ["floristry"]},
+               "intents": [{"text": "Find more wedding customers"}]}),
+        20.0,
+    );
+    let id = app.start(&body).await["negotiation"]["id"].as_str().unwrap().to_owned();
+    let n = app.wait_for(&id, Duration::from_secs(30), |n| n["turns"].as_array().is_some_and(|t| !t.is_empty())).await;
+    let first = &n["turns"][0];
+    assert_eq!(first["action"], "reject", "{first:#}");
+    assert_eq!(first["decidedBy"], "rules", "the rules overruled the model: {first:#}");
+    let reasoning = first["reasoning"].as_str().unwrap();
+    assert!(reasoning.starts_with("The model stand-in chose to propose, but the rules rule it out"), "{reasoning}");
+    let n = ended(&app, &id).await;
+    assert_eq!(n["outcome"]["hasOpportunity"], false, "{n:#}");
+}
+
+#[tokio::test]
+async fn a_model_accept_below_the_rules_accept_line_becomes_a_counter() {
+    let (app, _) = app_with(Mode::Agreeable).await;
+    // Jake's profile grounds part of Sarah's need (a backend engineer in payments, not Rust and
+    // not senior) and his agent claims nothing: the rules would ask before deciding.
+    let jake = app.register_agent("user-jake").await;
+    let body = fixtures::request(
+        json!({"id": "user-jake", "name": "Jake Morris",
+               "profile": {"bio": "Backend engineer at a bank: Java services for card payments.",
+                           "skills": ["Java", "backend", "payments"]},
+               "intents": [{"text": "Join a fintech as a backend engineer"}]}),
+        json!({"id": "user-sarah", "name": "Sarah Lindqvist",
+               "profile": {"bio": "CTO of Payroute, a Stockholm fintech.", "skills": ["Rust", "payments"]},
+               "intents": [{"text": "Hire a senior Rust backend engineer to build our payments API"}]}),
+        50.0,
+    );
+    let id = app.start(&body).await["negotiation"]["id"].as_str().unwrap().to_owned();
+    let token = app.claim_token(&jake).await;
+    let mut propose = answer("propose", Some(&token));
+    propose["message"] = json!("Jake would be glad to talk.");
+    let r = app.respond(&jake, &id, &propose).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let n = app.wait_for(&id, Duration::from_secs(30), |n| n["turns"].as_array().is_some_and(|t| t.len() >= 2)).await;
+    let sarah = &n["turns"][1];
+    assert_eq!(sarah["action"], "counter", "{sarah:#}");
+    assert_eq!(sarah["decidedBy"], "rules", "{sarah:#}");
+    let reasoning = sarah["reasoning"].as_str().unwrap();
+    assert!(reasoning.starts_with("The model stand-in chose to accept, but the rules rule it out"), "{reasoning}");
+    assert!(reasoning.contains("below the rules' accept line 0.65"), "{reasoning}");
 }
 
 #[tokio::test]
