@@ -1,4 +1,4 @@
-//! Configuration: every environment variable (the README's "Configuration" table), parsed and
+//! Configuration: every environment variable (the "Configuration" table of `docs/operations.md`), parsed and
 //! validated once at start.
 //!
 //! A bad value stops start-up with a message naming the variable; nothing reads the environment

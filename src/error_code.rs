@@ -1,6 +1,6 @@
 //! Every machine code an error answer carries (`code` in `{"error": ..., "code": ...}`), over
 //! HTTP, MCP and the event stream, as one enum: a code is a variant, never a string written at
-//! the place that refuses. `README.md`'s "Errors" table lists each with its status and when it
+//! the place that refuses. The table of `docs/errors.md` lists each with its status and when it
 //! happens; a unit test keeps the two the same.
 //!
 //! Lower layers (the capability and assessment checks) name their codes with it too, so this
@@ -184,22 +184,19 @@ mod tests {
 
     use super::ErrorCode;
 
-    /// The codes of the README's "Errors" table (its rows `| status | `code` | when |`).
-    fn readme_codes() -> BTreeSet<String> {
-        let readme = include_str!("../README.md");
-        let table = readme.split("\n## Errors\n").nth(1).expect("the README has an Errors section");
-        let table = table.split("\n## ").next().unwrap_or_default();
-        table
+    /// The codes of the table of `docs/errors.md` (its rows `| status | `code` | when |`).
+    fn documented_codes() -> BTreeSet<String> {
+        include_str!("../docs/errors.md")
             .lines()
             .filter_map(|line| line.strip_prefix("| ")?.split(" | `").nth(1)?.split('`').next().map(str::to_owned))
             .collect()
     }
 
     #[test]
-    fn the_readme_lists_every_code_and_no_other() {
+    fn the_errors_page_lists_every_code_and_no_other() {
         let ours: BTreeSet<String> = ErrorCode::ALL.iter().map(|c| c.as_str().to_owned()).collect();
         assert_eq!(ours.len(), ErrorCode::ALL.len(), "a code is listed twice in ALL");
-        assert_eq!(readme_codes(), ours, "README.md's Errors table and ErrorCode differ");
+        assert_eq!(documented_codes(), ours, "docs/errors.md's table and ErrorCode differ");
         for code in ErrorCode::ALL {
             assert_eq!(serde_json::to_value(code).unwrap(), code.as_str());
         }

@@ -16,7 +16,8 @@ use std::{
 };
 
 /// Prefixes of backticked tokens that name files of this repository.
-const PREFIXES: [&str; 8] = ["src/", "tests/", "migrations/", "jobs/", ".ci/", "api-spec/", ".cargo/", ".sqlx/"];
+const PREFIXES: [&str; 10] =
+    ["src/", "tests/", "migrations/", "jobs/", ".ci/", "api-spec/", ".cargo/", ".sqlx/", "docs/", "examples/"];
 
 /// Characters that start a glob or a placeholder inside a path.
 const WILDCARDS: [char; 8] = ['*', '?', '<', '>', '{', '}', '[', '$'];

@@ -9,7 +9,8 @@
 --   count, and the time from start to outcome (bucketed);
 -- - each turn a personal agent answered, with its wait: the stored time of the answer minus
 --   that of the turn before it (or the negotiation's start, for turn 0), bucketed;
--- - each turn the system negotiator played on a personal agent's seat (a fallback);
+-- - each turn the system negotiator played on a personal agent's seat (a fallback), and each it
+--   played for a user without a personal agent (a system turn);
 -- - each term named missing (`missing: a, b` up to a `;`, a line's end or a sentence's end;
 --   `none` and `(+N more)` dropped) in the reasoning of counter and reject turns: the first ten
 --   terms a turn names (as many as the system negotiator ever lists), each of at most 64
@@ -39,7 +40,10 @@ BEGIN
                count(*) FILTER (WHERE m.played_by = 'personal') AS answered,
                count(*) FILTER (WHERE m.played_by = 'system'
                                   AND (CASE m.side WHEN 'source' THEN e.source_kind ELSE e.candidate_kind END) = 'personal')
-                   AS fallbacks
+                   AS fallbacks,
+               count(*) FILTER (WHERE m.played_by = 'system'
+                                  AND (CASE m.side WHEN 'source' THEN e.source_kind ELSE e.candidate_kind END) = 'system')
+                   AS system_turns
           FROM ended e
           JOIN messages m ON m.task_id = e.task_id
          GROUP BY m.task_id, m.side
@@ -56,7 +60,8 @@ BEGIN
         SELECT s.scope, s.day, s.shard, s.task_id, s.own_side, s.accepted, s.reason, s.turn_count,
                coalesce(sum(t.answered), 0) AS answered,
                coalesce(sum(w.answer_seconds), 0) AS answer_seconds,
-               coalesce(sum(t.fallbacks), 0) AS fallbacks
+               coalesce(sum(t.fallbacks), 0) AS fallbacks,
+               coalesce(sum(t.system_turns), 0) AS system_turns
           FROM seats s
           LEFT JOIN turns t ON t.task_id = s.task_id AND (s.own_side IS NULL OR t.side = s.own_side)
           LEFT JOIN waits w ON w.task_id = t.task_id AND w.side = t.side
@@ -64,7 +69,7 @@ BEGIN
     )
     INSERT INTO insight_days AS d
            (scope, day, shard, negotiations, accepted, rejected, turn_cap, timeout, canceled, turns,
-            answered, answer_seconds, fallbacks)
+            answered, answer_seconds, fallbacks, system_turns)
     SELECT scope, day, shard,
            count(*),
            count(*) FILTER (WHERE accepted),
@@ -73,7 +78,7 @@ BEGIN
            count(*) FILTER (WHERE reason = 'timeout'),
            count(*) FILTER (WHERE reason = 'canceled'),
            coalesce(sum(turn_count), 0),
-           sum(answered), sum(answer_seconds), sum(fallbacks)
+           sum(answered), sum(answer_seconds), sum(fallbacks), sum(system_turns)
       FROM per_seat
      GROUP BY scope, day, shard
      ORDER BY scope, day, shard
@@ -87,7 +92,8 @@ BEGIN
            turns = d.turns + EXCLUDED.turns,
            answered = d.answered + EXCLUDED.answered,
            answer_seconds = d.answer_seconds + EXCLUDED.answer_seconds,
-           fallbacks = d.fallbacks + EXCLUDED.fallbacks;
+           fallbacks = d.fallbacks + EXCLUDED.fallbacks,
+           system_turns = d.system_turns + EXCLUDED.system_turns;
 
     WITH seats AS (
         SELECT * FROM parley_insights_seats(ids, into_shard)

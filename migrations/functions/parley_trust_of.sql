@@ -3,12 +3,13 @@
 -- `agent_trust_days` rows, the owners of its counted attempts), its percentile among the stored
 -- records of the rest of the population (from `trust_score_counts`, the records per score: at
 -- most 10 001 rows however large the population), itself included once whether it has a
--- record or not. The stored records are those of the population as of the last daily roll
--- (housekeeping recomputes the rows of an earlier day).
+-- record or not; and how many other agents that percentile compares it with (0 when it is alone,
+-- and its percentile is then 100). The stored records are those of the population as of the last
+-- daily roll (housekeeping recomputes the rows of an earlier day).
 CREATE OR REPLACE FUNCTION parley_trust_of(p_agent uuid)
 RETURNS TABLE (agent_id uuid, health numeric, delegation numeric, raw numeric, percentile integer,
                events bigint, total_delegations bigint, successful_delegations bigint,
-               updated_at timestamptz, provisional boolean)
+               updated_at timestamptz, provisional boolean, others bigint)
 LANGUAGE sql STABLE AS $$
     WITH today AS (
         SELECT (now() AT TIME ZONE 'UTC')::date AS d
@@ -45,6 +46,6 @@ LANGUAGE sql STABLE AS $$
     )
     SELECT p_agent, round(s.health, 2), round(s.delegation, 2), s.raw,
            CASE WHEN o.n = 0 THEN 100 ELSE round(100.0 * o.lower / o.n)::integer END,
-           s.events, s.finished, s.completed, s.updated_at, parley_trust_provisional(s.finished, w.n)
+           s.events, s.finished, s.completed, s.updated_at, parley_trust_provisional(s.finished, w.n), o.n::bigint
       FROM scored s, others o, owners w
 $$;

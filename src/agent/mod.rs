@@ -393,12 +393,7 @@ fn check_key(key: &str) -> Result<(), RunError> {
     if key.starts_with(crate::auth::KEY_PREFIX) {
         return Ok(());
     }
-    let parts: Vec<&str> = key.split('.').collect();
-    let jwt = parts.len() == 3
-        && parts
-            .iter()
-            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
-    Err(RunError::Setup(if jwt {
+    Err(RunError::Setup(if crate::auth::credentials::looks_like_jwt(key) {
         "the key given (PARLEY_AGENT_KEY or --key) is a user token (a JWT), not an agent's API key: register \
          an agent with that token (POST /api/agents, or \"My agents\" on the service's web page) and use the \
          pk_... key it shows"

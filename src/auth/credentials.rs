@@ -43,6 +43,14 @@ pub fn carries_a_key(headers: &HeaderMap) -> bool {
     headers.contains_key(API_KEY_HEADER) || bearer_of(headers).is_some()
 }
 
+/// Whether `value` has a JWT's shape: three non-empty base64url parts joined by dots. Used to
+/// tell a person who pasted a token where a key goes what they sent, never to trust it.
+pub fn looks_like_jwt(value: &str) -> bool {
+    let parts: Vec<&str> = value.trim().split('.').collect();
+    parts.len() == 3
+        && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -252,10 +252,20 @@ pub async fn authenticate(
     if policy.keys != Keys::None
         && let Some(key) = credentials::presented_key(headers)
     {
+        if !key.is_empty() && !key.starts_with(KEY_PREFIX) {
+            return Err(AuthError::Unauthorized(not_a_key(key, policy, jwt)));
+        }
         return by_key(key, policy.keys, path_agent, engine).await;
     }
     match policy.tokens {
-        Tokens::None => Err(AuthError::Unauthorized(MISSING_KEY.into())),
+        Tokens::None => Err(AuthError::Unauthorized(match credentials::presented_token(headers) {
+            Some(token) => format!(
+                "this route takes an agent's API key ({KEY_PREFIX}..., in `x-api-key` or as `Authorization: \
+                 Bearer {KEY_PREFIX}...`), but the Authorization header holds {}",
+                what_was_sent(token, jwt)
+            ),
+            None => MISSING_KEY.into(),
+        })),
         Tokens::Roles { roles, takes, refusal } => {
             let caller = by_token(headers, takes, jwt)?;
             if !roles.contains(&caller.role) {
@@ -289,13 +299,55 @@ pub async fn authenticate(
 /// what the route takes.
 fn by_token(headers: &HeaderMap, takes: &str, jwt: &JwtKeys) -> Result<Caller, AuthError> {
     let token = credentials::presented_token(headers).ok_or_else(|| {
-        AuthError::Unauthorized(if credentials::carries_a_key(headers) {
-            format!("this route takes {takes} (a JWT, sent as `Authorization: Bearer <token>`), not an agent's API key")
-        } else {
-            "missing bearer token".to_owned()
+        let in_key_header = credentials::presented_key(headers).filter(|k| credentials::looks_like_jwt(k));
+        AuthError::Unauthorized(match in_key_header {
+            Some(token) => format!(
+                "this route takes {takes} as `Authorization: Bearer <token>`; the x-api-key header, which holds {} \
+                 here, is for an agent's API key",
+                what_was_sent(token, jwt)
+            ),
+            None if credentials::carries_a_key(headers) => {
+                format!(
+                    "this route takes {takes} (a JWT, sent as `Authorization: Bearer <token>`), not an agent's API key"
+                )
+            }
+            None => "missing bearer token".to_owned(),
         })
     })?;
     jwt.caller(token)
+}
+
+/// The 401 for an `x-api-key` that holds something other than an API key (keys start with
+/// [`KEY_PREFIX`]), most often a person's token pasted in the wrong header: it says what the route
+/// takes and what was sent instead, and is given without looking anything up.
+fn not_a_key(value: &str, policy: &Policy, jwt: &JwtKeys) -> String {
+    let sent = what_was_sent(value, jwt);
+    match policy.tokens {
+        Tokens::None => format!(
+            "this route takes an agent's API key ({KEY_PREFIX}...), but the x-api-key header holds {sent}; a \
+             person's or the platform's token is not taken here"
+        ),
+        _ if credentials::looks_like_jwt(value) => format!(
+            "the x-api-key header holds {sent}, not an agent's API key ({KEY_PREFIX}...): send a token as \
+             `Authorization: Bearer <token>`"
+        ),
+        _ => format!("the x-api-key header holds {sent}: an agent's API keys start with {KEY_PREFIX}"),
+    }
+}
+
+/// What a credential that a route cannot take is, in words, never quoting it: a JWT signed with
+/// the service's secret is named by its role (a person's token, the platform's, an operator's),
+/// any other JWT as one.
+fn what_was_sent(value: &str, jwt: &JwtKeys) -> &'static str {
+    if !credentials::looks_like_jwt(value) {
+        return "something that is neither an API key nor a JWT";
+    }
+    match jwt.caller(value).map(|caller| caller.role) {
+        Ok(CallerRole::User) => "a person's token (a JWT)",
+        Ok(CallerRole::Service) => "the platform's service token (a JWT)",
+        Ok(CallerRole::Admin) => "an operator's token (a JWT)",
+        Err(_) => "a JWT (not one this service accepts)",
+    }
 }
 
 /// A presented key, judged by `keys`.

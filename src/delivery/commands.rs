@@ -23,7 +23,7 @@ const MAX_CLAIM_TOKEN: usize = 200;
 
 /// A respond as an adapter received it: typed, not yet checked.
 ///
-/// The contract (the respond body in README.md): `message` is optional for every action,
+/// The contract (the respond body in `docs/agents.md`): `message` is optional for every action,
 /// `counter` and `question` included (null, absent or blank means none, as Index Network's
 /// clients send it); `reasoning` is required but may be empty; `suggestedRoles` default to
 /// `peer`/`peer`. An adapter whose shape lets `reasoning` be left out (the MCP tool) maps that

@@ -9,7 +9,8 @@
 //! - `rawScore` = 0.6 * health + 0.4 * delegation, to 2 decimals.
 //! - `percentile`: round(100 * agents with a strictly lower rawScore / (N - 1)) over the N
 //!   agents with a capability or a record in the last 90 days (and the agent asked about); 100
-//!   when N <= 1.
+//!   when N <= 1. `otherAgents` says N - 1, so that an agent alone is not read as better than
+//!   everyone.
 //! - `provisional` until 10 attempts that counted came from at least 3 other owners.
 //!
 //! Only attempts that are evidence of work for others count (`parley_delegation_move`): never
@@ -70,6 +71,8 @@ pub struct Trust {
     /// Whether the score rests on too little to mean much: fewer than 10 counted attempts, or
     /// from fewer than 3 other owners (`parley_trust_provisional`).
     pub provisional: bool,
+    /// How many other agents the percentile compares it with (N - 1); 0 when it is alone.
+    pub other_agents: i64,
 }
 
 /// The trust of one agent, from its own counters, ranked among the stored records of the others.
@@ -79,7 +82,8 @@ pub async fn of(conn: &mut PgConnection, agent_id: Uuid) -> sqlx::Result<Trust> 
         r#"SELECT agent_id AS "agent_id!", health::float8 AS "health_component!",
                   delegation::float8 AS "delegation_component!", raw::float8 AS "raw_score!",
                   percentile AS "percentile!", events AS "events!", total_delegations AS "total_delegations!",
-                  successful_delegations AS "successful_delegations!", updated_at, provisional AS "provisional!"
+                  successful_delegations AS "successful_delegations!", updated_at, provisional AS "provisional!",
+                  others AS "other_agents!"
            FROM parley_trust_of($1)"#,
         agent_id
     )

@@ -496,8 +496,12 @@ pub struct TrustOut {
     pub health_component: f64,
     /// Share of finished delegations addressed to it that it completed (last 90 days), times 100; 50 with none.
     pub delegation_component: f64,
-    /// Share of agents with a strictly lower raw score, 0-100.
+    /// Share of the other agents (those with a capability or a record in the last 90 days) with
+    /// a strictly lower raw score, 0-100; 100 when there is no other agent.
     pub percentile: i32,
+    /// How many other agents the percentile compares it with; 0 when it is the only one, so that
+    /// its 100 means "alone", not "better than everyone".
+    pub other_agents: i64,
     /// Fewer than 10 events (claims answered or expired, finished delegations) so far.
     pub provisional: bool,
     /// Finished delegation attempts addressed to it (last 90 days).
@@ -526,6 +530,7 @@ pub async fn get_trust(State(state): State<AppState>, AgentReader(agent): AgentR
         health_component: t.health_component,
         delegation_component: t.delegation_component,
         percentile: t.percentile,
+        other_agents: t.other_agents,
         provisional: t.provisional,
         total_delegations: t.total_delegations,
         successful_delegations: t.successful_delegations,

@@ -34,13 +34,39 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
         return Err(ApiError::invalid("the request body is empty; a JSON object is expected"));
     }
     input::check_json_bytes(bytes)?;
-    serde_json::from_slice(bytes).map_err(|e| {
+    from_slice_with_path(bytes).map_err(|e| {
         use serde_json::error::Category;
         match e.classify() {
             Category::Syntax | Category::Eof | Category::Io => ApiError::invalid(format!("invalid JSON: {e}")),
             Category::Data => ApiError::invalid(format!("invalid request: {e}")),
         }
     })
+}
+
+/// `serde_json::from_slice`, but a data error names the field by its path in the body
+/// (`sourceUser.id`, `intents[0].text`) rather than by its last name alone: "missing field `id`"
+/// becomes "missing field `sourceUser.id`", and any other data error is prefixed with the path of
+/// the value it is about ("`sourceUser.profile`: invalid type: ..."). The line and column stay.
+fn from_slice_with_path<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if inner.classify() != serde_json::error::Category::Data || path == "." {
+            return inner;
+        }
+        let (line, column) = (inner.line(), inner.column());
+        let text = inner.to_string();
+        let text = text.strip_suffix(&format!(" at line {line} column {column}")).unwrap_or(&text);
+        // A missing field's path is its parent's: the field's own name is in the message.
+        let message = match text.strip_prefix("missing field `").and_then(|rest| rest.strip_suffix('`')) {
+            Some(field) => format!("missing field `{path}.{field}`"),
+            None => format!("`{path}`: {text}"),
+        };
+        serde::de::Error::custom(format!("{message} at line {line} column {column}"))
+    })?;
+    de.end()?;
+    Ok(value)
 }
 
 /// A query string, errors as 400 `invalid_body`.

@@ -54,10 +54,10 @@ const FOLD_DAYS: &str = "
     WITH moved AS (DELETE FROM insight_days WHERE day = $1 AND shard <> 0 RETURNING *)
     INSERT INTO insight_days AS d
            (scope, day, shard, negotiations, accepted, rejected, turn_cap, timeout, canceled, turns,
-            answered, answer_seconds, fallbacks, decisions_accepted, decisions_declined, expired,
+            answered, answer_seconds, fallbacks, system_turns, decisions_accepted, decisions_declined, expired,
             claim_expiries)
     SELECT scope, day, 0, sum(negotiations), sum(accepted), sum(rejected), sum(turn_cap), sum(timeout),
-           sum(canceled), sum(turns), sum(answered), sum(answer_seconds), sum(fallbacks),
+           sum(canceled), sum(turns), sum(answered), sum(answer_seconds), sum(fallbacks), sum(system_turns),
            sum(decisions_accepted), sum(decisions_declined), sum(expired), sum(claim_expiries)
       FROM moved
      GROUP BY scope, day
@@ -73,6 +73,7 @@ const FOLD_DAYS: &str = "
            answered = d.answered + EXCLUDED.answered,
            answer_seconds = d.answer_seconds + EXCLUDED.answer_seconds,
            fallbacks = d.fallbacks + EXCLUDED.fallbacks,
+           system_turns = d.system_turns + EXCLUDED.system_turns,
            decisions_accepted = d.decisions_accepted + EXCLUDED.decisions_accepted,
            decisions_declined = d.decisions_declined + EXCLUDED.decisions_declined,
            expired = d.expired + EXCLUDED.expired,

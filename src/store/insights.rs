@@ -19,7 +19,9 @@
 //!   0): the wait for a pickup and the agent's own time together. The mean is exact; the median
 //!   is read from the same buckets as the time to outcome.
 //! - **Fallbacks** are turns the system negotiator took on a seat a personal agent plays,
-//!   counted on the same turns as the latency.
+//!   counted on the same turns as the latency; **system turns** are the turns it played for a
+//!   user who had no personal agent in that negotiation. Together they are every turn Parley
+//!   decided for someone, as the turns themselves say (`playedBy` `system_fallback` and `system`).
 //! - **Claim expiries** are the claims of personal agents (for a user: the user's agents) that
 //!   lapsed, on the day they lapsed.
 //! - **Decisions** are the human decisions (for a user: the user's own) on the day they were
@@ -142,8 +144,12 @@ pub struct Figures {
     pub answer_latency: AnswerLatency,
     /// Claims of personal agents that lapsed.
     pub claim_expiries: i64,
-    /// Turns the system negotiator took for a personal agent that did not answer in time.
+    /// Turns the system negotiator took for a personal agent that did not answer in time (or
+    /// was not running, or handed the turn back): turns played `system_fallback`.
     pub fallbacks: i64,
+    /// Turns the system negotiator played for a user who has no personal agent: turns played
+    /// `system`.
+    pub system_turns: i64,
     /// The ten terms most often named missing, most named first.
     pub top_objections: Vec<Objection>,
 }
@@ -183,7 +189,7 @@ const DAYS: &str = "
            coalesce(sum(negotiations), 0)::bigint, coalesce(sum(accepted), 0)::bigint, coalesce(sum(rejected), 0)::bigint,
            coalesce(sum(turn_cap), 0)::bigint, coalesce(sum(timeout), 0)::bigint, coalesce(sum(canceled), 0)::bigint, coalesce(sum(turns), 0)::bigint,
            coalesce(sum(answered), 0)::bigint, coalesce(sum(answer_seconds), 0)::float8, coalesce(sum(fallbacks), 0)::bigint,
-           coalesce(sum(decisions_accepted), 0)::bigint, coalesce(sum(decisions_declined), 0)::bigint, coalesce(sum(expired), 0)::bigint,
+           coalesce(sum(system_turns), 0)::bigint, coalesce(sum(decisions_accepted), 0)::bigint, coalesce(sum(decisions_declined), 0)::bigint, coalesce(sum(expired), 0)::bigint,
            coalesce(sum(claim_expiries), 0)::bigint
       FROM insight_days
      WHERE scope = $1 AND day >= $2 AND day <= $3
@@ -197,7 +203,7 @@ const COUNTS: &str = "
      GROUP BY GROUPING SETS ((day, kind, key), (kind, key))";
 
 /// A row of [`DAYS`].
-type DayRow = (Option<NaiveDate>, i64, i64, i64, i64, i64, i64, i64, i64, f64, i64, i64, i64, i64, i64);
+type DayRow = (Option<NaiveDate>, i64, i64, i64, i64, i64, i64, i64, i64, f64, i64, i64, i64, i64, i64, i64);
 
 /// Keyed counts of one day or of the range, as read: turns, buckets and terms.
 #[derive(Default)]
@@ -223,8 +229,8 @@ pub async fn compute(conn: &mut PgConnection, scope: &Scope<'_>) -> anyhow::Resu
     for row in rows {
         let (day, total, accepted, rejected, turn_cap, timeout, canceled, turns) =
             (row.0, row.1, row.2, row.3, row.4, row.5, row.6, row.7);
-        let (answered, answer_seconds, fallbacks) = (row.8, row.9, row.10);
-        let (decided_accept, decided_decline, expired, claim_expiries) = (row.11, row.12, row.13, row.14);
+        let (answered, answer_seconds, fallbacks, system_turns) = (row.8, row.9, row.10, row.11);
+        let (decided_accept, decided_decline, expired, claim_expiries) = (row.12, row.13, row.14, row.15);
         let f = out.at(day);
         f.negotiations =
             OutcomeCounts { total, accepted, rejected, stalled: StalledCounts { turn_cap, timeout, canceled } };
@@ -232,6 +238,7 @@ pub async fn compute(conn: &mut PgConnection, scope: &Scope<'_>) -> anyhow::Resu
         f.answer_latency.turns = answered;
         f.answer_latency.mean_seconds = (answered > 0).then(|| round2(answer_seconds / answered as f64));
         f.fallbacks = fallbacks;
+        f.system_turns = system_turns;
         f.decisions = DecisionCounts { accepted: decided_accept, declined: decided_decline, expired };
         f.claim_expiries = claim_expiries;
     }

@@ -4,7 +4,7 @@
 //! `{error, code}` ([`ApiError::code`], [`ApiError::message`]). The services' own errors
 //! (delivery, delegation, capabilities, ranking) convert into it here, once for both adapters.
 //!
-//! Every `code` the API answers is an [`ErrorCode`]; `README.md`'s "Errors" table lists each
+//! Every `code` the API answers is an [`ErrorCode`]; `docs/errors.md`'s table lists each
 //! with its status and when it happens (a unit test of `crate::error_code` keeps them equal).
 //!
 //! Handlers return [`ApiError`]; internal failures are logged once here with their whole cause

@@ -11,7 +11,7 @@ does is chosen by the first DataPart's data: {"mode": "reply"|"sleep"|"fail"|"te
 a message whose metadata carries `parley.negotiationId` (`metadata.parley.negotiationId`) is answered as a negotiation turn
 (action from SDK_AGENT_TURN_ACTION, default `accept`, kept within `metadata.parley.allowedActions`;
 SDK_AGENT_TURN_ANSWER, a JSON object, is answered as it is instead).
-Install: pip install "a2a-sdk[http-server]==1.3.0" starlette==1.10.0 sse-starlette==3.7.0 uvicorn==0.54.0
+Install: pip install -r examples/a2a_agent/requirements.txt (the example agent's pinned packages).
 """
 
 import argparse

@@ -9,7 +9,9 @@
 //!
 //! The agents run on 127.0.0.1, so these tests set `PARLEY_A2A_ALLOW_PRIVATE_TARGETS`. Their
 //! virtualenvs are made under the target directory on first use (from PyPI, as the other
-//! Python checks make theirs); with no Python 3.12 to be had, the Bindu tests fail saying so.
+//! Python checks make theirs): the SDK agent's is the example A2A agent's, with the packages
+//! `examples/a2a_agent/requirements.txt` pins (`examples/a2a_agent/run.sh --setup` makes it); with
+//! no Python 3.12 to be had, the Bindu tests fail saying so.
 
 use std::{
     path::{Path, PathBuf},
@@ -23,9 +25,6 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::helpers::{TestAgent, TestApp};
 
-/// What the SDK agent's virtualenv holds.
-const SDK_SERVER: &[&str] =
-    &["a2a-sdk[http-server]==1.3.0", "starlette==1.10.0", "sse-starlette==3.7.0", "uvicorn==0.54.0"];
 /// What the Bindu agent's virtualenv holds.
 const BINDU: &[&str] = &["bindu==2026.36.7"];
 
@@ -145,10 +144,27 @@ impl RunningAgent {
     }
 }
 
-/// The SDK agent, started.
+/// The example A2A agent's virtualenv, made on first use by its own script (which installs its
+/// pinned packages once, whoever asks first); returns its python.
+pub(crate) fn example_agent_python() -> PathBuf {
+    let out = std::process::Command::new("bash")
+        .arg(root().join("examples/a2a_agent/run.sh"))
+        .arg("--setup")
+        .env("CARGO_TARGET_DIR", target_dir())
+        .output()
+        .unwrap_or_else(|e| panic!("examples/a2a_agent/run.sh --setup: {e}"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "examples/a2a_agent/run.sh --setup failed (python3 with venv, and PyPI, are needed): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    PathBuf::from(stdout.trim())
+}
+
+/// The SDK agent, started (in the example agent's virtualenv: the same SDK and server).
 pub(crate) async fn sdk_agent(env: &[(&str, &str)]) -> RunningAgent {
-    let python =
-        tokio::task::spawn_blocking(|| venv("a2a-agent-venv", Path::new("python3"), SDK_SERVER)).await.unwrap();
+    let python = tokio::task::spawn_blocking(example_agent_python).await.unwrap();
     RunningAgent::start(python, "sdk_agent.py", env).await
 }
 

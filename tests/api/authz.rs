@@ -434,3 +434,85 @@ async fn an_empty_api_key_is_refused_alike_on_http_and_mcp() {
         }
     }
 }
+
+/// A person's token where an agent's key goes, or in the key's header: the 401 says which
+/// credential the route takes and what was sent instead, on the HTTP routes, MCP and A2A alike,
+/// whichever header carried it, and never quotes the token.
+#[tokio::test]
+async fn a_credential_mix_up_is_answered_with_what_the_route_takes_and_what_was_sent() {
+    let app = TestApp::spawn().await;
+    let agent = app.register_agent("user-tomas").await;
+    let person = app.user_token("user-tomas");
+    let platform = app.service_token();
+    let id = &agent.id;
+    let key_only = [
+        (Method::POST, format!("/api/agents/{id}/negotiations/pickup")),
+        (Method::POST, format!("/api/agents/{id}/heartbeat")),
+        (Method::GET, "/api/agents/me".to_owned()),
+        (Method::POST, "/api/agents/delegate".to_owned()),
+        (Method::POST, "/mcp".to_owned()),
+        (Method::POST, "/a2a".to_owned()),
+    ];
+    let send = |method: Method, path: String, header: &'static str, value: String| {
+        let app = &app;
+        async move {
+            let req = app.client.request(method, format!("{}{path}", app.base)).header(header, value);
+            let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+            let resp = req.header("accept", "application/json, text/event-stream").json(&body).send().await.unwrap();
+            let status = resp.status();
+            let answer: Value = resp.json().await.unwrap();
+            (status, answer)
+        }
+    };
+    for (method, path) in &key_only {
+        for (token, sent) in
+            [(&person, "a person's token (a JWT)"), (&platform, "the platform's service token (a JWT)")]
+        {
+            let (status, answer) = send(method.clone(), path.clone(), "authorization", format!("Bearer {token}")).await;
+            let what = format!("{method} {path} with {sent} in Authorization");
+            assert_eq!(status, StatusCode::UNAUTHORIZED, "{what}: {answer}");
+            assert_eq!(answer["code"], "unauthorized", "{what}: {answer}");
+            let error = answer["error"].as_str().unwrap();
+            assert!(error.starts_with("this route takes an agent's API key (pk_..."), "{what}: {error}");
+            assert!(error.ends_with(&format!("but the Authorization header holds {sent}")), "{what}: {error}");
+
+            let (status, answer) = send(method.clone(), path.clone(), "x-api-key", token.clone()).await;
+            let what = format!("{method} {path} with {sent} in x-api-key");
+            assert_eq!(status, StatusCode::UNAUTHORIZED, "{what}: {answer}");
+            let error = answer["error"].as_str().unwrap();
+            assert!(
+                error.starts_with(&format!(
+                    "this route takes an agent's API key (pk_...), but the x-api-key header holds {sent}"
+                )),
+                "{what}: {error}"
+            );
+            assert!(!error.contains(token.as_str()) && !error.contains("user-tomas"), "{what}: {error}");
+        }
+        // Neither a key nor a JWT: said so, with what keys look like.
+        let (status, answer) = send(method.clone(), path.clone(), "x-api-key", "hunter2".into()).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{path}: {answer}");
+        assert!(answer["error"].as_str().unwrap().contains("neither an API key nor a JWT"), "{path}: {answer}");
+    }
+
+    // A route that takes the owner's token or the agent's key: the token belongs in Authorization.
+    let (status, answer) = send(Method::GET, format!("/api/agents/{id}"), "x-api-key", person.clone()).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{answer}");
+    assert_eq!(
+        answer["error"],
+        "the x-api-key header holds a person's token (a JWT), not an agent's API key (pk_...): send a token as \
+         `Authorization: Bearer <token>`"
+    );
+    // A route that takes only a person's token, sent in the key's header.
+    let (status, answer) = send(Method::GET, "/api/opportunities".into(), "x-api-key", person.clone()).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{answer}");
+    let error = answer["error"].as_str().unwrap();
+    assert!(
+        error.contains("as `Authorization: Bearer <token>`; the x-api-key header, which holds a person's token"),
+        "{error}"
+    );
+    // The key itself, in either header, still works.
+    for (header, value) in [("x-api-key", agent.key.clone()), ("authorization", format!("Bearer {}", agent.key))] {
+        let (status, answer) = send(Method::GET, "/api/agents/me".into(), header, value).await;
+        assert_eq!(status, StatusCode::OK, "{header}: {answer}");
+    }
+}

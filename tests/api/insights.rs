@@ -343,3 +343,49 @@ async fn history_from_before_the_rollups_is_rolled_up_to_the_same_figures_and_fo
     assert_eq!(unfolded, 0);
     assert_eq!(views(&app).await, live, "folding keeps every figure");
 }
+
+/// The turns a negotiation view shows `user` played by `played_by` (`system`, `system_fallback`).
+fn turns_played(view: &Value, user: &str, played_by: &str) -> i64 {
+    view["turns"].as_array().unwrap().iter().filter(|t| t["userId"] == user && t["playedBy"] == played_by).count()
+        as i64
+}
+
+/// A person without an agent reads in the insights every turn Parley decided for them, as each of
+/// those turns says ("Parley for you"): `systemTurns` counts the turns played for a user with no
+/// agent, `fallbacks` those Parley played standing in for the user's agent, and the two never
+/// mix.
+#[tokio::test]
+async fn the_turns_parley_decided_for_a_person_are_counted_as_their_turns_say() {
+    let app = TestApp::spawn_with(|c| c.park_timeout_offline = Duration::ZERO).await;
+    let service = app.service_token();
+    // Neither Maya nor Tomas has an agent: Parley plays every turn for both.
+    let first = app.start(&fixtures::good_match()).await;
+    let first = app.get(&format!("/api/negotiations/{}", first["negotiation"]["id"].as_str().unwrap()), &service).await;
+    assert_eq!(first.body["status"], "completed", "{}", first.text);
+    // Tomas registers an agent that never runs: Parley stands in for it at once (offline), while
+    // Maya's turns are still Parley's for a person without an agent.
+    app.register_agent("user-tomas").await;
+    let second = app.start(&fixtures::good_match()).await;
+    let id = second["negotiation"]["id"].as_str().unwrap().to_owned();
+    let second = app.wait_for(&id, Duration::from_secs(20), |v| v["status"] == "completed").await;
+    assert!(turns_played(&second, "user-tomas", "system_fallback") > 0, "{second:#}");
+    for user in ["user-maya", "user-tomas"] {
+        let total = got_total(&app, user).await;
+        let views = [&first.body, &second];
+        let system: i64 = views.iter().map(|v| turns_played(v, user, "system")).sum();
+        let fallback: i64 = views.iter().map(|v| turns_played(v, user, "system_fallback")).sum();
+        assert!(system > 0, "{user}: Parley played for them while they had no agent");
+        assert_eq!(total["systemTurns"], system, "{user}: {total:#}");
+        assert_eq!(total["fallbacks"], fallback, "{user}: {total:#}");
+        assert_eq!(total["answerLatency"]["turns"], 0, "{user}: no agent of theirs answered");
+    }
+    assert_eq!(got_total(&app, "user-maya").await["fallbacks"], 0);
+    // The platform sees both people's turns.
+    let all = app.get("/api/insights", &service).await;
+    let maya = got_total(&app, "user-maya").await;
+    let tomas = got_total(&app, "user-tomas").await;
+    assert_eq!(
+        all.body["total"]["systemTurns"].as_i64().unwrap(),
+        maya["systemTurns"].as_i64().unwrap() + tomas["systemTurns"].as_i64().unwrap()
+    );
+}

@@ -188,6 +188,43 @@ async fn bad_requests_are_refused_and_store_nothing() {
 }
 
 #[tokio::test]
+async fn a_bad_nested_field_is_named_by_its_path_in_the_body() {
+    let app = TestApp::spawn().await;
+    let token = app.service_token();
+    let good = fixtures::good_match();
+    let error_of = |body: Value| {
+        let (app, token) = (&app, &token);
+        async move {
+            let answer = app.post("/api/negotiations", token, &body).await;
+            answer.assert_error(StatusCode::BAD_REQUEST, "invalid_body");
+            answer.body["error"].as_str().unwrap().to_owned()
+        }
+    };
+
+    // A missing field is named by where it is, not only by its own name.
+    let mut no_id = good.clone();
+    no_id["sourceUser"].as_object_mut().unwrap().remove("id");
+    let error = error_of(no_id).await;
+    assert!(error.starts_with("invalid request: missing field `sourceUser.id` at line "), "{error}");
+    // Deeper, and inside a list.
+    let mut no_text = good.clone();
+    no_text["candidateUser"]["intents"][0].as_object_mut().unwrap().remove("text");
+    let error = error_of(no_text).await;
+    assert!(error.contains("missing field `candidateUser.intents[0].text`"), "{error}");
+    // A value of the wrong type: the path of that value.
+    let mut bad_score = good.clone();
+    bad_score["seedAssessment"]["score"] = json!("90");
+    let error = error_of(bad_score).await;
+    assert!(error.starts_with("invalid request: `seedAssessment.score`: invalid type: string"), "{error}");
+    // At the top level the field's own name is its path.
+    let mut no_seed = good.clone();
+    no_seed.as_object_mut().unwrap().remove("seedAssessment");
+    let error = error_of(no_seed).await;
+    assert!(error.starts_with("invalid request: missing field `seedAssessment` at line "), "{error}");
+    assert_eq!(app.count("tasks").await, 0);
+}
+
+#[tokio::test]
 async fn participants_and_the_service_can_read_a_negotiation_and_nobody_else() {
     let app = TestApp::spawn().await;
     let body = start(&app, &fixtures::good_match()).await;

@@ -36,6 +36,7 @@ async fn trust_is_computed_from_the_record_with_exact_components_and_percentile(
     assert_eq!(ta["delegationComponent"], 50.0);
     assert_eq!(ta["rawScore"], 57.5); // 0.6 * 62.5 + 0.4 * 50
     assert_eq!(ta["percentile"], 50); // one of the other two is lower
+    assert_eq!(ta["otherAgents"], 2); // B and C
     assert_eq!(ta["provisional"], true); // 11 events, but no delegation attempt
     assert_eq!(ta["totalDelegations"], 0);
     assert_eq!(ta["successfulDelegations"], 0);
@@ -92,17 +93,25 @@ async fn trust_is_computed_from_the_record_with_exact_components_and_percentile(
     assert_eq!((te["rawScore"].as_f64(), te["provisional"].as_bool()), (Some(70.0), Some(true)));
 }
 
+/// Alone, an agent is at the 100th percentile by convention, and the answer says it is compared
+/// with nobody (`otherAgents` 0), so that nobody reads it as better than everyone.
 #[tokio::test]
-async fn an_agent_alone_is_at_the_100th_percentile() {
+async fn an_agent_alone_is_at_the_100th_percentile_compared_with_no_other() {
     let app = TestApp::spawn().await;
     let agent = app.register_agent("user-tomas").await;
     let t = trust(&app, &agent).await;
     assert_eq!(
-        (t["percentile"].as_i64(), t["rawScore"].as_f64(), t["provisional"].as_bool()),
-        (Some(100), Some(50.0), Some(true))
+        (t["percentile"].as_i64(), t["rawScore"].as_f64(), t["provisional"].as_bool(), t["otherAgents"].as_i64()),
+        (Some(100), Some(50.0), Some(true), Some(0))
     );
     put_capability(&app, &agent, &capability("testing", None, None)).await;
-    assert_eq!(trust(&app, &agent).await["percentile"], 100);
+    let t = trust(&app, &agent).await;
+    assert_eq!((t["percentile"].as_i64(), t["otherAgents"].as_i64()), (Some(100), Some(0)));
+    // A second agent with the same score: the first is above none of the one other.
+    let second = app.register_agent("user-maya").await;
+    put_capability(&app, &second, &capability("testing", None, None)).await;
+    let t = trust(&app, &agent).await;
+    assert_eq!((t["percentile"].as_i64(), t["otherAgents"].as_i64()), (Some(0), Some(1)));
 }
 
 async fn counters(app: &TestApp, agent: &TestAgent) -> (i32, i32, i32) {

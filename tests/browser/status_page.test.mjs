@@ -121,6 +121,18 @@ class Server {
     return token;
   }
 
+  /** A call with an agent's API key, as `api` makes one with a token. */
+  async keyed(key, method, path, body) {
+    const res = await fetch(`${this.base}${path}`, {
+      method,
+      headers: { "x-api-key": key, ...(body ? { "Content-Type": "application/json" } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+      signal: AbortSignal.timeout(WAIT_MS),
+    });
+    const raw = await res.text();
+    return { status: res.status, json: raw ? JSON.parse(raw) : null, text: raw };
+  }
+
   async api(token, method, path, body) {
     const res = await fetch(`${this.base}${path}`, {
       method,
@@ -238,11 +250,22 @@ const statusOf = async (card) => {
 const sectionOf = (card) => card.locator("xpath=ancestor::section").getAttribute("data-testid");
 
 /** How many negotiations ended and how, in the page's words (only the outcomes that happened). */
-function endedText(total, accepted, rejected, stalled) {
+function endedText({ total, accepted, rejected, stalled }) {
   if (!total) return "none ended";
+  const noAgreement = stalled.turnCap + stalled.timeout;
   const parts = [accepted ? `the agents agreed in ${accepted}` : null, rejected ? `an agent said no in ${rejected}` : null,
-    stalled ? `${stalled} ended without agreement` : null].filter(Boolean);
+    noAgreement ? `${noAgreement} ended without agreement` : null,
+    stalled.canceled ? `the platform canceled ${stalled.canceled}` : null].filter(Boolean);
   return `${total} ended: ${parts.join(", ")}`;
+}
+
+/**
+ * The commands the page gives to run an agent against `base` from a source checkout, run here as
+ * a person would: they must name files that exist and keep the key off the command line.
+ */
+function runCommand(base) {
+  return [`export PARLEY_URL=${base}`, "read -rsp 'API key: ' PARLEY_AGENT_KEY && export PARLEY_AGENT_KEY",
+    'cargo run -q -- agent --exec "python3 examples/my_agent.py"'].join("\n");
 }
 
 /** Screenshots of `locator` (or the whole page) at desktop width and at 375 px, as `<name>.png` and `<name>_375.png`. */
@@ -453,7 +476,9 @@ describe("status page", { timeout: 240_000 }, () => {
     // labelled as hers alone and folded away: not on screen until she opens it.
     const privateNotes = card.locator('[data-testid="private-reasoning"]');
     assert.ok((await privateNotes.count()) >= 1, "her side's turns carry their reasoning");
-    assert.equal(await text(privateNotes.first().locator("summary")), "Parley's reasoning (only you see this)");
+    // Maya has no agent: the reasoning is Parley's, deciding for her, as the turn head says.
+    assert.equal(await text(privateNotes.first().locator("summary")), "Parley's reasoning, deciding for you as you have no agent (only you see this)");
+    for (const label of await privateNotes.locator("summary").allTextContents()) assert.doesNotMatch(label, /agent's reasoning/, label);
     assert.equal(await privateNotes.first().getAttribute("open"), null, "folded by default");
     const negotiation = (await server.api(mayaToken, "GET", `/api/negotiations/${(await server.api(mayaToken, "GET", `/api/opportunities/${opportunityId}`)).json.negotiationId}`)).json;
     const own = negotiation.turns.find((t) => t.userId === "user-maya" && t.reasoning);
@@ -478,6 +503,14 @@ describe("status page", { timeout: 240_000 }, () => {
     assert.match(sentence, /^((Tomas Novak|Maya Chen)'s agent accepted (Maya Chen|Tomas Novak)'s (proposal|counter) at turn \d+|Parley accepted (Maya Chen|Tomas Novak)'s (proposal|counter) for (Tomas Novak|you) at turn \d+ \((Tomas Novak|you) (has|have) no personal agent\))\.$/);
     assert.ok(sentence.includes(`at turn ${(await turns.count()) - 1}`), `the last turn's number: ${sentence}`);
     assert.doesNotMatch(await text(card.locator('[data-testid="outcome"]')), /both agents/);
+    // When her side's turn ended it, its reasoning is Parley's too, never "your agent's".
+    const lastTurn = n.json.turns.at(-1);
+    if (lastTurn.userId === "user-maya") {
+      assert.equal(await text(card.locator('[data-testid="outcome-reasoning"] > summary')),
+        "Parley's reasoning for it, deciding for you as you have no agent (only you see this)");
+    } else {
+      assert.equal(await card.locator('[data-testid="outcome-reasoning"]').count(), 0, "Tomas's side's reasoning is his");
+    }
     // What Tomas's side keeps to itself never reaches Maya's page: the reasoning of his turns
     // (the final one's included, when his turn ended it), which the API shows to his side only.
     const tomasView = await server.api(tomasToken, "GET", `/api/negotiations/${negotiationId}`);
@@ -494,8 +527,10 @@ describe("status page", { timeout: 240_000 }, () => {
     await eventually("my decision", () => text(card.locator('[data-testid="my-decision"]')), "accepted");
     assert.equal(await statusOf(card), "pending");
     assert.equal(await text(card.locator('[data-testid="other-decision"]')), "not decided yet");
-    assert.equal(await card.locator('[data-testid="accept"]').isDisabled(), true, "Accept is disabled once decided");
-    assert.equal(await card.locator('[data-testid="decline"]').isDisabled(), true, "Decline is disabled once decided");
+    // Nothing left to press: the buttons are gone, and the card says what she did and who is next.
+    assert.equal(await card.locator('[data-testid="accept"]').count(), 0, "no Accept once decided");
+    assert.equal(await card.locator('[data-testid="decline"]').count(), 0, "no Decline once decided");
+    assert.equal(await text(card.locator('[data-testid="decided"]')), "You accepted. Waiting for Tomas Novak to decide.");
     const seen = await server.api(mayaToken, "GET", `/api/opportunities/${opportunityId}`);
     assert.equal(seen.json?.status, "pending", `the server agrees: ${seen.text}`);
     assert.equal(seen.json?.myDecision, "accept");
@@ -658,11 +693,18 @@ describe("status page", { timeout: 240_000 }, () => {
     assert.ok(t.topObjections.length > 0, `the mismatch named missing terms: ${figures.text}`);
 
     const panel = page.locator('[data-testid="insights"]');
-    const stalled = t.negotiations.stalled.turnCap + t.negotiations.stalled.timeout + t.negotiations.stalled.canceled;
-    await eventually("negotiations in the insights", () => text(panel.locator('[data-testid="stat"]').first()),
-      endedText(t.negotiations.total, t.negotiations.accepted, t.negotiations.rejected, stalled));
+    const noAgreement = t.negotiations.stalled.turnCap + t.negotiations.stalled.timeout;
+    await eventually("negotiations in the insights", () => text(panel.locator('[data-testid="stat"]').first()), endedText(t.negotiations));
     assert.doesNotMatch(await text(panel.locator('[data-testid="stat"]').first()), /\b0\b/, "no outcome that never happened");
-    assert.match(await text(panel.locator("dt").first()), /the agents' outcomes/, "the agents' outcomes are named as such");
+    // The platform's cancel is named as the board names it, never as the agents' lack of agreement.
+    assert.equal(t.negotiations.stalled.canceled, 1, `the canceled negotiation: ${figures.text}`);
+    assert.match(await text(panel.locator('[data-testid="stat"]').first()), /, the platform canceled 1$/);
+    if (noAgreement === 0) assert.doesNotMatch(await text(panel.locator('[data-testid="stat"]').first()), /without agreement/);
+    // Maya has no agent: every turn of hers was Parley's, and the insights count them as her turns say.
+    assert.equal(t.fallbacks, 0, figures.text);
+    assert.ok(t.systemTurns > 0, figures.text);
+    const parleyStat = panel.locator("dt", { hasText: "Turns Parley decided for you" }).locator("+ dd");
+    assert.equal(await text(parleyStat), `${t.systemTurns}, while you had no agent`);
     // The rejected mismatch: nobody was asked to decide.
     const lena = page.locator(`[data-opportunity-id="${res.json.opportunity.id}"]`);
     await eventually("the mismatch's card", () => statusOf(lena), "rejected");
@@ -671,14 +713,13 @@ describe("status page", { timeout: 240_000 }, () => {
     const outcomes = panel.locator('[data-testid="chart-outcomes"] svg');
     assert.equal(await outcomes.locator("g.bar").count(), 7, "one bar per day of the last 7 days");
     const todays = outcomes.locator("g.bar").last();
-    const segments = [t.negotiations.accepted, t.negotiations.rejected, stalled].filter((v) => v > 0).length;
+    const segments = [t.negotiations.accepted, t.negotiations.rejected, noAgreement, t.negotiations.stalled.canceled].filter((v) => v > 0).length;
     assert.equal(await todays.locator("rect").count(), 1 + segments, "today's bar is stacked from its outcomes");
     assert.equal(await text(todays.locator("text.value")), String(t.negotiations.total), "the bar's value is written on it");
     const ticks = await outcomes.locator("text.y-tick").allTextContents();
     assert.equal(ticks[0], "0");
     assert.ok(Number(ticks.at(-1)) >= t.negotiations.total && ticks.length >= 2, `a value axis: ${ticks}`);
-    assert.equal(await text(todays.locator("title")),
-      `${today}: ${endedText(t.negotiations.total, t.negotiations.accepted, t.negotiations.rejected, stalled)}`);
+    assert.equal(await text(todays.locator("title")), `${today}: ${endedText(t.negotiations)}`);
     const turns = panel.locator('[data-testid="chart-turns"] svg g.bar');
     assert.equal(await turns.count(), t.turnsToOutcome.length);
     const objections = panel.locator('[data-testid="chart-objections"]');
@@ -730,8 +771,10 @@ describe("status page", { timeout: 240_000 }, () => {
     const key = await box.locator('[data-testid="new-key-value"]').inputValue();
     assert.match(key, /^pk_/, "the key itself is shown");
     // ...and what to do with it: the command that runs the agent against this service.
-    assert.equal(await text(box.locator('[data-testid="new-key-command"]')),
-      `parley agent --url ${proxy.base} --key ${key} --exec "python3 my_agent.py"`);
+    // The command as a person runs it from a source checkout: the key pasted at a prompt, never
+    // on the command line; the program it names exists.
+    assert.equal(await text(box.locator('[data-testid="new-key-command"]')), runCommand(proxy.base));
+    assert.ok(!(await text(box.locator('[data-testid="new-key-command"]'))).includes(key), "no key on the command line");
     assert.match(await text(box), /Next, run your agent with it/);
     // Room below the text line, so that the key's underscores are not cut off at 1x.
     const [lineHeight, fontSize] = await box.locator('[data-testid="new-key-value"]').evaluate((n) =>
@@ -748,8 +791,8 @@ describe("status page", { timeout: 240_000 }, () => {
     assert.equal(await text(card.locator('[data-testid="liveness"]')), "never connected");
     assert.match(await text(card.locator('[data-testid="negotiates"]')), /^not yet: it has never connected/);
     const prefix = (await text(card.locator('[data-testid="key"] code'))).replace("…", "");
-    assert.equal(await text(card.locator('[data-testid="run-command"]')),
-      `parley agent --url ${proxy.base} --key ${prefix}… --exec "python3 my_agent.py"`);
+    assert.equal(await text(card.locator('[data-testid="run-command"]')), runCommand(proxy.base));
+    assert.match(await text(card.locator('[data-testid="connect-hint"]')), new RegExp(`paste its key ${prefix}… when asked`));
     await shoot(page, "agent_never_connected", panel);
     assert.equal(await card.locator('[data-testid="key"]').count(), 1);
     assert.ok(key.startsWith(await text(card.locator('[data-testid="key"] code')).then((t) => t.replace("…", ""))), "the listing shows only the key's prefix");
@@ -759,6 +802,27 @@ describe("status page", { timeout: 240_000 }, () => {
     // The copy button copies it (or selects it where the clipboard is refused).
     await box.locator('[data-testid="new-key-copy"]').click();
     await eventually("copy feedback", async () => /Copied|Selected/.test(await text(box.locator('[data-testid="new-key-status"]'))), true);
+
+    // The card's command, run as the person would from the checkout's root with the key pasted at
+    // the prompt (`cargo run -q --` being the built binary here): the agent connects, and the
+    // card says so.
+    const runner = spawn("bash", ["-c", `cargo() { [ "$1 $2 $3" = "run -q --" ] || return 2; shift 3; exec "$PARLEY_BIN" "$@"; }\n${runCommand(proxy.base)}`],
+      { cwd: REPO, env: { ...process.env, PARLEY_BIN }, stdio: ["pipe", "ignore", "pipe"] });
+    let runnerLog = "";
+    runner.stderr.on("data", (d) => { runnerLog += d; });
+    const runnerExit = new Promise((r) => runner.once("exit", (code) => r(code)));
+    runner.stdin.end(`${key}\n`);
+    try {
+      await eventually("live once its command runs", async () => {
+        await panel.locator('[data-testid="agents-refresh"]').click();
+        return text(card.locator('[data-testid="liveness"]'));
+      }, "live");
+    } finally {
+      runner.kill("SIGTERM");
+    }
+    assert.equal(await runnerExit, 0, `the agent stopped cleanly:\n${runnerLog}`);
+    assert.match(runnerLog, /serving turns with the program `python3 examples\/my_agent.py`/, runnerLog);
+    assert.ok(!runnerLog.includes(key), "the runner never prints the key");
 
     // The key works against the API: a heartbeat is accepted, and the page sees the agent live.
     const beat = await fetch(`${server.base}/api/agents/${agentId}/heartbeat`, { method: "POST", headers: { "x-api-key": key } });
@@ -936,6 +1000,66 @@ describe("status page", { timeout: 240_000 }, () => {
     assert.match(await text(entries.locator('[data-testid="agent-negotiation-turns"]')), /^round 2, /);
     assert.doesNotMatch(await text(laptop), /user-tomas/, "no raw user id");
     await laptop.screenshot({ path: join(OUTPUT_DIR, "agents_reactivated.png") });
+  });
+
+  step("who decided a turn of Maya's is said alike on the turn and on its reasoning: her agent, or Parley standing in for it, with why", async () => {
+    // Round 2 of the reactivated opportunity waits for Maya's own agent; a new match will too.
+    const started = await server.api(serviceToken, "POST", "/api/negotiations", NEGOTIATION);
+    assert.equal(started.status, 201, started.text);
+    const [handedId, handed] = [started.json.opportunity.id, started.json.negotiation.id];
+    // Her laptop answers the reactivated round itself, and hands the new match's turn back to
+    // Parley. The turns come in the order they parked, so it answers whichever it is given.
+    let answeredId = null;
+    let handedBack = false;
+    for (let i = 0; i < 6 && !handedBack; i++) {
+      const picked = await server.keyed(laptopKey, "POST", `/api/agents/${laptopId}/negotiations/pickup?wait=5`);
+      assert.equal(picked.status, 200, picked.text);
+      const { negotiationId, claimToken, turn } = picked.json;
+      const path = `/api/agents/${laptopId}/negotiations/${negotiationId}`;
+      if (negotiationId === handed) {
+        const released = await server.keyed(laptopKey, "POST", `${path}/release`, { claimToken, handBack: true, reason: "busy" });
+        assert.equal(released.status, 200, released.text);
+        handedBack = true;
+      } else {
+        const answered = await server.keyed(laptopKey, "POST", `${path}/respond`, {
+          claimToken, action: turn.number === 0 ? "propose" : "accept", message: "Tomas's Rust work is what Maya needs.",
+          assessment: { reasoning: "My laptop's own reasons", suggestedRoles: { ownUser: "patient", otherUser: "agent" } },
+        });
+        assert.equal(answered.status, 200, answered.text);
+        answeredId = answeredId || (await server.api(mayaToken, "GET", `/api/negotiations/${negotiationId}`)).json.opportunityId;
+      }
+    }
+    assert.ok(handedBack && answeredId, "the laptop answered one turn and handed one back");
+
+    const heads = async (card) => {
+      await card.locator('[data-testid="turns"] > summary').click();
+      await card.locator('[data-testid="turn"]').first().waitFor();
+      return card.locator('[data-testid="turn"]').first();
+    };
+    // Her agent's turn: its words and its reasoning are her agent's.
+    const answeredCard = page.locator(`#board li[data-opportunity-id="${answeredId}"]`);
+    const byAgent = await heads(answeredCard);
+    await eventually("her agent's turn", () => text(byAgent.locator('[data-testid="turn-head"]')), "Turn 0 · Your agent proposed the match");
+    assert.equal(await text(byAgent.locator('[data-testid="private-reasoning"] > summary')), "Your agent's reasoning (only you see this)");
+    await shoot(page, "decided_by_your_agent", answeredCard);
+    // Parley standing in: the turn says so, and why, and so does its reasoning.
+    const handedCard = page.locator(`#board li[data-opportunity-id="${handedId}"]`);
+    const standIn = await heads(handedCard);
+    await eventually("Parley's turn for her agent", () => text(standIn.locator('[data-testid="turn-head"]')),
+      "Turn 0 · Parley for you proposed the match (your agent handed the turn back)");
+    assert.equal(await text(standIn.locator('[data-testid="private-reasoning"] > summary')),
+      "Parley's reasoning, standing in for your agent (it handed the turn back) (only you see this)");
+    await shoot(page, "decided_by_parley_standing_in", handedCard);
+    for (const card of [answeredCard, handedCard]) await card.locator('[data-testid="turns"] > summary').click();
+
+    // The turn it answered gave the laptop a record: its trust in words, against how many others.
+    const trust = (await server.api(mayaToken, "GET", `/api/trust/${laptopId}`)).json;
+    assert.ok(trust.updatedAt && Number.isInteger(trust.otherAgents), JSON.stringify(trust));
+    const score = Math.round(trust.rawScore);
+    const words = trust.otherAgents === 0 ? `${score} out of 100; no other agent has a record to compare it with yet`
+      : `${score} out of 100, higher than ${trust.percentile}% of the ${trust.otherAgents === 1 ? "other agent" : `${trust.otherAgents} other agents`}`;
+    const laptop = page.locator(`[data-testid="agents"] li[data-agent-id="${laptopId}"]`);
+    await eventually("the laptop's trust, in words", () => text(laptop.locator('[data-testid="trust"]')), words);
   });
 
   step("the whole console fits 375 px without sideways scrolling", async () => {
