@@ -287,7 +287,12 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     // Parley calling agents that never poll: the push jobs' steps, over both services.
     ("a2a_push", &["a2a_client", "config", "delivery", "directory", "domain", "metrics", "runtime", "store", "wire"]),
-    ("services", &["a2a_push", "config", "delivery", "directory", "domain", "negotiator", "runtime", "store"]),
+    // The outbox: the deliveries of events to webhooks and A2A push notification configurations.
+    ("outbox", &["a2a_client", "config", "directory", "metrics", "quote", "store", "wire"]),
+    (
+        "services",
+        &["a2a_push", "config", "delivery", "directory", "domain", "negotiator", "outbox", "runtime", "store"],
+    ),
     // Who is calling, for every adapter: one policy per kind of route and one `authenticate()`.
     ("auth", &["config", "delivery", "error_code", "runtime", "store"]),
     // What both adapters render (bodies, views, error answers, the A2A shapes), beneath both.
@@ -321,6 +326,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "failure_limiter",
             "live",
             "metrics",
+            "outbox",
             "quote",
             "runtime",
             "scoring",
@@ -340,6 +346,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "error_code",
             "live",
             "metrics",
+            "outbox",
             "quote",
             "runtime",
             "store",

@@ -2,6 +2,7 @@
 
 mod a2a;
 mod a2a_agents;
+mod a2a_push;
 mod a2a_sdk;
 mod a2a_server;
 mod agent_cards;
@@ -52,3 +53,4 @@ mod tour;
 mod trust;
 mod ui;
 mod wakeups;
+mod webhooks;
