@@ -50,7 +50,7 @@ use crate::{
 /// The longest one job keeps sending to one target before it leaves the rest to another job.
 pub const DRAIN_BUDGET: Duration = Duration::from_secs(30);
 /// What a lease holds beyond the attempt's timeout (writing its outcome included).
-const LEASE_MARGIN: Duration = Duration::from_secs(30);
+const LEASE_MARGIN: Duration = Duration::from_secs(10);
 /// A delivery due this long with no attempt in flight has lost its job: housekeeping arms one.
 const STRANDED_AFTER: Duration = Duration::from_secs(30);
 /// Finished deliveries housekeeping prunes per transaction.
