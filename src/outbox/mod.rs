@@ -31,7 +31,11 @@ pub mod sign;
 pub mod targets;
 
 use std::{
-    sync::Arc,
+    collections::HashMap,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicU64, Ordering},
+    },
     time::{Duration, Instant},
 };
 
@@ -63,18 +67,39 @@ pub struct Outbox {
     config: WebhookConfig,
     delegations: Delegations,
     poster: post::Poster,
+    /// The targets this process is draining now ([`Outbox::run`]).
+    draining: Arc<Mutex<HashMap<Uuid, Draining>>>,
 }
+
+/// A drain in progress in this process.
+struct Draining {
+    /// Which drain (a target may be drained again once this one has left).
+    id: u64,
+    /// Whether a job asked it to look again since it last looked.
+    again: bool,
+}
+
+/// The ids of drains.
+static DRAINS: AtomicU64 = AtomicU64::new(0);
 
 impl Outbox {
     /// The sender over `delegations` (an A2A push notification reads its task there), bounded as
     /// `config` says.
     pub fn new(delegations: Delegations, config: &Config) -> anyhow::Result<Outbox> {
         let poster = post::Poster::new(config.webhooks.timeout, config.a2a_allow_private_targets)?;
-        Ok(Outbox { pool: delegations.pool().clone(), config: config.webhooks, delegations, poster })
+        Ok(Outbox {
+            pool: delegations.pool().clone(),
+            config: config.webhooks,
+            delegations,
+            poster,
+            draining: Arc::default(),
+        })
     }
 
     /// Runs one job: sends the due deliveries of the targets it names (those of its event, or
-    /// its one target), each target's in turn with its own concurrency, all targets at once.
+    /// its one target), each target's in turn with its own concurrency, all targets at once. A
+    /// target this process is draining already is only told to look again (the drain does so
+    /// before it ends), so that a busy endpoint's events do not each claim in vain.
     pub async fn run(&self, job: OutboxDelivery) -> Result<(), HandlerError> {
         let targets = match (job.target_id, job.event_id) {
             (Some(target), _) => vec![target],
@@ -84,14 +109,57 @@ impl Outbox {
             }
             (None, None) => Vec::new(),
         };
-        let drained = futures::future::join_all(targets.into_iter().map(|t| self.drain(t))).await;
+        let targets: Vec<(Uuid, u64)> = {
+            let mut draining = self.draining.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            targets
+                .into_iter()
+                .filter_map(|t| match draining.get_mut(&t) {
+                    Some(running) => {
+                        running.again = true;
+                        None
+                    }
+                    None => {
+                        let id = DRAINS.fetch_add(1, Ordering::Relaxed);
+                        draining.insert(t, Draining { id, again: false });
+                        Some((t, id))
+                    }
+                })
+                .collect()
+        };
+        let drained = futures::future::join_all(targets.into_iter().map(|(t, id)| self.drain_registered(t, id))).await;
         drained.into_iter().collect::<anyhow::Result<Vec<()>>>().map_err(HandlerError::new)?;
         Ok(())
     }
 
-    /// Sends `target_id`'s due deliveries, at most its concurrency at once, until none is due
-    /// or [`DRAIN_BUDGET`] has passed (then a job of its own takes the rest).
-    async fn drain(&self, target_id: Uuid) -> anyhow::Result<()> {
+    /// [`Outbox::drain`] `id` of `target_id`, registered in `draining`, which it leaves at the
+    /// end (whatever the end).
+    async fn drain_registered(&self, target_id: Uuid, id: u64) -> anyhow::Result<()> {
+        let drained = self.drain(target_id, id).await;
+        self.leave(target_id, id, false);
+        drained
+    }
+
+    /// Takes drain `id` of `target_id` out of `draining`, unless (`unless_asked`) a job asked
+    /// it to look again meanwhile: then it stays, told to look (the answer is false). One step
+    /// under the lock, so that no job's asking falls between a last look and the leaving.
+    fn leave(&self, target_id: Uuid, id: u64, unless_asked: bool) -> bool {
+        let mut draining = self.draining.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match draining.get_mut(&target_id) {
+            Some(running) if running.id == id => {
+                if unless_asked && running.again {
+                    running.again = false;
+                    return false;
+                }
+                draining.remove(&target_id);
+                true
+            }
+            _ => true,
+        }
+    }
+
+    /// Sends `target_id`'s due deliveries (as drain `id`), at most its concurrency at once,
+    /// until none is due or [`DRAIN_BUDGET`] has passed (then a job of its own takes the rest).
+    async fn drain(&self, target_id: Uuid, id: u64) -> anyhow::Result<()> {
         let started = Instant::now();
         let lease = self.config.timeout + LEASE_MARGIN;
         let concurrency = i64::from(self.config.concurrency);
@@ -118,6 +186,8 @@ impl Outbox {
                 }
             }
             match in_flight.join_next().await {
+                // Nothing due and nothing in flight: done, unless a job asked meanwhile.
+                None if !look && !self.leave(target_id, id, true) => look = true,
                 None => break,
                 Some(done) => {
                     if let Err(e) = done.map_err(anyhow::Error::new).and_then(|r| r) {
@@ -128,7 +198,9 @@ impl Outbox {
             }
         }
         if look {
-            // The budget ran out while deliveries were still being taken: a job of its own goes on.
+            // The budget ran out while deliveries were still being taken: a job of its own goes
+            // on (this drain leaves first, so that the job is not taken for one of its asks).
+            self.leave(target_id, id, false);
             let mut conn = self.pool.acquire().await?;
             let next = OutboxDelivery { event_id: None, target_id: Some(target_id) };
             parley_jobs::schedule_outbox(&mut conn, &next, Utc::now()).await?;
@@ -156,6 +228,10 @@ impl Outbox {
         let error = answer.error().map(|e| e.chars().take(300).collect::<String>());
         let a = attempted(target, &event, answer.status(), error.as_deref(), took);
         let mut tx = self.pool.begin().await?;
+        // Not waited for on disk: the delivery itself was made durable by the event's own
+        // commit, and an outcome lost to a crash only means the delivery is sent again under its
+        // id once its lease lapses (a retry's lost job: housekeeping arms another).
+        sqlx::query("SET LOCAL synchronous_commit = off").execute(&mut *tx).await?;
         match &answer {
             post::Answer::Delivered { .. } => {
                 if deliveries::delivered(&mut tx, &a, &event.kind).await? {

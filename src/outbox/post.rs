@@ -172,3 +172,41 @@ fn sort(e: reqwest::Error) -> Answer {
 pub fn is_gone(status: u16) -> bool {
     status == StatusCode::GONE.as_u16()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// At every send, the address rule holds whatever the registration judged: a literal
+    /// loopback address is refused before any request, a name resolving to one by the client's
+    /// resolver (no connection is made to either).
+    #[tokio::test]
+    async fn every_send_is_judged_by_the_address_rule_again() {
+        let poster = Poster::new(Duration::from_secs(2), false).unwrap();
+        for url in ["http://127.0.0.1:9/hook", "http://[::1]:9/hook", "http://localhost:9/hook"] {
+            let (answer, _) = poster.post(url, &[], b"{}".to_vec()).await;
+            assert!(matches!(answer, Answer::Refused(_)), "{url}: {answer:?}");
+            assert_eq!(answer.outcome(), "refused");
+        }
+        let (answer, _) = poster.post("ftp://example.com/", &[], b"{}".to_vec()).await;
+        assert!(matches!(answer, Answer::Refused(_)), "{answer:?}");
+    }
+
+    #[tokio::test]
+    async fn a_body_past_the_bound_is_never_sent() {
+        let poster = Poster::new(Duration::from_secs(2), true).unwrap();
+        let (answer, _) = poster.post("http://127.0.0.1:9/hook", &[], vec![b' '; MAX_BODY_BYTES + 1]).await;
+        assert_eq!(answer, Answer::TooLarge);
+        assert_eq!(answer.error().as_deref(), Some("the body is larger than 1048576 bytes"));
+    }
+
+    #[test]
+    fn outcomes_are_a_closed_set_of_labels() {
+        let gone = Answer::Status { status: 410, retry_after: None };
+        let failed = Answer::Status { status: 500, retry_after: Some("3".into()) };
+        assert_eq!((gone.outcome(), failed.outcome()), ("gone", "http_error"));
+        assert_eq!(Answer::Delivered { status: 204 }.error(), None);
+        assert_eq!(failed.status(), Some(500));
+        assert!(is_gone(410) && !is_gone(404));
+    }
+}

@@ -13,6 +13,8 @@ use crate::{a2a_client::guard, store::events};
 
 /// The longest URL a target may have.
 pub const MAX_URL_LEN: usize = 2048;
+/// The longest a URL's name may take to resolve at registration.
+const RESOLVE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 /// The most push notification configurations one task may have.
 pub const MAX_PUSH_CONFIGS_PER_TASK: i64 = 10;
 
@@ -37,7 +39,10 @@ pub async fn check_url(url: &str, allow_private: bool) -> Result<Url, UrlError> 
     if parsed.fragment().is_some() {
         return Err(UrlError::Invalid("url must hold no fragment (#...)".to_owned()));
     }
-    guard::check_target(&parsed, allow_private).await.map_err(|refused| match refused {
+    let judged = tokio::time::timeout(RESOLVE_TIMEOUT, guard::check_target(&parsed, allow_private))
+        .await
+        .map_err(|_| UrlError::Refused(format!("{} did not resolve within 5 s", parsed.host_str().unwrap_or(""))))?;
+    judged.map_err(|refused| match refused {
         guard::TargetRefused::Scheme(_) | guard::TargetRefused::Form(_) => UrlError::Invalid(refused.to_string()),
         other => UrlError::Refused(other.to_string()),
     })?;

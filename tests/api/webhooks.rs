@@ -348,6 +348,26 @@ async fn a_410_disables_at_once_and_days_of_failures_disable_too() {
 }
 
 #[tokio::test]
+async fn no_more_deliveries_are_in_flight_to_one_endpoint_than_its_concurrency() {
+    let app = app_with(|c| c.webhooks.concurrency = 2).await;
+    let receiver = Receiver::start().await;
+    let every = json!(["opportunity.status", "negotiation.turn", "negotiation.outcome"]);
+    register(&app, &app.service_token(), &receiver.url("/slow"), Some(every)).await;
+    // Every answer takes a second.
+    receiver.script("/slow", json!(vec![json!({"status": 200, "delay": 1}); 100])).await;
+    negotiation(&app, "user-maya", "user-tomas").await;
+    negotiation(&app, "user-lea", "user-raj").await;
+    let expected = events(&app, None).await.len();
+    assert!(expected >= 8, "{expected} events");
+    let got = receiver.wait("/slow", Duration::from_secs(40), |got| got.len() >= expected).await;
+    // At each arrival, the deliveries that arrived less than a second before it are still
+    // being answered: with the one arriving, at most two.
+    let at: Vec<f64> = got.iter().map(|d| d["at"].as_f64().unwrap()).collect();
+    let most = at.iter().map(|t| at.iter().filter(|u| *u <= t && *t - *u < 0.95).count()).max().unwrap();
+    assert_eq!(most, 2, "at most 2 in flight, and 2 used: {at:?}");
+}
+
+#[tokio::test]
 async fn a_rotated_secret_signs_beside_the_new_one_for_its_overlap_then_no_more() {
     let app = app_with(|c| c.webhooks.secret_overlap = Duration::from_secs(3)).await;
     let receiver = Receiver::start().await;
