@@ -53,6 +53,8 @@ use crate::{
 
 /// The longest one job keeps sending to one target before it leaves the rest to another job.
 pub const DRAIN_BUDGET: Duration = Duration::from_secs(30);
+/// How long a drain uses the target it read before reading it again.
+const TARGET_FRESH: Duration = Duration::from_secs(1);
 /// What a lease holds beyond the attempt's timeout (writing its outcome included).
 const LEASE_MARGIN: Duration = Duration::from_secs(10);
 /// A delivery due this long with no attempt in flight has lost its job: housekeeping arms one.
@@ -165,15 +167,21 @@ impl Outbox {
         let concurrency = i64::from(self.config.concurrency);
         let mut in_flight = tokio::task::JoinSet::new();
         let mut look = true;
+        // The target as last read, and when: read again at most every [`TARGET_FRESH`] (a
+        // rotation or a disabling counts from then), and the claim checks it is enabled anyway.
+        let mut read: Option<(Arc<Target>, Instant)> = None;
         loop {
             if look && started.elapsed() < DRAIN_BUDGET {
                 look = false;
                 let claimed = {
                     let mut conn = self.pool.acquire().await?;
-                    match deliveries::target(&mut conn, target_id).await? {
-                        Some(target) if target.status == "enabled" => {
+                    if read.as_ref().is_none_or(|(_, at)| at.elapsed() > TARGET_FRESH) {
+                        read = deliveries::target(&mut conn, target_id).await?.map(|t| (Arc::new(t), Instant::now()));
+                    }
+                    match &read {
+                        Some((target, _)) if target.status == "enabled" => {
                             let claimed = deliveries::claim(&mut conn, target_id, concurrency, lease).await?;
-                            Some((Arc::new(target), claimed))
+                            Some((target.clone(), claimed))
                         }
                         _ => None,
                     }

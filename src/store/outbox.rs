@@ -155,7 +155,8 @@ pub struct Attempted<'a> {
     pub response_ms: i32,
 }
 
-/// Records a delivered attempt, and the target's last attempt (its failures end). False when
+/// Records a delivered attempt, and the target's last attempt (its failures end; see below for
+/// how often). False when
 /// the attempt's lease was taken over meanwhile (another attempt's outcome stands).
 pub async fn delivered(conn: &mut PgConnection, a: &Attempted<'_>, kind: &str) -> sqlx::Result<bool> {
     let done = sqlx::query!(
@@ -172,11 +173,15 @@ pub async fn delivered(conn: &mut PgConnection, a: &Attempted<'_>, kind: &str) -
     .execute(&mut *conn)
     .await?
     .rows_affected();
+    // A target that keeps succeeding is written at most once a second: its last delivery is
+    // for people to read, and concurrent deliveries would queue on its row.
     sqlx::query!(
         "UPDATE outbox_targets
             SET failing_since = NULL, last_attempt_at = now(), last_attempt_ok = true, last_status_code = $2,
                 last_error = NULL, last_event_id = $3, last_event_kind = $4
-          WHERE target_id = $1",
+          WHERE target_id = $1
+            AND (last_attempt_at IS NULL OR last_attempt_at < now() - interval '1 second'
+                 OR last_attempt_ok IS NOT TRUE OR failing_since IS NOT NULL)",
         a.target_id,
         a.status_code,
         a.event_id,
