@@ -315,6 +315,8 @@ pub async fn run_workers(
     let cfg = parley_jobs::WorkerConfig {
         poll_interval: runtime.config().timer_poll,
         housekeeping_every: runtime.config().housekeeping_every,
+        outbox_poll: runtime.config().webhooks.poll,
+        outbox_concurrency: runtime.config().webhooks.workers as usize,
         ..parley_jobs::WorkerConfig::default()
     };
     let pool = runtime.pool().clone();

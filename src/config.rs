@@ -83,6 +83,53 @@ pub struct NegotiatorModelConfig {
     pub max_answer: usize,
 }
 
+/// How the outbox delivers: webhooks and A2A push notifications alike.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WebhookConfig {
+    /// `PARLEY_WEBHOOK_TIMEOUT`: the longest one delivery (a POST and its answer) may take.
+    pub timeout: Duration,
+    /// `PARLEY_WEBHOOK_RETRY_FIRST`: the wait before the first retry; each retry waits about
+    /// twice the one before (with jitter), at most 6 hours.
+    pub retry_first: Duration,
+    /// `PARLEY_WEBHOOK_RETRY_FOR`: how long a failing delivery is retried before it is given up.
+    pub retry_for: Duration,
+    /// `PARLEY_WEBHOOK_DISABLE_AFTER`: an endpoint whose deliveries all failed for this long is
+    /// disabled.
+    pub disable_after: Duration,
+    /// `PARLEY_WEBHOOK_SECRET_OVERLAP`: how long the secret before a rotation keeps signing
+    /// beside the new one.
+    pub secret_overlap: Duration,
+    /// `PARLEY_WEBHOOK_CONCURRENCY`: deliveries in flight to one endpoint at once, across every
+    /// Parley process.
+    pub concurrency: u32,
+    /// `PARLEY_WEBHOOK_LOG_RETENTION`: how long a finished delivery stays in the delivery log
+    /// (and its event, for redelivery).
+    pub log_retention: Duration,
+    /// `PARLEY_MAX_WEBHOOKS_PER_OWNER`: webhooks one person (or the platform) may register.
+    pub max_per_owner: u32,
+    /// `PARLEY_OUTBOX_POLL`: how often the job workers look for new deliveries.
+    pub poll: Duration,
+    /// `PARLEY_OUTBOX_WORKERS`: delivery jobs a worker process runs at once.
+    pub workers: u32,
+}
+
+impl Default for WebhookConfig {
+    fn default() -> Self {
+        WebhookConfig {
+            timeout: Duration::from_secs(15),
+            retry_first: Duration::from_secs(5),
+            retry_for: Duration::from_secs(3 * 86_400),
+            disable_after: Duration::from_secs(5 * 86_400),
+            secret_overlap: Duration::from_secs(86_400),
+            concurrency: 4,
+            log_retention: Duration::from_secs(7 * 86_400),
+            max_per_owner: 10,
+            poll: Duration::from_millis(100),
+            workers: 32,
+        }
+    }
+}
+
 /// Everything Parley needs to run.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -224,6 +271,9 @@ pub struct Config {
     pub a2a_calls_per_agent: u32,
     /// `PARLEY_A2A_CALLS_MAX`: calls this process makes to agents at once, in all.
     pub a2a_calls_max: u32,
+    /// `PARLEY_WEBHOOK_*`, `PARLEY_OUTBOX_*`: how webhooks and A2A push notifications are
+    /// delivered.
+    pub webhooks: WebhookConfig,
 }
 
 impl Default for Config {
@@ -288,6 +338,7 @@ impl Default for Config {
             a2a_call_timeout: Duration::from_secs(10),
             a2a_calls_per_agent: 4,
             a2a_calls_max: 64,
+            webhooks: WebhookConfig::default(),
         }
     }
 }
@@ -511,6 +562,22 @@ impl Config {
                 message: "must be more than 0 and at most 5 minutes".into(),
             });
         }
+        let w = d.webhooks;
+        let webhooks = WebhookConfig {
+            timeout: duration("PARLEY_WEBHOOK_TIMEOUT", w.timeout)?,
+            retry_first: duration("PARLEY_WEBHOOK_RETRY_FIRST", w.retry_first)?,
+            retry_for: duration("PARLEY_WEBHOOK_RETRY_FOR", w.retry_for)?,
+            disable_after: duration("PARLEY_WEBHOOK_DISABLE_AFTER", w.disable_after)?,
+            secret_overlap: duration("PARLEY_WEBHOOK_SECRET_OVERLAP", w.secret_overlap)?,
+            concurrency: within("PARLEY_WEBHOOK_CONCURRENCY", w.concurrency, 1, 1_000)?,
+            log_retention: duration("PARLEY_WEBHOOK_LOG_RETENTION", w.log_retention)?,
+            max_per_owner: within("PARLEY_MAX_WEBHOOKS_PER_OWNER", w.max_per_owner, 1, 10_000)?,
+            poll: duration("PARLEY_OUTBOX_POLL", w.poll)?,
+            workers: within("PARLEY_OUTBOX_WORKERS", w.workers, 1, 10_000)?,
+        };
+        if webhooks.timeout > Duration::from_secs(300) {
+            return Err(ConfigError { var: "PARLEY_WEBHOOK_TIMEOUT", message: "must be at most 5 minutes".into() });
+        }
         let a2a_calls_per_agent = within("PARLEY_A2A_CALLS_PER_AGENT", d.a2a_calls_per_agent, 1, 1_000)?;
         let a2a_calls_max = within("PARLEY_A2A_CALLS_MAX", d.a2a_calls_max, 1, 100_000)?;
         let schema_check_threads = within("PARLEY_SCHEMA_CHECK_THREADS", d.schema_check_threads, 1, 64)?;
@@ -609,6 +676,7 @@ impl Config {
             a2a_call_timeout,
             a2a_calls_per_agent,
             a2a_calls_max,
+            webhooks,
         })
     }
 }
@@ -699,6 +767,10 @@ mod tests {
         assert_eq!((c.max_agents_per_user, c.max_capabilities_per_user, c.max_keys_per_user), (50, 200, 100));
         assert!(!c.a2a_allow_private_targets);
         assert!(load(&[("PARLEY_A2A_ALLOW_PRIVATE_TARGETS", "true")]).unwrap().a2a_allow_private_targets);
+        let w = c.webhooks;
+        assert_eq!((w.timeout, w.retry_first), (Duration::from_secs(15), Duration::from_secs(5)));
+        assert_eq!((w.retry_for, w.disable_after), (Duration::from_secs(3 * 86_400), Duration::from_secs(5 * 86_400)));
+        assert_eq!((w.secret_overlap, w.concurrency, w.max_per_owner), (Duration::from_secs(86_400), 4, 10));
     }
 
     #[test]
@@ -826,6 +898,10 @@ mod tests {
             ("PARLEY_MAX_AGENTS_PER_USER", "0"),
             ("PARLEY_MAX_KEYS_PER_USER", "-2"),
             ("PARLEY_A2A_ALLOW_PRIVATE_TARGETS", "yes"),
+            ("PARLEY_WEBHOOK_TIMEOUT", "10m"),
+            ("PARLEY_WEBHOOK_RETRY_FOR", "0s"),
+            ("PARLEY_WEBHOOK_CONCURRENCY", "0"),
+            ("PARLEY_OUTBOX_POLL", "often"),
         ] {
             let err = load(&[(var, value)]).unwrap_err();
             assert_eq!(err.var, var);

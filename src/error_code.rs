@@ -24,6 +24,9 @@ pub enum ErrorCode {
     SchemaTooComplex,
     /// 400: an AgentCard that cannot be fetched or used (the message says why).
     AgentCardInvalid,
+    /// 400: a webhook's or push notification's URL leads where the outbound address rule
+    /// refuses (loopback, private, link-local, ...).
+    UrlRefused,
     /// 401: no or bad credentials.
     Unauthorized,
     /// 403: valid credentials that may not do this.
@@ -88,7 +91,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code.
-    pub const ALL: [ErrorCode; 37] = [
+    pub const ALL: [ErrorCode; 38] = [
         ErrorCode::InvalidBody,
         ErrorCode::ActionNotAllowed,
         ErrorCode::InputInvalid,
@@ -96,6 +99,7 @@ impl ErrorCode {
         ErrorCode::TargetNotEligible,
         ErrorCode::SchemaTooComplex,
         ErrorCode::AgentCardInvalid,
+        ErrorCode::UrlRefused,
         ErrorCode::Unauthorized,
         ErrorCode::Forbidden,
         ErrorCode::NotFound,
@@ -138,6 +142,7 @@ impl ErrorCode {
             ErrorCode::TargetNotEligible => "target_not_eligible",
             ErrorCode::SchemaTooComplex => "schema_too_complex",
             ErrorCode::AgentCardInvalid => "agent_card_invalid",
+            ErrorCode::UrlRefused => "url_refused",
             ErrorCode::Unauthorized => "unauthorized",
             ErrorCode::Forbidden => "forbidden",
             ErrorCode::NotFound => "not_found",

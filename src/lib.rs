@@ -40,6 +40,7 @@ mod mcp;
 mod metrics;
 mod negotiator;
 mod openapi;
+mod outbox;
 mod quote;
 mod runtime;
 mod scoring;
@@ -54,7 +55,7 @@ mod wire;
 pub use app::{Application, hub_skills, router};
 pub use auth::{CallerRole, Claims, JwtKeys, MISSING_KEY};
 pub use cli::{Cli, run};
-pub use config::{Config, EmbeddingsConfig, LogFormat, NegotiatorModelConfig};
+pub use config::{Config, EmbeddingsConfig, LogFormat, NegotiatorModelConfig, WebhookConfig};
 pub use http::{AppState, extract::BODY_LIMIT, serve::ConnectionLimits, serve::serve};
 pub use metrics::install as install_metrics;
 pub use openapi::{spec as openapi_spec, spec_text as openapi_spec_text};
@@ -109,9 +110,10 @@ pub mod delegation {
     pub use crate::directory::delegation::Status;
 }
 
-/// The event log's pages, which a test reads directly.
+/// The event log's pages, which a test reads directly; its kinds, which a test compares with
+/// the event table's.
 pub mod events {
-    pub use crate::store::events::after;
+    pub use crate::store::events::{EventKind, KINDS, after};
 }
 
 /// The directory's upkeep, one of housekeeping's passes, run by a test before its schedule.

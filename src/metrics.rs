@@ -121,6 +121,27 @@ fn describe() {
          (ok, refused: the address guard, busy: no place within the call's time, network, http_error, too_large, \
          rpc_error, unreadable)."
     );
+    describe_counter!(
+        "parley_outbox_attempts_total",
+        "Deliveries attempted by the outbox, by target (webhook, a2a_push) and outcome (delivered, http_error, gone: \
+         410, timeout, network, refused: the outbound address rule, too_large)."
+    );
+    describe_histogram!(
+        "parley_outbox_attempt_seconds",
+        metrics::Unit::Seconds,
+        "Time one delivery attempt took (the POST and its answer), by target."
+    );
+    describe_histogram!(
+        "parley_outbox_delivery_seconds",
+        metrics::Unit::Seconds,
+        "Time from an event to its delivery (retries included), by target."
+    );
+    describe_counter!(
+        "parley_outbox_disabled_total",
+        "Targets the outbox disabled, by target and reason (gone: a 410 answer, failing: days of failures)."
+    );
+    describe_gauge!("parley_outbox_pending_deliveries", "Deliveries not yet delivered nor given up.");
+    describe_gauge!("parley_webhooks", "Webhook endpoints registered, by status (enabled, disabled).");
 }
 
 /// Registers every series whose label values are a closed set, at zero, so dashboards and
@@ -158,6 +179,14 @@ fn register_known_series() {
     for method in ["send", "lookup", "get", "cancel"] {
         counter!("parley_a2a_outbound_calls_total", "method" => method, "outcome" => "ok").absolute(0);
     }
+    for target in ["webhook", "a2a_push"] {
+        for outcome in ["delivered", "http_error", "gone", "timeout", "network", "refused", "too_large"] {
+            counter!("parley_outbox_attempts_total", "target" => target, "outcome" => outcome).absolute(0);
+        }
+        for reason in ["gone", "failing"] {
+            counter!("parley_outbox_disabled_total", "target" => target, "reason" => reason).absolute(0);
+        }
+    }
 }
 
 /// The A2A methods whose series are registered at zero (the others appear when first called).
@@ -185,6 +214,29 @@ pub fn a2a_call(method: &'static str, outcome: &'static str) {
 pub fn a2a_outbound(method: &'static str, outcome: &'static str) {
     if enabled() {
         counter!("parley_a2a_outbound_calls_total", "method" => method, "outcome" => outcome).increment(1);
+    }
+}
+
+/// An attempt of the outbox: `target` is `webhook` or `a2a_push`, `outcome` a closed set (see
+/// `outbox::post::Answer::outcome`).
+pub fn outbox_attempt(target: &'static str, outcome: &'static str, took: Duration) {
+    if enabled() {
+        counter!("parley_outbox_attempts_total", "target" => target, "outcome" => outcome).increment(1);
+        histogram!("parley_outbox_attempt_seconds", "target" => target).record(took.as_secs_f64());
+    }
+}
+
+/// An event delivered to a target, `waited` after it happened.
+pub fn outbox_delivered(target: &'static str, waited: Duration) {
+    if enabled() {
+        histogram!("parley_outbox_delivery_seconds", "target" => target).record(waited.as_secs_f64());
+    }
+}
+
+/// A target disabled by the outbox: `reason` is `gone` or `failing`.
+pub fn outbox_disabled(target: &'static str, reason: &'static str) {
+    if enabled() {
+        counter!("parley_outbox_disabled_total", "target" => target, "reason" => reason).increment(1);
     }
 }
 
@@ -414,6 +466,17 @@ pub async fn render(pool: &sqlx::PgPool) -> Result<Option<String>, sqlx::Error> 
         gauge!("parley_timer_jobs_pending", "queue" => *queue).set(pending as f64);
         gauge!("parley_timer_jobs_overdue", "queue" => *queue).set(overdue as f64);
     }
+    // The outbox's backlog (a partial index of the pending deliveries) and the webhooks by status.
+    let (pending, enabled, disabled): (i64, i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM outbox_deliveries WHERE status = 'pending'),
+                (SELECT count(*) FROM outbox_targets WHERE kind = 'webhook' AND status = 'enabled'),
+                (SELECT count(*) FROM outbox_targets WHERE kind = 'webhook' AND status = 'disabled')",
+    )
+    .fetch_one(pool)
+    .await?;
+    gauge!("parley_outbox_pending_deliveries").set(pending as f64);
+    gauge!("parley_webhooks", "status" => "enabled").set(enabled as f64);
+    gauge!("parley_webhooks", "status" => "disabled").set(disabled as f64);
     let size = pool.size() as f64;
     let idle = pool.num_idle() as f64;
     gauge!("parley_db_pool_connections", "state" => "in_use").set(size - idle);

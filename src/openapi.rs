@@ -14,7 +14,7 @@ use utoipa::{
 
 use crate::http::{
     a2a, agent_cards, agent_turns, agents, assessment, delegations, directory, error::ErrorBody, events, health,
-    insights, metrics, negotiations, opportunities, status_page,
+    insights, metrics, negotiations, opportunities, status_page, webhooks,
 };
 
 /// Where the spec is served.
@@ -92,6 +92,14 @@ agent key as a bearer credential.",
         delegations::fail_delegation,
         assessment::assess_task,
         events::stream_events,
+        webhooks::create_webhook,
+        webhooks::list_webhooks,
+        webhooks::get_webhook,
+        webhooks::update_webhook,
+        webhooks::delete_webhook,
+        webhooks::rotate_secret,
+        webhooks::list_deliveries,
+        webhooks::redeliver,
         openapi_json,
     ),
     components(schemas(ErrorBody)),
@@ -107,6 +115,7 @@ agent key as a bearer credential.",
         (name = "a2a", description = "A2A: Parley's agent card and its JSON-RPC endpoint (A2A 1.0 and 0.3), where any A2A client delegates through the directory; and the A2A views of a negotiation, a delegation and a delegation attempt"),
         (name = "assessment", description = "Bindu-compatible self-assessment (snake_case)"),
         (name = "events", description = "Live events for the web UI"),
+        (name = "webhooks", description = "Pushes: Standard Webhooks endpoints of the platform (every event) and of people (their own events), signed, retried for days, with a delivery log and redelivery"),
         (name = "health", description = "Probes"),
         (name = "ui", description = "The status page"),
         (name = "meta", description = "This document"),

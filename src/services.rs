@@ -7,15 +7,16 @@
 //! so the routing of job kinds to services sits here, above both: the turn timers and the model's
 //! system turns go to the engine, the delegation timeout to the delegations (with the pusher's
 //! last read of an attempt pushed to an agent before it, and the cancel of its task after), the
-//! steps of pushes to agents Parley calls to [`Pusher`], and housekeeping runs each side's share
-//! in turn. The queues and the job payloads are `parley_jobs`'.
+//! steps of pushes to agents Parley calls to [`Pusher`], the outbox's deliveries to [`Outbox`],
+//! and housekeeping runs each side's share in turn. The queues and the job payloads are
+//! `parley_jobs`'.
 
 use std::{sync::Arc, time::Duration};
 
 use chrono::Utc;
 use parley_jobs::{
-    A2aCall, ClaimTimeout, DelegationTimeout, HandlerError, NegotiationDeadline, ParkTimeout, PendingExpiry,
-    SystemTurn, TimerHandler,
+    A2aCall, ClaimTimeout, DelegationTimeout, HandlerError, NegotiationDeadline, OutboxDelivery, ParkTimeout,
+    PendingExpiry, SystemTurn, TimerHandler,
 };
 
 use crate::{
@@ -24,6 +25,7 @@ use crate::{
     delivery::{Engine, negotiator_model::ModelNegotiator},
     directory::{self, delegation::Delegations},
     negotiator::NegotiatorConfig,
+    outbox::Outbox,
     runtime::Runtime,
     store,
 };
@@ -47,6 +49,8 @@ pub struct Services {
     pub delegations: Delegations,
     /// The pushes to agents registered by their AgentCard (the `A2aCall` jobs).
     pub pusher: Pusher,
+    /// The deliveries of events to webhooks and A2A push notification configurations.
+    pub outbox: Outbox,
 }
 
 impl Services {
@@ -65,7 +69,8 @@ impl Services {
     /// The services of `engine` and `delegations` (built over one runtime), with their pusher.
     pub fn over(engine: Engine, delegations: Delegations) -> anyhow::Result<Services> {
         let pusher = Pusher::new(engine.clone(), delegations.clone(), engine.config())?;
-        Ok(Services { engine, delegations, pusher })
+        let outbox = Outbox::new(delegations.clone(), engine.config())?;
+        Ok(Services { engine, delegations, pusher, outbox })
     }
 
     /// What both services share.
@@ -114,11 +119,16 @@ impl TimerHandler for Services {
         self.pusher.step(t).await
     }
 
-    /// Resumes the negotiations left runnable, prunes the event log and the record of A2A
-    /// sends, runs the directory's
+    async fn outbox_delivery(&self, t: OutboxDelivery) -> Result<(), HandlerError> {
+        self.outbox.run(t).await
+    }
+
+    /// Resumes the negotiations left runnable, runs the outbox's share (stranded deliveries, the
+    /// delivery log), prunes the event log and the record of A2A sends, runs the directory's
     /// upkeep, folds the past days' insights and prunes the history past its retention.
     async fn housekeeping(&self) -> Result<(), HandlerError> {
         self.engine.recover(RECOVER_GRACE).await.map_err(failed)?;
+        self.outbox.housekeeping().await.map_err(HandlerError::new)?;
         let pool = self.runtime().pool();
         let config = self.runtime().config();
         let mut conn = pool.acquire().await?;

@@ -17,6 +17,10 @@
 //! and no message may have reached the agent after its attempt's accept deadline. Their line is
 //! the third.
 //!
+//! The platform's webhook takes every event through the same faults (`webhooks`), its receiver
+//! failing and slow while they happen: afterwards every event must have been delivered, signed,
+//! and any event received twice only under its one `webhook-id`. Its line is the fourth.
+//!
 //! `cargo test --test faults` runs the short version (CI runs it). Set
 //! `PARLEY_FAULT_SCALE=full` for the long one (more negotiations, more agents, more kills).
 
@@ -30,6 +34,8 @@ mod fixtures;
 #[path = "api/helpers.rs"]
 #[allow(dead_code)]
 mod helpers;
+#[path = "faults/webhooks.rs"]
+mod webhooks;
 
 use std::{
     collections::{HashMap, HashSet},
@@ -236,6 +242,9 @@ impl Service {
             .env("PARLEY_INBOUND_RATE", "10000")
             .env("PARLEY_TIMER_POLL", "200ms")
             .env("PARLEY_HOUSEKEEPING_EVERY", "2s")
+            // Webhook deliveries fail, time out and are retried within the run (`webhooks`).
+            .env("PARLEY_WEBHOOK_TIMEOUT", "1s")
+            .env("PARLEY_WEBHOOK_RETRY_FIRST", "1s")
             .env("PARLEY_DB_POOL_SIZE", "24")
             // The A2A agents (`a2a`) are served on 127.0.0.1.
             .env("PARLEY_A2A_ALLOW_PRIVATE_TARGETS", "true")
@@ -408,6 +417,9 @@ async fn kills_restarts_and_dropped_connections_lose_nothing() {
     let jwt = JwtKeys::new(TEST_SECRET.as_bytes());
     let service_token = jwt.mint("platform", CallerRole::Service, Duration::from_secs(3600)).unwrap();
     let client = reqwest::Client::new();
+    // The platform's webhook, whose receiver fails while the faults happen.
+    let hooks = webhooks::Receiver::start(99).await;
+    webhooks::register(&client, &base, &service_token, &hooks).await;
     // Agents: `agents` users, each with one personal agent; every negotiation is mixed.
     let mut agents = Vec::new();
     for i in 0..scale.agents {
@@ -549,6 +561,7 @@ async fn kills_restarts_and_dropped_connections_lose_nothing() {
         wait_ready(&base).await;
     }
     post_all(create(per_phase, &mut rng)).await;
+    hooks.heal();
     stop_delegating.store(true, Ordering::Relaxed);
     for r in requesters {
         let _ = r.await;
@@ -571,6 +584,10 @@ async fn kills_restarts_and_dropped_connections_lose_nothing() {
         delegations::check(&pool, &base, &cast, &delegation_ledger, &delegations_in_flight_at_faults).await;
     let (a2a_report, a2a_timeliness, a2a_line) =
         a2a::check(&pool, &a2a_server, &a2a_agents, &a2a_ledger, &delegations_in_flight_at_faults).await;
+    // Every event made by now reaches the webhook (a killed sender's leases lapse, a lost job is
+    // armed again by housekeeping).
+    webhooks::wait_all_delivered(&pool, Duration::from_secs(120)).await;
+    let (webhook_report, webhook_line) = webhooks::check(&pool, &hooks).await;
     let total: i64 = sqlx::query_scalar("SELECT count(*) FROM tasks").fetch_one(&pool).await.unwrap();
     let turns: i64 = sqlx::query_scalar("SELECT count(*) FROM messages").fetch_one(&pool).await.unwrap();
     let acknowledged = ledger.acknowledged.lock().unwrap().len();
@@ -597,6 +614,10 @@ async fn kills_restarts_and_dropped_connections_lose_nothing() {
         delegations_in_flight_at_faults.len(),
     );
     eprintln!("a2a delegations: {a2a_line}");
+    eprintln!(
+        "webhooks: {webhook_line} | lost {} duplicated {} unexpected {}",
+        webhook_report.lost, webhook_report.duplicated, webhook_report.unexpected
+    );
     eprintln!(
         "fault run took {:.0} s: faults over at {:.0} s, every negotiation ended at {:.0} s",
         started.elapsed().as_secs_f64(),
@@ -630,4 +651,8 @@ async fn kills_restarts_and_dropped_connections_lose_nothing() {
         "no a2a attempt timed out though its task had completed in time, no task left working for an ended \
          attempt, no message sent after its attempt's accept deadline"
     );
+    assert!(hooks.received() > 0, "the webhook received deliveries");
+    assert_eq!(webhook_report.lost, 0, "events never delivered to the webhook");
+    assert_eq!(webhook_report.duplicated, 0, "events delivered under two webhook-ids, or one id with two bodies");
+    assert_eq!(webhook_report.unexpected, 0, "unsigned deliveries, wrong ids, deliveries given up or left pending");
 }

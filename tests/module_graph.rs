@@ -295,7 +295,12 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "a2a_push",
         &["a2a_client", "config", "delivery", "directory", "domain", "metrics", "quote", "runtime", "store", "wire"],
     ),
-    ("services", &["a2a_push", "config", "delivery", "directory", "domain", "negotiator", "runtime", "store"]),
+    // The outbox: the deliveries of events to webhooks and A2A push notification configurations.
+    ("outbox", &["a2a_client", "config", "directory", "metrics", "quote", "store", "wire"]),
+    (
+        "services",
+        &["a2a_push", "config", "delivery", "directory", "domain", "negotiator", "outbox", "runtime", "store"],
+    ),
     // Who is calling, for every adapter: one policy per kind of route and one `authenticate()`.
     ("auth", &["config", "delivery", "error_code", "runtime", "store"]),
     // What both adapters render (bodies, views, error answers, the A2A shapes), beneath both.
@@ -329,6 +334,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "failure_limiter",
             "live",
             "metrics",
+            "outbox",
             "quote",
             "runtime",
             "scoring",
@@ -348,6 +354,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "error_code",
             "live",
             "metrics",
+            "outbox",
             "quote",
             "runtime",
             "store",

@@ -178,6 +178,9 @@ impl TimerHandler for Recorder {
     async fn a2a_call(&self, _t: parley_jobs::A2aCall) -> Result<(), HandlerError> {
         Ok(())
     }
+    async fn outbox_delivery(&self, _t: parley_jobs::OutboxDelivery) -> Result<(), HandlerError> {
+        Ok(())
+    }
     async fn housekeeping(&self) -> Result<(), HandlerError> {
         self.record(Fired::Housekeeping);
         Ok(())
@@ -185,7 +188,7 @@ impl TimerHandler for Recorder {
 }
 
 fn cfg(housekeeping_every: Duration) -> WorkerConfig {
-    WorkerConfig { poll_interval: Duration::from_millis(200), housekeeping_every, concurrency: 4 }
+    WorkerConfig { poll_interval: Duration::from_millis(200), housekeeping_every, concurrency: 4, ..Default::default() }
 }
 
 /// Running workers plus the way to stop them.

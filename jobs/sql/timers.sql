@@ -193,3 +193,28 @@ BEGIN
     RETURN FOUND;
 END
 $$;
+
+-- Inserts a job without a key: one that no later arming replaces and no cancel removes, so
+-- that arming it never waits on another transaction's (the outbox's jobs, below).
+CREATE OR REPLACE FUNCTION parley_jobs.push(
+    p_queue text, p_id text, p_payload text, p_run_at timestamptz, p_max_attempts integer
+) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO apalis.jobs (id, job_type, job, status, attempts, max_attempts, run_at, priority, metadata, idempotency_key)
+    VALUES (p_id, p_queue, convert_to(p_payload, 'UTF8'), 'Pending', 0, p_max_attempts, p_run_at, 0, ''::hstore, NULL);
+END
+$$;
+
+-- The outbox's job for event `p_event` (its deliveries were just written by the event's
+-- transaction): due at once. Many transactions write events at once, so it has no key (see
+-- `push`), and its `run_at` is the clock's, later than the transaction's `now()`: apalis's
+-- insert trigger sends a NOTIFY only for a job due by `now()`, and a NOTIFY would make the
+-- event's commit wait on PostgreSQL's notification lock. Workers poll this queue often.
+CREATE OR REPLACE FUNCTION parley_jobs.arm_outbox_event(p_event bigint) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM parley_jobs.push('parley.outbox', parley_jobs.new_id(),
+        json_build_object('eventId', p_event)::text, clock_timestamp(), 20);
+END
+$$;

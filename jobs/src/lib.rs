@@ -43,13 +43,15 @@ pub mod schedule;
 pub mod worker;
 
 pub use payload::{
-    A2aCall, A2aSubject, ClaimTimeout, DelegationTimeout, Housekeeping, NegotiationDeadline, ParkTimeout,
-    PendingExpiry, SystemTurn, TimerKind, delegation_timeout_key, pending_expiry_key, queues, system_turn_key,
+    A2aCall, A2aSubject, ClaimTimeout, DelegationTimeout, Housekeeping, NegotiationDeadline, OutboxDelivery,
+    ParkTimeout, PendingExpiry, SystemTurn, TimerKind, delegation_timeout_key, pending_expiry_key, queues,
+    system_turn_key,
 };
 pub use schedule::{
     MAX_ATTEMPTS, cancel_a2a_call, cancel_delegation_timeout, cancel_pending_expiry, cancel_timers_for_task,
     hurry_a2a_call, new_timer_id, pending_timer_at, schedule_a2a_call, schedule_claim_timeout, schedule_deadline,
-    schedule_delegation_timeout, schedule_park_timeout, schedule_pending_expiry, schedule_system_turn, turn_timer_at,
+    schedule_delegation_timeout, schedule_outbox, schedule_park_timeout, schedule_pending_expiry, schedule_system_turn,
+    turn_timer_at,
 };
 pub use worker::{HandlerError, TIMERS_SQL, TimerHandler, WorkerConfig, run_workers, setup};
 

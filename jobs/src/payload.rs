@@ -14,7 +14,8 @@
 //! subject (`park:{task_id}`, `claim:{task_id}`, `deadline:{task_id}`, `expiry:{opportunity_id}`,
 //! `delegation:{delegation_id}`, `a2a:delegation:{delegation_id}:{attempt}`,
 //! `a2a:turn:{task_id}:{turn_number}`),
-//! so there is at most one pending timer of a kind per task or opportunity.
+//! so there is at most one pending timer of a kind per task or opportunity. The outbox's jobs
+//! ([`OutboxDelivery`]) are the exception: they carry no key (see its docs).
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -40,9 +41,11 @@ pub mod queues {
     pub const SYSTEM_TURN: &str = "parley.system_turn";
     /// Queue of [`A2aCall`](super::A2aCall) jobs.
     pub const A2A_CALL: &str = "parley.a2a_call";
+    /// Queue of [`OutboxDelivery`](super::OutboxDelivery) jobs.
+    pub const OUTBOX: &str = "parley.outbox";
 
     /// Every queue this crate owns, in a fixed order.
-    pub const ALL: [&str; 8] = [
+    pub const ALL: [&str; 9] = [
         PARK_TIMEOUT,
         CLAIM_TIMEOUT,
         NEGOTIATION_DEADLINE,
@@ -51,6 +54,7 @@ pub mod queues {
         DELEGATION_TIMEOUT,
         SYSTEM_TURN,
         A2A_CALL,
+        OUTBOX,
     ];
 }
 
@@ -207,6 +211,27 @@ impl A2aSubject {
             A2aSubject::Turn { task_id, turn_number } => format!("a2a:turn:{task_id}:{turn_number}"),
         }
     }
+}
+
+/// Sending the outbox's deliveries (webhooks and A2A push notifications) that are due: those of
+/// one event (armed in SQL by the event's own transaction, `parley_jobs.arm_outbox_event`), or
+/// those of one target (a retry armed for its time, a sender that ran out of its time budget,
+/// housekeeping's sweep). The service's handler sends every due delivery of the targets named,
+/// within each target's concurrency, so a job may send more than it was armed for and may find
+/// nothing left to send: the deliveries' rows say what is due, the job only says "look now".
+///
+/// Outbox jobs have no idempotency key: events are written by many transactions at once, and
+/// a keyed arming would make them wait on one another. Finished ones are pruned sooner than
+/// the timers' (see `worker`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OutboxDelivery {
+    /// Send the due deliveries of the targets this event goes to.
+    #[serde(default)]
+    pub event_id: Option<i64>,
+    /// Send the due deliveries of this target.
+    #[serde(default)]
+    pub target_id: Option<Uuid>,
 }
 
 /// The periodic maintenance job: the service resumes stale `working` tasks, this crate prunes

@@ -52,8 +52,8 @@ use ulid::Ulid;
 
 use crate::JobsError;
 use crate::payload::{
-    A2aCall, A2aSubject, ClaimTimeout, DelegationTimeout, NegotiationDeadline, ParkTimeout, PendingExpiry, SystemTurn,
-    TimerKind, pending_expiry_key, queues, system_turn_key,
+    A2aCall, A2aSubject, ClaimTimeout, DelegationTimeout, NegotiationDeadline, OutboxDelivery, ParkTimeout,
+    PendingExpiry, SystemTurn, TimerKind, pending_expiry_key, queues, system_turn_key,
 };
 
 /// How many times a timer whose handler keeps failing is retried (with backoff) before it is
@@ -142,6 +142,25 @@ pub async fn schedule_system_turn(conn: &mut PgConnection, t: &SystemTurn) -> Re
 /// `run_at`.
 pub async fn schedule_a2a_call(conn: &mut PgConnection, t: &A2aCall, run_at: DateTime<Utc>) -> Result<(), JobsError> {
     arm(conn, queues::A2A_CALL, &t.subject.key(), t, run_at).await
+}
+
+/// Arms an outbox job `t` to run at `run_at` (at once when `run_at` is not in the future). It
+/// has no key (see [`OutboxDelivery`]): arming one never replaces another, and never waits on
+/// another transaction's arming.
+pub async fn schedule_outbox(
+    conn: &mut PgConnection,
+    t: &OutboxDelivery,
+    run_at: DateTime<Utc>,
+) -> Result<(), JobsError> {
+    sqlx::query("SELECT parley_jobs.push($1, $2, $3, greatest($4, clock_timestamp()), $5)")
+        .bind(queues::OUTBOX)
+        .bind(new_timer_id())
+        .bind(serde_json::to_string(t)?)
+        .bind(run_at)
+        .bind(i32::try_from(MAX_ATTEMPTS).unwrap_or(i32::MAX))
+        .execute(conn)
+        .await?;
+    Ok(())
 }
 
 /// Brings the pending A2A call step of `subject` forward to now (a cancel or a deadline that the

@@ -49,8 +49,8 @@ use ulid::Ulid;
 
 use crate::JobsError;
 use crate::payload::{
-    A2aCall, ClaimTimeout, DelegationTimeout, HOUSEKEEPING_KEY, Housekeeping, NegotiationDeadline, ParkTimeout,
-    PendingExpiry, SystemTurn, queues,
+    A2aCall, ClaimTimeout, DelegationTimeout, HOUSEKEEPING_KEY, Housekeeping, NegotiationDeadline, OutboxDelivery,
+    ParkTimeout, PendingExpiry, SystemTurn, queues,
 };
 use crate::schedule::arm;
 
@@ -60,6 +60,9 @@ pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(15);
 pub const MISSED_HEARTBEATS: usize = 4;
 /// Finished apalis rows (and dead worker rows) older than this are pruned by housekeeping.
 pub const FINISHED_RETENTION: Duration = Duration::from_secs(24 * 60 * 60);
+/// Finished outbox jobs older than this are pruned by housekeeping: there is one per event that
+/// has deliveries, and what they did is in the deliveries' own rows.
+pub const OUTBOX_FINISHED_RETENTION: Duration = Duration::from_secs(15 * 60);
 /// How long [`run_workers`] waits for in-flight handlers after the shutdown signal.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// Longest delay between two attempts of a failing timer.
@@ -86,6 +89,8 @@ pub trait TimerHandler: Clone + Send + Sync + 'static {
     fn system_turn(&self, t: SystemTurn) -> impl Future<Output = Result<(), HandlerError>> + Send;
     /// A step of a call to an agent registered by its AgentCard came due.
     fn a2a_call(&self, t: A2aCall) -> impl Future<Output = Result<(), HandlerError>> + Send;
+    /// Outbox deliveries may be due (an event with deliveries was written, a retry's time came).
+    fn outbox_delivery(&self, t: OutboxDelivery) -> impl Future<Output = Result<(), HandlerError>> + Send;
     /// The periodic housekeeping run (resume stale `working` tasks, ...). Apalis rows are already
     /// pruned by this crate before it is called.
     fn housekeeping(&self) -> impl Future<Output = Result<(), HandlerError>> + Send;
@@ -141,11 +146,22 @@ pub struct WorkerConfig {
     pub housekeeping_every: Duration,
     /// Timers handled at once per queue (also the fetch batch size); at least 1.
     pub concurrency: usize,
+    /// How often the outbox's queue is polled: the most a new event's delivery waits to start.
+    pub outbox_poll: Duration,
+    /// Outbox jobs handled at once (each sends to one event's targets, and may wait on a slow
+    /// receiver for its timeout); at least 1.
+    pub outbox_concurrency: usize,
 }
 
 impl Default for WorkerConfig {
     fn default() -> Self {
-        Self { poll_interval: Duration::from_secs(1), housekeeping_every: Duration::from_secs(300), concurrency: 8 }
+        Self {
+            poll_interval: Duration::from_secs(1),
+            housekeeping_every: Duration::from_secs(300),
+            concurrency: 8,
+            outbox_poll: Duration::from_millis(100),
+            outbox_concurrency: 32,
+        }
     }
 }
 
@@ -189,8 +205,11 @@ pub async fn run_workers<H: TimerHandler>(
     if cfg.housekeeping_every.is_zero() {
         return Err(JobsError::Config("housekeeping_every must be greater than zero".into()));
     }
-    if cfg.concurrency == 0 {
+    if cfg.concurrency == 0 || cfg.outbox_concurrency == 0 {
         return Err(JobsError::Config("concurrency must be at least 1".into()));
+    }
+    if cfg.outbox_poll.is_zero() {
+        return Err(JobsError::Config("outbox_poll must be greater than zero".into()));
     }
     ensure_housekeeping(&pool, cfg.housekeeping_every).await?;
 
@@ -231,10 +250,11 @@ enum QueueKind {
     Delegation,
     SystemTurn,
     A2aCall,
+    Outbox,
 }
 
 impl QueueKind {
-    const ALL: [QueueKind; 8] = [
+    const ALL: [QueueKind; 9] = [
         QueueKind::Park,
         QueueKind::Claim,
         QueueKind::Deadline,
@@ -243,6 +263,7 @@ impl QueueKind {
         QueueKind::Delegation,
         QueueKind::SystemTurn,
         QueueKind::A2aCall,
+        QueueKind::Outbox,
     ];
 
     fn queue(self) -> &'static str {
@@ -255,6 +276,15 @@ impl QueueKind {
             QueueKind::Delegation => queues::DELEGATION_TIMEOUT,
             QueueKind::SystemTurn => queues::SYSTEM_TURN,
             QueueKind::A2aCall => queues::A2A_CALL,
+            QueueKind::Outbox => queues::OUTBOX,
+        }
+    }
+
+    /// How often the queue is polled, and how many of its jobs run at once.
+    fn polling(self, cfg: WorkerConfig) -> (Duration, usize) {
+        match self {
+            QueueKind::Outbox => (cfg.outbox_poll, cfg.outbox_concurrency),
+            _ => (cfg.poll_interval, cfg.concurrency),
         }
     }
 }
@@ -294,9 +324,10 @@ struct Dispatch<H> {
 fn register<H: TimerHandler>(monitor: Monitor, dispatch: Dispatch<H>, instance: Ulid, cfg: WorkerConfig) -> Monitor {
     monitor.register(move |restarts| {
         let queue = dispatch.kind.queue();
+        let (poll, concurrency) = dispatch.kind.polling(cfg);
         let config = Config::default()
             .queue(queue)
-            .batch_size(cfg.concurrency)
+            .batch_size(concurrency)
             .heartbeat_interval(HEARTBEAT_INTERVAL)
             .missed_heartbeats(MISSED_HEARTBEATS)
             .lock_tasks(true)
@@ -310,13 +341,13 @@ fn register<H: TimerHandler>(monitor: Monitor, dispatch: Dispatch<H>, instance: 
                 }
                 Ok::<(), apalis_postgres::Error>(())
             })
-            .poll_with_strategy(Ticker::new(queue, cfg.poll_interval))
+            .poll_with_strategy(Ticker::new(queue, poll))
             .with_codec(RawCodec);
         let dispatch = dispatch.clone();
         WorkerBuilder::new(format!("{queue}@{instance}#{restarts}"))
             .backend(backend)
             .catch_panic()
-            .concurrency(cfg.concurrency)
+            .concurrency(concurrency)
             .build(move |raw: RawPayload, id: TaskId, attempt: Attempt| run_one(dispatch.clone(), raw, id, attempt))
     })
 }
@@ -394,6 +425,7 @@ async fn dispatch<H: TimerHandler>(
             QueueKind::Delegation => h.delegation_timeout(decode(&raw)?).await,
             QueueKind::SystemTurn => h.system_turn(decode(&raw)?).await,
             QueueKind::A2aCall => h.a2a_call(decode::<A2aCall>(&raw)?).await,
+            QueueKind::Outbox => h.outbox_delivery(decode::<OutboxDelivery>(&raw)?).await,
             QueueKind::Housekeeping => {
                 decode::<Housekeeping>(&raw)?;
                 housekeeping(&d).await
@@ -482,21 +514,21 @@ async fn housekeeping<H: TimerHandler>(d: &Dispatch<H>) -> Result<(), HandlerErr
     d.handler.housekeeping().await
 }
 
-/// Deletes finished rows of this crate's queues, and worker rows of those queues, older than
+/// Deletes finished rows of this crate's queues older than [`FINISHED_RETENTION`] (the
+/// outbox's older than [`OUTBOX_FINISHED_RETENTION`]), and worker rows of those queues older than
 /// [`FINISHED_RETENTION`]; returns (jobs, workers) deleted.
 async fn prune(pool: &PgPool) -> Result<(u64, u64), sqlx::Error> {
     let queues: Vec<String> = queues::ALL.iter().map(|q| (*q).to_owned()).collect();
     let keep = FINISHED_RETENTION.as_secs_f64();
-    let jobs = sqlx::query(
-        "DELETE FROM apalis.jobs \
+    let finished = "DELETE FROM apalis.jobs \
          WHERE job_type = ANY($1) AND done_at < now() - make_interval(secs => $2) \
-           AND (status IN ('Done', 'Killed') OR (status = 'Failed' AND attempts >= max_attempts))",
-    )
-    .bind(&queues)
-    .bind(keep)
-    .execute(pool)
-    .await?
-    .rows_affected();
+           AND (status IN ('Done', 'Killed') OR (status = 'Failed' AND attempts >= max_attempts))";
+    let mut jobs = 0;
+    for (queues, keep) in
+        [(queues.clone(), keep), (vec![queues::OUTBOX.to_owned()], OUTBOX_FINISHED_RETENTION.as_secs_f64())]
+    {
+        jobs += sqlx::query(finished).bind(&queues).bind(keep).execute(pool).await?.rows_affected();
+    }
     let workers = sqlx::query(
         "DELETE FROM apalis.workers w \
          WHERE w.worker_type = ANY($1) AND w.last_seen < now() - make_interval(secs => $2) \

@@ -14,7 +14,8 @@
 //! - cancel (`CancelTask`, `tasks/cancel`): the delegation ends `canceled`, its open attempt
 //!   too, with no fallback; an ended task is -32002;
 //! - streaming send and subscribe ([`super::stream`]); subscribing to an ended task is -32004;
-//! - push configuration: -32003 (the card says there is no push); the extended card: -32007.
+//! - push notification configurations ([`super::push_config`]): set with a send too; the
+//!   extended card: -32007.
 //!
 //! Parley's refusals of a send (an unknown task type, an input the target's schema refuses, an
 //! unknown target, a request id reused with another body) are -32602 with Parley's code in
@@ -33,7 +34,7 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use super::{
-    A2aState,
+    A2aState, push_config,
     rpc::{self, Call, Operation, RpcError, Version},
     send, stream,
 };
@@ -203,17 +204,27 @@ async fn dispatch(state: &A2aState, agent: &AgentIdentity, key: &AgentKey, call:
     match call.method.operation {
         Operation::Send => {
             let send = read_send(state, agent, &call.params)?;
+            let push = push_config::wanted_in_send(state, &call.params, version).await?;
+            let before = if push.is_some() { push_config::newest_event(state).await? } else { 0 };
             let wait = send.blocking.then(|| state.engine.config().long_poll_max);
             let record = state.delegations.delegate(key, &send.request, wait).await?;
+            if let Some(push) = &push {
+                push_config::attach(state, agent, &record, push, version, before).await?;
+            }
             let task = task::task(&record.delegation, &record.attempts);
             answer(render::sent(render::task(&task, version, send.history_length), version))
         }
         Operation::SendStreaming => {
             let send = read_send(state, agent, &call.params)?;
+            let push = push_config::wanted_in_send(state, &call.params, version).await?;
+            let before = if push.is_some() { push_config::newest_event(state).await? } else { 0 };
             let slot = stream::slot(state, agent)?;
             // Subscribed before the delegation is made: no update can fall before it.
             let events = state.events.subscribe();
             let record = state.delegations.delegate(key, &send.request, None).await?;
+            if let Some(push) = &push {
+                push_config::attach(state, agent, &record, push, version, before).await?;
+            }
             Ok(stream::follow(state, agent.agent_id, record, events, slot, call.id, version))
         }
         Operation::Get => {
@@ -249,7 +260,7 @@ async fn dispatch(state: &A2aState, agent: &AgentIdentity, key: &AgentKey, call:
             }
             Ok(stream::follow(state, agent.agent_id, record, events, slot, call.id, version))
         }
-        Operation::PushConfig => Err(RpcError::push_not_supported().into()),
+        Operation::PushConfig => answer(push_config::handle(state, agent, &call).await?),
         Operation::ExtendedCard => Err(RpcError::no_extended_card().into()),
     }
 }

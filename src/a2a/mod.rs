@@ -12,7 +12,8 @@
 //!   (`message/send`, `tasks/get`, ...), told apart by the method's name; the answer is written
 //!   in the caller's version (`crate::wire::a2a_render`). Streaming sends and subscriptions answer
 //!   Server-Sent Events ([`stream`]) fed by the event log's `delegation.status` events: no
-//!   polling loop and no database connection per open stream.
+//!   polling loop and no database connection per open stream. Push notification
+//!   configurations ([`push_config`]) have the outbox POST a task's updates to the requester.
 //!
 //! What the adapter owns is the translation: the message into a delegation request
 //! ([`send`]), the delegation into an A2A task (`crate::wire::delegation_task`, which
@@ -23,6 +24,7 @@
 
 pub mod card;
 pub mod methods;
+pub mod push_config;
 pub mod rpc;
 pub mod send;
 pub mod stream;

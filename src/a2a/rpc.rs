@@ -35,7 +35,7 @@ pub enum Operation {
     Cancel,
     /// Stream an existing task's updates.
     Subscribe,
-    /// Any push-notification configuration method: the card says there is no push.
+    /// Any push notification configuration method (`super::push_config`).
     PushConfig,
     /// The authenticated extended card: the card says there is none.
     ExtendedCard,
@@ -146,14 +146,6 @@ impl RpcError {
         RpcError {
             code: -32002,
             message: format!("the task has ended ({state}); it cannot be canceled"),
-            parley_code: None,
-        }
-    }
-    /// -32003: push notifications are not offered.
-    pub fn push_not_supported() -> RpcError {
-        RpcError {
-            code: -32003,
-            message: "push notifications are not supported: stream the task (SendStreamingMessage, SubscribeToTask) or poll it".into(),
             parley_code: None,
         }
     }
@@ -362,6 +354,6 @@ mod tests {
         assert_eq!(v1["data"][0]["metadata"]["code"], "input_invalid");
         let v03 = e.to_json(Version::V03);
         assert_eq!(v03["data"], json!({"code": "input_invalid"}));
-        assert!(RpcError::push_not_supported().to_json(Version::V03).get("data").is_none());
+        assert!(RpcError::task_not_found().to_json(Version::V03)["data"]["code"] == "not_found");
     }
 }

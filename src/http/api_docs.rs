@@ -58,6 +58,8 @@ uuid_path_params! {
     OpportunityPath { "id": "The opportunity id" }
     /// `/api/negotiations/{id}`.
     NegotiationPath { "id": "The negotiation id" }
+    /// `/api/webhooks/{id}`.
+    WebhookPath { "id": "The webhook id" }
 }
 
 /// Declares unit types whose [`utoipa::IntoResponses`] are the named refusals: a status and its

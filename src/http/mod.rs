@@ -30,6 +30,7 @@ pub mod serve;
 pub mod status_page;
 pub mod unread_body;
 pub mod views;
+pub mod webhooks;
 
 use std::sync::Arc;
 
@@ -177,6 +178,8 @@ pub fn resources() -> Router<AppState> {
         metrics::router(),
         events::router(),
         status_page::router(),
+        // Pushes: webhooks for the platform and for people.
+        webhooks::router(),
     ];
     routers.into_iter().fold(Router::new(), Router::merge)
 }

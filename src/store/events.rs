@@ -1,12 +1,64 @@
-//! The event log behind `GET /api/events`: written in the transaction of the change it
-//! describes, and read back in id order by every Parley process (`crate::live::tail_events`),
-//! which fans the new rows out to its streams.
+//! The event log behind `GET /api/events`, webhooks and A2A push notifications: written in the
+//! transaction of the change it describes, and read back in id order by every Parley process
+//! (`crate::live::tail_events`), which fans the new rows out to its streams. It is the outbox
+//! too: a trigger on it writes, in the same transaction, one delivery per webhook or push
+//! configuration that wants the event (`super::outbox`). An event's id is its sequence.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sqlx::PgConnection;
 use uuid::Uuid;
+
+/// A kind of event: its name, whether a webhook registered without a list of kinds gets it, and
+/// what its data holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventKind {
+    /// The name, as streamed (`event:`) and as a webhook's `type`.
+    pub name: &'static str,
+    /// Whether a webhook registered without `events` gets it (`negotiation.turn` is opt-in).
+    pub by_default: bool,
+    /// Its data, for the API's documentation.
+    pub data: &'static str,
+}
+
+/// Every kind of event the log holds, in one place: the SSE stream, the webhooks' `events`
+/// (what a registration may name) and the API's documentation read it. Adding a kind is one
+/// entry here, plus the event table's `events_kind_check`, which a test compares with this
+/// list; the outbox fans out any kind without naming it.
+pub const KINDS: &[EventKind] = &[
+    EventKind {
+        name: "opportunity.status",
+        by_default: true,
+        data: "`{opportunityId, status, previousStatus}`: an opportunity moved",
+    },
+    EventKind {
+        name: "negotiation.turn",
+        by_default: false,
+        data: "`{negotiationId, opportunityId, turnNumber, action, playedBy}`: a turn was taken (no scores)",
+    },
+    EventKind {
+        name: "negotiation.outcome",
+        by_default: true,
+        data: "`{negotiationId, opportunityId, hasOpportunity, reason, turnCount}`: a negotiation ended",
+    },
+    EventKind {
+        name: "negotiation.round",
+        by_default: true,
+        data: "`{negotiationId, opportunityId, round, previousNegotiationId}`: a reactivated opportunity's new negotiation",
+    },
+    EventKind {
+        name: "delegation.status",
+        by_default: true,
+        data: "`{requestId, attempt, status, taskId, taskType, requesterAnonymousId, targetAnonymousId}`: a delegation \
+               attempt moved (to the owners of the requester and of the target)",
+    },
+];
+
+/// The kind named `name`.
+pub fn kind(name: &str) -> Option<&'static EventKind> {
+    KINDS.iter().find(|k| k.name == name)
+}
 
 /// An event as streamed.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -132,7 +184,15 @@ pub async fn tail(conn: &mut PgConnection, after: i64, also: &[i64], limit: i64)
     .await
 }
 
-/// Deletes events older than `before`.
+/// Deletes events older than `before` that no delivery of the outbox holds (a delivery keeps its
+/// event for as long as the delivery log keeps it, for redelivery).
 pub async fn prune(conn: &mut PgConnection, before: DateTime<Utc>) -> sqlx::Result<u64> {
-    Ok(sqlx::query!("DELETE FROM events WHERE created_at < $1", before).execute(conn).await?.rows_affected())
+    Ok(sqlx::query!(
+        "DELETE FROM events e WHERE e.created_at < $1
+            AND NOT EXISTS (SELECT 1 FROM outbox_deliveries d WHERE d.event_id = e.event_id)",
+        before
+    )
+    .execute(conn)
+    .await?
+    .rows_affected())
 }

@@ -13,12 +13,15 @@ pub mod insight_rollups;
 pub mod insights;
 pub mod messages;
 pub mod opportunities;
+pub mod outbox;
+pub mod push_configs;
 pub mod retention;
 #[cfg(test)]
 pub(crate) mod sql_source;
 pub mod tasks;
 pub(crate) mod text_types;
 pub mod turn_delivery;
+pub mod webhooks;
 
 use thiserror::Error;
 

@@ -99,7 +99,7 @@ pub struct ErrorBody {
     /// `claimed_by_other`, `claim_stale`, `turn_already_answered`, `unknown_claim_token`,
     /// `no_system_negotiator`, `already_completed`, `opportunity_id_reused`, `invalid_state`,
     /// `not_pending`, `already_decided`, `not_reactivatable`, `input_invalid`, `output_invalid`,
-    /// `target_not_eligible`, `unknown_target`, `schema_too_complex`, `agent_card_invalid`, `request_id_reused`,
+    /// `target_not_eligible`, `unknown_target`, `schema_too_complex`, `agent_card_invalid`, `url_refused`, `request_id_reused`,
     /// `request_id_taken`, `not_addressed`, `limit_reached`, `request_timeout`,
     /// `payload_too_large`, `rate_limited`, `unavailable`, `internal`.
     #[schema(value_type = String)]

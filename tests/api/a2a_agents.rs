@@ -43,7 +43,7 @@ fn run(cmd: &mut std::process::Command, what: &str) {
 
 /// A virtualenv `name` under the target directory made by `python` with `packages`, on first
 /// use (a marker file names what it holds); returns its python.
-fn venv(name: &str, python: &Path, packages: &[&str]) -> PathBuf {
+pub(crate) fn venv(name: &str, python: &Path, packages: &[&str]) -> PathBuf {
     let venv = target_dir().join(name);
     let marker = venv.join(format!("installed-{}", packages.join("+").replace(['/', '[', ']'], "_")));
     let bin = venv.join("bin/python");

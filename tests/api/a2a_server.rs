@@ -264,10 +264,11 @@ async fn unknown_and_other_agents_tasks_are_not_found_and_the_envelope_rules_hol
     assert_eq!(v["error"]["code"], -32009);
     let (_, v) = rpc(&app, Some(&requester.key), Some("1.0"), "tasks/fly", json!({})).await;
     assert_eq!(v["error"]["code"], -32601);
+    // A push configuration names its task.
     let (_, v) = rpc(&app, Some(&requester.key), Some("1.0"), "CreateTaskPushNotificationConfig", json!({})).await;
-    assert_eq!(v["error"]["code"], -32003);
+    assert_eq!(v["error"]["code"], -32602, "{v}");
     let (_, v) = rpc(&app, Some(&requester.key), None, "tasks/pushNotificationConfig/set", json!({})).await;
-    assert_eq!(v["error"]["code"], -32003);
+    assert_eq!(v["error"]["code"], -32602, "{v}");
     let raw = app.client.post(format!("{}/a2a", app.base)).bearer_auth(&requester.key).body("{").send().await.unwrap();
     let raw: Value = raw.json().await.unwrap();
     assert_eq!(raw["error"]["code"], -32700);

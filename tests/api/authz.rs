@@ -145,6 +145,16 @@ async fn every_route_refuses_every_wrong_credential_and_leaks_nothing() {
     let asked: Value = asked.json().await.unwrap();
     let attempt_task = asked["delegation"]["attempts"][0]["taskId"].as_str().unwrap().to_owned();
     let (capabilities, delegations) = (app.count("capabilities").await, app.count("delegations").await);
+    // Tomas's webhook (stored as registered: the matrix's service refuses loopback URLs).
+    let (webhook,): (uuid::Uuid,) = sqlx::query_as(
+        "INSERT INTO outbox_targets (target_id, kind, url, owner_user_id, event_types, secret)
+         VALUES (gen_random_uuid(), 'webhook', 'https://hooks.example/tomas', 'user-tomas', '{negotiation.outcome}',
+                 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw') RETURNING target_id",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    let w = webhook.to_string();
 
     let a = &tomas_agent.id;
     let n = &negotiation;
@@ -166,6 +176,24 @@ async fn every_route_refuses_every_wrong_credential_and_leaks_nothing() {
         (Method::GET, format!("/api/tasks/{attempt_task}"), None, Audience::TaskReader),
         (Method::GET, format!("/api/conversations/{context}"), None, Audience::Participant),
         (Method::GET, "/api/events".into(), None, Audience::Participant),
+        (
+            Method::POST,
+            "/api/webhooks".into(),
+            Some(json!({ "url": "https://hooks.example/x" })),
+            Audience::Participant,
+        ),
+        (Method::GET, "/api/webhooks".into(), None, Audience::Participant),
+        (Method::GET, format!("/api/webhooks/{w}"), None, Audience::Participant),
+        (Method::PATCH, format!("/api/webhooks/{w}"), Some(json!({ "status": "disabled" })), Audience::Participant),
+        (Method::DELETE, format!("/api/webhooks/{w}"), None, Audience::Participant),
+        (Method::POST, format!("/api/webhooks/{w}/rotate"), None, Audience::Participant),
+        (Method::GET, format!("/api/webhooks/{w}/deliveries"), None, Audience::Participant),
+        (
+            Method::POST,
+            format!("/api/webhooks/{w}/redeliver"),
+            Some(json!({ "ids": ["evt_1"] })),
+            Audience::Participant,
+        ),
         (Method::POST, "/api/agents".into(), Some(json!({ "name": "x" })), Audience::Owner),
         (Method::GET, "/api/agents".into(), None, Audience::Owner),
         (Method::GET, "/api/agents/me".into(), None, Audience::AnyAgentKey),
@@ -270,7 +298,7 @@ async fn every_route_refuses_every_wrong_credential_and_leaks_nothing() {
             _ => req.bearer_auth(app.service_token()),
         },
     };
-    let ids = [a.as_str(), n.as_str(), &opportunity, &context, &attempt_task, &tomas_agent.key_id];
+    let ids = [a.as_str(), n.as_str(), &opportunity, &context, &attempt_task, &tomas_agent.key_id, &w];
     let leaks = [n.as_str(), &attempt_task, "user-maya", "user-tomas", "user-ana", &tomas_agent.key, &revoked];
     let assert_refused = |what: &str, status: StatusCode, want: StatusCode, text: &str| {
         assert_eq!(status, want, "{what}: {text}");
@@ -309,6 +337,9 @@ async fn every_route_refuses_every_wrong_credential_and_leaks_nothing() {
             }
             if *audience == Audience::AnyAgentKey && matches!(cred, Cred::OtherUsersAgentKey) {
                 continue; // a valid key of any agent: GET /api/agents/me answers its own agent
+            }
+            if matches!(cred, Cred::OtherUsersJwt) && path == "/api/webhooks" {
+                continue; // registers/lists the caller's own webhooks: checked in webhooks.rs
             }
             if matches!(cred, Cred::OtherUsersJwt) && path == "/api/events" {
                 continue; // a stream of the caller's own events: scoping is tested in ui.rs
@@ -389,6 +420,9 @@ async fn every_route_refuses_every_wrong_credential_and_leaks_nothing() {
     assert_eq!(app.count("opportunity_decisions").await, 0);
     assert_eq!(app.count("capabilities").await, capabilities);
     assert_eq!(app.count("delegations").await, delegations);
+    let hook = app.get(&format!("/api/webhooks/{w}"), &tomas_jwt).await;
+    assert_eq!((hook.status, hook.body["status"].clone()), (StatusCode::OK, json!("enabled")), "{}", hook.text);
+    assert_eq!(app.count("outbox_targets").await, 1);
     assert_eq!(app.pickup(&tomas_agent, None).await.status, StatusCode::OK);
     // Another user's listing is their own: empty.
     let eve = app.get("/api/opportunities", &app.user_token("user-eve")).await;

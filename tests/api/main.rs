@@ -2,6 +2,7 @@
 
 mod a2a;
 mod a2a_agents;
+mod a2a_push_notifications;
 mod a2a_pushes;
 mod a2a_sdk;
 mod a2a_server;
@@ -57,3 +58,4 @@ mod tour;
 mod trust;
 mod ui;
 mod wakeups;
+mod webhooks;

@@ -1163,6 +1163,50 @@ describe("status page", { timeout: 240_000 }, () => {
     }
   });
 
+  step("My webhooks shows the person's own webhooks with their status and last delivery", async () => {
+    // A receiver on loopback: /ok answers 200, /gone 410 (which disables its webhook).
+    const hooks = createHttpServer((req, res) => {
+      req.resume();
+      req.on("end", () => { res.writeHead(req.url === "/gone" ? 410 : 200); res.end(); });
+    });
+    await new Promise((r) => hooks.listen(0, "127.0.0.1", r));
+    try {
+      const base = `http://127.0.0.1:${hooks.address().port}`;
+      const ok = await server.api(mayaToken, "POST", "/api/webhooks", { url: `${base}/ok` });
+      assert.equal(ok.status, 201, JSON.stringify(ok.json));
+      const gone = await server.api(mayaToken, "POST", "/api/webhooks", { url: `${base}/gone`, events: ["opportunity.status"] });
+      assert.equal(gone.status, 201, JSON.stringify(gone.json));
+      // Tomas's webhook is his: Maya's page never shows it.
+      const his = await server.api(tomasToken, "POST", "/api/webhooks", { url: `${base}/tomas` });
+      assert.equal(his.status, 201, JSON.stringify(his.json));
+      // An event of Maya's: a new negotiation of hers.
+      const started = await server.api(serviceToken, "POST", "/api/negotiations", NEGOTIATION);
+      assert.equal(started.status, 201, started.text);
+      const panel = page.locator('[data-testid="webhooks"]');
+      await panel.waitFor({ state: "visible" });
+      const card = (id) => panel.locator(`li[data-webhook-id="${id}"]`);
+      const delivered = async () => {
+        await panel.locator('[data-testid="webhooks-refresh"]').click();
+        return /delivered, HTTP 200/.test(await text(card(ok.json.id).locator('[data-testid="webhook-last"]')).catch(() => ""));
+      };
+      await eventually("the last delivery shown", delivered, true);
+      assert.equal(await text(card(ok.json.id).locator('[data-testid="webhook-url"]')), `${base}/ok`);
+      assert.equal(await text(card(ok.json.id).locator('[data-testid="webhook-status"]')), "Enabled");
+      const disabled = async () => {
+        await panel.locator('[data-testid="webhooks-refresh"]').click();
+        return await text(card(gone.json.id).locator('[data-testid="webhook-status"]')).catch(() => "");
+      };
+      await eventually("the 410 endpoint shown disabled", disabled, "Disabled: the endpoint answered 410 Gone");
+      assert.match(await text(card(gone.json.id).locator('[data-testid="webhook-last"]')), /failed: the endpoint answered HTTP 410\.$/);
+      assert.equal(await panel.locator('li[data-testid="webhook"]').count(), 2, "only Maya's own webhooks");
+      assert.equal(await card(his.json.id).count(), 0);
+      assert.ok(!(await page.content()).includes(ok.json.secret), "the page never shows a secret");
+      await panel.screenshot({ path: join(OUTPUT_DIR, "webhooks.png") });
+    } finally {
+      await new Promise((r) => hooks.close(r));
+    }
+  });
+
   step("tokens travel only in the Authorization header; no page errors", async () => {
     const ours = requests.slice(signedOutRequests).filter((r) => r.url.startsWith(`${proxy.base}/api/`));
     assert.ok(ours.some((r) => r.url === `${proxy.base}/api/events`), "the page read /api/events");

@@ -88,6 +88,8 @@ impl Bench {
             // The bench measures the delegation flow, not its limiters.
             outbound_rate: BENCH_RATE_LIMIT,
             inbound_rate: BENCH_RATE_LIMIT,
+            // The webhooks phase's receiver is on loopback.
+            a2a_allow_private_targets: true,
             ..Config::default()
         };
         let mut config = config;

@@ -36,6 +36,7 @@ mod stats;
 mod svs;
 mod timing;
 mod wakeups;
+mod webhooks;
 
 use std::{sync::Arc, time::Instant};
 
@@ -71,7 +72,9 @@ struct Args {
     /// round), never part of a default run, compare the turn cycle with and without them;
     /// `history`, never part of a default run, seeds a year of finished
     /// negotiations and delegations at each size of `--history` and measures the reads beside
-    /// it; `floor` is the SQL floor alone
+    /// it; `webhooks`, never part of a default run, delivers every event of system-vs-system
+    /// negotiations to a webhook on loopback (event-to-delivery latency) and then a backlog of
+    /// them (deliveries per second); `floor` is the SQL floor alone
     /// (also part of `pgbench`); `floor-variants`, never part of a default run, measures the floor
     /// with timer-row moves and with a NOTIFY added).
     #[arg(long, value_delimiter = ',')]
@@ -195,6 +198,9 @@ async fn run(args: Args) -> anyhow::Result<Results> {
             }
             if named("liveness") {
                 liveness::liveness_overhead(&bench, &plan, args.agents, &mut r).await?;
+            }
+            if named("webhooks") {
+                webhooks::webhooks(&bench, if args.quick { 5 } else { 20 }, &mut r).await?;
             }
             if named("history") {
                 history::history(&server, &args.history, args.history_keep, args.pool_size, args.agents, &mut r)

@@ -64,7 +64,7 @@ pub fn note(msg: impl AsRef<str>) {
 /// The rows of the table printed without `--json`: name, value and note, where each `{key}`
 /// stands for the figure at that key (`null` when the run has none). A row whose value is all
 /// nulls belongs to a phase that did not run and is left out.
-const ROWS: [(&str, &str, &str); 30] = [
+const ROWS: [(&str, &str, &str); 33] = [
     ("turn cycles (pickup+respond) /s", "{turn_cycles_per_s}", "{turn_cycle_agents} agents"),
     ("pgbench -N TPS (same clients)", "{pgbench_tps}", "-c {pgbench_clients} -j 2"),
     ("  ratio (target >= 0.5)", "{turn_cycle_ratio}", ""),
@@ -142,6 +142,17 @@ const ROWS: [(&str, &str, &str); 30] = [
         "turn cycles /s, liveness off / on",
         "{turn_cycles_per_s_liveness_off} / {turn_cycles_per_s_liveness_on}",
         "overhead {liveness_overhead_pct} %",
+    ),
+    (
+        "webhook: event -> delivery p50 / p99 ms",
+        "{webhook_latency_p50_ms} / {webhook_latency_p99_ms}",
+        "max {webhook_latency_max_ms}, {webhook_events} events of system-vs-system negotiations",
+    ),
+    ("  deliveries /s while events come", "{webhook_deliveries_per_s_live}", "one endpoint, every event type"),
+    (
+        "  deliveries /s draining a backlog",
+        "{webhook_deliveries_per_s_backlog}",
+        "{webhook_backlog} redelivered in {webhook_backlog_secs} s, {webhook_concurrency} in flight",
     ),
 ];
 
