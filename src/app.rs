@@ -370,6 +370,10 @@ pub fn router(state: http::AppState) -> axum::Router {
         events: state.events.clone(),
         streams: state.a2a_streams.clone(),
         stopping: state.stopping.clone(),
+        // Building an HTTP client fails only when TLS cannot be set up, which the pusher's
+        // client at start-up has already shown it can.
+        forwarder: crate::a2a::route::Forwarder::new(state.engine.config())
+            .expect("the A2A router's HTTP client could not be built"),
     });
     let routes = http::resources().merge(crate::openapi::router()).merge(mcp).merge(a2a);
     http::layered(routes, state)

@@ -35,6 +35,8 @@ pub enum ErrorCode {
     NotFound,
     /// 404: a delegation's target anonymous id is unknown or expired.
     UnknownTarget,
+    /// 400 (A2A -32602): no agent's skill fits a plain message; the message names the skills.
+    NoSkillMatches,
     /// 405 (MCP's transport only): the method is not one the MCP endpoint takes.
     MethodNotAllowed,
     /// 406 (MCP's transport only): the client does not accept what MCP answers with.
@@ -91,7 +93,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code.
-    pub const ALL: [ErrorCode; 38] = [
+    pub const ALL: [ErrorCode; 39] = [
         ErrorCode::InvalidBody,
         ErrorCode::ActionNotAllowed,
         ErrorCode::InputInvalid,
@@ -104,6 +106,7 @@ impl ErrorCode {
         ErrorCode::Forbidden,
         ErrorCode::NotFound,
         ErrorCode::UnknownTarget,
+        ErrorCode::NoSkillMatches,
         ErrorCode::MethodNotAllowed,
         ErrorCode::NotAcceptable,
         ErrorCode::InvalidRequest,
@@ -147,6 +150,7 @@ impl ErrorCode {
             ErrorCode::Forbidden => "forbidden",
             ErrorCode::NotFound => "not_found",
             ErrorCode::UnknownTarget => "unknown_target",
+            ErrorCode::NoSkillMatches => "no_skill_matches",
             ErrorCode::MethodNotAllowed => "method_not_allowed",
             ErrorCode::NotAcceptable => "not_acceptable",
             ErrorCode::InvalidRequest => "invalid_request",

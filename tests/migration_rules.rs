@@ -20,7 +20,9 @@ use std::path::PathBuf;
 
 /// The tables that grow with the work done: every finished negotiation or delegation leaves
 /// rows in them, a year of history is millions.
-const HISTORY: [&str; 18] = [
+const HISTORY: [&str; 19] = [
+    // Every plain A2A message routed to an agent leaves one.
+    "a2a_routes",
     "a2a_sends",
     "agent_trust_days",
     "anonymous_ids",
@@ -44,8 +46,9 @@ const HISTORY: [&str; 18] = [
 
 /// The tables bounded by the people and agents registered (or of a fixed size): a statement
 /// over them costs the same in the first week and after a year.
-const POPULATION: [&str; 10] = [
+const POPULATION: [&str; 11] = [
     "agent_cards",
+    "agent_skills",
     "agents",
     "api_keys",
     "capabilities",

@@ -1,13 +1,14 @@
 //! Parley's agent card: what an A2A client reads first, at `/.well-known/agent-card.json` (and
 //! `/.well-known/agent.json`, where 0.3 clients look).
 //!
-//! One "dual" card serves both versions: the 1.0 fields (`supportedInterfaces` naming the
-//! JSON-RPC endpoint at 1.0 and at 0.3, `securitySchemes` in their 1.0 form,
-//! `securityRequirements`) and, beside them, what a 0.3 client reads (`url`,
-//! `preferredTransport`, `protocolVersion`, the scheme's `type`/`scheme`, `security`). A 1.0
-//! client picks the 1.0 interface; a 0.3 client reads the 0.3 fields and ignores the others.
+//! Each version has its card: `/.well-known/agent-card.json` carries 1.0 fields only
+//! (`supportedInterfaces` naming the JSON-RPC endpoint at 1.0 and 0.3 and the HTTP+JSON binding
+//! at 1.0, `securitySchemes` in their 1.0 form, `securityRequirements`), which the 1.0 schema
+//! accepts; `/.well-known/agent.json`, where 0.3 clients look, is the same service in 0.3's
+//! fields (`url`, `preferredTransport`, `protocolVersion`, the scheme's `type`/`scheme`,
+//! `security`).
 //!
-//! The card says what anyone may know: the endpoint, that it streams and does not push, that
+//! The card says what anyone may know: the endpoints, that it streams and pushes, that
 //! the bearer credential is a Parley agent key (the requester's), and one skill per task type,
 //! whose description says what the message's data part holds. It names no agent, owner or
 //! count. The URLs come from `PARLEY_PUBLIC_URL`, else from the request's `Host`; the card is
@@ -31,43 +32,84 @@ const CARD_VERSION: &str = env!("CARGO_PKG_VERSION");
 /// The scheme name the card's security entries use.
 const SCHEME: &str = "parleyAgentKey";
 
-/// The card of a service whose endpoint is `{base}/a2a`.
+/// What the card says Parley does (both versions' cards).
+const DESCRIPTION: &str = "Routes A2A messages to the agents of Parley's directory, and delegates work to them. A plain \
+    message (text, files, data of your own shape) goes to the agent skill that fits it best by meaning and trust, or \
+    to the one `metadata.skillId` names; the task is the target's, passed through as it is. A message whose one data \
+    part is a delegation (`taskType` (a skill id below), `input`, and optionally `targetAnonymousId`, `customType`, \
+    `timeoutMs`, `fallbackEnabled`, `maxRetries`) is worked on by the best-ranked eligible agent, falls back to the \
+    next on a failure, and completes with the output as a data artifact.";
+
+/// The skills both cards list: one per task type, and the router's.
+fn skills() -> Vec<Value> {
+    let mut skills: Vec<Value> = TaskType::ALL.iter().map(|t| skill(*t)).collect();
+    skills.push(json!({
+        "id": "route",
+        "name": "route",
+        "description": "Send any message (text, files, data): it reaches the directory agent's skill that fits it best by \
+            meaning (full-text ranking of the skills' names, tags, descriptions and examples, weighed with the agents' \
+            trust), or the one `metadata.skillId` (or `metadata.parley.skill` as `<anonymousId>/<skillId>`) names. \
+            The answer is the target's, unchanged but for `metadata.parley.route`.",
+        "tags": ["router", "a2a"],
+        "examples": ["Translate 'good morning' into French", "Summarise this report"],
+        "inputModes": ["text/plain", "application/json", "application/octet-stream"],
+        "outputModes": ["text/plain", "application/json", "application/octet-stream"],
+    }));
+    skills
+}
+
+/// The scheme's description.
+const SCHEME_DESCRIPTION: &str = "A Parley agent key (pk_...), the requesting agent's: `Authorization: Bearer pk_...`.";
+
+/// The A2A 1.0 card of a service whose endpoints are `{base}/a2a` (JSON-RPC) and
+/// `{base}/a2a/rest` (HTTP+JSON): 1.0 fields only.
 pub fn card(base: &str) -> Value {
     let url = format!("{base}{PATH}");
-    let skills: Vec<Value> = TaskType::ALL.iter().map(|t| skill(*t)).collect();
-    let scheme_description = "A Parley agent key (pk_...), the requesting agent's: `Authorization: Bearer pk_...`.";
+    let rest = format!("{base}{}", super::rest::PATH);
     json!({
         "name": "Parley",
-        "description": "Delegates work to the agents of Parley's directory. Send one message whose data part is a \
-            delegation: `taskType` (a skill id), `input` (the work, checked against the target's input schema), and \
-            optionally `targetAnonymousId`, `customType` (with taskType `custom`), `timeoutMs`, `fallbackEnabled`, \
-            `maxRetries`. The task is the delegation: it is worked on by the best-ranked eligible agent (or the one \
-            named), falls back to the next on a failure, and completes with the output as a data artifact.",
+        "description": DESCRIPTION,
         "version": CARD_VERSION,
         "supportedInterfaces": [
             { "url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0" },
+            { "url": rest, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0" },
             { "url": url, "protocolBinding": "JSONRPC", "protocolVersion": "0.3" },
         ],
         "provider": { "organization": "Parley", "url": base },
-        "capabilities": { "streaming": true, "pushNotifications": false, "extendedAgentCard": false },
+        "capabilities": { "streaming": true, "pushNotifications": true, "extendedAgentCard": false },
         "securitySchemes": {
             SCHEME: {
-                "httpAuthSecurityScheme": { "scheme": "Bearer", "bearerFormat": "Parley agent key", "description": scheme_description },
-                "type": "http",
-                "scheme": "bearer",
-                "bearerFormat": "Parley agent key",
-                "description": scheme_description,
+                "httpAuthSecurityScheme": { "scheme": "Bearer", "bearerFormat": "Parley agent key", "description": SCHEME_DESCRIPTION },
             }
         },
-        "securityRequirements": [ { "schemes": { SCHEME: {} } } ],
-        "defaultInputModes": ["application/json"],
-        "defaultOutputModes": ["application/json"],
-        "skills": skills,
-        // What a 0.3 client reads.
+        "securityRequirements": [ { "schemes": { SCHEME: { "list": [] } } } ],
+        "defaultInputModes": ["application/json", "text/plain"],
+        "defaultOutputModes": ["application/json", "text/plain"],
+        "skills": skills(),
+    })
+}
+
+/// The A2A 0.3 card, where 0.3 clients look (`/.well-known/agent.json`): the same service in
+/// 0.3's fields (`url`, `preferredTransport`, `protocolVersion`, `security`).
+pub fn card_v03(base: &str) -> Value {
+    let url = format!("{base}{PATH}");
+    json!({
+        "name": "Parley",
+        "description": DESCRIPTION,
+        "version": CARD_VERSION,
+        "protocolVersion": "0.3.0",
         "url": url,
         "preferredTransport": "JSONRPC",
-        "protocolVersion": "0.3.0",
+        "additionalInterfaces": [ { "url": url, "transport": "JSONRPC" } ],
+        "provider": { "organization": "Parley", "url": base },
+        "capabilities": { "streaming": true, "pushNotifications": true },
+        "securitySchemes": {
+            SCHEME: { "type": "http", "scheme": "bearer", "bearerFormat": "Parley agent key", "description": SCHEME_DESCRIPTION }
+        },
         "security": [ { SCHEME: [] } ],
+        "defaultInputModes": ["application/json", "text/plain"],
+        "defaultOutputModes": ["application/json", "text/plain"],
+        "skills": skills(),
     })
 }
 
@@ -120,20 +162,20 @@ fn matches(if_none_match: &str, etag: &str) -> bool {
         .any(|c| c == "*" || c.trim_start_matches("W/") == etag.trim_start_matches("W/"))
 }
 
-/// `GET /.well-known/agent-card.json` and `/.well-known/agent.json`: the card; 304 when the
-/// client's `If-None-Match` names its ETag.
-#[utoipa::path(get, path = "/.well-known/agent-card.json", tag = "a2a", operation_id = "getAgentCard",
-    security(()),
-    responses(
-        (status = 200, description = "Parley's A2A agent card (1.0 fields with their 0.3 rendering beside them). Also served at `/.well-known/agent.json`.", body = Object, content_type = "application/json"),
-        (status = 304, description = "Not modified since the ETag the client holds"),
-    ))]
-pub async fn get_card(State(state): State<A2aState>, headers: HeaderMap) -> Response {
-    let card = card(&base_url(state.engine.config().public_url.as_deref(), &headers));
+/// When the process started serving its card: the card's `Last-Modified` (its content changes
+/// only with the release and the configuration, both fixed for the process's life).
+fn served_since() -> &'static str {
+    static SINCE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    SINCE.get_or_init(|| chrono::Utc::now().format("%a, %d %b %Y %H:%M:%S GMT").to_string())
+}
+
+/// A card's answer: 304 when the client's `If-None-Match` names its ETag.
+fn answer(card: Value, headers: &HeaderMap) -> Response {
     let tag = etag(&card);
     let cache = [
         (header::ETAG, HeaderValue::from_str(&tag).unwrap_or(HeaderValue::from_static("\"card\""))),
         (header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=300")),
+        (header::LAST_MODIFIED, HeaderValue::from_str(served_since()).unwrap_or(HeaderValue::from_static(""))),
     ];
     let revalidated =
         headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()).is_some_and(|v| matches(v, &tag));
@@ -141,6 +183,23 @@ pub async fn get_card(State(state): State<A2aState>, headers: HeaderMap) -> Resp
         return (StatusCode::NOT_MODIFIED, cache).into_response();
     }
     (cache, Json(card)).into_response()
+}
+
+/// `GET /.well-known/agent-card.json`: the 1.0 card; 304 when the client's `If-None-Match`
+/// names its ETag.
+#[utoipa::path(get, path = "/.well-known/agent-card.json", tag = "a2a", operation_id = "getAgentCard",
+    security(()),
+    responses(
+        (status = 200, description = "Parley's A2A 1.0 agent card (1.0 fields only; the 0.3 card is at `/.well-known/agent.json`), with `Cache-Control: max-age`, `Last-Modified` and an ETag", body = Object, content_type = "application/json"),
+        (status = 304, description = "Not modified since the ETag the client holds"),
+    ))]
+pub async fn get_card(State(state): State<A2aState>, headers: HeaderMap) -> Response {
+    answer(card(&base_url(state.engine.config().public_url.as_deref(), &headers)), &headers)
+}
+
+/// `GET /.well-known/agent.json`: the 0.3 card, where 0.3 clients look.
+pub async fn get_card_v03(State(state): State<A2aState>, headers: HeaderMap) -> Response {
+    answer(card_v03(&base_url(state.engine.config().public_url.as_deref(), &headers)), &headers)
 }
 
 #[cfg(test)]
@@ -151,16 +210,24 @@ mod tests {
     fn the_card_offers_both_versions_on_one_endpoint_and_a_skill_per_task_type() {
         let c = card("https://parley.example.com");
         let interfaces = c["supportedInterfaces"].as_array().unwrap();
-        let versions: Vec<&str> = interfaces.iter().map(|i| i["protocolVersion"].as_str().unwrap()).collect();
-        assert_eq!(versions, ["1.0", "0.3"]);
-        assert!(interfaces.iter().all(|i| i["url"] == "https://parley.example.com/a2a"));
-        assert_eq!(c["url"], "https://parley.example.com/a2a");
+        let bindings: Vec<(&str, &str)> = interfaces
+            .iter()
+            .map(|i| (i["protocolBinding"].as_str().unwrap(), i["protocolVersion"].as_str().unwrap()))
+            .collect();
+        assert_eq!(bindings, [("JSONRPC", "1.0"), ("HTTP+JSON", "1.0"), ("JSONRPC", "0.3")]);
+        assert_eq!(interfaces[1]["url"], "https://parley.example.com/a2a/rest");
+        for old in ["url", "preferredTransport", "protocolVersion", "security"] {
+            assert!(c.get(old).is_none(), "the 1.0 card carries no 0.3 field {old}");
+        }
         assert_eq!(c["capabilities"]["streaming"], true);
-        assert_eq!(c["capabilities"]["pushNotifications"], false);
+        assert_eq!(c["capabilities"]["pushNotifications"], true);
         let ids: Vec<&str> = c["skills"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
-        assert_eq!(ids, TaskType::ALL.map(TaskType::as_str));
+        assert_eq!(ids[..TaskType::ALL.len()], TaskType::ALL.map(TaskType::as_str));
+        assert_eq!(ids.last(), Some(&"route"));
         assert_eq!(c["securitySchemes"][SCHEME]["httpAuthSecurityScheme"]["scheme"], "Bearer");
-        assert_eq!(c["securitySchemes"][SCHEME]["type"], "http");
+        let old = card_v03("https://parley.example.com");
+        assert_eq!(old["url"], "https://parley.example.com/a2a");
+        assert_eq!(old["securitySchemes"][SCHEME]["type"], "http");
     }
 
     #[test]

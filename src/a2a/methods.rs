@@ -34,7 +34,7 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use super::{
-    A2aState, push_config,
+    A2aState, push_config, route,
     rpc::{self, Call, Operation, RpcError, Version},
     send, stream,
 };
@@ -59,7 +59,7 @@ const MAX_PAGE_SIZE: usize = 100;
 const MAX_SCANNED: usize = 1_000;
 
 /// What a call ends in when it is not a JSON-RPC answer: an HTTP refusal.
-enum Refusal {
+pub(crate) enum Refusal {
     /// An HTTP answer with Parley's error body (401, 403, 413, 429, 503).
     Http(ApiError),
     /// A JSON-RPC error.
@@ -106,7 +106,7 @@ impl From<ApiError> for Refusal {
 }
 
 /// An HTTP refusal, with `WWW-Authenticate` on a 401.
-fn http_refusal(e: ApiError) -> Response {
+pub(crate) fn http_refusal(e: ApiError) -> Response {
     let unauthorized = e.status() == StatusCode::UNAUTHORIZED;
     let mut response = e.into_response();
     if unauthorized {
@@ -118,7 +118,7 @@ fn http_refusal(e: ApiError) -> Response {
 }
 
 /// The caller: an active agent, by its key (the only credential this endpoint takes).
-async fn caller(state: &A2aState, headers: &HeaderMap) -> Result<(AgentIdentity, AgentKey), ApiError> {
+pub(crate) async fn caller(state: &A2aState, headers: &HeaderMap) -> Result<(AgentIdentity, AgentKey), ApiError> {
     let principal = auth::authenticate(headers, None, &Policy::ANY_AGENT_KEY, &state.jwt, &state.engine)
         .await
         .map_err(ApiError::from)?;
@@ -166,6 +166,13 @@ pub async fn handle(
             return http_refusal(e);
         }
     };
+    if let Some(given) = unsupported_content_type(&headers) {
+        crate::metrics::a2a_call("unknown", "error");
+        let e = RpcError::content_type_not_supported(&given);
+        let id = serde_json::from_slice::<Value>(&body).ok().and_then(|v| v.get("id").cloned()).unwrap_or(Value::Null);
+        let version = if serves_v1_header(&headers) { Version::V1 } else { Version::V03 };
+        return Json(rpc::error(&id, &e, version)).into_response();
+    }
     let call = match rpc::read(&body, &headers) {
         Ok(call) => call,
         Err((id, e, version)) => {
@@ -182,7 +189,11 @@ pub async fn handle(
         None => dispatch(&state, &agent, &key, call).await,
     };
     match answered {
-        Ok(response) => {
+        Ok(Answer::Result(result)) => {
+            crate::metrics::a2a_call(name, "ok");
+            Json(rpc::result(&id, result)).into_response()
+        }
+        Ok(Answer::Stream(response)) => {
             crate::metrics::a2a_call(name, "ok");
             response
         }
@@ -197,10 +208,80 @@ pub async fn handle(
     }
 }
 
-/// Runs one call.
-async fn dispatch(state: &A2aState, agent: &AgentIdentity, key: &AgentKey, call: Call) -> Result<Response, Refusal> {
+/// A content type other than JSON's, when the request names one.
+pub(crate) fn unsupported_content_type(headers: &HeaderMap) -> Option<String> {
+    let given = headers.get(header::CONTENT_TYPE)?.to_str().unwrap_or("(not text)").trim().to_owned();
+    let essence = given.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+    let json = essence == "application/json" || (essence.starts_with("application/") && essence.ends_with("+json"));
+    (!json && !essence.is_empty()).then_some(given)
+}
+
+/// Whether the request's `A2A-Version` header asks for 1.x.
+fn serves_v1_header(headers: &HeaderMap) -> bool {
+    headers.get(rpc::VERSION_HEADER).and_then(|v| v.to_str().ok()).is_some_and(|v| v.trim().starts_with('1'))
+}
+
+/// What a call answers: a result (written in the binding's envelope) or a stream.
+pub(crate) enum Answer {
+    /// The result, without its envelope.
+    Result(Value),
+    /// An SSE stream, each event in the binding's envelope already.
+    Stream(Response),
+}
+
+/// The task id a call names (`id`, or `taskId` for push configurations).
+fn named_task(call: &Call) -> Option<&str> {
+    let key = if call.method.operation == Operation::PushConfig { "taskId" } else { "id" };
+    let named = call.params.get(key).and_then(Value::as_str);
+    if call.method.operation == Operation::PushConfig && named.is_none() {
+        // 0.3 names the task `id` in get, list and delete.
+        return call.params.get("id").and_then(Value::as_str);
+    }
+    named
+}
+
+/// Runs one call: a plain message, and any call on a task a plain message started, is routed
+/// (`super::route`); everything else is the delegations'.
+pub(crate) async fn dispatch(
+    state: &A2aState,
+    agent: &AgentIdentity,
+    key: &AgentKey,
+    call: Call,
+) -> Result<Answer, Refusal> {
+    match call.method.operation {
+        Operation::Send => {
+            if let Some(target) = route::target_of_send(state, agent.agent_id, &call.params).await? {
+                return Ok(Answer::Result(route::forward(state, agent.agent_id, &target, &call).await?));
+            }
+        }
+        Operation::SendStreaming => {
+            if let Some(target) = route::target_of_send(state, agent.agent_id, &call.params).await? {
+                let slot = stream::slot(state, agent)?;
+                return Ok(Answer::Stream(route::forward_stream(state, agent.agent_id, target, call, slot).await?));
+            }
+        }
+        Operation::Get | Operation::Cancel | Operation::Subscribe | Operation::PushConfig => {
+            let routed = match named_task(&call) {
+                Some(task) => route::target_of_task(state, agent.agent_id, task).await?,
+                None => None,
+            };
+            if let Some(target) = routed {
+                if call.method.operation == Operation::Subscribe {
+                    let slot = stream::slot(state, agent)?;
+                    return Ok(Answer::Stream(route::forward_stream(state, agent.agent_id, target, call, slot).await?));
+                }
+                return Ok(Answer::Result(route::forward(state, agent.agent_id, &target, &call).await?));
+            }
+        }
+        Operation::List | Operation::ExtendedCard => {}
+    }
+    delegations(state, agent, key, call).await
+}
+
+/// Runs one call on the delegations.
+async fn delegations(state: &A2aState, agent: &AgentIdentity, key: &AgentKey, call: Call) -> Result<Answer, Refusal> {
     let version = call.method.version;
-    let answer = |result: Value| Ok(Json(rpc::result(&call.id, result)).into_response());
+    let answer = |result: Value| Ok(Answer::Result(result));
     match call.method.operation {
         Operation::Send => {
             let send = read_send(state, agent, &call.params)?;
@@ -225,7 +306,7 @@ async fn dispatch(state: &A2aState, agent: &AgentIdentity, key: &AgentKey, call:
             if let Some(push) = &push {
                 push_config::attach(state, agent, &record, push, version, before).await?;
             }
-            Ok(stream::follow(state, agent.agent_id, record, events, slot, call.id, version))
+            Ok(Answer::Stream(stream::follow(state, agent.agent_id, record, events, slot, call.id, version, call.rest)))
         }
         Operation::Get => {
             let record = task_of(state, agent, &call.params).await?;
@@ -258,7 +339,7 @@ async fn dispatch(state: &A2aState, agent: &AgentIdentity, key: &AgentKey, call:
                 ))
                 .into());
             }
-            Ok(stream::follow(state, agent.agent_id, record, events, slot, call.id, version))
+            Ok(Answer::Stream(stream::follow(state, agent.agent_id, record, events, slot, call.id, version, call.rest)))
         }
         Operation::PushConfig => answer(push_config::handle(state, agent, &call).await?),
         Operation::ExtendedCard => Err(RpcError::no_extended_card().into()),

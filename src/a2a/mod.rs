@@ -15,6 +15,11 @@
 //!   polling loop and no database connection per open stream. Push notification
 //!   configurations ([`push_config`]) have the outbox POST a task's updates to the requester.
 //!
+//! - `/a2a/rest/...`: the same methods over the HTTP+JSON binding ([`rest`]).
+//! - A send whose message is not a delegate body (plain text, files, data of the client's own
+//!   shape) is routed to one agent's skill and forwarded there ([`route`]; the two versions'
+//!   shapes rewritten by [`convert`] when requester and target differ).
+//!
 //! What the adapter owns is the translation: the message into a delegation request
 //! ([`send`]), the delegation into an A2A task (`crate::wire::delegation_task`, which
 //! `GET /api/tasks/{id}` renders too), Parley's refusals into JSON-RPC
@@ -23,8 +28,11 @@
 //! `crate::auth::authenticate`. It imports neither the HTTP nor the MCP adapter.
 
 pub mod card;
+pub mod convert;
 pub mod methods;
 pub mod push_config;
+pub mod rest;
+pub mod route;
 pub mod rpc;
 pub mod send;
 pub mod stream;
@@ -62,6 +70,8 @@ pub struct A2aState {
     pub streams: Arc<StreamLimits>,
     /// Turns true when the process starts shutting down: open streams end then.
     pub stopping: tokio::sync::watch::Receiver<bool>,
+    /// The calls that forward routed messages to their targets.
+    pub forwarder: route::Forwarder,
 }
 
 impl A2aState {
@@ -74,11 +84,14 @@ impl A2aState {
     }
 }
 
-/// The card's two paths and the JSON-RPC endpoint, for any outer router.
+/// The card's two paths, the JSON-RPC endpoint (at `/a2a` and `/a2a/`) and the HTTP+JSON
+/// binding under `/a2a/rest`, for any outer router.
 pub fn router<S: Clone + Send + Sync + 'static>(state: A2aState) -> Router<S> {
     Router::<A2aState>::new()
         .route(CARD_PATH, get(card::get_card))
-        .route(LEGACY_CARD_PATH, get(card::get_card))
+        .route(LEGACY_CARD_PATH, get(card::get_card_v03))
         .route(PATH, post(methods::handle))
+        .route("/a2a/", post(methods::handle))
+        .route(&format!("{}/{{*path}}", rest::PATH), get(rest::handle).post(rest::handle).delete(rest::handle))
         .with_state(state)
 }

@@ -97,6 +97,9 @@ pub struct Call {
     pub method: Method,
     /// Its params (an empty object when absent).
     pub params: Map<String, Value>,
+    /// Whether it came over the HTTP+JSON binding (`super::rest`): answers carry no JSON-RPC
+    /// envelope, streamed events neither.
+    pub rest: bool,
 }
 
 /// An A2A error: a JSON-RPC error code, a message, and Parley's own code when Parley refused
@@ -153,6 +156,17 @@ impl RpcError {
     pub fn unsupported(message: impl Into<String>) -> RpcError {
         RpcError { code: -32004, message: message.into(), parley_code: None }
     }
+    /// -32005: the request's content type is not JSON.
+    pub fn content_type_not_supported(given: &str) -> RpcError {
+        RpcError {
+            code: -32005,
+            message: format!(
+                "content type {} is not supported: send application/json",
+                crate::quote::quote(given)
+            ),
+            parley_code: None,
+        }
+    }
     /// -32007: there is no extended card.
     pub fn no_extended_card() -> RpcError {
         RpcError { code: -32007, message: "there is no authenticated extended card".into(), parley_code: None }
@@ -177,6 +191,8 @@ impl RpcError {
             -32002 => "TASK_NOT_CANCELABLE",
             -32003 => "PUSH_NOTIFICATION_NOT_SUPPORTED",
             -32004 => "UNSUPPORTED_OPERATION",
+            -32005 => "CONTENT_TYPE_NOT_SUPPORTED",
+            -32006 => "INVALID_AGENT_RESPONSE",
             -32007 => "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
             -32009 => "VERSION_NOT_SUPPORTED",
             -32602 => "INVALID_PARAMS",
@@ -188,7 +204,7 @@ impl RpcError {
     }
 
     /// The error object in `version`'s form: 1.0 carries a `google.rpc.ErrorInfo` in `data`
-    /// (`reason`, and Parley's code in `metadata.code`), 0.3 carries `{code}` in `data`.
+    /// (`reason`, the domain `a2a-protocol.org`, and Parley's code in `metadata.code`), 0.3 carries `{code}` in `data`.
     pub fn to_json(&self, version: Version) -> Value {
         let mut error = json!({ "code": self.code, "message": self.message });
         let code = self.parley_code.map(ErrorCode::as_str);
@@ -198,7 +214,7 @@ impl RpcError {
                 error["data"] = json!([{
                     "@type": "type.googleapis.com/google.rpc.ErrorInfo",
                     "reason": self.reason(),
-                    "domain": "parley",
+                    "domain": "a2a-protocol.org",
                     "metadata": metadata,
                 }]);
             }
@@ -220,6 +236,19 @@ pub fn result(id: &Id, result: impl Serialize) -> Value {
 /// An error answer, in `version`'s form.
 pub fn error(id: &Id, e: &RpcError, version: Version) -> Value {
     json!({ "jsonrpc": "2.0", "id": id, "error": e.to_json(version) })
+}
+
+/// Whether `method` is served under the request's `A2A-Version` header: a 1.0 method needs a 1.x
+/// header (absent or empty means 0.3); a 0.3 method is served under any.
+pub fn version_of_v1(headers: &HeaderMap, method: Method) -> Result<(), RpcError> {
+    if method.version == Version::V1 {
+        let asked = headers.get(VERSION_HEADER).and_then(|v| v.to_str().ok()).map(str::trim).unwrap_or_default();
+        let asked_name = if asked.is_empty() { "0.3" } else { asked };
+        if !serves_v1(asked) {
+            return Err(RpcError::version_not_supported(asked_name, method.name));
+        }
+    }
+    Ok(())
 }
 
 /// Reads one call from a body, with the version the answer is written in when it fails (the
@@ -259,14 +288,10 @@ pub fn read(body: &[u8], headers: &HeaderMap) -> Result<Call, (Id, RpcError, Ver
             ));
         }
     };
-    if method.version == Version::V1 {
-        let asked = headers.get(VERSION_HEADER).and_then(|v| v.to_str().ok()).map(str::trim).unwrap_or_default();
-        let asked_name = if asked.is_empty() { "0.3" } else { asked };
-        if !serves_v1(asked) {
-            return Err((id, RpcError::version_not_supported(asked_name, method.name), Version::V1));
-        }
+    if let Err(e) = version_of_v1(headers, method) {
+        return Err((id, e, Version::V1));
     }
-    Ok(Call { id, method, params })
+    Ok(Call { id, method, params, rest: false })
 }
 
 /// Whether a header value names a 1.x version (`1`, `1.0`, `1.0.2`, ...).

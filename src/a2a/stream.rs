@@ -20,7 +20,7 @@ use std::{convert::Infallible, sync::Arc, time::Duration};
 
 use axum::response::{
     IntoResponse, Response,
-    sse::{Event as SseEvent, KeepAlive, Sse},
+    sse::{Event as SseEvent, Sse},
 };
 use futures::{Stream, StreamExt, stream};
 use serde_json::Value;
@@ -40,8 +40,6 @@ use crate::{
     wire::{error::ApiError, streams::Slot},
 };
 
-/// How often an idle stream sends a comment.
-const HEARTBEAT: Duration = Duration::from_secs(15);
 
 /// A place for one more stream of `agent` (counted for the agent and for its user), or 429.
 pub fn slot(state: &A2aState, agent: &AgentIdentity) -> Result<Slot, ApiError> {
@@ -153,6 +151,7 @@ pub fn follow(
     slot: Slot,
     id: Id,
     version: Version,
+    rest: bool,
 ) -> Response {
     let t = task::task(&record.delegation, &record.attempts);
     let mut following = Following {
@@ -186,7 +185,7 @@ pub fn follow(
             f.next_move().await;
         }
     });
-    sse(updates, state.stopped(), slot).into_response()
+    sse(updates, state.stopped(), slot, rest).into_response()
 }
 
 /// The events as SSE, each a JSON-RPC response (`event: error` for an error), ending at shutdown,
@@ -195,11 +194,7 @@ fn sse(
     updates: impl Stream<Item = Value> + Send + 'static,
     stopped: impl std::future::Future<Output = ()> + Send + 'static,
     slot: Slot,
+    rest: bool,
 ) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
-    let events = updates.take_until(stopped).map(move |value| {
-        let _held = &slot;
-        let event = SseEvent::default().data(value.to_string());
-        Ok(if value.get("error").is_some() { event.event("error") } else { event })
-    });
-    Sse::new(events).keep_alive(KeepAlive::new().interval(HEARTBEAT).text("keep-alive"))
+    super::route::sse(updates.take_until(stopped), slot, rest)
 }

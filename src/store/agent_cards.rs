@@ -119,7 +119,8 @@ impl TryFrom<Row> for AgentCard {
     }
 }
 
-/// Stores (or replaces) an agent's card, fetched now; the credential as `auth` says.
+/// Stores (or replaces) an agent's card, fetched now, and the skills it offers (the card's); the
+/// credential as `auth` says.
 pub async fn put(
     conn: &mut PgConnection,
     agent_id: Uuid,
@@ -160,8 +161,9 @@ pub async fn put(
         credential,
         keep
     )
-    .fetch_one(conn)
+    .fetch_one(&mut *conn)
     .await?;
+    super::skills::replace_from_card(conn, agent_id, new.card).await?;
     Ok(AgentCard::try_from(row)?)
 }
 
@@ -193,7 +195,8 @@ pub async fn get(conn: &mut PgConnection, agent_id: Uuid) -> anyhow::Result<Opti
 
 /// Removes an agent's card (the agent polls from now on); `false` when it had none.
 pub async fn delete(conn: &mut PgConnection, agent_id: Uuid) -> sqlx::Result<bool> {
-    let r = sqlx::query!("DELETE FROM agent_cards WHERE agent_id = $1", agent_id).execute(conn).await?;
+    let r = sqlx::query!("DELETE FROM agent_cards WHERE agent_id = $1", agent_id).execute(&mut *conn).await?;
+    sqlx::query!("DELETE FROM agent_skills WHERE agent_id = $1 AND source = 'card'", agent_id).execute(conn).await?;
     Ok(r.rows_affected() == 1)
 }
 

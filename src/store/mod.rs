@@ -16,6 +16,7 @@ pub mod opportunities;
 pub mod outbox;
 pub mod push_configs;
 pub mod retention;
+pub mod skills;
 #[cfg(test)]
 pub(crate) mod sql_source;
 pub mod tasks;

@@ -1,0 +1,2 @@
+DROP TABLE a2a_routes;
+DROP TABLE agent_skills;
