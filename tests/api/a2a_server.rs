@@ -119,11 +119,24 @@ async fn the_card_is_public_at_both_paths_names_the_endpoint_and_revalidates() {
         let resp = app.client.get(format!("{}{path}", app.base)).send().await.unwrap();
         assert_eq!(resp.status(), StatusCode::OK);
         let etag = resp.headers()["etag"].to_str().unwrap().to_owned();
+        assert!(resp.headers()["cache-control"].to_str().unwrap().contains("max-age="));
+        assert!(resp.headers().contains_key("last-modified"));
         let card: Value = resp.json().await.unwrap();
-        assert_eq!(card["url"], "https://parley.example.com/a2a");
-        assert_eq!(card["supportedInterfaces"][0]["protocolVersion"], "1.0");
-        assert_eq!(card["supportedInterfaces"][1]["protocolVersion"], "0.3");
+        if path == "/.well-known/agent.json" {
+            // Where 0.3 clients look: the 0.3 card.
+            assert_eq!(card["url"], "https://parley.example.com/a2a");
+            assert_eq!(card["protocolVersion"], "0.3.0");
+        } else {
+            // The 1.0 card: 1.0 fields only, JSON-RPC at 1.0 and 0.3, HTTP+JSON at 1.0.
+            assert!(card.get("url").is_none() && card.get("preferredTransport").is_none(), "{card}");
+            assert_eq!(card["supportedInterfaces"][0]["protocolVersion"], "1.0");
+            assert_eq!(card["supportedInterfaces"][0]["url"], "https://parley.example.com/a2a");
+            assert_eq!(card["supportedInterfaces"][1]["protocolBinding"], "HTTP+JSON");
+            assert_eq!(card["supportedInterfaces"][1]["url"], "https://parley.example.com/a2a/rest");
+            assert_eq!(card["supportedInterfaces"][2]["protocolVersion"], "0.3");
+        }
         assert_eq!(card["capabilities"]["streaming"], true);
+        assert_eq!(card["capabilities"]["pushNotifications"], true);
         assert!(card["skills"].as_array().unwrap().iter().any(|s| s["id"] == "summarization"));
         let again = app.client.get(format!("{}{path}", app.base)).header("if-none-match", &etag).send().await.unwrap();
         assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
