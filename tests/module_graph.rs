@@ -343,10 +343,12 @@ const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     ("mcp", &["auth", "config", "delivery", "directory", "domain", "error_code", "quote", "runtime", "store", "wire"]),
-    // The A2A endpoint: a third adapter over the same services, beside HTTP and MCP.
+    // The A2A endpoint: a third adapter over the same services, beside HTTP and MCP; it
+    // forwards routed messages to agents with the A2A client's calls.
     (
         "a2a",
         &[
+            "a2a_client",
             "auth",
             "config",
             "delivery",
