@@ -16,7 +16,11 @@ use serde_json::{Map, Value, json};
 
 /// A task state in 1.0's words (`TASK_STATE_WORKING`), from either version's.
 pub fn state_v1(s: &str) -> String {
-    if s.starts_with("TASK_STATE_") { s.to_owned() } else { format!("TASK_STATE_{}", s.replace('-', "_").to_uppercase()) }
+    if s.starts_with("TASK_STATE_") {
+        s.to_owned()
+    } else {
+        format!("TASK_STATE_{}", s.replace('-', "_").to_uppercase())
+    }
 }
 
 /// A task state in 0.3's words (`working`), from either version's.
@@ -154,11 +158,7 @@ pub fn task(t: &Value, v1: bool) -> Value {
     for (key, f) in [("history", true), ("artifacts", false)] {
         if let Some(Value::Array(items)) = t.get_mut(key) {
             for item in items.iter_mut() {
-                *item = if f {
-                    if v1 { message_v1(item) } else { message_v03(item) }
-                } else {
-                    artifact(item, v1)
-                };
+                *item = if f { if v1 { message_v1(item) } else { message_v03(item) } } else { artifact(item, v1) };
             }
         }
     }
@@ -283,7 +283,10 @@ mod tests {
             {"url": "https://e.x/o", "mediaType": "text/plain"}, {"data": {"a": 1}}]});
         let v03 = message_v03(&v1);
         assert_eq!(v03["role"], "agent");
-        assert_eq!(v03["parts"][1], json!({"kind": "file", "file": {"bytes": "dGNr", "mimeType": "text/plain", "name": "o.txt"}}));
+        assert_eq!(
+            v03["parts"][1],
+            json!({"kind": "file", "file": {"bytes": "dGNr", "mimeType": "text/plain", "name": "o.txt"}})
+        );
         assert_eq!(v03["parts"][2]["file"]["uri"], "https://e.x/o");
         assert_eq!(v03["parts"][3]["kind"], "data");
         assert_eq!(message_v1(&v03), v1);

@@ -61,7 +61,8 @@ fn status_of(code: i32) -> (StatusCode, &'static str) {
 pub fn error(e: &RpcError) -> Response {
     let (status, name) = status_of(e.code);
     let details = rpc::error(&Value::Null, e, Version::V1)["error"]["data"].clone();
-    let body = json!({ "error": { "code": status.as_u16(), "status": name, "message": e.message, "details": details } });
+    let body =
+        json!({ "error": { "code": status.as_u16(), "status": name, "message": e.message, "details": details } });
     (status, Json(body)).into_response()
 }
 
@@ -119,7 +120,9 @@ fn call_of(
             }
             ("CreateTaskPushNotificationConfig", with(params, "taskId", task))
         }
-        ["tasks", task, "pushNotificationConfigs"] if get => ("ListTaskPushNotificationConfigs", with(from_query, "taskId", task)),
+        ["tasks", task, "pushNotificationConfigs"] if get => {
+            ("ListTaskPushNotificationConfigs", with(from_query, "taskId", task))
+        }
         ["tasks", task, "pushNotificationConfigs", config] if get => {
             ("GetTaskPushNotificationConfig", with(with(Map::new(), "taskId", task), "id", config))
         }
@@ -178,7 +181,8 @@ pub async fn handle(
     match methods::dispatch(&state, &agent, &key, call).await {
         Ok(Answer::Result(result)) => {
             crate::metrics::a2a_call(name, "ok");
-            let result = if name == "DeleteTaskPushNotificationConfig" && result.is_null() { json!({}) } else { result };
+            let result =
+                if name == "DeleteTaskPushNotificationConfig" && result.is_null() { json!({}) } else { result };
             Json(result).into_response()
         }
         Ok(Answer::Stream(response)) => {
@@ -210,7 +214,10 @@ mod tests {
         assert_eq!(call_of(&HttpMethod::POST, "tasks/t-1:subscribe", &none, b"").unwrap().1["id"], "t-1");
         assert_eq!(call_of(&HttpMethod::POST, "message:send", &none, b"{\"message\": {}}").unwrap().0, "SendMessage");
         let (m, p) = call_of(&HttpMethod::DELETE, "tasks/t/pushNotificationConfigs/c", &none, b"").unwrap();
-        assert_eq!((m, p["taskId"].as_str(), p["id"].as_str()), ("DeleteTaskPushNotificationConfig", Some("t"), Some("c")));
+        assert_eq!(
+            (m, p["taskId"].as_str(), p["id"].as_str()),
+            ("DeleteTaskPushNotificationConfig", Some("t"), Some("c"))
+        );
         assert_eq!(call_of(&HttpMethod::GET, "nothing/here/at/all", &none, b"").unwrap_err().code, -32601);
         assert_eq!(call_of(&HttpMethod::POST, "message:send", &none, b"{").unwrap_err().code, -32700);
         assert_eq!(status_of(-32001).0, StatusCode::NOT_FOUND);

@@ -111,10 +111,16 @@ fn is_data_part(p: &Value) -> bool {
 /// Whether a send's message is Parley's delegate body: exactly one data part, an object holding
 /// `taskType` or `input`.
 pub fn is_delegate_body(message: &Map<String, Value>) -> bool {
-    let parts: Vec<&Value> =
-        message.get("parts").and_then(Value::as_array).map(|p| p.iter().filter(|p| is_data_part(p)).collect()).unwrap_or_default();
+    let parts: Vec<&Value> = message
+        .get("parts")
+        .and_then(Value::as_array)
+        .map(|p| p.iter().filter(|p| is_data_part(p)).collect())
+        .unwrap_or_default();
     match parts.as_slice() {
-        [one] => one.get("data").and_then(Value::as_object).is_some_and(|d| d.contains_key("taskType") || d.contains_key("input")),
+        [one] => one
+            .get("data")
+            .and_then(Value::as_object)
+            .is_some_and(|d| d.contains_key("taskType") || d.contains_key("input")),
         _ => false,
     }
 }
@@ -168,9 +174,17 @@ async fn endpoint_of(state: &A2aState, agent_id: Uuid) -> Result<Option<Endpoint
     }))
 }
 
-async fn target(state: &A2aState, agent_id: Uuid, skill_id: String, anonymous_id: Option<Uuid>) -> Result<Target, RpcError> {
+async fn target(
+    state: &A2aState,
+    agent_id: Uuid,
+    skill_id: String,
+    anonymous_id: Option<Uuid>,
+) -> Result<Target, RpcError> {
     let endpoint = endpoint_of(state, agent_id).await?.ok_or_else(|| {
-        RpcError::invalid_params(ErrorCode::NoSkillMatches, "the agent of that skill is not reachable over A2A any more")
+        RpcError::invalid_params(
+            ErrorCode::NoSkillMatches,
+            "the agent of that skill is not reachable over A2A any more",
+        )
     })?;
     Ok(Target { endpoint, anonymous_id, skill_id })
 }
@@ -187,13 +201,11 @@ pub async fn target_of_task(state: &A2aState, requester: Uuid, task_id: &str) ->
 
 async fn anonymous_target(state: &A2aState, agent_id: Uuid, skill_id: String) -> Result<Target, RpcError> {
     let mut conn = state.engine.pool().acquire().await.map_err(internal)?;
-    let anonymous_id = sqlx::query_scalar!(
-        "SELECT anonymous_id FROM anonymous_ids WHERE agent_id = $1 AND current",
-        agent_id
-    )
-    .fetch_optional(&mut *conn)
-    .await
-    .map_err(internal)?;
+    let anonymous_id =
+        sqlx::query_scalar!("SELECT anonymous_id FROM anonymous_ids WHERE agent_id = $1 AND current", agent_id)
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(internal)?;
     drop(conn);
     target(state, agent_id, skill_id, anonymous_id).await
 }
@@ -236,14 +248,20 @@ pub async fn target_of_send(
 
 /// The skill `metadata` names (`skillId`, or `parley.skill` as `<anonymousId>/<skillId>`), as
 /// (agent's anonymous id, skill id).
-fn named(params: &Map<String, Value>, message: &Map<String, Value>) -> Result<Option<(Option<Uuid>, String)>, RpcError> {
+fn named(
+    params: &Map<String, Value>,
+    message: &Map<String, Value>,
+) -> Result<Option<(Option<Uuid>, String)>, RpcError> {
     for metadata in [message.get("metadata"), params.get("metadata")].into_iter().flatten() {
         if let Some(skill) = metadata.pointer("/parley/skill").and_then(Value::as_str) {
             let (anonymous, skill) = skill.split_once('/').ok_or_else(|| {
                 RpcError::invalid_params(ErrorCode::InvalidBody, "metadata.parley.skill is `<anonymousId>/<skillId>`")
             })?;
             let anonymous = Uuid::parse_str(anonymous).map_err(|_| {
-                RpcError::invalid_params(ErrorCode::InvalidBody, "metadata.parley.skill starts with an anonymous id (a UUID)")
+                RpcError::invalid_params(
+                    ErrorCode::InvalidBody,
+                    "metadata.parley.skill starts with an anonymous id (a UUID)",
+                )
             })?;
             return Ok(Some((Some(anonymous), skill.to_owned())));
         }
@@ -331,11 +349,41 @@ fn forwarded_message_id(requester: Uuid, message_id: &str) -> String {
 fn target_method(operation: Operation, caller: &'static str, dialect: Dialect) -> Option<&'static str> {
     let v1 = dialect == Dialect::V1_0;
     Some(match operation {
-        Operation::Send => if v1 { "SendMessage" } else { "message/send" },
-        Operation::SendStreaming => if v1 { "SendStreamingMessage" } else { "message/stream" },
-        Operation::Get => if v1 { "GetTask" } else { "tasks/get" },
-        Operation::Cancel => if v1 { "CancelTask" } else { "tasks/cancel" },
-        Operation::Subscribe => if v1 { "SubscribeToTask" } else { "tasks/resubscribe" },
+        Operation::Send => {
+            if v1 {
+                "SendMessage"
+            } else {
+                "message/send"
+            }
+        }
+        Operation::SendStreaming => {
+            if v1 {
+                "SendStreamingMessage"
+            } else {
+                "message/stream"
+            }
+        }
+        Operation::Get => {
+            if v1 {
+                "GetTask"
+            } else {
+                "tasks/get"
+            }
+        }
+        Operation::Cancel => {
+            if v1 {
+                "CancelTask"
+            } else {
+                "tasks/cancel"
+            }
+        }
+        Operation::Subscribe => {
+            if v1 {
+                "SubscribeToTask"
+            } else {
+                "tasks/resubscribe"
+            }
+        }
         Operation::PushConfig => {
             let caller_v1 = !caller.contains('/');
             if caller_v1 != v1 {
@@ -433,11 +481,9 @@ async fn remember(state: &A2aState, requester: Uuid, target: &Target, result: &V
 /// it was; anything else -32603 saying what happened.
 fn call_refusal(e: CallError) -> RpcError {
     match e {
-        CallError::Rpc { code, message } => RpcError {
-            code: i32::try_from(code).unwrap_or(-32603),
-            message,
-            parley_code: None,
-        },
+        CallError::Rpc { code, message } => {
+            RpcError { code: i32::try_from(code).unwrap_or(-32603), message, parley_code: None }
+        }
         other => RpcError { code: -32603, message: format!("the target agent: {other}"), parley_code: None },
     }
 }
@@ -459,7 +505,11 @@ pub async fn forward(state: &A2aState, requester: Uuid, target: &Target, call: &
     if matches!(call.method.operation, Operation::Send | Operation::Get | Operation::Cancel) {
         mark(&mut result, target);
     }
-    Ok(if call.method.operation == Operation::PushConfig { result } else { in_version(result, call.method.version, send) })
+    Ok(if call.method.operation == Operation::PushConfig {
+        result
+    } else {
+        in_version(result, call.method.version, send)
+    })
 }
 
 /// The `data:` payloads of an SSE byte stream, bounded per event.
@@ -483,7 +533,8 @@ fn sse_data(
                 if data.is_empty() {
                     continue;
                 }
-                let item = serde_json::from_str::<Value>(&data.join("\n")).map_err(|e| format!("an event is not JSON: {e}"));
+                let item =
+                    serde_json::from_str::<Value>(&data.join("\n")).map_err(|e| format!("an event is not JSON: {e}"));
                 return Some((item, (bytes, buffer, false)));
             }
             if buffer.len() > MAX_EVENT_BYTES {
@@ -512,8 +563,10 @@ pub async fn forward_stream(
 ) -> Result<Response, RpcError> {
     let request = outgoing(&call, requester, target.endpoint.dialect)?;
     let url = Url::parse(&target.endpoint.url).map_err(|e| call_refusal(CallError::Refused(e.to_string())))?;
-    guard::check_url(&url, state.forwarder.allow_private).map_err(|e| call_refusal(CallError::Refused(e.to_string())))?;
-    let body = json!({"jsonrpc": "2.0", "id": Uuid::new_v4().to_string(), "method": request.method, "params": request.params});
+    guard::check_url(&url, state.forwarder.allow_private)
+        .map_err(|e| call_refusal(CallError::Refused(e.to_string())))?;
+    let body =
+        json!({"jsonrpc": "2.0", "id": Uuid::new_v4().to_string(), "method": request.method, "params": request.params});
     let mut builder = state.forwarder.streams.post(url).header(header::ACCEPT, "text/event-stream").json(&body);
     if let Some((name, value)) = version_header(target.endpoint.dialect) {
         builder = builder.header(name, value);
@@ -557,7 +610,8 @@ pub async fn forward_stream(
                     }
                     let mut result = normalised(answer.get("result").cloned().unwrap_or(Value::Null), dialect, true);
                     let first = !remembered.load(std::sync::atomic::Ordering::SeqCst);
-                    if first && ids_of(&result).is_some() && remember(&state, requester, &target, &result).await.is_ok() {
+                    if first && ids_of(&result).is_some() && remember(&state, requester, &target, &result).await.is_ok()
+                    {
                         remembered.store(true, std::sync::atomic::Ordering::SeqCst);
                     }
                     mark(&mut result, &target);
@@ -583,7 +637,8 @@ pub fn sse(
     let events = updates.map(move |value| {
         let _held = &slot;
         let is_error = value.get("error").is_some();
-        let value = if rest { value.get("result").cloned().unwrap_or_else(|| json!({"error": value["error"]})) } else { value };
+        let value =
+            if rest { value.get("result").cloned().unwrap_or_else(|| json!({"error": value["error"]})) } else { value };
         let event = SseEvent::default().data(value.to_string());
         Ok(if is_error { event.event("error") } else { event })
     });
@@ -600,7 +655,9 @@ mod tests {
 
     #[test]
     fn a_delegate_body_is_one_data_part_with_a_task_type_or_input() {
-        assert!(is_delegate_body(&message(json!({"parts": [{"data": {"taskType": "x", "input": {}}}, {"text": "hi"}]}))));
+        assert!(is_delegate_body(&message(
+            json!({"parts": [{"data": {"taskType": "x", "input": {}}}, {"text": "hi"}]})
+        )));
         assert!(is_delegate_body(&message(json!({"parts": [{"kind": "data", "data": {"input": {}}}]}))));
         assert!(!is_delegate_body(&message(json!({"parts": [{"text": "translate this"}]}))));
         assert!(!is_delegate_body(&message(json!({"parts": [{"data": {"city": "Oslo"}}]}))));
@@ -609,7 +666,8 @@ mod tests {
 
     #[test]
     fn the_query_is_any_of_the_messages_words() {
-        let q = query_of(&message(json!({"parts": [{"text": "Translate: hello, world! a"}, {"data": {"to": "French"}}]})));
+        let q =
+            query_of(&message(json!({"parts": [{"text": "Translate: hello, world! a"}, {"data": {"to": "French"}}]})));
         assert_eq!(q, "translate | hello | world | french");
         assert_eq!(query_of(&message(json!({"parts": [{"text": "' & | !"}]}))), "");
     }

@@ -160,10 +160,7 @@ impl RpcError {
     pub fn content_type_not_supported(given: &str) -> RpcError {
         RpcError {
             code: -32005,
-            message: format!(
-                "content type {} is not supported: send application/json",
-                crate::quote::quote(given)
-            ),
+            message: format!("content type {} is not supported: send application/json", crate::quote::quote(given)),
             parley_code: None,
         }
     }

@@ -40,7 +40,6 @@ use crate::{
     wire::{error::ApiError, streams::Slot},
 };
 
-
 /// A place for one more stream of `agent` (counted for the agent and for its user), or 429.
 pub fn slot(state: &A2aState, agent: &AgentIdentity) -> Result<Slot, ApiError> {
     let who = format!("agent:{}", agent.agent_id);

@@ -49,12 +49,22 @@ async fn plain_messages_reach_the_skill_that_fits_by_meaning_or_by_name_and_none
     let python = python().await;
     let translator = Sut::start(
         &python,
-        &["--name", "Translator", "--skill", "translate|Translate text|Translates text between languages such as French and German|translation,language"],
+        &[
+            "--name",
+            "Translator",
+            "--skill",
+            "translate|Translate text|Translates text between languages such as French and German|translation,language",
+        ],
     )
     .await;
     let forecaster = Sut::start(
         &python,
-        &["--name", "Forecaster", "--skill", "weather|Weather forecast|Forecasts the weather for a city: rain, sun, temperature|weather,forecast"],
+        &[
+            "--name",
+            "Forecaster",
+            "--skill",
+            "weather|Weather forecast|Forecasts the weather for a city: rain, sun, temperature|weather,forecast",
+        ],
     )
     .await;
     let app = parley().await;
@@ -63,7 +73,9 @@ async fn plain_messages_reach_the_skill_that_fits_by_meaning_or_by_name_and_none
     let asker = app.register_agent("user-asker").await;
 
     // By meaning.
-    let sent = rpc(&app, &asker, "SendMessage", text("tck-complete-task-1", "Please translate good morning into French")).await;
+    let sent =
+        rpc(&app, &asker, "SendMessage", text("tck-complete-task-1", "Please translate good morning into French"))
+            .await;
     let result = &sent["result"];
     assert_eq!(routed_skill(result), "translate", "{sent}");
     assert_eq!(result["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{sent}");
@@ -71,7 +83,8 @@ async fn plain_messages_reach_the_skill_that_fits_by_meaning_or_by_name_and_none
     let forwarded = result["task"]["history"][0]["messageId"].as_str().unwrap();
     assert!(forwarded.starts_with("tck-complete-task-1"), "the target's message id keeps the requester's: {forwarded}");
     assert_eq!(result["task"]["history"][0]["parts"], json!([{"text": "Please translate good morning into French"}]));
-    let sent = rpc(&app, &asker, "SendMessage", text("tck-complete-task-2", "Will it rain in Oslo tomorrow? forecast")).await;
+    let sent =
+        rpc(&app, &asker, "SendMessage", text("tck-complete-task-2", "Will it rain in Oslo tomorrow? forecast")).await;
     assert_eq!(routed_skill(&sent["result"]), "weather", "{sent}");
 
     // By name, whatever the text says.
@@ -107,10 +120,8 @@ async fn plain_messages_reach_the_skill_that_fits_by_meaning_or_by_name_and_none
     assert_eq!(unknown["error"]["data"][0]["metadata"]["code"], "no_skill_matches", "{unknown}");
 
     // The skills are the card's, stored with it.
-    let skills: Vec<String> = sqlx::query_scalar("SELECT skill_id FROM agent_skills ORDER BY skill_id")
-        .fetch_all(&app.pool)
-        .await
-        .unwrap();
+    let skills: Vec<String> =
+        sqlx::query_scalar("SELECT skill_id FROM agent_skills ORDER BY skill_id").fetch_all(&app.pool).await.unwrap();
     assert_eq!(skills, ["translate", "weather"]);
 }
 
@@ -158,7 +169,9 @@ async fn events(response: reqwest::Response) -> Vec<Value> {
     };
     tokio::time::timeout(Duration::from_secs(30), read).await.expect("the stream did not end");
     text.split("\n\n")
-        .filter_map(|e| e.lines().find_map(|l| l.strip_prefix("data:")).map(|d| serde_json::from_str(d.trim()).unwrap()))
+        .filter_map(|e| {
+            e.lines().find_map(|l| l.strip_prefix("data:")).map(|d| serde_json::from_str(d.trim()).unwrap())
+        })
         .collect()
 }
 
@@ -223,6 +236,24 @@ async fn a_routed_task_goes_on_at_its_target_multi_turn_streamed_read_and_cancel
     let id = started["result"]["task"]["id"].as_str().unwrap_or_else(|| panic!("{started}")).to_owned();
     let canceled = rpc(&app, &asker, "CancelTask", json!({"id": id})).await;
     assert_eq!(canceled["result"]["status"]["state"], "TASK_STATE_CANCELED", "{canceled}");
+
+    // A 0.3 client's plain message reaches the 1.0 agent, and reads its answer in 0.3's shapes.
+    let old = app
+        .client
+        .post(format!("{}/a2a", app.base))
+        .bearer_auth(&asker.key)
+        .json(&json!({"jsonrpc": "2.0", "id": 3, "method": "message/send", "params": {"message": {
+            "kind": "message", "messageId": "tck-artifact-file-1", "role": "user",
+            "parts": [{"kind": "text", "text": "TCK artifact test"}]}}}))
+        .send()
+        .await
+        .unwrap();
+    let old: Value = old.json().await.unwrap();
+    let task = &old["result"];
+    assert_eq!((task["kind"].as_str(), task["status"]["state"].as_str()), (Some("task"), Some("completed")), "{old}");
+    let part = &task["artifacts"][0]["parts"][0];
+    assert_eq!((part["kind"].as_str(), part["file"]["name"].as_str()), (Some("file"), Some("output.txt")), "{old}");
+    assert_eq!(task["history"][0]["role"], "user");
 
     // Another requester's key does not reach the task; an unknown task is -32001.
     let other = app.register_agent("user-other").await;
