@@ -306,7 +306,7 @@ async fn delegations(state: &A2aState, agent: &AgentIdentity, key: &AgentKey, ca
             if let Some(push) = &push {
                 push_config::attach(state, agent, &record, push, version, before).await?;
             }
-            Ok(Answer::Stream(stream::follow(state, agent.agent_id, record, events, slot, call.id, version, call.rest)))
+            Ok(Answer::Stream(stream::follow(state, agent.agent_id, record, events, slot, &call)))
         }
         Operation::Get => {
             let record = task_of(state, agent, &call.params).await?;
@@ -339,7 +339,7 @@ async fn delegations(state: &A2aState, agent: &AgentIdentity, key: &AgentKey, ca
                 ))
                 .into());
             }
-            Ok(Answer::Stream(stream::follow(state, agent.agent_id, record, events, slot, call.id, version, call.rest)))
+            Ok(Answer::Stream(stream::follow(state, agent.agent_id, record, events, slot, &call)))
         }
         Operation::PushConfig => answer(push_config::handle(state, agent, &call).await?),
         Operation::ExtendedCard => Err(RpcError::no_extended_card().into()),

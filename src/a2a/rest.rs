@@ -157,10 +157,12 @@ pub async fn handle(
             return methods::http_refusal(e);
         }
     };
-    if method != HttpMethod::GET && method != HttpMethod::DELETE && !body.is_empty() {
-        if let Some(given) = methods::unsupported_content_type(&headers) {
-            return error(&RpcError::content_type_not_supported(&given));
-        }
+    if method != HttpMethod::GET
+        && method != HttpMethod::DELETE
+        && !body.is_empty()
+        && let Some(given) = methods::unsupported_content_type(&headers)
+    {
+        return error(&RpcError::content_type_not_supported(&given));
     }
     let (name, params) = match call_of(&method, &path, &query, &body) {
         Ok(found) => found,

@@ -406,11 +406,11 @@ fn outgoing(call: &Call, requester: Uuid, dialect: Dialect) -> Result<Request, R
             Dialect::V1_0 => convert::send_params_v1(&params),
             _ => convert::send_params_v03(&params),
         };
-        if let Some(Value::Object(m)) = params.get_mut("message") {
-            if let Some(id) = m.get("messageId").and_then(Value::as_str) {
-                let id = forwarded_message_id(requester, id);
-                m.insert("messageId".into(), json!(id));
-            }
+        if let Some(Value::Object(m)) = params.get_mut("message")
+            && let Some(id) = m.get("messageId").and_then(Value::as_str)
+        {
+            let id = forwarded_message_id(requester, id);
+            m.insert("messageId".into(), json!(id));
         }
     }
     Ok(Request { method, params: Value::Object(params) })

@@ -141,17 +141,18 @@ impl Following {
 }
 
 /// The SSE answer following `record`'s delegation from now: the task first, then its moves.
-/// `events` was subscribed before `record` was read or made, so no move falls between them.
+/// `events` was subscribed before `record` was read or made, so no move falls between them. Each
+/// event answers `call` (its id, its version, and without the JSON-RPC envelope when it came over
+/// the HTTP+JSON binding).
 pub fn follow(
     state: &A2aState,
     requester: Uuid,
     record: Record,
     events: broadcast::Receiver<Arc<Event>>,
     slot: Slot,
-    id: Id,
-    version: Version,
-    rest: bool,
+    call: &super::rpc::Call,
 ) -> Response {
+    let (id, version, rest) = (call.id.clone(), call.method.version, call.rest);
     let t = task::task(&record.delegation, &record.attempts);
     let mut following = Following {
         state: state.clone(),
