@@ -11,8 +11,9 @@
 //! The card says what anyone may know: the endpoints, that it streams and pushes, that
 //! the bearer credential is a Parley agent key (the requester's), and one skill per task type,
 //! whose description says what the message's data part holds. It names no agent, owner or
-//! count. The URLs come from `PARLEY_PUBLIC_URL`, else from the request's `Host`; the card is
-//! public and carries an ETag, so a client revalidates it for the price of a 304.
+//! count. The URLs come from `PARLEY_PUBLIC_URL`, else from the request's `Host`, and then the
+//! card is `private` and varies by `Host`, so no shared cache serves one client's spoofed `Host`
+//! to another. It carries an ETag, so a client revalidates it for the price of a 304.
 
 use axum::{
     Json,
@@ -144,6 +145,14 @@ pub fn base_url(configured: Option<&str>, headers: &HeaderMap) -> String {
     format!("http://{host}")
 }
 
+/// How long and by whom the card may be kept. A card whose URLs come from `PARLEY_PUBLIC_URL` is
+/// the same for everyone and may sit in shared caches; one built from the request's `Host` says
+/// whatever the client claimed, so only that client may keep it (a shared cache would otherwise
+/// hand a spoofed endpoint, where A2A clients send their keys, to everyone after it).
+fn cache_control(configured: bool) -> &'static str {
+    if configured { "public, max-age=300" } else { "private, max-age=300" }
+}
+
 /// A weak ETag of the card's content.
 fn etag(card: &Value) -> String {
     let digest = Sha256::digest(card.to_string().as_bytes());
@@ -170,11 +179,12 @@ fn served_since() -> &'static str {
 }
 
 /// A card's answer: 304 when the client's `If-None-Match` names its ETag.
-fn answer(card: Value, headers: &HeaderMap) -> Response {
+fn answer(card: Value, headers: &HeaderMap, configured: bool) -> Response {
     let tag = etag(&card);
     let cache = [
         (header::ETAG, HeaderValue::from_str(&tag).unwrap_or(HeaderValue::from_static("\"card\""))),
-        (header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=300")),
+        (header::CACHE_CONTROL, HeaderValue::from_static(cache_control(configured))),
+        (header::VARY, HeaderValue::from_static("Host")),
         (header::LAST_MODIFIED, HeaderValue::from_str(served_since()).unwrap_or(HeaderValue::from_static(""))),
     ];
     let revalidated =
@@ -194,12 +204,14 @@ fn answer(card: Value, headers: &HeaderMap) -> Response {
         (status = 304, description = "Not modified since the ETag the client holds"),
     ))]
 pub async fn get_card(State(state): State<A2aState>, headers: HeaderMap) -> Response {
-    answer(card(&base_url(state.engine.config().public_url.as_deref(), &headers)), &headers)
+    let configured = state.engine.config().public_url.as_deref();
+    answer(card(&base_url(configured, &headers)), &headers, configured.is_some())
 }
 
 /// `GET /.well-known/agent.json`: the 0.3 card, where 0.3 clients look.
 pub async fn get_card_v03(State(state): State<A2aState>, headers: HeaderMap) -> Response {
-    answer(card_v03(&base_url(state.engine.config().public_url.as_deref(), &headers)), &headers)
+    let configured = state.engine.config().public_url.as_deref();
+    answer(card_v03(&base_url(configured, &headers)), &headers, configured.is_some())
 }
 
 #[cfg(test)]
