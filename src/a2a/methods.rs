@@ -246,18 +246,21 @@ pub(crate) async fn dispatch(
     state: &A2aState,
     agent: &AgentIdentity,
     key: &AgentKey,
-    call: Call,
+    mut call: Call,
 ) -> Result<Answer, Refusal> {
     match call.method.operation {
-        Operation::Send => {
-            if let Some(target) = route::target_of_send(state, agent.agent_id, &call.params).await? {
-                return Ok(Answer::Result(route::forward(state, agent.agent_id, &target, &call).await?));
-            }
-        }
-        Operation::SendStreaming => {
-            if let Some(target) = route::target_of_send(state, agent.agent_id, &call.params).await? {
-                let slot = stream::slot(state, agent)?;
-                return Ok(Answer::Stream(route::forward_stream(state, agent.agent_id, target, call, slot).await?));
+        Operation::Send | Operation::SendStreaming => {
+            match route::target_of_send(state, agent.agent_id, &call.params).await? {
+                Some(route::Routed::Forward(target)) if call.method.operation == Operation::Send => {
+                    return Ok(Answer::Result(route::forward(state, agent.agent_id, &target, &call).await?));
+                }
+                Some(route::Routed::Forward(target)) => {
+                    let slot = stream::slot(state, agent)?;
+                    return Ok(Answer::Stream(route::forward_stream(state, agent.agent_id, target, call, slot).await?));
+                }
+                // A polling agent's skill: a delegation to it, made as any other.
+                Some(route::Routed::Delegate(params)) => call.params = params,
+                None => {}
             }
         }
         Operation::Get | Operation::Cancel | Operation::Subscribe | Operation::PushConfig => {

@@ -210,18 +210,30 @@ async fn anonymous_target(state: &A2aState, agent_id: Uuid, skill_id: String) ->
     target(state, agent_id, skill_id, anonymous_id).await
 }
 
+/// Where a routed send goes.
+#[derive(Debug, Clone)]
+pub enum Routed {
+    /// To an agent Parley calls: the message is forwarded there.
+    Forward(Target),
+    /// To an agent that polls: the send's params rewritten as a delegate body (the skill's
+    /// capability, the agent's anonymous id, and the message's parts as the input
+    /// `{"parts": [...]}`), which the delegation path makes; the agent picks it up as any
+    /// delegation.
+    Delegate(Map<String, Value>),
+}
+
 /// Where a send goes when it is routed: `None` for a delegate body (and a follow-up on a
 /// delegation), which the delegation path answers.
 pub async fn target_of_send(
     state: &A2aState,
     requester: Uuid,
     params: &Map<String, Value>,
-) -> Result<Option<Target>, RpcError> {
+) -> Result<Option<Routed>, RpcError> {
     let Some(message) = params.get("message").and_then(Value::as_object) else { return Ok(None) };
     let delegate = is_delegate_body(message);
     if let Some(task_id) = message.get("taskId").and_then(Value::as_str).filter(|t| !t.is_empty()) {
         if let Some(target) = target_of_task(state, requester, task_id).await? {
-            return Ok(Some(target));
+            return Ok(Some(Routed::Forward(target)));
         }
         if delegate {
             return Ok(None);
@@ -240,7 +252,9 @@ pub async fn target_of_send(
         let route = skills::route_of_context(&mut conn, requester, context_id).await.map_err(internal)?;
         drop(conn);
         if let Some(route) = route {
-            return anonymous_target(state, route.target_agent_id, route.skill_id).await.map(Some);
+            return anonymous_target(state, route.target_agent_id, route.skill_id)
+                .await
+                .map(|t| Some(Routed::Forward(t)));
         }
     }
     chosen(state, requester, params, message).await.map(Some)
@@ -278,17 +292,16 @@ async fn chosen(
     requester: Uuid,
     params: &Map<String, Value>,
     message: &Map<String, Value>,
-) -> Result<Target, RpcError> {
+) -> Result<Routed, RpcError> {
     let named = named(params, message)?;
     let query = if named.is_some() { String::new() } else { query_of(message) };
     let mut conn = state.engine.pool().acquire().await.map_err(internal)?;
-    let mut candidates = skills::candidates(&mut conn, requester, &query).await.map_err(internal)?;
+    let candidates = skills::candidates(&mut conn, requester, &query).await.map_err(internal)?;
     let named_agent = match &named {
         Some((Some(anonymous), _)) => skills::agent_of_anonymous(&mut conn, *anonymous).await.map_err(internal)?,
         _ => None,
     };
     drop(conn);
-    candidates.retain(|c| c.has_card);
     let choose_best = |fits: Vec<&skills::Candidate>| -> Option<skills::Candidate> {
         let best_rank = fits.iter().map(|c| c.text_rank).fold(0.0_f64, f64::max);
         let score = |c: &skills::Candidate| {
@@ -335,7 +348,43 @@ async fn chosen(
         };
         return Err(RpcError::invalid_params(ErrorCode::NoSkillMatches, format!("{what}; {choose}")));
     };
-    target(state, best.agent_id, best.skill_id, best.anonymous_id).await
+    match (&best.polled, best.anonymous_id) {
+        (None, _) => target(state, best.agent_id, best.skill_id, best.anonymous_id).await.map(Routed::Forward),
+        (Some((task_type, custom_type)), Some(anonymous)) => {
+            Ok(Routed::Delegate(as_delegation(params, message, task_type, custom_type.as_deref(), anonymous)))
+        }
+        (Some(_), None) => Err(RpcError::invalid_params(
+            ErrorCode::NoSkillMatches,
+            "the agent of that skill has no anonymous id in the directory right now",
+        )),
+    }
+}
+
+/// A send's params with its message's parts replaced by one delegate body for a polling agent's
+/// capability: `{taskType, customType, targetAnonymousId, input: {"parts": [...]}, fallbackEnabled:
+/// false}`; the message id, context, metadata and configuration stay.
+fn as_delegation(
+    params: &Map<String, Value>,
+    message: &Map<String, Value>,
+    task_type: &str,
+    custom_type: Option<&str>,
+    anonymous: Uuid,
+) -> Map<String, Value> {
+    let parts = message.get("parts").cloned().unwrap_or_else(|| json!([]));
+    let mut body = json!({
+        "taskType": task_type,
+        "targetAnonymousId": anonymous,
+        "input": {"parts": parts},
+        "fallbackEnabled": false,
+    });
+    if let Some(custom) = custom_type {
+        body["customType"] = json!(custom);
+    }
+    let mut message = message.clone();
+    message.insert("parts".into(), json!([{"kind": "data", "data": body}]));
+    let mut params = params.clone();
+    params.insert("message".into(), Value::Object(message));
+    params
 }
 
 /// The message id the target receives: the requester's, then a tag of the requester.

@@ -5,7 +5,8 @@
 //! its rows from the card document in the transaction that stores the card, so they are always
 //! the stored card's. A skill's text (name, tags, description, examples) is kept as a `tsvector`
 //! for PostgreSQL's full-text ranking; [`candidates`] ranks every live agent's skills for a
-//! message's words, beside the agent's trust percentile. Routes remember, per requester, which
+//! message's words, beside the agent's trust percentile (an agent that polls offers its
+//! capabilities as skills). Routes remember, per requester, which
 //! target a task (or a context) of a routed message lives at.
 
 use serde_json::{Value, json};
@@ -136,8 +137,9 @@ pub struct Candidate {
     pub skill_id: String,
     /// Its name.
     pub name: String,
-    /// Whether its agent is called over A2A (has a card).
-    pub has_card: bool,
+    /// For an agent that polls, the capability the skill is (task type, custom type); `None`
+    /// for a card skill of an agent Parley calls.
+    pub polled: Option<(String, Option<String>)>,
     /// Full-text rank of the skill's text for the message's words, in [0, 1).
     pub text_rank: f64,
     /// The agent's trust percentile (50 without a record).
@@ -145,19 +147,38 @@ pub struct Candidate {
 }
 
 /// Every live, active agent's skills but `requester`'s own (at most 500), ranked for `query`
-/// (a `to_tsquery` text; empty ranks nothing).
+/// (a `to_tsquery` text; empty ranks nothing): the card skills of agents Parley calls, and the
+/// enabled capabilities taking delegations of agents that poll (a capability is a skill: its id
+/// the custom type, else the task type; its text the id, description and tags).
 pub async fn candidates(conn: &mut PgConnection, requester: Uuid, query: &str) -> sqlx::Result<Vec<Candidate>> {
     let rows = sqlx::query!(
-        r#"SELECT s.agent_id, s.skill_id, s.name,
-                  (SELECT i.anonymous_id FROM anonymous_ids i WHERE i.agent_id = s.agent_id AND i.current) AS anonymous_id,
-                  EXISTS (SELECT 1 FROM agent_cards c WHERE c.agent_id = s.agent_id) AS "has_card!",
-                  CASE WHEN $2 = '' THEN 0 ELSE ts_rank(s.search, to_tsquery('english', $2), 32) END::float8 AS "text_rank!",
+        r#"WITH q AS (SELECT CASE WHEN $2 = '' THEN NULL ELSE to_tsquery('english', $2) END AS q),
+           offered AS (
+               SELECT s.agent_id, s.skill_id, s.name, s.search, NULL::text AS task_type, NULL::text AS custom_type
+                 FROM agent_skills s
+                WHERE EXISTS (SELECT 1 FROM agent_cards c WHERE c.agent_id = s.agent_id)
+               UNION ALL
+               SELECT c.agent_id, coalesce(c.custom_type, c.task_type), coalesce(c.custom_type, c.task_type),
+                      setweight(to_tsvector('english', coalesce(c.custom_type, c.task_type)), 'A')
+                      || setweight(to_tsvector('english', coalesce((SELECT string_agg(t, ' ')
+                                                                   FROM jsonb_array_elements_text(c.tags) t), '')), 'A')
+                      || setweight(to_tsvector('english', coalesce(c.description, '')), 'B'),
+                      c.task_type, c.custom_type
+                 FROM capabilities c
+                WHERE c.enabled AND c.accept_delegations
+                  AND NOT EXISTS (SELECT 1 FROM agent_cards k WHERE k.agent_id = c.agent_id)
+           )
+           SELECT o.agent_id AS "agent_id!", o.skill_id AS "skill_id!", o.name AS "name!",
+                  o.task_type, o.custom_type,
+                  (SELECT i.anonymous_id FROM anonymous_ids i WHERE i.agent_id = o.agent_id AND i.current) AS anonymous_id,
+                  coalesce(ts_rank(o.search, q.q, 32), 0)::float8 AS "text_rank!",
                   coalesce(tp.percentile, 50) AS "trust!"
-             FROM agent_skills s
-             JOIN agents a ON a.agent_id = s.agent_id AND a.deleted_at IS NULL AND a.status = 'active'
-             LEFT JOIN trust_percentiles tp ON tp.agent_id = s.agent_id
-            WHERE s.agent_id <> $1
-            ORDER BY s.agent_id, s.skill_id
+             FROM offered o
+             CROSS JOIN q
+             JOIN agents a ON a.agent_id = o.agent_id AND a.deleted_at IS NULL AND a.status = 'active'
+             LEFT JOIN trust_percentiles tp ON tp.agent_id = o.agent_id
+            WHERE o.agent_id <> $1
+            ORDER BY o.agent_id, o.skill_id
             LIMIT 500"#,
         requester,
         query
@@ -171,7 +192,7 @@ pub async fn candidates(conn: &mut PgConnection, requester: Uuid, query: &str) -
             anonymous_id: r.anonymous_id,
             skill_id: r.skill_id,
             name: r.name,
-            has_card: r.has_card,
+            polled: r.task_type.map(|t| (t, r.custom_type)),
             text_rank: r.text_rank,
             trust: r.trust,
         })

@@ -263,3 +263,39 @@ async fn a_routed_task_goes_on_at_its_target_multi_turn_streamed_read_and_cancel
                                       "parts": [{"text": "hello"}]}});
     assert_eq!(rpc(&app, &asker, "SendMessage", unknown).await["error"]["code"], -32001);
 }
+
+#[tokio::test]
+async fn a_plain_message_to_a_polling_agents_skill_reaches_it_through_pickup_as_a_delegation() {
+    use crate::directory_calls::offer;
+    let app = parley().await;
+    let [poet, translator, asker] = app.register_agents(["user-poet", "user-translator", "user-asker"]).await;
+    let skill = |custom: &str, description: &str, tag: &str| {
+        json!({"taskType": "custom", "customType": custom, "description": description, "tags": [tag],
+               "inputSchema": {"type": "object", "required": ["parts"]}, "outputSchema": {"type": "object"}})
+    };
+    let poet_anonymous = offer(&app, &poet, &skill("haiku", "Writes a haiku about any topic", "poetry")).await;
+    offer(&app, &translator, &skill("translate", "Translates text between languages", "language")).await;
+
+    let mut sent = text("m-haiku", "Write a haiku about autumn leaves");
+    sent["configuration"] = json!({"returnImmediately": true});
+    let sent = rpc(&app, &asker, "SendMessage", sent).await;
+    let task = &sent["result"]["task"];
+    assert_eq!(task["metadata"]["parley"]["taskType"], "custom", "{sent}");
+    let task_id = task["id"].as_str().unwrap().to_owned();
+
+    // The poet picks it up as any delegation: the input is the message's parts.
+    let inbox = app.inbox(&poet, Some(5)).await;
+    let item = &inbox.body["requests"][0];
+    assert_eq!(item["input"], json!({"parts": [{"text": "Write a haiku about autumn leaves"}]}), "{}", inbox.text);
+    assert_eq!(app.inbox(&translator, None).await.body["total"], 0);
+    let rid = item["requestId"].as_str().unwrap().to_owned();
+    let accepted = app.act(&poet, &rid, "accept", None).await;
+    let token = accepted.body["claimToken"].as_str().unwrap().to_owned();
+    let done =
+        app.act(&poet, &rid, "complete", Some(&json!({"output": {"haiku": "leaves fall"}, "claimToken": token}))).await;
+    assert_eq!(done.status, StatusCode::OK, "{}", done.text);
+    let read = rpc(&app, &asker, "GetTask", json!({"id": task_id})).await;
+    assert_eq!(read["result"]["status"]["state"], "TASK_STATE_COMPLETED", "{read}");
+    let attempt = &read["result"]["metadata"]["parley"]["attempts"][0];
+    assert_eq!(attempt["targetAnonymousId"], poet_anonymous.as_str(), "{read}");
+}
