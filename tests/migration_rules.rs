@@ -20,7 +20,7 @@ use std::path::PathBuf;
 
 /// The tables that grow with the work done: every finished negotiation or delegation leaves
 /// rows in them, a year of history is millions.
-const HISTORY: [&str; 18] = [
+const HISTORY: [&str; 19] = [
     "a2a_sends",
     "agent_trust_days",
     "anonymous_ids",
@@ -38,6 +38,7 @@ const HISTORY: [&str; 18] = [
     "outbox_deliveries",
     // Webhooks are few, but every A2A push notification configuration is a row too.
     "outbox_targets",
+    "person_questions",
     "tasks",
     "trust_requester_days",
 ];

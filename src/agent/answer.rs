@@ -1,7 +1,8 @@
 //! What a worker may answer, checked before anything reaches the service, and the JSON Schemas
 //! that tell a model the same rules.
 //!
-//! A turn's answer is a respond body (without the claim token, which the worker never sees):
+//! A turn's answer is a respond body (without the claim token, which the worker never sees), or
+//! an `ask_person` question to the agent's person (`{"action": "ask_person", "question", "options"?}`):
 //! checked with the service's own parsing and turn rules, so that an answer the service would
 //! refuse counts as the worker's failure without a round trip. A delegation's answer is one of
 //! `{"output": ...}` (checked against the capability's output schema, as `complete` checks it),
@@ -12,7 +13,7 @@ use serde_json::{Value, json};
 use crate::{
     directory::schema::Prepared,
     domain::{SideKind, action_allowed},
-    http::agent_turns::RespondIn,
+    http::agent_turns::{ASK_PERSON, Checked, RespondIn},
 };
 
 /// A checked delegation answer.
@@ -35,7 +36,17 @@ pub fn check_turn(answer: &Value, number: u32) -> Result<Value, String> {
     let mut body: RespondIn = serde_json::from_value(answer.clone()).map_err(|e| format!("not a respond body: {e}"))?;
     // Whatever it says, the claim token is the runner's to send.
     body.claim_token = None;
-    let turn = body.validate().map_err(|e| e.to_string())?;
+    if body.action != ASK_PERSON {
+        // A model's strict answer carries every property: a blank question and no options are none.
+        body.question = body.question.filter(|q| !q.trim().is_empty());
+        body.options = body.options.filter(|o| !o.is_empty());
+    }
+    let turn = match body.validate().map_err(|e| e.to_string())? {
+        Checked::Ask(ask) => {
+            return Ok(json!({ "action": ASK_PERSON, "question": ask.question, "options": ask.options }));
+        }
+        Checked::Turn(turn) => turn,
+    };
     if !action_allowed(turn.action, number, SideKind::Personal) {
         return Err(if number == 0 {
             format!("turn 0 must be a propose or a reject, not {}", turn.action)

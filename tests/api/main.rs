@@ -9,6 +9,7 @@ mod a2a_server;
 mod agent_cards;
 mod agentlens;
 mod agents;
+mod ask_person;
 mod assessment;
 mod auth;
 mod authz;
