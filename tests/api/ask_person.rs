@@ -12,6 +12,7 @@ use crate::{
     fixtures,
     helpers::{Answer, SseReader, TestAgent, TestApp, answer},
     mcp::{call_tool, initialize},
+    runner,
 };
 
 const QUESTION: &str = "PRIVATE-Q: Maya's startup pays mostly in equity. Is that a deal-breaker for you?";
@@ -269,4 +270,29 @@ async fn the_other_side_never_reads_the_question_or_the_answer() {
             break;
         }
     }
+}
+
+/// `parley agent`: a program asks its person, and decides by the answer.
+#[tokio::test]
+async fn a_program_asks_its_person_and_decides_by_the_answer() {
+    let app = TestApp::spawn().await;
+    let tomas = app.register_agent("user-tomas").await;
+    let id = runner::start(&app, fixtures::good_match()).await;
+    let scratch = runner::Scratch::new("ask");
+    let mut runner = runner::Runner::start(&app, &tomas.key, &["--exec", &scratch.program("ask")], &scratch, "runner");
+    app.wait_for(&id, runner::PATIENCE, |v| v["status"] == "waiting_for_person").await;
+    let view = app.get(&format!("/api/negotiations/{id}"), &app.user_token("user-tomas")).await.body;
+    let question = &view["pendingQuestion"];
+    assert_eq!(question["question"], "Is equity instead of salary fine?", "{view}");
+    let path = format!("/api/negotiations/{id}/questions/{}/answer", question["id"].as_str().unwrap());
+    let answered = app.post(&path, &app.user_token("user-tomas"), &serde_json::json!({"answer": "yes"})).await;
+    assert_eq!(answered.status, reqwest::StatusCode::OK, "{}", answered.text);
+    let done = app.wait_for(&id, runner::PATIENCE, |v| v["status"] == "completed").await;
+    assert_eq!(done["turns"][1]["action"], "accept", "{done}");
+    let runs = scratch.runs_on(&id, 1);
+    assert_eq!(runs.len(), 2, "asked, then decided: {runs:?}");
+    let second: Value = serde_json::from_str(runs[1]["raw"].as_str().unwrap()).unwrap();
+    assert_eq!(second["context"]["personAnswers"][0]["answer"], "yes", "{second}");
+    runner.term();
+    assert_eq!(runner.exit().await.code(), Some(0), "{}", runner.log());
 }
