@@ -47,6 +47,13 @@ ALTER TABLE events ADD CONSTRAINT events_kind_check
     CHECK (kind IN ('opportunity.status', 'negotiation.turn', 'negotiation.outcome', 'negotiation.round',
                     'delegation.status', 'negotiation.question')) NOT VALID;
 
+-- The insights count questions asked, answered and left unanswered, per day, for everyone and
+-- for the asking person (`insight_counts`, kind `question`, keys `asked`, `answered`,
+-- `unanswered`).
+ALTER TABLE insight_counts DROP CONSTRAINT insight_counts_kind_check;
+ALTER TABLE insight_counts ADD CONSTRAINT insight_counts_kind_check
+    CHECK (kind IN ('turns', 'outcome', 'answer', 'objection', 'question')) NOT VALID;
+
 -- A negotiation waiting for a person is in progress: the lists of negotiations in progress
 -- (`src/store/tasks.rs`) name the state, and read these partial indexes (they hold only the
 -- rows in an active state).

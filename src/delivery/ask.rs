@@ -32,7 +32,7 @@ use crate::{
     domain::{Side, TaskEvent, TaskState},
     runtime::{AgentIdentity, AgentKey},
     store::{
-        agents, events, opportunities,
+        agents, events, insights, opportunities,
         person_questions::{self, NewQuestion, Question},
         tasks::{self, Task},
     },
@@ -148,6 +148,7 @@ impl Engine {
             "askedAt": Utc::now(), "expiresAt": expires_at,
         });
         self.record_question_event(&mut tx, &task, &user_id, data).await?;
+        insights::count_question(&mut tx, task.id, &user_id, "asked").await?;
         tx.commit().await?;
         // The claim this process handed out is gone: a later respond under it reads afresh.
         let _ = self.recent_claims.take(task.id, task.claim_generation, Some(agent.agent_id));
@@ -219,6 +220,7 @@ impl Engine {
             "state": "answered", "answer": answer,
         });
         self.record_question_event(&mut tx, &task, user_id, data).await?;
+        insights::count_question(&mut tx, task.id, user_id, "answered").await?;
         tx.commit().await?;
         self.after_person(&task, "answered");
         let mut conn = self.runtime.pool.acquire().await?;
@@ -249,6 +251,7 @@ impl Engine {
             "state": "unanswered",
         });
         self.record_question_event(&mut tx, &task, &question.user_id, data).await?;
+        insights::count_question(&mut tx, task.id, &question.user_id, "unanswered").await?;
         tx.commit().await?;
         self.after_person(&task, "unanswered");
         Ok(true)

@@ -111,6 +111,12 @@ async fn an_agent_asks_its_person_and_its_next_pickup_carries_the_answer() {
     let countered = app.respond(&agent, &id, &answer("counter", Some(token))).await;
     assert_eq!(countered.status, StatusCode::OK, "{}", countered.text);
     assert_eq!(countered.body["turnNumber"], 1);
+    // Insights count the person's questions, for them and for everyone; the other side's are 0.
+    let app = &app;
+    let counted = async |token: String| app.get("/api/insights", &token).await.body["total"]["personQuestions"].clone();
+    assert_eq!(counted(tomas.clone()).await, json!({"asked": 1, "answered": 1, "unanswered": 0}));
+    assert_eq!(counted(app.service_token()).await, json!({"asked": 1, "answered": 1, "unanswered": 0}));
+    assert_eq!(counted(app.user_token("user-maya")).await, json!({"asked": 0, "answered": 0, "unanswered": 0}));
     // The answer belongs to that turn: a later turn's pickup carries none.
     let later = app.pickup(&agent, None).await;
     if later.status == StatusCode::OK {
@@ -132,6 +138,8 @@ async fn a_question_nobody_answers_in_time_goes_back_to_the_agent_with_null() {
     let answers = &picked.body["context"]["personAnswers"];
     assert_eq!(answers[0]["questionId"], json!(question_id), "{answers}");
     assert!(answers[0]["answer"].is_null() && answers[0]["answeredAt"].is_null(), "{answers}");
+    let insights = app.get("/api/insights", &app.user_token("user-tomas")).await.body;
+    assert_eq!(insights["total"]["personQuestions"], json!({"asked": 1, "answered": 0, "unanswered": 1}), "{insights}");
     // Liveness and fallback are unchanged for the rest of the turn: the park timer is armed.
     let park_timers: i64 = app
         .counted(&format!(
