@@ -304,3 +304,82 @@ async fn a_program_asks_its_person_and_decides_by_the_answer() {
     runner.term();
     assert_eq!(runner.exit().await.code(), Some(0), "{}", runner.log());
 }
+
+/// The answer window is a durable timer: armed by a process killed with SIGKILL right after the
+/// ask, it still closes the question once a new worker runs, and the turn goes back to the agent.
+#[tokio::test]
+async fn the_answer_window_survives_kill_9() {
+    let database_url = crate::helpers::fresh_database().await;
+    let data_dir = std::env::temp_dir().join(format!("parley-ask-kill-{}", uuid::Uuid::now_v7()));
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let env = |cmd: &mut std::process::Command| {
+        cmd.env("DATABASE_URL", &database_url)
+            .env("PARLEY_BIND", format!("127.0.0.1:{port}"))
+            .env("PARLEY_DATA_DIR", &data_dir)
+            .env("PARLEY_JWT_SECRET", crate::helpers::TEST_SECRET)
+            .env("PARLEY_ASK_TIMEOUT", "2s")
+            .env("PARLEY_TIMER_POLL", "200ms")
+            .env("RUST_LOG", "warn")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+    };
+    let mut serve = std::process::Command::new(env!("CARGO_BIN_EXE_parley"));
+    serve.arg("serve");
+    env(&mut serve);
+    let mut child = serve.spawn().unwrap();
+    let app = TestApp::spawn_on(&database_url, |c| c.workers = false).await;
+    let base = format!("http://127.0.0.1:{port}");
+    for _ in 0..100 {
+        if reqwest::get(format!("{base}/readyz")).await.is_ok_and(|r| r.status().is_success()) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let agent = app.register_agent("user-tomas").await;
+    let client = reqwest::Client::new();
+    let started = crate::helpers::post_for_json(
+        &client,
+        &format!("{base}/api/negotiations"),
+        &app.service_token(),
+        &fixtures::good_match(),
+    )
+    .await;
+    let id = started["negotiation"]["id"].as_str().unwrap().to_owned();
+    let agent_url = format!("{base}/api/agents/{}/negotiations", agent.id);
+    let picked: Value = client
+        .post(format!("{agent_url}/pickup"))
+        .header("x-api-key", &agent.key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let token = picked["claimToken"].as_str().unwrap();
+    let asked = client
+        .post(format!("{agent_url}/{id}/respond"))
+        .header("x-api-key", &agent.key)
+        .json(&ask(token, QUESTION, &[]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(asked.status(), StatusCode::OK);
+    // SIGKILL: no shutdown, no chance to run anything.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(app.snapshot(&id).await.0, "waiting_for_person", "nothing ran the timer while no worker lived");
+
+    let mut worker = std::process::Command::new(env!("CARGO_BIN_EXE_parley"));
+    worker.arg("worker");
+    env(&mut worker);
+    let mut worker = worker.spawn().unwrap();
+    let view = app.wait_for(&id, Duration::from_secs(30), |v| v["status"] == "waiting_for_agent").await;
+    worker.kill().unwrap();
+    worker.wait().unwrap();
+    assert_eq!(view["turnCount"], 1);
+    let closed = app
+        .counted(&format!("SELECT count(*) FROM person_questions WHERE task_id = '{id}' AND status = 'unanswered'"))
+        .await;
+    assert_eq!(closed, 1);
+}

@@ -1063,7 +1063,9 @@ describe("status page", { timeout: 240_000 }, () => {
   });
 
   step("an agent asks its person: the question on the card, live, answered with a button; the other side never sees it", async () => {
-    // Maya's laptop takes whichever of her turns comes first, and asks her instead of deciding.
+    // A new match opens with Maya's turn; her laptop takes it, and asks her instead of deciding.
+    const started = await server.api(serviceToken, "POST", "/api/negotiations", NEGOTIATION);
+    assert.equal(started.status, 201, started.text);
     const picked = await server.keyed(laptopKey, "POST", `/api/agents/${laptopId}/negotiations/pickup?wait=5`);
     assert.equal(picked.status, 200, picked.text);
     const { negotiationId, claimToken } = picked.json;
