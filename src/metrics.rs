@@ -38,13 +38,18 @@ static ENABLED: AtomicBool = AtomicBool::new(false);
 const SECONDS_BUCKETS: &[f64] =
     &[0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
 
+/// Buckets of the system negotiator's decision time: 50 µs to 100 ms (a decision of the rules
+/// is meant to take well under a millisecond, which the general buckets could not show).
+const DECISION_BUCKETS: &[f64] = &[0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1];
+
 /// Installs the process's recorder (once) and turns recording on or off. Off, every record
 /// call returns at once and `/metrics` answers 404; the benchmark compares the two in one run.
 pub fn install(enabled: bool) {
     HANDLE.get_or_init(|| {
         let recorder = PrometheusBuilder::new()
             .set_buckets_for_metric(Matcher::Suffix("_seconds".to_owned()), SECONDS_BUCKETS)
-            .expect("the bucket list is not empty")
+            .and_then(|b| b.set_buckets_for_metric(Matcher::Full(DECISION_SECONDS.to_owned()), DECISION_BUCKETS))
+            .expect("the bucket lists are not empty")
             .build_recorder();
         let handle = recorder.handle();
         if metrics::set_global_recorder(recorder).is_err() {
@@ -63,6 +68,11 @@ pub fn enabled() -> bool {
 }
 
 fn describe() {
+    describe_histogram!(
+        DECISION_SECONDS,
+        metrics::Unit::Seconds,
+        "Time the system negotiator's rules took to decide one turn (a model's call, when configured, is not in it)."
+    );
     describe_counter!("parley_http_requests_total", "HTTP requests answered, by method, route template and status.");
     describe_histogram!(
         "parley_http_request_duration_seconds",
@@ -178,6 +188,7 @@ fn register_known_series() {
     gauge!("parley_http_connections").set(0.0);
     gauge!("parley_sse_streams").set(0.0);
     let _ = histogram!("parley_pickup_wait_seconds");
+    let _ = histogram!(DECISION_SECONDS);
     for method in A2A_METHODS_OF_NOTE {
         for outcome in ["ok", "error", "refused"] {
             counter!("parley_a2a_calls_total", "method" => *method, "outcome" => outcome).absolute(0);
@@ -357,6 +368,16 @@ pub fn park_fallback(window: &'static str) {
 pub fn person_question(state: &'static str) {
     if enabled() {
         counter!("parley_person_questions_total", "state" => state).increment(1);
+    }
+}
+
+/// The series of the system negotiator's decision time.
+const DECISION_SECONDS: &str = "parley_negotiator_decision_seconds";
+
+/// One decision of the system negotiator's rules took `took`.
+pub fn negotiator_decision(took: Duration) {
+    if enabled() {
+        histogram!(DECISION_SECONDS).record(took.as_secs_f64());
     }
 }
 

@@ -7,11 +7,12 @@
 //! `preferredTransport`, `protocolVersion`, the scheme's `type`/`scheme`, `security`). A 1.0
 //! client picks the 1.0 interface; a 0.3 client reads the 0.3 fields and ignores the others.
 //!
-//! The card says what anyone may know: the endpoint, that it streams and does not push, that
+//! The card says what anyone may know: the endpoint, that it streams and pushes, that
 //! the bearer credential is a Parley agent key (the requester's), and one skill per task type,
 //! whose description says what the message's data part holds. It names no agent, owner or
-//! count. The URLs come from `PARLEY_PUBLIC_URL`, else from the request's `Host`; the card is
-//! public and carries an ETag, so a client revalidates it for the price of a 304.
+//! count. The URLs come from `PARLEY_PUBLIC_URL`, else from the request's `Host`, and then the
+//! card is `private` and varies by `Host`, so no shared cache serves one client's spoofed `Host`
+//! to another. It carries an ETag, so a client revalidates it for the price of a 304.
 
 use axum::{
     Json,
@@ -49,7 +50,7 @@ pub fn card(base: &str) -> Value {
             { "url": url, "protocolBinding": "JSONRPC", "protocolVersion": "0.3" },
         ],
         "provider": { "organization": "Parley", "url": base },
-        "capabilities": { "streaming": true, "pushNotifications": false, "extendedAgentCard": false },
+        "capabilities": { "streaming": true, "pushNotifications": true, "extendedAgentCard": false },
         "securitySchemes": {
             SCHEME: {
                 "httpAuthSecurityScheme": { "scheme": "Bearer", "bearerFormat": "Parley agent key", "description": scheme_description },
@@ -102,6 +103,14 @@ pub fn base_url(configured: Option<&str>, headers: &HeaderMap) -> String {
     format!("http://{host}")
 }
 
+/// How long and by whom the card may be kept. A card whose URLs come from `PARLEY_PUBLIC_URL` is
+/// the same for everyone and may sit in shared caches; one built from the request's `Host` says
+/// whatever the client claimed, so only that client may keep it (a shared cache would otherwise
+/// hand a spoofed endpoint, where A2A clients send their keys, to everyone after it).
+fn cache_control(configured: bool) -> &'static str {
+    if configured { "public, max-age=300" } else { "private, max-age=300" }
+}
+
 /// A weak ETag of the card's content.
 fn etag(card: &Value) -> String {
     let digest = Sha256::digest(card.to_string().as_bytes());
@@ -129,11 +138,13 @@ fn matches(if_none_match: &str, etag: &str) -> bool {
         (status = 304, description = "Not modified since the ETag the client holds"),
     ))]
 pub async fn get_card(State(state): State<A2aState>, headers: HeaderMap) -> Response {
-    let card = card(&base_url(state.engine.config().public_url.as_deref(), &headers));
+    let configured = state.engine.config().public_url.as_deref();
+    let card = card(&base_url(configured, &headers));
     let tag = etag(&card);
     let cache = [
         (header::ETAG, HeaderValue::from_str(&tag).unwrap_or(HeaderValue::from_static("\"card\""))),
-        (header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=300")),
+        (header::CACHE_CONTROL, HeaderValue::from_static(cache_control(configured.is_some()))),
+        (header::VARY, HeaderValue::from_static("Host")),
     ];
     let revalidated =
         headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()).is_some_and(|v| matches(v, &tag));
@@ -156,7 +167,7 @@ mod tests {
         assert!(interfaces.iter().all(|i| i["url"] == "https://parley.example.com/a2a"));
         assert_eq!(c["url"], "https://parley.example.com/a2a");
         assert_eq!(c["capabilities"]["streaming"], true);
-        assert_eq!(c["capabilities"]["pushNotifications"], false);
+        assert_eq!(c["capabilities"]["pushNotifications"], true);
         let ids: Vec<&str> = c["skills"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
         assert_eq!(ids, TaskType::ALL.map(TaskType::as_str));
         assert_eq!(c["securitySchemes"][SCHEME]["httpAuthSecurityScheme"]["scheme"], "Bearer");

@@ -289,6 +289,7 @@ impl Engine {
         // The other user as this side may see them: shared intents, no deal-breakers.
         let other = task.context(side.other())?.as_seen_by_other_side();
         let seed: SeedAssessment = serde_json::from_value(task.seed_assessment.clone()).map_err(anyhow::Error::from)?;
+        let deciding = std::time::Instant::now();
         let decision = negotiator::decide(
             &self.negotiator,
             &Situation {
@@ -301,6 +302,7 @@ impl Engine {
                 max_turns: task.max_turns,
             },
         );
+        crate::metrics::negotiator_decision(deciding.elapsed());
         Ok(Turn {
             turn_number: history.len() as u32,
             side,

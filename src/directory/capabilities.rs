@@ -92,6 +92,14 @@ impl TaskType {
     pub fn names() -> String {
         TaskType::ALL.map(TaskType::as_str).join(", ")
     }
+
+    /// The names as a sentence lists them ("code-review, ..., transformation or custom"), for
+    /// the MCP tools' argument schemas, so that they never list fewer than there are.
+    pub fn names_or() -> String {
+        let names = TaskType::ALL.map(TaskType::as_str);
+        let (last, rest) = names.split_last().expect("there are task types");
+        format!("{} or {last}", rest.join(", "))
+    }
 }
 
 /// A field of a capability (or of a query about capabilities) that cannot be accepted.

@@ -96,7 +96,7 @@ impl Lexicon {
         self.synsets.len()
     }
 
-    fn intern_stem(&mut self, cache: &mut HashMap<String, u32>, word: &str) -> u32 {
+    fn intern_stem(&mut self, cache: &mut wordnet::StemCache, word: &str) -> u32 {
         if let Some(id) = cache.get(word) {
             return *id;
         }

@@ -10,8 +10,14 @@
 //! folder without the files is [`LoadError::Missing`].
 
 use super::{Lexicon, Synset};
-use std::collections::HashMap;
 use std::path::Path;
+
+// The loader's maps see every word of the database once or more: aHash rather than SipHash
+// (the input is the installed database, not anyone's request).
+type HashMap<K, V> = std::collections::HashMap<K, V, ahash::RandomState>;
+
+/// Words of the database already stemmed, with their stems' ids.
+pub(super) type StemCache = HashMap<String, u32>;
 
 /// Why a lexicon could not be loaded.
 #[derive(Debug)]
@@ -74,8 +80,8 @@ const GLOSS_STOP: &[&str] = &[
     "part",
     "person",
     "some",
-    "something",
     "someone",
+    "something",
     "such",
     "than",
     "that",
@@ -86,8 +92,8 @@ const GLOSS_STOP: &[&str] = &[
     "those",
     "to",
     "up",
-    "usually",
     "used",
+    "usually",
     "very",
     "was",
     "which",
@@ -96,6 +102,12 @@ const GLOSS_STOP: &[&str] = &[
     "with",
     "without",
 ];
+
+/// Whether a definition's word says nothing of its sense (a binary search: every word of
+/// WordNet's definitions passes here at load).
+fn stop(word: &str) -> bool {
+    GLOSS_STOP.binary_search(&word).is_ok()
+}
 
 /// Loads the lexicon from `dir`.
 pub fn load(dir: &Path) -> Result<Lexicon, LoadError> {
@@ -107,9 +119,9 @@ pub fn load(dir: &Path) -> Result<Lexicon, LoadError> {
         std::fs::read_to_string(&path).map_err(|e| LoadError::Io(path.display().to_string(), e))
     };
     let mut lex = Lexicon::default();
-    let mut stem_cache: HashMap<String, u32> = HashMap::new();
+    let mut stem_cache = StemCache::default();
     // Pass 1: every synset, by (part of speech, offset).
-    let mut at: HashMap<(bool, u32), u32> = HashMap::new();
+    let mut at: HashMap<(bool, u32), u32> = HashMap::default();
     let mut pending: Vec<(Vec<Pointer>, Vec<Pointer>)> = Vec::new();
     for (suffix, verb) in PARTS {
         let data = read(&format!("data.{suffix}"))?;
@@ -175,7 +187,7 @@ type Pointer = (bool, u32);
 /// One line of a data file: the synset (with its offset), and its hypernyms' and topics' keys.
 type DataLine = ((u32, Synset), Vec<Pointer>, Vec<Pointer>);
 
-fn parse_data_line(line: &str, verb: bool, lex: &mut Lexicon, stems: &mut HashMap<String, u32>) -> Option<DataLine> {
+fn parse_data_line(line: &str, verb: bool, lex: &mut Lexicon, stems: &mut StemCache) -> Option<DataLine> {
     let (head, gloss) = line.split_once(" | ").unwrap_or((line, ""));
     let f: Vec<&str> = head.split(' ').filter(|x| !x.is_empty()).collect();
     let offset: u32 = f.first()?.parse().ok()?;
@@ -215,9 +227,7 @@ fn parse_data_line(line: &str, verb: bool, lex: &mut Lexicon, stems: &mut HashMa
         }
     };
     for w in &words {
-        for part in
-            w.split(['_', '-']).filter(|x| x.len() > 1 && !GLOSS_STOP.contains(&x.to_ascii_lowercase().as_str()))
-        {
+        for part in w.split(['_', '-']).filter(|x| x.len() > 1 && !stop(&x.to_ascii_lowercase())) {
             push(lex, &part.to_ascii_lowercase());
         }
     }
@@ -227,7 +237,7 @@ fn parse_data_line(line: &str, verb: bool, lex: &mut Lexicon, stems: &mut HashMa
         .split(|c: char| !c.is_ascii_alphabetic())
         .filter(|w| w.len() > 2)
         .map(str::to_ascii_lowercase)
-        .filter(|w| !GLOSS_STOP.contains(&w.as_str()))
+        .filter(|w| !stop(w))
     {
         push(lex, &word);
     }
@@ -248,6 +258,12 @@ fn parse_data_line(line: &str, verb: bool, lex: &mut Lexicon, stems: &mut HashMa
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_stop_words_are_sorted_for_their_binary_search() {
+        assert!(GLOSS_STOP.windows(2).all(|w| w[0] < w[1]));
+        assert!(stop("the") && stop("which") && !stop("violin"));
+    }
 
     #[test]
     fn a_missing_folder_is_missing() {

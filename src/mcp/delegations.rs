@@ -17,7 +17,10 @@ use serde_json::Value;
 
 use super::{ParleyMcp, agent_of, api_error, key_of, parse_uuid, structured};
 use crate::{
-    directory::delegation::{self, Event, RawRequest},
+    directory::{
+        capabilities::TaskType,
+        delegation::{self, Event, RawRequest},
+    },
     runtime::{AgentIdentity, AgentKey},
     wire::{
         delegations::{AcceptedOut, CompletedOut, EndedOut, InboxOut, answer, inbound_out},
@@ -35,8 +38,8 @@ pub struct DelegateArgs {
     pub request_id: Option<String>,
     /// The target's anonymous id (from discover_agents); without it, the top discovery result.
     pub target_anonymous_id: Option<String>,
-    /// code-review, code-generation, testing, documentation, analysis, summarization,
-    /// translation or custom.
+    /// The kind of work: one of [`TaskType`]'s names (the schema lists them all).
+    #[schemars(description = format!("The kind of work: {}.", TaskType::names_or()))]
     pub task_type: String,
     /// Required for custom.
     pub custom_type: Option<String>,
@@ -355,5 +358,18 @@ mod tests {
             assert!(kind.to_string().contains("integer"), "{field}: {schema}");
         }
         assert!(!schema["required"].to_string().contains("timeoutMs"), "{schema}");
+    }
+
+    /// The tools' schemas list every task type the service takes (they once listed 8 of 12).
+    #[test]
+    fn the_task_type_arguments_list_every_task_type() {
+        for schema in [schemars::schema_for!(DelegateArgs), schemars::schema_for!(crate::mcp::directory::DiscoverArgs)]
+        {
+            let schema = serde_json::to_value(schema).unwrap();
+            let described = schema["properties"]["taskType"]["description"].as_str().unwrap_or_default().to_owned();
+            for t in TaskType::ALL {
+                assert!(described.contains(t.as_str()), "{} missing from {described:?}", t.as_str());
+            }
+        }
     }
 }

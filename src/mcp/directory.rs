@@ -10,6 +10,7 @@ use serde_json::Value;
 use super::{ParleyMcp, api_error, structured};
 use crate::{
     directory::{
+        capabilities::TaskType,
         discovery::{DiscoverQuery, Query},
         ranking::{RankQuery, RankRequest},
     },
@@ -23,8 +24,8 @@ use crate::{
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DiscoverArgs {
-    /// Required: code-review, code-generation, testing, documentation, analysis, summarization,
-    /// translation or custom.
+    /// Required: one of [`TaskType`]'s names (the schema lists them all).
+    #[schemars(description = format!("Required: {}.", TaskType::names_or()))]
     pub task_type: String,
     /// With taskType custom: only this custom type.
     pub custom_type: Option<String>,

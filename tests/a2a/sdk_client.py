@@ -173,7 +173,7 @@ async def main():
     # The card, at both paths.
     async with httpx.AsyncClient() as anonymous:
         card = await A2ACardResolver(anonymous, BASE).get_agent_card()
-        check(card.capabilities.streaming and not card.capabilities.push_notifications, f"card: {card}")
+        check(card.capabilities.streaming and card.capabilities.push_notifications, f"card: {card}")
         check({i.protocol_version for i in card.supported_interfaces} == {"1.0", "0.3"}, f"card: {card}")
         check(any(s.id == "summarization" for s in card.skills), f"skills: {card.skills}")
         legacy = await A2ACardResolver(anonymous, BASE).get_agent_card(relative_card_path="/.well-known/agent.json")

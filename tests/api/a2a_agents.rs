@@ -43,10 +43,20 @@ fn run(cmd: &mut std::process::Command, what: &str) {
 
 /// A virtualenv `name` under the target directory made by `python` with `packages`, on first
 /// use (a marker file names what it holds); returns its python.
+///
+/// Tests running at once (threads of this binary, or other test binaries) ask for the same
+/// virtualenv: its making is held under an exclusive lock on a file beside it, so that no test
+/// clears a virtualenv another is installing into or already runs from.
 pub(crate) fn venv(name: &str, python: &Path, packages: &[&str]) -> PathBuf {
     let venv = target_dir().join(name);
     let marker = venv.join(format!("installed-{}", packages.join("+").replace(['/', '[', ']'], "_")));
     let bin = venv.join("bin/python");
+    if marker.exists() {
+        return bin;
+    }
+    std::fs::create_dir_all(target_dir()).unwrap();
+    let lock = std::fs::File::create(target_dir().join(format!("{name}.lock"))).unwrap();
+    lock.lock().unwrap();
     if marker.exists() {
         return bin;
     }

@@ -119,6 +119,7 @@ async fn the_card_is_public_at_both_paths_names_the_endpoint_and_revalidates() {
         let resp = app.client.get(format!("{}{path}", app.base)).send().await.unwrap();
         assert_eq!(resp.status(), StatusCode::OK);
         let etag = resp.headers()["etag"].to_str().unwrap().to_owned();
+        assert_eq!(resp.headers()["cache-control"], "public, max-age=300");
         let card: Value = resp.json().await.unwrap();
         assert_eq!(card["url"], "https://parley.example.com/a2a");
         assert_eq!(card["supportedInterfaces"][0]["protocolVersion"], "1.0");
@@ -128,6 +129,35 @@ async fn the_card_is_public_at_both_paths_names_the_endpoint_and_revalidates() {
         let again = app.client.get(format!("{}{path}", app.base)).header("if-none-match", &etag).send().await.unwrap();
         assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
     }
+}
+
+#[tokio::test]
+async fn without_a_public_url_a_spoofed_host_is_never_cached_for_anyone_else() {
+    let app = TestApp::spawn().await;
+    let resp = app
+        .client
+        .get(format!("{}/.well-known/agent-card.json", app.base))
+        .header("host", "evil.example:666")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    // The card says what this client claimed, so only this client may keep it.
+    assert_eq!(resp.headers()["cache-control"], "private, max-age=300");
+    assert_eq!(resp.headers()["vary"], "Host");
+    let card: Value = resp.json().await.unwrap();
+    assert_eq!(card["url"], "http://evil.example:666/a2a");
+    // With PARLEY_PUBLIC_URL the Host header has no say at all.
+    let app = TestApp::spawn_with(|c| c.public_url = Some("https://parley.example.com".into())).await;
+    let resp = app
+        .client
+        .get(format!("{}/.well-known/agent-card.json", app.base))
+        .header("host", "evil.example:666")
+        .send()
+        .await
+        .unwrap();
+    let card: Value = resp.json().await.unwrap();
+    assert_eq!(card["url"], "https://parley.example.com/a2a");
 }
 
 #[tokio::test]

@@ -201,7 +201,13 @@ async fn a_flood_of_slow_checks_leaves_honest_delegations_and_completes_served()
 
 #[tokio::test]
 async fn a_repeated_request_id_is_answered_without_checking_its_input_again() {
-    let app = TestApp::spawn_with(|c| c.schema_check_budget = Duration::from_secs(2)).await;
+    // The slow schema must be registered however busy the machine is (this test is about what
+    // a repeat costs, not about the compile's time limit), so the limit is generous here.
+    let app = TestApp::spawn_with(|c| {
+        c.schema_check_budget = Duration::from_secs(2);
+        c.schema_check_timeout = Duration::from_secs(30);
+    })
+    .await;
     let target = app.register_agent("user-target").await;
     let anon = offer(&app, &target, &capability("analysis", json!({"type": "string"}))).await;
     let requester: TestAgent = app.register_agent("user-requester").await;
@@ -211,13 +217,11 @@ async fn a_repeated_request_id_is_answered_without_checking_its_input_again() {
     // The target swaps in the slowest schema allowed; the requester repeats its request 40 times.
     offer(&app, &target, &capability("analysis", slow_schema())).await;
     let (_, kept_before) = app.state.cached_schemas();
-    let started = Instant::now();
     for _ in 0..40 {
         let again = app.delegate(&requester, &body).await;
         assert_eq!(again.status, StatusCode::ACCEPTED, "{}", again.text);
         assert_eq!(again.body["delegation"]["requestId"], first.body["delegation"]["requestId"]);
     }
-    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
     // Nothing was checked: the slow schema was compiled once, at its registration, never for a
     // check (each would have taken some of the requester's two seconds a minute).
     let (_, kept_after) = app.state.cached_schemas();

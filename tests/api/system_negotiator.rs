@@ -50,7 +50,10 @@ fn cyd_and_dee() -> Value {
     })
 }
 
-/// A Tomas whose profile says little, opening with Maya, who needs a senior Rust engineer.
+/// A Tomas whose profile says little (a backend engineer who writes Rust, not what he built),
+/// opening with Maya, who needs a senior Rust engineer to build her payments API. What his agent
+/// says may add details beyond the need's core (what he built); a claim of the core itself
+/// ("senior") would have to be borne out by the profile.
 fn a_terse_tomas_and_maya() -> Value {
     fixtures::request(
         json!({
@@ -154,12 +157,9 @@ async fn tomas_answers(app: &TestApp, agent: &TestAgent, answer: (&str, &str)) -
 async fn a_personal_agents_message_can_earn_an_accept_its_private_reasoning_cannot() {
     let app = TestApp::spawn().await;
     let agent = app.register_agent("user-tomas").await;
-    let claimed = tomas_answers(
-        &app,
-        &agent,
-        ("Tomas has eight years as a senior engineer building payments APIs in Rust.", "Answer what Maya needs."),
-    )
-    .await;
+    let claimed =
+        tomas_answers(&app, &agent, ("Tomas has built payments APIs in Rust for years.", "Answer what Maya needs."))
+            .await;
     let last = claimed["turns"].as_array().unwrap().last().unwrap().clone();
     assert_eq!((last["side"].as_str(), last["action"].as_str()), (Some("candidate"), Some("accept")), "{claimed:#}");
     assert_eq!(claimed["outcome"]["hasOpportunity"], true);

@@ -13,7 +13,7 @@
 //!
 //! This file holds the command line, the sizes of a run and the order of its phases. Each phase
 //! has a module of its own (`cycles`, `floors`, `wakeups`, `svs`, `assessment`, `longpolls`,
-//! `directory`, `delegation`, `metrics`, `liveness`, `history`); the pieces they share are the started
+//! `directory`, `delegation`, `metrics`, `liveness`, `decisions`, `webhooks`, `history`); the pieces they share are the started
 //! service and its calls (`harness`, `agent`), the database server (`server`), the measurement
 //! windows (`timing`), the arithmetic on samples (`stats`), what a phase costs (`cost`) and the
 //! results with their table (`report`).
@@ -22,6 +22,7 @@ mod agent;
 mod assessment;
 mod cost;
 mod cycles;
+mod decisions;
 mod delegation;
 mod directory;
 mod floors;
@@ -74,7 +75,9 @@ struct Args {
     /// negotiations and delegations at each size of `--history` and measures the reads beside
     /// it; `webhooks`, never part of a default run, delivers every event of system-vs-system
     /// negotiations to a webhook on loopback (event-to-delivery latency) and then a backlog of
-    /// them (deliveries per second); `floor` is the SQL floor alone
+    /// them (deliveries per second); `decisions`, never part of a default run, plays the people
+    /// of the labelled scenario sets twice and reads what each decision of the system
+    /// negotiator took; `floor` is the SQL floor alone
     /// (also part of `pgbench`); `floor-variants`, never part of a default run, measures the floor
     /// with timer-row moves and with a NOTIFY added).
     #[arg(long, value_delimiter = ',')]
@@ -198,6 +201,9 @@ async fn run(args: Args) -> anyhow::Result<Results> {
             }
             if named("liveness") {
                 liveness::liveness_overhead(&bench, &plan, args.agents, &mut r).await?;
+            }
+            if named("decisions") {
+                decisions::decisions(&bench, &mut r).await?;
             }
             if named("webhooks") {
                 webhooks::webhooks(&bench, if args.quick { 5 } else { 20 }, &mut r).await?;

@@ -64,7 +64,7 @@ pub fn note(msg: impl AsRef<str>) {
 /// The rows of the table printed without `--json`: name, value and note, where each `{key}`
 /// stands for the figure at that key (`null` when the run has none). A row whose value is all
 /// nulls belongs to a phase that did not run and is left out.
-const ROWS: [(&str, &str, &str); 33] = [
+const ROWS: [(&str, &str, &str); 35] = [
     ("turn cycles (pickup+respond) /s", "{turn_cycles_per_s}", "{turn_cycle_agents} agents"),
     ("pgbench -N TPS (same clients)", "{pgbench_tps}", "-c {pgbench_clients} -j 2"),
     ("  ratio (target >= 0.5)", "{turn_cycle_ratio}", ""),
@@ -86,6 +86,16 @@ const ROWS: [(&str, &str, &str); 33] = [
         "upper bound",
     ),
     ("system-vs-system negotiations /s", "{svs_negotiations_per_s}", "{svs_turns_per_negotiation} turns each"),
+    (
+        "decision, first sight: mean us / p99 <= ms",
+        "{decision_first_sight_mean_us} / {decision_first_sight_p99_bound_ms}",
+        "{decisions_first_sight} decisions, {decision_first_sight_within_1ms} within 1 ms",
+    ),
+    (
+        "decision, warm: mean us / p99 <= ms",
+        "{decision_warm_mean_us} / {decision_warm_p99_bound_ms}",
+        "{decisions_warm} decisions, {decision_warm_within_1ms} within 1 ms",
+    ),
     ("assessments /s in process", "{assess_per_s_inprocess}", "{assess_skills} skills, one thread"),
     ("assessments /s over HTTP", "{assess_per_s_http}", "{http_concurrency} concurrent"),
     ("empty handler /s over HTTP", "{http_baseline_per_s}", "ratio {assess_http_ratio}"),
