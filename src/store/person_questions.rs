@@ -207,14 +207,16 @@ pub async fn closed_for_turn(
 }
 
 /// The pending questions of these tasks that `user_id` asked (all askers' when `None`: the
-/// service), by task.
+/// service), by task. Only a task still waiting for its person holds one up: a negotiation
+/// cancelled or ended by its deadline meanwhile leaves its question unanswerable, and unshown.
 pub async fn pending_for_tasks(
     conn: &mut PgConnection,
     task_ids: &[Uuid],
     user_id: Option<&str>,
 ) -> sqlx::Result<std::collections::HashMap<Uuid, Question>> {
     let rows = select_question!(
-        "WHERE task_id = ANY($1) AND status = 'pending' AND ($2::text IS NULL OR user_id = $2)",
+        "WHERE task_id = ANY($1) AND status = 'pending' AND ($2::text IS NULL OR user_id = $2)
+           AND EXISTS (SELECT 1 FROM tasks t WHERE t.task_id = person_questions.task_id AND t.state = 'waiting_for_person')",
         task_ids,
         user_id
     )

@@ -383,3 +383,25 @@ async fn the_answer_window_survives_kill_9() {
         .await;
     assert_eq!(closed, 1);
 }
+
+#[tokio::test]
+async fn a_negotiation_cancelled_while_its_person_is_asked_shows_no_question_and_takes_no_answer() {
+    let app = TestApp::spawn().await;
+    let (agent, id, token) = app.claimed_negotiation().await;
+    let question_id = asked(&app, &agent, &id, &token, QUESTION).await;
+    let canceled = app.call(Method::DELETE, &format!("/api/negotiations/{id}"), Some(&app.service_token()), None).await;
+    assert_eq!(canceled.status, StatusCode::OK, "{}", canceled.text);
+    assert_eq!(canceled.body["status"], "canceled");
+    let tomas = app.user_token("user-tomas");
+    let listed = app.get("/api/opportunities", &tomas).await;
+    assert!(!listed.text.contains("PRIVATE-Q"), "{}", listed.text);
+    answer_as(&app, "user-tomas", &id, &question_id, "yes")
+        .await
+        .assert_error(StatusCode::CONFLICT, "already_completed");
+    let timers = app
+        .counted(&format!(
+            "SELECT count(*) FROM apalis.jobs WHERE idempotency_key = 'park:{id}' AND status = 'Pending'"
+        ))
+        .await;
+    assert_eq!(timers, 0, "the answer window ended with the negotiation");
+}
