@@ -26,6 +26,9 @@ pub struct Application {
     /// `PARLEY_METRICS_BIND`'s listener, serving only `/metrics`.
     metrics_listener: Option<TcpListener>,
     state: AppState,
+    /// The services the workers run (the state shares their engine and delegations): built
+    /// once, so that one pusher and one outbox serve the process.
+    services: Services,
     stop: tokio::sync::watch::Sender<bool>,
 }
 
@@ -179,11 +182,11 @@ impl Application {
             config.a2a_streams_per_user,
             config.sse_max,
         ));
-        let Services { engine, delegations, .. } = Self::build_services(config, pool)?;
+        let services = Self::build_services(config, pool)?;
         let (stop, stopping) = tokio::sync::watch::channel(false);
         let state = AppState {
-            engine,
-            delegations,
+            engine: services.engine.clone(),
+            delegations: services.delegations.clone(),
             jwt: Arc::new(jwt),
             auth_failures,
             calculator: Arc::new(calculator),
@@ -195,7 +198,7 @@ impl Application {
             a2a_streams,
             card_fetches: http::agent_cards::card_fetch_limiter(),
         };
-        Ok(Application { listener, metrics_listener, state, stop })
+        Ok(Application { listener, metrics_listener, state, services, stop })
     }
 
     /// The metrics listener's port, when `PARLEY_METRICS_BIND` is set.
@@ -236,8 +239,7 @@ impl Application {
                 crate::store::insight_rollups::backfill(engine.pool().clone(), 1000, Duration::from_millis(20)),
                 stopped(),
             );
-            let services = Services::over(engine.clone(), self.state.delegations.clone())?;
-            Some(tokio::spawn(run_workers(services, stopped())))
+            Some(tokio::spawn(run_workers(self.services, stopped())))
         } else {
             None
         };

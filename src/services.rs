@@ -124,18 +124,14 @@ impl TimerHandler for Services {
     }
 
     /// Resumes the negotiations left runnable, runs the outbox's share (stranded deliveries, the
-    /// delivery log), prunes the event log and the record of A2A sends, runs the directory's
-    /// upkeep, folds the past days' insights and prunes the history past its retention.
+    /// delivery log), runs the directory's upkeep, folds the past days' insights and forgets what
+    /// is due (`store::retention` alone says what and when).
     async fn housekeeping(&self) -> Result<(), HandlerError> {
         self.engine.recover(RECOVER_GRACE).await.map_err(failed)?;
         self.outbox.housekeeping().await.map_err(HandlerError::new)?;
         let pool = self.runtime().pool();
         let config = self.runtime().config();
-        let mut conn = pool.acquire().await?;
         let now = Utc::now();
-        store::events::prune(&mut conn, now - chrono::Duration::days(1)).await?;
-        store::agent_cards::prune_sends(&mut conn, now - chrono::Duration::days(1)).await?;
-        drop(conn);
         directory::upkeep::run(pool, config.anonymous_id_ttl).await?;
         // Past days' insights shards into one row per day and key (a day late: an ending that
         // committed after midnight may still count on the day before).

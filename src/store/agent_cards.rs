@@ -292,9 +292,3 @@ pub async fn send_begun(conn: &mut PgConnection, message_id: Uuid) -> sqlx::Resu
         .await?;
     Ok(found.is_some())
 }
-
-/// Forgets the sends begun before `before` (their attempts and turns have long ended).
-pub async fn prune_sends(conn: &mut PgConnection, before: DateTime<Utc>) -> sqlx::Result<u64> {
-    let r = sqlx::query!("DELETE FROM a2a_sends WHERE started_at < $1", before).execute(conn).await?;
-    Ok(r.rows_affected())
-}

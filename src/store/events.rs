@@ -190,16 +190,3 @@ pub async fn tail(conn: &mut PgConnection, after: i64, also: &[i64], limit: i64)
     .fetch_all(conn)
     .await
 }
-
-/// Deletes events older than `before` that no delivery of the outbox holds (a delivery keeps its
-/// event for as long as the delivery log keeps it, for redelivery).
-pub async fn prune(conn: &mut PgConnection, before: DateTime<Utc>) -> sqlx::Result<u64> {
-    Ok(sqlx::query!(
-        "DELETE FROM events e WHERE e.created_at < $1
-            AND NOT EXISTS (SELECT 1 FROM outbox_deliveries d WHERE d.event_id = e.event_id)",
-        before
-    )
-    .execute(conn)
-    .await?
-    .rows_affected())
-}

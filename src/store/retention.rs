@@ -6,6 +6,11 @@
 //!   `trust_requester_days`).
 //! - **Revoked agent keys**, [`REVOKED_KEY_GRACE`] after their revocation (until then a call
 //!   with one is still told that the key was revoked).
+//! - **The event log**, [`EVENT_LOG_KEEP`] after each event, once no outbox delivery still
+//!   holds it (an event stream that reconnects within a day resumes where it was; a webhook keeps
+//!   its events until they are delivered or given up).
+//! - **The record of A2A sends** (what Parley sent to agents registered by their card, which
+//!   their calls are checked against), [`EVENT_LOG_KEEP`] after each send began.
 //!
 //! With a history retention (`PARLEY_HISTORY_RETENTION`; off by default):
 //! - **Ended negotiations**: an opportunity whose every round ended before the cutoff, in a
@@ -26,6 +31,9 @@ use sqlx::PgPool;
 /// How long a revoked key is kept (and named revoked when used) before it is deleted.
 pub const REVOKED_KEY_GRACE: Duration = Duration::from_secs(30 * 86_400);
 
+/// How long the event log and the record of A2A sends are kept.
+pub const EVENT_LOG_KEEP: Duration = Duration::from_secs(86_400);
+
 /// The days of trust counters anything reads: the last 90, today included.
 const TRUST_WINDOW_DAYS: i32 = 90;
 
@@ -42,6 +50,10 @@ pub struct Pruned {
     pub trust_days: u64,
     /// Revoked keys.
     pub revoked_keys: u64,
+    /// Events of the event log.
+    pub events: u64,
+    /// Records of A2A sends.
+    pub a2a_sends: u64,
     /// Whether the run stopped at its time budget with more left to prune.
     pub unfinished: bool,
 }
@@ -72,6 +84,28 @@ pub async fn prune(
         pool,
         "DELETE FROM api_keys WHERE ctid = ANY(ARRAY(SELECT ctid FROM api_keys WHERE revoked_at < $1 LIMIT $2))",
         revoked_before,
+        batch,
+        &over,
+    )
+    .await?;
+
+    let log_before = now - chrono::Duration::from_std(EVENT_LOG_KEEP)?;
+    out.events += in_batches(
+        pool,
+        "DELETE FROM events WHERE event_id = ANY(ARRAY(
+            SELECT e.event_id FROM events e
+             WHERE e.created_at < $1
+               AND NOT EXISTS (SELECT 1 FROM outbox_deliveries d WHERE d.event_id = e.event_id)
+             ORDER BY e.created_at LIMIT $2))",
+        log_before,
+        batch,
+        &over,
+    )
+    .await?;
+    out.a2a_sends += in_batches(
+        pool,
+        "DELETE FROM a2a_sends WHERE ctid = ANY(ARRAY(SELECT ctid FROM a2a_sends WHERE started_at < $1 LIMIT $2))",
+        log_before,
         batch,
         &over,
     )

@@ -1,7 +1,8 @@
 //! What housekeeping forgets: with a history retention, ended negotiations (with everything
 //! they held) and ended delegations go once they are older than it, running ones stay, and the
-//! insights still count them; trust counters past their window and revoked keys past their grace
-//! go always. Time is passed in (`now`), never slept.
+//! insights still count them; trust counters past their window, revoked keys past their grace
+//! and the event log past its day (but what a webhook has yet to take) go always. Time is passed
+//! in (`now`), never slept.
 
 use std::time::Duration;
 
@@ -58,7 +59,8 @@ async fn ended_negotiations_older_than_the_retention_go_with_their_records_and_t
 
 #[tokio::test]
 async fn trust_counters_past_their_window_and_keys_revoked_long_ago_go_always() {
-    let app = TestApp::spawn().await;
+    // No workers: housekeeping's own first run would otherwise race this test's prune.
+    let app = TestApp::spawn_with(|c| c.workers = false).await;
     let [maya] = app.register_agents(["user-maya"]).await;
     let agent: uuid::Uuid = maya.id.parse().unwrap();
     for days_ago in [0i32, 89, 95, 400] {
@@ -88,4 +90,41 @@ async fn trust_counters_past_their_window_and_keys_revoked_long_ago_go_always() 
     let pruned = parley::retention::prune(&app.pool, None, later, 1000, Duration::from_secs(60)).await.unwrap();
     assert_eq!(pruned.revoked_keys, 1, "{pruned:?}");
     assert_eq!(app.counted("SELECT count(*) FROM api_keys WHERE revoked_at IS NOT NULL").await, 0);
+}
+
+#[tokio::test]
+async fn the_event_log_goes_a_day_later_but_an_event_a_webhook_has_yet_to_take_stays() {
+    // No workers: housekeeping's own run would race this test's prune, and the delivery must
+    // stay pending.
+    let app = TestApp::spawn_with(|c| {
+        c.a2a_allow_private_targets = true;
+        c.workers = false;
+    })
+    .await;
+    // A webhook for outcomes only, at a loopback port nobody listens on: its deliveries fail and
+    // stay pending, holding their events.
+    let hook = serde_json::json!({ "url": "http://127.0.0.1:9/hook", "events": ["negotiation.outcome"] });
+    let created = app.post("/api/webhooks", &app.service_token(), &hook).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
+    let started = app.start(&fixtures::mismatch()).await;
+    let id = started["negotiation"]["id"].as_str().unwrap().to_owned();
+    app.wait_for(&id, Duration::from_secs(10), |v| v["status"] == "completed").await;
+    let events = app.counted("SELECT count(*) FROM events").await;
+    let held = app.counted("SELECT count(DISTINCT event_id) FROM outbox_deliveries").await;
+    assert_eq!(held, 1, "the outcome's delivery");
+    assert!(events > held + 1, "{events}");
+
+    let prune = |now| parley::retention::prune(&app.pool, None, now, 1, Duration::from_secs(60));
+    // Within the day nothing goes.
+    let pruned = prune(Utc::now()).await.unwrap();
+    assert_eq!(pruned.events, 0, "{pruned:?}");
+    assert_eq!(app.counted("SELECT count(*) FROM events").await, events);
+    // Two days later, in batches of one: every event goes but the one the webhook has yet to take.
+    let pruned = prune(Utc::now() + chrono::Duration::days(2)).await.unwrap();
+    assert_eq!(pruned.events as i64, events - held, "{pruned:?}");
+    assert_eq!(
+        app.counted("SELECT count(*) FROM events e WHERE EXISTS (SELECT 1 FROM outbox_deliveries d WHERE d.event_id = e.event_id)").await,
+        held
+    );
+    assert_eq!(app.counted("SELECT count(*) FROM events").await, held);
 }
