@@ -154,6 +154,9 @@ pub struct Config {
     pub pvp_timeout: Duration,
     /// `PARLEY_PENDING_TTL`.
     pub pending_ttl: Duration,
+    /// `PARLEY_ASK_TIMEOUT`: how long a person has to answer their agent's question
+    /// (`ask_person`) before the turn goes back to the agent without an answer.
+    pub ask_timeout: Duration,
     /// `PARLEY_LONG_POLL_MAX`.
     pub long_poll_max: Duration,
     /// `PARLEY_MAX_TURNS_SYSTEM` / `_MIXED` / `_PERSONAL`.
@@ -289,6 +292,7 @@ impl Default for Config {
             agent_liveness: Duration::from_secs(90),
             pvp_timeout: Duration::from_secs(24 * 3600),
             pending_ttl: Duration::from_secs(14 * 24 * 3600),
+            ask_timeout: Duration::from_secs(24 * 3600),
             long_poll_max: Duration::from_secs(30),
             turn_caps: TurnCaps::default(),
             skill_files: Vec::new(),
@@ -616,6 +620,7 @@ impl Config {
             agent_liveness,
             pvp_timeout: duration("PARLEY_PVP_TIMEOUT", d.pvp_timeout)?,
             pending_ttl: duration("PARLEY_PENDING_TTL", d.pending_ttl)?,
+            ask_timeout: duration("PARLEY_ASK_TIMEOUT", d.ask_timeout)?,
             long_poll_max,
             turn_caps: TurnCaps {
                 system: number("PARLEY_MAX_TURNS_SYSTEM", d.turn_caps.system)?,

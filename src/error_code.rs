@@ -79,6 +79,8 @@ pub enum ErrorCode {
     NotReactivatable,
     /// 409: the user has as many of something as they may.
     LimitReached,
+    /// 409: an answer to a person's question that was answered already or ran out.
+    QuestionClosed,
     /// 413: the body is larger than the limit.
     PayloadTooLarge,
     /// 429: too many requests of a kind, or failed authentications.
@@ -128,6 +130,7 @@ impl ErrorCode {
         ErrorCode::AlreadyDecided,
         ErrorCode::NotReactivatable,
         ErrorCode::LimitReached,
+        ErrorCode::QuestionClosed,
         ErrorCode::PayloadTooLarge,
         ErrorCode::RateLimited,
         ErrorCode::Internal,
@@ -172,6 +175,7 @@ impl ErrorCode {
             ErrorCode::AlreadyDecided => "already_decided",
             ErrorCode::NotReactivatable => "not_reactivatable",
             ErrorCode::LimitReached => "limit_reached",
+            ErrorCode::QuestionClosed => "question_closed",
             ErrorCode::PayloadTooLarge => "payload_too_large",
             ErrorCode::RateLimited => "rate_limited",
             ErrorCode::Internal => "internal",

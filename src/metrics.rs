@@ -102,6 +102,10 @@ fn describe() {
         "parley_park_fallbacks_total",
         "Parked turns taken by the system negotiator when the park window ran out or the agent handed the turn back, by window."
     );
+    describe_counter!(
+        "parley_person_questions_total",
+        "Questions agents asked their people (ask_person), by state: asked, answered, unanswered (the answer window ran out)."
+    );
     describe_histogram!(
         "parley_pickup_wait_seconds",
         metrics::Unit::Seconds,
@@ -177,6 +181,9 @@ fn register_known_series() {
     counter!("parley_park_fallbacks_total", "window" => "park_timeout").absolute(0);
     counter!("parley_park_fallbacks_total", "window" => "offline").absolute(0);
     counter!("parley_park_fallbacks_total", "window" => "hand_back").absolute(0);
+    for state in ["asked", "answered", "unanswered"] {
+        counter!("parley_person_questions_total", "state" => state).absolute(0);
+    }
     gauge!("parley_long_poll_waiters").set(0.0);
     gauge!("parley_http_connections").set(0.0);
     gauge!("parley_sse_streams").set(0.0);
@@ -354,6 +361,13 @@ pub fn claim_expired() {
 pub fn park_fallback(window: &'static str) {
     if enabled() {
         counter!("parley_park_fallbacks_total", "window" => window).increment(1);
+    }
+}
+
+/// A question of an agent to its person was `asked`, `answered`, or closed `unanswered`.
+pub fn person_question(state: &'static str) {
+    if enabled() {
+        counter!("parley_person_questions_total", "state" => state).increment(1);
     }
 }
 

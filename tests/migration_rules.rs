@@ -40,6 +40,7 @@ const HISTORY: [&str; 19] = [
     "outbox_deliveries",
     // Webhooks are few, but every A2A push notification configuration is a row too.
     "outbox_targets",
+    "person_questions",
     "tasks",
     "trust_requester_days",
 ];

@@ -7,10 +7,10 @@ LANGUAGE plpgsql AS $$
 DECLARE
     delta integer := 0;
 BEGIN
-    IF TG_OP IN ('INSERT', 'UPDATE') AND NEW.state IN ('submitted', 'working', 'waiting_for_agent', 'claimed') THEN
+    IF TG_OP IN ('INSERT', 'UPDATE') AND NEW.state IN ('submitted', 'working', 'waiting_for_agent', 'claimed', 'waiting_for_person') THEN
         delta := delta + 1;
     END IF;
-    IF TG_OP IN ('UPDATE', 'DELETE') AND OLD.state IN ('submitted', 'working', 'waiting_for_agent', 'claimed') THEN
+    IF TG_OP IN ('UPDATE', 'DELETE') AND OLD.state IN ('submitted', 'working', 'waiting_for_agent', 'claimed', 'waiting_for_person') THEN
         delta := delta - 1;
     END IF;
     IF delta <> 0 THEN
@@ -30,6 +30,6 @@ CREATE TRIGGER tasks_count_insert AFTER INSERT ON tasks
 
 DROP TRIGGER IF EXISTS tasks_count_update ON tasks;
 CREATE TRIGGER tasks_count_update AFTER UPDATE OF state ON tasks
-    FOR EACH ROW WHEN ((OLD.state IN ('submitted', 'working', 'waiting_for_agent', 'claimed'))
-                       <> (NEW.state IN ('submitted', 'working', 'waiting_for_agent', 'claimed')))
+    FOR EACH ROW WHEN ((OLD.state IN ('submitted', 'working', 'waiting_for_agent', 'claimed', 'waiting_for_person'))
+                       <> (NEW.state IN ('submitted', 'working', 'waiting_for_agent', 'claimed', 'waiting_for_person')))
     EXECUTE FUNCTION parley_count_active_tasks();

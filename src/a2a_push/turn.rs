@@ -64,6 +64,10 @@ struct Answer {
     message: Option<String>,
     #[serde(default)]
     assessment: Option<Assessment>,
+    #[serde(default)]
+    question: Option<String>,
+    #[serde(default)]
+    options: Option<Vec<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -304,6 +308,8 @@ async fn answered(
             message: a.message,
             reasoning: a.assessment.as_ref().map(|s| s.reasoning.clone()).unwrap_or_default(),
             suggested_roles: a.assessment.and_then(|s| s.suggested_roles),
+            question: a.question,
+            options: a.options,
         },
         Err(e) => {
             let why = format!("the agent's answer is not a respond body: {}", shorten_quoted(&e.to_string()));
@@ -311,7 +317,7 @@ async fn answered(
         }
     };
     let applied = match command.check() {
-        Ok(answer) => p.engine.respond(&agent.key, held.task_id, &answer).await,
+        Ok(answer) => p.engine.respond_checked(&agent.key, held.task_id, &answer).await,
         Err(refused) => Err(refused),
     };
     match applied {

@@ -1,7 +1,8 @@
 //! What a worker may answer, checked before anything reaches the service, and the JSON Schemas
 //! that tell a model the same rules.
 //!
-//! A turn's answer is a respond body (without the claim token, which the worker never sees):
+//! A turn's answer is a respond body (without the claim token, which the worker never sees), or
+//! an `ask_person` question to the agent's person (`{"action": "ask_person", "question", "options"?}`):
 //! checked with the service's own parsing and turn rules, so that an answer the service would
 //! refuse counts as the worker's failure without a round trip. A delegation's answer is one of
 //! `{"output": ...}` (checked against the capability's output schema, as `complete` checks it),
@@ -12,7 +13,7 @@ use serde_json::{Value, json};
 use crate::{
     directory::schema::Prepared,
     domain::{SideKind, action_allowed},
-    http::agent_turns::RespondIn,
+    http::agent_turns::{ASK_PERSON, Checked, RespondIn},
 };
 
 /// A checked delegation answer.
@@ -35,7 +36,16 @@ pub fn check_turn(answer: &Value, number: u32) -> Result<Value, String> {
     let mut body: RespondIn = serde_json::from_value(answer.clone()).map_err(|e| format!("not a respond body: {e}"))?;
     // Whatever it says, the claim token is the runner's to send.
     body.claim_token = None;
-    let turn = body.validate().map_err(|e| e.to_string())?;
+    if body.action == ASK_PERSON && body.question.is_none() {
+        // A model asks in `message` (its schema has no `question`): the message is the question.
+        body.question = body.message.take();
+    }
+    let turn = match body.validate().map_err(|e| e.to_string())? {
+        Checked::Ask(ask) => {
+            return Ok(json!({ "action": ASK_PERSON, "question": ask.question, "options": ask.options }));
+        }
+        Checked::Turn(turn) => turn,
+    };
     if !action_allowed(turn.action, number, SideKind::Personal) {
         return Err(if number == 0 {
             format!("turn 0 must be a propose or a reject, not {}", turn.action)
@@ -78,28 +88,33 @@ pub fn check_delegation(answer: &Value, output: &Prepared) -> Result<DelegationA
 
 /// The actions a model may choose at turn `number`: `propose` or `reject` at turn 0; on the final turn
 /// (the cap ends the negotiation after it) `accept` or `reject`, since anything else would end it
-/// `stalled`; otherwise the four later actions.
-pub fn turn_actions(number: u32, is_final: bool) -> &'static [&'static str] {
-    if number == 0 {
-        &["propose", "reject"]
+/// `stalled`; otherwise the four later actions. With `can_ask` (its person has not answered a
+/// question at this turn yet), `ask_person` besides.
+pub fn turn_actions(number: u32, is_final: bool, can_ask: bool) -> Vec<&'static str> {
+    let mut actions = if number == 0 {
+        vec!["propose", "reject"]
     } else if is_final {
-        &["accept", "reject"]
+        vec!["accept", "reject"]
     } else {
-        &["counter", "question", "accept", "reject"]
+        vec!["counter", "question", "accept", "reject"]
+    };
+    if can_ask {
+        actions.push(ASK_PERSON);
     }
+    actions
 }
 
 /// The JSON Schema of a turn's answer at turn `number`, encoding [`turn_actions`]. Written for
 /// strict structured output: every property required, no others allowed.
-pub fn turn_schema(number: u32, is_final: bool) -> Value {
+pub fn turn_schema(number: u32, is_final: bool, can_ask: bool) -> Value {
     let role = json!({ "type": "string", "enum": ["agent", "patient", "peer"] });
     json!({
         "type": "object",
         "additionalProperties": false,
         "required": ["action", "message", "assessment"],
         "properties": {
-            "action": { "type": "string", "enum": turn_actions(number, is_final) },
-            "message": { "type": "string", "description": "What the other side reads." },
+            "action": { "type": "string", "enum": turn_actions(number, is_final, can_ask) },
+            "message": { "type": "string", "description": "What the other side reads; for ask_person, the question for your own user (the other side never reads it)." },
             "assessment": {
                 "type": "object",
                 "additionalProperties": false,
@@ -178,9 +193,25 @@ mod tests {
     }
 
     #[test]
+    fn a_models_ask_person_puts_its_question_in_the_message() {
+        let mut asked = turn(ASK_PERSON);
+        asked["message"] = json!("Does a 4-day week matter to you?");
+        let body = check_turn(&asked, 3).unwrap();
+        assert_eq!(
+            body,
+            json!({"action": "ask_person", "question": "Does a 4-day week matter to you?", "options": []})
+        );
+        let program = json!({"action": "ask_person", "question": "Equity ok?", "options": ["yes", "no"]});
+        assert_eq!(check_turn(&program, 0).unwrap()["options"], json!(["yes", "no"]));
+        assert!(check_turn(&json!({"action": "ask_person"}), 3).is_err());
+        assert_eq!(turn_actions(3, false, true), ["counter", "question", "accept", "reject", "ask_person"]);
+        assert_eq!(turn_actions(0, false, false), ["propose", "reject"]);
+    }
+
+    #[test]
     fn the_turn_schema_allows_exactly_the_rules_actions() {
         let check = |number: u32, is_final: bool, action: &str| {
-            let schema = compile(&turn_schema(number, is_final)).unwrap();
+            let schema = compile(&turn_schema(number, is_final, false)).unwrap();
             let mut answer = turn(action);
             answer["message"] = json!("m");
             schema.check(&answer, "answer").is_ok()
@@ -194,7 +225,7 @@ mod tests {
         }
         // Every answer the schema admits, the service's rules admit too.
         for (number, is_final) in [(0, false), (3, false), (7, true)] {
-            for action in turn_actions(number, is_final) {
+            for action in turn_actions(number, is_final, true) {
                 assert!(check_turn(&turn(action), number).is_ok(), "{action} at {number}");
             }
         }

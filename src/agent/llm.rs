@@ -49,13 +49,15 @@ impl Model {
 
     /// The model's answer to a turn: a checked respond body.
     pub async fn turn(&self, view: &Value, number: u32, is_final: bool, deadline: Instant) -> Result<Value, Failure> {
-        let schema = answer::turn_schema(number, is_final);
+        // One question to its person per turn: once answered (or not in time), the model decides.
+        let can_ask = view["context"]["personAnswers"].as_array().is_none_or(Vec::is_empty);
+        let schema = answer::turn_schema(number, is_final, can_ask);
         let rule = compile(&schema).map_err(Failure)?;
         let check = |value: &Value| {
             rule.check(value, "answer")?;
             answer::check_turn(value, number)
         };
-        let system = turn_instructions(view, number, is_final);
+        let system = turn_instructions(view, number, is_final, can_ask);
         self.chat.ask(system, view, "turn", &schema, true, deadline, check).await.map_err(Failure)
     }
 
@@ -81,10 +83,19 @@ impl Model {
 }
 
 /// The system message of a turn: who the model speaks for, the actions, what stays private.
-fn turn_instructions(view: &Value, number: u32, is_final: bool) -> String {
+fn turn_instructions(view: &Value, number: u32, is_final: bool, can_ask: bool) -> String {
     let own = view["context"]["ownUser"]["name"].as_str().unwrap_or("your user");
     let other = view["context"]["otherUser"]["name"].as_str().unwrap_or("the other user");
-    let allowed = answer::turn_actions(number, is_final).join(", ");
+    let allowed = answer::turn_actions(number, is_final, can_ask).join(", ");
+    let asking = if can_ask {
+        "Only when your user's answer would change your decision and the context does not say, you may ask \
+         them instead of guessing: action ask_person, with one short yes/no question for your user in `message` \
+         (the other side never reads it); your next turn then carries their answer in `context.personAnswers`. \
+         Otherwise do not ask your user anything"
+    } else {
+        "Your user's answers to your questions are in `context.personAnswers` (answer null: they did not answer \
+         in time): decide now. Do not ask your user anything more"
+    };
     let this_turn = if number == 0 {
         "This is the opening turn: propose the match, saying what each side would gain, or reject it if it does not \
          serve your user."
@@ -106,7 +117,7 @@ fn turn_instructions(view: &Value, number: u32, is_final: bool) -> String {
          `message` is read by the other side. `assessment.reasoning` is for your own user only: the other side never \
          sees it. `assessment.suggestedRoles` says what role your user (`ownUser`) and the other user (`otherUser`) \
          would play: agent (gives help), patient (receives it) or peer.\n\
-         Do not ask your user anything and write nothing for them beyond the reasoning. When unsure, take the \
+         {asking}, and write nothing for them beyond the reasoning. When unsure, take the \
          conservative action: counter with specific objections, or reject with reasons.\n\
          Answer with one JSON object that matches the schema, and nothing else."
     )
@@ -138,9 +149,13 @@ mod tests {
     #[test]
     fn a_turns_instructions_name_the_sides_and_the_allowed_actions() {
         let view = json!({"context": {"ownUser": {"name": "Tomas"}, "otherUser": {"name": "Maya"}}});
-        let first = turn_instructions(&view, 0, false);
+        let first = turn_instructions(&view, 0, false, false);
         assert!(first.contains("personal agent of Tomas") && first.contains("agent of Maya"), "{first}");
         assert!(first.contains("Allowed now: propose, reject."), "{first}");
-        assert!(turn_instructions(&view, 7, true).contains("Allowed now: accept, reject."));
+        assert!(turn_instructions(&view, 7, true, false).contains("Allowed now: accept, reject."));
+        let asking = turn_instructions(&view, 3, false, true);
+        assert!(
+            asking.contains("Allowed now: counter, question, accept, reject, ask_person.") && asking.contains("yes/no")
+        );
     }
 }

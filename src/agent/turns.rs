@@ -198,6 +198,11 @@ async fn answer(
             ctx.tally.count(Done::WorkerFailed);
             fail(ctx, book, claim, format!("the service refused the answer: {message}"), deadline, started).await;
         }
+        // A 4th `ask_person`: the worker asked more than it may; the claim is kept, so give it back.
+        Err(e @ CallError::Refused { status: 409, .. }) if e.code() == Some("limit_reached") => {
+            ctx.tally.count(Done::WorkerFailed);
+            fail(ctx, book, claim, format!("the service refused the answer: {e}"), deadline, started).await;
+        }
         Err(e) => {
             ctx.tally.count(Done::TurnLost);
             tracing::warn!(negotiation = %claim.negotiation, turn = claim.number, outcome = "lost", took = %took(started.elapsed()),

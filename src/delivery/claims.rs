@@ -46,6 +46,9 @@ pub struct Claim {
     pub opportunity_status: OpportunityStatus,
     /// The opportunity's earlier rounds (empty in a first round).
     pub previous_rounds: Vec<PreviousRound>,
+    /// What the agent's person answered to the questions its side asked at this turn
+    /// (`ask_person`), oldest first; an answer is `None` when its window ran out.
+    pub person_answers: Vec<crate::store::person_questions::Question>,
 }
 
 impl Engine {
@@ -89,6 +92,7 @@ impl Engine {
         }
         let token = self.runtime.tokens.claim_token(task.id, task.claim_generation);
         let expires_at = task.claim_expires_at.unwrap_or_else(Utc::now);
+        let person_answers = self.person_answers(&task).await?;
         let claim = Claim {
             task,
             token,
@@ -96,6 +100,7 @@ impl Engine {
             history: picked.history,
             opportunity_status: picked.opportunity_status,
             previous_rounds: picked.previous_rounds,
+            person_answers,
         };
         self.recent_claims.remember(&claim);
         Ok((agent, Some(claim)))

@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use serde::Serialize;
 use uuid::Uuid;
 
 use super::{DeliveryError, TurnAnswer};
@@ -21,6 +22,21 @@ pub const MAX_SKIP: usize = 100;
 /// Longest claim token accepted (the service's are far shorter).
 const MAX_CLAIM_TOKEN: usize = 200;
 
+/// Longest question an agent may ask its person.
+pub const MAX_QUESTION: usize = 500;
+
+/// Most options a question may offer.
+pub const MAX_OPTIONS: usize = 5;
+
+/// Longest option of a question.
+pub const MAX_OPTION: usize = 100;
+
+/// Longest answer a person may give.
+pub const MAX_ANSWER: usize = 1_000;
+
+/// The respond action that asks the agent's person instead of taking the turn.
+pub const ASK_PERSON: &str = "ask_person";
+
 /// A respond as an adapter received it: typed, not yet checked.
 ///
 /// The contract (the respond body in `docs/agents.md`): `message` is optional for every action,
@@ -32,7 +48,7 @@ const MAX_CLAIM_TOKEN: usize = 200;
 pub struct RespondCommand {
     /// The token from pickup; optional for clients of Index Network's API.
     pub claim_token: Option<String>,
-    /// `propose`, `counter`, `accept`, `reject` or `question`, as sent.
+    /// `propose`, `counter`, `accept`, `reject`, `question` or `ask_person`, as sent.
     pub action: String,
     /// Free text for the other side.
     pub message: Option<String>,
@@ -40,6 +56,49 @@ pub struct RespondCommand {
     pub reasoning: String,
     /// Roles from the responding user's view; `None`: both `peer`.
     pub suggested_roles: Option<SuggestedRoles>,
+    /// `ask_person` only: what the agent asks its person.
+    pub question: Option<String>,
+    /// `ask_person` only: the answers the person may pick (free text is always possible).
+    pub options: Option<Vec<String>>,
+}
+
+/// A respond as checked: a turn, or a question to the agent's person.
+#[derive(Debug, Clone)]
+pub enum Checked {
+    /// The agent takes the turn.
+    Turn(TurnAnswer),
+    /// The agent asks its person first (`ask_person`).
+    Ask(AskPerson),
+}
+
+/// An `ask_person` respond, checked: the question (trimmed, 1 to [`MAX_QUESTION`] characters)
+/// and its options (at most [`MAX_OPTIONS`], each 1 to [`MAX_OPTION`] characters, distinct).
+#[derive(Debug, Clone, Serialize)]
+pub struct AskPerson {
+    /// The question.
+    pub question: String,
+    /// The options (possibly none).
+    pub options: Vec<String>,
+    /// The claim token, when the client sends one.
+    #[serde(skip)]
+    pub claim_token: Option<String>,
+}
+
+impl AskPerson {
+    /// SHA-256 of the checked body: a repeated ask with the same token must send the same.
+    pub fn request_hash(&self) -> Vec<u8> {
+        use sha2::Digest;
+        sha2::Sha256::digest(serde_json::to_vec(self).unwrap_or_default()).to_vec()
+    }
+}
+
+/// Checks a person's answer: trimmed, 1 to [`MAX_ANSWER`] characters.
+pub fn check_answer(answer: &str) -> Result<String, DeliveryError> {
+    let answer = answer.trim();
+    if answer.is_empty() || answer.chars().count() > MAX_ANSWER {
+        return Err(DeliveryError::Invalid(format!("answer must be 1 to {MAX_ANSWER} characters")));
+    }
+    Ok(answer.to_owned())
 }
 
 impl RespondCommand {
@@ -47,9 +106,47 @@ impl RespondCommand {
     /// are at most [`MAX_TEXT`] characters, a claim token is not empty and not over-long; a blank
     /// message is none and the reasoning is trimmed. Whether the action is allowed at this turn
     /// is the engine's to say (it knows the turn).
-    pub fn check(self) -> Result<TurnAnswer, DeliveryError> {
+    pub fn check(self) -> Result<Checked, DeliveryError> {
+        if self.claim_token.as_ref().is_some_and(|t| t.is_empty() || t.len() > MAX_CLAIM_TOKEN) {
+            return Err(DeliveryError::Invalid("claimToken is not a claim token".into()));
+        }
+        if self.action == ASK_PERSON {
+            return self.check_ask().map(Checked::Ask);
+        }
+        if self.question.is_some() || self.options.is_some() {
+            return Err(DeliveryError::Invalid("question and options are for action ask_person only".into()));
+        }
+        self.check_turn().map(Checked::Turn)
+    }
+
+    /// The rules of `ask_person`: a question of 1 to [`MAX_QUESTION`] characters, at most
+    /// [`MAX_OPTIONS`] distinct options of 1 to [`MAX_OPTION`] characters each.
+    fn check_ask(self) -> Result<AskPerson, DeliveryError> {
+        let question = self.question.as_deref().map(str::trim).unwrap_or_default().to_owned();
+        if question.is_empty() || question.chars().count() > MAX_QUESTION {
+            return Err(DeliveryError::Invalid(format!(
+                "ask_person needs a question of 1 to {MAX_QUESTION} characters"
+            )));
+        }
+        let options: Vec<String> = self.options.unwrap_or_default().iter().map(|o| o.trim().to_owned()).collect();
+        if options.len() > MAX_OPTIONS {
+            return Err(DeliveryError::Invalid(format!("options holds at most {MAX_OPTIONS} answers")));
+        }
+        if options.iter().any(|o| o.is_empty() || o.chars().count() > MAX_OPTION) {
+            return Err(DeliveryError::Invalid(format!("each option must be 1 to {MAX_OPTION} characters")));
+        }
+        if options.iter().enumerate().any(|(i, o)| options[..i].contains(o)) {
+            return Err(DeliveryError::Invalid("options must differ from each other".into()));
+        }
+        Ok(AskPerson { question, options, claim_token: self.claim_token })
+    }
+
+    /// The rules of a turn.
+    fn check_turn(self) -> Result<TurnAnswer, DeliveryError> {
         let action = Action::parse(&self.action).ok_or_else(|| {
-            DeliveryError::Invalid("action must be one of propose, counter, accept, reject, question".into())
+            DeliveryError::Invalid(
+                "action must be one of propose, counter, accept, reject, question, ask_person".into(),
+            )
         })?;
         // An empty reasoning is accepted, as Index Network's own clients may send it: it stays
         // private to its side and shows as empty.
@@ -59,9 +156,6 @@ impl RespondCommand {
         }
         if self.message.as_ref().is_some_and(|m| m.chars().count() > MAX_TEXT) {
             return Err(DeliveryError::Invalid(format!("message must be at most {MAX_TEXT} characters")));
-        }
-        if self.claim_token.as_ref().is_some_and(|t| t.is_empty() || t.len() > MAX_CLAIM_TOKEN) {
-            return Err(DeliveryError::Invalid("claimToken is not a claim token".into()));
         }
         Ok(TurnAnswer {
             action,
@@ -127,19 +221,62 @@ mod tests {
             message: message.map(Into::into),
             reasoning: "  why  ".into(),
             suggested_roles: None,
+            question: None,
+            options: None,
         }
+    }
+
+    fn turn(c: RespondCommand) -> Result<TurnAnswer, DeliveryError> {
+        match c.check()? {
+            Checked::Turn(t) => Ok(t),
+            Checked::Ask(a) => panic!("{a:?}"),
+        }
+    }
+
+    #[test]
+    fn ask_person_needs_a_short_question_and_at_most_five_distinct_options() {
+        let ask = |question: Option<&str>, options: Option<Vec<&str>>| {
+            let c = RespondCommand {
+                question: question.map(Into::into),
+                options: options.map(|o| o.into_iter().map(Into::into).collect()),
+                ..command(ASK_PERSON, None)
+            };
+            match c.check() {
+                Ok(Checked::Ask(a)) => Ok(a),
+                Ok(other) => panic!("{other:?}"),
+                Err(DeliveryError::Invalid(m)) => Err(m),
+                Err(e) => panic!("{e:?}"),
+            }
+        };
+        let a = ask(Some(" Is a 4-day week a must? "), Some(vec!["yes", " no "])).unwrap();
+        assert_eq!(
+            (a.question.as_str(), a.options.clone()),
+            ("Is a 4-day week a must?", vec!["yes".into(), "no".into()])
+        );
+        assert!(ask(None, None).unwrap_err().starts_with("ask_person needs a question"));
+        assert!(ask(Some("  "), None).is_err());
+        assert!(ask(Some(&"q".repeat(MAX_QUESTION + 1)), None).is_err());
+        assert!(ask(Some(&"q".repeat(MAX_QUESTION)), None).is_ok());
+        assert!(ask(Some("q"), Some(vec!["a", "b", "c", "d", "e", "f"])).unwrap_err().starts_with("options holds"));
+        assert!(ask(Some("q"), Some(vec!["a", "a"])).is_err());
+        assert!(ask(Some("q"), Some(vec![""])).is_err());
+        let stray = RespondCommand { question: Some("q".into()), ..command("accept", None) };
+        assert!(matches!(stray.check(), Err(DeliveryError::Invalid(_))));
+        assert_eq!(check_answer("  yes ").unwrap(), "yes");
+        assert!(check_answer(" ").is_err());
+        assert!(check_answer(&"a".repeat(MAX_ANSWER + 1)).is_err());
     }
 
     #[test]
     fn a_counter_or_question_needs_no_message_and_blank_is_none() {
         for action in ["counter", "question", "accept", "reject", "propose"] {
-            let answer = command(action, None).check().expect(action);
+            let answer = turn(command(action, None)).expect(action);
             assert_eq!(answer.message, None);
             assert_eq!(answer.reasoning, "why");
             assert_eq!(answer.suggested_roles, SuggestedRoles::PEERS);
         }
-        assert_eq!(command("counter", Some("  ")).check().unwrap().message, None);
-        assert_eq!(command("counter", Some("what stage?")).check().unwrap().message.as_deref(), Some("what stage?"));
+        assert_eq!(turn(command("counter", Some("  "))).unwrap().message, None);
+        assert_eq!(turn(command("counter", Some("what stage?"))).unwrap().message.as_deref(), Some("what stage?"));
     }
 
     #[test]

@@ -11,6 +11,7 @@
 //! below both, and the durable timers reach it through the dispatcher above both
 //! (`crate::services`).
 
+mod ask;
 mod claims;
 mod commands;
 mod decisions;
@@ -24,8 +25,11 @@ mod respond;
 mod start;
 mod timers;
 
+pub use ask::MAX_QUESTIONS;
 pub use claims::Claim;
-pub use commands::{MAX_SKIP, PickupQuery, RespondCommand, parse_skip, wait_from_secs, wait_from_text};
+pub use commands::{
+    ASK_PERSON, Checked, MAX_SKIP, PickupQuery, RespondCommand, parse_skip, wait_from_secs, wait_from_text,
+};
 pub use decisions::decide;
 pub use engine::Engine;
 pub use finalize::finalize;
@@ -99,6 +103,15 @@ pub enum DeliveryError {
          release it without handBack"
     )]
     NoSystemNegotiator,
+    /// A side asked its person as often as it may in this negotiation.
+    #[error("your agent has asked its person {max} questions in this negotiation, as many as it may; decide with what you know", max = ask::MAX_QUESTIONS)]
+    QuestionLimit,
+    /// The person's question was answered already, or its window ran out.
+    #[error("the question is closed: {}", match .0 {
+        crate::store::person_questions::QuestionStatus::Answered => "it was answered already",
+        _ => "its answer window ran out",
+    })]
+    QuestionClosed(crate::store::person_questions::QuestionStatus),
     /// The action is not allowed at this turn.
     #[error("{0}")]
     ActionNotAllowed(String),

@@ -90,6 +90,10 @@ pub struct Responded {
     /// sentence (`summary`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<Outcome>,
+    /// `ask_person` only: the question asked (the turn waits for the person: `status` is
+    /// `waiting_for_person`, and `turnNumber` the turn still to take).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub question_id: Option<Uuid>,
 }
 
 /// An opportunity's id and status.
@@ -265,6 +269,7 @@ impl Engine {
             status: TaskState::WaitingForAgent,
             opportunity: OpportunityRef { id: task.opportunity_id, status: opportunity_status },
             outcome: None,
+            question_id: None,
         });
         let mut rows: Vec<TurnRow<'_>> =
             plan.turns.iter().map(|(t, _)| TurnRow::new(t, task.user_id(t.side))).collect();
@@ -361,6 +366,7 @@ impl Engine {
             status: task.state,
             opportunity: OpportunityRef { id: opportunity.id, status: opportunity.status },
             outcome,
+            question_id: None,
         })
     }
 }

@@ -30,7 +30,7 @@ use uuid::Uuid;
 use super::{DeliveryError, Engine, engine::Concluded, finalize};
 use crate::{
     domain::{EndReason, FallbackReason, OpportunityEvent, OpportunityStatus, Side, TaskEvent, TaskState, Turn},
-    store::{agents, messages, opportunities, tasks, tasks::Task},
+    store::{agents, messages, opportunities, person_questions, tasks, tasks::Task},
 };
 
 fn jobs(e: parley_jobs::JobsError) -> DeliveryError {
@@ -170,6 +170,9 @@ impl Engine {
     /// and leaves it.
     pub(crate) async fn ensure_turn_timer(&self, conn: &mut PgConnection, task: &Task) -> Result<(), DeliveryError> {
         // The deadline, and when the turn was first parked if it is a park deadline.
+        if task.state == TaskState::WaitingForPerson {
+            return self.ensure_answer_timer(conn, task).await;
+        }
         let (deadline, parked) = match (task.state, task.first_parked_at) {
             (TaskState::Claimed, _) => (task.claim_expires_at, None),
             (TaskState::WaitingForAgent, Some(parked)) if Self::falls_back(task) => {
@@ -185,6 +188,16 @@ impl Engine {
             Some(parked) => self.arm_park_timer(conn, task, task.turn_count, task.claim_generation, parked).await,
             None => self.arm_claim_timer(conn, task.id, task.claim_generation, deadline).await,
         }
+    }
+
+    /// The turn timer of a task waiting for its person: its question's answer window.
+    async fn ensure_answer_timer(&self, conn: &mut PgConnection, task: &Task) -> Result<(), DeliveryError> {
+        let Some(question) = person_questions::lock_pending(conn, task.id).await? else { return Ok(()) };
+        if parley_jobs::turn_timer_at(conn, task.id).await.map_err(jobs)?.is_some_and(|at| at <= question.expires_at) {
+            return Ok(());
+        }
+        let t = ParkTimeout { task_id: task.id, turn_number: task.turn_count, generation: question.claim_generation };
+        parley_jobs::schedule_park_timeout(conn, &t, question.expires_at.max(Utc::now())).await.map_err(jobs)
     }
 
     /// Arms the personal-vs-personal deadline at start.
@@ -257,6 +270,10 @@ impl Engine {
     pub async fn fall_back(&self, t: ParkTimeout) -> Result<bool, DeliveryError> {
         let mut tx = self.runtime.pool.begin().await?;
         let Some(mut task) = tasks::lock(&mut tx, t.task_id).await? else { return Ok(false) };
+        // While the turn waits for the person, its timer is the answer window (`super::ask`).
+        if task.state == TaskState::WaitingForPerson {
+            return self.end_answer_window(tx, task, t).await;
+        }
         let first_parked_at = match task.first_parked_at {
             Some(at)
                 if task.state == TaskState::WaitingForAgent

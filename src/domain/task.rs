@@ -3,7 +3,11 @@
 //! ```text
 //! submitted -> working -> waiting_for_agent <-> claimed -> working -> ... -> completed
 //!                                                         (any non-terminal) -> canceled
+//!                          waiting_for_agent <- waiting_for_person <- claimed  (ask_person)
 //! ```
+//!
+//! `waiting_for_person`: the claim holder asked its person (`ask_person`); the turn waits for the
+//! answer or the end of the answer window, then goes back to `waiting_for_agent` (same turn).
 //!
 //! `failed` belongs to the A2A vocabulary a stored task may carry; nothing moves a task there.
 //! The moves the turn statements make in SQL (park, claim, respond) are in the table for the
@@ -26,6 +30,8 @@ pub enum TaskState {
     WaitingForAgent,
     /// One agent holds the turn under a claim token.
     Claimed,
+    /// The agent asked its person; the turn waits for the answer (or the answer window's end).
+    WaitingForPerson,
     /// Ended with an outcome.
     Completed,
     /// Ended by the platform.
@@ -50,6 +56,10 @@ pub enum TaskEvent {
     Respond,
     /// The holder gives the turn back, or its claim expires.
     Unclaim,
+    /// The holder asks its person (`ask_person`): the claim is released and the turn waits.
+    AskPerson,
+    /// The person answered, or the answer window ran out: the turn is parked for the agent again.
+    PersonReplied,
     /// The park timeout passed: the system negotiator takes the parked turn.
     FallBack,
     /// The negotiation ended (accept, reject, cap or deadline).
@@ -60,11 +70,12 @@ pub enum TaskEvent {
 
 impl TaskState {
     /// Every state, for tables and tests.
-    pub const ALL: [TaskState; 7] = [
+    pub const ALL: [TaskState; 8] = [
         TaskState::Submitted,
         TaskState::Working,
         TaskState::WaitingForAgent,
         TaskState::Claimed,
+        TaskState::WaitingForPerson,
         TaskState::Completed,
         TaskState::Canceled,
         TaskState::Failed,
@@ -77,6 +88,7 @@ impl TaskState {
             TaskState::Working => "working",
             TaskState::WaitingForAgent => "waiting_for_agent",
             TaskState::Claimed => "claimed",
+            TaskState::WaitingForPerson => "waiting_for_person",
             TaskState::Completed => "completed",
             TaskState::Canceled => "canceled",
             TaskState::Failed => "failed",
@@ -107,11 +119,15 @@ impl TaskState {
             #[cfg(test)]
             (S::Claimed, E::Respond) => S::Working,
             (S::Claimed, E::Unclaim) => S::WaitingForAgent,
+            (S::Claimed, E::AskPerson) => S::WaitingForPerson,
+            (S::WaitingForPerson, E::PersonReplied) => S::WaitingForAgent,
             (S::WaitingForAgent, E::FallBack) => S::Working,
             // Accept/reject/cap end from `working`; the personal-vs-personal deadline ends a
             // negotiation wherever it waits.
-            (S::Working | S::WaitingForAgent | S::Claimed, E::Finish) => S::Completed,
-            (S::Submitted | S::Working | S::WaitingForAgent | S::Claimed, E::Cancel) => S::Canceled,
+            (S::Working | S::WaitingForAgent | S::Claimed | S::WaitingForPerson, E::Finish) => S::Completed,
+            (S::Submitted | S::Working | S::WaitingForAgent | S::Claimed | S::WaitingForPerson, E::Cancel) => {
+                S::Canceled
+            }
             (from, event) => {
                 return Err(TransitionError { machine: "task", from: from.as_str(), event: event.name() });
             }
@@ -123,12 +139,14 @@ impl TaskState {
 impl TaskEvent {
     /// Every event.
     #[cfg(test)]
-    pub const ALL: [TaskEvent; 8] = [
+    pub const ALL: [TaskEvent; 10] = [
         TaskEvent::Start,
         TaskEvent::Park,
         TaskEvent::Claim,
         TaskEvent::Respond,
         TaskEvent::Unclaim,
+        TaskEvent::AskPerson,
+        TaskEvent::PersonReplied,
         TaskEvent::FallBack,
         TaskEvent::Finish,
         TaskEvent::Cancel,
@@ -145,6 +163,8 @@ impl TaskEvent {
             #[cfg(test)]
             TaskEvent::Respond => "respond",
             TaskEvent::Unclaim => "unclaim",
+            TaskEvent::AskPerson => "ask_person",
+            TaskEvent::PersonReplied => "person_replied",
             TaskEvent::FallBack => "fall_back",
             TaskEvent::Finish => "finish",
             TaskEvent::Cancel => "cancel",
@@ -172,8 +192,10 @@ mod tests {
                 (S::WaitingForAgent, E::Claim) => Some(S::Claimed),
                 (S::Claimed, E::Respond) => Some(S::Working),
                 (S::Claimed, E::Unclaim) => Some(S::WaitingForAgent),
+                (S::Claimed, E::AskPerson) => Some(S::WaitingForPerson),
+                (S::WaitingForPerson, E::PersonReplied) => Some(S::WaitingForAgent),
                 (S::WaitingForAgent, E::FallBack) => Some(S::Working),
-                (S::Working | S::WaitingForAgent | S::Claimed, E::Finish) => Some(S::Completed),
+                (S::Working | S::WaitingForAgent | S::Claimed | S::WaitingForPerson, E::Finish) => Some(S::Completed),
                 (s, E::Cancel) if !s.is_terminal() => Some(S::Canceled),
                 _ => None,
             }
@@ -185,7 +207,7 @@ mod tests {
                 allowed += usize::from(expected(s, e).is_some());
             }
         }
-        assert_eq!(allowed, 13);
+        assert_eq!(allowed, 17);
     }
 
     #[test]

@@ -25,8 +25,11 @@ use super::{
     extract::{ApiJson, ApiQuery, Ids, OptionalJson},
 };
 pub use crate::delivery::MAX_SKIP;
+/// What a checked respond body is (a turn, or a question to the agent's person), for the agent
+/// runner that checks its worker's answers with [`RespondIn::validate`].
+pub use crate::delivery::{ASK_PERSON, Checked};
 use crate::{
-    delivery::{PickupQuery, RespondCommand, Responded, TurnAnswer},
+    delivery::{PickupQuery, RespondCommand, Responded},
     domain::{SuggestedRoles, TaskState},
     wire::{
         agent_views::{AgentListing, AgentNegotiationOut, AgentNegotiationPage, agent_negotiation, agent_negotiations},
@@ -128,8 +131,10 @@ pub struct RespondIn {
     /// The token from pickup; optional for clients of Index Network's API.
     #[schema(min_length = 1, max_length = 200)]
     pub claim_token: Option<String>,
-    /// `propose` (turn 0 only), `counter`, `accept`, `reject` or `question`.
-    #[schema(pattern = "^(propose|counter|accept|reject|question)$")]
+    /// `propose` (turn 0 only), `counter`, `accept`, `reject`, `question`, or `ask_person`
+    /// (ask the agent's own person first: the turn waits for their answer, which the next
+    /// pickup of the turn carries in `context.personAnswers`).
+    #[schema(pattern = "^(propose|counter|accept|reject|question|ask_person)$")]
     pub action: String,
     /// Free text for the other side (at most 10 000 characters). Optional for every action,
     /// `counter` and `question` included: null, absent or blank means none (Index Network's
@@ -137,20 +142,36 @@ pub struct RespondIn {
     /// missing or what you ask in it.
     #[schema(max_length = 10000)]
     pub message: Option<String>,
-    /// The agent's assessment.
-    pub assessment: AssessmentIn,
+    /// The agent's assessment; required for every action but `ask_person`.
+    #[serde(default)]
+    pub assessment: Option<AssessmentIn>,
+    /// `ask_person` only: what to ask the agent's person (1 to 500 characters). The other side
+    /// never reads it.
+    #[schema(min_length = 1, max_length = 500)]
+    pub question: Option<String>,
+    /// `ask_person` only: up to 5 answers to offer the person as buttons (each 1 to 100
+    /// characters); the person may always answer in their own words.
+    #[schema(max_items = 5)]
+    pub options: Option<Vec<String>>,
 }
 
 impl RespondIn {
     /// The respond command this body carries, checked by the engine's one rule set
     /// ([`RespondCommand::check`]).
-    pub fn validate(self) -> ApiResult<TurnAnswer> {
+    pub fn validate(self) -> ApiResult<Checked> {
+        let (reasoning, suggested_roles) = match self.assessment {
+            Some(a) => (a.reasoning, a.suggested_roles),
+            None if self.action == ASK_PERSON => (String::new(), None),
+            None => return Err(ApiError::invalid("assessment is required (with its reasoning)")),
+        };
         let command = RespondCommand {
             claim_token: self.claim_token,
             action: self.action,
             message: self.message,
-            reasoning: self.assessment.reasoning,
-            suggested_roles: self.assessment.suggested_roles,
+            reasoning,
+            suggested_roles,
+            question: self.question,
+            options: self.options,
         };
         Ok(command.check()?)
     }
@@ -162,10 +183,10 @@ impl RespondIn {
     params(AgentNegotiationPath),
     request_body = RespondIn,
     responses(
-        (status = 200, description = "The turn is stored (or this exact respond was already applied)", body = Responded),
+        (status = 200, description = "The turn is stored (or this exact respond was already applied); for `ask_person`, the question is asked and the turn waits for the person (`status: waiting_for_person`, `questionId`)", body = Responded),
         (status = 400, description = "Invalid body (`invalid_body`) or action not allowed at this turn (`action_not_allowed`)"),
         (status = 404, description = "Unknown negotiation, or not the agent's user's"),
-        (status = 409, description = "`not_claimed`, `claimed_by_other`, `claim_stale`, `turn_already_answered` (the same token with another body), `unknown_claim_token` (a token never issued for this negotiation) or `already_completed`"),
+        (status = 409, description = "`not_claimed`, `claimed_by_other`, `claim_stale`, `turn_already_answered` (the same token with another body), `unknown_claim_token` (a token never issued for this negotiation), `already_completed`, or `limit_reached` (a 4th `ask_person` of the side)"),
         OwnAgentKey,
     ))]
 pub async fn respond_to_turn(
@@ -176,7 +197,7 @@ pub async fn respond_to_turn(
 ) -> ApiResult<Json<Responded>> {
     let checked = ids.and_then(|Ids((_, id))| body.and_then(|ApiJson(b)| b.validate()).map(|answer| (id, answer)));
     let (key, (negotiation_id, answer)) = key.admit(&state, checked).await?;
-    Ok(Json(state.engine.respond(key, negotiation_id, &answer).await?))
+    Ok(Json(state.engine.respond_checked(key, negotiation_id, &answer).await?))
 }
 
 /// Body of extend.

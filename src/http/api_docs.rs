@@ -58,6 +58,8 @@ uuid_path_params! {
     OpportunityPath { "id": "The opportunity id" }
     /// `/api/negotiations/{id}`.
     NegotiationPath { "id": "The negotiation id" }
+    /// `/api/negotiations/{id}/questions/{questionId}/...`.
+    QuestionPath { "id": "The negotiation id", "questionId": "The question id (`pendingQuestion.id`)" }
     /// `/api/webhooks/{id}`.
     WebhookPath { "id": "The webhook id" }
 }

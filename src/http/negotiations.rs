@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use super::{
     AppState,
-    api_docs::{NegotiationPath, PlatformOnly},
+    api_docs::{NegotiationPath, PlatformOnly, QuestionPath},
     auth::{Caller, ServiceCaller},
     error::{ApiError, ApiResult},
     extract::{ApiJson, Ids},
@@ -29,6 +29,7 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/negotiations", post(create_negotiation))
         .route("/api/negotiations/{id}", get(get_negotiation).delete(cancel_negotiation))
+        .route("/api/negotiations/{id}/questions/{question_id}/answer", post(answer_question))
 }
 
 /// Longest user id accepted.
@@ -218,4 +219,60 @@ pub async fn cancel_negotiation(
     state.engine.cancel(id).await?;
     let (_, negotiation) = load_pair(&state, id).await?;
     Ok(Json(negotiation))
+}
+
+/// Body of an answer to a person's question.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"answer": "Yes, it rules him out"}))]
+pub struct AnswerIn {
+    /// One of the question's options, or free text (1 to 1 000 characters).
+    #[schema(min_length = 1, max_length = 1000)]
+    pub answer: String,
+}
+
+/// A person's question after their answer.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AnsweredOut {
+    /// The question.
+    pub id: Uuid,
+    /// Its negotiation.
+    pub negotiation_id: Uuid,
+    /// The question as asked.
+    pub question: String,
+    /// The answer as stored.
+    pub answer: String,
+    /// When it was answered.
+    pub answered_at: chrono::DateTime<chrono::Utc>,
+}
+
+/// The person answers the question their agent asked them (`pendingQuestion`): the turn goes
+/// back to their agent, whose next pickup carries the answer. Only the asking person may answer;
+/// the other side never reads the question or the answer.
+#[utoipa::path(post, path = "/api/negotiations/{id}/questions/{questionId}/answer", tag = "negotiations",
+    operation_id = "answerQuestion",
+    security(("bearerJwt" = [])),
+    params(QuestionPath),
+    request_body = AnswerIn,
+    responses(
+        (status = 200, description = "Answered (or this same answer was given already)", body = AnsweredOut),
+        (status = 400, description = "Invalid body (`invalid_body`)"),
+        (status = 404, description = "Unknown negotiation or question, or not the caller's question"),
+        (status = 409, description = "`question_closed` (answered already with another answer, or its window ran out) or `already_completed`"),
+    ))]
+pub async fn answer_question(
+    State(state): State<AppState>,
+    caller: Caller,
+    Ids((id, question_id)): Ids<(Uuid, Uuid)>,
+    ApiJson(body): ApiJson<AnswerIn>,
+) -> ApiResult<Json<AnsweredOut>> {
+    let q = state.engine.answer_question(&caller.sub, id, question_id, &body.answer).await?;
+    Ok(Json(AnsweredOut {
+        id: q.id,
+        negotiation_id: q.task_id,
+        question: q.question,
+        answer: q.answer.unwrap_or_default(),
+        answered_at: q.answered_at.unwrap_or_else(chrono::Utc::now),
+    }))
 }

@@ -61,7 +61,8 @@ pub struct RolesArg {
 pub struct RespondArgs {
     /// The `negotiationId` from `pickup_negotiation`.
     pub negotiation_id: String,
-    /// `propose` (turn 0 only), `counter`, `question`, `accept` or `reject`.
+    /// `propose` (turn 0 only), `counter`, `question`, `accept` or `reject`; or `ask_person` to
+    /// ask your own person first (with `question` and optional `options`).
     pub action: String,
     /// Why you chose this action (at most 10 000 characters); private to your side, the other
     /// side never sees it. May be empty; when omitted, the message is stored as the reasoning.
@@ -73,6 +74,12 @@ pub struct RespondArgs {
     pub message: Option<String>,
     /// The `claimToken` from `pickup_negotiation`; strongly recommended (a stale claim is refused).
     pub claim_token: Option<String>,
+    /// `ask_person` only: what to ask your person (1 to 500 characters); the other side never
+    /// reads it.
+    pub question: Option<String>,
+    /// `ask_person` only: up to 5 short answers offered as buttons; the person may always answer
+    /// in their own words.
+    pub options: Option<Vec<String>>,
 }
 
 /// The pickup answer over MCP: the HTTP route's body with `pickedUp: true`.
@@ -162,7 +169,10 @@ reject), counter, question, accept or reject. message (for the other side) is op
 as over HTTP; say in it what is missing or what you ask. reasoning (private to your side) defaults to the \
 message, suggestedRoles to peer/peer. Returns \
 {success, negotiationId, turnNumber, status, opportunity, outcome?}: status waiting_for_agent means the \
-negotiation goes on, completed that it ended.")]
+negotiation goes on, completed that it ended. Unsure what your person wants? action ask_person with a \
+question (and up to 5 options) asks them instead (at most 3 times per negotiation): status is then \
+waiting_for_person, and your next pickup of this turn carries their answer in context.personAnswers \
+(answer null if they did not answer in time).")]
     async fn respond_to_negotiation(
         &self,
         Extension(parts): Extension<Parts>,
@@ -200,9 +210,11 @@ impl ParleyMcp {
             message: args.message,
             reasoning,
             suggested_roles,
+            question: args.question,
+            options: args.options,
         };
         let answer = command.check()?;
-        Ok(self.state.engine.respond(key, id, &answer).await?)
+        Ok(self.state.engine.respond_checked(key, id, &answer).await?)
     }
 }
 

@@ -48,6 +48,13 @@ pub const KINDS: &[EventKind] = &[
         data: "`{negotiationId, opportunityId, round, previousNegotiationId}`: a reactivated opportunity's new negotiation",
     },
     EventKind {
+        name: "negotiation.question",
+        by_default: true,
+        data: "`{negotiationId, opportunityId, questionId, state, question, options, askedAt, expiresAt, answer}`: \
+               the person's agent asked them something (`state: asked`), they answered (`answered`), or the \
+               answer window ran out (`unanswered`); to the asking person only",
+    },
+    EventKind {
         name: "delegation.status",
         by_default: true,
         data: "`{requestId, attempt, status, taskId, taskType, requesterAnonymousId, targetAnonymousId}`: a delegation \
@@ -65,8 +72,8 @@ pub fn kind(name: &str) -> Option<&'static EventKind> {
 pub struct Event {
     /// Increasing id (the SSE `id:`).
     pub id: i64,
-    /// `opportunity.status`, `negotiation.turn`, `negotiation.outcome`, `negotiation.round` or
-    /// `delegation.status` (written by a trigger on delegation attempts).
+    /// `opportunity.status`, `negotiation.turn`, `negotiation.outcome`, `negotiation.round`,
+    /// `negotiation.question` or `delegation.status` (written by a trigger on delegation attempts).
     pub kind: String,
     /// The first person who may see it.
     pub source_user_id: String,

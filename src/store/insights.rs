@@ -44,6 +44,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::Serialize;
 use sqlx::PgConnection;
+use uuid::Uuid;
 
 /// The range and whose data a query covers.
 #[derive(Debug, Clone)]
@@ -92,6 +93,36 @@ pub struct DecisionCounts {
     pub declined: i64,
     /// Opportunities that expired before everyone decided.
     pub expired: i64,
+}
+
+/// Questions personal agents asked their people (`ask_person`), and how they closed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct QuestionCounts {
+    /// Questions asked (for a user: by their own agents, to them).
+    pub asked: i64,
+    /// Questions the person answered in time.
+    pub answered: i64,
+    /// Questions whose answer window ran out.
+    pub unanswered: i64,
+}
+
+/// Counts a question event of the day: `asked`, `answered` or `unanswered`, for everyone and for
+/// the asking person, in the shard of its negotiation (in the caller's transaction).
+pub async fn count_question(conn: &mut PgConnection, task_id: Uuid, user_id: &str, key: &str) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO insight_counts AS c (scope, day, kind, key, shard, n)
+         SELECT scope, (now() AT TIME ZONE 'UTC')::date, 'question', $3, parley_insights_shard($1), 1
+           FROM (SELECT '' AS scope UNION SELECT $2) s
+          ORDER BY scope
+         ON CONFLICT (scope, day, kind, key, shard) DO UPDATE SET n = c.n + 1",
+    )
+    .bind(task_id)
+    .bind(user_id)
+    .bind(key)
+    .execute(conn)
+    .await?;
+    Ok(())
 }
 
 /// How long personal agents took to answer their turns.
@@ -152,6 +183,9 @@ pub struct Figures {
     pub system_turns: i64,
     /// The ten terms most often named missing, most named first.
     pub top_objections: Vec<Objection>,
+    /// Questions personal agents asked their people, answered and unanswered (for a user: their
+    /// own agents' questions to them; never the other side's).
+    pub person_questions: QuestionCounts,
 }
 
 /// Figures per UTC day (days with no activity are left out) and for the whole range.
@@ -208,6 +242,7 @@ type DayRow = (Option<NaiveDate>, i64, i64, i64, i64, i64, i64, i64, i64, f64, i
 /// Keyed counts of one day or of the range, as read: turns, buckets and terms.
 #[derive(Default)]
 struct Keyed {
+    questions: QuestionCounts,
     turns: BTreeMap<i64, i64>,
     outcome: BTreeMap<i32, i64>,
     answer: BTreeMap<i32, i64>,
@@ -252,14 +287,23 @@ pub async fn compute(conn: &mut PgConnection, scope: &Scope<'_>) -> anyhow::Resu
             "turns" => *k.turns.entry(key.parse()?).or_default() += n,
             "outcome" => *k.outcome.entry(key.parse()?).or_default() += n,
             "answer" => *k.answer.entry(key.parse()?).or_default() += n,
+            "question" => match key.as_str() {
+                "asked" => k.questions.asked += n,
+                "answered" => k.questions.answered += n,
+                _ => k.questions.unanswered += n,
+            },
             _ => k.objections.push((key, n)),
         }
     }
     for (day, mut k) in keyed {
         if !out.has(day) {
-            continue;
+            // A day whose only activity was a question has no row of the day's figures.
+            if k.questions == QuestionCounts::default() {
+                continue;
+            }
         }
         let f = out.at(day);
+        f.person_questions = std::mem::take(&mut k.questions);
         f.turns_to_outcome =
             k.turns.into_iter().map(|(turns, negotiations)| TurnsCount { turns, negotiations }).collect();
         f.time_to_outcome_p50_seconds = bucket_median(&k.outcome).map(round2);

@@ -14,6 +14,7 @@ pub mod insights;
 pub mod messages;
 pub mod opportunities;
 pub mod outbox;
+pub mod person_questions;
 pub mod push_configs;
 pub mod retention;
 pub mod skills;

@@ -317,8 +317,8 @@ pub async fn set_state(
 ) -> anyhow::Result<()> {
     let r = sqlx::query!(
         r#"UPDATE tasks SET state = $3, turn_count = $4, updated_at = now(),
-                  awaiting_user_id = CASE WHEN $3 IN ('waiting_for_agent', 'claimed') THEN awaiting_user_id END,
-                  first_parked_at = CASE WHEN $3 IN ('waiting_for_agent', 'claimed') THEN first_parked_at END,
+                  awaiting_user_id = CASE WHEN $3 IN ('waiting_for_agent', 'claimed', 'waiting_for_person') THEN awaiting_user_id END,
+                  first_parked_at = CASE WHEN $3 IN ('waiting_for_agent', 'claimed', 'waiting_for_person') THEN first_parked_at END,
                   claim_agent_id = NULL, claim_expires_at = NULL,
                   completed_at = CASE WHEN $3 IN ('completed', 'canceled', 'failed') THEN now() END
            WHERE task_id = $1 AND state = $2"#,
@@ -330,6 +330,34 @@ pub async fn set_state(
     .execute(conn)
     .await?;
     anyhow::ensure!(r.rows_affected() == 1, "task {id} was not in state {from}");
+    Ok(())
+}
+
+/// A locked task waiting for its person goes back to waiting for its agent (same turn), its park
+/// window moved on by the time since `asked_at` (the turn's deadline was suspended meanwhile).
+/// Returns the turn's moved first parking.
+pub async fn back_from_person(
+    conn: &mut PgConnection,
+    id: Uuid,
+    asked_at: DateTime<Utc>,
+) -> anyhow::Result<DateTime<Utc>> {
+    let moved = sqlx::query_scalar!(
+        r#"UPDATE tasks SET state = 'waiting_for_agent', updated_at = now(),
+                  first_parked_at = coalesce(first_parked_at, now()) + greatest(now() - $2, interval '0')
+            WHERE task_id = $1 AND state = 'waiting_for_person'
+           RETURNING first_parked_at AS "first_parked_at!""#,
+        id,
+        asked_at
+    )
+    .fetch_optional(conn)
+    .await?;
+    moved.ok_or_else(|| anyhow::anyhow!("task {id} was not waiting for its person"))
+}
+
+/// Arms the A2A turn job when one of `user_id`'s negotiating agents is one Parley calls
+/// (`parley_a2a_turn_parked`): for a turn parked again outside `parley_park`.
+pub async fn a2a_turn_parked(conn: &mut PgConnection, id: Uuid, user_id: &str, turn: u32) -> anyhow::Result<()> {
+    sqlx::query!("SELECT parley_a2a_turn_parked($1, $2, $3)", id, user_id, i32::try_from(turn)?).execute(conn).await?;
     Ok(())
 }
 
@@ -449,14 +477,14 @@ pub async fn list_for_user(
         Listed::Active => {
             list_tasks!(
                 "(SELECT task_id FROM tasks
-                   WHERE source_user_id = $1 AND state IN ('submitted', 'working', 'waiting_for_agent', 'claimed')
+                   WHERE source_user_id = $1 AND state IN ('submitted', 'working', 'waiting_for_agent', 'claimed', 'waiting_for_person')
                      AND task_id < $2
                      AND ($4::uuid IS NULL
                           OR (SELECT true FROM messages m WHERE m.task_id = tasks.task_id AND m.agent_id = $4 LIMIT 1))
                    ORDER BY task_id DESC LIMIT $3)
                  UNION ALL
                  (SELECT task_id FROM tasks
-                   WHERE candidate_user_id = $1 AND state IN ('submitted', 'working', 'waiting_for_agent', 'claimed')
+                   WHERE candidate_user_id = $1 AND state IN ('submitted', 'working', 'waiting_for_agent', 'claimed', 'waiting_for_person')
                      AND source_user_id <> $1 AND task_id < $2
                      AND ($4::uuid IS NULL
                           OR (SELECT true FROM messages m WHERE m.task_id = tasks.task_id AND m.agent_id = $4 LIMIT 1))

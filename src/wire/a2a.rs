@@ -195,7 +195,7 @@ pub fn proposal_status(action: crate::domain::Action) -> &'static str {
 /// states keep their names.
 pub fn negotiation_a2a_state(state: TaskState) -> &'static str {
     match state {
-        TaskState::WaitingForAgent => "input-required",
+        TaskState::WaitingForAgent | TaskState::WaitingForPerson => "input-required",
         TaskState::Claimed => "working",
         other => other.as_str(),
     }

@@ -250,6 +250,13 @@ impl From<DeliveryError> for ApiError {
             DeliveryError::NoSystemNegotiator => {
                 ApiError::Conflict { code: ErrorCode::NoSystemNegotiator, message: e.to_string() }
             }
+            DeliveryError::QuestionLimit => ApiError::LimitReached {
+                message: e.to_string(),
+                limit: u32::try_from(crate::delivery::MAX_QUESTIONS).unwrap_or(u32::MAX),
+            },
+            DeliveryError::QuestionClosed(_) => {
+                ApiError::Conflict { code: ErrorCode::QuestionClosed, message: e.to_string() }
+            }
             DeliveryError::Invalid(message) => ApiError::invalid(message),
             DeliveryError::ActionNotAllowed(message) => {
                 ApiError::BadRequest { code: ErrorCode::ActionNotAllowed, message }

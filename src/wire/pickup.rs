@@ -147,6 +147,40 @@ pub struct PickupContextOut {
     /// The opportunity's earlier rounds of negotiation, oldest first (empty in a first round):
     /// a reactivated opportunity is negotiated again from scratch, with these to learn from.
     previous_rounds: Vec<PreviousRoundOut>,
+    /// What the agent's person answered to the questions asked at this turn (`ask_person`),
+    /// oldest first; `answer` is null when the answer window ran out. Absent when none was asked.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    person_answers: Vec<PersonAnswerOut>,
+}
+
+/// A person's answer to their agent's question, as the agent's pickup carries it.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = PersonAnswer)]
+pub struct PersonAnswerOut {
+    /// The question's id.
+    pub question_id: Uuid,
+    /// The question as asked.
+    pub question: String,
+    /// The options offered (possibly none).
+    pub options: Vec<String>,
+    /// The person's answer (an option or free text); null when the answer window ran out.
+    pub answer: Option<String>,
+    /// When the person answered; null when the window ran out.
+    pub answered_at: Option<DateTime<Utc>>,
+}
+
+impl PersonAnswerOut {
+    /// A closed question as its agent reads it.
+    pub fn of(q: &crate::store::person_questions::Question) -> PersonAnswerOut {
+        PersonAnswerOut {
+            question_id: q.id,
+            question: q.question.clone(),
+            options: q.options.clone(),
+            answered_at: q.answer.as_ref().and(q.answered_at),
+            answer: q.answer.clone(),
+        }
+    }
 }
 
 /// An earlier round of the opportunity's negotiation, as a pickup shows it.
@@ -304,6 +338,7 @@ impl PickupOut {
                 is_discoverer: own_side == Side::Source,
                 discovery_query: task.discovery_query.clone(),
                 previous_rounds: previous_rounds_for(&claim.previous_rounds, own_side, |side| task.display_name(side)),
+                person_answers: claim.person_answers.iter().map(PersonAnswerOut::of).collect(),
             },
         })
     }

@@ -17,7 +17,7 @@ use crate::{
         Action, AgreedRole, DecidedBy, EndReason, FallbackReason, OpportunityStatus, Outcome, PlayedBy, RoleView, Side,
         SideKind, SuggestedRoles, TaskState, Turn,
     },
-    store::{messages::StoredTurn, opportunities::Opportunity, tasks, tasks::Task},
+    store::{messages::StoredTurn, opportunities::Opportunity, person_questions, tasks, tasks::Task},
 };
 
 pub use crate::domain::Viewer;
@@ -116,6 +116,50 @@ pub enum AwaitingThen {
     NegotiationEnds,
 }
 
+/// Whom a negotiation in progress waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum WaitingFor {
+    /// A personal agent of `awaitingUserId` (the turn is parked or claimed).
+    Agent,
+    /// The person `awaitingUserId` themselves: their agent asked them something (only they
+    /// read the question).
+    Person,
+}
+
+/// A question a person's agent asked them and that waits for their answer, as the person (and
+/// the service) read it; the other side never does.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingQuestionOut {
+    /// Answer it at `POST /api/negotiations/{negotiationId}/questions/{id}/answer`.
+    pub id: Uuid,
+    /// The negotiation it holds up.
+    pub negotiation_id: Uuid,
+    /// The question, in the agent's words.
+    pub question: String,
+    /// Answers offered as buttons (possibly none); any free text answers too.
+    pub options: Vec<String>,
+    /// When it was asked.
+    pub asked_at: DateTime<Utc>,
+    /// When the answer window ends: the agent then decides without the answer.
+    pub expires_at: DateTime<Utc>,
+}
+
+impl PendingQuestionOut {
+    /// The view of a stored question.
+    pub fn of(q: &person_questions::Question) -> PendingQuestionOut {
+        PendingQuestionOut {
+            id: q.id,
+            negotiation_id: q.task_id,
+            question: q.question.clone(),
+            options: q.options.clone(),
+            asked_at: q.asked_at,
+            expires_at: q.expires_at,
+        }
+    }
+}
+
 /// A whole negotiation.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -144,6 +188,17 @@ pub struct NegotiationOut {
     pub awaiting_until: Option<DateTime<Utc>>,
     /// While parked or claimed: what happens at `awaitingUntil`.
     pub awaiting_then: Option<AwaitingThen>,
+    /// While in progress and waiting: for `agent` (parked or claimed) or for the `person`
+    /// `awaitingUserId` (their agent asked them something); null otherwise.
+    pub waiting_for: Option<WaitingFor>,
+    /// For the asking person (and the service) only: the question their agent asked them that
+    /// waits for an answer. The other side reads only `waitingFor: person`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pending_question: Option<PendingQuestionOut>,
+    /// Who reads the view (what it may show).
+    #[serde(skip)]
+    #[schema(ignore)]
+    pub viewer: Viewer,
     /// Which round of its opportunity this negotiation is: 0 for the first, 1 for the one a
     /// reactivation started, and so on.
     pub round: u32,
@@ -187,6 +242,13 @@ impl NegotiationOut {
             awaiting_user_id: task.awaiting_user_id.clone(),
             awaiting_until: None,
             awaiting_then: None,
+            waiting_for: match task.state {
+                TaskState::WaitingForAgent | TaskState::Claimed => Some(WaitingFor::Agent),
+                TaskState::WaitingForPerson => Some(WaitingFor::Person),
+                _ => None,
+            },
+            pending_question: None,
+            viewer,
             round: 0,
             earlier_rounds: Vec::new(),
             turns: turns.iter().map(|t| TurnOut::new(t, viewer)).collect(),
@@ -211,6 +273,17 @@ impl NegotiationOut {
         if let Some(&(_, round)) = rounds.iter().find(|(id, _)| *id == task.id) {
             self.round = round;
             self.earlier_rounds = rounds.iter().filter(|(_, r)| *r < round).map(|(id, _)| *id).collect();
+        }
+        if task.state == TaskState::WaitingForPerson {
+            let asker = task.awaiting_user_id.as_deref().and_then(|u| task.side_of(u));
+            let sees = match self.viewer {
+                Viewer::Service => true,
+                Viewer::Side(own) => asker == Some(own),
+            };
+            if sees {
+                let pending = person_questions::pending_for_tasks(conn, &[task.id], None).await?;
+                self.pending_question = pending.get(&task.id).map(PendingQuestionOut::of);
+            }
         }
         if let Some(wait) = engine.turn_wait(conn, task).await? {
             self.awaiting_until = Some(wait.until);
@@ -268,6 +341,10 @@ pub struct OpportunityOut {
     pub other_decision: Option<String>,
     /// Every decision made so far, by user id.
     pub decisions: std::collections::BTreeMap<String, String>,
+    /// For the asking person (and the service) only: the question their agent asked them in
+    /// this opportunity's negotiation, waiting for their answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pending_question: Option<PendingQuestionOut>,
     /// Created.
     pub created_at: DateTime<Utc>,
     /// Status last changed.
@@ -286,6 +363,7 @@ pub async fn opportunity_views(
     let decisions = crate::store::decisions::for_opportunities(conn, &ids).await?;
     let outcomes = crate::store::messages::outcomes_for(conn, &task_ids).await?;
     let names = crate::store::tasks::user_names(conn, &task_ids).await?;
+    let questions = person_questions::pending_for_tasks(conn, &task_ids, viewer).await?;
     Ok(list
         .iter()
         .map(|o| {
@@ -305,6 +383,7 @@ pub async fn opportunity_views(
                 out.other_decision = made.get(other).cloned();
             }
             out.decisions = made.into_iter().collect();
+            out.pending_question = o.negotiation_id.and_then(|t| questions.get(&t)).map(PendingQuestionOut::of);
             if let Some(outcome) = o.negotiation_id.and_then(|t| outcomes.get(&t)) {
                 out.agreed_roles = outcome.agreed_roles.clone();
                 out.role_views = outcome.role_views.clone();
@@ -329,6 +408,7 @@ impl From<&Opportunity> for OpportunityOut {
             my_decision: None,
             other_decision: None,
             decisions: Default::default(),
+            pending_question: None,
             id: o.id,
             status: o.status,
             score: o.score,

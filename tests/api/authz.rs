@@ -162,6 +162,12 @@ async fn every_route_refuses_every_wrong_credential_and_leaks_nothing() {
         (Method::POST, "/api/negotiations".into(), Some(fixtures::good_match()), Audience::Service),
         (Method::GET, format!("/api/negotiations/{n}"), None, Audience::Participant),
         (Method::DELETE, format!("/api/negotiations/{n}"), None, Audience::Service),
+        (
+            Method::POST,
+            format!("/api/negotiations/{n}/questions/{}/answer", uuid::Uuid::now_v7()),
+            Some(json!({"answer": "yes"})),
+            Audience::Participant,
+        ),
         (Method::GET, "/api/opportunities".into(), None, Audience::Participant),
         (Method::GET, format!("/api/opportunities/{opportunity}"), None, Audience::Participant),
         (Method::GET, "/api/insights".into(), None, Audience::Participant),

@@ -11,6 +11,7 @@ mod a2a_tck;
 mod agent_cards;
 mod agentlens;
 mod agents;
+mod ask_person;
 mod assessment;
 mod auth;
 mod authz;

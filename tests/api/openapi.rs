@@ -709,6 +709,7 @@ async fn every_operation_answers_as_its_spec_declares() {
                 .replace("{keyId}", second)
                 .replace("{capabilityId}", second)
                 .replace("{requestId}", second)
+                .replace("{questionId}", second)
         };
         let real = path_for(&agent, &n);
         let auth = if template.starts_with("/api/agents/{id}/negotiations")

@@ -24,7 +24,8 @@ use crate::{
 
 /// The test agent: reads one item on stdin, records it, and answers.
 ///
-/// `python3 agent.py MODE [ARG]`: `answer` answers at once; `slow SECONDS` waits first (ending
+/// `python3 agent.py MODE [ARG]`: `answer` answers at once; `ask` asks its person at a later
+/// turn, then accepts when they answered yes and rejects otherwise; `slow SECONDS` waits first (ending
 /// early if its runner is gone); `fail-for NAME` exits 3 for turns against the user called NAME.
 /// Turns: `propose` at turn 0, `counter` until turn 3, then `accept`. Delegations: `{"output":
 /// {"feedback": ...}}`, or `{"reject": ...}` / `{"error": ...}` when the code asks for it.
@@ -69,6 +70,16 @@ if mode == "slow":
     wait(float(sys.argv[2]))
 if mode == "stubborn":
     time.sleep(float(sys.argv[2]))  # never looks whether the runner is still there
+if "turn" in item and mode == "ask" and item["turn"]["number"] > 0:
+    answers = item["context"].get("personAnswers") or []
+    if not answers:
+        print(json.dumps({"action": "ask_person", "question": "Is equity instead of salary fine?",
+                          "options": ["yes", "no"]}))
+        sys.exit(0)
+    action = "accept" if answers[-1]["answer"] == "yes" else "reject"
+    print(json.dumps({"action": action, "message": "My user answered",
+                      "assessment": {"reasoning": "My user said " + str(answers[-1]["answer"])}}))
+    sys.exit(0)
 if "turn" in item:
     n = item["turn"]["number"]
     action = "propose" if n == 0 else ("accept" if n >= 3 or item["turn"]["isFinalTurn"] else "counter")
@@ -91,15 +102,15 @@ else:
 "#;
 
 /// A bound on waits that only keeps a broken test from hanging; never a speed target.
-const PATIENCE: Duration = Duration::from_secs(60);
+pub(crate) const PATIENCE: Duration = Duration::from_secs(60);
 
 /// A test's scratch directory: the agent script, what its runs recorded, the runners' logs.
-struct Scratch {
+pub(crate) struct Scratch {
     dir: PathBuf,
 }
 
 impl Scratch {
-    fn new(name: &str) -> Scratch {
+    pub(crate) fn new(name: &str) -> Scratch {
         let dir = std::env::temp_dir().join(format!("parley-runner-{name}-{}", Uuid::now_v7()));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("agent.py"), AGENT).unwrap();
@@ -107,7 +118,7 @@ impl Scratch {
     }
 
     /// The `--exec` command line of the agent script in `mode`.
-    fn program(&self, mode: &str) -> String {
+    pub(crate) fn program(&self, mode: &str) -> String {
         format!("exec python3 {} {mode}", self.dir.join("agent.py").display())
     }
 
@@ -121,7 +132,7 @@ impl Scratch {
     }
 
     /// Runs on `negotiation`'s turn `turn`.
-    fn runs_on(&self, negotiation: &str, turn: u64) -> Vec<Value> {
+    pub(crate) fn runs_on(&self, negotiation: &str, turn: u64) -> Vec<Value> {
         self.runs().into_iter().filter(|r| r["negotiation"] == negotiation && r["turn"] == turn).collect()
     }
 
@@ -152,13 +163,13 @@ impl Drop for Scratch {
 }
 
 /// A `parley agent` process, killed when dropped.
-struct Runner {
+pub(crate) struct Runner {
     child: Option<Child>,
     log: PathBuf,
 }
 
 impl Runner {
-    fn start(app: &TestApp, key: &str, args: &[&str], scratch: &Scratch, name: &str) -> Runner {
+    pub(crate) fn start(app: &TestApp, key: &str, args: &[&str], scratch: &Scratch, name: &str) -> Runner {
         Runner::start_with(app, key, args, scratch, name, &[])
     }
 
@@ -187,7 +198,7 @@ impl Runner {
         Runner { child: Some(command.spawn().expect("starting parley agent")), log }
     }
 
-    fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
@@ -195,7 +206,7 @@ impl Runner {
         Pid::from_child(self.child.as_ref().expect("running"))
     }
 
-    fn term(&self) {
+    pub(crate) fn term(&self) {
         kill_process(self.pid(), Signal::TERM).unwrap();
     }
 
@@ -211,7 +222,7 @@ impl Runner {
     }
 
     /// Waits for the runner to exit.
-    async fn exit(&mut self) -> ExitStatus {
+    pub(crate) async fn exit(&mut self) -> ExitStatus {
         let deadline = Instant::now() + PATIENCE;
         let child = self.child.as_mut().expect("running");
         loop {
@@ -271,7 +282,7 @@ async fn until_turn(app: &TestApp, negotiation: &str, number: i32) -> (i32, Stri
     }
 }
 
-async fn start(app: &TestApp, body: Value) -> String {
+pub(crate) async fn start(app: &TestApp, body: Value) -> String {
     app.start(&body).await["negotiation"]["id"].as_str().unwrap().to_owned()
 }
 
@@ -952,10 +963,11 @@ async fn with_a_model_the_runner_answers_turns_and_a_delegation_within_the_rules
         .collect();
     assert!(turn_schemas.iter().any(|(n, _)| *n == 0));
     for (number, actions) in &turn_schemas {
+        // No question was answered at these turns: the model may ask its person.
         let want = if *number == 0 {
-            json!(["propose", "reject"])
+            json!(["propose", "reject", "ask_person"])
         } else {
-            json!(["counter", "question", "accept", "reject"])
+            json!(["counter", "question", "accept", "reject", "ask_person"])
         };
         assert_eq!(**actions, want, "turn {number}");
     }

@@ -1062,6 +1062,51 @@ describe("status page", { timeout: 240_000 }, () => {
     await eventually("the laptop's trust, in words", () => text(laptop.locator('[data-testid="trust"]')), words);
   });
 
+  step("an agent asks its person: the question on the card, live, answered with a button; the other side never sees it", async () => {
+    // A new match opens with Maya's turn; her laptop takes it, and asks her instead of deciding.
+    const started = await server.api(serviceToken, "POST", "/api/negotiations", NEGOTIATION);
+    assert.equal(started.status, 201, started.text);
+    const picked = await server.keyed(laptopKey, "POST", `/api/agents/${laptopId}/negotiations/pickup?wait=5`);
+    assert.equal(picked.status, 200, picked.text);
+    const { negotiationId, claimToken } = picked.json;
+    const path = `/api/agents/${laptopId}/negotiations/${negotiationId}`;
+    const question = "Tomas wants to work remotely from Prague. Is that fine for you?";
+    const options = ["Yes, remote is fine", "No, on site only"];
+    const asked = await server.keyed(laptopKey, "POST", `${path}/respond`, { claimToken, action: "ask_person", question, options });
+    assert.equal(asked.status, 200, asked.text);
+    assert.equal(asked.json.status, "waiting_for_person");
+    const opportunity = (await server.api(mayaToken, "GET", `/api/negotiations/${negotiationId}`)).json.opportunityId;
+
+    // It shows up on her card by itself (the event), with the options as buttons and a text answer.
+    const card = page.locator(`#board li[data-opportunity-id="${opportunity}"]`);
+    const box = card.locator('[data-testid="question"]');
+    await eventually("the question on the card", () => text(box.locator('[data-testid="question-text"]')), question);
+    assert.deepEqual(await box.locator('[data-testid="question-option"]').allTextContents(), options);
+    assert.equal(await box.locator('[data-testid="question-answer"]').count(), 1, "a text answer too");
+    assert.equal(await box.getAttribute("aria-labelledby") !== null, true);
+    await eventually("the card says her agent waits for her", () => text(card.locator('[data-testid="waiting"]')),
+      "Your agent is waiting for your answer to its question.");
+    await shoot(page, "ask_person", card);
+
+    // Tomas reads only that it waits for Maya's input.
+    const other = await server.api(tomasToken, "GET", `/api/negotiations/${negotiationId}`);
+    assert.equal(other.json.waitingFor, "person");
+    const tomasOpportunity = await server.api(tomasToken, "GET", `/api/opportunities/${opportunity}`);
+    for (const seen of [other.text, tomasOpportunity.text]) assert.ok(!seen.includes("Prague"), `Tomas never reads the question: ${seen}`);
+
+    // She answers with a button: the question goes, and her agent's next pickup carries the answer.
+    await box.locator('[data-testid="question-option"]').first().click();
+    await eventually("the question answered", () => box.count(), 0);
+    const again = await server.keyed(laptopKey, "POST", `/api/agents/${laptopId}/negotiations/pickup?wait=5`);
+    assert.equal(again.status, 200, again.text);
+    assert.equal(again.json.negotiationId, negotiationId, "the answered turn is the laptop's again");
+    assert.deepEqual(again.json.context.personAnswers.map((a) => [a.question, a.answer]), [[question, options[0]]]);
+    // Parley takes the turn from here (a plain release where no system negotiator plays).
+    let released = await server.keyed(laptopKey, "POST", `${path}/release`, { claimToken: again.json.claimToken, handBack: true, reason: "done asking" });
+    if (released.json?.code === "no_system_negotiator") released = await server.keyed(laptopKey, "POST", `${path}/release`, { claimToken: again.json.claimToken });
+    assert.equal(released.status, 200, released.text);
+  });
+
   step("the whole console fits 375 px without sideways scrolling", async () => {
     await page.setViewportSize({ width: 375, height: 800 });
     try {
