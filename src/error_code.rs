@@ -95,7 +95,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code.
-    pub const ALL: [ErrorCode; 39] = [
+    pub const ALL: [ErrorCode; 40] = [
         ErrorCode::InvalidBody,
         ErrorCode::ActionNotAllowed,
         ErrorCode::InputInvalid,

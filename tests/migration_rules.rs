@@ -20,7 +20,7 @@ use std::path::PathBuf;
 
 /// The tables that grow with the work done: every finished negotiation or delegation leaves
 /// rows in them, a year of history is millions.
-const HISTORY: [&str; 19] = [
+const HISTORY: [&str; 20] = [
     // Every plain A2A message routed to an agent leaves one.
     "a2a_routes",
     "a2a_sends",
