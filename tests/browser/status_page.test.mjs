@@ -1117,10 +1117,16 @@ describe("status page", { timeout: 240_000 }, () => {
       await card.locator('[data-testid="delegations-received"] [data-testid="delegation"]').waitFor();
       await eventually("no horizontal scroll at 375 px", () => page.evaluate(() => document.scrollingElement.scrollWidth <= 375), true);
       assert.equal(await page.evaluate(() => document.scrollingElement.scrollWidth <= document.scrollingElement.clientWidth), true, "nothing sticks out sideways");
-      for (const button of await page.locator('[data-testid="agents"] button:visible').all()) {
-        const box = await button.boundingBox();
-        assert.ok(box && box.x >= 0 && box.x + box.width <= 375, `a button fits the screen: ${JSON.stringify(box)}`);
-      }
+      // Read in one evaluation: the page redraws live, and a button read one by one may be
+      // replaced between the listing and its measuring.
+      const outside = () => page.evaluate(() => [...document.querySelectorAll('[data-testid="agents"] button')]
+        .filter((b) => b.offsetParent !== null)
+        .map((b) => [b.textContent.trim(), b.getBoundingClientRect()])
+        .filter(([, r]) => r.left < 0 || r.right > 375)
+        .map(([text, r]) => `${text}: ${r.left}-${r.right}`));
+      await eventually("every button fits the screen", async () => (await outside()).join("; "), "");
+      const buttons = await page.evaluate(() => [...document.querySelectorAll('[data-testid="agents"] button')].filter((b) => b.offsetParent !== null).length);
+      assert.ok(buttons > 0, "the agents' cards show buttons");
       await page.screenshot({ path: join(OUTPUT_DIR, "console_375.png"), fullPage: true });
     } finally {
       await page.setViewportSize({ width: 1100, height: 900 });
