@@ -241,20 +241,15 @@ pub async fn remember(conn: &mut PgConnection, requester: Uuid, route: &Route) -
 
 /// `requester`'s routed task `task_id`, if it routed one.
 pub async fn route_of_task(conn: &mut PgConnection, requester: Uuid, task_id: &str) -> sqlx::Result<Option<Route>> {
-    let r = sqlx::query!(
+    sqlx::query_as!(
+        Route,
         "SELECT task_id, context_id, target_agent_id, skill_id FROM a2a_routes
           WHERE requester_agent_id = $1 AND task_id = $2",
         requester,
         task_id
     )
     .fetch_optional(conn)
-    .await?;
-    Ok(r.map(|r| Route {
-        task_id: r.task_id,
-        context_id: r.context_id,
-        target_agent_id: r.target_agent_id,
-        skill_id: r.skill_id,
-    }))
+    .await
 }
 
 /// The latest of `requester`'s routed tasks in context `context_id`, if any.
@@ -263,7 +258,8 @@ pub async fn route_of_context(
     requester: Uuid,
     context_id: &str,
 ) -> sqlx::Result<Option<Route>> {
-    let r = sqlx::query!(
+    sqlx::query_as!(
+        Route,
         "SELECT task_id, context_id, target_agent_id, skill_id FROM a2a_routes
           WHERE requester_agent_id = $1 AND context_id = $2
           ORDER BY created_at DESC LIMIT 1",
@@ -271,13 +267,7 @@ pub async fn route_of_context(
         context_id
     )
     .fetch_optional(conn)
-    .await?;
-    Ok(r.map(|r| Route {
-        task_id: r.task_id,
-        context_id: r.context_id,
-        target_agent_id: r.target_agent_id,
-        skill_id: r.skill_id,
-    }))
+    .await
 }
 
 #[cfg(test)]

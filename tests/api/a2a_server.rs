@@ -146,13 +146,7 @@ async fn the_card_is_public_at_both_paths_names_the_endpoint_and_revalidates() {
 #[tokio::test]
 async fn without_a_public_url_a_spoofed_host_is_never_cached_for_anyone_else() {
     let app = TestApp::spawn().await;
-    let resp = app
-        .client
-        .get(format!("{}/.well-known/agent-card.json", app.base))
-        .header("host", "evil.example:666")
-        .send()
-        .await
-        .unwrap();
+    let resp = card_claiming_host(&app, "evil.example:666").await;
     assert_eq!(resp.status(), StatusCode::OK);
     // The card says what this client claimed, so only this client may keep it.
     assert_eq!(resp.headers()["cache-control"], "private, max-age=300");
@@ -161,15 +155,13 @@ async fn without_a_public_url_a_spoofed_host_is_never_cached_for_anyone_else() {
     assert_eq!(card["supportedInterfaces"][0]["url"], "http://evil.example:666/a2a");
     // With PARLEY_PUBLIC_URL the Host header has no say at all.
     let app = TestApp::spawn_with(|c| c.public_url = Some("https://parley.example.com".into())).await;
-    let resp = app
-        .client
-        .get(format!("{}/.well-known/agent-card.json", app.base))
-        .header("host", "evil.example:666")
-        .send()
-        .await
-        .unwrap();
-    let card: Value = resp.json().await.unwrap();
+    let card: Value = card_claiming_host(&app, "evil.example:666").await.json().await.unwrap();
     assert_eq!(card["supportedInterfaces"][0]["url"], "https://parley.example.com/a2a");
+}
+
+/// The card, asked for with `host` in the `Host` header.
+async fn card_claiming_host(app: &TestApp, host: &str) -> reqwest::Response {
+    app.client.get(format!("{}/.well-known/agent-card.json", app.base)).header("host", host).send().await.unwrap()
 }
 
 #[tokio::test]
