@@ -7,7 +7,9 @@
 -- Who wants an event: an enabled webhook of the platform (no owner) or of one of the two people
 -- the event concerns (the SSE stream's scope), subscribed to its kind; and, for a
 -- `delegation.status` event, every enabled A2A push configuration of that delegation (by its
--- request id). Nothing here names an event kind otherwise, so a new kind needs no change here.
+-- request id); for an `a2a.task` event, every enabled A2A push configuration of that routed task
+-- (by its requester and task id). Nothing here names an event kind otherwise, so a new kind needs
+-- no change here.
 CREATE OR REPLACE FUNCTION parley_outbox_fan_out() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -24,6 +26,13 @@ BEGIN
         INSERT INTO outbox_deliveries (target_id, event_id)
         SELECT t.target_id, NEW.event_id FROM outbox_targets t
          WHERE t.kind = 'a2a_push' AND t.request_id = (NEW.data->>'requestId')::uuid AND t.status = 'enabled';
+        GET DIAGNOSTICS n = ROW_COUNT;
+        fanned := fanned + n;
+    ELSIF NEW.kind = 'a2a.task' AND NEW.data ? 'requesterAgentId' THEN
+        INSERT INTO outbox_deliveries (target_id, event_id)
+        SELECT t.target_id, NEW.event_id FROM outbox_targets t
+         WHERE t.route_requester_id = (NEW.data->>'requesterAgentId')::uuid
+           AND t.route_task_id = NEW.data->>'taskId' AND t.kind = 'a2a_push' AND t.status = 'enabled';
         GET DIAGNOSTICS n = ROW_COUNT;
         fanned := fanned + n;
     END IF;

@@ -25,7 +25,7 @@ pub fn state_v1(s: &str) -> String {
 
 /// A task state in 0.3's words (`working`), from either version's.
 pub fn state_v03(s: &str) -> String {
-    s.strip_prefix("TASK_STATE_").map_or_else(|| s.to_owned(), |rest| rest.to_lowercase().replace('_', "-"))
+    crate::wire::a2a_render::state_v03(s)
 }
 
 fn object(v: &Value) -> Map<String, Value> {

@@ -229,15 +229,9 @@ pub(crate) enum Answer {
     Stream(Response),
 }
 
-/// The task id a call names (`id`, or `taskId` for push configurations).
+/// The task id a read, cancel or subscription names.
 fn named_task(call: &Call) -> Option<&str> {
-    let key = if call.method.operation == Operation::PushConfig { "taskId" } else { "id" };
-    let named = call.params.get(key).and_then(Value::as_str);
-    if call.method.operation == Operation::PushConfig && named.is_none() {
-        // 0.3 names the task `id` in get, list and delete.
-        return call.params.get("id").and_then(Value::as_str);
-    }
-    named
+    call.params.get("id").and_then(Value::as_str)
 }
 
 /// Runs one call: a plain message, and any call on a task a plain message started, is routed
@@ -263,7 +257,7 @@ pub(crate) async fn dispatch(
                 None => {}
             }
         }
-        Operation::Get | Operation::Cancel | Operation::Subscribe | Operation::PushConfig => {
+        Operation::Get | Operation::Cancel | Operation::Subscribe => {
             let routed = match named_task(&call) {
                 Some(task) => route::target_of_task(state, agent.agent_id, task).await?,
                 None => None,
@@ -276,7 +270,8 @@ pub(crate) async fn dispatch(
                 return Ok(Answer::Result(route::forward(state, agent.agent_id, &target, &call).await?));
             }
         }
-        Operation::List | Operation::ExtendedCard => {}
+        // Push configurations are Parley's own, of a routed task as of a delegation.
+        Operation::PushConfig | Operation::List | Operation::ExtendedCard => {}
     }
     delegations(state, agent, key, call).await
 }

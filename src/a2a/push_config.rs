@@ -17,9 +17,14 @@
 //! one of an id the task has replaces it. Its URL must pass the outbound address rule, as a
 //! webhook's does (-32602 `url_refused` otherwise). The credentials are never read back.
 //!
+//! A task is a delegation or a task a plain message started at an agent Parley routed it to
+//! (`super::route`): the configurations of both are Parley's (a routed task's are never
+//! forwarded to its agent, which need not speak push at all).
+//!
 //! What is sent, and how, is the outbox's (`crate::outbox`): each configuration is an outbox
-//! target that gets the delegation's `delegation.status` events, each POSTed as the task then
-//! stands, in the version the configuration was set in (`crate::outbox::body::push`).
+//! target that gets its delegation's `delegation.status` events, each POSTed as the task then
+//! stands, or its routed task's `a2a.task` events, each POSTed as a status update of the state
+//! Parley saw, in the version the configuration was set in (`crate::outbox::body`).
 
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
@@ -33,7 +38,10 @@ use crate::{
     error_code::ErrorCode,
     outbox::targets::{self, MAX_PUSH_CONFIGS_PER_TASK, UrlError},
     runtime::AgentIdentity,
-    store::push_configs::{self, NewPushConfig, PushConfig},
+    store::{
+        push_configs::{self, NewPushConfig, PushConfig, PushTask},
+        skills,
+    },
 };
 
 /// The longest configuration id taken.
@@ -84,18 +92,17 @@ pub async fn handle(state: &A2aState, agent: &AgentIdentity, call: &Call) -> Res
             };
             let wanted = read(body, version, state.engine.config().a2a_allow_private_targets).await?;
             let config = store(state, &task, &wanted, version, None).await?;
-            Ok(render(&config, version))
+            Ok(render(&config, &task.id, version))
         }
         "GetTaskPushNotificationConfig" | "tasks/pushNotificationConfig/get" => {
             let task = task_of(state, agent, p, version).await?;
             let mut conn = state.engine.pool().acquire().await.map_err(internal)?;
             let config = match config_id(p, version)? {
-                Some(id) => push_configs::get(&mut conn, task.delegation.delegation_id, &id).await,
+                Some(id) => push_configs::get(&mut conn, &task.push, &id).await,
                 // 0.3 may name none: the task's own, else its first.
-                None => push_configs::list(&mut conn, task.delegation.delegation_id).await.map(|all| {
-                    let own = task.delegation.delegation_id.to_string();
+                None => push_configs::list(&mut conn, &task.push).await.map(|all| {
                     let first = all.first().cloned();
-                    all.into_iter().find(|c| c.config_id == own).or(first)
+                    all.into_iter().find(|c| c.config_id == task.id).or(first)
                 }),
             }
             .map_err(internal)?
@@ -104,13 +111,13 @@ pub async fn handle(state: &A2aState, agent: &AgentIdentity, call: &Call) -> Res
                 message: "no such push notification configuration on this task".into(),
                 parley_code: Some(ErrorCode::NotFound),
             })?;
-            Ok(render(&config, version))
+            Ok(render(&config, &task.id, version))
         }
         "ListTaskPushNotificationConfigs" | "tasks/pushNotificationConfig/list" => {
             let task = task_of(state, agent, p, version).await?;
             let mut conn = state.engine.pool().acquire().await.map_err(internal)?;
-            let all = push_configs::list(&mut conn, task.delegation.delegation_id).await.map_err(internal)?;
-            let configs: Vec<Value> = all.iter().map(|c| render(c, version)).collect();
+            let all = push_configs::list(&mut conn, &task.push).await.map_err(internal)?;
+            let configs: Vec<Value> = all.iter().map(|c| render(c, &task.id, version)).collect();
             Ok(match version {
                 Version::V1 => json!({ "configs": configs, "nextPageToken": "" }),
                 Version::V03 => Value::Array(configs),
@@ -121,7 +128,7 @@ pub async fn handle(state: &A2aState, agent: &AgentIdentity, call: &Call) -> Res
             let id = config_id(p, version)?.ok_or_else(|| invalid("the configuration's id is required"))?;
             let mut conn = state.engine.pool().acquire().await.map_err(internal)?;
             // Deleting one that is gone already is no error: the call is idempotent.
-            push_configs::delete(&mut conn, task.delegation.delegation_id, &id).await.map_err(internal)?;
+            push_configs::delete(&mut conn, &task.push, &id).await.map_err(internal)?;
             Ok(match version {
                 Version::V1 => json!({}),
                 Version::V03 => Value::Null,
@@ -131,6 +138,10 @@ pub async fn handle(state: &A2aState, agent: &AgentIdentity, call: &Call) -> Res
     }
 }
 
+/// The names a send's `configuration` may carry a push configuration under.
+pub const IN_SEND: [&str; 3] =
+    ["taskPushNotificationConfig", "pushNotificationConfig", "task_push_notification_config"];
+
 /// The configuration a send's `configuration` carries, checked, if it carries one.
 pub async fn wanted_in_send(
     state: &A2aState,
@@ -138,9 +149,7 @@ pub async fn wanted_in_send(
     version: Version,
 ) -> Result<Option<Wanted>, RpcError> {
     let Some(configuration) = params.get("configuration").and_then(Value::as_object) else { return Ok(None) };
-    let body = ["taskPushNotificationConfig", "pushNotificationConfig", "task_push_notification_config"]
-        .iter()
-        .find_map(|name| configuration.get(*name).filter(|v| !v.is_null()).map(|v| (name, v)));
+    let body = IN_SEND.iter().find_map(|name| configuration.get(*name).filter(|v| !v.is_null()).map(|v| (name, v)));
     match body {
         None => Ok(None),
         Some((_, Value::Object(body))) => {
@@ -161,7 +170,21 @@ pub async fn attach(
     version: Version,
     before: i64,
 ) -> Result<(), RpcError> {
-    store(state, record, wanted, version, Some((agent.owner_user_id.as_str(), before))).await.map(drop)
+    let task = Task::of_delegation(record);
+    store(state, &task, wanted, version, Some((agent.owner_user_id.as_str(), before))).await.map(drop)
+}
+
+/// Stores `wanted` for the routed task `task_id` a send just started (`requester`'s); its
+/// first state is told by the send's own observation (`super::route`), after this.
+pub async fn attach_routed(
+    state: &A2aState,
+    requester: Uuid,
+    task_id: &str,
+    wanted: &Wanted,
+    version: Version,
+) -> Result<(), RpcError> {
+    let task = Task { push: PushTask::Routed { requester, task_id: task_id.to_owned() }, id: task_id.to_owned() };
+    store(state, &task, wanted, version, None).await.map(drop)
 }
 
 /// The newest event's id, before a send with a configuration (see [`attach`]).
@@ -170,20 +193,35 @@ pub async fn newest_event(state: &A2aState) -> Result<i64, RpcError> {
     crate::store::events::newest_id(&mut conn).await.map_err(internal)
 }
 
-/// Sets `wanted` on `task` (under the delegation's lock, so that no status event falls between);
-/// with `catch_up`, the events of the request by that owner after that event are delivered too.
+/// The task configurations are set on, and its id as the requester names it.
+struct Task {
+    push: PushTask,
+    id: String,
+}
+
+impl Task {
+    fn of_delegation(record: &Record) -> Task {
+        let d = &record.delegation;
+        Task {
+            push: PushTask::Delegation { delegation_id: d.delegation_id, request_id: d.request_id },
+            id: d.delegation_id.to_string(),
+        }
+    }
+}
+
+/// Sets `wanted` on `task` (under the task's lock, so that no status event falls between);
+/// with `catch_up`, a delegation's events of the request by that owner after that event are
+/// delivered too.
 async fn store(
     state: &A2aState,
-    task: &Record,
+    task: &Task,
     wanted: &Wanted,
     version: Version,
     catch_up: Option<(&str, i64)>,
 ) -> Result<PushConfig, RpcError> {
-    let d = &task.delegation;
-    let id = wanted.id.clone().unwrap_or_else(|| d.delegation_id.to_string());
+    let id = wanted.id.clone().unwrap_or_else(|| task.id.clone());
     let new = NewPushConfig {
-        delegation_id: d.delegation_id,
-        request_id: d.request_id,
+        task: &task.push,
         config_id: &id,
         a2a_version: match version {
             Version::V1 => "1.0",
@@ -195,36 +233,36 @@ async fn store(
         auth_credentials: wanted.credentials.as_deref(),
     };
     let mut tx = state.engine.pool().begin().await.map_err(internal)?;
-    if !push_configs::lock_delegation(&mut tx, d.delegation_id).await.map_err(internal)? {
+    if !push_configs::lock_task(&mut tx, &task.push).await.map_err(internal)? {
         return Err(RpcError::task_not_found());
     }
-    let exists = push_configs::get(&mut tx, d.delegation_id, &id).await.map_err(internal)?.is_some();
-    if !exists && push_configs::count(&mut tx, d.delegation_id).await.map_err(internal)? >= MAX_PUSH_CONFIGS_PER_TASK {
+    let exists = push_configs::get(&mut tx, &task.push, &id).await.map_err(internal)?.is_some();
+    if !exists && push_configs::count(&mut tx, &task.push).await.map_err(internal)? >= MAX_PUSH_CONFIGS_PER_TASK {
         return Err(RpcError::invalid_params(
             ErrorCode::LimitReached,
             format!("a task has at most {MAX_PUSH_CONFIGS_PER_TASK} push notification configurations"),
         ));
     }
     let target = push_configs::set(&mut tx, &new).await.map_err(internal)?;
-    if let Some((owner, before)) = catch_up
-        && push_configs::catch_up(&mut tx, target, owner, d.request_id, before).await.map_err(internal)? > 0
+    if let (Some((owner, before)), PushTask::Delegation { request_id, .. }) = (catch_up, &task.push)
+        && push_configs::catch_up(&mut tx, target, owner, *request_id, before).await.map_err(internal)? > 0
     {
         let job = parley_jobs::OutboxDelivery { event_id: None, target_id: Some(target) };
         parley_jobs::schedule_outbox(&mut tx, &job, chrono::Utc::now()).await.map_err(internal)?;
     }
-    let stored =
-        push_configs::get(&mut tx, d.delegation_id, &id).await.map_err(internal)?.ok_or_else(RpcError::internal)?;
+    let stored = push_configs::get(&mut tx, &task.push, &id).await.map_err(internal)?.ok_or_else(RpcError::internal)?;
     tx.commit().await.map_err(internal)?;
     Ok(stored)
 }
 
-/// The caller's task the params name (`taskId`, `task_id`, or 0.3's `id`); -32001 otherwise.
+/// The caller's task the params name (`taskId`, `task_id`, or 0.3's `id`): a task a plain
+/// message of theirs started at a routed agent, else a delegation of theirs; -32001 otherwise.
 async fn task_of(
     state: &A2aState,
     agent: &AgentIdentity,
     p: &Map<String, Value>,
     version: Version,
-) -> Result<Record, RpcError> {
+) -> Result<Task, RpcError> {
     let names: &[&str] = match version {
         Version::V1 => &["taskId", "task_id"],
         Version::V03 => &["taskId", "id"],
@@ -233,9 +271,18 @@ async fn task_of(
         .iter()
         .find_map(|n| p.get(*n).and_then(Value::as_str))
         .ok_or_else(|| invalid(format!("params.{} must be a string: the task's id", names[0])))?;
+    if raw.chars().count() <= 500 {
+        let mut conn = state.engine.pool().acquire().await.map_err(internal)?;
+        if skills::route_of_task(&mut conn, agent.agent_id, raw).await.map_err(internal)?.is_some() {
+            return Ok(Task {
+                push: PushTask::Routed { requester: agent.agent_id, task_id: raw.to_owned() },
+                id: raw.to_owned(),
+            });
+        }
+    }
     let id = Uuid::parse_str(raw).map_err(|_| RpcError::task_not_found())?;
     match state.delegations.requested_by(id, agent.agent_id).await {
-        Ok(record) => Ok(record),
+        Ok(record) => Ok(Task::of_delegation(&record)),
         Err(DelegationError::NotFound) => Err(RpcError::task_not_found()),
         Err(e) => Err(internal(e)),
     }
@@ -303,12 +350,12 @@ async fn read(body: &Map<String, Value>, version: Version, allow_private: bool) 
     Ok(Wanted { id, url: url.to_string(), token, scheme, credentials })
 }
 
-/// A configuration as `version` answers it (its credentials never).
-fn render(c: &PushConfig, version: Version) -> Value {
+/// A configuration of the task `task_id` as `version` answers it (its credentials never).
+fn render(c: &PushConfig, task_id: &str, version: Version) -> Value {
     let auth = c.auth_scheme.as_ref();
     match version {
         Version::V1 => {
-            let mut v = json!({ "id": c.config_id, "taskId": c.delegation_id, "url": c.url });
+            let mut v = json!({ "id": c.config_id, "taskId": task_id, "url": c.url });
             if let Some(token) = &c.token {
                 v["token"] = json!(token);
             }
@@ -325,7 +372,7 @@ fn render(c: &PushConfig, version: Version) -> Value {
             if let Some(scheme) = auth {
                 config["authentication"] = json!({ "schemes": [scheme] });
             }
-            json!({ "taskId": c.delegation_id, "pushNotificationConfig": config })
+            json!({ "taskId": task_id, "pushNotificationConfig": config })
         }
     }
 }

@@ -18,8 +18,12 @@
 //! The message is forwarded with its parts unchanged and a message id that keeps the
 //! requester's as its prefix (`<messageId>.<tag of the requester>`); what the target answers
 //! comes back unchanged but for `metadata.parley.route` on the task or message (the agent's
-//! anonymous id and the skill). Reads, cancels, subscriptions and push configurations of a
-//! routed task are forwarded to its target. Streams are passed through event by event, in the
+//! anonymous id and the skill). Reads, cancels and subscriptions of a routed task are forwarded
+//! to its target; its push notification configurations are Parley's own (`super::push_config`,
+//! set by their methods or in a send's configuration, which is not forwarded), told of every
+//! state Parley sees the task in (a send's answer, a read, a cancel, a streamed event) and not
+//! told yet. Parley learns a task's states only from the calls that pass through it: a target
+//! that moves a task on its own is seen moving at the requester's next read or stream. Streams are passed through event by event, in the
 //! target's order. When the requester and the target speak different versions, the shapes are
 //! rewritten ([`super::convert`]).
 
@@ -36,7 +40,7 @@ use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 use super::{
-    A2aState, convert,
+    A2aState, convert, push_config,
     rpc::{self, Call, Operation, RpcError, Version},
 };
 use crate::{
@@ -48,7 +52,7 @@ use crate::{
     },
     config::Config,
     error_code::ErrorCode,
-    store::{agent_cards, skills},
+    store::{agent_cards, push_configs, skills},
     wire::streams::Slot,
 };
 
@@ -395,7 +399,7 @@ fn forwarded_message_id(requester: Uuid, message_id: &str) -> String {
 }
 
 /// The method `operation` is called by at a target speaking `dialect`, given the caller's name.
-fn target_method(operation: Operation, caller: &'static str, dialect: Dialect) -> Option<&'static str> {
+fn target_method(operation: Operation, dialect: Dialect) -> Option<&'static str> {
     let v1 = dialect == Dialect::V1_0;
     Some(match operation {
         Operation::Send => {
@@ -433,22 +437,15 @@ fn target_method(operation: Operation, caller: &'static str, dialect: Dialect) -
                 "tasks/resubscribe"
             }
         }
-        Operation::PushConfig => {
-            let caller_v1 = !caller.contains('/');
-            if caller_v1 != v1 {
-                return None;
-            }
-            caller
-        }
-        Operation::List | Operation::ExtendedCard => return None,
+        // A routed task's push configurations are Parley's own (`super::push_config`).
+        Operation::PushConfig | Operation::List | Operation::ExtendedCard => return None,
     })
 }
 
 /// The call as the target receives it: its method and params.
 fn outgoing(call: &Call, requester: Uuid, dialect: Dialect) -> Result<Request, RpcError> {
-    let method = target_method(call.method.operation, call.method.name, dialect).ok_or_else(|| {
-        RpcError::unsupported("this operation is not forwarded to an agent speaking another A2A version")
-    })?;
+    let method = target_method(call.method.operation, dialect)
+        .ok_or_else(|| RpcError::unsupported("this operation is not forwarded to the agent"))?;
     let mut params = call.params.clone();
     if matches!(call.method.operation, Operation::Send | Operation::SendStreaming) {
         params = match dialect {
@@ -460,6 +457,12 @@ fn outgoing(call: &Call, requester: Uuid, dialect: Dialect) -> Result<Request, R
         {
             let id = forwarded_message_id(requester, id);
             m.insert("messageId".into(), json!(id));
+        }
+        // A push configuration in the send is Parley's to keep (`super::push_config`).
+        if let Some(Value::Object(c)) = params.get_mut("configuration") {
+            for name in push_config::IN_SEND {
+                c.remove(name);
+            }
         }
     }
     Ok(Request { method, params: Value::Object(params) })
@@ -537,28 +540,57 @@ fn call_refusal(e: CallError) -> RpcError {
     }
 }
 
+/// The routed task a 1.0 result shows, and its state: a send's or stream's task or status
+/// update, or a read's or cancel's task. `None` for a message, an artifact update, or anything
+/// else.
+fn state_of(result: &Value) -> Option<(&str, Option<&str>, &str)> {
+    let (inner, id_key) = if let Some(t) = result.get("task") {
+        (t, "id")
+    } else if let Some(u) = result.get("statusUpdate") {
+        (u, "taskId")
+    } else if result.get("status").is_some() && result.get("id").is_some() {
+        (result, "id")
+    } else {
+        return None;
+    };
+    let id = inner.get(id_key).and_then(Value::as_str)?;
+    let state = inner.pointer("/status/state").and_then(Value::as_str)?;
+    Some((id, inner.get("contextId").and_then(Value::as_str), state))
+}
+
+/// Tells the routed task's push configurations of the state `result` shows, when they were not
+/// told it yet ([`push_configs::routed_task_seen`]). The call's answer does not wait on it
+/// failing: the next sight of the task tells them.
+async fn observe(state: &A2aState, requester: Uuid, target: &Target, result: &Value) {
+    let Some((task_id, context_id, task_state)) = state_of(result) else { return };
+    let seen = push_configs::RoutedState { requester, task_id, context_id, state: task_state, route: target.route() };
+    let told = async {
+        let mut conn = state.engine.pool().acquire().await?;
+        push_configs::routed_task_seen(&mut conn, &seen).await
+    };
+    if let Err(e) = told.await {
+        tracing::warn!(error = %e, "a routed task's new state was not recorded for its push configurations");
+    }
+}
+
 /// Forwards a call that is not a stream to `target` and answers its result in the caller's
-/// version.
+/// version. A send's push configuration is checked before the target is called, and kept by
+/// Parley for the task it starts.
 pub async fn forward(state: &A2aState, requester: Uuid, target: &Target, call: &Call) -> Result<Value, RpcError> {
+    let send = call.method.operation == Operation::Send;
+    let push = if send { push_config::wanted_in_send(state, &call.params, call.method.version).await? } else { None };
     let request = outgoing(call, requester, target.endpoint.dialect)?;
     let result = state.forwarder.outbound.call(&target.endpoint, &request, None).await.map_err(call_refusal)?;
-    let send = call.method.operation == Operation::Send;
-    let mut result = if call.method.operation == Operation::PushConfig {
-        result
-    } else {
-        normalised(result, target.endpoint.dialect, send)
-    };
+    let mut result = normalised(result, target.endpoint.dialect, send);
     if send {
         remember(state, requester, target, &result).await?;
+        if let (Some(push), Some((task_id, _, _))) = (&push, state_of(&result)) {
+            push_config::attach_routed(state, requester, task_id, push, call.method.version).await?;
+        }
     }
-    if matches!(call.method.operation, Operation::Send | Operation::Get | Operation::Cancel) {
-        mark(&mut result, target);
-    }
-    Ok(if call.method.operation == Operation::PushConfig {
-        result
-    } else {
-        in_version(result, call.method.version, send)
-    })
+    observe(state, requester, target, &result).await;
+    mark(&mut result, target);
+    Ok(in_version(result, call.method.version, send))
 }
 
 /// The `data:` payloads of an SSE byte stream, bounded per event.
@@ -610,6 +642,11 @@ pub async fn forward_stream(
     call: Call,
     slot: Slot,
 ) -> Result<Response, RpcError> {
+    let push = if call.method.operation == Operation::SendStreaming {
+        push_config::wanted_in_send(state, &call.params, call.method.version).await?
+    } else {
+        None
+    };
     let request = outgoing(&call, requester, target.endpoint.dialect)?;
     let url = Url::parse(&target.endpoint.url).map_err(|e| call_refusal(CallError::Refused(e.to_string())))?;
     guard::check_url(&url, state.forwarder.allow_private)
@@ -648,6 +685,7 @@ pub async fn forward_stream(
     let events = sse_data(Box::pin(response.bytes_stream()));
     let forwarded = events.then(move |item| {
         let (state, target, id, remembered) = (state.clone(), target.clone(), id.clone(), remembered.clone());
+        let push = push.clone();
         async move {
             match item {
                 Ok(answer) => {
@@ -662,7 +700,14 @@ pub async fn forward_stream(
                     if first && ids_of(&result).is_some() && remember(&state, requester, &target, &result).await.is_ok()
                     {
                         remembered.store(true, std::sync::atomic::Ordering::SeqCst);
+                        if let (Some(push), Some((task_id, _))) = (&push, ids_of(&result)) {
+                            let attached = push_config::attach_routed(&state, requester, &task_id, push, version).await;
+                            if let Err(e) = attached {
+                                return rpc::error(&id, &e, version);
+                            }
+                        }
                     }
+                    observe(&state, requester, &target, &result).await;
                     mark(&mut result, &target);
                     rpc::result(&id, in_version(result, version, true))
                 }

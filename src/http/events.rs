@@ -70,7 +70,9 @@ struct Live {
         (status = 429, description = "The token, the user or the service holds as many streams open as it may (`rate_limited`)"),
         (status = 200, description = "A Server-Sent Events stream: `opportunity.status`, `negotiation.turn`, \
 `negotiation.outcome`, `negotiation.round` (a reactivated opportunity's new negotiation), `delegation.status` \
-(`{requestId, attempt, status, taskId, taskType, requesterAnonymousId, targetAnonymousId}`, to the owners of both the requester and the target) (and a final `reconnect` for a client that fell behind, or with `code: token_expired` \
+(`{requestId, attempt, status, taskId, taskType, requesterAnonymousId, targetAnonymousId}`, to the owners of both the requester and the target), \
+`negotiation.question` (to the asking person), `a2a.task` (a task a plain A2A message of the person's agent started at another agent, in a new \
+state; only while the task has push notification configurations) (and a final `reconnect` for a client that fell behind, or with `code: token_expired` \
 when the token expires: reconnect with a fresh token and `Last-Event-ID`); a `: ping` comment every 15 s",
             content_type = "text/event-stream", body = String),
     ))]

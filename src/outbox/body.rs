@@ -8,7 +8,10 @@
 //! - An A2A push notification configuration gets the task as it stands when the notification is
 //!   sent, in the version the configuration was set in: in 1.0 a `StreamResponse`, a
 //!   `statusUpdate` while the task runs and the whole `task` (its artifacts with it) once it
-//!   has ended; in 0.3 the task. With `Authorization: {scheme} {credentials}` when the
+//!   has ended; in 0.3 the task. A configuration of a routed task (one a plain message started
+//!   at another agent) gets the status its `a2a.task` event tells: a 1.0 `statusUpdate`, a 0.3
+//!   `status-update` (Parley keeps no copy of what the target answered; the requester reads the
+//!   task through Parley for that). With `Authorization: {scheme} {credentials}` when the
 //!   configuration has them, and `X-A2A-Notification-Token` when it has a token.
 
 use chrono::{DateTime, SecondsFormat, Utc};
@@ -67,19 +70,43 @@ pub fn webhook(target: &Target, event: &Claimed, now: DateTime<Utc>) -> Request 
     }
 }
 
-/// The A2A push notification of `record`'s task, as `target` was configured.
-pub fn push(target: &Target, record: &Record) -> Request {
-    let version = match target.a2a_version.as_deref() {
+/// The version a push configuration was set in.
+fn version_of(target: &Target) -> Version {
+    match target.a2a_version.as_deref() {
         Some("0.3") => Version::V03,
         _ => Version::V1,
+    }
+}
+
+/// The A2A push notification of a routed task's `a2a.task` event (`{taskId, contextId, state,
+/// route}`, the state in 1.0's words), as `target` was configured.
+pub fn routed_push(target: &Target, event: &Claimed) -> Request {
+    let d = &event.data;
+    let state = d["state"].as_str().unwrap_or_default();
+    let timestamp = event.created_at.to_rfc3339_opts(SecondsFormat::Millis, true);
+    let metadata = json!({ "parley": { "route": d["route"] } });
+    let body = match version_of(target) {
+        Version::V1 => json!({ "statusUpdate": {
+            "taskId": d["taskId"], "contextId": d["contextId"],
+            "status": { "state": state, "timestamp": timestamp }, "metadata": metadata,
+        }}),
+        Version::V03 => {
+            let state = render::state_v03(state);
+            let last = matches!(
+                state.as_str(),
+                "completed" | "failed" | "canceled" | "rejected" | "input-required" | "auth-required"
+            );
+            json!({
+                "kind": "status-update", "taskId": d["taskId"], "contextId": d["contextId"],
+                "status": { "state": state, "timestamp": timestamp }, "final": last, "metadata": metadata,
+            })
+        }
     };
-    let task = delegation_task::task(&record.delegation, &record.attempts);
-    let ended = record.delegation.status.is_terminal();
-    let body: Value = match version {
-        Version::V03 => render::task(&task, Version::V03, None),
-        Version::V1 if ended => render::sent(render::task(&task, Version::V1, None), Version::V1),
-        Version::V1 => render::status_event(&task, Version::V1, false),
-    };
+    Request { body: serde_json::to_vec(&body).unwrap_or_default(), headers: push_headers(target) }
+}
+
+/// A push notification's headers: its configuration's authentication and token.
+fn push_headers(target: &Target) -> Vec<(&'static str, String)> {
     let mut headers = Vec::new();
     if let (Some(scheme), Some(credentials)) = (&target.auth_scheme, &target.auth_credentials) {
         headers.push(("authorization", format!("{scheme} {credentials}")));
@@ -87,7 +114,20 @@ pub fn push(target: &Target, record: &Record) -> Request {
     if let Some(token) = &target.push_token {
         headers.push(("x-a2a-notification-token", token.clone()));
     }
-    Request { body: serde_json::to_vec(&body).unwrap_or_default(), headers }
+    headers
+}
+
+/// The A2A push notification of `record`'s task, as `target` was configured.
+pub fn push(target: &Target, record: &Record) -> Request {
+    let version = version_of(target);
+    let task = delegation_task::task(&record.delegation, &record.attempts);
+    let ended = record.delegation.status.is_terminal();
+    let body: Value = match version {
+        Version::V03 => render::task(&task, Version::V03, None),
+        Version::V1 if ended => render::sent(render::task(&task, Version::V1, None), Version::V1),
+        Version::V1 => render::status_event(&task, Version::V1, false),
+    };
+    Request { body: serde_json::to_vec(&body).unwrap_or_default(), headers: push_headers(target) }
 }
 
 #[cfg(test)]

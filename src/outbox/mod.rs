@@ -70,7 +70,17 @@ pub struct Outbox {
     delegations: Delegations,
     poster: post::Poster,
     /// The targets this process is draining now ([`Outbox::run`]).
-    draining: Arc<Mutex<HashMap<Uuid, Draining>>>,
+    drains: Drains,
+}
+
+/// The targets this process is draining now, so that a job for a target already being drained
+/// only asks that drain to look again instead of claiming in vain beside it.
+#[derive(Clone)]
+struct Drains {
+    running: Arc<Mutex<HashMap<Uuid, Draining>>>,
+    /// How long a drain can live at most (its budget, then its last attempts); one older is
+    /// presumed stuck, and the next job for its target drains beside it.
+    stale_after: Duration,
 }
 
 /// A drain in progress in this process.
@@ -79,10 +89,78 @@ struct Draining {
     id: u64,
     /// Whether a job asked it to look again since it last looked.
     again: bool,
+    /// When it began.
+    since: Instant,
+}
+
+/// A drain's place in [`Drains`]. Dropping it leaves, whatever ended the drain: done, failed, or
+/// its job's future dropped (the job queue drops the jobs in flight of a worker it restarts, as
+/// it does when the database's connections are cut). A place that outlived its drain would
+/// swallow every later job for the target in this process: nothing would send to it again.
+struct Mark {
+    drains: Drains,
+    target_id: Uuid,
+    id: u64,
 }
 
 /// The ids of drains.
 static DRAINS: AtomicU64 = AtomicU64::new(0);
+
+impl Drains {
+    fn new(stale_after: Duration) -> Drains {
+        Drains { running: Arc::default(), stale_after }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Uuid, Draining>> {
+        self.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A place to drain `target_id`, or `None` when a live drain has it already (that drain is
+    /// told to look again before it ends).
+    fn enter(&self, target_id: Uuid) -> Option<Mark> {
+        let mut running = self.lock();
+        match running.get_mut(&target_id) {
+            Some(drain) if drain.since.elapsed() < self.stale_after => {
+                drain.again = true;
+                None
+            }
+            _ => {
+                let id = DRAINS.fetch_add(1, Ordering::Relaxed);
+                running.insert(target_id, Draining { id, again: false, since: Instant::now() });
+                Some(Mark { drains: self.clone(), target_id, id })
+            }
+        }
+    }
+}
+
+impl Mark {
+    /// Leaves, unless a job asked this drain to look again since it last looked: then it stays,
+    /// told to look (the answer is false). One step under the lock, so that no job's asking
+    /// falls between a last look and the leaving.
+    fn leave_unless_asked(&self) -> bool {
+        let mut running = self.drains.lock();
+        match running.get_mut(&self.target_id) {
+            Some(drain) if drain.id == self.id => {
+                if drain.again {
+                    drain.again = false;
+                    return false;
+                }
+                running.remove(&self.target_id);
+                true
+            }
+            _ => true,
+        }
+    }
+}
+
+impl Drop for Mark {
+    fn drop(&mut self) {
+        let mut running = self.drains.lock();
+        if running.get(&self.target_id).is_some_and(|drain| drain.id == self.id) {
+            running.remove(&self.target_id);
+        }
+    }
+}
 
 impl Outbox {
     /// The sender over `delegations` (an A2A push notification reads its task there), bounded as
@@ -94,7 +172,7 @@ impl Outbox {
             config: config.webhooks,
             delegations,
             poster,
-            draining: Arc::default(),
+            drains: Drains::new(DRAIN_BUDGET + 2 * (config.webhooks.timeout + LEASE_MARGIN)),
         })
     }
 
@@ -111,57 +189,16 @@ impl Outbox {
             }
             (None, None) => Vec::new(),
         };
-        let targets: Vec<(Uuid, u64)> = {
-            let mut draining = self.draining.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            targets
-                .into_iter()
-                .filter_map(|t| match draining.get_mut(&t) {
-                    Some(running) => {
-                        running.again = true;
-                        None
-                    }
-                    None => {
-                        let id = DRAINS.fetch_add(1, Ordering::Relaxed);
-                        draining.insert(t, Draining { id, again: false });
-                        Some((t, id))
-                    }
-                })
-                .collect()
-        };
-        let drained = futures::future::join_all(targets.into_iter().map(|(t, id)| self.drain_registered(t, id))).await;
+        let marks: Vec<Mark> = targets.into_iter().filter_map(|t| self.drains.enter(t)).collect();
+        let drained = futures::future::join_all(marks.into_iter().map(|mark| self.drain(mark))).await;
         drained.into_iter().collect::<anyhow::Result<Vec<()>>>().map_err(HandlerError::new)?;
         Ok(())
     }
 
-    /// [`Outbox::drain`] `id` of `target_id`, registered in `draining`, which it leaves at the
-    /// end (whatever the end).
-    async fn drain_registered(&self, target_id: Uuid, id: u64) -> anyhow::Result<()> {
-        let drained = self.drain(target_id, id).await;
-        self.leave(target_id, id, false);
-        drained
-    }
-
-    /// Takes drain `id` of `target_id` out of `draining`, unless (`unless_asked`) a job asked
-    /// it to look again meanwhile: then it stays, told to look (the answer is false). One step
-    /// under the lock, so that no job's asking falls between a last look and the leaving.
-    fn leave(&self, target_id: Uuid, id: u64, unless_asked: bool) -> bool {
-        let mut draining = self.draining.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        match draining.get_mut(&target_id) {
-            Some(running) if running.id == id => {
-                if unless_asked && running.again {
-                    running.again = false;
-                    return false;
-                }
-                draining.remove(&target_id);
-                true
-            }
-            _ => true,
-        }
-    }
-
-    /// Sends `target_id`'s due deliveries (as drain `id`), at most its concurrency at once,
-    /// until none is due or [`DRAIN_BUDGET`] has passed (then a job of its own takes the rest).
-    async fn drain(&self, target_id: Uuid, id: u64) -> anyhow::Result<()> {
+    /// Sends the due deliveries of `mark`'s target, at most its concurrency at once, until none
+    /// is due or [`DRAIN_BUDGET`] has passed (then a job of its own takes the rest).
+    async fn drain(&self, mark: Mark) -> anyhow::Result<()> {
+        let target_id = mark.target_id;
         let started = Instant::now();
         let lease = self.config.timeout + LEASE_MARGIN;
         let concurrency = i64::from(self.config.concurrency);
@@ -195,7 +232,7 @@ impl Outbox {
             }
             match in_flight.join_next().await {
                 // Nothing due and nothing in flight: done, unless a job asked meanwhile.
-                None if !look && !self.leave(target_id, id, true) => look = true,
+                None if !look && !mark.leave_unless_asked() => look = true,
                 None => break,
                 Some(done) => {
                     if let Err(e) = done.map_err(anyhow::Error::new).and_then(|r| r) {
@@ -208,7 +245,7 @@ impl Outbox {
         if look {
             // The budget ran out while deliveries were still being taken: a job of its own goes
             // on (this drain leaves first, so that the job is not taken for one of its asks).
-            self.leave(target_id, id, false);
+            drop(mark);
             let mut conn = self.pool.acquire().await?;
             let next = OutboxDelivery { event_id: None, target_id: Some(target_id) };
             parley_jobs::schedule_outbox(&mut conn, &next, Utc::now()).await?;
@@ -220,6 +257,7 @@ impl Outbox {
     async fn attempt(&self, target: &Target, event: Claimed) -> anyhow::Result<()> {
         let now = Utc::now();
         let request = match target.kind.as_str() {
+            "a2a_push" if target.route_task_id.is_some() => body::routed_push(target, &event),
             "a2a_push" => match self.task_of(target).await? {
                 Some(record) => body::push(target, &record),
                 None => {
@@ -345,5 +383,48 @@ fn kind_label(target: &Target) -> &'static str {
     match target.kind.as_str() {
         "a2a_push" => "a2a_push",
         _ => "webhook",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_job_for_a_target_being_drained_asks_that_drain_to_look_again() {
+        let drains = Drains::new(DRAIN_BUDGET);
+        let target = Uuid::new_v4();
+        let mark = drains.enter(target).expect("the first job drains");
+        assert!(drains.enter(target).is_none(), "a second job leaves it to the drain");
+        assert!(!mark.leave_unless_asked(), "the drain was asked, so it looks again instead of leaving");
+        assert!(mark.leave_unless_asked(), "not asked since: it leaves");
+        assert!(drains.enter(target).is_some(), "once it left, the next job drains");
+    }
+
+    #[test]
+    fn a_drain_whose_job_was_dropped_frees_its_target() {
+        let drains = Drains::new(DRAIN_BUDGET);
+        let target = Uuid::new_v4();
+        let mark = drains.enter(target).expect("the first job drains");
+        assert!(drains.enter(target).is_none());
+        // The job queue restarting a worker drops the futures of its jobs in flight.
+        drop(mark);
+        assert!(drains.enter(target).is_some(), "a later job must not be swallowed by the gone drain");
+    }
+
+    #[test]
+    fn a_drain_that_outlived_every_budget_is_presumed_stuck() {
+        let drains = Drains::new(Duration::ZERO);
+        let target = Uuid::new_v4();
+        let stuck = drains.enter(target).expect("the first job drains");
+        let next = drains.enter(target).expect("a job drains beside a drain older than its limit");
+        drop(stuck);
+        assert_eq!(
+            drains.lock().get(&target).map(|d| d.id),
+            Some(next.id),
+            "the stuck drain's end leaves the new one be"
+        );
+        drop(next);
+        assert!(drains.lock().is_empty());
     }
 }

@@ -3,8 +3,8 @@
 //!
 //! A URL is `http` or `https`, at most [`MAX_URL_LEN`] characters, with a host and no
 //! credentials in it, and it must lead to a public address: the outbound address rule of the
-//! A2A client (`crate::a2a_client::guard`), judged here with the name resolved, and again at
-//! every send by the sender's client. Loopback, private and link-local targets are allowed only
+//! A2A client (`crate::a2a_client::guard`), judged here with the name resolved (a name that
+//! resolves to nothing yet is taken), and again at every send by the sender's client. Loopback, private and link-local targets are allowed only
 //! with `PARLEY_A2A_ALLOW_PRIVATE_TARGETS=true`.
 
 use reqwest::Url;
@@ -27,7 +27,10 @@ pub enum UrlError {
     Refused(String),
 }
 
-/// `url` checked and resolved now, as a target's URL.
+/// `url` checked and resolved now, as a target's URL. A name that resolves to no address now is
+/// taken (a receiver's name may not be published yet): the rule judges where it leads at every
+/// send, and a send that cannot resolve it fails and is retried as any failed attempt. A name
+/// that resolves to an address the rule refuses is refused now.
 pub async fn check_url(url: &str, allow_private: bool) -> Result<Url, UrlError> {
     if url.chars().count() > MAX_URL_LEN {
         return Err(UrlError::Invalid(format!("url must be at most {MAX_URL_LEN} characters")));
@@ -42,11 +45,19 @@ pub async fn check_url(url: &str, allow_private: bool) -> Result<Url, UrlError> 
     let judged = tokio::time::timeout(RESOLVE_TIMEOUT, guard::check_target(&parsed, allow_private))
         .await
         .map_err(|_| UrlError::Refused(format!("{} did not resolve within 5 s", parsed.host_str().unwrap_or(""))))?;
-    judged.map_err(|refused| match refused {
-        guard::TargetRefused::Scheme(_) | guard::TargetRefused::Form(_) => UrlError::Invalid(refused.to_string()),
-        other => UrlError::Refused(other.to_string()),
-    })?;
+    taken(judged)?;
     Ok(parsed)
+}
+
+/// What the outbound address rule's judgement of a target's URL means at registration.
+fn taken(judged: Result<(), guard::TargetRefused>) -> Result<(), UrlError> {
+    match judged {
+        Ok(()) | Err(guard::TargetRefused::Unresolved(_)) => Ok(()),
+        Err(refused @ (guard::TargetRefused::Scheme(_) | guard::TargetRefused::Form(_))) => {
+            Err(UrlError::Invalid(refused.to_string()))
+        }
+        Err(other) => Err(UrlError::Refused(other.to_string())),
+    }
 }
 
 /// A webhook's event kinds: those named (each a kind of the log, each once, in the log's
@@ -84,6 +95,13 @@ mod tests {
         }
         let long = format!("https://example.com/{}", "a".repeat(MAX_URL_LEN));
         assert!(matches!(check_url(&long, true).await, Err(UrlError::Invalid(_))));
+    }
+
+    #[test]
+    fn a_name_that_resolves_to_nothing_yet_is_taken_and_judged_at_every_send() {
+        assert_eq!(taken(Err(guard::TargetRefused::Unresolved("hooks.example.org".into()))), Ok(()));
+        let private = guard::check_url(&Url::parse("http://10.1.2.3/").unwrap(), false);
+        assert!(matches!(taken(private), Err(UrlError::Refused(_))));
     }
 
     #[test]

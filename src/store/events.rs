@@ -60,6 +60,14 @@ pub const KINDS: &[EventKind] = &[
         data: "`{requestId, attempt, status, taskId, taskType, requesterAnonymousId, targetAnonymousId}`: a delegation \
                attempt moved (to the owners of the requester and of the target)",
     },
+    EventKind {
+        name: "a2a.task",
+        by_default: false,
+        data: "`{requesterAgentId, taskId, contextId, state, route: {agentAnonymousId, skillId}}`: a task a plain A2A \
+               message of the person's agent started at another agent was seen in a new state (`state` in A2A 1.0's \
+               words); written only while the task has push notification configurations, which it is delivered \
+               to; to the requester's person only",
+    },
 ];
 
 /// The kind named `name`.
@@ -73,7 +81,8 @@ pub struct Event {
     /// Increasing id (the SSE `id:`).
     pub id: i64,
     /// `opportunity.status`, `negotiation.turn`, `negotiation.outcome`, `negotiation.round`,
-    /// `negotiation.question` or `delegation.status` (written by a trigger on delegation attempts).
+    /// `negotiation.question`, `delegation.status` (written by a trigger on delegation attempts)
+    /// or `a2a.task`.
     pub kind: String,
     /// The first person who may see it.
     pub source_user_id: String,

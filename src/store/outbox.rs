@@ -39,6 +39,8 @@ pub struct Target {
     pub previous_secret_until: Option<DateTime<Utc>>,
     /// A push configuration's delegation (its A2A task), by its request id.
     pub request_id: Option<Uuid>,
+    /// A push configuration's routed task (the target's task id), when it follows one.
+    pub route_task_id: Option<String>,
     /// A push configuration's protocol version (`1.0` or `0.3`).
     pub a2a_version: Option<String>,
     /// A push configuration's token.
@@ -54,7 +56,7 @@ pub async fn target(conn: &mut PgConnection, target_id: Uuid) -> sqlx::Result<Op
     sqlx::query_as!(
         Target,
         r#"SELECT target_id, kind, url, status, failing_since, secret, previous_secret, previous_secret_until,
-                  request_id, a2a_version, push_token, auth_scheme, auth_credentials
+                  request_id, route_task_id, a2a_version, push_token, auth_scheme, auth_credentials
              FROM outbox_targets WHERE target_id = $1"#,
         target_id
     )

@@ -103,6 +103,11 @@ pub fn state_v1(state: &str) -> String {
     format!("TASK_STATE_{}", state.replace('-', "_").to_ascii_uppercase())
 }
 
+/// A 0.3 state name, from either version's: `TASK_STATE_INPUT_REQUIRED` is `input-required`.
+pub fn state_v03(state: &str) -> String {
+    state.strip_prefix("TASK_STATE_").map_or_else(|| state.to_owned(), |rest| rest.to_lowercase().replace('_', "-"))
+}
+
 fn object(value: Value) -> Map<String, Value> {
     match value {
         Value::Object(map) => map,

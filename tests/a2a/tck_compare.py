@@ -4,7 +4,8 @@ server's and Parley's, from one run.
     python tck_compare.py SDK.json PARLEY.json
 
 Prints each report's requirements passed and failed per level (MUST, SHOULD, MAY), then every
-MUST requirement the SDK's server passes and Parley fails (or does not run); exits 1 when there
+MUST requirement Parley fails, then every MUST requirement the SDK's server passes and Parley
+fails (or does not run); exits 1 when there
 is one. One skipped through Parley because Parley declares a capability the kit's agent does not
 (push notifications) is listed apart and does not fail.
 """
@@ -39,6 +40,10 @@ def main():
             # Skipped for a capability Parley declares and the kit's agent does not (push
             # notifications: CORE-CAP-001 checks the error of a service without them).
             (skipped if got == "SKIPPED" else worse).append(line)
+    for rid, req in sorted(parley["per_requirement"].items()):
+        if req["level"] == "MUST" and req["status"] == "FAIL":
+            failed = [t for t, status in req.get("transports", {}).items() if status == "FAIL"]
+            print(f"MUST failed through Parley: {rid} [{', '.join(failed)}] {'; '.join(req.get('errors', []))[:200]}")
     for w in skipped:
         print("MUST passed by the SDK's server, skipped through Parley (a capability only Parley declares):", w)
     for w in worse:

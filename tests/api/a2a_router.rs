@@ -299,3 +299,108 @@ async fn a_plain_message_to_a_polling_agents_skill_reaches_it_through_pickup_as_
     let attempt = &read["result"]["metadata"]["parley"]["attempts"][0];
     assert_eq!(attempt["targetAnonymousId"], poet_anonymous.as_str(), "{read}");
 }
+
+/// The push notifications of `receiver`'s `path` so far: each one's task id and state.
+fn pushed(receiver: &crate::webhooks::Receiver, path: &str) -> Vec<(String, String)> {
+    receiver
+        .received(path)
+        .iter()
+        .map(|p| {
+            let update = &p["body"]["statusUpdate"];
+            (
+                update["taskId"].as_str().unwrap_or_default().to_owned(),
+                update["status"]["state"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_routed_tasks_push_configurations_are_parleys_and_each_new_state_it_sees_is_pushed_once() {
+    let python = python().await;
+    let sut = Sut::start(&python, &[]).await;
+    let receiver = crate::webhooks::Receiver::start().await;
+    let app = parley().await;
+    register_by_card(&app, "user-sut", "The kit's agent", &sut.card()).await;
+    let asker = app.register_agent("user-asker").await;
+
+    // A configuration in the send: kept by Parley (the kit's agent is not asked to push), and the
+    // task's first state pushed with its credentials.
+    let mut first = text("tck-input-required-push-1", "TCK needs more input");
+    first["configuration"] = json!({"taskPushNotificationConfig": {
+        "id": "mine", "url": receiver.url("/routed"), "token": "tok-1",
+        "authentication": {"scheme": "Bearer", "credentials": "routed-secret"}}});
+    let asked = rpc(&app, &asker, "SendMessage", first).await;
+    let task = &asked["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{asked}");
+    let (task_id, context_id) =
+        (task["id"].as_str().unwrap().to_owned(), task["contextId"].as_str().unwrap().to_owned());
+    let got = receiver.wait("/routed", Duration::from_secs(20), |got| !got.is_empty()).await;
+    assert_eq!(got[0]["authorization"], "Bearer routed-secret", "{got:#?}");
+    assert_eq!(got[0]["notificationToken"], "tok-1");
+    let update = &got[0]["body"]["statusUpdate"];
+    assert_eq!(
+        (update["taskId"].as_str(), update["contextId"].as_str()),
+        (Some(task_id.as_str()), Some(context_id.as_str()))
+    );
+    assert_eq!(update["metadata"]["parley"]["route"]["skillId"], routed_skill(&asked["result"]));
+
+    // The configuration methods on the routed task are answered by Parley.
+    let read = rpc(&app, &asker, "GetTaskPushNotificationConfig", json!({"taskId": task_id, "id": "mine"})).await;
+    assert_eq!(
+        (read["result"]["taskId"].as_str(), read["result"]["url"].as_str()),
+        (Some(task_id.as_str()), Some(receiver.url("/routed").as_str())),
+        "{read}"
+    );
+    assert!(!read.to_string().contains("routed-secret"), "credentials are write-only: {read}");
+    let second = json!({"taskId": task_id, "id": "other", "url": receiver.url("/other")});
+    let created = rpc(&app, &asker, "CreateTaskPushNotificationConfig", second).await;
+    assert_eq!(created["result"]["id"], "other", "{created}");
+    let listed = rpc(&app, &asker, "ListTaskPushNotificationConfigs", json!({"taskId": task_id})).await;
+    assert_eq!(listed["result"]["configs"].as_array().map(Vec::len), Some(2), "{listed}");
+    for _ in 0..2 {
+        let deleted =
+            rpc(&app, &asker, "DeleteTaskPushNotificationConfig", json!({"taskId": task_id, "id": "other"})).await;
+        assert!(deleted.get("error").is_none(), "deleting is idempotent: {deleted}");
+    }
+    let other = app.register_agent("user-other").await;
+    let foreign = rpc(&app, &other, "ListTaskPushNotificationConfigs", json!({"taskId": task_id})).await;
+    assert_eq!(foreign["error"]["code"], -32001, "{foreign}");
+
+    // A read of the same state tells nothing new; the follow-up's completion is pushed.
+    rpc(&app, &asker, "GetTask", json!({"id": task_id})).await;
+    let follow = json!({"message": {"messageId": "follow-up-push-1", "taskId": task_id, "contextId": context_id,
+                                     "role": "ROLE_USER", "parts": [{"text": "here it is"}]}});
+    let answered = rpc(&app, &asker, "SendMessage", follow).await;
+    assert_eq!(answered["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{answered}");
+    rpc(&app, &asker, "GetTask", json!({"id": task_id})).await;
+    receiver.wait("/routed", Duration::from_secs(20), |got| got.len() >= 2).await;
+    // Once the outbox has nothing more to send to it, exactly one push per state arrived.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let pending: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM outbox_deliveries d JOIN outbox_targets t USING (target_id)
+              WHERE t.route_task_id = $1 AND d.status = 'pending'",
+        )
+        .bind(&task_id)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+        if pending == 0 {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{pending} pushes still pending");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut states = pushed(&receiver, "/routed");
+    states.sort();
+    assert_eq!(
+        states,
+        vec![
+            (task_id.clone(), "TASK_STATE_COMPLETED".to_owned()),
+            (task_id.clone(), "TASK_STATE_INPUT_REQUIRED".to_owned())
+        ],
+        "each state once, reads told nothing new"
+    );
+    assert!(receiver.received("/other").is_empty(), "a deleted configuration gets nothing");
+}
