@@ -284,8 +284,10 @@ async fn watch_claims(database_url: String, ledger: Arc<Ledger>, stop: Arc<Atomi
     pool.close().await;
 }
 
+/// Waits for the service to answer `/readyz`: at most a minute (a debug build loads WordNet in
+/// seconds, more on a busy machine).
 async fn wait_ready(base: &str) {
-    for _ in 0..200 {
+    for _ in 0..1200 {
         if reqwest::get(format!("{base}/readyz")).await.is_ok_and(|r| r.status().is_success()) {
             return;
         }
@@ -506,12 +508,14 @@ async fn kills_restarts_and_dropped_connections_lose_nothing() {
         let ledger = ledger.clone();
         async move {
             for body in bodies {
-                // A create that fails while the service is down is retried with the same
-                // opportunity id: it is idempotent.
+                // A create that fails while the service is down (a restart loads WordNet first:
+                // seconds in a debug build on a busy machine) is retried with the same
+                // opportunity id for up to two minutes: it is idempotent.
                 let opportunity = uuid::Uuid::now_v7();
                 let mut body = body;
                 body["opportunityId"] = json!(opportunity.to_string());
-                for _ in 0..50 {
+                let give_up = tokio::time::Instant::now() + Duration::from_secs(120);
+                while tokio::time::Instant::now() < give_up {
                     match client.post(format!("{base}/api/negotiations")).bearer_auth(&token).json(&body).send().await {
                         Ok(r) if r.status().is_success() => break,
                         Ok(r) if r.status().as_u16() == 503 => tokio::time::sleep(Duration::from_millis(100)).await,

@@ -17,6 +17,8 @@
 //!   final status (accepted, rejected, stalled or expired), goes with its negotiations, their
 //!   conversation, turns, outcome and the people's decisions.
 //! - **Ended delegations**, ended before the cutoff, with their attempts.
+//! - **Routed A2A tasks** (where a plain message went, `a2a_routes`), started before the cutoff,
+//!   with their push notification configurations: a later call on such a task is told -32001.
 //! - **Anonymous ids** that stopped being current and expired before the cutoff: every
 //!   attempt that named one was made before it expired, and so is gone too.
 //!
@@ -54,6 +56,8 @@ pub struct Pruned {
     pub events: u64,
     /// Records of A2A sends.
     pub a2a_sends: u64,
+    /// Routed A2A tasks.
+    pub a2a_routes: u64,
     /// Whether the run stopped at its time budget with more left to prune.
     pub unfinished: bool,
 }
@@ -118,6 +122,14 @@ pub async fn prune(
             pool,
             "DELETE FROM delegations WHERE delegation_id = ANY(ARRAY(
                 SELECT delegation_id FROM delegations WHERE ended_at < $1 ORDER BY ended_at LIMIT $2))",
+            cutoff,
+            batch,
+            &over,
+        )
+        .await?;
+        out.a2a_routes += in_batches(
+            pool,
+            "DELETE FROM a2a_routes WHERE ctid = ANY(ARRAY(SELECT ctid FROM a2a_routes WHERE created_at < $1 LIMIT $2))",
             cutoff,
             batch,
             &over,

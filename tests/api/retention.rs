@@ -1,7 +1,8 @@
 //! What housekeeping forgets: with a history retention, ended negotiations (with everything
 //! they held) and ended delegations go once they are older than it, running ones stay, and the
 //! insights still count them; trust counters past their window, revoked keys past their grace
-//! and the event log past its day (but what a webhook has yet to take) go always. Time is passed
+//! and the event log past its day (but what a webhook has yet to take) go always; routed A2A tasks
+//! go with the history retention, their push configurations with them. Time is passed
 //! in (`now`), never slept.
 
 use std::time::Duration;
@@ -127,4 +128,46 @@ async fn the_event_log_goes_a_day_later_but_an_event_a_webhook_has_yet_to_take_s
         held
     );
     assert_eq!(app.counted("SELECT count(*) FROM events").await, held);
+}
+
+#[tokio::test]
+async fn routed_a2a_tasks_older_than_the_retention_go_with_their_push_configurations() {
+    let app = TestApp::spawn().await;
+    let (requester, target) = (app.register_agent("user-r").await, app.register_agent("user-t").await);
+    let (requester_id, target_id) =
+        (uuid::Uuid::parse_str(&requester.id).unwrap(), uuid::Uuid::parse_str(&target.id).unwrap());
+    for (task, age_days) in [("old-task", 3), ("new-task", 0)] {
+        sqlx::query(
+            "INSERT INTO a2a_routes (requester_agent_id, task_id, target_agent_id, skill_id, created_at)
+             VALUES ($1, $2, $3, 'skill', now() - make_interval(days => $4))",
+        )
+        .bind(requester_id)
+        .bind(task)
+        .bind(target_id)
+        .bind(age_days)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+        sqlx::query(
+            "INSERT INTO outbox_targets (target_id, kind, url, route_requester_id, route_task_id, config_id, a2a_version)
+             VALUES ($1, 'a2a_push', 'https://hooks.example.org/a2a', $2, $3, 'c', '1.0')",
+        )
+        .bind(uuid::Uuid::new_v4())
+        .bind(requester_id)
+        .bind(task)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    }
+    let prune = |retention| parley::retention::prune(&app.pool, retention, Utc::now(), 1, Duration::from_secs(60));
+    assert_eq!(prune(None).await.unwrap().a2a_routes, 0, "without a retention routes stay");
+    let pruned = prune(Some(DAY)).await.unwrap();
+    assert_eq!(pruned.a2a_routes, 1, "{pruned:?}");
+    assert_eq!(app.counted("SELECT count(*) FROM a2a_routes WHERE task_id = 'new-task'").await, 1);
+    assert_eq!(app.counted("SELECT count(*) FROM a2a_routes").await, 1);
+    assert_eq!(
+        app.counted("SELECT count(*) FROM outbox_targets WHERE route_task_id IS NOT NULL").await,
+        1,
+        "the old task's configuration went with it"
+    );
 }
