@@ -161,7 +161,8 @@ impl Drop for Cleanup {
 }
 
 async fn wait_ready(base: &str) {
-    for _ in 0..400 {
+    // Up to a minute: a debug build loads WordNet for seconds, more on a busy machine.
+    for _ in 0..1200 {
         if reqwest::get(format!("{base}/readyz")).await.is_ok_and(|r| r.status().is_success()) {
             return;
         }

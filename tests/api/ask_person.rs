@@ -329,7 +329,8 @@ async fn the_answer_window_survives_kill_9() {
     let mut child = serve.spawn().unwrap();
     let app = TestApp::spawn_on(&database_url, |c| c.workers = false).await;
     let base = format!("http://127.0.0.1:{port}");
-    for _ in 0..100 {
+    // Up to a minute: a debug build loads WordNet for seconds, more on a busy machine.
+    for _ in 0..600 {
         if reqwest::get(format!("{base}/readyz")).await.is_ok_and(|r| r.status().is_success()) {
             break;
         }

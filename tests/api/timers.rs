@@ -180,7 +180,8 @@ async fn a_timer_armed_before_the_process_was_killed_fires_after_a_restart() {
 
     let app = TestApp::spawn_on(&database_url, |c| c.workers = false).await;
     let base = format!("http://127.0.0.1:{port}");
-    for _ in 0..100 {
+    // Up to a minute: a debug build loads WordNet for seconds, more on a busy machine.
+    for _ in 0..600 {
         if reqwest::get(format!("{base}/readyz")).await.is_ok_and(|r| r.status().is_success()) {
             break;
         }
