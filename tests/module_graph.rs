@@ -476,3 +476,37 @@ fn the_library_is_private_but_for_its_facade() {
     }
     assert_eq!(wrong, Vec::<String>::new(), "the library's public surface");
 }
+
+/// Where each marker of a negotiation's ending occurs in the library outside the domain and the
+/// store that define it: (file, marker).
+fn endings(markers: &[&str]) -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    for file in modules(&root().join("src"), &["bin", "domain"]).into_values() {
+        let rel = file.strip_prefix(root()).unwrap().display().to_string();
+        if rel == "src/store/messages.rs" {
+            continue;
+        }
+        let text = code(&std::fs::read_to_string(&file).expect("readable source"));
+        for marker in markers {
+            if text.contains(marker) {
+                found.push((rel.clone(), (*marker).to_owned()));
+            }
+        }
+    }
+    found
+}
+
+/// A negotiation ends in one place: only `delivery::finalize` writes the outcome artifact and
+/// moves a task by the ending events of the transition table (`Finish`, `Cancel`); every other
+/// ending (respond, timers, system turns, cancel) calls it.
+#[test]
+fn a_negotiation_ends_only_in_finalize() {
+    let markers = ["insert_outcome(", "TaskEvent::Finish", "TaskEvent::Cancel"];
+    let found = endings(&markers);
+    let finalize = "src/delivery/finalize.rs";
+    let elsewhere: Vec<_> = found.iter().filter(|(file, _)| file != finalize).collect();
+    assert!(elsewhere.is_empty(), "a negotiation ended outside {finalize}: {elsewhere:?}");
+    for marker in markers {
+        assert!(found.iter().any(|(_, m)| m == marker), "{finalize} no longer holds {marker}: the test reads nothing");
+    }
+}

@@ -30,7 +30,7 @@ pub use jwt::{Caller, CallerRole, Claims, JwtKeys};
 use crate::{
     delivery::Engine,
     error_code::ErrorCode,
-    runtime::{AgentIdentity, AgentKey},
+    runtime::{AgentIdentity, AgentKey, KeyRefused},
     store::agents,
 };
 
@@ -371,23 +371,26 @@ async fn by_key(key: &str, keys: Keys, path_agent: Option<Uuid>, engine: &Engine
     }
 }
 
-/// Looks a key up by its hash: unknown, revoked or expired is a 401; a key of another agent than
-/// `key.agent_id` (when given) or of an inactive agent is a 403. The agent is marked seen
-/// (throttled: see `delivery::liveness`).
+/// The key's verdict (`parley_agent_of_key`, the one judge of a key, through
+/// `store::agents::key_verdict`): unknown, revoked or expired is a 401; a key of another agent
+/// than `key.agent_id` (when given) or of an inactive agent is a 403, in the words of
+/// [`KeyRefused`]. The agent is marked seen (throttled: see `runtime::liveness`).
 pub async fn judge_key(engine: &Engine, key: &AgentKey) -> Result<AgentIdentity, AuthError> {
     let mut conn = engine.pool().acquire().await?;
-    let owner = agents::authenticate(&mut conn, &key.key_hash)
-        .await?
-        .ok_or_else(|| AuthError::Unauthorized("the API key is unknown, revoked or expired".into()))?;
+    let verdict = agents::key_verdict(&mut conn, &key.key_hash, key.agent_id).await?;
     drop(conn);
-    if key.agent_id.is_some_and(|agent| agent != owner.agent_id) {
-        return Err(AuthError::Forbidden("this API key belongs to another agent".into()));
+    let identity = verdict.identity()?;
+    engine.runtime().seen(identity.agent_id).await;
+    Ok(identity)
+}
+
+impl From<KeyRefused> for AuthError {
+    fn from(refused: KeyRefused) -> Self {
+        match refused {
+            KeyRefused::Unauthorized => AuthError::Unauthorized(refused.to_string()),
+            KeyRefused::Forbidden(why) => AuthError::Forbidden(why.into()),
+        }
     }
-    if owner.status != agents::AgentStatus::Active {
-        return Err(AuthError::Forbidden("the agent is inactive".into()));
-    }
-    engine.runtime().seen(owner.agent_id).await;
-    Ok(AgentIdentity { agent_id: owner.agent_id, owner_user_id: owner.owner_user_id })
 }
 
 /// The key a request presented, bound to the agent it authenticated as (for the calls whose own

@@ -73,6 +73,7 @@ pub const DEFINITIONS: &[Definition] = &[
     definition!("parley_insights_seats"),
     definition!("parley_insights_shard"),
     definition!("parley_issue_placeholder_ids"),
+    definition!("parley_key_works"),
     definition!("parley_outbox_fan_out"),
     definition!("parley_park"),
     definition!("parley_parked"),

@@ -58,17 +58,10 @@ impl Engine {
         }
     }
 
-    /// The key's agent, as respond's own statement would judge it.
+    /// The key's agent, judged as respond's own statement judges it (`parley_agent_of_key`).
     async fn agent_of_key(&self, key: &AgentKey) -> Result<AgentIdentity, DeliveryError> {
         let mut conn = self.runtime.pool.acquire().await?;
-        let owner = agents::authenticate(&mut conn, &key.key_hash).await?.ok_or(DeliveryError::Unauthorized)?;
-        if key.agent_id.is_some_and(|agent| agent != owner.agent_id) {
-            return Err(DeliveryError::Forbidden("this API key belongs to another agent"));
-        }
-        if owner.status != agents::AgentStatus::Active {
-            return Err(DeliveryError::Forbidden("the agent is inactive"));
-        }
-        Ok(AgentIdentity { agent_id: owner.agent_id, owner_user_id: owner.owner_user_id })
+        Ok(agents::key_verdict(&mut conn, &key.key_hash, key.agent_id).await?.identity()?)
     }
 
     /// `ask_person`: see the module docs. A repeat with the same claim token and body gets the

@@ -30,7 +30,7 @@ use uuid::Uuid;
 use super::{DeliveryError, Engine, engine::Concluded, finalize};
 use crate::{
     domain::{EndReason, FallbackReason, OpportunityEvent, OpportunityStatus, Side, TaskEvent, TaskState, Turn},
-    store::{agents, messages, opportunities, person_questions, tasks, tasks::Task},
+    store::{messages, opportunities, person_questions, tasks, tasks::Task},
 };
 
 fn jobs(e: parley_jobs::JobsError) -> DeliveryError {
@@ -87,7 +87,7 @@ impl Engine {
             let armed = parley_jobs::pending_timer_at(conn, TimerKind::Park, task.id).await.map_err(jobs)?;
             let offline_armed = armed.is_some_and(|at| at <= offline + chrono::Duration::seconds(1));
             let user = task.awaiting_user_id.as_deref().unwrap_or_default();
-            if offline_armed && !agents::any_live(conn, user, self.runtime.config.agent_liveness).await? {
+            if offline_armed && !self.runtime.any_live(conn, user).await? {
                 until = offline;
             }
         }
@@ -103,7 +103,7 @@ impl Engine {
         user_id: &str,
     ) -> sqlx::Result<std::time::Duration> {
         let (long, offline) = (self.runtime.config.park_timeout, self.runtime.config.park_timeout_offline);
-        if offline >= long || agents::any_live(conn, user_id, self.runtime.config.agent_liveness).await? {
+        if offline >= long || self.runtime.any_live(conn, user_id).await? {
             return Ok(long);
         }
         Ok(offline)
@@ -294,7 +294,7 @@ impl Engine {
             FallbackReason::ParkTimeout
         } else if after(first_parked_at, self.runtime.config.park_timeout_offline) <= now {
             let user = task.awaiting_user_id.clone().unwrap_or_default();
-            if agents::any_live(&mut tx, &user, self.runtime.config.agent_liveness).await? {
+            if self.runtime.any_live(&mut tx, &user).await? {
                 self.arm_park_timer(&mut tx, &task, task.turn_count, task.claim_generation, first_parked_at).await?;
                 tx.commit().await?;
                 tracing::info!(negotiation.id = %task.id, turn.number = task.turn_count,

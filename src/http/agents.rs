@@ -129,13 +129,8 @@ impl From<&ApiKey> for KeyOut {
 }
 
 fn agent_out(state: &AppState, a: Agent, keys: &[ApiKey], called: Option<agent_cards::Called>) -> AgentOut {
-    // Seen lately is not enough: an agent whose keys were all revoked (or that was made
-    // inactive) can answer nothing, whatever it did a minute ago.
-    let working_key = keys.iter().any(|k| k.revoked_at.is_none() && k.expires_at.is_none_or(|e| e > Utc::now()));
     AgentOut {
-        live: a.status == AgentStatus::Active
-            && working_key
-            && agents::is_live(a.last_seen_at, state.engine.config().agent_liveness),
+        live: state.engine.runtime().is_live(&agents::Presence::of(&a, keys)),
         last_seen_at: a.last_seen_at,
         id: a.agent_id,
         name: a.name,

@@ -1,8 +1,9 @@
 //! Who a call speaks for: the API key an agent presents ([`AgentKey`], stored and compared only
 //! as its SHA-256, [`hash_secret`]) and the agent it was found to be ([`AgentIdentity`]), or why
-//! it may not call ([`KeyRefused`]). The turn calls and the delegation calls check the key
-//! inside their own statements (`KeyCheck`); both read the answer here, so a key is refused in
-//! the same words whichever service it called.
+//! it may not call ([`KeyRefused`]). The verdict is SQL's, `parley_agent_of_key` (see
+//! `store::agents`): the turn and delegation statements ask it in place, every other caller
+//! through `store::agents::key_verdict`, and all read its answer (`KeyCheck`) here, so a key is
+//! refused in the same words whichever route it called.
 
 use sha2::{Digest, Sha256};
 use uuid::Uuid;

@@ -7,7 +7,9 @@
 //! throttle is a map from agent id to when this process last wrote for it; with several
 //! processes each writes at most that often.
 //!
-//! An agent is *live* when seen within `PARLEY_AGENT_LIVENESS` (default 90 s). A long-poll in
+//! An agent is *live* when it is active, one of its keys works and it was seen within
+//! `PARLEY_AGENT_LIVENESS` (default 90 s): [`is_live`], the one place that says so, for the
+//! agent views (`live`) and the park window alike (SQL only stores what it reads). A long-poll in
 //! progress counts as seen without any write while it waits: the pickup marks the agent at its
 //! start, and a long-poll lasts at most `PARLEY_LONG_POLL_MAX` (30 s). So at any moment during
 //! a wait, the agent was written at most 15 s (the throttle) + 30 s (the wait) = 45 s ago, well
@@ -30,10 +32,12 @@ use std::{
     time::Instant,
 };
 
+use chrono::{DateTime, Utc};
+use sqlx::PgConnection;
 use uuid::Uuid;
 
 use super::Runtime;
-use crate::store::agents;
+use crate::store::agents::{self, AgentStatus, Presence};
 
 pub use crate::config::SEEN_WRITE_EVERY;
 
@@ -73,7 +77,27 @@ impl SeenThrottle {
     }
 }
 
+/// Whether an agent is live at `now`: active, with a key that works, and seen within `window`.
+/// An agent seen lately is not live when it can answer nothing (inactive, every key revoked or
+/// expired).
+pub fn is_live(presence: &Presence, window: std::time::Duration, now: DateTime<Utc>) -> bool {
+    let window = chrono::Duration::from_std(window).unwrap_or(chrono::Duration::MAX);
+    presence.status == AgentStatus::Active
+        && presence.working_key
+        && presence.last_seen_at.is_some_and(|seen| now.checked_sub_signed(window).is_none_or(|since| seen > since))
+}
+
 impl Runtime {
+    /// Whether an agent is live now, by the configured window ([`is_live`]).
+    pub fn is_live(&self, presence: &Presence) -> bool {
+        is_live(presence, self.config.agent_liveness, Utc::now())
+    }
+
+    /// Whether any agent of `user_id` is live now ([`is_live`]): one that can answer a turn.
+    pub async fn any_live(&self, conn: &mut PgConnection, user_id: &str) -> sqlx::Result<bool> {
+        Ok(agents::presences(conn, user_id).await?.iter().any(|p| self.is_live(p)))
+    }
+
     /// Marks `agent` seen, writing `last_seen_at` unless this process wrote it within the last
     /// [`SEEN_WRITE_EVERY`]. A failed write is logged and does not fail the caller's request.
     pub async fn seen(&self, agent: Uuid) {
@@ -126,6 +150,28 @@ mod tests {
         assert!(throttle.due(a, t0 + SEEN_WRITE_EVERY));
         throttle.forget(b);
         assert!(throttle.due(b, t0 + Duration::from_secs(2)), "a failed write is tried again");
+    }
+
+    #[test]
+    fn live_is_active_with_a_working_key_and_seen_within_the_window() {
+        let now = Utc::now();
+        let window = Duration::from_secs(90);
+        let seen = |ago: i64| Some(now - chrono::Duration::seconds(ago));
+        let live = Presence { status: AgentStatus::Active, last_seen_at: seen(89), working_key: true };
+        assert!(is_live(&live, window, now));
+        let cases = [
+            (Presence { last_seen_at: seen(91), ..live }, "seen before the window"),
+            (Presence { last_seen_at: None, ..live }, "never seen"),
+            (Presence { status: AgentStatus::Inactive, ..live }, "inactive"),
+            (Presence { working_key: false, ..live }, "no key that works"),
+        ];
+        for (presence, why) in cases {
+            assert!(!is_live(&presence, window, now), "{why}");
+        }
+        assert!(
+            is_live(&Presence { last_seen_at: seen(1_000_000), ..live }, Duration::MAX, now),
+            "a window past the calendar"
+        );
     }
 
     #[test]

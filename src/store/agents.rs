@@ -1,11 +1,23 @@
 //! Personal agents and their API keys, and which side kind a user's seat gets.
 //!
 //! Keys are random (192 bits), shown once, stored only as SHA-256; a key is found by its hash.
+//!
+//! Who decides the key and liveness rules, once for every route:
+//! - **Whether a key works** (not revoked, not expired) is SQL's: `parley_key_works`, which
+//!   every statement here that needs it calls and which gives each [`ApiKey`] its `works`.
+//! - **The key verdict** (unknown, another agent's, an inactive agent's, or good) is SQL's:
+//!   `parley_agent_of_key`, called in place by the turn and delegation statements and through
+//!   [`key_verdict`] by every other caller. Rust reads the verdict as a
+//!   [`KeyCheck`](super::turn_delivery::KeyCheck) and words it once (`KeyCheck::identity`).
+//! - **Whether an agent is live** is Rust's (`runtime::liveness::is_live`): SQL stores what it
+//!   is decided from ([`Presence`]: the status, when the agent was last seen, whether a key of
+//!   it works) and decides nothing about it.
 
 use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
+use super::turn_delivery::{KeyAuth, KeyCheck};
 use crate::domain::SideKind;
 
 /// `personal` when the user owns an active, negotiation-enabled personal agent with at least one
@@ -16,8 +28,7 @@ pub async fn side_kind_for(conn: &mut PgConnection, user_id: &str) -> sqlx::Resu
         r#"SELECT EXISTS (
                SELECT 1 FROM agents a JOIN api_keys k ON k.agent_id = a.agent_id
                WHERE a.owner_user_id = $1 AND a.agent_type = 'personal' AND a.status = 'active'
-                 AND a.negotiation_mode = 'enabled' AND k.revoked_at IS NULL
-                 AND (k.expires_at IS NULL OR k.expires_at > now())
+                 AND a.negotiation_mode = 'enabled' AND parley_key_works(k.revoked_at, k.expires_at)
            ) AS "personal!""#,
         user_id
     )
@@ -139,6 +150,8 @@ pub struct ApiKey {
     pub expires_at: Option<DateTime<Utc>>,
     /// When it was revoked.
     pub revoked_at: Option<DateTime<Utc>>,
+    /// Whether it works now (`parley_key_works`).
+    pub works: bool,
 }
 
 /// Inserts an agent.
@@ -279,7 +292,7 @@ pub async fn count_for_owner(conn: &mut PgConnection, owner: &str) -> sqlx::Resu
 pub async fn count_live_keys(conn: &mut PgConnection, owner: &str) -> sqlx::Result<i64> {
     sqlx::query_scalar!(
         r#"SELECT count(*) AS "n!" FROM api_keys k JOIN agents a ON a.agent_id = k.agent_id
-            WHERE a.owner_user_id = $1 AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())"#,
+            WHERE a.owner_user_id = $1 AND parley_key_works(k.revoked_at, k.expires_at)"#,
         owner
     )
     .fetch_one(conn)
@@ -297,7 +310,8 @@ pub async fn insert_key(
     sqlx::query_as!(
         ApiKey,
         r#"INSERT INTO api_keys (api_key_id, agent_id, prefix, key_hash, expires_at) VALUES ($1, $2, $3, $4, $5)
-           RETURNING api_key_id, agent_id, prefix, created_at, expires_at, revoked_at"#,
+           RETURNING api_key_id, agent_id, prefix, created_at, expires_at, revoked_at,
+                     parley_key_works(revoked_at, expires_at) AS "works!""#,
         Uuid::now_v7(),
         agent_id,
         prefix,
@@ -312,7 +326,8 @@ pub async fn insert_key(
 pub async fn keys_of(conn: &mut PgConnection, agents: &[Uuid]) -> sqlx::Result<Vec<ApiKey>> {
     sqlx::query_as!(
         ApiKey,
-        r#"SELECT api_key_id, agent_id, prefix, created_at, expires_at, revoked_at
+        r#"SELECT api_key_id, agent_id, prefix, created_at, expires_at, revoked_at,
+                  parley_key_works(revoked_at, expires_at) AS "works!"
            FROM api_keys WHERE agent_id = ANY($1) ORDER BY api_key_id"#,
         agents
     )
@@ -324,7 +339,8 @@ pub async fn keys_of(conn: &mut PgConnection, agents: &[Uuid]) -> sqlx::Result<V
 pub async fn keys(conn: &mut PgConnection, agent_id: Uuid) -> sqlx::Result<Vec<ApiKey>> {
     sqlx::query_as!(
         ApiKey,
-        r#"SELECT api_key_id, agent_id, prefix, created_at, expires_at, revoked_at
+        r#"SELECT api_key_id, agent_id, prefix, created_at, expires_at, revoked_at,
+                  parley_key_works(revoked_at, expires_at) AS "works!"
            FROM api_keys WHERE agent_id = $1 ORDER BY api_key_id"#,
         agent_id
     )
@@ -344,56 +360,57 @@ pub async fn revoke_key(conn: &mut PgConnection, agent_id: Uuid, key_id: Uuid) -
     Ok(r.rows_affected() == 1)
 }
 
-/// The agent a live key belongs to, found by the key's hash.
-#[derive(Debug, Clone)]
-pub struct KeyOwner {
-    /// The agent.
-    pub agent_id: Uuid,
-    /// Its user.
-    pub owner_user_id: String,
-    /// Whether it may act.
-    pub status: AgentStatus,
-}
-
-/// Looks a key up by hash; `None` for unknown, revoked or expired keys.
-pub async fn authenticate(conn: &mut PgConnection, hash: &[u8]) -> sqlx::Result<Option<KeyOwner>> {
-    sqlx::query_as!(
-        KeyOwner,
-        r#"SELECT a.agent_id, a.owner_user_id, a.status AS "status: AgentStatus"
-           FROM api_keys k JOIN agents a ON a.agent_id = k.agent_id
-           WHERE k.key_hash = $1 AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())"#,
-        hash
+/// The key verdict of `parley_agent_of_key` for the key whose hash is `key_hash`, acting as
+/// `agent` (`None`: as whichever agent the key is of).
+pub async fn key_verdict(conn: &mut PgConnection, key_hash: &[u8], agent: Option<Uuid>) -> sqlx::Result<KeyCheck> {
+    let r = sqlx::query!(
+        r#"SELECT auth AS "auth!: KeyAuth", agent_id, owner_user_id FROM parley_agent_of_key($1, $2)"#,
+        key_hash,
+        agent
     )
-    .fetch_optional(conn)
-    .await
+    .fetch_one(conn)
+    .await?;
+    KeyCheck::from_parts(r.auth, r.agent_id, r.owner_user_id)
 }
 
-/// Marks an agent seen now (the caller throttles: see `delivery::liveness`).
+/// Marks an agent seen now (the caller throttles: see `runtime::liveness`).
 pub async fn mark_seen(conn: &mut PgConnection, agent_id: Uuid) -> sqlx::Result<()> {
     sqlx::query!("UPDATE agents SET last_seen_at = now() WHERE agent_id = $1", agent_id).execute(conn).await?;
     Ok(())
 }
 
-/// Whether `user_id` has an active agent with a working key seen within `liveness`: one that
-/// can answer a turn now.
-pub async fn any_live(conn: &mut PgConnection, user_id: &str, liveness: std::time::Duration) -> sqlx::Result<bool> {
-    let window = sqlx::postgres::types::PgInterval::try_from(liveness).map_err(sqlx::Error::Encode)?;
-    sqlx::query_scalar!(
-        r#"SELECT EXISTS (
-               SELECT 1 FROM agents a
-               WHERE a.owner_user_id = $1 AND a.status = 'active' AND a.last_seen_at > now() - $2::interval
-                 AND EXISTS (SELECT 1 FROM api_keys k WHERE k.agent_id = a.agent_id AND k.revoked_at IS NULL
-                                                       AND (k.expires_at IS NULL OR k.expires_at > now()))
-           ) AS "live!""#,
-        user_id,
-        window
-    )
-    .fetch_one(conn)
-    .await
+/// What an agent's liveness is decided from (by `runtime::liveness::is_live`, not here).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Presence {
+    /// Whether it may act.
+    pub status: AgentStatus,
+    /// When it was last seen.
+    pub last_seen_at: Option<DateTime<Utc>>,
+    /// Whether one of its keys works (`parley_key_works`).
+    pub working_key: bool,
 }
 
-/// Whether an agent last seen at `last_seen_at` is live now, given the liveness window.
-pub fn is_live(last_seen_at: Option<DateTime<Utc>>, liveness: std::time::Duration) -> bool {
-    let window = chrono::Duration::from_std(liveness).unwrap_or(chrono::Duration::MAX);
-    last_seen_at.is_some_and(|seen| Utc::now().checked_sub_signed(window).is_none_or(|since| seen > since))
+impl Presence {
+    /// An agent's presence, from its row and its keys.
+    pub fn of(agent: &Agent, keys: &[ApiKey]) -> Presence {
+        Presence {
+            status: agent.status,
+            last_seen_at: agent.last_seen_at,
+            working_key: keys.iter().any(|k| k.agent_id == agent.agent_id && k.works),
+        }
+    }
+}
+
+/// The presence of each of `user_id`'s agents (not the deleted ones).
+pub async fn presences(conn: &mut PgConnection, user_id: &str) -> sqlx::Result<Vec<Presence>> {
+    sqlx::query_as!(
+        Presence,
+        r#"SELECT a.status AS "status: AgentStatus", a.last_seen_at,
+                  EXISTS (SELECT 1 FROM api_keys k
+                           WHERE k.agent_id = a.agent_id AND parley_key_works(k.revoked_at, k.expires_at)) AS "working_key!"
+             FROM agents a WHERE a.owner_user_id = $1 AND a.deleted_at IS NULL"#,
+        user_id
+    )
+    .fetch_all(conn)
+    .await
 }

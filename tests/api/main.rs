@@ -37,6 +37,7 @@ mod index_compat;
 mod insights;
 mod integrity;
 mod judgment;
+mod key_rules;
 mod lists;
 mod liveness;
 mod loopback_agent;
