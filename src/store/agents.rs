@@ -8,7 +8,7 @@
 //! - **The key verdict** (unknown, another agent's, an inactive agent's, or good) is SQL's:
 //!   `parley_agent_of_key`, called in place by the turn and delegation statements and through
 //!   [`key_verdict`] by every other caller. Rust reads the verdict as a
-//!   [`KeyCheck`](super::turn_delivery::KeyCheck) and words it once (`KeyCheck::identity`).
+//!   [`KeyCheck`] and words it once (`KeyCheck::identity`).
 //! - **Whether an agent is live** is Rust's (`runtime::liveness::is_live`): SQL stores what it
 //!   is decided from ([`Presence`]: the status, when the agent was last seen, whether a key of
 //!   it works) and decides nothing about it.
