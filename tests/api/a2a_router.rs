@@ -5,7 +5,8 @@
 //! skills, each registered in Parley by its AgentCard: routing by meaning (two agents with
 //! different skills, the right one chosen), by name, trust breaking a tie, none fitting; a Message
 //! answer, multi-turn `input-required`, a streamed chunked artifact, a cancel forwarded, reads of
-//! a routed task, and an unknown task.
+//! a routed task, and an unknown task; push notifications of routed tasks, Parley's own; and the
+//! official SDK's client doing the same (`tests/a2a/sdk_router_client.py`).
 
 use std::time::Duration;
 
@@ -403,4 +404,55 @@ async fn a_routed_tasks_push_configurations_are_parleys_and_each_new_state_it_se
         "each state once, reads told nothing new"
     );
     assert!(receiver.received("/other").is_empty(), "a deleted configuration gets nothing");
+}
+
+#[tokio::test]
+async fn the_official_sdks_client_reaches_the_right_agent_through_parley() {
+    let python = python().await;
+    let translator = Sut::start(
+        &python,
+        &[
+            "--name",
+            "Translator",
+            "--skill",
+            "translate|Translate text|Translates text between languages such as French and German|translation,language",
+        ],
+    )
+    .await;
+    let forecaster = Sut::start(
+        &python,
+        &[
+            "--name",
+            "Forecaster",
+            "--skill",
+            "weather|Weather forecast|Forecasts the weather for a city: rain, sun, temperature|weather,forecast",
+        ],
+    )
+    .await;
+    let app = parley().await;
+    register_by_card(&app, "user-t", "Translator", &translator.card()).await;
+    register_by_card(&app, "user-f", "Forecaster", &forecaster.card()).await;
+    let asker = app.register_agent("user-asker").await;
+    let script = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/a2a/sdk_router_client.py");
+    let run = tokio::process::Command::new(&python)
+        .arg(&script)
+        .env("PARLEY_BASE", &app.base)
+        .env("REQUESTER_KEY", &asker.key)
+        .kill_on_drop(true)
+        .output();
+    let out =
+        tokio::time::timeout(Duration::from_secs(300), run).await.expect("the SDK client ran past 5 minutes").unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{said}\n{}", String::from_utf8_lossy(&out.stderr));
+    for check in [
+        "by meaning, each message reaches the skill that fits",
+        "by name",
+        "nothing fits: the skills to choose from",
+        "a message answer",
+        "multi-turn input-required, then the task read",
+        "a streamed chunked artifact",
+        "a cancel forwarded",
+    ] {
+        assert!(said.lines().any(|l| l == format!("ok {check}")), "not checked: {check}\n{said}");
+    }
 }
