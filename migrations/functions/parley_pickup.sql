@@ -8,6 +8,10 @@
 -- deadline the task has then (`src/delivery/timers.rs`). `p_skip` names negotiations the agent
 -- asked to be passed over (`?skip=`: it just gave them back and backs off on them); the agent's
 -- own live claim is returned whatever it skips, so a retried pickup never strands a turn.
+-- `person_answers` are the questions the claimed turn's side asked its person at this turn that
+-- have closed (answered, or unanswered when the window ran out), oldest first: read here, in the
+-- pickup's own statement, so that a turn that never asked costs one probe of an index and no
+-- second round trip.
 CREATE OR REPLACE FUNCTION parley_pickup(
     p_key_hash bytea, p_agent uuid, p_claim_timeout interval, p_park_timeout interval,
     p_timer_id text, p_park_timer_id text, p_skip uuid[] DEFAULT '{}'
@@ -19,7 +23,7 @@ CREATE OR REPLACE FUNCTION parley_pickup(
     max_turns integer, turn_count integer, awaiting_user_id text, first_parked_at timestamptz,
     claim_agent_id uuid, claim_generation bigint, claim_expires_at timestamptz,
     created_at timestamptz, updated_at timestamptz, completed_at timestamptz,
-    opportunity_status text, history jsonb, previous_rounds jsonb
+    opportunity_status text, history jsonb, previous_rounds jsonb, person_answers jsonb
 )
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
@@ -108,7 +112,15 @@ BEGIN
            t.max_turns, t.turn_count, t.awaiting_user_id, t.first_parked_at,
            t.claim_agent_id, t.claim_generation, t.claim_expires_at,
            t.created_at, t.updated_at, t.completed_at,
-           o.status, parley_history(t.task_id), t.previous_rounds
+           o.status, parley_history(t.task_id), t.previous_rounds,
+           (SELECT jsonb_agg(jsonb_build_object(
+                       'questionId', q.question_id, 'question', q.question, 'options', q.options,
+                       'answer', q.answer, 'answeredAt', CASE WHEN q.answer IS NOT NULL THEN q.answered_at END)
+                   ORDER BY q.asked_at)
+              FROM person_questions q
+             WHERE q.task_id = t.task_id AND q.turn_number = t.turn_count
+               AND q.side = CASE WHEN t.turn_count % 2 = 0 THEN 'source' ELSE 'candidate' END
+               AND q.status IN ('answered', 'unanswered'))
       FROM tasks t JOIN opportunities o ON o.opportunity_id = t.opportunity_id
      WHERE t.task_id = v_task;
 END

@@ -115,11 +115,11 @@ impl Engine {
                 task_id: task.id,
                 side,
                 user_id: &user_id,
-                agent_id: agent.agent_id,
+                agent_id: Some(agent.agent_id),
                 turn_number: task.turn_count,
                 claim_generation: task.claim_generation,
                 request_hash: &request_hash,
-                response: &stored,
+                response: Some(&stored),
                 question: &ask.question,
                 options: &ask.options,
                 expires_at,
@@ -154,14 +154,14 @@ impl Engine {
     }
 
     /// When an answer window opened now ends (microseconds, as stored).
-    fn answer_deadline(&self) -> Result<DateTime<Utc>, DeliveryError> {
+    pub(super) fn answer_deadline(&self) -> Result<DateTime<Utc>, DeliveryError> {
         let window = chrono::Duration::from_std(self.runtime.config.ask_timeout).map_err(anyhow::Error::from)?;
         Ok((Utc::now() + window).trunc_subsecs(6))
     }
 
     /// Writes a `negotiation.question` event that only `user_id` (the asking person) and the
     /// service see.
-    async fn record_question_event(
+    pub(super) async fn record_question_event(
         &self,
         conn: &mut sqlx::PgConnection,
         task: &Task,
@@ -200,14 +200,18 @@ impl Engine {
             person_questions::QuestionStatus::Answered if question.answer.as_deref() == Some(answer.as_str()) => {
                 return Ok(question);
             }
+            // The negotiation ended before the person answered (`super::finalize`).
+            person_questions::QuestionStatus::Withdrawn => return Err(DeliveryError::AlreadyCompleted),
             status => return Err(DeliveryError::QuestionClosed(status)),
         }
         if task.state != TaskState::WaitingForPerson {
-            // Only a negotiation that ended meanwhile leaves a question pending.
+            // Only a negotiation that ended before its questions were withdrawn with it (an
+            // ending older than that rule) leaves a question pending.
             return Err(DeliveryError::AlreadyCompleted);
         }
         person_questions::close(&mut tx, question.id, Some(&answer)).await?;
-        self.back_to_agent(&mut tx, &mut task, &question).await?;
+        let system = Self::system_is_asking(&task);
+        self.back_from_person(&mut tx, &mut task, &question).await?;
         let data = json!({
             "negotiationId": task.id, "opportunityId": task.opportunity_id, "questionId": question.id,
             "state": "answered", "answer": answer,
@@ -216,6 +220,10 @@ impl Engine {
         insights::count_question(&mut tx, task.id, user_id, "answered").await?;
         tx.commit().await?;
         self.after_person(&task, "answered");
+        if system {
+            // The system negotiator takes its turn now, by the answer.
+            self.advance(task.id).await?;
+        }
         let mut conn = self.runtime.pool.acquire().await?;
         person_questions::lock(&mut conn, task.id, question.id).await?.ok_or(DeliveryError::NotFound)
     }
@@ -238,7 +246,8 @@ impl Engine {
             return Ok(false);
         };
         person_questions::close(&mut tx, question.id, None).await?;
-        self.back_to_agent(&mut tx, &mut task, &question).await?;
+        let system = Self::system_is_asking(&task);
+        self.back_from_person(&mut tx, &mut task, &question).await?;
         let data = json!({
             "negotiationId": task.id, "opportunityId": task.opportunity_id, "questionId": question.id,
             "state": "unanswered",
@@ -247,7 +256,25 @@ impl Engine {
         insights::count_question(&mut tx, task.id, &question.user_id, "unanswered").await?;
         tx.commit().await?;
         self.after_person(&task, "unanswered");
+        if system {
+            // The system negotiator takes its turn now, as it would have without asking.
+            self.advance(task.id).await?;
+        }
         Ok(true)
+    }
+
+    /// The turn goes back to whoever asked: the system negotiator ([`Engine::back_to_system`]),
+    /// or the agent.
+    async fn back_from_person(
+        &self,
+        conn: &mut sqlx::PgConnection,
+        task: &mut Task,
+        question: &Question,
+    ) -> Result<(), DeliveryError> {
+        if Self::system_is_asking(task) {
+            return self.back_to_system(conn, task).await;
+        }
+        self.back_to_agent(conn, task, question).await
     }
 
     /// `waiting_for_person -> waiting_for_agent` for the same turn, its park window moved on by
@@ -271,21 +298,15 @@ impl Engine {
         Ok(())
     }
 
-    /// Once a question closed: wakes the agent's long-polls and the event readers.
+    /// Once a question closed: wakes the agent's long-polls (when an agent asked) and the event
+    /// readers.
     fn after_person(&self, task: &Task, how: &'static str) {
-        let user = task.awaiting_user_id.clone().unwrap_or_default();
-        self.runtime.wakeups.announce(&user);
+        if let Some(user) = task.awaiting_user_id.as_deref() {
+            self.runtime.wakeups.announce(user);
+        }
         self.runtime.wakeups.events_written();
         crate::metrics::person_question(how);
         tracing::info!(negotiation.id = %task.id, turn.number = task.turn_count, question.state = how,
-            "the person's question closed; the turn is parked for the agent again");
-    }
-
-    /// The questions of the current turn of a claimed task that its side's agent asked and that
-    /// have closed: what its pickup carries (`context.personAnswers`).
-    pub(crate) async fn person_answers(&self, task: &Task) -> Result<Vec<Question>, DeliveryError> {
-        let mut conn = self.runtime.pool.acquire().await?;
-        let side = Side::for_turn(task.turn_count);
-        Ok(person_questions::closed_for_turn(&mut conn, task.id, task.turn_count, side).await?)
+            "the person's question closed; the turn goes back to whoever asked");
     }
 }

@@ -8,7 +8,8 @@
 //! database fences by generation: a respond, extend or release acts only if the task's claim is
 //! still of the token's generation, and a turn answered under a claim records its generation.
 //!
-//! Pickup is one statement (`store::turn_delivery::pickup`), authentication included.
+//! Pickup is one statement (`store::turn_delivery::pickup`), authentication included, and so
+//! are the person's answers it carries (`context.personAnswers`).
 //!
 //! An agent holds at most one claim, and the database enforces it: a unique index over the
 //! claimed tasks' holders. A retried pickup, or several pickups of one agent at once, all get
@@ -48,7 +49,7 @@ pub struct Claim {
     pub previous_rounds: Vec<PreviousRound>,
     /// What the agent's person answered to the questions its side asked at this turn
     /// (`ask_person`), oldest first; an answer is `None` when its window ran out.
-    pub person_answers: Vec<crate::store::person_questions::Question>,
+    pub person_answers: Vec<crate::store::person_questions::PersonAnswer>,
 }
 
 impl Engine {
@@ -92,7 +93,6 @@ impl Engine {
         }
         let token = self.runtime.tokens.claim_token(task.id, task.claim_generation);
         let expires_at = task.claim_expires_at.unwrap_or_else(Utc::now);
-        let person_answers = self.person_answers(&task).await?;
         let claim = Claim {
             task,
             token,
@@ -100,7 +100,7 @@ impl Engine {
             history: picked.history,
             opportunity_status: picked.opportunity_status,
             previous_rounds: picked.previous_rounds,
-            person_answers,
+            person_answers: picked.person_answers,
         };
         self.recent_claims.remember(&claim);
         Ok((agent, Some(claim)))

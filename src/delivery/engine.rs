@@ -6,7 +6,7 @@ use sqlx::PgPool;
 use tracing::Instrument;
 use uuid::Uuid;
 
-use super::{DeliveryError, finalize};
+use super::{DeliveryError, finalize, system_asks::Consult};
 use crate::{
     config::Config,
     domain::{
@@ -156,11 +156,28 @@ impl Engine {
             Next::System(side) => side,
         };
 
+        // Where its user opted in, the system negotiator may ask them first (`super::system_asks`).
+        let answered = match self.consult_person(&mut tx, &task, side, &turns).await? {
+            Consult::Asked => {
+                tx.commit().await?;
+                self.runtime.wakeups.events_written();
+                crate::metrics::person_question("asked");
+                return Ok(Step::Stop);
+            }
+            Consult::Decided(turn) => Some(*turn),
+            Consult::Rules => None,
+        };
         let turn_number = turns.len() as u32;
         let span = tracing::info_span!("turn", negotiation.id = %task.id, turn.number = turn_number,
             turn.side = side.as_str(), turn.played_by = "system");
         let concluded = async {
-            let (turn, concluded) = self.take_system_turn(&mut tx, &task, side, turns, None).await?;
+            let (turn, concluded) = match answered {
+                Some(turn) => {
+                    let concluded = self.store_system_turn(&mut tx, &task, turns, turn.clone()).await?;
+                    (turn, concluded)
+                }
+                None => self.take_system_turn(&mut tx, &task, side, turns, None).await?,
+            };
             tx.commit().await?;
             crate::metrics::turn_by(SideKind::System, turn.action);
             tracing::info!("{}", turn.action);

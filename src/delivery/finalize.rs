@@ -4,15 +4,16 @@ use sqlx::PgConnection;
 
 use super::{DeliveryError, Engine};
 use crate::{
-    domain::{EndReason, Outcome, TaskEvent, Turn, derive_outcome},
-    store::{events, insight_rollups, messages, opportunities, tasks::Task},
+    domain::{EndReason, Outcome, TaskEvent, TaskState, Turn, derive_outcome},
+    store::{events, insight_rollups, messages, opportunities, person_questions, tasks::Task},
 };
 
 /// Ends a locked, non-terminal task: writes the `negotiation-outcome` artifact, completes the task
 /// (or cancels it, for [`EndReason::Canceled`]) and moves the opportunity (accept -> `pending`,
 /// reject -> `rejected`, anything else -> `stalled`). `turns` are all turns taken, the last
 /// included. Runs inside the caller's transaction; every ending (respond, timers, system turns,
-/// cancel) comes through here, and so do the timers an ending cancels or arms.
+/// cancel) comes through here, and so do the timers an ending cancels or arms, and the question
+/// its person was asked and has not answered, which is withdrawn.
 pub async fn finalize(
     engine: &Engine,
     conn: &mut PgConnection,
@@ -25,6 +26,10 @@ pub async fn finalize(
     let outcome = derive_outcome(turns, |side| task.user_id(side).to_owned(), reason);
     messages::insert_outcome(conn, task.id, &outcome).await?;
     crate::store::tasks::set_state(conn, task.id, task.state, next, outcome.turn_count).await?;
+    // Only a negotiation that waits for its person has a question pending (at most one).
+    if task.state == TaskState::WaitingForPerson {
+        person_questions::withdraw_pending(conn, task.id).await?;
+    }
     let opportunity = opportunities::lock(conn, task.opportunity_id)
         .await?
         .ok_or_else(|| anyhow::anyhow!("task {} has no opportunity", task.id))?;

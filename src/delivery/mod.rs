@@ -23,6 +23,7 @@ mod reactivate;
 mod recent_claims;
 mod respond;
 mod start;
+mod system_asks;
 mod timers;
 
 pub use ask::MAX_QUESTIONS;
@@ -109,6 +110,7 @@ pub enum DeliveryError {
     /// The person's question was answered already, or its window ran out.
     #[error("the question is closed: {}", match .0 {
         crate::store::person_questions::QuestionStatus::Answered => "it was answered already",
+        crate::store::person_questions::QuestionStatus::Withdrawn => "its negotiation ended",
         _ => "its answer window ran out",
     })]
     QuestionClosed(crate::store::person_questions::QuestionStatus),

@@ -330,6 +330,11 @@ impl Engine {
                 // A model decides the system's reply off this request: leave the task working
                 // (the engine's loop then arms the model's job).
                 Next::System(_) if self.model_decides() => return Ok(Plan { turns, park: None }),
+                // A system negotiator that may ask its person first (`super::system_asks`): the
+                // engine's loop takes the turn, asking or not.
+                Next::System(side) if self.system_may_ask(task, side, &history) => {
+                    return Ok(Plan { turns, park: None });
+                }
                 Next::System(side) => {
                     let reply = self.system_turn(task, side, &history, None)?;
                     history.push(reply.clone());

@@ -4,10 +4,13 @@
 //! submitted -> working -> waiting_for_agent <-> claimed -> working -> ... -> completed
 //!                                                         (any non-terminal) -> canceled
 //!                          waiting_for_agent <- waiting_for_person <- claimed  (ask_person)
+//!                                    working <-> waiting_for_person             (the system asks)
 //! ```
 //!
 //! `waiting_for_person`: the claim holder asked its person (`ask_person`); the turn waits for the
 //! answer or the end of the answer window, then goes back to `waiting_for_agent` (same turn).
+//! The system negotiator of a user who opted in asks from `working` and, once answered (or
+//! not), takes the same turn from `working` again.
 //!
 //! `failed` belongs to the A2A vocabulary a stored task may carry; nothing moves a task there.
 //! The moves the turn statements make in SQL (park, claim, respond) are in the table for the
@@ -60,6 +63,10 @@ pub enum TaskEvent {
     AskPerson,
     /// The person answered, or the answer window ran out: the turn is parked for the agent again.
     PersonReplied,
+    /// The system negotiator asks the person it plays for, before it takes its turn.
+    SystemAsks,
+    /// The person answered the system negotiator, or the window ran out: it takes its turn.
+    SystemResumes,
     /// The park timeout passed: the system negotiator takes the parked turn.
     FallBack,
     /// The negotiation ended (accept, reject, cap or deadline).
@@ -121,6 +128,8 @@ impl TaskState {
             (S::Claimed, E::Unclaim) => S::WaitingForAgent,
             (S::Claimed, E::AskPerson) => S::WaitingForPerson,
             (S::WaitingForPerson, E::PersonReplied) => S::WaitingForAgent,
+            (S::Working, E::SystemAsks) => S::WaitingForPerson,
+            (S::WaitingForPerson, E::SystemResumes) => S::Working,
             (S::WaitingForAgent, E::FallBack) => S::Working,
             // Accept/reject/cap end from `working`; the personal-vs-personal deadline ends a
             // negotiation wherever it waits.
@@ -139,7 +148,7 @@ impl TaskState {
 impl TaskEvent {
     /// Every event.
     #[cfg(test)]
-    pub const ALL: [TaskEvent; 10] = [
+    pub const ALL: [TaskEvent; 12] = [
         TaskEvent::Start,
         TaskEvent::Park,
         TaskEvent::Claim,
@@ -147,6 +156,8 @@ impl TaskEvent {
         TaskEvent::Unclaim,
         TaskEvent::AskPerson,
         TaskEvent::PersonReplied,
+        TaskEvent::SystemAsks,
+        TaskEvent::SystemResumes,
         TaskEvent::FallBack,
         TaskEvent::Finish,
         TaskEvent::Cancel,
@@ -165,6 +176,8 @@ impl TaskEvent {
             TaskEvent::Unclaim => "unclaim",
             TaskEvent::AskPerson => "ask_person",
             TaskEvent::PersonReplied => "person_replied",
+            TaskEvent::SystemAsks => "system_asks",
+            TaskEvent::SystemResumes => "system_resumes",
             TaskEvent::FallBack => "fall_back",
             TaskEvent::Finish => "finish",
             TaskEvent::Cancel => "cancel",
@@ -194,6 +207,8 @@ mod tests {
                 (S::Claimed, E::Unclaim) => Some(S::WaitingForAgent),
                 (S::Claimed, E::AskPerson) => Some(S::WaitingForPerson),
                 (S::WaitingForPerson, E::PersonReplied) => Some(S::WaitingForAgent),
+                (S::Working, E::SystemAsks) => Some(S::WaitingForPerson),
+                (S::WaitingForPerson, E::SystemResumes) => Some(S::Working),
                 (S::WaitingForAgent, E::FallBack) => Some(S::Working),
                 (S::Working | S::WaitingForAgent | S::Claimed | S::WaitingForPerson, E::Finish) => Some(S::Completed),
                 (s, E::Cancel) if !s.is_terminal() => Some(S::Canceled),
@@ -207,7 +222,7 @@ mod tests {
                 allowed += usize::from(expected(s, e).is_some());
             }
         }
-        assert_eq!(allowed, 17);
+        assert_eq!(allowed, 19);
     }
 
     #[test]

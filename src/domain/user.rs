@@ -20,15 +20,35 @@ pub struct UserContext {
     /// What the user is looking for.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub intents: Vec<Intent>,
+    /// How the user wants Parley's system negotiator to act for them (when it plays their
+    /// side); the platform sends it with the user, from the person's own setting. Never shown
+    /// to the other side.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub negotiation_preferences: Option<NegotiationPreferences>,
+}
+
+/// A user's settings for the system negotiator that plays for them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NegotiationPreferences {
+    /// Ask me when unsure (off by default): where its evidence is genuinely split, the system
+    /// negotiator asks the person one yes/no question on their status page (the
+    /// `negotiation.question` event, `pendingQuestion`) and decides by the answer; when no
+    /// answer comes within the answer window it decides as it would have. At most one question
+    /// per negotiation.
+    #[serde(default)]
+    pub ask_when_unsure: bool,
 }
 
 impl UserContext {
     /// This user as the other side of a negotiation may see them: the intents the platform
     /// shares (not those marked private) and the profile without `dealBreakers`, which are the
-    /// user's own criteria. Every other profile field the platform gave is shown.
+    /// user's own criteria, and without their negotiation preferences. Every other profile field
+    /// the platform gave is shown.
     pub fn as_seen_by_other_side(&self) -> UserContext {
         let mut seen = self.clone();
         seen.intents.retain(|i| !i.private);
+        seen.negotiation_preferences = None;
         if let Some(p) = seen.profile.as_mut() {
             p.extra.remove("dealBreakers");
         }

@@ -22,6 +22,8 @@ pub enum QuestionStatus {
     Answered,
     /// The answer window ran out.
     Unanswered,
+    /// The negotiation ended before the person answered.
+    Withdrawn,
 }
 
 /// A stored question.
@@ -55,6 +57,24 @@ pub struct Question {
     pub answered_at: Option<DateTime<Utc>>,
 }
 
+/// A closed question as the asking side's next pickup of its turn carries it (read by the
+/// pickup's statement, `parley_pickup`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PersonAnswer {
+    /// The question's id.
+    pub question_id: Uuid,
+    /// The question as asked.
+    pub question: String,
+    /// The options offered (possibly none).
+    #[serde(default)]
+    pub options: Vec<String>,
+    /// The person's answer; `None` when the answer window ran out.
+    pub answer: Option<String>,
+    /// When the person answered; `None` when the window ran out.
+    pub answered_at: Option<DateTime<Utc>>,
+}
+
 /// A question to store.
 pub struct NewQuestion<'a> {
     /// Its id.
@@ -65,16 +85,16 @@ pub struct NewQuestion<'a> {
     pub side: Side,
     /// The asking person.
     pub user_id: &'a str,
-    /// The asking agent.
-    pub agent_id: Uuid,
+    /// The asking agent (`None`: the system negotiator asks).
+    pub agent_id: Option<Uuid>,
     /// The turn.
     pub turn_number: u32,
     /// The claim it is asked under.
     pub claim_generation: i64,
     /// Hash of the respond body.
     pub request_hash: &'a [u8],
-    /// The respond answer given to the agent (for a repeated ask).
-    pub response: &'a Value,
+    /// The respond answer given to the agent (for a repeated ask); `None` for the system's.
+    pub response: Option<&'a Value>,
     /// The question.
     pub question: &'a str,
     /// The options.
@@ -188,7 +208,8 @@ pub async fn close(conn: &mut PgConnection, question_id: Uuid, answer: Option<&s
 }
 
 /// The closed questions (answered or not) of a task's turn, asked by `side`, oldest first: what
-/// the agent's next pickup of that turn carries.
+/// the system negotiator's next try at that turn reads (an agent's pickup reads the same in its
+/// own statement).
 pub async fn closed_for_turn(
     conn: &mut PgConnection,
     task_id: Uuid,
@@ -196,7 +217,8 @@ pub async fn closed_for_turn(
     side: Side,
 ) -> anyhow::Result<Vec<Question>> {
     let rows = select_question!(
-        "WHERE task_id = $1 AND turn_number = $2 AND side = $3 AND status <> 'pending' ORDER BY asked_at",
+        "WHERE task_id = $1 AND turn_number = $2 AND side = $3 AND status IN ('answered', 'unanswered')
+           ORDER BY asked_at",
         task_id,
         i32::try_from(turn_number)?,
         side.as_str()
@@ -204,6 +226,19 @@ pub async fn closed_for_turn(
     .fetch_all(conn)
     .await?;
     Ok(rows.into_iter().map(|r| question_of!(r)).collect())
+}
+
+/// Withdraws the pending question of a locked task that is ending (at most one is pending):
+/// part of the one way a negotiation ends. Returns whether one was pending.
+pub async fn withdraw_pending(conn: &mut PgConnection, task_id: Uuid) -> sqlx::Result<bool> {
+    let r = sqlx::query!(
+        "UPDATE person_questions SET status = 'withdrawn', answered_at = now()
+          WHERE task_id = $1 AND status = 'pending'",
+        task_id
+    )
+    .execute(conn)
+    .await?;
+    Ok(r.rows_affected() > 0)
 }
 
 /// The pending questions of these tasks that `user_id` asked (all askers' when `None`: the

@@ -354,6 +354,23 @@ pub async fn back_from_person(
     moved.ok_or_else(|| anyhow::anyhow!("task {id} was not waiting for its person"))
 }
 
+/// The system negotiator of a locked `working` task asks `user_id`, the person it plays for:
+/// `working -> waiting_for_person`, awaiting that person, under the next claim generation (the
+/// question's own: no claim is made under it). Returns that generation.
+pub async fn system_asks(conn: &mut PgConnection, id: Uuid, user_id: &str) -> anyhow::Result<i64> {
+    let generation = sqlx::query_scalar!(
+        r#"UPDATE tasks SET state = 'waiting_for_person', awaiting_user_id = $2,
+                  claim_generation = claim_generation + 1, updated_at = now()
+            WHERE task_id = $1 AND state = 'working'
+           RETURNING claim_generation"#,
+        id,
+        user_id
+    )
+    .fetch_optional(conn)
+    .await?;
+    generation.ok_or_else(|| anyhow::anyhow!("task {id} was not working"))
+}
+
 /// Arms the A2A turn job when one of `user_id`'s negotiating agents is one Parley calls
 /// (`parley_a2a_turn_parked`): for a turn parked again outside `parley_park`.
 pub async fn a2a_turn_parked(conn: &mut PgConnection, id: Uuid, user_id: &str, turn: u32) -> anyhow::Result<()> {

@@ -14,6 +14,7 @@ use uuid::Uuid;
 use super::{
     interval,
     messages::TurnRow,
+    person_questions::PersonAnswer,
     tasks::{Row as TaskRow, Task},
 };
 #[cfg(test)]
@@ -134,6 +135,8 @@ pub struct PickedUp {
     pub history: Vec<Turn>,
     /// The opportunity's earlier rounds (empty in a first round).
     pub previous_rounds: Vec<PreviousRound>,
+    /// The closed questions the turn's side asked its person at this turn, oldest first.
+    pub person_answers: Vec<PersonAnswer>,
 }
 
 /// What `parley_pickup` answered.
@@ -170,7 +173,8 @@ pub async fn pickup(
                   index_context, discovery_query, max_turns, turn_count, awaiting_user_id, first_parked_at,
                   claim_agent_id, claim_generation, claim_expires_at, created_at, updated_at, completed_at,
                   opportunity_status AS "opportunity_status?: OpportunityStatus",
-                  history AS "history?: Json<Vec<Turn>>", previous_rounds AS "previous_rounds?: Json<Vec<PreviousRound>>"
+                  history AS "history?: Json<Vec<Turn>>", previous_rounds AS "previous_rounds?: Json<Vec<PreviousRound>>",
+                  person_answers AS "person_answers?: Json<Vec<PersonAnswer>>"
            FROM parley_pickup($1, $2, $3, $4, $5, $6, $7)"#,
         key_hash,
         agent_id,
@@ -191,6 +195,7 @@ pub async fn pickup(
             opportunity_status: required(r.opportunity_status, "opportunity_status")?,
             history: r.history.map(|h| h.0).unwrap_or_default(),
             previous_rounds: r.previous_rounds.map(|p| p.0).unwrap_or_default(),
+            person_answers: r.person_answers.map(|a| a.0).unwrap_or_default(),
         }),
     };
     Ok(Pickup { key, picked_up })

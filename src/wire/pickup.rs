@@ -172,9 +172,9 @@ pub struct PersonAnswerOut {
 
 impl PersonAnswerOut {
     /// A closed question as its agent reads it.
-    pub fn of(q: &crate::store::person_questions::Question) -> PersonAnswerOut {
+    pub fn of(q: &crate::store::person_questions::PersonAnswer) -> PersonAnswerOut {
         PersonAnswerOut {
-            question_id: q.id,
+            question_id: q.question_id,
             question: q.question.clone(),
             options: q.options.clone(),
             answered_at: q.answer.as_ref().and(q.answered_at),

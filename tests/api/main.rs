@@ -12,6 +12,7 @@ mod agent_cards;
 mod agentlens;
 mod agents;
 mod ask_person;
+mod ask_person_system;
 mod assessment;
 mod auth;
 mod authz;
