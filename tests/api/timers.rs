@@ -206,7 +206,8 @@ async fn a_timer_armed_before_the_process_was_killed_fires_after_a_restart() {
     worker.arg("worker");
     env(&mut worker);
     let mut worker = worker.spawn().unwrap();
-    let view = app.wait_for(&id, WAIT, |v| v["status"] == "completed").await;
+    // The worker loads WordNet before it runs timers: seconds in a debug build, more when busy.
+    let view = app.wait_for(&id, Duration::from_secs(60), |v| v["status"] == "completed").await;
     worker.kill().unwrap();
     worker.wait().unwrap();
     assert_eq!(view["outcome"]["reason"], "timeout");
