@@ -385,7 +385,10 @@ fn read_need(text: &str) -> Need {
             // "Find agritech companies raising growth rounds": someone looking for deals.
             None if object.iter().any(|w| matches!(*w, "raising" | "fundraising")) => Frame::Invest,
             // "Looking for a fintech startup to join": a position.
-            None if object.windows(2).any(|w| w[0] == "to" && matches!(w[1], "join" | "work")) => Frame::Join,
+            // (Not when a person is sought: "a drummer to join our trio" is someone to find.)
+            None if !head_is_person && object.windows(2).any(|w| w[0] == "to" && matches!(w[1], "join" | "work")) => {
+                Frame::Join
+            }
             // "Find small businesses that need their website redone": someone looking for clients.
             None if object
                 .windows(2)
@@ -646,6 +649,8 @@ mod tests {
             // A degree to find is a place to study; an activity that is work is a position.
             ("Find a funded PhD in soil microbiology", Frame::Join),
             ("Find weekend teaching at a riding school", Frame::Join),
+            // The person sought joins: someone to find.
+            ("Looking for a drummer to join our trio", Frame::Acquire),
         ];
         for (text, want) in table {
             assert_eq!(need(text).frame, want, "{text}");
