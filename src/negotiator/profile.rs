@@ -124,7 +124,8 @@ pub fn copies(item: &str, need: &str) -> bool {
         return false;
     }
     let keys: Vec<String> = concepts::read(item).words.into_iter().filter(|w| !w.negated).map(|w| w.key).collect();
-    terms.iter().all(|t| keys.iter().any(|k| k == t)) && keys.iter().filter(|k| !terms.contains(&k.as_str())).count() <= 1
+    terms.iter().all(|t| keys.iter().any(|k| k == t))
+        && keys.iter().filter(|k| !terms.contains(&k.as_str())).count() <= 1
 }
 
 /// Whether a field's name says it holds wants.
