@@ -118,6 +118,9 @@ pub fn is_want(phrase: &str) -> bool {
 /// person's particulars: "Locum pharmacist for Saturdays" as a shoe-shop assistant's headline
 /// repeats the pharmacy's need.
 pub fn copies(item: &str, need: &str) -> bool {
+    if item.split_whitespace().count() < 3 {
+        return false;
+    }
     let n = super::needs::need(need);
     let terms: Vec<&str> = n.terms.iter().filter(|t| !t.implicit).map(|t| t.word.key.as_str()).collect();
     if terms.len() < 3 || n.terms.iter().all(|t| t.core || t.implicit) {

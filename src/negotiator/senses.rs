@@ -54,6 +54,8 @@ struct Known {
     /// its first senses, which vote.
     stems: HashSet<u32>,
     under: HashSet<Sense>,
+    /// The activity it names its doer by, if it is an agent noun (see [`activity`]).
+    activity: Option<String>,
 }
 
 /// How many words' lexicon entries the process keeps.
@@ -86,6 +88,9 @@ fn known(lex: &Lexicon, w: &Word) -> std::sync::Arc<Known> {
     }
     for s in nouns.iter().take(VOTING_SENSES) {
         k.under.extend(lex.ancestors(*s, VOTING_LEVELS));
+    }
+    if w.key.ends_with('r') && w.parts.is_empty() && !w.key.contains('_') {
+        k.activity = activity_of(lex, w);
     }
     let k = std::sync::Arc::new(k);
     CACHE.lock().unwrap_or_else(|e| e.into_inner()).put(key, k.clone());
@@ -275,7 +280,12 @@ pub fn related(lex: &Lexicon, w: &Word, others: &[Word]) -> bool {
 
 /// Whether `doer` is an agent noun of the activity `done` names (a picker, picking).
 pub fn doer_of(lex: &Lexicon, doer: &Word, done: &Word) -> bool {
-    !done.negated && done.key.len() >= 4 && activity(lex, doer).is_some_and(|a| a == done.key)
+    // (The activity's stem begins the doer's: a cheap test first.)
+    !done.negated
+        && done.key.len() >= 4
+        && doer.key.len() > done.key.len()
+        && doer.key.starts_with(done.key.as_str())
+        && activity(lex, doer).is_some_and(|a| a == done.key)
 }
 
 /// The activity an agent noun names its doer by, as the stem it is compared by: a picker picks,
@@ -283,9 +293,14 @@ pub fn doer_of(lex: &Lexicon, doer: &Word, done: &Word) -> bool {
 /// name a person (or be unknown to the lexicon as a noun) and, without its `-er`, `-r` or `-or`,
 /// be a verb of the lexicon (an officer does not office, a corner does not corn).
 pub fn activity(lex: &Lexicon, w: &Word) -> Option<String> {
-    if !w.parts.is_empty() || w.key.contains('_') || w.negated {
+    if !w.parts.is_empty() || w.key.contains('_') || w.negated || !w.key.ends_with('r') {
         return None;
     }
+    known(lex, w).activity.clone()
+}
+
+/// [`activity`], computed once per word (see [`known`]).
+fn activity_of(lex: &Lexicon, w: &Word) -> Option<String> {
     let nouns = lex.noun_senses(&w.shown);
     if nouns.first().is_some_and(|s| lex.lexfile(*s) != NOUN_PERSON) {
         return None;
