@@ -366,6 +366,11 @@ impl Lexicon {
         }
     }
 
+    /// The stem ids of the sense's own words and its definition's (not its broader senses').
+    pub fn gloss_words(&self, s: Sense) -> &[u32] {
+        self.sig(s, false)
+    }
+
     /// The stem ids of the sense's own words (`conductor`, `music`, `director`).
     pub fn own_words(&self, s: Sense) -> &[u32] {
         self.sig(s, true)

@@ -27,6 +27,10 @@ type HashSet<K> = std::collections::HashSet<K, ahash::RandomState>;
 
 /// Strength of an interest as evidence.
 pub const INTEREST: f64 = 0.6;
+/// Strength of an activity as evidence of its doer (grape picking of a picker): an activity
+/// says less than the word itself (gene editing is no magazine's editing), so it cannot carry a
+/// match alone.
+pub const DERIVED: f64 = 0.6;
 /// Strength of an intent as evidence.
 pub const INTENT: f64 = 0.9;
 
@@ -97,6 +101,12 @@ impl Evidence {
         // A sense of the need's word shown, or a narrower one (a chef for a cook).
         for s in &need.senses {
             best = best.max(self.senses.get(s).copied().unwrap_or(0.0));
+        }
+        // An agent noun is shown by its activity: a picker by grape picking, a carer by home care.
+        if best < 1.0
+            && let Some(done) = senses::activity(crate::lexicon::get(), need)
+        {
+            best = best.max(DERIVED * self.keys.get(&done).copied().unwrap_or(0.0));
         }
         let other_member = self.names_another(need);
         if best == 0.0

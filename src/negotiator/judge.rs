@@ -211,6 +211,8 @@ const SAME_OBJECT_OVERLAP: f64 = 0.3;
 /// senses one of which is the other or narrower (a lectureship is a post).
 fn terms_meet(lex: &Lexicon, a: &Word, b: &Word) -> bool {
     a.key == b.key
+        || senses::doer_of(lex, a, b)
+        || senses::doer_of(lex, b, a)
         || concepts::concepts_of(a).first().is_some_and(|c| concepts::concepts_of(b).first() == Some(c))
         || a.senses.iter().any(|x| {
             b.senses.iter().any(|y| lex.is_a(*x, *y, senses::IS_A_LEVELS) || lex.is_a(*y, *x, senses::IS_A_LEVELS))
@@ -272,7 +274,14 @@ pub fn evaluate(cfg: &NegotiatorConfig, s: &Situation) -> Evaluation {
 
 /// Evaluates the match for the own user of `s`, with `lex` for word senses.
 pub fn evaluate_with(lex: &Lexicon, cfg: &NegotiatorConfig, s: &Situation) -> Evaluation {
-    let profile = Profile::of(lex, s.other);
+    let own_texts: Vec<&str> = s
+        .own
+        .intents
+        .iter()
+        .map(|i| i.text.as_str())
+        .chain(s.discovery_query.filter(|_| s.own_side == Side::Source))
+        .collect();
+    let profile = Profile::facing(lex, s.other, &own_texts);
     let profile_ctx = Context::of(lex, profile.all());
     let affirmed = |ws: &mut dyn Iterator<Item = &Word>| -> Vec<Word> {
         ws.filter(|w| !w.negated && !w.aspired).cloned().collect()
@@ -654,6 +663,23 @@ fn judge(need: &Need, private: bool, a: &Against, trust_claims: bool, cfg: &Nego
             another,
         });
     }
+    // A head whose senses the need's own words cannot tell apart (a keeper for a football team:
+    // the lexicon knows keepers only as custodians) is met by its spelling alone only as far as
+    // something else of the need is met too: the rest of the need is then what shows its sense.
+    if let Some(h) = need.terms.iter().position(|t| t.head && !t.implicit)
+        && !need.terms[h].word.decided
+        && need.terms[h].word.sense_scores.len() > 1
+        && terms[h].grounded > 0.0
+    {
+        let others: Vec<usize> = (0..need.terms.len())
+            .filter(|i| *i != h && !need.terms[*i].implicit && need.terms[*i].weight >= 1.0)
+            .collect();
+        if !others.is_empty() && others.iter().all(|i| terms[*i].grounded == 0.0) {
+            let cut = terms[h].grounded * (1.0 - UNPLACED_HEAD);
+            terms[h].grounded -= cut;
+            g_sum -= need.terms[h].weight * cut;
+        }
+    }
     let share = |x: f64| if total > 0.0 { x / total } else { 0.0 };
     let claimed_share = share(c_sum);
     let counted: f64 = terms.iter().map(|t| t.weight * (t.claimed - t.grounded).max(0.0)).sum();
@@ -673,6 +699,10 @@ fn judge(need: &Need, private: bool, a: &Against, trust_claims: bool, cfg: &Nego
         unborne_core,
     }
 }
+
+/// What a head the need's words cannot place in a sense counts for when nothing else of the
+/// need is shown (see [`judge`]).
+const UNPLACED_HEAD: f64 = 0.5;
 
 /// What the words to people say of a word the other user means in another sense, when the
 /// lexicon (not the table of technical names) tells the senses apart.

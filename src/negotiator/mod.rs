@@ -18,14 +18,23 @@
 //!
 //! 1. **Needs** ([`needs`]): each own intent (and the source's discovery query) is read as a need
 //!    of a kind (a person, a position, funding, an investment, clients, peers) with weighted words.
+//!    The kind comes from the structure of the phrase: the head of its object decides, not a word
+//!    before it (a grant writer is a person); a verb the tables do not name is classed by the
+//!    lexicon (`require` wants, `apply for` asks); a degree to find is a place to study and an
+//!    activity that is work (weekend teaching) a position.
 //! 2. **Concepts, not spellings** ([`text`], [`concepts`], [`senses`]): words are compared by
 //!    stem, compounds and phrases whole, look-alike letters folded, negation and "only" read as
 //!    such, through a small table of software and startup concepts (a CTO is technical, not the
 //!    reverse), and through word senses from the lexicon (WordNet), decided by the rest of the
-//!    profile: synonyms meet, a narrower word meets a broader need (a chef is a cook), a word in
-//!    another sense meets nothing (a tram conductor is no choir's).
+//!    profile: synonyms meet, a narrower word meets a broader need (a chef is a cook), an agent
+//!    noun meets its activity at reduced strength (a picker, grape picking), a word in another
+//!    sense meets nothing (a tram conductor is no choir's). Senses are told apart only where the
+//!    lexicon and the rest of the need agree: two senses whose definitions share a telling word
+//!    are one thing (the grape and its vine), a code's name has no sense (`Class 1`), and a head
+//!    the need's own words cannot place counts at half when nothing else of the need is shown.
 //! 3. **Grounded beats claimed** ([`profile`], [`evidence`]): the other user's profile, as far as
-//!    it is credible (a want is a want in any field; a stuffed list grounds nothing), and their
+//!    it is credible (a want is a want in any field, and so is an item copying the own user's
+//!    need with its particulars; a stuffed list grounds nothing), and their
 //!    complementary intents are grounded; the other side's messages are claims, which can earn a
 //!    counter but never an accept on their own, count only as far as the profile bears them out,
 //!    and stop counting when the other side manipulates (instructions, fake notices, look-alike

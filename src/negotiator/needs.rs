@@ -209,6 +209,10 @@ const LEAD_INS: &[&str] = &[
     "id",
 ];
 
+/// Verbs of the table whose kind their object decides: taking on a client is offering a
+/// service, taking on a person (an apprentice, a trainee) is hiring.
+const OBJECT_DECIDES: &[&str] = &["take"];
+
 /// Object heads that make a wanting verb a need for a position.
 const POSITIONS: &[&str] = &[
     "apprenticeship",
@@ -322,12 +326,13 @@ fn read_need(text: &str) -> Need {
     let mut frame = VERBS.iter().find(|(v, _)| *v == verb || text::stem(v) == verb_stem).map(|(_, f)| *f);
     let mut wanting = frame.is_none() && WANTING.contains(&verb);
     // A verb the tables do not name: its class in the lexicon (`procure` gets, `employ` hires,
-    // `supply` offers).
+    // `supply` offers, `require` wants), or a verb of asking with `for` (`apply for`, `ask
+    // for`): what is asked for is wanted.
     if frame.is_none() && !wanting && i < raw.len() {
         match verb_class(lex, verb) {
             Some(VerbClass::Gets) => wanting = true,
             Some(VerbClass::Frames(f)) => frame = Some(f),
-            None => {}
+            None => wanting = raw.get(i + 1).is_some_and(|w| w == "for") && asks(lex, verb),
         }
     }
     let mut sure = frame.is_some();
@@ -354,7 +359,13 @@ fn read_need(text: &str) -> Need {
         let listed = head_word
             .and_then(object_kind)
             .or_else(|| if head_is_person { None } else { phrase.iter().find_map(|w| object_kind(w)) });
-        let lexical = head_word.and_then(|h| lexical_kind(lex, h));
+        // An activity that is work ("weekend teaching", "freelance bid writing") is a position,
+        // though the head chosen above is the last word not in -ing.
+        let activity_work = phrase
+            .last()
+            .filter(|w| w.ends_with("ing") && !phrase.iter().any(|d| matches!(*d, "a" | "an")))
+            .is_some_and(|w| lexical_kind(lex, w) == Some(Frame::Join));
+        let lexical = if activity_work { Some(Frame::Join) } else { head_word.and_then(|h| lexical_kind(lex, h)) };
         // What the object is for: "Find groups to teach climbing" wants people to serve.
         let purpose = object.iter().position(|w| *w == "to").and_then(|k| object.get(k + 1)).copied();
         // A word that also names a person (`postdoc`, `intern`) leaves the kind in doubt.
@@ -374,7 +385,10 @@ fn read_need(text: &str) -> Need {
             // "Find agritech companies raising growth rounds": someone looking for deals.
             None if object.iter().any(|w| matches!(*w, "raising" | "fundraising")) => Frame::Invest,
             // "Looking for a fintech startup to join": a position.
-            None if object.windows(2).any(|w| w[0] == "to" && matches!(w[1], "join" | "work")) => Frame::Join,
+            // (Not when a person is sought: "a drummer to join our trio" is someone to find.)
+            None if !head_is_person && object.windows(2).any(|w| w[0] == "to" && matches!(w[1], "join" | "work")) => {
+                Frame::Join
+            }
             // "Find small businesses that need their website redone": someone looking for clients.
             None if object
                 .windows(2)
@@ -386,12 +400,20 @@ fn read_need(text: &str) -> Need {
             None => Frame::Acquire,
         });
     } else if frame == Some(Frame::Acquire)
-        && let Some(kind) = phrase.iter().find_map(|w| object_kind(w))
+        && let Some(kind) = head_word.and_then(object_kind)
     {
-        // "Hire" is always for a person; "add a sponsor" is still money.
+        // "Hire" is always for a person; "add a sponsor" is still money. The head decides, not
+        // a word before it: a grant writer is a person, not a grant.
         if kind == Frame::Raise {
             frame = Some(kind);
         }
+    } else if OBJECT_DECIDES.contains(&verb)
+        && let Some(h) = head_word
+        && object_kind(h).is_none()
+        && lexical_kind(lex, h) == Some(Frame::Acquire)
+    {
+        // "Take on a client" offers; "take on an apprentice" hires.
+        frame = Some(Frame::Acquire);
     }
     let frame = frame.unwrap_or(Frame::Acquire);
 
@@ -455,6 +477,25 @@ pub fn starts_with_verb(text: &str) -> bool {
     raw.iter().find(|w| !LEAD_INS.contains(&w.as_str())).is_some_and(|w| frame_verb(w) || WANTING.contains(&w.as_str()))
 }
 
+/// Whether a phrase opens with a verb of wanting someone or something (after words such as
+/// "I am"): one of the tables' (`find`, `hire`, `raise`), one the lexicon classes as getting,
+/// needing or hiring (`require`, `procure`, `employ`) and that is not also a noun, or a verb of
+/// asking with `for` (`apply for`).
+pub fn opens_with_want(text: &str) -> bool {
+    let raw = raw_words(&text::fold(text).text);
+    let Some(i) = raw.iter().position(|w| !LEAD_INS.contains(&w.as_str())) else { return false };
+    let verb = raw[i].as_str();
+    if WANTING.contains(&verb) || VERBS.iter().any(|(v, f)| *v == verb && matches!(f, Frame::Acquire | Frame::Raise)) {
+        return true;
+    }
+    let lex = crate::lexicon::get();
+    if !lex.noun_senses(verb).is_empty() {
+        return false;
+    }
+    matches!(verb_class(lex, verb), Some(VerbClass::Gets | VerbClass::Frames(Frame::Acquire | Frame::Raise)))
+        || (raw.get(i + 1).is_some_and(|w| w == "for") && asks(lex, verb))
+}
+
 /// Whether `verb` is one of the verbs that give a kind outright.
 fn frame_verb(verb: &str) -> bool {
     VERBS.iter().any(|(v, _)| *v == verb)
@@ -491,11 +532,21 @@ fn verb_class(lex: &Lexicon, verb: &str) -> Option<VerbClass> {
     if under(&shared_senses(lex, "get", "acquire", true)) || under(&shared_senses(lex, "seek", "search", true)) {
         return Some(VerbClass::Gets);
     }
+    // Verbs of wanting and needing (`require`, `desire`) want their object as `find` does.
+    if under(&shared_senses(lex, "want", "need", true)) || under(&shared_senses(lex, "need", "require", true)) {
+        return Some(VerbClass::Gets);
+    }
     let offers = [("supply", "provide"), ("teach", "instruct"), ("sell", "sell"), ("offer", "proffer")];
     if offers.iter().any(|(a, b)| under(&shared_senses(lex, a, b, true))) {
         return Some(VerbClass::Frames(Frame::Offer));
     }
     None
+}
+
+/// Whether one of a verb's senses is one of asking (`apply`, as in "apply for a job").
+fn asks(lex: &Lexicon, verb: &str) -> bool {
+    let request = shared_senses(lex, "request", "bespeak", true);
+    lex.verb_senses(verb).iter().any(|s| request.iter().any(|a| s == a || lex.ancestors(*s, 2).any(|x| x == *a)))
 }
 
 /// The kind a wanting verb's object gives the need, by its senses in the lexicon: a post or
@@ -519,6 +570,10 @@ fn lexical_kind(lex: &Lexicon, word: &str) -> Option<Frame> {
     let names_a_group = lex.lexfile(first) == crate::lexicon::NOUN_GROUP;
     if falls_under(first, &work) || (!names_a_person && !names_a_group && senses.iter().any(|s| falls_under(*s, &work)))
     {
+        return Some(Frame::Join);
+    }
+    // A degree to find (a funded PhD, a master's) is a place to study for it: a position.
+    if under(lex.noun_senses("academic degree").into_iter().take(1).collect()) {
         return Some(Frame::Join);
     }
     if under(shared_senses(lex, "funds", "finances", false))
@@ -584,6 +639,18 @@ mod tests {
             ("Looking for a fintech startup to join as a senior backend engineer", Frame::Join),
             ("Move to a senior development role at an arts nonprofit", Frame::Join),
             ("Find small education businesses that need their enrolment redesigned", Frame::Offer),
+            // The head decides, not a word before it: a grant writer is a person.
+            ("Hire a grant writer for trusts and foundations", Frame::Acquire),
+            // Taking on a person hires; taking on a client offers.
+            ("Take on an apprentice plumber", Frame::Acquire),
+            // Verbs the tables do not name, by their class in the lexicon.
+            ("Require a locum pharmacist for Saturdays", Frame::Acquire),
+            ("Apply for lecturer posts in archaeology departments", Frame::Join),
+            // A degree to find is a place to study; an activity that is work is a position.
+            ("Find a funded PhD in soil microbiology", Frame::Join),
+            ("Find weekend teaching at a riding school", Frame::Join),
+            // The person sought joins: someone to find.
+            ("Looking for a drummer to join our trio", Frame::Acquire),
         ];
         for (text, want) in table {
             assert_eq!(need(text).frame, want, "{text}");

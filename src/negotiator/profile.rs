@@ -44,6 +44,9 @@ const WANT_OPENERS: &[&str] = &[
     "raising",
     "recruit",
     "recruiting",
+    "require",
+    "required",
+    "requires",
     "searching",
     "secure",
     "seek",
@@ -106,6 +109,26 @@ pub fn is_want(phrase: &str) -> bool {
             )
         })
         .is_some_and(|w| WANT_OPENERS.contains(&w))
+        || super::needs::opens_with_want(phrase)
+}
+
+/// Whether a listed item copies a need word for word: every content word of the need, at least
+/// three of them and one beyond what it asks for first (`for Saturdays`, `for our equine
+/// practice`), with at most one word more. Someone's own skill names what they do, not another
+/// person's particulars: "Locum pharmacist for Saturdays" as a shoe-shop assistant's headline
+/// repeats the pharmacy's need.
+pub fn copies(item: &str, need: &str) -> bool {
+    if item.split_whitespace().count() < 3 {
+        return false;
+    }
+    let n = super::needs::need(need);
+    let terms: Vec<&str> = n.terms.iter().filter(|t| !t.implicit).map(|t| t.word.key.as_str()).collect();
+    if terms.len() < 3 || n.terms.iter().all(|t| t.core || t.implicit) {
+        return false;
+    }
+    let keys: Vec<String> = concepts::read(item).words.into_iter().filter(|w| !w.negated).map(|w| w.key).collect();
+    terms.iter().all(|t| keys.iter().any(|k| k == t))
+        && keys.iter().filter(|k| !terms.contains(&k.as_str())).count() <= 1
 }
 
 /// Whether a field's name says it holds wants.
@@ -150,6 +173,13 @@ impl Profile {
     /// Reads `u`'s profile (see the module docs), senses decided by the whole profile and the
     /// user's shared intents.
     pub fn of(lex: &Lexicon, u: &UserContext) -> Profile {
+        Profile::facing(lex, u, &[])
+    }
+
+    /// Reads `u`'s profile as [`Profile::of`] does, facing someone whose needs are `needs`: a
+    /// listed item (a skill, a headline, any field but the bio) that copies one of those needs
+    /// with its particulars is that need echoed, a want, not an ability (see [`copies`]).
+    pub fn facing(lex: &Lexicon, u: &UserContext, needs: &[&str]) -> Profile {
         let mut p = Profile::default();
         let Some(profile) = &u.profile else { return p };
         let mut pieces: Vec<(Origin, String, Vec<Word>)> = Vec::new();
@@ -158,8 +188,9 @@ impl Profile {
             p.wants.extend(wants_in(bio));
         }
         let mut listed = |origin: Origin, item: &str, want_field: bool, p: &mut Profile| {
-            if want_field || is_want(item) {
-                p.wants.push(if want_field && !is_want(item) {
+            let copy = needs.iter().any(|n| copies(item, n));
+            if want_field || copy || is_want(item) {
+                p.wants.push(if (want_field || copy) && !is_want(item) {
                     format!("looking for {item}")
                 } else {
                     item.to_owned()
@@ -252,6 +283,14 @@ mod tests {
         assert!(is_want("I'm seeking a mentor"));
         assert!(!is_want("Veterinary surgery"));
         assert!(!is_want("Finding aid design"));
+        // A verb of wanting the tables do not list, by its class in the lexicon.
+        assert!(is_want("Require a locum pharmacist for Saturdays"));
+        assert!(is_want("Apply for a head chef post"));
+        assert!(!is_want("Requirements analysis"));
+        // A need copied with its particulars, without its verb, is still the need.
+        assert!(copies("Locum pharmacist for Saturdays", "Hire a locum pharmacist for Saturdays"));
+        assert!(!copies("ICU nurse on night shifts", "Hire a night-shift ICU nurse"));
+        assert!(!copies("Locum pharmacist", "Hire a locum pharmacist for Saturdays"));
         assert!(is_want_field("lookingFor"));
         assert!(is_want_field("current_goals"));
         assert!(!is_want_field("headline"));

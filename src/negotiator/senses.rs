@@ -54,6 +54,8 @@ struct Known {
     /// its first senses, which vote.
     stems: HashSet<u32>,
     under: HashSet<Sense>,
+    /// The activity it names its doer by, if it is an agent noun (see [`activity`]).
+    activity: Option<String>,
 }
 
 /// How many words' lexicon entries the process keeps.
@@ -86,6 +88,9 @@ fn known(lex: &Lexicon, w: &Word) -> std::sync::Arc<Known> {
     }
     for s in nouns.iter().take(VOTING_SENSES) {
         k.under.extend(lex.ancestors(*s, VOTING_LEVELS));
+    }
+    if w.key.ends_with('r') && w.parts.is_empty() && !w.key.contains('_') {
+        k.activity = activity_of(lex, w);
     }
     let k = std::sync::Arc::new(k);
     CACHE.lock().unwrap_or_else(|e| e.into_inner()).put(key, k.clone());
@@ -150,7 +155,7 @@ fn candidates(lex: &Lexicon, w: &Word) -> Vec<Sense> {
 
 /// Gives each word its sense in `ctx` (see the module docs). Words already given one keep it.
 pub fn annotate(lex: &Lexicon, words: &mut [Word], ctx: &Context) {
-    for w in words.iter_mut().filter(|w| w.senses.is_empty()) {
+    for w in words.iter_mut().filter(|w| w.senses.is_empty() && !w.coded) {
         let cands = candidates(lex, w);
         if cands.len() <= 1 {
             w.decided = cands.len() == 1;
@@ -206,11 +211,18 @@ pub fn compatible(lex: &Lexicon, a: &Word, b: &Word) -> bool {
         (concrete(x) || concrete(y))
             && (lex.lexfile(x) != lex.lexfile(y) || lex.distance(x, y, FAR_LEVELS).is_none_or(|d| d >= FAR))
     };
+    // Two senses whose definitions share a telling word are one thing in two guises (the grape
+    // and the vine it grows on, both of the genus Vitis), not two things by one name.
+    let guises = |x: Sense, y: Sense| {
+        let own = lex.stem_id(&a.key);
+        let gy = lex.gloss_words(y);
+        lex.gloss_words(x).iter().any(|id| Some(*id) != own && gy.contains(id) && lex.weight(*id) >= TELLING)
+    };
     let clear = |x: Sense, y: Sense| {
         let (pa, pb) = (preference(a, x, y), preference(b, y, x));
         (pa >= STRONG && pb > 0.0) || (pb >= STRONG && pa > 0.0)
     };
-    !pairs().all(|(x, y)| apart(x, y) && clear(x, y))
+    !pairs().all(|(x, y)| apart(x, y) && clear(x, y) && !guises(x, y))
 }
 
 /// Lexicographer files of things one can point at: people, artifacts, animals, plants, objects,
@@ -221,6 +233,9 @@ const CONCRETE: &[u8] = &[5, 6, 8, 13, 14, 15, 17, 18, 20, 27];
 
 /// How much more a context must speak for one sense than for another to rule the other out.
 const STRONG: f32 = 10.0;
+/// Weight of a definition word that two senses share for them to be one thing in two guises (a
+/// word fewer than about one sense in a thousand uses).
+const TELLING: f64 = 7.0;
 /// Least score that decides a sense at all (one fairly telling word).
 const MIN_SCORE: f64 = 4.0;
 /// Scores this close to the best are not told apart.
@@ -258,6 +273,42 @@ pub fn related(lex: &Lexicon, w: &Word, others: &[Word]) -> bool {
             || (!w.parts.is_empty() && w.parts.contains(&o.key))
             || concepts::concepts_of(o).iter().any(|c| mine.contains(c))
             || w.senses.iter().any(|a| o.senses.iter().any(|b| lex.kin(*a, *b, KIN_LEVELS)))
+            || doer_of(lex, w, o)
+            || doer_of(lex, o, w)
+    })
+}
+
+/// Whether `doer` is an agent noun of the activity `done` names (a picker, picking).
+pub fn doer_of(lex: &Lexicon, doer: &Word, done: &Word) -> bool {
+    // (The activity's stem begins the doer's: a cheap test first.)
+    !done.negated
+        && done.key.len() >= 4
+        && doer.key.len() > done.key.len()
+        && doer.key.starts_with(done.key.as_str())
+        && activity(lex, doer).is_some_and(|a| a == done.key)
+}
+
+/// The activity an agent noun names its doer by, as the stem it is compared by: a picker picks,
+/// a carer cares, a driver drives, so "grape picking" and "home care" show them. The word must
+/// name a person (or be unknown to the lexicon as a noun) and, without its `-er`, `-r` or `-or`,
+/// be a verb of the lexicon (an officer does not office, a corner does not corn).
+pub fn activity(lex: &Lexicon, w: &Word) -> Option<String> {
+    if !w.parts.is_empty() || w.key.contains('_') || w.negated || !w.key.ends_with('r') {
+        return None;
+    }
+    known(lex, w).activity.clone()
+}
+
+/// [`activity`], computed once per word (see [`known`]).
+fn activity_of(lex: &Lexicon, w: &Word) -> Option<String> {
+    let nouns = lex.noun_senses(&w.shown);
+    if nouns.first().is_some_and(|s| lex.lexfile(*s) != NOUN_PERSON) {
+        return None;
+    }
+    let key = w.key.as_str();
+    ["er", "r", "or"].iter().find_map(|suffix| {
+        let verb = key.strip_suffix(suffix)?;
+        (verb.len() >= 4 && !lex.verb_senses(verb).is_empty()).then(|| crate::lexicon::stem(verb))
     })
 }
 
@@ -270,6 +321,49 @@ pub fn is_role(lex: &Lexicon, w: &Word) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn word(text: &str) -> Word {
+        concepts::read(text).words.remove(0)
+    }
+
+    #[test]
+    fn an_agent_noun_is_shown_by_its_activity_and_only_a_verbs_doer_is_one() {
+        let lex = crate::lexicon::get();
+        if lex.is_empty() {
+            return;
+        }
+        assert_eq!(activity(lex, &word("pickers")).as_deref(), Some("pick"));
+        assert_eq!(activity(lex, &word("carer")).as_deref(), Some("care"));
+        assert_eq!(activity(lex, &word("driver")).as_deref(), Some("drive"));
+        assert_eq!(activity(lex, &word("officer")), None);
+        assert_eq!(activity(lex, &word("corner")), None);
+        assert!(doer_of(lex, &word("plumber"), &word("plumbing")));
+    }
+
+    #[test]
+    fn one_thing_in_two_guises_is_no_homonym_and_a_codes_name_has_no_sense() {
+        let lex = crate::lexicon::get();
+        if lex.is_empty() {
+            return;
+        }
+        let sensed = |text: &str, pick: &str| {
+            let mut words = concepts::read(text).words;
+            let ctx = Context::of(lex, &words);
+            annotate(lex, &mut words, &ctx);
+            words.into_iter().find(|w| w.shown == pick).unwrap()
+        };
+        // The grape a vineyard grows and the grape a picker picks (both of the genus Vitis).
+        let vine = sensed("grapes for our vineyard: viticulture, vines, winemaking", "grapes");
+        let fruit = sensed("picked grapes and apples at harvest, fruit picking", "grapes");
+        assert!(compatible(lex, &vine, &fruit));
+        // A tram's conductor and a choir's are two things.
+        let tram = sensed("tram conductor collecting fares on the city trams", "conductor");
+        let choir = sensed("conductor of our community choir, choral singing", "conductor");
+        assert!(!compatible(lex, &tram, &choir));
+        // `Class 1` is a code: `class` has no sense of its own there.
+        let class = sensed("Class 1 lorry driver", "class");
+        assert!(class.coded && class.senses.is_empty());
+    }
 
     /// Prints how the words of `PARLEY_SENSE_TEXT` are read in the context of
     /// `PARLEY_SENSE_CONTEXT` (a tool for working on the lexicon's use).

@@ -142,6 +142,9 @@ pub struct Word {
     /// How much the context spoke for each sense the word may have (when it had several), in
     /// tenths.
     pub sense_scores: Vec<(u32, u16)>,
+    /// Whether it names the series of a code that follows it (`class` of `Class 1`, `iso` of
+    /// `ISO 9001`): the code says what is meant, and the word's senses say nothing.
+    pub coded: bool,
 }
 
 impl Word {
@@ -771,7 +774,6 @@ fn read_as(raw: &str, description: bool) -> Reading {
         }
         // A code after a name (`ISO 13485`, `Windows 11`, `Level 3`) names something of its own.
         if let Some(Piece::Word(next)) = pieces.get(i)
-            && next.len() >= 2
             && next.bytes().all(|b| b.is_ascii_digit())
             && word.bytes().all(|b| b.is_ascii_lowercase())
             && is_content(word)
@@ -781,6 +783,7 @@ fn read_as(raw: &str, description: bool) -> Reading {
                 let mut w = Word::new(word, negating);
                 w.aspired = aspiring && !negating;
                 w.exclusive = exclusive && !negating;
+                w.coded = true;
                 words.push(w);
             }
             let code = Word {

@@ -111,9 +111,17 @@ async fn a_need_copied_into_skills_headline_or_looking_for_is_a_want_not_an_abil
     let mut in_skills = copier();
     in_skills["profile"]["skills"] = json!(["printing", need]);
     attackers.push(in_skills);
-    for (field, value) in
-        [("headline", need), ("lookingFor", need), ("lookingFor", "senior Rust backend engineer, payments API")]
-    {
+    // The need with a verb of wanting the word lists need not name, and the need without its
+    // verb: each still repeats the need with its particulars.
+    let required = "Require a senior Rust backend engineer to build our payments API";
+    let verbless = "Senior Rust backend engineer to build our payments API";
+    for (field, value) in [
+        ("headline", need),
+        ("lookingFor", need),
+        ("lookingFor", "senior Rust backend engineer, payments API"),
+        ("headline", required),
+        ("headline", verbless),
+    ] {
         let mut a = copier();
         a["profile"][field] = json!(value);
         attackers.push(a);
