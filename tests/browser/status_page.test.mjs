@@ -1111,9 +1111,13 @@ describe("status page", { timeout: 240_000 }, () => {
     await page.setViewportSize({ width: 375, height: 800 });
     try {
       const card = page.locator('[data-testid="agents"] li[data-agent-id]').filter({ has: page.locator('[data-testid="delegations-received"]') });
-      await card.locator('[data-testid="agent-negotiations"] summary').scrollIntoViewIfNeeded();
-      if ((await card.locator("details").getAttribute("open")) === null) await card.locator('[data-testid="agent-negotiations"] summary').click();
-      await card.locator('[data-testid="agent-negotiation"]').first().waitFor();
+      // The card redraws live (its agent's negotiations and liveness change): an element taken
+      // in one redraw may be gone by the next, so opening the list is tried again until it holds.
+      await eventually("the agent's negotiations open", async () => {
+        await card.locator('[data-testid="agent-negotiations"] summary').scrollIntoViewIfNeeded({ timeout: 2000 });
+        if ((await card.locator("details").getAttribute("open")) === null) await card.locator('[data-testid="agent-negotiations"] summary').click({ timeout: 2000 });
+        return card.locator('[data-testid="agent-negotiation"]').first().isVisible();
+      }, true);
       await card.locator('[data-testid="delegations-received"] [data-testid="delegation"]').waitFor();
       await eventually("no horizontal scroll at 375 px", () => page.evaluate(() => document.scrollingElement.scrollWidth <= 375), true);
       assert.equal(await page.evaluate(() => document.scrollingElement.scrollWidth <= document.scrollingElement.clientWidth), true, "nothing sticks out sideways");
