@@ -180,10 +180,7 @@ pub fn result_v03(r: &Value) -> Value {
         u.insert("kind".into(), json!("status-update"));
         if let Some(s) = u.get("status") {
             let s = status(s, false);
-            let terminal = matches!(
-                s["state"].as_str(),
-                Some("completed" | "failed" | "canceled" | "rejected" | "input-required" | "auth-required")
-            );
+            let terminal = s["state"].as_str().is_some_and(crate::wire::a2a_render::final_v03);
             u.insert("status".into(), s);
             u.entry("final").or_insert(json!(terminal));
         }

@@ -92,10 +92,7 @@ pub fn routed_push(target: &Target, event: &Claimed) -> Request {
         }}),
         Version::V03 => {
             let state = render::state_v03(state);
-            let last = matches!(
-                state.as_str(),
-                "completed" | "failed" | "canceled" | "rejected" | "input-required" | "auth-required"
-            );
+            let last = render::final_v03(&state);
             json!({
                 "kind": "status-update", "taskId": d["taskId"], "contextId": d["contextId"],
                 "status": { "state": state, "timestamp": timestamp }, "final": last, "metadata": metadata,

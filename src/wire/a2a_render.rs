@@ -108,6 +108,12 @@ pub fn state_v03(state: &str) -> String {
     state.strip_prefix("TASK_STATE_").map_or_else(|| state.to_owned(), |rest| rest.to_lowercase().replace('_', "-"))
 }
 
+/// Whether a 0.3 status update in `state` (0.3's words) is its stream's last (`final`): the task
+/// ended or waits for its requester.
+pub fn final_v03(state: &str) -> bool {
+    matches!(state, "completed" | "failed" | "canceled" | "rejected" | "input-required" | "auth-required")
+}
+
 fn object(value: Value) -> Map<String, Value> {
     match value {
         Value::Object(map) => map,

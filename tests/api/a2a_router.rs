@@ -45,11 +45,11 @@ fn routed_skill(result: &Value) -> &str {
     inner["metadata"]["parley"]["route"]["skillId"].as_str().unwrap_or_else(|| panic!("not routed: {result}"))
 }
 
-#[tokio::test]
-async fn plain_messages_reach_the_skill_that_fits_by_meaning_or_by_name_and_none_fitting_names_the_skills() {
-    let python = python().await;
+/// Parley with two of the kit's agents registered by card: a translator (skill `translate`) and
+/// a forecaster (skill `weather`); the agents run while the second value lives.
+async fn translator_and_forecaster(python: &std::path::Path) -> (TestApp, [Sut; 2]) {
     let translator = Sut::start(
-        &python,
+        python,
         &[
             "--name",
             "Translator",
@@ -59,7 +59,7 @@ async fn plain_messages_reach_the_skill_that_fits_by_meaning_or_by_name_and_none
     )
     .await;
     let forecaster = Sut::start(
-        &python,
+        python,
         &[
             "--name",
             "Forecaster",
@@ -71,6 +71,13 @@ async fn plain_messages_reach_the_skill_that_fits_by_meaning_or_by_name_and_none
     let app = parley().await;
     register_by_card(&app, "user-t", "Translator", &translator.card()).await;
     register_by_card(&app, "user-f", "Forecaster", &forecaster.card()).await;
+    (app, [translator, forecaster])
+}
+
+#[tokio::test]
+async fn plain_messages_reach_the_skill_that_fits_by_meaning_or_by_name_and_none_fitting_names_the_skills() {
+    let python = python().await;
+    let (app, _agents) = translator_and_forecaster(&python).await;
     let asker = app.register_agent("user-asker").await;
 
     // By meaning.
@@ -409,29 +416,7 @@ async fn a_routed_tasks_push_configurations_are_parleys_and_each_new_state_it_se
 #[tokio::test]
 async fn the_official_sdks_client_reaches_the_right_agent_through_parley() {
     let python = python().await;
-    let translator = Sut::start(
-        &python,
-        &[
-            "--name",
-            "Translator",
-            "--skill",
-            "translate|Translate text|Translates text between languages such as French and German|translation,language",
-        ],
-    )
-    .await;
-    let forecaster = Sut::start(
-        &python,
-        &[
-            "--name",
-            "Forecaster",
-            "--skill",
-            "weather|Weather forecast|Forecasts the weather for a city: rain, sun, temperature|weather,forecast",
-        ],
-    )
-    .await;
-    let app = parley().await;
-    register_by_card(&app, "user-t", "Translator", &translator.card()).await;
-    register_by_card(&app, "user-f", "Forecaster", &forecaster.card()).await;
+    let (app, _agents) = translator_and_forecaster(&python).await;
     let asker = app.register_agent("user-asker").await;
     let script = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/a2a/sdk_router_client.py");
     let run = tokio::process::Command::new(&python)
